@@ -1,0 +1,1 @@
+"""access-layer checks."""

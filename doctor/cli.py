@@ -1,0 +1,125 @@
+"""The command line, kept thin: flags -> Settings/options -> collect -> check -> report.
+
+Heavy modules (httpx, rich, pynvml, prometheus_client) are imported inside the commands so that
+`llm-doctor --help` answers at once.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+import click
+
+from doctor import __version__
+
+FORMATS = ("text", "json", "markdown", "html", "junit")
+LAYER_NAMES = ("access", "load", "perf")
+
+
+def _csv(values: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(v.strip() for item in values for v in item.split(",") if v.strip())
+
+
+def output_options(f: Callable) -> Callable:
+    for opt in reversed(
+        [
+            click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True),
+            click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report to FILE."),
+            click.option("--save-bundle", type=click.Path(dir_okay=False), help="Save the collected facts (redacted JSON)."),
+            click.option(
+                "--fail-on",
+                type=click.Choice(["error", "warn", "never"]),
+                default="error",
+                show_default=True,
+                help="Exit 1 when a finding at or above this severity exists.",
+            ),
+            click.option("--only", multiple=True, help="Layers or check ids to run (comma-separated)."),
+            click.option("--skip", multiple=True, help="Check ids or layers to skip (comma-separated)."),
+            click.option("--deadline", type=float, default=60.0, show_default=True, help="Overall time limit, seconds."),
+        ]
+    ):
+        f = opt(f)
+    return f
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="llm-doctor")
+def main() -> None:
+    """Diagnose an LLM inference service layer by layer: access -> load -> perf.
+
+    Ends with a ranked list of fixes with exact flags and values.
+    Exit codes: 0 ok, 1 findings at/above --fail-on, 2 usage error, 3 the doctor failed.
+    """
+
+
+@main.command()
+@click.option("--base-url", help="Endpoint base URL, e.g. http://10.0.0.5:8000/v1")
+@click.option("--api-key", help="API key (shown only masked).")
+@click.option("--model", help="Model ID the client asks for.")
+@click.option("--protocol", type=click.Choice(["openai", "anthropic", "auto"]), default="auto", show_default=True)
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="Per-request timeout, seconds.")
+@click.option("--ca-bundle", type=click.Path(exists=True, dir_okay=False), help="CA bundle for TLS verification.")
+@click.option("--insecure", is_flag=True, help="Do not verify TLS certificates (reported as a warning).")
+@click.option("--log", "logs", multiple=True, help="Engine log file/folder/- to analyse (repeatable).")
+@click.option("--docker", help="Read `docker logs CONTAINER`.")
+@click.option("--k8s", help="Read `kubectl logs POD`.")
+@click.option("--namespace", help="Kubernetes namespace for --k8s.")
+@click.option("--previous", is_flag=True, help="With --k8s: the previous (crashed) container's log.")
+@click.option("--metrics-url", help="Prometheus endpoint (default: the base URL's host + /metrics).")
+@click.option("--sample", type=float, default=3.0, show_default=True, help="GPU/metrics sampling window, seconds.")
+@click.option("--probe-load", type=click.IntRange(0, 16), default=0, help="Opt-in concurrency probe with N requests.")
+@click.option("--ray", "ray_address", help="Inspect a Ray cluster at this address.")
+@output_options
+def run(**kw: object) -> None:
+    """Collect everything reachable, check it, and report."""
+    from doctor import runner
+
+    sys.exit(runner.run_command(kw))
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True)
+@output_options
+def analyze(paths: tuple[str, ...], **kw: object) -> None:
+    """Offline diagnosis of saved artefacts: logs (.gz, folders, - for stdin), bundles,
+    nvidia-smi outputs, topo matrices, /metrics scrapes, engine command lines."""
+    from doctor import runner
+
+    sys.exit(runner.analyze_command(paths, kw))
+
+
+@main.command()
+@click.argument("code")
+def explain(code: str) -> None:
+    """What a finding code means, and which checks emit it."""
+    from doctor.codes import CODES
+    from doctor.engine import load_checks
+
+    entry = CODES.get(code)
+    if entry is None:
+        close = [c for c in CODES if code.split(".")[-1] in c]
+        raise click.UsageError(f"unknown code {code!r}" + (f"; did you mean {', '.join(close)}?" if close else ""))
+    emitters = [s.id for s in load_checks().values() if code in s.codes]
+    click.echo(f"{entry.code} ({entry.layer}, default severity {entry.severity})\n  {entry.meaning}")
+    click.echo(f"  emitted by: {', '.join(emitters) or '(no check yet)'}")
+
+
+@main.command(name="checks")
+def list_checks() -> None:
+    """List every check: id, layer, the facts it needs and the codes it can emit."""
+    from doctor.engine import load_checks, select
+
+    for s in select(load_checks()):
+        click.echo(f"{s.id:<30} {s.layer:<7} needs: {','.join(s.needs) or '-':<18} codes: {', '.join(s.codes)}")
+        if s.title:
+            click.echo(f"{'':<39}{s.title}")
+
+
+def color_wanted(fmt: str, output: str | None) -> bool:
+    return fmt == "text" and output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+"""The finding-code catalogue (report contract v1, docs/codes.md).
+
+Codes are data: every finding names one of these, and the default severity lives here so that
+checks only decide *whether* a code applies. tests/test_codes.py keeps this table and
+docs/codes.md identical.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LAYERS = ("access", "load", "perf")
+
+
+@dataclass(frozen=True)
+class CodeInfo:
+    code: str
+    severity: str
+    meaning: str
+
+    @property
+    def layer(self) -> str:
+        return self.code.split(".", 1)[0]
+
+
+_TABLE: tuple[tuple[str, str, str], ...] = (
+    ("access.key_missing", "error", "no API key found in flags, env or client config files"),
+    (
+        "access.key_malformed",
+        "error",
+        "key has whitespace, quotes, a newline, a `Bearer ` prefix, or the wrong shape for the provider",
+    ),
+    (
+        "access.key_rejected",
+        "error",
+        "server answered 401/403: key wrong, expired, revoked, or for another provider",
+    ),
+    (
+        "access.base_url_invalid",
+        "error",
+        "base URL malformed, or its path is wrong (missing or doubled `/v1`, extra path or query parameters, chat path pasted in)",
+    ),
+    ("access.dns_failed", "error", "host name does not resolve"),
+    (
+        "access.connect_failed",
+        "error",
+        "TCP connect refused / timed out / unreachable (server down, wrong port, firewall, container network)",
+    ),
+    (
+        "access.proxy_failed",
+        "error",
+        "an HTTP(S)/SOCKS proxy from env or flags is unreachable, rejects, or intercepts the request",
+    ),
+    (
+        "access.tls_failed",
+        "error",
+        "TLS handshake or certificate verification failed (self-signed, expired, wrong host, http vs https)",
+    ),
+    (
+        "access.model_not_found",
+        "error",
+        'model ID not served (404 / "model not found" / "does not exist"); includes closest served IDs',
+    ),
+    ("access.model_id_missing", "error", "no model ID configured, or an empty one"),
+    (
+        "access.response_invalid",
+        "error",
+        "200 but the body is not the expected shape (no `choices`, HTML from a proxy, wrong API flavour)",
+    ),
+    (
+        "access.protocol_mismatch",
+        "error",
+        "OpenAI-style client pointed at an Anthropic-style endpoint or the reverse (Claude Code vs Cline/Cursor settings)",
+    ),
+    ("access.rate_limited", "error", "429 rate limit"),
+    ("access.quota_exceeded", "error", "402 / insufficient quota / billing"),
+    (
+        "access.server_error",
+        "error",
+        "5xx from the server or gateway (502/503/504: upstream down or overloaded)",
+    ),
+    (
+        "access.streaming_broken",
+        "error",
+        "non-streaming works but SSE streaming stalls, is buffered, or is malformed",
+    ),
+    ("access.timeout", "error", "request accepted but no answer within the deadline"),
+    (
+        "load.weights_oom",
+        "error",
+        "the weights alone (after TP/PP split and quantization) do not fit the GPU memory budget",
+    ),
+    (
+        "load.kv_cache_insufficient",
+        "error",
+        'max model length needs more KV cache than fits (vLLM "max seq len ... larger than the maximum number of tokens that can be stored in KV cache")',
+    ),
+    (
+        "load.no_kv_cache_memory",
+        "error",
+        'nothing left for KV cache at all ("No available memory for the cache blocks", negative/zero blocks)',
+    ),
+    (
+        "load.gpu_memory_occupied",
+        "error",
+        "other processes hold GPU memory, so free memory is below the requested utilization",
+    ),
+    (
+        "load.runtime_oom",
+        "error",
+        "CUDA out of memory during serving (prefill/decode/sampling/cuda-graph capture), not at weight load",
+    ),
+    (
+        "load.host_oom",
+        "error",
+        "the process was killed for host RAM (OOM killer, cgroup/Kubernetes OOMKilled, exit 137)",
+    ),
+    (
+        "load.shm_insufficient",
+        "error",
+        "/dev/shm too small (Docker default 64 MB): NCCL / multiprocessing failures",
+    ),
+    (
+        "load.tp_invalid",
+        "error",
+        "tensor/pipeline parallel size incompatible with the model (heads, KV heads, vocab or layers not divisible) or with the GPUs present",
+    ),
+    (
+        "load.dtype_unsupported",
+        "error",
+        "dtype not supported on this GPU (e.g. bfloat16 or FP8 on too old a compute capability)",
+    ),
+    (
+        "load.quantization_unsupported",
+        "error",
+        "quantization method unsupported by the engine/GPU, or mismatching the checkpoint",
+    ),
+    (
+        "load.cuda_mismatch",
+        "error",
+        "driver / CUDA runtime / torch / engine build incompatible (no kernel image, driver too old, wrong wheel)",
+    ),
+    (
+        "load.nccl_failed",
+        "error",
+        "NCCL / distributed init failure (timeouts, unhandled system error, wrong interface, P2P/IB problems)",
+    ),
+    (
+        "load.model_files",
+        "error",
+        "model files missing, unreadable, gated (HF 401/403), wrong path, or not a supported architecture",
+    ),
+    (
+        "load.config_invalid",
+        "error",
+        "engine arguments invalid or contradictory (unknown flag, out-of-range value, max_model_len above the model's limit)",
+    ),
+    (
+        "load.gpu_fault",
+        "error",
+        "GPU hardware or driver fault (Xid, ECC, fallen off the bus, illegal memory access from hardware)",
+    ),
+    ("load.remote_code", "error", "the model needs `--trust-remote-code` to load its custom code"),
+    (
+        "load.engine_outdated",
+        "error",
+        'the engine or transformers is too old for the model\'s architecture or format (unknown architecture, "requires a newer version")',
+    ),
+    (
+        "load.gpu_not_visible",
+        "error",
+        "the engine sees no GPU or fewer than expected: no NVIDIA container runtime / device request, `CUDA_VISIBLE_DEVICES` empty or wrong, driver or `nvidia_uvm` not loaded; it fails or silently falls back to CPU",
+    ),
+    (
+        "load.startup_timeout",
+        "error",
+        "the model did not finish loading before something gave up: a liveness/readiness probe, a launcher or client load timeout, a watchdog",
+    ),
+    (
+        "perf.tp_mismatch",
+        "warn",
+        "tensor parallel size does not fit the GPUs or the model: idle GPUs, TP across nodes, TP larger than the model needs (replicas would serve more)",
+    ),
+    (
+        "perf.low_gpu_util",
+        "warn",
+        "GPU utilization stays low (below about 50%) while requests are being served",
+    ),
+    (
+        "perf.slow_interconnect",
+        "warn",
+        "TP/PP traffic crosses PCIe without P2P, a degraded PCIe link, sockets/Ethernet instead of NVLink/InfiniBand",
+    ),
+    (
+        "perf.kv_cache_pressure",
+        "warn",
+        "KV cache near full, preemptions/recomputation, requests waiting for cache",
+    ),
+    ("perf.prefix_caching_off", "warn", "prefix caching disabled for a workload that would benefit"),
+    (
+        "perf.batching_limited",
+        "warn",
+        "continuous batching throttled: max_num_seqs / max_num_batched_tokens too small, or requests serialized",
+    ),
+    ("perf.eager_mode", "warn", "CUDA graphs disabled (enforce-eager) or graph capture failed"),
+    ("perf.gpu_throttled", "warn", "clocks throttled for power, thermal or an applied clock limit"),
+    (
+        "perf.cpu_bound",
+        "warn",
+        "the host CPU (tokenization, scheduling, detokenization, too few cores) is the bottleneck",
+    ),
+    (
+        "perf.high_latency",
+        "warn",
+        "time to first token or inter-token latency well above what the hardware should give",
+    ),
+    (
+        "perf.memory_overcommitted",
+        "warn",
+        "gpu_memory_utilization set too high, leaving no headroom: intermittent OOM under peaks",
+    ),
+)
+
+CODES: dict[str, CodeInfo] = {c: CodeInfo(c, s, m) for c, s, m in _TABLE}
+
+
+def info(code: str) -> CodeInfo:
+    """The catalogue entry of ``code``; an unknown code is a programming error, so it raises."""
+    try:
+        return CODES[code]
+    except KeyError:
+        raise KeyError(
+            f"unknown finding code {code!r}: add it to docs/codes.md and doctor/codes.py"
+        ) from None

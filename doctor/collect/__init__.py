@@ -1,0 +1,60 @@
+"""Collectors: the ONLY code that touches the world (network, files, NVML, processes, Ray).
+
+`collect_run` gathers live facts for `llm-doctor run`; `doctor.collect.files.load_paths` reads
+saved artefacts for `analyze`. Each collector is guarded: one that fails leaves a note and its
+section empty, and the checks that need it are skipped, never passed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from doctor.engine import Deadline
+from doctor.facts import Facts
+from doctor.settings import Settings
+
+Progress = Callable[[str, str], None]  # (layer, message)
+
+
+@dataclass
+class RunOptions:
+    layers: tuple[str, ...] = ("access", "load", "perf")
+    timeout: float = 10.0
+    ca_bundle: str | None = None
+    insecure: bool = False
+    logs: list[str] = field(default_factory=list)
+    docker: str | None = None
+    k8s: str | None = None
+    namespace: str | None = None
+    previous: bool = False
+    metrics_url: str | None = None
+    sample: float = 3.0
+    probe_load: int = 0
+    ray: str | None = None
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def guarded(facts: Facts, name: str, fn: Callable[[], Any]) -> Any:
+    """Run one collector; a failure becomes a note, never a traceback."""
+    try:
+        return fn()
+    except Exception as exc:
+        facts.notes.append(f"{name} collector failed: {type(exc).__name__}: {exc}")
+        return None
+
+
+def collect_run(settings: Settings, opts: RunOptions, deadline: Deadline, progress: Progress | None = None) -> Facts:
+    say = progress or (lambda layer, msg: None)
+    facts = Facts(collected_at=now(), settings=settings.to_facts())
+    if "access" in opts.layers:
+        from doctor.collect import endpoint
+
+        say("access", f"probing {settings.base_url.value or 'endpoint'}")
+        facts.endpoint = guarded(facts, "endpoint", lambda: endpoint.probe(settings, opts, deadline, say))
+    return facts

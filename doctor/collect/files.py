@@ -1,0 +1,87 @@
+"""Read saved artefacts for `analyze`: bundles, logs and tool outputs, each recognised by its
+content (not its name), all combined into one Facts.
+
+A reader is (kind, sniff, load): `sniff(head)` looks at the first bytes of a file; `load(path,
+facts, deadline)` streams the file into the facts. The first reader whose sniff says yes wins;
+engine logs are the fallback. Folders are walked for *.log, *.txt, *.out, *.json and *.gz.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from doctor.collect import now
+from doctor.engine import Deadline
+from doctor.facts import FACTS_SCHEMA, Facts
+
+SNIFF_BYTES = 64 * 1024
+WALK_SUFFIXES = {".log", ".txt", ".out", ".json", ".gz", ".xml"}
+
+
+@dataclass(frozen=True)
+class Reader:
+    kind: str
+    sniff: Callable[[str], bool]
+    load: Callable[[str, Facts, Deadline], None]
+
+
+def _is_bundle(head: str) -> bool:
+    return head.lstrip().startswith("{") and FACTS_SCHEMA in head[:4096]
+
+
+def _load_bundle(path: str, facts: Facts, deadline: Deadline) -> None:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    loaded = Facts.from_dict(data)
+    for name in ("settings", "endpoint", "logs", "deployment", "model", "gpus", "host", "metrics"):
+        if getattr(loaded, name) is not None:
+            setattr(facts, name, getattr(loaded, name))
+    facts.notes += loaded.notes
+    facts.collected_at = loaded.collected_at or facts.collected_at
+
+
+READERS: list[Reader] = [Reader("bundle", _is_bundle, _load_bundle)]
+
+
+def expand(paths: list[str]) -> list[str]:
+    out: list[str] = []
+    for p in paths:
+        path = Path(p)
+        if p != "-" and path.is_dir():
+            out += sorted(str(f) for f in path.rglob("*") if f.is_file() and f.suffix.lower() in WALK_SUFFIXES)
+        else:
+            out.append(p)
+    return out
+
+
+def head_of(path: str) -> str:
+    import gzip
+
+    with open(path, "rb") as fh:
+        raw = fh.read(SNIFF_BYTES)
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as gz:
+                raw = gz.read(SNIFF_BYTES)
+        except (OSError, EOFError):
+            raw = b""
+    return raw.decode("utf-8", errors="replace")
+
+
+def load_paths(paths: list[str], deadline: Deadline) -> Facts:
+    facts = Facts(collected_at=now())
+    for path in expand(paths):
+        if path != "-" and not Path(path).exists():
+            facts.notes.append(f"{path}: no such file")
+            continue
+        head = "" if path == "-" else head_of(path)
+        reader = next((r for r in READERS if path != "-" and r.sniff(head)), None)
+        if reader is None:
+            from doctor.collect import logs
+
+            logs.load_log(path, facts, deadline)
+        else:
+            reader.load(path, facts, deadline)
+    return facts

@@ -1,0 +1,54 @@
+"""Finding and Fix: what a check concludes, in the shape of the JSON report contract.
+
+A check returns findings; the engine stamps them with the check id, and the report ranks them.
+`explains` lets a root cause name the codes of the symptoms it accounts for, so ranking can put
+the cause first ("memory held by another process" before "KV cache too small").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from doctor.codes import info
+
+SEVERITIES = ("error", "warn", "info")
+
+
+@dataclass
+class Fix:
+    summary: str
+    command: str | None = None
+
+
+@dataclass
+class Finding:
+    code: str
+    title: str
+    evidence: list[str] = field(default_factory=list)
+    fixes: list[Fix] = field(default_factory=list)
+    severity: str = ""
+    explains: list[str] = field(default_factory=list)
+    check: str = ""
+
+    def __post_init__(self) -> None:
+        entry = info(self.code)  # raises on an unknown code: codes are a contract
+        if not self.severity:
+            self.severity = entry.severity
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity {self.severity!r} is not one of {SEVERITIES}")
+
+    @property
+    def layer(self) -> str:
+        return self.code.split(".", 1)[0]
+
+
+@dataclass
+class Outcome:
+    """What a check function returns: its findings and a one-line detail for the checks table."""
+
+    findings: list[Finding] = field(default_factory=list)
+    detail: str = ""
+
+
+class NotApplicable(Exception):
+    """Raised by a check whose subject is absent (no endpoint, no log): reported as `skip`, never `pass`."""

@@ -1,0 +1,95 @@
+"""One Report object, ranked once, rendered by every format (text, json, markdown, html, junit).
+
+Ranking: a root cause comes before the symptoms it explains; then errors before warnings before
+info; then earlier layers first; then the order the checks ran in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from doctor import __version__
+from doctor.codes import LAYERS
+from doctor.engine import CheckResult
+from doctor.facts import Facts
+from doctor.findings import SEVERITIES, Finding
+
+REPORT_SCHEMA = "llm-doctor.report/1"
+FAIL_ON = {"error": ("error",), "warn": ("error", "warn"), "never": ()}
+
+
+@dataclass
+class Report:
+    findings: list[Finding]  # ranked: index 0 is rank 1
+    checks: list[CheckResult]
+    facts: Facts
+    title: str = "llm-doctor"
+    extra_sections: list[tuple[str, str]] = field(default_factory=list)  # (heading, markdown/plain text)
+
+    @property
+    def status(self) -> str:
+        present = {f.severity for f in self.findings}
+        return next((s for s in SEVERITIES if s in present), "ok")
+
+    def exit_code(self, fail_on: str) -> int:
+        return 1 if any(f.severity in FAIL_ON[fail_on] for f in self.findings) else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": REPORT_SCHEMA,
+            "tool": {"name": "llm-doctor", "version": __version__},
+            "status": self.status,
+            "findings": [
+                {
+                    "rank": i,
+                    "code": f.code,
+                    "severity": f.severity,
+                    "layer": f.layer,
+                    "check": f.check,
+                    "title": f.title,
+                    "evidence": list(f.evidence),
+                    "fixes": [{"summary": x.summary, "command": x.command} for x in f.fixes],
+                }
+                for i, f in enumerate(self.findings, 1)
+            ],
+            "checks": [
+                {"id": c.id, "layer": c.layer, "status": c.status, "duration_ms": c.duration_ms, "detail": c.detail}
+                for c in self.checks
+            ],
+            "facts": self.facts.to_dict(),
+        }
+
+
+def build_report(checks: list[CheckResult], facts: Facts, title: str = "llm-doctor") -> Report:
+    findings = [f for c in checks for f in c.findings]
+    return Report(rank(findings), checks, facts, title)
+
+
+def rank(findings: list[Finding]) -> list[Finding]:
+    order = {id(f): i for i, f in enumerate(findings)}
+
+    def base(f: Finding) -> tuple[int, int, int]:
+        return (SEVERITIES.index(f.severity), LAYERS.index(f.layer), order[id(f)])
+
+    by_code: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_code.setdefault(f.code, []).append(f)
+
+    def explained(f: Finding) -> list[Finding]:
+        return [g for code in f.explains for g in by_code.get(code, []) if g is not f]
+
+    def closure(f: Finding, seen: set[int]) -> list[Finding]:
+        out = [f]
+        for g in explained(f):
+            if id(g) not in seen:
+                seen.add(id(g))
+                out += closure(g, seen)
+        return out
+
+    def depth(f: Finding, seen: frozenset[int] = frozenset()) -> int:
+        causes = [g for g in findings if f.code in g.explains and g is not f and id(g) not in seen]
+        return 1 + max((depth(g, seen | {id(f)}) for g in causes), default=-1)
+
+    key = {id(f): (min(base(x) for x in closure(f, {id(f)})), depth(f), base(f)) for f in findings}
+    return sorted(findings, key=lambda f: key[id(f)])
