@@ -119,7 +119,3 @@ def list_checks() -> None:
 
 def color_wanted(fmt: str, output: str | None) -> bool:
     return fmt == "text" and output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-
-
-if __name__ == "__main__":
-    main()

@@ -12,20 +12,23 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+# a secret value ends at whitespace, a quote, or markup/JSON punctuation around it
+_V = r"[^\s'\"`,;}<>&()\[\]\\]"
+
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # user:password@ in URLs
     (re.compile(r"(?P<pre>[a-z][a-z0-9+.-]*://[^/\s:@]+:)(?P<secret>[^@\s/]+)(?=@)", re.I), "pw"),
     # Authorization / x-api-key / api-key headers, echoed by gateways or pasted in logs
-    (re.compile(r"(?P<pre>\b(?:authorization|proxy-authorization)\s*[:=]\s*(?:bearer|basic|token)?\s*)(?P<secret>[^\s'\",}]+)", re.I), "key"),
-    (re.compile(r"(?P<pre>\b(?:x-api-key|api-key|x-goog-api-key)\s*[:=]\s*)(?P<secret>[^\s'\",}]+)", re.I), "key"),
+    (re.compile(r"(?P<pre>\b(?:authorization|proxy-authorization)\s*[:=]\s*(?:bearer|basic|token)?\s*)(?P<secret>" + _V + r"+)", re.I), "key"),
+    (re.compile(r"(?P<pre>\b(?:x-api-key|api-key|x-goog-api-key)\s*[:=]\s*)(?P<secret>" + _V + r"+)", re.I), "key"),
     (re.compile(r"(?P<pre>\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/=-]{8,})", re.I), "key"),
     # --api-key VALUE / api_key=VALUE / "api_key": "VALUE" / HF_TOKEN=VALUE
-    (re.compile(r"(?P<pre>--(?:api-key|hf-token|token)[= ]\s*)(?P<secret>[^\s'\"]+)", re.I), "key"),
+    (re.compile(r"(?P<pre>--(?:api-key|hf-token|token)[= ]\s*)(?P<secret>" + _V + r"+)", re.I), "key"),
     (
         re.compile(
             r"(?P<pre>\b(?:api_key|apikey|access_token|auth_token|hf_token|hugging_face_hub_token|"
             r"openai_api_key|anthropic_api_key|anthropic_auth_token|password|secret)['\"]?\s*[:=]\s*['\"]?)"
-            r"(?P<secret>[^\s'\",}]{4,})",
+            r"(?P<secret>" + _V + r"{4,})",
             re.I,
         ),
         "key",

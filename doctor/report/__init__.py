@@ -63,7 +63,10 @@ class Report:
 
 def build_report(checks: list[CheckResult], facts: Facts, title: str = "llm-doctor") -> Report:
     findings = [f for c in checks for f in c.findings]
-    return Report(rank(findings), checks, facts, title)
+    report = Report(rank(findings), checks, facts, title)
+    if facts.notes:
+        report.extra_sections.append(("Collector notes", "\n".join(facts.notes)))
+    return report
 
 
 def rank(findings: list[Finding]) -> list[Finding]:

@@ -1,0 +1,61 @@
+"""The CLI contract: commands, exit codes, formats, --output, bundles, and `--help` speed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from doctor.facts import Facts
+from doctor.facts.access import Setting, SettingsFacts
+
+
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "doctor", *args], capture_output=True, text=True, input=stdin, timeout=120
+    )
+
+
+def test_help_and_version() -> None:
+    out = cli("--help")
+    assert out.returncode == 0 and "analyze" in out.stdout and "run" in out.stdout
+    assert cli("--version").stdout.strip() == "llm-doctor, version 0.1.0"
+
+
+def test_help_does_not_import_heavy_modules() -> None:
+    code = "import sys; from doctor import cli; print(sorted(m for m in ('httpx','rich','pynvml','psutil','prometheus_client') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_usage_error_exits_2() -> None:
+    assert cli("run", "--format", "yaml").returncode == 2
+    assert cli("explain", "access.nope").returncode == 2
+
+
+def test_explain_and_checks() -> None:
+    out = cli("explain", "load.kv_cache_insufficient")
+    assert out.returncode == 0
+    assert "max model length needs more KV cache" in out.stdout
+    listing = cli("checks")
+    assert listing.returncode == 0
+
+
+def test_analyze_bundle_round_trip(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle.json"
+    facts = Facts(settings=SettingsFacts(base_url=Setting("http://127.0.0.1:9/v1", "flag --base-url")))
+    bundle.write_text(json.dumps(facts.to_dict()))
+    report_file = tmp_path / "r.json"
+    out = cli("analyze", str(bundle), "--format", "json", "--output", str(report_file), "--fail-on", "never")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ""
+    report = json.loads(report_file.read_text())
+    assert report["schema"] == "llm-doctor.report/1"
+    assert report["facts"]["settings"]["base_url"]["value"] == "http://127.0.0.1:9/v1"
+
+
+def test_missing_path_is_a_note_not_a_traceback(tmp_path: Path) -> None:
+    out = cli("analyze", str(tmp_path / "nope.log"), "--format", "markdown")
+    assert "Traceback" not in out.stderr
+    assert "nope.log: no such file" in out.stdout

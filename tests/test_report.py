@@ -1,0 +1,94 @@
+"""Ranking and the renderers, all from one Report object."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+from doctor.engine import CheckResult
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix
+from doctor.redact import Redactor
+from doctor.report import build_report, rank
+from doctor.report.render import FORMATS, render
+
+
+def f(code: str, severity: str = "", explains: tuple[str, ...] = ()) -> Finding:
+    return Finding(code, code, severity=severity, explains=list(explains))
+
+
+def test_errors_before_warnings_then_layers() -> None:
+    ranked = rank([f("perf.low_gpu_util"), f("load.runtime_oom"), f("access.key_rejected"), f("access.timeout", "warn")])
+    assert [x.code for x in ranked] == ["access.key_rejected", "load.runtime_oom", "access.timeout", "perf.low_gpu_util"]
+
+
+def test_root_cause_before_its_symptom() -> None:
+    # the cause is a warning and in a later position, yet it explains the error: it goes first
+    symptom = f("load.kv_cache_insufficient")
+    cause = f("load.gpu_memory_occupied", "warn", explains=("load.kv_cache_insufficient",))
+    other = f("access.key_rejected")
+    ranked = rank([other, symptom, cause])
+    assert [x.code for x in ranked] == ["access.key_rejected", "load.gpu_memory_occupied", "load.kv_cache_insufficient"]
+
+
+def test_cause_chain_and_cycle_terminate() -> None:
+    a = f("load.host_oom", explains=("load.nccl_failed",))
+    b = f("load.nccl_failed", explains=("load.host_oom",))  # a cycle must not recurse forever
+    assert {x.code for x in rank([a, b])} == {"load.host_oom", "load.nccl_failed"}
+
+
+def sample_report():
+    finding = Finding(
+        "access.key_rejected",
+        "the server rejected the key sk-secret-value-123456",
+        ["HTTP 401 {'error': 'Invalid API key sk-secret-value-123456'}"],
+        [Fix("Use the key the server expects", "export OPENAI_API_KEY=sk-secret-value-123456")],
+        check="access.auth",
+    )
+    checks = [
+        CheckResult("access.auth", "access", "fail", 1.5, "401", [finding]),
+        CheckResult("load.logs", "load", "skip", 0.0, "no logs facts"),
+    ]
+    return build_report(checks, Facts())
+
+
+def test_json_contract_fields() -> None:
+    out = json.loads(render(sample_report(), "json", Redactor(["sk-secret-value-123456"])))
+    assert set(out) == {"schema", "tool", "status", "findings", "checks", "facts"}
+    assert out["schema"] == "llm-doctor.report/1"
+    assert out["status"] == "error"
+    (finding,) = out["findings"]
+    assert set(finding) == {"rank", "code", "severity", "layer", "check", "title", "evidence", "fixes"}
+    assert finding["rank"] == 1 and finding["layer"] == "access" and finding["check"] == "access.auth"
+    assert out["checks"][1] == {"id": "load.logs", "layer": "load", "status": "skip", "duration_ms": 0.0, "detail": "no logs facts"}
+
+
+def test_every_format_masks_the_key() -> None:
+    report = sample_report()
+    for fmt in FORMATS:
+        text = render(report, fmt, Redactor(["sk-secret-value-123456"]))
+        assert "sk-secret-value-123456" not in text, fmt
+        assert "sk-...3456" in text, fmt
+
+
+def test_junit_is_valid_xml_with_failure_and_skip() -> None:
+    root = ET.fromstring(render(sample_report(), "junit", Redactor()))
+    assert root.get("tests") == "2" and root.get("failures") == "1" and root.get("skipped") == "1"
+    assert root.find("testcase/failure").get("type") == "fail"
+
+
+def test_exit_codes_follow_fail_on() -> None:
+    report = sample_report()
+    assert report.exit_code("error") == 1
+    assert report.exit_code("never") == 0
+    warn_only = build_report([CheckResult("p.x", "perf", "warn", 0, "", [f("perf.low_gpu_util")])], Facts())
+    assert warn_only.exit_code("error") == 0
+    assert warn_only.exit_code("warn") == 1
+    assert warn_only.status == "warn"
+
+
+def test_text_report_plain_without_color() -> None:
+    text = render(sample_report(), "text", Redactor())
+    assert "\x1b[" not in text
+    assert "1. ERROR access.key_rejected" in text
+    assert "export OPENAI_API_KEY=" in text
