@@ -90,6 +90,35 @@ def analyze(paths: tuple[str, ...], **kw: object) -> None:
     sys.exit(runner.analyze_command(paths, kw))
 
 
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.option("--model", help="Repo id, local model folder, or a served name in the built-in table.")
+@click.option("--gpu", help="GPU name: H100, H200, A100-80GB, A100-40GB, L4, A10G, L40S, RTX4090, ...")
+@click.option("--gpus", type=click.IntRange(1, 1024), help="Number of GPUs (default: TP x PP).")
+@click.option("--gpu-memory", type=float, help="Memory per GPU in GiB as nvidia-smi shows it (instead of --gpu).")
+@click.option("--engine", type=click.Choice(["vllm", "sglang", "tgi"]), default="vllm", show_default=True)
+@click.option("--tensor-parallel-size", "--tp", "tensor_parallel_size", type=int)
+@click.option("--pipeline-parallel-size", "--pp", "pipeline_parallel_size", type=int)
+@click.option("--max-model-len", type=int)
+@click.option("--gpu-memory-utilization", type=float)
+@click.option("--kv-cache-dtype")
+@click.option("--quantization")
+@click.option("--max-num-seqs", type=int)
+@click.option("--max-num-batched-tokens", type=int)
+@click.option("--dtype")
+@click.option("--block-size", type=int)
+@click.option("--offline", is_flag=True, help="Never ask the Hugging Face hub.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@output_options
+def plan(**kw: object) -> None:
+    """Pre-flight memory fit: will MODEL fit these GPUs with these engine args?
+
+    Give flags, or an engine command line after `--`: llm-doctor plan --gpu H100 --gpus 4 -- vllm serve MODEL -tp 4
+    """
+    from doctor.planning import plan_command
+
+    sys.exit(plan_command(kw))
+
+
 @main.command()
 @click.argument("code")
 def explain(code: str) -> None:

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
 
 from doctor.facts.deployment import EngineConfig
 from doctor.facts.model import ModelFacts
+from doctor.facts.plan import Change, MemoryPlan
 
 GIB = 1024**3
 MIB = 1024**2
@@ -56,48 +56,13 @@ QUANT_BYTES_PER_PARAM = {
 # logs in tests/test_memory.py (0.5 GiB at TP=1, 0.65 GiB at TP=2 for Qwen2-7B), not guessed.
 NON_TORCH_BASE = int(0.15 * GIB)
 NON_TORCH_PER_TP = int(0.15 * GIB)
+# NVML's framebuffer total minus what cudaMemGetInfo reports (the driver's reservation): A100-40GB
+# 40.0 -> 39.38 GiB, H200 140.4 -> 139.72 GiB in the real logs; applied to --gpu / NVML totals.
+DRIVER_RESERVED = int(0.65 * GIB)
 CUDA_CONTEXT = int(0.5 * GIB)  # outside the profiled budget: comes out of the remainder
 CUDA_GRAPHS = int(
     0.5 * GIB
 )  # vLLM's own warning: "CUDA graphs can take additional 1~3 GiB"; typical small models
-
-
-@dataclass
-class Change:
-    """One change that makes the plan fit, with the exact flag and the number it yields."""
-
-    what: str
-    flag: str
-    value: str
-    result: str  # what it buys, in numbers
-
-    @property
-    def command(self) -> str:
-        return f"{self.flag} {self.value}".strip()
-
-
-@dataclass
-class MemoryPlan:
-    engine: str
-    gpu_total_gib: float
-    gpu_count: int
-    tensor_parallel_size: int
-    pipeline_parallel_size: int
-    budget_gib: float  # total x utilization: what the engine may use
-    weights_gib_per_gpu: float
-    activation_gib: float
-    non_torch_gib: float
-    kv_cache_gib: float  # may be negative: the shortfall
-    kv_bytes_per_token: int
-    kv_cache_tokens: int
-    max_model_len: int
-    max_concurrency: float
-    headroom_gib: float  # outside the budget, after CUDA context and graphs
-    fits: bool
-    verdict: str  # ok | weights_oom | no_kv_cache_memory | kv_cache_insufficient | gpu_count
-    reasons: list[str] = field(default_factory=list)
-    changes: list[Change] = field(default_factory=list)
-    assumptions: list[str] = field(default_factory=list)
 
 
 def dtype_bytes(name: str, default: float = 2) -> float:
@@ -365,6 +330,7 @@ def _plan_once(model: ModelFacts, gpu_total_bytes: int, gpu_count: int, cfg: Eng
         reasons.append(f"max_model_len {max_len} needs more KV cache than the {tokens} tokens that fit")
     return MemoryPlan(
         engine=cfg.engine or "vllm",
+        model=model.name,
         gpu_total_gib=round(gpu_total_bytes / GIB, 2),
         gpu_count=gpu_count,
         tensor_parallel_size=tp,

@@ -21,6 +21,7 @@ from doctor.facts.host import HostFacts
 from doctor.facts.logs import LogFacts
 from doctor.facts.metrics import MetricsFacts
 from doctor.facts.model import ModelFacts
+from doctor.facts.plan import MemoryPlan
 
 FACTS_SCHEMA = "llm-doctor.facts/1"
 
@@ -39,6 +40,7 @@ class Facts:
     gpus: GpuFacts | None = None
     host: HostFacts | None = None
     metrics: MetricsFacts | None = None
+    plan: MemoryPlan | None = None
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

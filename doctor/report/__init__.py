@@ -66,6 +66,10 @@ def build_report(checks: list[CheckResult], facts: Facts, title: str = "llm-doct
     report = Report(rank(findings), checks, facts, title)
     if facts.notes:
         report.extra_sections.append(("Collector notes", "\n".join(facts.notes)))
+    if facts.plan is not None:
+        from doctor.report.budget import render as budget_bar
+
+        report.extra_sections.append(("Memory budget per GPU", budget_bar(facts.plan)))
     return report
 
 

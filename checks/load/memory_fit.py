@@ -1,0 +1,68 @@
+"""Does the deployment fit its GPUs? Turns the memory plan (facts.plan, from `llm-doctor plan` or
+computed here from the model, deployment and GPU facts of a run) into findings whose fixes are the
+computed changes."""
+
+from __future__ import annotations
+
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.facts.plan import MemoryPlan
+from doctor.findings import Finding, Fix, NotApplicable, Outcome
+
+GIB = 1024**3
+CODES = {
+    "weights_oom": "load.weights_oom",
+    "no_kv_cache_memory": "load.no_kv_cache_memory",
+    "kv_cache_insufficient": "load.kv_cache_insufficient",
+    "gpu_count": "load.tp_invalid",
+    "model_unknown": "load.model_files",
+}
+
+
+def plan_of(facts: Facts) -> MemoryPlan:
+    if facts.plan is not None:
+        return facts.plan
+    gpus = facts.gpus.gpus if facts.gpus else []
+    if not (facts.model and facts.deployment and gpus and gpus[0].memory_total_mib):
+        raise NotApplicable("no memory plan: needs the model, the engine arguments and the GPUs")
+    from doctor import memory
+
+    total = int(min(g.memory_total_mib or 0 for g in gpus) * 1024**2 - memory.DRIVER_RESERVED)
+    return memory.plan(facts.model, total, len(gpus), facts.deployment, gpus[0].name)
+
+
+@check("load.memory_fit", "load", codes=[*CODES.values(), "perf.memory_overcommitted"])
+def memory_fit(facts: Facts) -> Outcome:
+    """The weights, activations and KV cache fit the GPU memory budget."""
+    plan = plan_of(facts)
+    evidence = [
+        f"model {plan.model or '?'} on {plan.gpu_count} x {plan.gpu_name or 'GPU'} ({plan.gpu_total_gib} GiB each), "
+        f"{plan.engine} TP={plan.tensor_parallel_size} PP={plan.pipeline_parallel_size}",
+        f"budget {plan.budget_gib} GiB per GPU = weights {plan.weights_gib_per_gpu} + activations "
+        f"{plan.activation_gib} + non-torch {plan.non_torch_gib} + KV cache {plan.kv_cache_gib}",
+        f"KV cache {plan.kv_cache_tokens} tokens at {plan.kv_bytes_per_token} bytes/token; max_model_len "
+        f"{plan.max_model_len}; max concurrency {plan.max_concurrency}x",
+        *plan.reasons,
+    ]
+    findings = []
+    if not plan.fits:
+        code = CODES.get(plan.verdict, "load.config_invalid")
+        fixes = [Fix(f"{c.what}: {c.result}", c.command) for c in plan.changes]
+        title = plan.reasons[0] if plan.reasons else f"the deployment does not fit: {plan.verdict}"
+        explains = ["load.runtime_oom"] if code == "load.weights_oom" else []
+        findings.append(Finding(code, title, evidence, fixes, explains=explains))
+    elif plan.headroom_gib < 0:
+        findings.append(
+            Finding(
+                "perf.memory_overcommitted",
+                f"{-plan.headroom_gib} GiB short of headroom outside the budget (CUDA context and graphs)",
+                evidence,
+                [Fix("Leave room for the CUDA context and graphs", "--gpu-memory-utilization 0.9")],
+            )
+        )
+    detail = (
+        f"fits: {plan.kv_cache_tokens} KV tokens, {plan.max_concurrency}x at {plan.max_model_len}"
+        if plan.fits
+        else ""
+    )
+    return Outcome(findings, detail)

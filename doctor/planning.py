@@ -1,0 +1,138 @@
+"""What `llm-doctor plan` does between its flags and the report: model facts, engine args and GPU
+memory -> facts.plan, then the same checks and report as `run` (doctor.runner.finish)."""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from doctor.facts import Facts
+from doctor.facts.deployment import EngineConfig
+from doctor.facts.gpu import Gpu, GpuFacts
+from doctor.facts.model import ModelFacts
+from doctor.facts.plan import MemoryPlan
+
+MIB = 1024**2
+FLAG_OPTIONS = {  # plan's own flags -> engine flags, appended to the parsed command line
+    "tensor_parallel_size": "--tensor-parallel-size",
+    "pipeline_parallel_size": "--pipeline-parallel-size",
+    "max_model_len": "--max-model-len",
+    "gpu_memory_utilization": "--gpu-memory-utilization",
+    "kv_cache_dtype": "--kv-cache-dtype",
+    "quantization": "--quantization",
+    "max_num_seqs": "--max-num-seqs",
+    "max_num_batched_tokens": "--max-num-batched-tokens",
+    "dtype": "--dtype",
+    "block_size": "--block-size",
+}
+
+
+def gpu_table() -> dict[str, Any]:
+    return json.loads(resources.files("doctor").joinpath("data/gpus.json").read_text())
+
+
+def _norm(name: str) -> str:
+    return name.upper().replace(" ", "").replace("_", "-").removeprefix("NVIDIA-").removeprefix("NVIDIA")
+
+
+def lookup_gpu(name: str) -> tuple[str, float]:
+    """(NVML name, NVML total MiB) for H100, A100-80GB, L4, ... (case and dash insensitive)."""
+    table = gpu_table()
+    key = _norm(name)
+    key = {_norm(a): b for a, b in table["aliases"].items()}.get(key, key)
+    for k, entry in table["gpus"].items():
+        if _norm(k) == key or _norm(entry["name"]) == key:
+            return entry["name"], float(entry["mib"])
+    raise ValueError(f"unknown GPU {name!r}; known: {', '.join(table['gpus'])} (or give --gpu-memory GiB)")
+
+
+def resolve_model(name: str, offline: bool) -> tuple[ModelFacts | None, str]:
+    from doctor import models
+
+    if name and Path(name).is_dir() and (Path(name) / "config.json").is_file():
+        return models.from_folder(name), ""
+    found = models.from_table(name) if name else None
+    if found:
+        return found, ""
+    if not name:
+        return None, "no model given (--model or the engine command's model)"
+    if offline or os.environ.get("HF_HUB_OFFLINE") == "1":
+        return None, f"{name} is not in the built-in table and the hub is off (offline)"
+    from doctor.collect.hub import fetch_model_files
+
+    config, total, reason = fetch_model_files(name)
+    if config is None:
+        return None, reason
+    return models.from_config(config, name=name, source="hub", weight_bytes=total), ""
+
+
+def build_facts(kw: dict[str, Any]) -> Facts:
+    from doctor import memory
+    from doctor.engine_args import parse_command
+
+    command = list(kw.get("command") or ())
+    cfg = parse_command(command) if command else EngineConfig()
+    if not cfg.engine:
+        cfg = parse_command(
+            ["vllm", "serve", kw.get("model") or ""] if kw.get("engine", "vllm") == "vllm" else []
+        )
+        if kw.get("engine") == "sglang":
+            cfg = parse_command(["python", "-m", "sglang.launch_server"])
+        elif kw.get("engine") == "tgi":
+            cfg = parse_command(["text-generation-launcher"])
+    extra = [f"{flag}={kw[name]}" for name, flag in FLAG_OPTIONS.items() if kw.get(name) is not None]
+    if extra:
+        override = parse_command(["vllm", "serve", *extra])
+        for name in FLAG_OPTIONS:
+            if kw.get(name) is not None:
+                setattr(cfg, name, getattr(override, name))
+                cfg.sources[name] = "cmdline"
+    model_name = kw.get("model") or cfg.model
+    if model_name and not cfg.model:
+        cfg.model = model_name
+    if kw.get("gpu_memory"):
+        gpu_name, mib = kw.get("gpu") or "", float(kw["gpu_memory"]) * 1024
+    else:
+        gpu_name, mib = lookup_gpu(kw.get("gpu") or "H100")
+    count = int(kw.get("gpus") or max(1, (cfg.tensor_parallel_size or 1) * (cfg.pipeline_parallel_size or 1)))
+    facts = Facts(deployment=cfg)
+    facts.gpus = GpuFacts(
+        source="plan flags",
+        available=True,
+        gpus=[Gpu(index=i, name=gpu_name, memory_total_mib=mib) for i in range(count)],
+    )
+    model, reason = resolve_model(model_name, bool(kw.get("offline")))
+    if model is None:
+        facts.plan = MemoryPlan(
+            engine=cfg.engine, model=model_name, verdict="model_unknown", reasons=[reason]
+        )
+        return facts
+    facts.model = model
+    total = int(mib * MIB - memory.DRIVER_RESERVED)
+    facts.plan = memory.plan(model, total, count, cfg, gpu_name)
+    facts.plan.gpu_name = gpu_name
+    facts.plan.assumptions.append(
+        f"GPU total {mib:.0f} MiB (NVML) less {memory.DRIVER_RESERVED / MIB:.0f} MiB driver reservation"
+    )
+    return facts
+
+
+def plan_command(kw: dict[str, Any]) -> int:
+    from doctor.engine import Deadline
+    from doctor.redact import Redactor
+    from doctor.runner import doctor_failed, finish
+
+    redactor = Redactor([os.environ.get("HF_TOKEN")])
+    try:
+        facts = build_facts(kw)
+        kw = {**kw, "only": kw.get("only") or ("load.memory_fit",)}
+        return finish(facts, kw, redactor, Deadline(float(kw["deadline"])), title="llm-doctor plan")
+    except ValueError as exc:
+        import click
+
+        raise click.UsageError(str(exc)) from exc
+    except Exception as exc:
+        return doctor_failed(exc, redactor)

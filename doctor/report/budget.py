@@ -1,0 +1,39 @@
+"""One bar per GPU: weights | activations | KV cache | headroom | over budget, so a person sees
+the budget at a glance (text and markdown reports, via Report.extra_sections)."""
+
+from __future__ import annotations
+
+from doctor.facts.plan import MemoryPlan
+
+PARTS = (
+    ("█", "weights"),
+    ("▓", "activations+non-torch"),
+    ("▒", "KV cache"),
+    ("░", "headroom"),
+    ("X", "over budget"),
+)
+
+
+def render(plan: MemoryPlan, width: int = 60) -> str:
+    total = max(plan.gpu_total_gib, 0.01)
+    over = max(0.0, -plan.kv_cache_gib)
+    sizes = [
+        plan.weights_gib_per_gpu,
+        plan.activation_gib + plan.non_torch_gib,
+        max(0.0, plan.kv_cache_gib),
+        max(0.0, total - plan.budget_gib),
+        over,
+    ]
+    scale = width / max(total, sum(sizes))
+    bar = "".join(ch * round(size * scale) for (ch, _), size in zip(PARTS, sizes, strict=True))
+    legend = "  ".join(
+        f"{ch} {name} {size:.2f} GiB" for (ch, name), size in zip(PARTS, sizes, strict=True) if size > 0
+    )
+    lines = [
+        f"per GPU ({plan.gpu_count} x {plan.gpu_name or 'GPU'}, {total:.2f} GiB, TP={plan.tensor_parallel_size}):",
+        f"[{bar}]",
+        legend,
+        f"KV cache tokens {plan.kv_cache_tokens}; max concurrency {plan.max_concurrency}x at "
+        f"{plan.max_model_len} tokens; fits: {'yes' if plan.fits else 'NO (' + plan.verdict + ')'}",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,77 @@
+"""`llm-doctor plan`: the CLI, its JSON contract (facts.plan) and the load.memory_fit findings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def plan(*args: str) -> tuple[int, str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "doctor", "plan", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"},
+    )
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_json_carries_the_plan_numbers_for_a_command_line() -> None:
+    rc, out = plan(
+        "--gpu", "A100-80GB", "--format", "json", "--",
+        "vllm", "serve", "Qwen/Qwen2-7B-Instruct", "--max-model-len", "16384", "--gpu-memory-utilization", "0.5",
+    )  # fmt: skip
+    assert rc == 0, out
+    report = json.loads(out)
+    p = report["facts"]["plan"]
+    assert p["fits"] is True and p["weights_gib_per_gpu"] == pytest.approx(14.18, abs=0.05)
+    # vLLM printed 464,848 tokens for this deployment (real/vllm-startup/v0.10.1.1-v1-1xA100-qwen2-7b-hardwrapped.txt)
+    assert p["kv_cache_tokens"] == pytest.approx(464848, rel=0.05)
+    assert p["max_concurrency"] == pytest.approx(464848 / 16384, rel=0.05)
+    assert report["checks"][0]["id"] == "load.memory_fit" and report["checks"][0]["status"] == "pass"
+
+
+def test_weights_oom_is_rank_1_with_the_tp_fix() -> None:
+    rc, out = plan(
+        "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "A100-80GB", "--gpus", "4",
+        "--tp", "1", "--max-model-len", "8192", "--format", "json",
+    )  # fmt: skip
+    assert rc == 1, out
+    report = json.loads(out)
+    first = report["findings"][0]
+    assert first["code"] == "load.weights_oom" and first["rank"] == 1
+    assert "131.4 GiB per GPU at TP=1" in first["title"]
+    assert {"summary": first["fixes"][0]["summary"], "command": "--tensor-parallel-size 2"} in first["fixes"]
+    assert report["facts"]["plan"]["fits"] is False
+
+
+def test_kv_cache_insufficient_with_computed_max_model_len_in_markdown() -> None:
+    rc, out = plan("--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "L4", "--format", "markdown")
+    assert rc == 1, out
+    assert (
+        "`load.kv_cache_insufficient`" in out
+        and "Memory budget per GPU" in out
+        and "X over budget" not in out
+    )
+    line = next(x for x in out.splitlines() if "--max-model-len " in x)
+    assert 16000 < int(line.rsplit("--max-model-len ", 1)[1].rstrip("`")) < 131072
+
+
+def test_sglang_command_line() -> None:
+    rc, out = plan(
+        "--gpu-memory", "24", "--format", "json", "--",
+        "python", "-m", "sglang.launch_server", "--model-path", "mistralai/Mistral-7B-v0.1", "--context-length", "8192",
+    )  # fmt: skip
+    p = json.loads(out)["facts"]["plan"]
+    assert rc == 0 and p["engine"] == "sglang" and p["kv_cache_tokens"] > 40000
+
+
+def test_unknown_model_offline_is_a_finding_and_unknown_gpu_a_usage_error() -> None:
+    rc, out = plan("--model", "nobody/NoSuchModel-7B", "--gpu", "H100", "--offline", "--format", "json")
+    assert rc == 1 and json.loads(out)["findings"][0]["code"] == "load.model_files"
+    rc, out = plan("--model", "Qwen/Qwen2-7B-Instruct", "--gpu", "Z9000")
+    assert rc == 2 and "unknown GPU" in out
