@@ -1,4 +1,9 @@
-"""Facts read from engine logs: the setup the log describes and the typed events it holds."""
+"""Facts read from engine logs: the setup the log describes and the typed events it holds.
+
+A log often holds several starts of the engine (a crash loop, a paste of two attempts). Every
+event carries the `run` it belongs to; checks diagnose the last run that failed and mention the
+earlier ones, because the last crash is what the user is looking at.
+"""
 
 from __future__ import annotations
 
@@ -12,13 +17,48 @@ class LogEvent:
     line_no: int = 0
     lines: list[str] = field(default_factory=list)  # the evidence, redacted
     values: dict[str, object] = field(default_factory=dict)
+    run: int = 0  # which start of the engine in this log (0 = the first)
+    process: str = ""  # "VllmWorker rank=1 pid=4321", "TP3", "rank0", ""
+    phase: str = ""  # startup | weights | profiling | cuda_graph | serving (where an OOM happened)
+    fatal: bool = True  # an error (vs. a warning or a performance signal)
+    count: int = 1  # how many times the same message was seen (TP ranks repeat it)
+
+
+@dataclass
+class LogSetup:
+    """Numbers the engine printed about itself; None when the log does not say."""
+
+    gpu_names: list[str] = field(default_factory=list)
+    gpu_count: int | None = None
+    gpu_total_gib: float | None = None
+    compute_capability: float | None = None
+    free_at_start_gib: float | None = None
+    visible_devices: str = ""
+    gpu_blocks: int | None = None
+    cpu_blocks: int | None = None
+    kv_cache_tokens: int | None = None
+    available_kv_gib: float | None = None
+    weights_gib: float | None = None
+    max_concurrency: float | None = None
+    cuda_graphs: bool | None = None
+    smi_used_mib: int | None = None  # the most memory an nvidia-smi table pasted into the log shows in use
+    smi_total_mib: int | None = None
+    smi_processes: dict[str, int] = field(default_factory=dict)  # "gpu:pid" -> MiB, from such a table
+    sse_chunks: int = 0  # OpenAI-style `data: {...}` stream chunks quoted in the log
+    sse_done: bool = False  # ... and whether the stream's `data: [DONE]` terminator is there
+    n_ctx: int | None = None
+    n_ctx_train: int | None = None
 
 
 @dataclass
 class LogFacts:
     sources: list[str] = field(default_factory=list)
     lines_read: int = 0
+    bytes_read: int = 0
     engine: str = ""
     engine_version: str = ""
+    engine_generation: str = ""
+    runs: int = 1  # starts of the engine seen in the log
+    setup: LogSetup = field(default_factory=LogSetup)
     events: list[LogEvent] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)  # unreadable, empty, binary, truncated
+    problems: list[str] = field(default_factory=list)  # unreadable, empty, binary, truncated, tool missing

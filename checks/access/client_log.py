@@ -1,0 +1,103 @@
+"""What a client's error output in a log says about the channel to the model.
+
+Judged from log events only (not from the endpoint probe): tracebacks and messages of the OpenAI
+SDK, httpx/httpcore, requests, curl, and the server's own access log lines ("POST /chat/completions
+HTTP/1.1" 404). A load-layer crash in the same log explains refused connections and 5xx answers,
+so those rank after it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from checks.load import log_events as le
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.facts.logs import LogEvent
+from doctor.findings import Finding, Fix, Outcome
+
+KIND_CODE = {
+    "client_quota": "access.quota_exceeded",
+    "client_rate_limit": "access.rate_limited",
+    "client_auth": "access.key_rejected",
+    "client_tls": "access.tls_failed",
+    "client_dns": "access.dns_failed",
+    "client_proxy": "access.proxy_failed",
+    "client_refused": "access.connect_failed",
+    "client_model_missing_id": "access.model_id_missing",
+    "client_model_not_found": "access.model_not_found",
+    "client_timeout": "access.timeout",
+    "client_bad_response": "access.response_invalid",
+}
+CODES = sorted(set(KIND_CODE.values()) | {"access.base_url_invalid", "access.protocol_mismatch", "access.server_error",
+                                         "access.key_malformed", "access.streaming_broken"})
+OPENAI_PATHS = re.compile(r"^/(?:chat/completions|completions|models|embeddings|responses|messages)\b")
+MODEL_PATHS = re.compile(r"^/v1/(?:chat/completions|completions|embeddings)\b")
+OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages)\b|^/api/(?:chat|generate)\b")
+KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"]\s)|API key.*(?:whitespace|newline)", re.I)
+
+TITLES = {
+    "access.quota_exceeded": ("the account's quota or credit is exhausted", "Add credit / raise the quota for this key's account, or use another key"),
+    "access.rate_limited": ("the provider rate-limited the requests (429)", "Send fewer requests/tokens per minute (lower concurrency) and retry with backoff"),
+    "access.key_rejected": ("the server rejected the API key (401/403)", "Use the key the server expects (vLLM: the value of --api-key / VLLM_API_KEY)"),
+    "access.key_malformed": ("the API key is not a key (URL, masked value, prefix or whitespace)", "Set the key itself, without 'Bearer ', quotes, spaces or a URL"),
+    "access.tls_failed": ("TLS certificate verification failed", "Trust the server's CA: SSL_CERT_FILE=/path/ca.pem (or REQUESTS_CA_BUNDLE), or use http:// for a plain-HTTP server"),
+    "access.dns_failed": ("the server's host name does not resolve", "Use a host name resolvable from the client (inside Docker: the service name on a shared network, or the host IP)"),
+    "access.proxy_failed": ("an HTTP proxy in the path answered instead of the server", "Bypass the proxy for the server: NO_PROXY=<server host>,localhost,127.0.0.1"),
+    "access.connect_failed": ("the client could not connect to the server", "Start the server / fix host and port; from another machine bind it with --host 0.0.0.0 and open the port"),
+    "access.model_id_missing": ("the request carried no model ID", "Set the model in the client (the served name, see GET /v1/models)"),
+    "access.model_not_found": ("the model ID is not served", "Use a served model ID (GET /v1/models), or start the server with --served-model-name <name>"),
+    "access.timeout": ("the request timed out", "Raise the client timeout or stream the response (long generations)"),
+    "access.response_invalid": ("the answer was not the expected JSON", "Check the base URL points at the API (…/v1) and nothing in between rewrites the answer"),
+    "access.server_error": ("the server answered 5xx", "Read the server's log around that request for the exception"),
+    "access.base_url_invalid": ("requests go to a path without /v1: the base URL is missing it", "Set the base URL to http://<host>:<port>/v1"),
+    "access.protocol_mismatch": ("the client uses an API this server does not implement", "Point the client at /v1/chat/completions (OpenAI Chat API), or use a server that implements this API"),
+    "access.streaming_broken": ("the SSE stream ends without `data: [DONE]`", "Upgrade the server (the stream must end with `data: [DONE]`), or disable streaming in the client"),
+}
+
+
+@check("access.client_log", "access", codes=CODES)
+def client_log(facts: Facts) -> Outcome:
+    """Client-side error output in the log (auth, URL, network, model ID, response shape)."""
+    logs = le.logs_of(facts)
+    found: dict[str, list[LogEvent]] = {}
+    for e in le.events(facts):
+        code = _code(e)
+        if code:
+            found.setdefault(code, []).append(e)
+    s = logs.setup
+    if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
+        found.setdefault("access.streaming_broken", [])
+    findings = []
+    for code, events in found.items():
+        title, fix = TITLES[code]
+        evidence = le.evidence(events) if events else [f"{s.sse_chunks} `data: {{...}}` chunks and no `data: [DONE]`"]
+        findings.append(Finding(code, title, evidence, [Fix(fix)]))
+    return Outcome(findings, "" if findings else "no client-side error in the log")
+
+
+def _code(e: LogEvent) -> str | None:
+    if e.kind == "client_auth" and any(KEY_SHAPE.search(line) for line in e.lines):
+        return "access.key_malformed"
+    if e.kind == "client_bad_response":
+        text = " ".join(e.lines)
+        if re.search(r"502|503|504", text) and re.search(r"<!DOCTYPE|<html|res\.text=''|text=''", text, re.I):
+            return "access.proxy_failed"
+        return "access.response_invalid"
+    if e.kind == "http_response":
+        status = e.values.get("status")
+        path = str(e.values.get("path") or "")
+        if status in (401, 403):
+            return "access.key_rejected"
+        if status == 404 and OTHER_PROTOCOL.search(path):
+            return "access.protocol_mismatch"
+        if status == 404 and OPENAI_PATHS.search(path):
+            return "access.base_url_invalid"
+        if status == 404 and MODEL_PATHS.search(path):
+            return "access.model_not_found"
+        if status == 429:
+            return "access.rate_limited"
+        if isinstance(status, int) and status >= 500:
+            return "access.server_error"
+        return None
+    return KIND_CODE.get(e.kind)

@@ -1,0 +1,34 @@
+"""Do the driver, CUDA runtime, torch and the engine's kernels match the GPU? (no kernel image for
+this compute capability, driver older than the runtime, a CUDA library missing or from another
+version)."""
+
+from __future__ import annotations
+
+from checks.load import log_events as le
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, Outcome
+
+
+@check("load.cuda", "load", codes=["load.cuda_mismatch"])
+def cuda(facts: Facts) -> Outcome:
+    """The CUDA stack (driver, runtime, torch, engine kernels) fits this GPU."""
+    found = le.events(facts, "cuda_mismatch")
+    if not found:
+        return Outcome(detail="no CUDA/driver mismatch in the log")
+    text = " ".join(line for e in found for line in e.lines)
+    evidence = le.evidence(found) + le.earlier_runs(facts)
+    cc = facts.logs.setup.compute_capability if facts.logs else None
+    if "no kernel image" in text or "not compatible" in text:
+        sm = f"sm_{int(float(cc) * 10)}" if cc else "this GPU's compute capability"
+        fixes = [Fix(f"Install a build compiled for {sm} (a newer wheel / image, or build from source with TORCH_CUDA_ARCH_LIST={cc or '<cc>'})"),
+                 Fix("Check what torch was built for", "python -c 'import torch; print(torch.cuda.get_arch_list())'")]
+    elif "driver version is insufficient" in text or "driver on your system is too old" in text:
+        fixes = [Fix("Upgrade the NVIDIA driver, or use a build for the CUDA version the driver supports (see `nvidia-smi`, top right)")]
+    else:
+        lib = le.first_value(found, "lib")
+        fixes = [Fix(f"Install the engine wheel built for this machine's CUDA{f' ({lib} is missing)' if lib else ''} "
+                     "(e.g. the cu12x wheel matching `nvidia-smi`), or use the engine's official container image"),
+                 Fix("Make sure the matching CUDA libraries come first", "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu121")]
+    return Outcome([Finding("load.cuda_mismatch", "the CUDA driver/runtime/kernels do not match this GPU or each other", evidence, fixes,
+                            explains=["load.gpu_not_visible", *le.CLIENT_SYMPTOMS])])

@@ -1,0 +1,31 @@
+"""Is the dtype supported by this GPU? bfloat16 needs compute capability 8.0 (Ampere), FP8 needs
+8.9 (Ada/Hopper); older GPUs must run float16, or a checkpoint that is not FP8."""
+
+from __future__ import annotations
+
+from checks.load import log_events as le
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, Outcome
+
+
+@check("load.dtype", "load", codes=["load.dtype_unsupported"])
+def dtype(facts: Facts) -> Outcome:
+    """The model's dtype runs on this GPU's compute capability."""
+    found = le.events(facts, "dtype_unsupported")
+    if not found:
+        return Outcome(detail="no dtype/compute-capability error in the log")
+    e = found[0]
+    cc = e.values.get("cc") or (facts.logs.setup.compute_capability if facts.logs else None)
+    text = " ".join(e.lines).lower()
+    evidence = le.evidence(found) + le.earlier_runs(facts)
+    if cc:
+        evidence.append(f"GPU compute capability {cc}")
+    if "fp8" in text or "float8" in text:
+        fixes = [Fix("FP8 needs compute capability 8.9+ (Ada/Hopper): load the BF16/FP16 or an AWQ/GPTQ checkpoint instead"),
+                 Fix("Or run on an Ada/Hopper GPU (L4, L40S, H100, H200)")]
+        title = "FP8 is not supported on this GPU"
+    else:
+        fixes = [Fix("Run in float16 (bfloat16 needs compute capability 8.0+)", "--dtype float16")]
+        title = "bfloat16 is not supported on this GPU"
+    return Outcome([Finding("load.dtype_unsupported", title, evidence, fixes, explains=["load.cuda_mismatch", *le.CLIENT_SYMPTOMS])])

@@ -1,0 +1,97 @@
+"""Is GPU memory held by something else? (engine logs)
+
+vLLM V1 stops at start-up when the free memory is below what --gpu-memory-utilization asks for
+("Free memory on device (31.44/47.38 GiB) on startup is less than desired ..."); older engines
+only fail later (no memory for the cache blocks, KV cache too small, OOM). An nvidia-smi table
+pasted into the log, or a CUDA OOM message that lists the memory of other processes, shows the
+same cause. It is the root cause of those symptoms, so the finding explains them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from checks.load import log_events as le
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, Outcome
+
+SYMPTOMS = ["load.no_kv_cache_memory", "load.kv_cache_insufficient", "load.runtime_oom", "load.weights_oom"]
+MEMORY_FAILURES = {"no_kv_memory", "kv_cache_too_small", "cuda_oom"}
+
+
+@check("load.gpu_memory_free", "load", codes=["load.gpu_memory_occupied"])
+def gpu_memory_free(facts: Facts) -> Outcome:
+    """The GPU memory the engine asks for is free when it starts."""
+    low = le.events(facts, "free_memory_low")
+    if low:
+        return Outcome([_free_low(facts, low[-1])])
+    failing = [e for e in le.events(facts) if e.kind in MEMORY_FAILURES]
+    if not failing:
+        return Outcome(detail="no sign of memory held by other processes")
+    for e in failing:
+        if e.kind == "cuda_oom":
+            finding = _oom_others(facts, e)
+            if finding:
+                return Outcome([finding])
+    finding = _smi_table(facts, failing)
+    return Outcome([finding] if finding else [], "" if finding else "no sign of memory held by other processes")
+
+
+def _fixes(facts: Facts, free_gib: float, total_gib: float) -> list[Fix]:
+    fit = math.floor((free_gib / total_gib - 0.02) * 100) / 100 if total_gib else 0
+    fixes = [Fix("Stop the other process on this GPU (see `nvidia-smi --query-compute-apps=pid,used_memory --format=csv`) "
+                 "or move this engine to a free GPU", "CUDA_VISIBLE_DEVICES=<free GPU index>")]
+    if fit > 0.05:
+        fixes.append(Fix(f"Or ask only for what is free ({free_gib:.2f} of {total_gib:.2f} GiB)",
+                         f"--gpu-memory-utilization {fit:.2f}"))
+    return fixes
+
+
+def _free_low(facts: Facts, e) -> Finding:
+    v = e.values
+    free, total = float(v.get("free", 0)), float(v.get("total", 0))
+    util, requested = v.get("util"), v.get("requested")
+    evidence = le.evidence([e]) + le.earlier_runs(facts)
+    if total:
+        evidence.append(f"{total - free:.2f} GiB of {total:.2f} GiB is in use before the engine starts; "
+                        f"it asked for {requested} GiB (utilization {util})")
+    return Finding("load.gpu_memory_occupied", f"only {free:g} GiB of {total:g} GiB is free at start-up: other processes hold the GPU",
+                   evidence, _fixes(facts, free, total), explains=SYMPTOMS + le.CLIENT_SYMPTOMS)
+
+
+def _oom_others(facts: Facts, e) -> Finding | None:
+    v = e.values
+    total, free, mine = v.get("total"), v.get("free"), v.get("this_process")
+    if not all(isinstance(x, (int, float)) for x in (total, free, mine)):
+        return None
+    others = float(total) - float(free) - float(mine)  # type: ignore[arg-type]
+    if others < max(2.0, 0.1 * float(total)):  # type: ignore[arg-type]
+        return None
+    evidence = le.evidence([e]) + [f"{others:.2f} GiB of {total} GiB is held by other processes (this process: {mine} GiB)"]
+    return Finding("load.gpu_memory_occupied", f"other processes hold {others:.1f} GiB of this GPU", evidence,
+                   _fixes(facts, float(free) + float(mine), float(total)),  # type: ignore[arg-type]
+                   explains=SYMPTOMS + le.CLIENT_SYMPTOMS)
+
+
+def _smi_table(facts: Facts, failing: list) -> Finding | None:
+    """An nvidia-smi table in the log: memory in use before/while the engine failed."""
+    s = le.logs_of(facts).setup
+    if not (s.smi_used_mib and s.smi_total_mib):
+        return None
+    util = facts.deployment.gpu_memory_utilization if facts.deployment else None
+    budget_mib = (util or 0.9) * s.smi_total_mib
+    per_gpu: dict[str, list[int]] = {}
+    for key, mib in s.smi_processes.items():
+        per_gpu.setdefault(key.split(":")[0], []).append(mib)
+    shared = any(len(v) >= 2 for v in per_gpu.values())
+    if not (shared or s.smi_used_mib >= 0.5 * budget_mib) or s.smi_used_mib < 1024:
+        return None
+    evidence = le.evidence(failing[-1:]) + [
+        f"nvidia-smi in the log shows {s.smi_used_mib} MiB of {s.smi_total_mib} MiB in use"
+        + (f" by {sum(len(v) for v in per_gpu.values())} processes" if per_gpu else "")
+        + (f"; this engine's budget is {budget_mib:.0f} MiB (gpu_memory_utilization {util or 0.9:g})")
+    ]
+    free_gib = (s.smi_total_mib - s.smi_used_mib) / 1024
+    return Finding("load.gpu_memory_occupied", "another process holds GPU memory this engine counted on", evidence,
+                   _fixes(facts, free_gib, s.smi_total_mib / 1024), explains=SYMPTOMS + le.CLIENT_SYMPTOMS)

@@ -1,0 +1,29 @@
+"""Does the engine see the GPUs? No NVIDIA runtime / device request in the container, an empty
+CUDA_VISIBLE_DEVICES, a CPU-only torch, or a Ray/worker process given no GPU."""
+
+from __future__ import annotations
+
+from checks.load import log_events as le
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, Outcome
+
+
+@check("load.gpu_visibility", "load", codes=["load.gpu_not_visible"])
+def gpu_visibility(facts: Facts) -> Outcome:
+    """The engine sees the GPUs it was meant to use."""
+    found = le.events(facts, "gpu_not_visible", "device_ordinal")
+    if not found:
+        return Outcome(detail="no missing-GPU error in the log")
+    evidence = le.evidence(found) + le.earlier_runs(facts)
+    ordinal = all(e.kind == "device_ordinal" for e in found)
+    fixes = [
+        Fix("Docker: run with the NVIDIA runtime and a GPU request", "docker run --gpus all ..."),
+        Fix("Kubernetes: request the GPUs in the pod spec", "resources.limits: nvidia.com/gpu: <n>"),
+        Fix("Check what the process sees", "nvidia-smi -L; python -c 'import torch; print(torch.cuda.device_count())'"),
+    ]
+    if ordinal:
+        tp = le.deployment_value(facts, "tensor_parallel_size")
+        fixes.insert(0, Fix("A worker asked for a GPU index it cannot see: give each worker its GPUs (CUDA_VISIBLE_DEVICES / Ray num_gpus)"
+                            + (f" or lower TP {tp} to the GPUs visible" if tp else "")))
+    return Outcome([Finding("load.gpu_not_visible", "the engine does not see the GPU(s)", evidence, fixes, explains=le.CLIENT_SYMPTOMS)])

@@ -1,0 +1,33 @@
+"""Was the engine killed for host RAM? (OOM killer, cgroup / Kubernetes OOMKilled, exit 137, Ray's
+memory monitor, Ollama's system-memory check). A bare `Killed` line is the shell reporting SIGKILL:
+host OOM when nothing else failed, but SGLang prints it after any child failure, so then it is
+only mentioned."""
+
+from __future__ import annotations
+
+from checks.load import log_events as le
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, Outcome
+
+
+@check("load.host_memory", "load", codes=["load.host_oom"])
+def host_memory(facts: Facts) -> Outcome:
+    """The engine was not killed for host memory."""
+    strong = le.events(facts, "host_oom")
+    killed = le.events(facts, "killed")
+    others = le.fatal_kinds(facts) - {"host_oom", "killed", "load_failed"}
+    if not strong and not (killed and not others):
+        return Outcome(detail="no host out-of-memory kill in the log")
+    found = strong or killed
+    evidence = le.evidence(found) + le.earlier_runs(facts)
+    fixes = [Fix("Give the container/pod more memory (Kubernetes: resources.limits.memory; Docker: --memory)")]
+    swap = le.events(facts, "swap_space_large")
+    if swap:
+        evidence += le.evidence(swap, 1)
+        fixes.insert(0, Fix("Reserve less CPU swap space per GPU worker (vLLM default 4 GiB each)", "--swap-space 1"))
+    req = le.first_value(found, "required")
+    if req is not None:
+        fixes.insert(0, Fix(f"The model needs {req} GiB of system memory: use a smaller or more quantized model"))
+    fixes.append(Fix("Load weights without staging them in RAM", "--load-format safetensors"))
+    return Outcome([Finding("load.host_oom", "the engine was killed for host memory", evidence, fixes, explains=le.CLIENT_SYMPTOMS)])

@@ -1,0 +1,188 @@
+"""Is there KV cache for the context length asked for? (engine logs)
+
+vLLM refuses to start when one request of max_model_len tokens does not fit the KV cache it could
+allocate: V0 prints the capacity in tokens ("max seq len (32768) ... KV cache (16864)"), V1 the
+bytes ("2.63 GiB KV cache is needed ... available KV cache memory (1.64 GiB)"). The fixes are
+computed from those numbers: the largest --max-model-len that fits (the capacity itself: vLLM
+compares max_model_len with num_gpu_blocks * block_size), the --gpu-memory-utilization that
+would fit the asked length (KV bytes per token = available / capacity), fp8 KV cache where the
+GPU has it, and a wider tensor-parallel split when GPUs sit idle. llama.cpp allocates the KV
+cache for the whole n_ctx up front and fails the same way.
+"""
+
+from __future__ import annotations
+
+import math
+
+from checks.load import log_events as le
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, Outcome
+
+MAX_UTIL = 0.95
+FP8_KV_MIN_CC = 8.9  # Ada / Hopper: fp8 e4m3 KV cache in vLLM's default CUDA backends
+FP8_GPUS = ("H100", "H200", "H800", "H20", "L4", "L40", "4090", "B200", "GB200", "5090")
+
+
+@check("load.kv_cache", "load", codes=["load.kv_cache_insufficient", "load.no_kv_cache_memory"])
+def kv_cache(facts: Facts) -> Outcome:
+    """The KV cache the engine could allocate holds at least one request of max_model_len."""
+    too_small = le.events(facts, "kv_cache_too_small")
+    no_memory = le.events(facts, "no_kv_memory")
+    llama = le.events(facts, "kv_cache_alloc_failed")
+    findings: list[Finding] = []
+    if too_small:
+        findings.append(_too_small(facts, too_small))
+    elif llama:
+        findings.append(_llama_ctx(facts, llama))
+    if no_memory and not findings:
+        findings.append(_no_memory(facts, no_memory))
+    return Outcome(findings, "" if findings else "no KV cache shortfall in the log")
+
+
+def _util(facts: Facts) -> float:
+    value = le.deployment_value(facts, "gpu_memory_utilization")
+    return float(value) if isinstance(value, (int, float)) else 0.9
+
+
+def _too_small(facts: Facts, found: list) -> Finding:
+    last = found[-1]  # several attempts in one log: the last numbers count
+    v = last.values
+    asked = int(v.get("max_seq_len") or le.first_value(found, "max_seq_len") or 0)
+    evidence = le.evidence([last]) + le.earlier_runs(facts)
+    fixes: list[Fix] = []
+    util = _util(facts)
+    total = le.gpu_total_gib(facts)
+    block = int(le.deployment_value(facts, "block_size") or 16)
+    capacity: int | None = None
+    per_token_gib: float | None = None
+    if "kv_tokens" in v:  # V0: capacity in tokens
+        capacity = int(v["kv_tokens"])  # type: ignore[call-overload]
+        available = facts.logs.setup.available_kv_gib if facts.logs else None
+        if available:
+            per_token_gib = available / capacity
+        else:
+            per_token_gib = _model_kv_gib_per_token(facts)
+    elif "available" in v and "needed" in v:  # V1: bytes
+        needed, available = float(v["needed"]), float(v["available"])  # type: ignore[arg-type]
+        per_token_gib = needed / asked if asked else None
+        if "estimated_max_len" in v:
+            capacity = int(v["estimated_max_len"])  # type: ignore[call-overload]
+        elif per_token_gib:
+            capacity = int(available / per_token_gib) // block * block
+    elif "estimated_max_len" in v:
+        capacity = int(v["estimated_max_len"])  # type: ignore[call-overload]
+    title = f"max_model_len {asked or '?'} does not fit the KV cache"
+    if capacity:
+        title += f" (room for {capacity} tokens)"
+        evidence.append(f"largest context that fits: {capacity} tokens (KV cache capacity)")
+        fixes.append(Fix(f"Lower the context length to what fits ({capacity} tokens)", f"--max-model-len {capacity}"))
+    if capacity and asked and per_token_gib and total:
+        extra_gib = (asked - capacity) * per_token_gib
+        wanted = math.ceil((util + extra_gib / total) * 100) / 100
+        evidence.append(
+            f"KV cache per token ~{per_token_gib * 1024**2:.0f} KiB; {asked} tokens need {extra_gib:.2f} GiB more "
+            f"on a {total:.2f} GiB GPU at gpu_memory_utilization {util:g}"
+        )
+        if wanted <= MAX_UTIL:
+            fixes.append(Fix(f"Or give the KV cache more of the GPU so {asked} tokens fit", f"--gpu-memory-utilization {wanted:.2f}"))
+        else:
+            evidence.append(f"no gpu_memory_utilization up to {MAX_UTIL} fits {asked} tokens (it would need {wanted:.2f})")
+    if capacity and asked and _fp8_capable(facts) and _kv_dtype_is_default(facts):
+        doubled = capacity * 2
+        gives = "enough" if doubled >= asked else "not enough"
+        fixes.append(Fix(f"Or store the KV cache in fp8: about {doubled} tokens, {gives} for {asked}", "--kv-cache-dtype fp8"))
+    fixes += _more_tp(facts, capacity, asked)
+    return Finding("load.kv_cache_insufficient", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)
+
+
+def _model_kv_gib_per_token(facts: Facts) -> float | None:
+    """KV bytes per token from the model's architecture (when the log names a known model)."""
+    if facts.model is None or facts.deployment is None:
+        return None
+    from doctor import memory
+
+    try:
+        return memory.kv_bytes_per_token(facts.model, facts.deployment) / le.GIB
+    except (ValueError, ZeroDivisionError, TypeError):
+        return None
+
+
+def _fp8_capable(facts: Facts) -> bool:
+    logs = facts.logs
+    cc = logs.setup.compute_capability if logs else None
+    if cc:
+        return float(cc) >= FP8_KV_MIN_CC
+    names = (logs.setup.gpu_names if logs else []) + [g.name for g in (facts.gpus.gpus if facts.gpus else [])]
+    return any(tag in name.upper() for name in names for tag in FP8_GPUS)
+
+
+def _kv_dtype_is_default(facts: Facts) -> bool:
+    value = str(le.deployment_value(facts, "kv_cache_dtype") or "auto")
+    return value in ("auto", "")
+
+
+def _more_tp(facts: Facts, capacity: int | None, asked: int) -> list[Fix]:
+    tp = int(le.deployment_value(facts, "tensor_parallel_size") or 1)
+    gpus = le.gpu_count(facts)
+    if not gpus or gpus <= tp:
+        return []
+    wider = tp
+    while wider * 2 <= gpus:
+        wider *= 2
+    if wider == tp:
+        return []
+    note = f" (roughly {capacity * wider // tp}+ tokens)" if capacity else ""
+    return [Fix(f"Or split the model over {wider} of the {gpus} GPUs: weights shrink per GPU, KV grows{note}",
+                f"--tensor-parallel-size {wider}")]
+
+
+def _llama_ctx(facts: Facts, found: list) -> Finding:
+    """llama.cpp: the KV cache for n_ctx tokens could not be allocated."""
+    logs = facts.logs
+    assert logs is not None
+    n_ctx = logs.setup.n_ctx
+    alloc = le.first_value(le.events(facts, "ggml_alloc_failed"), "alloc_bytes")
+    evidence = le.evidence(le.events(facts, "ggml_alloc_failed")[:1] + found[:1])
+    fixes: list[Fix] = []
+    if n_ctx:
+        evidence.append(f"n_ctx = {n_ctx}" + (f" (the model's training context is {logs.setup.n_ctx_train})" if logs.setup.n_ctx_train else ""))
+    if n_ctx and isinstance(alloc, int) and alloc > 0:
+        per_token = alloc / n_ctx
+        for ctx in (32768, 16384, 8192, 4096):
+            if ctx < n_ctx:
+                fixes.append(Fix(f"Ask for a smaller context: {ctx} tokens need {ctx * per_token / le.GIB:.1f} GiB of KV cache "
+                                 f"({per_token:.0f} bytes/token; {n_ctx} needed {alloc / le.GIB:.1f} GiB)", f"-c {ctx}"))
+                break
+    elif n_ctx:
+        fixes.append(Fix("Ask for a smaller context", f"-c {max(2048, n_ctx // 4)}"))
+    fixes.append(Fix("Or quantize the KV cache", "--cache-type-k q8_0 --cache-type-v q8_0"))
+    return Finding("load.kv_cache_insufficient", f"the KV cache for n_ctx {n_ctx or '?'} could not be allocated", evidence,
+                   fixes, explains=le.CLIENT_SYMPTOMS)
+
+
+def _no_memory(facts: Facts, found: list) -> Finding:
+    util = _util(facts)
+    logs = facts.logs
+    assert logs is not None
+    evidence = le.evidence(found[-1:]) + le.earlier_runs(facts)
+    total = le.gpu_total_gib(facts)
+    weights = logs.setup.weights_gib
+    fixes: list[Fix] = []
+    engine = facts.deployment.engine if facts.deployment else logs.engine
+    if engine == "sglang":
+        fraction = le.deployment_value(facts, "gpu_memory_utilization")
+        now = float(fraction) if isinstance(fraction, (int, float)) else 0.88
+        fixes.append(Fix("Give the static memory pool (weights + KV) a larger share", f"--mem-fraction-static {min(0.95, now + 0.05):.2f}"))
+    elif total and weights:
+        # the budget must hold the weights, ~1-2 GiB of activations and non-torch memory, and some KV
+        wanted = min(MAX_UTIL, math.ceil((weights + 4.0) / total * 100) / 100)
+        evidence.append(f"weights take {weights:g} GiB of a {total:.2f} GiB GPU; gpu_memory_utilization {util:g} "
+                        f"gives a budget of {util * total:.2f} GiB")
+        if wanted > util:
+            fixes.append(Fix("Raise the memory budget above weights + activations", f"--gpu-memory-utilization {wanted:.2f}"))
+    else:
+        fixes.append(Fix("Raise the memory budget", f"--gpu-memory-utilization {min(MAX_UTIL, util + 0.1):.2f}"))
+    fixes.append(Fix("Or lower the profiled activation peak", "--max-num-seqs 64 --max-num-batched-tokens 4096"))
+    return Finding("load.no_kv_cache_memory", "no GPU memory is left for the KV cache after weights and activations",
+                   evidence, fixes, explains=le.CLIENT_SYMPTOMS)

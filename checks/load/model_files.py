@@ -1,0 +1,66 @@
+"""Can the engine read the model? Three causes with different fixes: the files (missing, wrong path,
+gated/unauthorised on the Hub, Hub unreachable, wrong format), custom code that needs
+--trust-remote-code, and an architecture this engine/transformers release does not know yet."""
+
+from __future__ import annotations
+
+from checks.load import log_events as le
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, Outcome
+
+ARCH_IS_FILE = {"clip"}  # a GGUF of a projector/encoder, not a language model: the wrong file
+
+
+@check("load.model_files", "load", codes=["load.model_files", "load.remote_code", "load.engine_outdated"])
+def model_files(facts: Facts) -> Outcome:
+    """The model's files, code and architecture can be loaded by this engine."""
+    findings: list[Finding] = []
+    remote = le.events(facts, "remote_code")
+    arch = le.events(facts, "arch_unsupported")
+    access = le.events(facts, "hf_access")
+    missing = le.events(facts, "model_missing", "hub_unreachable")
+    model = le.deployment_value(facts, "model") or ""
+    if access:
+        findings.append(Finding("load.model_files", "the model repository refused access (gated or needs a token)",
+                                le.evidence(access) + le.earlier_runs(facts),
+                                [Fix(f"Accept the licence on https://huggingface.co/{model or '<repo>'} and pass a token", "HF_TOKEN=<your token>"),
+                                 Fix("Or download it once and serve the local folder", f"huggingface-cli download {model or '<repo>'} --local-dir ./model")],
+                                explains=le.CLIENT_SYMPTOMS))
+    if arch:
+        e = arch[0]
+        name = e.values.get("arch") or e.values.get("model_type") or e.values.get("gguf_arch") or ""
+        if name in ARCH_IS_FILE:
+            findings.append(Finding("load.model_files", f"the file given is a '{name}' model, not a language model",
+                                    le.evidence(arch + missing[:1]),
+                                    [Fix("Pass the language model GGUF with -m and the projector with --mmproj")],
+                                    explains=le.CLIENT_SYMPTOMS))
+        else:
+            version = facts.logs.engine_version if facts.logs else ""
+            findings.append(Finding("load.engine_outdated", f"this engine build does not know the architecture {name or ''}".rstrip(),
+                                    le.evidence(arch) + ([f"engine version {version}"] if version else []) + le.earlier_runs(facts),
+                                    [Fix("Upgrade the engine (and transformers) to a release that supports this architecture",
+                                         "pip install -U vllm transformers"),
+                                     Fix("Or use the engine's latest container image / a build from main")],
+                                    explains=["load.model_files", *le.CLIENT_SYMPTOMS]))
+    if remote and not findings:
+        findings.append(Finding("load.remote_code", "the model ships custom code and needs --trust-remote-code",
+                                le.evidence(remote) + le.earlier_runs(facts),
+                                [Fix("Allow the repository's own Python code (read it first)", "--trust-remote-code")],
+                                explains=["load.model_files", "load.config_invalid", *le.CLIENT_SYMPTOMS]))
+    if missing and not findings:
+        path = le.first_value(missing, "path")
+        hub = any(e.kind == "hub_unreachable" for e in missing)
+        fixes = []
+        if hub:
+            fixes.append(Fix("The Hub cannot be reached from here: download the model elsewhere and pass the local folder",
+                              f"huggingface-cli download {model or '<repo>'} --local-dir /models/<name>"))
+            fixes.append(Fix("Or set a mirror / proxy for the download", "HF_ENDPOINT=<mirror> HTTPS_PROXY=<proxy>"))
+        else:
+            fixes.append(Fix(f"Check the model path exists inside the container/host{f' ({path})' if path else ''} and holds config.json "
+                             "and the weights; a path that does not exist is treated as a Hub repo id"))
+            fixes.append(Fix("Re-download or re-convert the files if they are from an older format"))
+        network = ["access.tls_failed", "access.dns_failed", "access.proxy_failed"] if hub else []
+        findings.append(Finding("load.model_files", "the model files could not be found or read", le.evidence(missing) + le.earlier_runs(facts),
+                                fixes, explains=network + le.CLIENT_SYMPTOMS))
+    return Outcome(findings, "" if findings else "no model-file error in the log")

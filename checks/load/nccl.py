@@ -1,0 +1,30 @@
+"""Did NCCL / torch.distributed initialise? (unhandled system error, store timeouts with only some
+ranks joined, watchdog timeouts). /dev/shm, GPU faults and TP errors are judged by their own
+checks and explain this one."""
+
+from __future__ import annotations
+
+from checks.load import log_events as le
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, Outcome
+
+
+@check("load.nccl", "load", codes=["load.nccl_failed"])
+def nccl(facts: Facts) -> Outcome:
+    """NCCL and the distributed store came up on every rank."""
+    found = le.events(facts, "nccl_error", "dist_timeout")
+    if not found:
+        return Outcome(detail="no NCCL / distributed error in the log")
+    timeout = le.events(facts, "dist_timeout")
+    evidence = le.evidence(found) + le.earlier_runs(facts)
+    fixes = [Fix("Rerun with NCCL's own diagnosis to see which call failed", "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET")]
+    if timeout:
+        v = timeout[0].values
+        evidence.append(f"only {v.get('joined')}/{v.get('world')} ranks joined within {v.get('timeout')} s")
+        fixes.insert(0, Fix("Start every rank/node (same --nnodes, --dist-init-addr reachable from all of them) and check the other ranks' logs"))
+    fixes += [
+        Fix("Pin the network interface NCCL uses between hosts", "NCCL_SOCKET_IFNAME=<interface, e.g. eth0>"),
+        Fix("If GPUs cannot talk peer-to-peer (VMs, some PCIe setups)", "NCCL_P2P_DISABLE=1"),
+    ]
+    return Outcome([Finding("load.nccl_failed", "NCCL / distributed initialisation failed", evidence, fixes, explains=le.CLIENT_SYMPTOMS)])

@@ -1,0 +1,106 @@
+"""CUDA out of memory: while loading the weights, or later (profiling, CUDA graphs, serving)?
+
+The phase decides the fix. Weights that do not fit one GPU need a wider tensor-parallel split or
+quantization (lowering gpu_memory_utilization cannot help); an OOM in the profiling run, CUDA
+graph capture or under load needs fewer concurrent sequences, a smaller batch, eager mode or more
+headroom. The phase comes from the traceback frames and the start-up milestones around the OOM.
+"""
+
+from __future__ import annotations
+
+import math
+
+from checks.load import log_events as le
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, Outcome
+
+LOAD_PHASES = ("weights", "startup")
+
+
+@check("load.gpu_oom", "load", codes=["load.weights_oom", "load.runtime_oom", "perf.memory_overcommitted"])
+def gpu_oom(facts: Facts) -> Outcome:
+    """The engine did not run out of GPU memory."""
+    ooms = le.events(facts, "cuda_oom", "ggml_alloc_failed")
+    kinds = le.fatal_kinds(facts)
+    if not ooms or "kv_cache_alloc_failed" in kinds:  # llama.cpp's KV allocation is judged by load.kv_cache
+        return Outcome(detail="no out-of-memory error in the log")
+    e = next((x for x in ooms if x.kind == "cuda_oom" and "tried" in x.values), ooms[0])
+    phase = e.phase or "startup"
+    if e.kind == "ggml_alloc_failed":
+        phase = "profiling" if "ggml_compute_buffers" in kinds else "weights"
+    if phase in LOAD_PHASES and "ggml_compute_buffers" not in kinds:
+        return Outcome([_weights(facts, e)])
+    findings = [_runtime(facts, e, phase)]
+    util = le.deployment_value(facts, "gpu_memory_utilization")
+    if isinstance(util, (int, float)) and util >= 0.95 and facts.deployment and facts.deployment.is_set("gpu_memory_utilization"):
+        findings.append(Finding("perf.memory_overcommitted", f"gpu_memory_utilization {util:g} leaves no headroom for peaks",
+                                [f"gpu_memory_utilization = {util:g}"] + le.evidence([e], 1),
+                                [Fix("Leave headroom for activations and peaks", "--gpu-memory-utilization 0.90")]))
+    return Outcome(findings)
+
+
+def _numbers(e) -> list[str]:
+    v = e.values
+    parts = []
+    if "tried" in v:
+        parts.append(f"tried to allocate {v['tried']} GiB")
+    if "alloc_mib" in v:
+        parts.append(f"tried to allocate {float(v['alloc_mib']) / 1024:.2f} GiB on device {v.get('device', 0)}")
+    if "total" in v:
+        parts.append(f"GPU total {v['total']} GiB")
+    if "free" in v:
+        parts.append(f"free {v['free']} GiB")
+    return ["; ".join(parts)] if parts else []
+
+
+def _weights(facts: Facts, e) -> Finding:
+    tp = int(le.deployment_value(facts, "tensor_parallel_size") or 1)
+    gpus = le.gpu_count(facts) or 0
+    evidence = le.evidence([e]) + _numbers(e) + [f"phase: {e.phase or 'start-up'} (weights), tensor_parallel_size {tp}"] + le.earlier_runs(facts)
+    fixes: list[Fix] = []
+    engine = facts.deployment.engine if facts.deployment else ""
+    if gpus > tp:
+        wider = tp
+        while wider * 2 <= gpus:
+            wider *= 2
+        flag = {"sglang": "--tp", "tgi": "--num-shard", "llamacpp": "--tensor-split"}.get(engine, "--tensor-parallel-size")
+        if engine != "llamacpp":
+            fixes.append(Fix(f"Shard the weights over {wider} of the {gpus} GPUs", f"{flag} {wider}"))
+    elif engine not in ("llamacpp", "ollama"):
+        fixes.append(Fix("Shard the weights over more GPUs", f"--tensor-parallel-size {max(2, tp * 2)}"))
+    if engine in ("llamacpp", "ollama"):
+        fixes.append(Fix("Offload fewer layers to the GPU (the rest run on the CPU)", "-ngl <layers that fit>"))
+    fixes.append(Fix("Or load a quantized checkpoint (AWQ/GPTQ/FP8: 2-4x smaller weights)", "--quantization fp8"))
+    return Finding("load.weights_oom", "the model weights do not fit the GPU memory", evidence, fixes, explains=le.CLIENT_SYMPTOMS)
+
+
+def _runtime(facts: Facts, e, phase: str) -> Finding:
+    evidence = le.evidence([e]) + _numbers(e) + [f"phase: {phase}"] + le.earlier_runs(facts)
+    fixes: list[Fix] = []
+    engine = facts.deployment.engine if facts.deployment else ""
+    seqs = le.deployment_value(facts, "max_num_seqs")
+    half = max(1, int(seqs) // 2) if isinstance(seqs, int) and seqs > 1 else None
+    if phase == "cuda_graph":
+        fixes.append(Fix("Skip CUDA graph capture (costs some decode speed)", "--enforce-eager"))
+        if half:
+            fixes.append(Fix(f"Or capture graphs for fewer sequences (now {seqs})", f"--max-num-seqs {half}"))
+    elif engine == "sglang":
+        frac = le.deployment_value(facts, "gpu_memory_utilization")
+        now = float(frac) if isinstance(frac, (int, float)) else 0.88
+        fixes.append(Fix("Leave more memory for activations", f"--mem-fraction-static {max(0.5, math.floor((now - 0.05) * 100) / 100):.2f}"))
+        fixes.append(Fix("Or cap the prefill chunk and the batch", "--chunked-prefill-size 4096 --max-running-requests 64"))
+    elif engine in ("llamacpp", "ollama"):
+        fixes.append(Fix("Use a smaller context or batch (compute buffers scale with them)", "-c 8192 -b 512 -ub 512"))
+    else:
+        if half:
+            fixes.append(Fix(f"Fewer concurrent sequences (now {seqs})", f"--max-num-seqs {half}"))
+        else:
+            fixes.append(Fix("Fewer concurrent sequences", "--max-num-seqs 128"))
+        fixes.append(Fix("Or a smaller batch per step", "--max-num-batched-tokens 4096"))
+        util = le.deployment_value(facts, "gpu_memory_utilization")
+        if isinstance(util, (int, float)) and util > 0.85:
+            fixes.append(Fix("Or leave more headroom outside the KV cache", f"--gpu-memory-utilization {util - 0.05:.2f}"))
+    title = {"profiling": "out of GPU memory in the start-up profiling run", "cuda_graph": "out of GPU memory while capturing CUDA graphs"}.get(
+        phase, "out of GPU memory while serving")
+    return Finding("load.runtime_oom", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)

@@ -1,0 +1,72 @@
+"""Does the tensor-parallel size fit the model and the GPUs? Attention heads (and KV heads,
+intermediate sizes, quantization blocks) must split evenly over TP ranks, and TP x PP ranks need
+that many visible GPUs. The fix lists the TP sizes that are valid for this model and GPU count."""
+
+from __future__ import annotations
+
+from checks.load import log_events as le
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, Outcome
+
+KINDS = ("tp_heads", "tp_gpus", "quant_partition", "not_divisible", "device_ordinal")
+
+
+def valid_tp_sizes(heads: int, gpus: int | None, kv_heads: int | None = None) -> list[int]:
+    """TP sizes that divide the heads (KV heads may also be replicated when fewer than TP)."""
+    limit = gpus or heads
+    return [n for n in range(1, min(heads, limit) + 1) if heads % n == 0 and (not kv_heads or kv_heads % n == 0 or n % kv_heads == 0)]
+
+
+@check("load.parallel", "load", codes=["load.tp_invalid"])
+def parallel(facts: Facts) -> Outcome:
+    """The tensor/pipeline parallel layout divides the model and fits the GPUs."""
+    found = le.events(facts, *KINDS)
+    if not found:
+        return Outcome(detail="no parallel-layout error in the log")
+    kinds = {e.kind for e in found}
+    if kinds == {"device_ordinal"} and not _tp_exceeds_gpus(facts):
+        return Outcome(detail="invalid device ordinal without a TP larger than the GPUs: judged by load.gpu_visibility")
+    e = next(x for x in found if x.kind == min(kinds, key=KINDS.index))
+    tp = e.values.get("tp") or le.deployment_value(facts, "tensor_parallel_size")
+    gpus = le.gpu_count(facts)
+    evidence = le.evidence([e]) + le.earlier_runs(facts)
+    fixes: list[Fix] = []
+    flag = "--tp" if (facts.deployment and facts.deployment.engine == "sglang") else (
+        "--num-shard" if facts.deployment and facts.deployment.engine == "tgi" else "--tensor-parallel-size")
+    if e.kind == "tp_heads":
+        heads = int(e.values["heads"])  # type: ignore[call-overload]
+        kv = facts.model.num_kv_heads if facts.model else None
+        sizes = valid_tp_sizes(heads, gpus, kv)
+        evidence.append(f"{heads} attention heads; valid TP sizes{f' for {gpus} GPUs' if gpus else ''}: {', '.join(map(str, sizes))}")
+        best = max(sizes)
+        fixes.append(Fix(f"Use a TP size that divides {heads} heads (valid: {', '.join(map(str, sizes))})", f"{flag} {best}"))
+        if gpus and best < gpus:
+            fixes.append(Fix(f"Or run {gpus // best} replicas of TP {best}, or add pipeline parallelism over the rest",
+                             f"{flag} {best} --pipeline-parallel-size {gpus // best}" if gpus % best == 0 and flag == "--tensor-parallel-size" else None))
+    elif e.kind == "tp_gpus":
+        n = e.values.get("gpus")
+        fixes.append(Fix(f"Use at most the {n} visible GPUs", f"{flag} {n}"))
+    elif e.kind in ("quant_partition", "not_divisible"):
+        a, b = e.values.get("size") or e.values.get("a"), e.values.get("block") or e.values.get("b")
+        if isinstance(tp, int) and tp > 1:
+            smaller = [n for n in range(tp - 1, 0, -1) if (tp % n == 0)]
+            fixes.append(Fix(f"A per-rank size ({a}) does not split into blocks of {b}: use a smaller TP size",
+                             f"{flag} {smaller[0]}" if smaller else None))
+        else:
+            fixes.append(Fix(f"A per-rank size ({a}) does not divide by {b}: use a smaller TP size (or another quantization)"))
+    else:  # device_ordinal with TP above the GPUs
+        fixes.append(Fix(f"TP {tp} needs {tp} visible GPUs per node ({gpus} seen): lower it or expose more GPUs",
+                         f"{flag} {gpus}" if gpus else None))
+    return Outcome([Finding("load.tp_invalid", f"tensor parallel size {tp or '?'} does not fit the model/GPUs", evidence, fixes,
+                            explains=["load.nccl_failed", *le.CLIENT_SYMPTOMS])])
+
+
+def _tp_exceeds_gpus(facts: Facts) -> bool:
+    tp = le.deployment_value(facts, "tensor_parallel_size")
+    nnodes = le.deployment_value(facts, "nnodes") or 1
+    gpus = le.gpu_count(facts)
+    if not isinstance(tp, int):
+        return False
+    per_node = tp // int(nnodes) if nnodes else tp  # type: ignore[call-overload]
+    return (gpus is not None and per_node > gpus) or (isinstance(nnodes, int) and nnodes > 1)

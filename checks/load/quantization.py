@@ -1,0 +1,28 @@
+"""Is the checkpoint's quantization supported by this engine build and GPU? (unknown method,
+a method the CLI does not accept, a MoE/bit-width combination the kernels do not implement)."""
+
+from __future__ import annotations
+
+from checks.load import log_events as le
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, Outcome
+
+
+@check("load.quantization", "load", codes=["load.quantization_unsupported"])
+def quantization(facts: Facts) -> Outcome:
+    """The quantization method is supported and matches the checkpoint."""
+    found = le.events(facts, "quant_unsupported")
+    partition = le.events(facts, "quant_partition")
+    if not found and not any("aligned" in " ".join(e.lines) for e in partition):
+        return Outcome(detail="no quantization error in the log")
+    found = found or partition
+    method = le.first_value(found, "method") or le.deployment_value(facts, "quantization")
+    evidence = le.evidence(found) + le.earlier_runs(facts)
+    fixes = [
+        Fix(f"Use a checkpoint in a method this engine version supports (the error lists them){'' if not method else f'; {method} is not one'}"),
+        Fix("Or upgrade the engine to a release that implements it", "pip install -U vllm"),
+        Fix("Or let the engine read the method from the checkpoint's config instead of forcing it: drop --quantization"),
+    ]
+    return Outcome([Finding("load.quantization_unsupported", f"quantization {method or ''} is not supported here".replace("  ", " "),
+                            evidence, fixes, explains=le.CLIENT_SYMPTOMS)])

@@ -1,0 +1,31 @@
+"""Is /dev/shm big enough? Docker's default 64 MB /dev/shm breaks NCCL (it cannot create its
+~9.6 MB segments per peer) and PyTorch/Ray multiprocessing; the NCCL error is the symptom."""
+
+from __future__ import annotations
+
+from checks.load import log_events as le
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, Outcome
+
+
+@check("load.shm", "load", codes=["load.shm_insufficient"])
+def shm(facts: Facts) -> Outcome:
+    """/dev/shm holds the segments NCCL and the workers need."""
+    found = le.events(facts, "shm_too_small")
+    if not found:
+        return Outcome(detail="no /dev/shm failure in the log")
+    size = le.first_value(found, "segment") or le.first_value(found, "size")
+    available = le.first_value(found, "available_bytes")
+    evidence = le.evidence(found) + le.earlier_runs(facts)
+    if isinstance(available, int):
+        evidence.append(f"/dev/shm has {available / 1024**2:.0f} MiB")
+    if isinstance(size, int):
+        evidence.append(f"NCCL needs segments of {size / 1024**2:.1f} MiB per peer")
+    fixes = [
+        Fix("Docker: share the host IPC namespace", "docker run --ipc=host ..."),
+        Fix("Or give the container a bigger /dev/shm", "docker run --shm-size=16g ..."),
+        Fix("Kubernetes: mount an emptyDir with medium: Memory at /dev/shm (sizeLimit: 16Gi)"),
+    ]
+    return Outcome([Finding("load.shm_insufficient", "/dev/shm is too small for NCCL/worker shared memory", evidence, fixes,
+                            explains=["load.nccl_failed", "load.host_oom", *le.CLIENT_SYMPTOMS])])

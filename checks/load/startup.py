@@ -1,0 +1,30 @@
+"""Did something give up on the model before it finished loading? (a launcher or router waiting N
+seconds for workers, an RPC result that expired, a Kubernetes probe)."""
+
+from __future__ import annotations
+
+from checks.load import log_events as le
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, Outcome
+
+
+@check("load.startup", "load", codes=["load.startup_timeout"])
+def startup(facts: Facts) -> Outcome:
+    """The model finished loading before any watchdog or probe gave up."""
+    found = le.events(facts, "startup_timeout")
+    if not found:
+        return Outcome(detail="no start-up timeout in the log")
+    timeout = le.first_value(found, "timeout")
+    longer = int(timeout) * 3 if isinstance(timeout, int) else 1800
+    evidence = le.evidence(found) + le.earlier_runs(facts)
+    if isinstance(timeout, int):
+        evidence.append(f"gave up after {timeout} s")
+    fixes = [
+        Fix(f"Give loading more time (router/launcher): {longer} s", f"--router-worker-startup-timeout-secs {longer}"
+            if "workers" in " ".join(found[0].lines) else None),
+        Fix("Kubernetes: a startupProbe with failureThreshold x periodSeconds above the load time (e.g. 60 x 10 s)"),
+        Fix("Or make loading faster: local NVMe weights, safetensors, no torch.compile at start"),
+    ]
+    return Outcome([Finding("load.startup_timeout", "start-up took longer than a watchdog/probe allowed", evidence, fixes,
+                            explains=le.CLIENT_SYMPTOMS)])

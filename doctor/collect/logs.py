@@ -1,0 +1,226 @@
+"""Engine logs into Facts: files, folders, gzip, stdin (`-`), `docker logs`, `kubectl logs`.
+
+Every source is streamed line by line (lines capped at 64 KiB, so a file without newlines cannot
+fill memory) through one doctor.logparse.scan.LogScanner; bad input (missing, empty, binary,
+truncated gzip, a tool that is not installed) becomes a note and a `problems` entry, never a
+traceback. After the last source, the engine arguments the log printed are parsed by
+doctor.engine_args and merged into facts.deployment, and the model's architecture is looked up
+in the shipped table, so the checks can compute fixes offline from the bundle.
+"""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from doctor.engine import Deadline
+from doctor.facts import Facts
+from doctor.facts.logs import LogFacts
+from doctor.logparse.scan import LogScanner
+from doctor.redact import Redactor
+
+MAX_LINE = 64 * 1024
+CHUNK_CHECK = 4096
+WALK_SUFFIXES = {".log", ".txt", ".out", ".gz"}
+
+
+def read_lines(fh: IO[bytes], deadline: Deadline | None = None) -> Iterator[bytes]:
+    """Lines of a binary stream, each at most MAX_LINE bytes, until EOF or the deadline."""
+    n = 0
+    while True:
+        line = fh.readline(MAX_LINE)
+        if not line:
+            return
+        yield line
+        n += 1
+        if deadline is not None and n % 65536 == 0 and deadline.expired():
+            raise TimeoutError("the deadline was reached while reading the log")
+
+
+def expand(paths: list[str]) -> list[str]:
+    """Folders -> their *.log, *.txt, *.out, *.gz files (recursively, sorted); others as given."""
+    out: list[str] = []
+    for p in paths:
+        path = Path(p)
+        if p != "-" and path.is_dir():
+            out += sorted(str(f) for f in path.rglob("*") if f.is_file() and f.suffix.lower() in WALK_SUFFIXES)
+        else:
+            out.append(p)
+    return out
+
+
+def _open(path: str) -> IO[bytes]:
+    if path == "-":
+        return sys.stdin.buffer
+    fh = open(path, "rb")  # noqa: SIM115 - closed by the caller
+    magic = fh.read(2)
+    fh.seek(0)
+    if magic == b"\x1f\x8b":
+        fh.close()
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return fh
+
+
+class LogCollector:
+    """One scan over several sources; `finish` puts the result into facts."""
+
+    def __init__(self, facts: Facts, deadline: Deadline) -> None:
+        self.facts = facts
+        self.deadline = deadline
+        self.scanner = LogScanner()
+
+    def problem(self, text: str) -> None:
+        self.scanner.facts.problems.append(text)
+        self.facts.notes.append(text)
+
+    def add_stream(self, name: str, fh: IO[bytes]) -> None:
+        self.scanner.start_source(name)
+        before = self.scanner.facts.lines_read
+        first = True
+        try:
+            for raw in read_lines(fh, self.deadline):
+                if first:
+                    first = False
+                    if _looks_binary(raw):
+                        self.problem(f"{name}: binary data, not a text log; skipped")
+                        return
+                self.scanner.feed(raw)
+        except (EOFError, gzip.BadGzipFile, OSError) as exc:
+            self.problem(f"{name}: truncated or unreadable ({type(exc).__name__}: {exc}); read what was there")
+        except TimeoutError as exc:
+            self.problem(f"{name}: {exc}; the rest was not read")
+        if self.scanner.facts.lines_read == before:
+            self.problem(f"{name}: empty log")
+
+    def add_path(self, path: str) -> None:
+        if path != "-" and not Path(path).exists():
+            self.problem(f"{path}: no such file")
+            return
+        try:
+            fh = _open(path)
+        except OSError as exc:
+            self.problem(f"{path}: cannot open ({exc.strerror or exc})")
+            return
+        try:
+            self.add_stream("<stdin>" if path == "-" else path, fh)
+        finally:
+            if path != "-":
+                fh.close()
+
+    def add_command(self, name: str, argv: list[str]) -> None:
+        """Stream a command's output (stdout and stderr together, as `docker logs` splits them)."""
+        if shutil.which(argv[0]) is None:
+            self.problem(f"{name}: `{argv[0]}` is not installed here, so the log could not be read; "
+                         f"save it with `{' '.join(argv)} > engine.log 2>&1` and run `llm-doctor analyze engine.log`")
+            return
+        try:
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            self.problem(f"{name}: could not run {argv[0]}: {exc}")
+            return
+        assert proc.stdout is not None
+        try:
+            self.add_stream(name, proc.stdout)
+        finally:
+            proc.stdout.close()
+            try:
+                rc = proc.wait(timeout=max(0.1, self.deadline.remaining()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                rc = proc.wait()
+        if rc:
+            self.problem(f"{name}: `{' '.join(argv)}` exited with status {rc}")
+
+    def finish(self) -> LogFacts:
+        logs = self.scanner.finish()
+        redactor = Redactor()
+        for event in logs.events:
+            event.lines = [redactor.text(x) for x in event.lines]
+        self.facts.logs = logs
+        _deployment(self.facts, self.scanner.args_text())
+        return logs
+
+
+def _looks_binary(head: bytes) -> bool:
+    sample = head[:CHUNK_CHECK]
+    return b"\x00" in sample and sample.count(b"\x00") > len(sample) // 20
+
+
+def _deployment(facts: Facts, args_text: str) -> None:
+    """Engine arguments the log printed -> facts.deployment; the model's architecture -> facts.model."""
+    from doctor import engine_args
+
+    logs = facts.logs
+    assert logs is not None
+    cfg = engine_args.parse_log_args(args_text) if args_text else None
+    if cfg is None or not cfg.engine:
+        if logs.engine in ("", "client"):
+            return
+        from doctor.facts.deployment import EngineConfig
+
+        cfg = EngineConfig(engine=logs.engine)
+    cfg.engine_version = cfg.engine_version or logs.engine_version
+    cfg.engine_generation = cfg.engine_generation or logs.engine_generation
+    if not logs.engine_version:
+        logs.engine_version = cfg.engine_version
+    facts.deployment = facts.deployment.merge(cfg) if facts.deployment else cfg
+    if facts.model is None and facts.deployment.model:
+        from doctor import models
+
+        try:
+            facts.model = models.from_table(facts.deployment.model)
+        except (OSError, ValueError, KeyError):
+            facts.model = None
+
+
+def load_log(path: str, facts: Facts, deadline: Deadline) -> None:
+    """`analyze` fallback for a file no other reader claims: scan it into facts.logs (merging with
+    logs read before, so several files make one diagnosis)."""
+    collector = LogCollector(facts, deadline)
+    previous = facts.logs
+    collector.add_path(path)
+    logs = collector.finish()
+    if previous is not None:
+        _merge(previous, logs)
+        facts.logs = previous
+
+
+def collect(paths: list[str], docker: str | None, k8s: str | None, namespace: str | None, previous: bool,
+            facts: Facts, deadline: Deadline) -> LogFacts | None:
+    """`run --log/--docker/--k8s`: every source into one LogFacts."""
+    if not (paths or docker or k8s):
+        return None
+    collector = LogCollector(facts, deadline)
+    for path in expand(paths):
+        collector.add_path(path)
+    if docker:
+        collector.add_command(f"docker logs {docker}", ["docker", "logs", docker])
+    if k8s:
+        argv = ["kubectl", "logs", k8s] + (["--namespace", namespace] if namespace else [])
+        collector.add_command(f"kubectl logs {k8s}", argv + ["--all-containers=true"])
+        if previous:
+            collector.add_command(f"kubectl logs --previous {k8s}", argv + ["--previous"])
+    return collector.finish()
+
+
+def _merge(into: LogFacts, new: LogFacts) -> None:
+    offset = into.runs
+    for event in new.events:
+        event.run += offset
+    into.runs += new.runs
+    into.sources += new.sources
+    into.lines_read += new.lines_read
+    into.bytes_read += new.bytes_read
+    into.events += new.events
+    into.problems += new.problems
+    into.engine = into.engine if into.engine not in ("", "client") else new.engine or into.engine
+    into.engine_version = into.engine_version or new.engine_version
+    into.engine_generation = into.engine_generation or new.engine_generation
+    for name, value in vars(new.setup).items():
+        if getattr(into.setup, name) in (None, [], ""):
+            setattr(into.setup, name, value)

@@ -1,0 +1,408 @@
+"""The event grammar: one clean log message -> typed events with their numbers.
+
+Each rule names an event kind and the regular expression of the engine's (or library's) own
+wording, taken from real logs (shared/corpus, shared/real) and the engines' sources. Named groups
+become `values`, converted to numbers where they look like numbers ("1,192,160" -> 1192160,
+"462.00 MiB" -> GiB). No decisions here: which finding an event means is the checks' business.
+The phase an out-of-memory happened in is a fact about the log (where it was), tracked by
+`PhaseTracker` from the start-up milestones and the frames of the traceback around it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+
+_NUM = r"\d[\d,]*(?:\.\d+)?"
+_SIZE = _NUM + r"\s*[KMGT]i?B"
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str
+    pattern: re.Pattern[str]
+    fatal: bool = True  # an error that stops the engine (vs. a warning / a milestone)
+
+
+def _status(code: int) -> str:
+    """An HTTP status in the words clients print it ("Error code: 429", "HTTP 401", '"code": 401')."""
+    return rf"(?:HTTP(?:/[\d.]+)?|status(?:[ _]code)?|Error code|error code|\"code\")\W{{0,3}}{code}\b|\b{code} (?:Client Error|Unauthorized|Too Many)"
+
+
+def _r(kind: str, pattern: str, fatal: bool = True, flags: int = re.I) -> Rule:
+    return Rule(kind, re.compile(pattern, flags), fatal)
+
+
+# Ordered: the first rule that matches a message wins, so specific wordings come before generic ones.
+RULES: tuple[Rule, ...] = (
+    # --- KV cache capacity ------------------------------------------------------------------
+    _r(
+        "kv_cache_too_small",
+        r"max seq len \((?P<max_seq_len>\d+)\) is larger than the maximum number of tokens that can be stored "
+        r"in KV cache \((?P<kv_tokens>\d+)\)",
+    ),
+    _r(
+        "kv_cache_too_small",
+        r"max seq len \((?P<max_seq_len>\d+)\),? \(?(?P<needed>" + _SIZE + r") KV cache is needed, which is larger "
+        r"than the available KV cache memory \((?P<available>" + _SIZE + r")\)"
+        r"(?:.*?estimated maximum model length is (?P<estimated_max_len>\d+))?",
+    ),
+    _r("kv_cache_too_small", r"estimated maximum model length is (?P<estimated_max_len>\d+)"),
+    _r("kv_cache_alloc_failed", r"llama_kv_cache_init: failed to allocate buffer|failed to allocate buffer for kv cache"),
+    _r("kv_cache_alloc_failed", r"llama_kv_cache_init\(\) failed"),
+    _r(
+        "no_kv_memory",
+        r"No available memory for the cache blocks|Not enought? memory\. Please try to increase --mem-fraction-static"
+        r"|num_gpu_blocks.*(?:<=|must be greater than) 0|(?:number of|#) GPU blocks:? -?0\b"
+        r"|No available memory for the KV cache|KV cache memory is negative",
+    ),
+    _r("no_kv_memory", r"insufficient memory for kv ?cache|not enough memory for (?:the )?KV cache"),
+    _r(
+        "free_memory_low",
+        r"Free memory on device (?:\S+ )?\((?P<free>" + _NUM + r")/(?P<total>" + _NUM + r") GiB\) on startup is less "
+        r"than desired GPU memory utilization \((?P<util>[\d.]+), (?P<requested>" + _NUM + r") GiB\)",
+    ),
+    _r(
+        "free_memory_low",
+        r"(?:requested|desired) (?:GPU )?memory.*(?:greater|more|larger) than.*free|"
+        r"Not enough memory.*(?:other processes|free memory)",
+    ),
+    # --- out of memory (GPU) ------------------------------------------------------------------
+    _r(
+        "cuda_oom",
+        r"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<tried>" + _SIZE + r") \(GPU (?P<gpu>\d+); (?P<total>" + _SIZE
+        + r") total capacity; (?P<allocated>" + _SIZE + r") already allocated; (?P<free>" + _SIZE + r") free",
+    ),
+    _r(
+        "cuda_oom",
+        r"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<tried>" + _SIZE + r")"
+        r"(?:.*?total capac\w* of (?P<total>" + _SIZE + r") of which (?P<free>" + _SIZE + r") is free)?"
+        r"(?:.*?this process has (?P<this_process>" + _SIZE + r") memory in use)?",
+    ),
+    _r("cuda_oom", r"(?:CUDA|HIP) out of memory|OutOfMemoryError: CUDA|CUDA error: out of memory|cudaErrorMemoryAllocation"),
+    _r(
+        "ggml_alloc_failed",
+        r"allocating (?P<alloc_mib>" + _NUM + r") MiB on device (?P<device>\d+): (?:cuda|hip)Malloc failed",
+    ),
+    _r("ggml_alloc_failed", r"failed to allocate (?P<buffer>\w+) buffer of size (?P<alloc_bytes>\d+)"),
+    _r("ggml_alloc_failed", r"ggml_backend_\w+_buffer_type_alloc_buffer: failed to allocate buffer of size (?P<alloc_bytes>\d+)"),
+    _r("ggml_compute_buffers", r"failed to allocate compute buffers"),
+    _r("ggml_weights_failed", r"unable to allocate backend buffer"),
+    # --- host memory --------------------------------------------------------------------------
+    _r("host_oom", r"OOMKilled|Out of memory: Kill(?:ed)? process|oom-kill|invoked oom-killer"),
+    _r("host_oom", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*137\b|signal 9 \(SIGKILL\)|SIGKILL"),
+    _r("host_oom", r"ray\.exceptions\.OutOfMemoryError|node running low on memory|Task was killed due to the node running low"),
+    _r(
+        "host_oom",
+        r"model requires more system memory \((?P<required>" + _SIZE + r")\) than is available \((?P<available>"
+        + _SIZE
+        + r")\)",
+    ),
+    _r("host_oom", r"Cannot allocate memory|std::bad_alloc|MemoryError\b"),
+    _r("swap_space_large", r"Possibly too large swap space\. (?P<swap>" + _SIZE + r") out of the (?P<total>" + _SIZE + r")", False),
+    _r("killed", r"^Killed$|^Killed\s+\S+|^\S*\s*Killed\s+(?:python|vllm|\./)", flags=0),
+    # --- /dev/shm, NCCL, distributed -----------------------------------------------------------
+    _r(
+        "shm_too_small",
+        r"(?:Error while creating shared memory segment|failed to extend) (?P<path>/dev/shm/\S+?)(?: to (?P<size>\d+) bytes|"
+        r" \(size (?P<segment>\d+)\))",
+    ),
+    _r("shm_too_small", r"/dev/shm has only (?P<available_bytes>\d+) bytes available"),
+    _r("shm_too_small", r"No space left on device.*(?:/dev/shm|shm)|(?:/dev/shm|shm).*No space left on device"),
+    _r(
+        "shm_too_small",
+        r"object store.*(?:requested|of size) (?P<requested_bytes>\d+).*?(?:only|available)\D*(?:(?P<available_bytes>\d+))?"
+        r".*(?:/dev/shm|shm-size|shared memory)",
+    ),
+    _r("shm_too_small", r"bus error.*(?:shared memory|shm)|insufficient shared memory"),
+    _r(
+        "dist_timeout",
+        r"Timed out after (?P<timeout>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world>\d+) clients joined",
+    ),
+    _r("nccl_error", r"NCCL error[^\n]*?(?P<detail>unhandled system error|unhandled cuda error|internal error|invalid usage|remote process exited|timeout)"),
+    _r("nccl_error", r"ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|NCCL WARN|NCCL communicator was aborted"),
+    _r("nccl_error", r"DistBackendError|Watchdog caught collective operation timeout|ProcessGroupNCCL.*(?:timeout|Timeout)"),
+    # --- GPU visibility / parallelism -----------------------------------------------------------
+    _r(
+        "tp_heads",
+        r"(?:Total number of )?attention heads \((?P<heads>\d+)\) must be divisible by tensor parallel size \((?P<tp>\d+)\)",
+    ),
+    _r("tp_heads", r"(?P<what>num_heads|num_attention_heads|num_key_value_heads|heads) \(?(?P<heads>\d+)\)? (?:is )?not divisible by (?:the )?(?:num_shard|num_shards|tp|world size|tensor parallel size)[ =:(]*(?P<tp>\d+)"),
+    _r(
+        "tp_heads",
+        r"`?num_heads`? must be divisible by `?num_shards`? \(got `?num_heads`?: (?P<heads>\d+) and `?num_shards`?: (?P<tp>\d+)\)",
+    ),
+    _r("tp_gpus", r"(?:World size|tensor_parallel_size|tensor parallel size) \((?P<tp>\d+)\) is larger than the number of available GPUs \((?P<gpus>\d+)\)"),
+    _r("tp_gpus", r"number of (?:available )?GPUs (?:per node )?\(?(?P<gpus>\d+)\)? (?:is )?not divisible by (?:the )?(?:tensor parallel size|tp size|tp)[ (]*(?P<tp>\d+)"),
+    _r(
+        "quant_partition",
+        r"(?:output_partition_size|input_size_per_partition) = (?P<size>\d+) is not divisible by (?:weight quantization block_\w|min_thread_\w) = (?P<block>\d+)",
+    ),
+    _r("quant_partition", r"not aligned with the quantized weight shape|too large tensor parallel size"),
+    _r("not_divisible", r"(?P<a>\d+) is not divisible by (?P<b>\d+)"),
+    _r("device_ordinal", r"invalid device ordinal"),
+    _r(
+        "gpu_not_visible",
+        r"No CUDA GPUs are available|Failed to infer device type|no usable GPU found|Found no NVIDIA driver|"
+        r"CUDA driver initialization failed|could not select device driver|no CUDA-capable device is detected|"
+        r"Torch not compiled with CUDA enabled|Is CUDA available: False|NVIDIA-SMI has failed|"
+        r"RuntimeError: No HIP GPUs are available|Device string must not be empty|libnvidia-ml\.so\.1: cannot open",
+    ),
+    # --- dtype / CUDA / kernels -------------------------------------------------------------
+    _r(
+        "dtype_unsupported",
+        r"Bfloat16 is only supported on GPUs with compute capability of at least (?P<need>[\d.]+)\.?"
+        r"(?:.*?has compute capability of (?P<cc>[\d.]+))?",
+    ),
+    _r("dtype_unsupported", r"type fp8\w* not supported in this architecture|fp8e4nv not supported"),
+    _r(
+        "dtype_unsupported",
+        r"(?:fp8|float8|FP8)[^.]*(?:not supported|requires|only supported)[^.]*(?:compute capability|sm_?\d+|Hopper|Ada)",
+    ),
+    _r("dtype_unsupported", r"compute capability (?P<cc>[\d.]+).*(?:not supported|too old|does not support)"),
+    _r(
+        "cuda_mismatch",
+        r"no kernel image is available for execution|CUDA driver version is insufficient|"
+        r"The NVIDIA driver on your system is too old|"
+        r"undefined symbol: \S*(?:nvJitLink|cuda|cublas|cusparse|_ZN|c10)\S*|"
+        r"(?P<lib>lib(?:cudart|cuda|cublas\w*|cudnn\w*|nccl|nvrtc|cusparse)\.so(?:\.[\d.]+)?): cannot open shared object file|"
+        r"is not compatible with the current PyTorch installation|sm_\d+ is not compatible|"
+        r"CUDA error: the provided PTX was compiled with an unsupported toolchain|"
+        r"not compiled for (?:this|your) (?:GPU|architecture)|unsupported GPU architecture",
+    ),
+    # --- GPU faults -------------------------------------------------------------------------
+    _r("gpu_fault", r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)|\bXid (?P<xid2>\d+)\b"),
+    _r(
+        "gpu_fault",
+        r"uncorrectable ECC error|ECC error encountered|GPU has fallen off the bus|GPU is lost|"
+        r"unrecoverable error|CUDA error: unspecified launch failure|cudaErrorECCUncorrectable",
+    ),
+    _r("illegal_memory_access", r"an illegal memory access was encountered|illegal instruction was encountered"),
+    # --- model files, architectures, remote code --------------------------------------------
+    _r(
+        "remote_code",
+        r"requires you to execute the (?:configuration|modeling)? ?file|"
+        r"(?:set|pass) the (?:option|argument) `?trust_remote_code=True`?|contains custom code which must be executed",
+    ),
+    _r(
+        "arch_unsupported",
+        r"Model architectures? \[?'?(?P<arch>[\w]+)'?\]? (?:are|is) not supported|"
+        r"has model type `(?P<model_type>[\w.-]+)` but Transformers does not recognize|"
+        r"unknown model architecture: '(?P<gguf_arch>[\w.-]+)'|"
+        r"model type `?(?P<model_type2>[\w.-]+)`? (?:is )?not (?:yet )?supported|requires a newer version|"
+        r"KeyError: '(?P<model_type3>[\w.-]+)'.*CONFIG_MAPPING|is not supported for now|Unsupported architecture",
+    ),
+    _r(
+        "hf_access",
+        r"(?P<status>401|403) Client Error|GatedRepoError|Access to model \S+ is restricted|"
+        r"You are trying to access a gated repo|Cannot access gated repo|Invalid (?:user )?token|"
+        r"(?P<status2>401) Unauthorized.*huggingface",
+    ),
+    _r(
+        "model_missing",
+        r"(?P<status>404) Client Error|RepositoryNotFoundError|Repository Not Found|Repo id must be|HFValidationError|"
+        r"does not appear to have a file named (?P<file>[\w.-]+)|is not a local folder and is not a valid model identifier|"
+        r"Can't load (?:the )?(?:config|tokenizer|model) for|No such file or directory: '(?P<path>[^']+)'|"
+        r"Invalid repository ID or local directory|We couldn't connect to 'https://huggingface\.co'|"
+        r"LocalEntryNotFoundError|bad magic|invalid model file|not a valid gguf|safetensors_rust\.SafetensorError|"
+        r"gguf_init_from_file: failed to (?:open|read)|failed to open GGUF file|tensor '[\w.]+' (?:not found|has wrong shape)|"
+        r"Cannot find any model weights|No model weights found|model path (?:does not exist|not found)",
+    ),
+    # llama.cpp / engines print these after ANY load failure: the cause is the line before
+    _r("load_failed", r"failed to load model|error loading model|unable to load model|Failed to load model", False),
+    # --- quantization -----------------------------------------------------------------------
+    _r(
+        "quant_unsupported",
+        r"Unknown quantization method|argument --quantization(?:/-q)?: invalid choice: '(?P<method>[\w-]+)'|"
+        r"quantization method (?P<method2>[\w-]+) is not supported|Quantization method .* is not supported|"
+        r"(?P<method3>\w+) quantization is currently not supported|is not supported for quantization|"
+        r"Quantization scheme is not supported|does not match the quantization method specified in the `quantization` argument|"
+        r"\w*MoEMethod\.create_weights\(\) missing",
+    ),
+    # --- engine arguments -------------------------------------------------------------------
+    _r(
+        "config_invalid",
+        r"User-specified (?P<field>max_model_len|context_length) \((?P<value>\d+)\) is greater than the derived \w+ "
+        r"\((?:\w+=)?(?P<derived>\d+)",
+    ),
+    _r(
+        "config_invalid",
+        r"error: unrecognized arguments: (?P<flag>.+)|error: unknown argument: (?P<flag2>\S+)|"
+        r"error: argument (?P<flag3>--[\w-]+)[^:]*: invalid (?:choice|\w+ value)|error: the following arguments are required|"
+        r"invalid value '[^']*' for '(?P<flag4>--[\w-]+)|unexpected argument '(?P<flag5>[^']+)'",
+    ),
+    # --- start-up timeouts ------------------------------------------------------------------
+    _r(
+        "startup_timeout",
+        r"Timeout (?P<timeout>\d+)s waiting for workers|TimeoutError: result expired|"
+        r"(?:Readiness|Liveness|Startup) probe failed|timed out waiting for (?:the )?(?:model|server|engine)|"
+        r"Engine core initialization failed.*timeout|did not (?:become|get) ready|Waiting for shard to be ready",
+    ),
+    # --- client-side errors (OpenAI/httpx/requests) ------------------------------------------
+    _r(
+        "hub_unreachable",
+        r"(?:huggingface\.co|hf-mirror|hf_hub|modelscope)\S*.*(?:SSLError|Max retries exceeded|ConnectionError|"
+        r"timed out|Connection refused|Network is unreachable|Temporary failure)|"
+        r"(?:OfflineModeIsEnabled|offline mode is enabled)|couldn't connect to 'https://huggingface\.co'",
+    ),
+    _r(
+        "http_response",
+        r"\"(?P<method>GET|POST|PUT|DELETE|PATCH) (?P<path>/\S*) HTTP/[\d.]+\"\s+(?P<status>[45]\d\d)|"
+        r"request: (?P<method2>GET|POST) (?P<path2>/\S*) \S+ (?P<status2>[45]\d\d)\b|"
+        r"^< HTTP/[\d.]+ (?P<status3>[45]\d\d)\b|(?P<method3>GET|POST) \"?https?://[^/\s]+(?P<path3>/\S*?)\"?: (?P<status4>[45]\d\d) ",
+    ),
+    _r(
+        "client_tls",
+        r"CERTIFICATE_VERIFY_FAILED|SSLError|SSL: WRONG_VERSION_NUMBER|self[- ]signed certificate|"
+        r"unable to get local issuer certificate|certificate verify failed|SSLEOFError|TLS handshake",
+    ),
+    _r(
+        "client_dns",
+        r"\[Errno -[23]\] (?:Name or service not known|Temporary failure in name resolution)|"
+        r"getaddrinfo failed|nodename nor servname|Could not resolve host|NameResolutionError",
+    ),
+    _r(
+        "client_proxy",
+        r"ProxyError|Unable to connect to proxy|Tunnel connection failed|ERR_PROXY|squid|"
+        r"The system returned: <i>|proxy.*(?:502|refused)",
+    ),
+    _r(
+        "client_refused",
+        r"\[Errno (?P<errno>111|113|61|10061|110)\] (?:Connection refused|No route to host|Connection timed out)|"
+        r"Connection refused|ECONNREFUSED|No route to host|Failed to establish a new connection|"
+        r"APIConnectionError|Connection error\.",
+    ),
+    _r("client_quota", r"insufficient_quota|exceeded your current quota|check your plan and billing|Payment Required|" + _status(402)),
+    _r("client_rate_limit", r"Rate limit reached|rate_limit_exceeded|RateLimitError|Too Many Requests|rate limit you|" + _status(429)),
+    _r(
+        "client_auth",
+        r"Incorrect API key|Invalid API Key|invalid_api_key|AuthenticationError|401 Unauthorized|"
+        r"invalid x-api-key|authentication_error|" + _status(401),
+    ),
+    _r("client_model_missing_id", r"you must provide a model parameter|\"model\"\s*:\s*\{\}|model.*field required|missing.*model"),
+    _r(
+        "client_model_not_found",
+        r"The model `(?P<model>[^`]+)` does not exist|model ['\"]?(?P<model2>[\w./:-]+)['\"]? not found|"
+        r"NotFoundError|Invalid model name passed|model_not_found|does not exist or you do not have access",
+    ),
+    _r("client_timeout", r"Request timed out|ReadTimeout|APITimeoutError|timed out after \d+"),
+    _r(
+        "client_bad_response",
+        r"JSONDecodeError|Expecting value: line 1 column 1|object has no attribute 'choices'|KeyError: 'choices'|"
+        r"<!DOCTYPE HTML|<html>|Response \[502\]|\b50[234]\b (?:Bad Gateway|Service Unavailable|Gateway Time-?out)",
+    ),
+    # --- perf signals -----------------------------------------------------------------------
+    _r("decode_retract", r"Decode out of memory happened|#retracted_reqs: (?P<retracted>\d+)", False),
+    _r("preemption", r"preempted by PreemptionMode\.\w+|Sequence group \S+ is preempted|total_num_cumulative_preemption=(?P<count>\d+)", False),
+    _r("offload_layers", r"offloaded (?P<offloaded>\d+)/(?P<layers>\d+) layers to GPU", False),
+    _r("enforce_eager", r"enforce_eager=True|--enforce-eager|CUDA graph is turned off|cuda graph is disabled", False),
+    _r("custom_allreduce_off", r"Custom allreduce is disabled", False),
+)
+
+# start-up milestones and traceback frames -> the phase an OOM belongs to
+PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "cuda_graph",
+        re.compile(
+            r"capture_model|Capturing (?:the model for )?(?:CUDA ?graphs?|cudagraphs|batches)|cuda_graph_runner|"
+            r"CudaGraphRunner|capture_one_batch_size|_capture_cudagraphs|graph capture",
+            re.I,
+        ),
+    ),
+    (
+        "profiling",
+        re.compile(
+            r"profile_run|determine_num_available_blocks|determine_available_memory|Memory profiling|_dummy_run|"
+            r"_dummy_sampler_run|init_memory_pool|profile_max_num_token|initialize_kv_cache|_initialize_kv_caches|"
+            r"llama_kv_cache_init|initialize_cache|compute buffer|llama_new_context|llama_context:",
+            re.I,
+        ),
+    ),
+    (
+        "weights",
+        re.compile(
+            r"load_model|load_weights|create_weights|weight_loader|Loading model weights|Starting to load model|"
+            r"Loading safetensors checkpoint|Loading pt checkpoint|llm_load_tensors|load_tensors|llama_model_load|"
+            r"Load weight begin|_initialize_model|initialize_model|from_pretrained|model_loader|init_model",
+            re.I,
+        ),
+    ),
+    (
+        "serving",
+        re.compile(
+            r"Uvicorn running|Application startup complete|Exception in ModelTpServer|TpModelWorkerClient hit an exception|The server is fired up|Prefill batch|Decode batch|"
+            r"Avg prompt throughput|POST /v1/|forward_batch_generation|run_batch|sampler|\bsample\b|"
+            r"step_async|execute_model_req|slot \w+: id|update_slots|Generation throughput",
+            re.I,
+        ),
+    ),
+)
+_PHASE_RANK = {"cuda_graph": 0, "profiling": 1, "weights": 2, "serving": 3}
+
+
+class PhaseTracker:
+    """Where the engine is: the last milestone seen, refined by the frames of the traceback that
+    is being printed (the frames name the function that was allocating)."""
+
+    def __init__(self) -> None:
+        self.milestone = "startup"
+        self.frames: deque[str] = deque(maxlen=80)
+
+    def feed(self, text: str) -> None:
+        if text.startswith("Traceback (most recent call last)"):
+            self.frames.clear()
+            return
+        if text.startswith("File ") or text.startswith("frame #") or " in " in text[:200] and ".py" in text[:200]:
+            self.frames.append(text[:300])
+            return
+        for phase, pattern in PHASES:
+            if pattern.search(text):
+                self.milestone = phase
+                return
+
+    def phase(self) -> str:
+        best = ""
+        for frame in self.frames:
+            for phase, pattern in PHASES:
+                if pattern.search(frame) and (not best or _PHASE_RANK[phase] < _PHASE_RANK[best]):
+                    best = phase
+        return best or self.milestone
+
+    def reset(self) -> None:
+        self.milestone = "startup"
+        self.frames.clear()
+
+
+def to_number(raw: str) -> int | float | str:
+    """ "1,192,160" -> 1192160; "2.63 GiB" -> 2.63 (GiB); "462.00 MiB" -> 0.451 (GiB)."""
+    s = raw.strip()
+    m = re.fullmatch(r"(" + _NUM + r")\s*([KMGT])i?B", s)
+    if m:
+        value = float(m.group(1).replace(",", ""))
+        scale = {"K": 1 / 1024**2, "M": 1 / 1024, "G": 1.0, "T": 1024.0}[m.group(2)]
+        return round(value * scale, 4)
+    if re.fullmatch(r"\d[\d,]*", s):
+        return int(s.replace(",", ""))
+    if re.fullmatch(r"\d+\.\d+", s):
+        return float(s)
+    return s
+
+
+def match(text: str) -> tuple[Rule, dict[str, object]] | None:
+    """The first rule matching this message, with its values (numbers converted)."""
+    for rule in RULES:
+        m = rule.pattern.search(text)
+        if m:
+            values: dict[str, object] = {}
+            for key, raw in m.groupdict().items():
+                if raw is None:
+                    continue
+                key = key.rstrip("0123456789") if key[-1].isdigit() and key[:-1] in _BASE_KEYS else key
+                values.setdefault(key, to_number(raw))
+            return rule, values
+    return None
+
+
+# groups named xxx2/xxx3 are alternatives of xxx (one regex, several wordings)
+_BASE_KEYS = {"flag", "model_type", "method", "status", "model", "xid", "path"}

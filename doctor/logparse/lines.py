@@ -1,0 +1,93 @@
+"""Raw log line -> a clean message plus the process it came from.
+
+Engine logs reach us dirty: ANSI colours (sometimes with the ESC byte lost in a paste, leaving
+`[36m`), CRLF and literal `^M`, invalid UTF-8, a markdown quote `> ` or stray backticks, and one
+or more prefixes stacked in front of the message: a collector's timestamp (`  | 2025-03-07T05:56:27Z
+| `, Cloud Logging's `ERROR 2025-04-05T00:01:19.2Z`), a Ray/multiprocessing process tag
+(`(VllmWorker rank=1 pid=4321)`, `(RayWorkerWrapper pid=N, ip=...)`), torch's `[rank0]:`, mpirun's
+`[1,0]<stderr>:`, and the engine's own record header (vLLM `INFO 05-12 10:11:12 [engine.py:123]`,
+SGLang `[2025-03-10 16:21:21 TP1]`, TGI `2024-09-03T04:36:57.491823Z  INFO text_generation_launcher:`).
+The grammar in events.py matches the message only, so it does not care which of these were there.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]*[A-Za-z]|(?<![\w\]])\[(?:\d{1,3};)*\d{1,3}m")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+_TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+
+# prefixes, tried in a loop until none applies; each captures the useful bit (process, level)
+_PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("quote", re.compile(r"(?:>\s?)+|`+|\s*\|\s+(?=\d{4}-)")),
+    ("sglang", re.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d+)?(?: (?P<proc>(?:TP|DP|PP|EP)\d+[\w ]*))?\]\s?")),
+    (
+        "tgi",
+        re.compile(
+            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\s+(?P<level>TRACE|DEBUG|INFO|WARN|ERROR)\s+"
+            r"(?:[\w:]+(?:\{[^}]*\})?:\s*)*"
+        ),
+    ),
+    ("stamp", re.compile(r"(?:\[" + _TS + r"\]|" + _TS + r"(?=[\s|]))\s*\|?\s*")),
+    ("cloud", re.compile(r"(?P<level>DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL)\s+\d{4}-\d\d-\d\dT[\d:.]+Z\s*")),
+    ("rank", re.compile(r"\[(?P<proc>rank\d+)\]:\s?")),
+    ("mpi", re.compile(r"\[(?P<proc>\d+,\d+)\]<std(?:err|out)>:\s?")),
+    ("proc", re.compile(r"\((?P<proc>[A-Za-z_][\w.]*(?: (?:rank=\d+|TP\d+|DP\d+|PP\d+))?,? ?pid=\d+(?:, ip=[\w.:<>-]+)?)\)\s?")),
+    ("proc", re.compile(r"\((?P<proc>pid=\d+(?:, ip=[\w.:<>-]+)?)\)\s?")),
+    (
+        "vllm",
+        re.compile(
+            r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
+            r"(?:\[[\w./-]+:\d+\]|[\w./-]+:\d+\])\s?"
+        ),
+    ),
+    ("level", re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)(?::\s+|\s+-\s+|\s{2,})")),
+)
+
+
+@dataclass
+class Line:
+    no: int  # 1-based line number in its source
+    text: str  # the message, all prefixes removed
+    raw: str  # the line as written, minus colour codes and control bytes: what evidence quotes
+    process: str = ""  # e.g. "VllmWorker rank=1 pid=4321", "TP1", "rank0"
+    level: str = ""
+
+
+def decode(raw: bytes | str) -> str:
+    """Bytes -> text without ever failing: invalid UTF-8 becomes U+FFFD."""
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8", errors="replace")
+    return raw
+
+
+def clean(text: str) -> str:
+    """Strip line ends, `^M`, colour codes and control bytes (tabs kept)."""
+    text = text.rstrip("\r\n").replace("^M", "")
+    text = ANSI.sub("", text)
+    if "\r" in text:  # tqdm redraws: keep the last frame
+        text = text.rstrip("\r").rsplit("\r", 1)[-1]
+    return CONTROL.sub("", text)
+
+
+def normalise(no: int, raw: bytes | str) -> Line:
+    """One physical line -> Line with its prefixes peeled off."""
+    line = clean(decode(raw))
+    text, process, level = line.strip(), "", ""
+    for _ in range(8):  # prefixes stack ("(EngineCore pid=1) (RayWorkerWrapper pid=2) INFO ...")
+        for _name, pattern in _PREFIXES:
+            m = pattern.match(text)
+            if m and m.end() > 0:
+                groups = m.groupdict()
+                if groups.get("proc"):
+                    process = groups["proc"].strip() if not process else process
+                if groups.get("level"):
+                    level = groups["level"]
+                text = text[m.end() :].lstrip()
+                break
+        else:
+            break
+    return Line(no, text, line, process, level)

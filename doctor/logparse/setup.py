@@ -1,0 +1,98 @@
+"""What a log says about the setup: engine and version, GPUs, KV cache capacity, weight memory,
+CUDA graphs, llama.cpp context size. Each pattern is an engine's own start-up wording; the first
+value of a run wins for totals, the last for capacities (several ranks print the same line).
+The engine arguments themselves are parsed by doctor.engine_args from the lines kept here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from doctor.logparse.events import to_number
+
+# (field, pattern): the named group "v" (and "v2") are the value
+_SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("gpu_blocks", re.compile(r"# (?:GPU|cuda|rocm|xpu) blocks: (?P<v>[\d,]+)(?:, # CPU blocks: (?P<cpu_blocks>[\d,]+))?", re.I)),
+    ("gpu_blocks", re.compile(r"num_gpu_blocks(?: is)?[:=]\s*(?P<v>\d+)")),
+    ("kv_cache_tokens", re.compile(r"GPU KV cache size: (?P<v>[\d,]+) tokens")),
+    ("kv_cache_tokens", re.compile(r"KV Cache is allocated\. #tokens: (?P<v>\d+)")),
+    ("kv_cache_tokens", re.compile(r"max_total_num_tokens=(?P<v>\d+)")),
+    ("available_kv_gib", re.compile(r"Available KV cache memory: (?P<v>[\d.]+) GiB")),
+    ("available_kv_gib", re.compile(r"KV Cache=(?P<v>[\d.]+)\s*GiB|the rest of the memory reserved for KV Cache is (?P<v2>[\d.]+)\s*GiB")),
+    ("weights_gib", re.compile(r"(?:Loading model weights|Model loading) took (?P<v>[\d.]+) ?Gi?B")),
+    ("weights_gib", re.compile(r"Load weight end\..*?mem usage=(?P<v>[\d.]+) GB")),
+    ("weights_gib", re.compile(r"model weights took (?P<v>[\d.]+)\s*GiB")),
+    ("max_concurrency", re.compile(r"Maximum concurrency for (?P<len>[\d,]+) tokens per request: (?P<v>[\d.]+)x")),
+    ("gpu_total_gib", re.compile(r"total capac\w* of (?P<v>[\d.]+) GiB")),
+    ("gpu_total_gib", re.compile(r"total_gpu_memory \((?P<v>[\d.]+)\s*GiB\)|total_gpu_memory=(?P<v2>[\d.]+)\s*GiB")),
+    ("free_at_start_gib", re.compile(r"Free memory on device (?:\S+ )?\((?P<v>[\d.]+)/(?P<total>[\d.]+) GiB\)")),
+    ("compute_capability", re.compile(r"compute capability(?: of)?:? (?P<v>\d+\.\d+)", re.I)),
+    ("gpu_name", re.compile(r"^GPU (?P<idx>\d+): (?P<v>(?:NVIDIA |Tesla |AMD |Quadro )?[\w .-]+?)(?: \(UUID.*)?$")),
+    ("gpu_name", re.compile(r"Device \d+: (?P<v>(?:NVIDIA |AMD |Tesla )?[\w .-]+?), (?:gfx\w+|compute capability)")),
+    ("gpu_name", re.compile(r"Your (?P<v>(?:NVIDIA )?[\w .-]+?) GPU has compute capability")),
+    ("gpu_name", re.compile(r"GPU models and configuration: GPU 0: (?P<v>[\w .-]+?)(?: \(UUID.*)?$")),
+    ("gpu_count", re.compile(r"ggml_cuda_init: found (?P<v>\d+) (?:CUDA|ROCm) devices")),
+    ("visible_devices", re.compile(r"CUDA_VISIBLE_DEVICES=(?P<v>[\d,]+)")),
+    ("smi_used_mib", re.compile(r"\|\s+(?P<v>\d+)MiB /\s+(?P<total>\d+)MiB \|")),
+    ("smi_process", re.compile(r"^\|\s+(?P<gpu>\d+)\s+(?:N/A\s+N/A\s+)?(?P<pid>\d+)\s+[CG]\S*\s+\S.*?\s(?P<v>\d+)MiB\s*\|")),
+    ("sse_done", re.compile(r"^data: \[DONE\]")),
+    ("sse_chunks", re.compile(r"^data: \{.*\"choices\"")),
+    ("cuda_graphs", re.compile(r"Graph capturing finished|Capture cuda graph end|Capturing CUDA graph shapes: 100%")),
+    ("n_ctx", re.compile(r"(?:llama_new_context_with_model|llama_context): n_ctx\s*=\s*(?P<v>\d+)")),
+    ("n_ctx_train", re.compile(r"n_ctx_train\s*=\s*(?P<v>\d+)")),
+    ("n_ctx_train", re.compile(r"\.context_length u32\s*=\s*(?P<v>\d+)")),
+    ("model", re.compile(r"llama_model_loader: loaded meta data with .* from (?P<v>\S+)")),
+    ("model", re.compile(r"general\.name str\s*=\s*(?P<v>.+)$")),
+    ("engine_version", re.compile(r"^(?:build|version): (?P<v>\d+ \(\w+\))")),
+    ("engine_version", re.compile(r"\bsglang(?:==| version:? )v?(?P<v>\d+\.\d+[\w.]*)")),
+    ("engine_version", re.compile(r"\[pip3?\] vllm==(?P<v>\d[\w.+]*)|vLLM Version: (?P<v2>\d[\w.+]*)")),
+    ("engine_version", re.compile(r'text_generation_launcher: .*version: "?(?P<v>\d+\.\d+\.\d+)')),
+    ("engine_version", re.compile(r'msg="starting llama server".*|ollama version is (?P<v>\d[\w.]*)|version=(?P<v2>\d+\.\d+\.\d+)')),
+)
+
+ARGS = re.compile(
+    r"non-default args: \{|args: Namespace\(|LLM engine(?: \([^)]*\))? with config:|server_args=ServerArgs\(|"
+    r"text_generation_launcher: Args \{|vLLM API server version|Initializing an? (?:V[01] )?LLM engine"
+)
+STARTS = re.compile(
+    r"vLLM API server version|Initializing an? (?:V[01] )?LLM engine|non-default args: \{|args: Namespace\(|"
+    r"server_args=ServerArgs\(|text_generation_launcher: Args \{|^(?:main: )?build: \d+|llama server listening|"
+    r"msg=\"starting llama server\"|Starting vLLM API server|Launching server|Started server process"
+)
+
+ENGINE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("vllm", re.compile(r"vllm|VllmWorker|EngineCore|APIServer pid|LLM engine|RayWorkerWrapper|non-default args", re.I)),
+    ("sglang", re.compile(r"sglang|ServerArgs|ModelTpServer|TpModelWorker|Scheduler hit an exception|Received sigquit", re.I)),
+    ("llamacpp", re.compile(r"llama_model_load|llm_load_|llama_new_context|ggml_|llama_kv_cache|load_tensors:|llama_context:|\bslot \w+:|llama-server|ik_llama")),
+    ("tgi", re.compile(r"text_generation_launcher|text_generation_server|ShardCannotStart|text-generation-launcher")),
+    ("ollama", re.compile(r"ollama|source=\w+\.go:\d+|\[GIN\]", re.I)),
+    ("trtllm", re.compile(r"tensorrt_llm|\[TRT-LLM\]|TensorRT-LLM", re.I)),
+    (
+        "client",
+        re.compile(
+            r"openai\.|httpx|httpcore|APIConnectionError|requests\.exceptions|APIStatusError|aiohttp|"
+            r"litellm|anthropic\.", re.I
+        ),
+    ),
+)
+V1_MARKERS = re.compile(r"V1 LLM engine|EngineCore|vllm/v1/|\bv1/engine|VLLM_USE_V1=1")
+V0_MARKERS = re.compile(r"V0 LLM engine|LLM engine \(v0\.[0-7]\.|llm_engine\.py|vllm/engine/llm_engine|VLLM_USE_V1=0")
+
+
+def extract(text: str) -> list[tuple[str, object, dict[str, object]]]:
+    """(field, value, other groups) for each setup fact this message states."""
+    out: list[tuple[str, object, dict[str, object]]] = []
+    for field, pattern in _SETUP:
+        m = pattern.search(text)
+        if not m:
+            continue
+        groups = {k: v for k, v in m.groupdict().items() if v is not None}
+        raw = groups.pop("v", None) or groups.pop("v2", None)
+        if field in ("cuda_graphs", "sse_done", "sse_chunks"):
+            out.append((field, True, {}))
+            continue
+        if raw is None:
+            continue
+        value = raw.strip() if field in ("gpu_name", "model", "engine_version", "visible_devices") else to_number(raw)
+        out.append((field, value, {k: to_number(v) for k, v in groups.items()}))
+    return out
