@@ -36,6 +36,16 @@ MODEL_PATHS = re.compile(r"^/v1/(?:chat/completions|completions|embeddings)\b")
 OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages)\b|^/api/(?:chat|generate)\b")
 KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"]\s)|API key.*(?:whitespace|newline)", re.I)
 
+# a cause the client saw first-hand explains the generic errors its library wrapped it in
+EXPLAINS = {
+    "access.proxy_failed": ["access.response_invalid", "access.server_error", "access.connect_failed"],
+    "access.tls_failed": ["access.connect_failed"],
+    "access.dns_failed": ["access.connect_failed"],
+    "access.key_malformed": ["access.key_rejected"],
+    "access.quota_exceeded": ["access.rate_limited"],
+    "access.base_url_invalid": ["access.model_not_found", "access.response_invalid"],
+    "access.protocol_mismatch": ["access.model_not_found"],
+}
 TITLES = {
     "access.quota_exceeded": ("the account's quota or credit is exhausted", "Add credit / raise the quota for this key's account, or use another key"),
     "access.rate_limited": ("the provider rate-limited the requests (429)", "Send fewer requests/tokens per minute (lower concurrency) and retry with backoff"),
@@ -72,7 +82,7 @@ def client_log(facts: Facts) -> Outcome:
     for code, events in found.items():
         title, fix = TITLES[code]
         evidence = le.evidence(events) if events else [f"{s.sse_chunks} `data: {{...}}` chunks and no `data: [DONE]`"]
-        findings.append(Finding(code, title, evidence, [Fix(fix)]))
+        findings.append(Finding(code, title, evidence, [Fix(fix)], explains=EXPLAINS.get(code, [])))
     return Outcome(findings, "" if findings else "no client-side error in the log")
 
 

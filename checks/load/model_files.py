@@ -17,7 +17,7 @@ def model_files(facts: Facts) -> Outcome:
     """The model's files, code and architecture can be loaded by this engine."""
     findings: list[Finding] = []
     remote = le.events(facts, "remote_code")
-    arch = le.events(facts, "arch_unsupported")
+    arch = le.events(facts, "arch_unsupported", "weight_key_unknown")
     access = le.events(facts, "hf_access")
     missing = le.events(facts, "model_missing", "hub_unreachable")
     model = le.deployment_value(facts, "model") or ""
@@ -30,6 +30,8 @@ def model_files(facts: Facts) -> Outcome:
     if arch:
         e = arch[0]
         name = e.values.get("arch") or e.values.get("model_type") or e.values.get("gguf_arch") or ""
+        if e.kind == "weight_key_unknown":
+            name = f"(the checkpoint has weights it does not know: {e.values.get('param')})"
         if name in ARCH_IS_FILE:
             findings.append(Finding("load.model_files", f"the file given is a '{name}' model, not a language model",
                                     le.evidence(arch + missing[:1]),

@@ -36,7 +36,7 @@ def gpu_oom(facts: Facts) -> Outcome:
     if isinstance(util, (int, float)) and util >= 0.95 and facts.deployment and facts.deployment.is_set("gpu_memory_utilization"):
         findings.append(Finding("perf.memory_overcommitted", f"gpu_memory_utilization {util:g} leaves no headroom for peaks",
                                 [f"gpu_memory_utilization = {util:g}"] + le.evidence([e], 1),
-                                [Fix("Leave headroom for activations and peaks", "--gpu-memory-utilization 0.90")]))
+                                [Fix("Leave headroom for activations and peaks", _headroom_flag(facts))], explains=["load.runtime_oom"]))
     return Outcome(findings)
 
 
@@ -104,3 +104,8 @@ def _runtime(facts: Facts, e, phase: str) -> Finding:
     title = {"profiling": "out of GPU memory in the start-up profiling run", "cuda_graph": "out of GPU memory while capturing CUDA graphs"}.get(
         phase, "out of GPU memory while serving")
     return Finding("load.runtime_oom", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)
+
+
+def _headroom_flag(facts: Facts) -> str:
+    engine = facts.deployment.engine if facts.deployment else ""
+    return "--mem-fraction-static 0.85" if engine == "sglang" else "--gpu-memory-utilization 0.90"

@@ -29,6 +29,8 @@ def parallel(facts: Facts) -> Outcome:
         return Outcome(detail="invalid device ordinal without a TP larger than the GPUs: judged by load.gpu_visibility")
     e = next(x for x in found if x.kind == min(kinds, key=KINDS.index))
     tp = e.values.get("tp") or le.deployment_value(facts, "tensor_parallel_size")
+    if e.kind == "quant_partition" and not _tp_above_one(facts, e):
+        return Outcome(detail="a quantized shape mismatch without TP > 1 is not the TP size's fault: judged by load.quantization")
     gpus = le.gpu_count(facts)
     evidence = le.evidence([e]) + le.earlier_runs(facts)
     fixes: list[Fix] = []
@@ -59,7 +61,7 @@ def parallel(facts: Facts) -> Outcome:
         fixes.append(Fix(f"TP {tp} needs {tp} visible GPUs per node ({gpus} seen): lower it or expose more GPUs",
                          f"{flag} {gpus}" if gpus else None))
     return Outcome([Finding("load.tp_invalid", f"tensor parallel size {tp or '?'} does not fit the model/GPUs", evidence, fixes,
-                            explains=["load.nccl_failed", *le.CLIENT_SYMPTOMS])])
+                            explains=["load.nccl_failed", "load.gpu_not_visible", "load.quantization_unsupported", *le.CLIENT_SYMPTOMS])])
 
 
 def _tp_exceeds_gpus(facts: Facts) -> bool:
@@ -70,3 +72,13 @@ def _tp_exceeds_gpus(facts: Facts) -> bool:
         return False
     per_node = tp // int(nnodes) if nnodes else tp  # type: ignore[call-overload]
     return (gpus is not None and per_node > gpus) or (isinstance(nnodes, int) and nnodes > 1)
+
+
+def _tp_above_one(facts: Facts, e) -> bool:
+    """Whether TP is to blame: TP > 1 known, or the message gives per-rank sizes and TP is not known to be 1."""
+    cfg = facts.deployment
+    tp = cfg.tensor_parallel_size if cfg else None
+    known = bool(cfg and cfg.is_set("tensor_parallel_size"))
+    if known:
+        return bool(tp and tp > 1)
+    return "size" in e.values

@@ -45,6 +45,38 @@ def _load_bundle(path: str, facts: Facts, deadline: Deadline) -> None:
 READERS: list[Reader] = [Reader("bundle", _is_bundle, _load_bundle)]
 
 
+def _lazy(module: str, func: str) -> Callable[[str, Facts, Deadline], None]:
+    """A loader imported only when a file of its kind is met (keeps `--help` fast)."""
+
+    def load(path: str, facts: Facts, deadline: Deadline) -> None:
+        import importlib
+
+        getattr(importlib.import_module(module), func)(path, facts, deadline)
+
+    return load
+
+
+def _sniff(module: str, func: str) -> Callable[[str], bool]:
+    def sniff(head: str) -> bool:
+        import importlib
+
+        return bool(getattr(importlib.import_module(module), func)(head))
+
+    return sniff
+
+
+# GPU and engine artefacts (perf helper): nvidia-smi table / -q / -q -x / nvlink, topo -m, /metrics, launch command
+READERS += [
+    Reader("nvidia-smi -q -x", _sniff("doctor.logparse.nvidia_smi", "is_xml"), _lazy("doctor.collect.gpu", "load_xml")),
+    Reader("nvidia-smi -q", _sniff("doctor.logparse.nvidia_smi", "is_query"), _lazy("doctor.collect.gpu", "load_query")),
+    Reader("nvidia-smi", _sniff("doctor.logparse.nvidia_smi", "is_table"), _lazy("doctor.collect.gpu", "load_table")),
+    Reader("nvidia-smi nvlink", _sniff("doctor.logparse.nvidia_smi", "is_nvlink_status"), _lazy("doctor.collect.gpu", "load_nvlink")),
+    Reader("nvidia-smi topo", _sniff("doctor.logparse.topo", "looks_like_topo"), _lazy("doctor.collect.gpu", "load_topo")),
+    Reader("metrics", _sniff("doctor.logparse.metrics_text", "looks_like_metrics"), _lazy("doctor.collect.metrics", "load_scrape")),
+    Reader("command line", _sniff("doctor.collect.host", "looks_like_command"), _lazy("doctor.collect.host", "load_command")),
+]
+
+
 def expand(paths: list[str]) -> list[str]:
     out: list[str] = []
     for p in paths:
@@ -84,4 +116,8 @@ def load_paths(paths: list[str], deadline: Deadline) -> Facts:
             logs.load_log(path, facts, deadline)
         else:
             reader.load(path, facts, deadline)
+            if reader.kind != "bundle":  # tool output pasted into a log: the engine's errors count too
+                from doctor.collect import logs
+
+                logs.load_log(path, facts, deadline, only_if_events=True)
     return facts

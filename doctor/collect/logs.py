@@ -178,13 +178,17 @@ def _deployment(facts: Facts, args_text: str) -> None:
             facts.model = None
 
 
-def load_log(path: str, facts: Facts, deadline: Deadline) -> None:
+def load_log(path: str, facts: Facts, deadline: Deadline, only_if_events: bool = False) -> None:
     """`analyze` fallback for a file no other reader claims: scan it into facts.logs (merging with
-    logs read before, so several files make one diagnosis)."""
+    logs read before, so several files make one diagnosis). With `only_if_events` (a file another
+    reader already took, e.g. an nvidia-smi table), the scan is kept only if it found log events."""
+    previous, deployment, model = facts.logs, facts.deployment, facts.model
     collector = LogCollector(facts, deadline)
-    previous = facts.logs
     collector.add_path(path)
     logs = collector.finish()
+    if only_if_events and not logs.events:
+        facts.logs, facts.deployment, facts.model = previous, deployment, model
+        return
     if previous is not None:
         _merge(previous, logs)
         facts.logs = previous

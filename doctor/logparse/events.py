@@ -108,6 +108,11 @@ RULES: tuple[Rule, ...] = (
         r"(?:Error while creating shared memory segment|failed to extend) (?P<path>/dev/shm/\S+?)(?: to (?P<size>\d+) bytes|"
         r" \(size (?P<segment>\d+)\))",
     ),
+    _r(
+        "shm_too_small",
+        r"memory request exceeds memory available in /dev/shm\. The request is for (?P<requested_bytes>\d+) bytes, "
+        r"and the amount available is (?P<available_bytes>\d+) bytes",
+    ),
     _r("shm_too_small", r"/dev/shm has only (?P<available_bytes>\d+) bytes available"),
     _r("shm_too_small", r"No space left on device.*(?:/dev/shm|shm)|(?:/dev/shm|shm).*No space left on device"),
     _r(
@@ -131,7 +136,7 @@ RULES: tuple[Rule, ...] = (
     _r("tp_heads", r"(?P<what>num_heads|num_attention_heads|num_key_value_heads|heads) \(?(?P<heads>\d+)\)? (?:is )?not divisible by (?:the )?(?:num_shard|num_shards|tp|world size|tensor parallel size)[ =:(]*(?P<tp>\d+)"),
     _r(
         "tp_heads",
-        r"`?num_heads`? must be divisible by `?num_shards`? \(got `?num_heads`?: (?P<heads>\d+) and `?num_shards`?: (?P<tp>\d+)\)",
+        r"`?num_heads`? must be divisible by `?num_shards`? \(got `?num_heads`?: (?P<heads>\d+) and `?num_shards`?: (?P<tp>\d+)",
     ),
     _r("tp_gpus", r"(?:World size|tensor_parallel_size|tensor parallel size) \((?P<tp>\d+)\) is larger than the number of available GPUs \((?P<gpus>\d+)\)"),
     _r("tp_gpus", r"number of (?:available )?GPUs (?:per node )?\(?(?P<gpus>\d+)\)? (?:is )?not divisible by (?:the )?(?:tensor parallel size|tp size|tp)[ (]*(?P<tp>\d+)"),
@@ -180,6 +185,8 @@ RULES: tuple[Rule, ...] = (
     ),
     _r("illegal_memory_access", r"an illegal memory access was encountered|illegal instruction was encountered"),
     # --- model files, architectures, remote code --------------------------------------------
+    # a checkpoint tensor the engine's model class has no parameter for: its implementation is older than the checkpoint
+    _r("weight_key_unknown", r"^KeyError: '(?P<param>(?:model|transformer|language_model|vision\w*|visual|lm_head)\.[\w.]+)'"),
     _r(
         "remote_code",
         r"requires you to execute the (?:configuration|modeling)? ?file|"
