@@ -1,4 +1,8 @@
-"""Host facts: RAM, swap, /dev/shm, CPUs, cgroup limits, and the engine processes running."""
+"""Host facts: RAM, swap, /dev/shm, CPUs, cgroup limits, and the engine processes running.
+
+The perf checks need these to call a host CPU-bound (load near the core count, or a container
+capped to fewer CPUs than the engine's threads) and the load checks to judge /dev/shm.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +17,26 @@ class EngineProcess:
     engine: str = ""
     cmdline: str = ""
     config: EngineConfig | None = None
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # CUDA_VISIBLE_DEVICES, NCCL_*, VLLM_*, OMP_NUM_THREADS
     rss_mib: float | None = None
+    cpu_percent: float | None = None
+    num_threads: int | None = None
+    children: list[int] = field(default_factory=list)  # worker pids (TP ranks hold GPU memory too)
 
 
 @dataclass
 class HostFacts:
-    cpu_count: int | None = None
+    cpu_count: int | None = None  # logical
+    cpu_physical: int | None = None
+    load_avg_1m: float | None = None
+    cpu_percent: float | None = None  # whole host over the sample window
     mem_total_mib: float | None = None
     mem_available_mib: float | None = None
     swap_total_mib: float | None = None
+    swap_used_mib: float | None = None
     shm_total_mib: float | None = None
     shm_used_mib: float | None = None
+    in_container: bool | None = None
+    cgroup_memory_limit_mib: float | None = None
+    cgroup_cpu_limit: float | None = None  # CPUs (quota / period)
     processes: list[EngineProcess] = field(default_factory=list)

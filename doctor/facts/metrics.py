@@ -1,4 +1,9 @@
-"""Facts from an engine's Prometheus /metrics endpoint (or a saved scrape)."""
+"""Facts from an engine's Prometheus /metrics endpoint (or a saved scrape).
+
+`values` uses engine-neutral names (doctor/logparse/metrics_text.py maps vLLM V0/V1, SGLang, TGI
+and llama.cpp names onto them), so a check asks for "kv_cache_usage" once instead of knowing that
+vLLM renamed gpu_cache_usage_perc. Rates (`*_per_s`) exist only when two scrapes were taken.
+"""
 
 from __future__ import annotations
 
@@ -12,3 +17,8 @@ class MetricsFacts:
     available: bool = False
     reason: str = ""
     values: dict[str, float] = field(default_factory=dict)
+    # the names as the engine wrote them, for evidence: neutral name -> "vllm:kv_cache_usage_perc 0.97"
+    raw: dict[str, str] = field(default_factory=dict)
+    cache_config: dict[str, str] = field(default_factory=dict)  # vllm:cache_config_info labels
+    window_s: float | None = None  # seconds between the two scrapes
+    model_name: str = ""
