@@ -302,6 +302,9 @@ RULES: tuple[Rule, ...] = (
     # --- perf signals -----------------------------------------------------------------------
     _r("decode_retract", r"Decode out of memory happened|#retracted_reqs: (?P<retracted>\d+)", False),
     _r("preemption", r"preempted by PreemptionMode\.\w+|Sequence group \S+ is preempted|total_num_cumulative_preemption=(?P<count>\d+)", False),
+    _r("sampling_time", r"sampling time =\s*[\d.]+ ms /\s*\d+ runs\s*\(\s*(?P<ms_per_token>[\d.]+) ms per token", False),
+    _r("eval_time", r"^(?:llama_perf_context_print|llama_print_timings):\s+eval time =\s*[\d.]+ ms /\s*\d+ (?:runs|tokens)\s*\(\s*(?P<ms_per_token>[\d.]+) ms per token", False),
+    _r("threads", r"n_threads = (?P<threads>\d+) / (?P<hw_threads>\d+)", False),
     _r("offload_layers", r"offloaded (?P<offloaded>\d+)/(?P<layers>\d+) layers to GPU", False),
     _r("enforce_eager", r"enforce_eager=True|--enforce-eager|CUDA graph is turned off|cuda graph is disabled", False),
     _r("custom_allreduce_off", r"Custom allreduce is disabled", False),

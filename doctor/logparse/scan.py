@@ -22,7 +22,7 @@ ARGS_FOLLOW_LINES = 120  # TGI pretty-prints `Args {` over many lines
 WRAP_MIN = 100  # a line at least this long that ends unmatched may be hard-wrapped
 
 PREFILTER = re.compile(
-    rb"(?i)^data: |MiB|error|exception|memory|fail|kill|cache|block|nccl|shm|divisib|support|cuda|hip|gpu|device|"
+    rb"(?i)^data: |MiB|time =|thread|error|exception|memory|fail|kill|cache|block|nccl|shm|divisib|support|cuda|hip|gpu|device|"
     rb"kernel|xid|ecc|trust|architecture|model|quantiz|argument|timeout|timed out|probe|refused|route|"
     rb"resolv|ssl|tls|certificate|proxy|quota|rate|limit|429|401|402|403|404|50[234]|token|unauthori|"
     rb"key|json|choices|html|retract|preempt|offload|eager|graph|capture|allreduce|args|namespace|config|"

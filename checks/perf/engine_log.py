@@ -1,0 +1,70 @@
+"""Performance signals an engine log states by itself (no live GPU needed): the KV cache running
+full (SGLang retracting decodes, vLLM preempting sequences), llama.cpp running on the CPU (0 layers
+offloaded while a GPU is there, sampling slower than the model, more threads than the host has),
+and CUDA graphs turned off. Judged from log events only, so an offline `analyze` gives them too."""
+
+from __future__ import annotations
+
+from checks.load import log_events as le
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, Outcome
+
+SAMPLING_SHARE = 0.1  # sampling above 10% of a token's time: the sampler, not the model, is the cost
+
+
+@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"])
+def engine_log(facts: Facts) -> Outcome:
+    """The log shows no KV-cache thrashing, CPU-bound generation or disabled CUDA graphs."""
+    findings = [f for f in (_kv_pressure(facts), _no_offload(facts), _cpu_bound(facts), _eager(facts)) if f]
+    return Outcome(findings, "" if findings else "no performance signal in the log")
+
+
+def _kv_pressure(facts: Facts) -> Finding | None:
+    found = le.events(facts, "decode_retract", "preemption")
+    if not found:
+        return None
+    total = sum(e.count for e in found)
+    engine = facts.deployment.engine if facts.deployment else ""
+    fixes = ([Fix("Give the KV pool more memory", "--mem-fraction-static 0.9"), Fix("Or admit fewer requests at once", "--max-running-requests 128")]
+             if engine == "sglang" else
+             [Fix("Fewer concurrent sequences so the running ones fit the KV cache", "--max-num-seqs 128"),
+              Fix("Or more KV cache: higher utilization, fp8 KV cache or more TP", "--gpu-memory-utilization 0.95 --kv-cache-dtype fp8")])
+    return Finding("perf.kv_cache_pressure", f"the KV cache runs full: requests were retracted/preempted {total} times",
+                   le.evidence(found) + [f"{total} retractions/preemptions in the log"], fixes)
+
+
+def _no_offload(facts: Facts) -> Finding | None:
+    zero = [e for e in le.events(facts, "offload_layers") if e.values.get("offloaded") == 0]
+    if not zero:
+        return None
+    layers = zero[0].values.get("layers")
+    return Finding("perf.low_gpu_util", "no layer is offloaded to the GPU: the model runs on the CPU",
+                   le.evidence(zero[:1]), [Fix(f"Offload all {layers} layers to the GPU", f"-ngl {int(layers) + 1 if isinstance(layers, int) else 999}")],
+                   explains=["perf.cpu_bound"])
+
+
+def _cpu_bound(facts: Facts) -> Finding | None:
+    threads = [e for e in le.events(facts, "threads") if int(e.values.get("threads", 0)) > int(e.values.get("hw_threads", 1 << 30))]  # type: ignore[call-overload]
+    if threads:
+        v = threads[0].values
+        return Finding("perf.cpu_bound", f"{v['threads']} threads on {v['hw_threads']} hardware threads: the CPU thrashes",
+                       le.evidence(threads[:1]), [Fix("Use about the number of physical cores", f"-t {max(1, int(v['hw_threads']) // 2)}")])  # type: ignore[call-overload]
+    sampling, evals = le.events(facts, "sampling_time"), le.events(facts, "eval_time")
+    for s, e in zip(sampling, evals):
+        sm, em = float(s.values["ms_per_token"]), float(e.values["ms_per_token"])  # type: ignore[arg-type]
+        if em and sm / em >= SAMPLING_SHARE:
+            return Finding("perf.cpu_bound", f"sampling takes {sm:g} ms per token, {sm / em:.0%} of a token's {em:g} ms",
+                           le.evidence([s, e]), [Fix("Use a cheaper sampler (drop mirostat / large top-k / DRY)", "--mirostat 0")])
+    return None
+
+
+def _eager(facts: Facts) -> Finding | None:
+    if facts.deployment is None or facts.deployment.enforce_eager is not True or not facts.deployment.is_set("enforce_eager"):
+        found = le.events(facts, "enforce_eager")
+        if not found:
+            return None
+    else:
+        found = le.events(facts, "enforce_eager")
+    return Finding("perf.eager_mode", "CUDA graphs are off (enforce-eager): decode is slower", le.evidence(found[:2]) or ["enforce_eager=True"],
+                   [Fix("Drop --enforce-eager so the engine captures CUDA graphs (costs some memory and start-up time)")])
