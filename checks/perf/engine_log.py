@@ -51,7 +51,7 @@ def _cpu_bound(facts: Facts) -> Finding | None:
         return Finding("perf.cpu_bound", f"{v['threads']} threads on {v['hw_threads']} hardware threads: the CPU thrashes",
                        le.evidence(threads[:1]), [Fix("Use about the number of physical cores", f"-t {max(1, int(v['hw_threads']) // 2)}")])  # type: ignore[call-overload]
     sampling, evals = le.events(facts, "sampling_time"), le.events(facts, "eval_time")
-    for s, e in zip(sampling, evals):
+    for s, e in zip(sampling, evals, strict=False):
         sm, em = float(s.values["ms_per_token"]), float(e.values["ms_per_token"])  # type: ignore[arg-type]
         if em and sm / em >= SAMPLING_SHARE:
             return Finding("perf.cpu_bound", f"sampling takes {sm:g} ms per token, {sm / em:.0%} of a token's {em:g} ms",

@@ -57,4 +57,9 @@ def collect_run(settings: Settings, opts: RunOptions, deadline: Deadline, progre
 
         say("access", f"probing {settings.base_url.value or 'endpoint'}")
         facts.endpoint = guarded(facts, "endpoint", lambda: endpoint.probe(settings, opts, deadline, say))
+    if opts.logs or opts.docker or opts.k8s:
+        from doctor.collect import logs
+
+        say("load", "reading engine logs")
+        guarded(facts, "logs", lambda: logs.collect(opts.logs, opts.docker, opts.k8s, opts.namespace, opts.previous, facts, deadline))
     return facts
