@@ -1,0 +1,95 @@
+"""Shared reading of live/saved facts for the perf checks (no check is registered here).
+
+Which GPUs the engine uses, its parallel sizes, and the engine's own spelling of a flag, so that
+each fix is printed in the syntax of the engine that will read it (`--tensor-parallel-size` for
+vLLM, `--tp` for SGLang, `--num-shard` for TGI).
+"""
+
+from __future__ import annotations
+
+from doctor.facts import Facts
+from doctor.facts.deployment import EngineConfig
+from doctor.facts.gpu import Gpu, GpuFacts
+from doctor.findings import NotApplicable
+
+FLAGS: dict[str, dict[str, str]] = {
+    "tp": {"vllm": "--tensor-parallel-size", "sglang": "--tp", "tgi": "--num-shard", "trtllm": "--tp_size"},
+    "pp": {"vllm": "--pipeline-parallel-size", "sglang": "--pp-size", "trtllm": "--pp_size"},
+    "dp": {"vllm": "--data-parallel-size", "sglang": "--dp"},
+    "max_seqs": {
+        "vllm": "--max-num-seqs",
+        "sglang": "--max-running-requests",
+        "tgi": "--max-concurrent-requests",
+        "llamacpp": "--parallel",
+        "trtllm": "--max_batch_size",
+    },
+    "mem": {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-static", "tgi": "--cuda-memory-fraction"},
+    "batched_tokens": {
+        "vllm": "--max-num-batched-tokens",
+        "sglang": "--chunked-prefill-size",
+        "tgi": "--max-batch-prefill-tokens",
+        "trtllm": "--max_num_tokens",
+    },
+}
+
+
+def flag(kind: str, engine: str) -> str:
+    table = FLAGS[kind]
+    return table.get(engine) or table["vllm"]
+
+
+def deployment(facts: Facts) -> EngineConfig:
+    """The engine config: from a command line, a log, /metrics, or a running process."""
+    if facts.deployment is not None and facts.deployment.engine:
+        return facts.deployment
+    procs = facts.host.processes if facts.host else []
+    for p in procs:
+        if p.config is not None and p.config.engine:
+            return p.config
+    raise NotApplicable("no engine configuration (give the launch command, a log, or run on the engine's host)")
+
+
+def maybe_deployment(facts: Facts) -> EngineConfig | None:
+    try:
+        return deployment(facts)
+    except NotApplicable:
+        return None
+
+
+def gpus(facts: Facts) -> GpuFacts:
+    g = facts.gpus
+    if g is None or not g.available or not g.gpus:
+        raise NotApplicable("no GPU facts (NVML on this host, or nvidia-smi outputs given to analyze)")
+    return g
+
+
+def world_size(cfg: EngineConfig) -> int:
+    return (cfg.tensor_parallel_size or 1) * (cfg.pipeline_parallel_size or 1)
+
+
+def visible_indices(cfg: EngineConfig | None, g: GpuFacts | None) -> list[int] | None:
+    """GPU indices the engine may use: CUDA_VISIBLE_DEVICES when it lists indices, else all."""
+    env = dict(cfg.env) if cfg else {}
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None:
+        items = [x.strip() for x in cvd.split(",") if x.strip()]
+        if all(x.isdigit() for x in items):
+            return [int(x) for x in items]
+        if g is not None:  # UUIDs
+            return [gpu.index for gpu in g.gpus if gpu.uuid in items] or None
+        return list(range(len(items)))
+    if g is not None and g.gpus:
+        return [gpu.index for gpu in g.gpus]
+    return None
+
+
+def engine_gpus(cfg: EngineConfig | None, g: GpuFacts) -> list[Gpu]:
+    """The GPUs the engine runs on: the first TP x PP of the visible ones (engines take them in order)."""
+    visible = visible_indices(cfg, g) or [gpu.index for gpu in g.gpus]
+    take = world_size(cfg) if cfg else len(visible)
+    chosen = [g.by_index(i) for i in visible[: max(1, take)]]
+    return [x for x in chosen if x is not None]
+
+
+def gib(mib: float | None) -> str:
+    return f"{(mib or 0) / 1024:.1f} GiB"

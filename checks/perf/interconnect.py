@@ -1,0 +1,136 @@
+"""Is the GPU-to-GPU path as fast as it should be? (perf.slow_interconnect)
+
+Tensor parallelism all-reduces activations twice per layer per token; over NVLink that is cheap,
+through PCIe host bridges (PHB/NODE/SYS in `topo -m`) without P2P it goes through host memory and
+caps decode speed. A PCIe link trained below its width (x8 of x16) or, under load, its generation
+halves host<->GPU bandwidth whatever the engine does. NCCL told to avoid P2P/IB falls back to
+slower transports. Reads GPU facts (topology, P2P, PCIe link state) and the engine config.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from checks.perf import facts_view as fv
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from doctor.logparse.topo import level_is_nvlink
+
+# worse is larger; NV# is best
+LEVEL_RANK = {"X": 0, "PIX": 2, "PXB": 3, "PHB": 4, "NODE": 5, "SYS": 6}
+PCIE_LEVEL_WORDS = {
+    "PIX": "one PCIe switch",
+    "PXB": "several PCIe bridges",
+    "PHB": "the CPU's PCIe host bridge",
+    "NODE": "host bridges inside a NUMA node",
+    "SYS": "the CPU socket interconnect (QPI/UPI)",
+}
+BUSY_UTIL = 20.0  # percent: below this a lower PCIe generation is the driver saving power, not a fault
+
+
+def rank(level: str) -> int:
+    return 1 if level_is_nvlink(level) else LEVEL_RANK.get(level, 6)
+
+
+@check("perf.interconnect", "perf", codes=["perf.slow_interconnect"])
+def interconnect(facts: Facts) -> Outcome:
+    """TP traffic runs over NVLink or P2P, PCIe links run at their full width, NCCL keeps its fast transports."""
+    g = fv.gpus(facts)
+    cfg = fv.maybe_deployment(facts)
+    findings = [f for f in (_tp_over_pcie(g, cfg), _degraded_links(g), _nccl_env(cfg, g)) if f]
+    if not findings and not g.topology and all(x.pcie_width_current is None for x in g.gpus):
+        raise NotApplicable("no topology or PCIe link facts (nvidia-smi topo -m, -q, or NVML)")
+    return Outcome(findings, "" if findings else "GPU links as expected")
+
+
+def _tp_over_pcie(g, cfg) -> Finding | None:
+    tp = (cfg.tensor_parallel_size or 1) if cfg else 1
+    if tp < 2 or not g.topology:
+        return None
+    visible = fv.visible_indices(cfg, g) or list(range(len(g.topology)))
+    group = [i for i in visible[:tp] if i < len(g.topology)]
+    if len(group) < 2:
+        return None
+    pairs = [(i, j, g.topology[i][j]) for i, j in combinations(group, 2)]
+    worst = max(pairs, key=lambda p: rank(p[2]))
+    if level_is_nvlink(worst[2]):
+        return None
+    p2p_bad = [(i, j, g.p2p[i][j]) for i, j in combinations(group, 2) if g.p2p and g.p2p[i][j] not in ("OK", "X", "")]
+    if rank(worst[2]) <= LEVEL_RANK["PXB"] and not p2p_bad:
+        return None  # behind one PCIe switch P2P works: the best a PCIe box gives
+    evidence = [f"tensor_parallel_size={tp}; GPUs {','.join(map(str, group))}"]
+    evidence.append(
+        f"topo -m: GPU{worst[0]}<->GPU{worst[1]} = {worst[2]} (through {PCIE_LEVEL_WORDS.get(worst[2], 'PCIe')}), "
+        + ", ".join(f"GPU{i}-GPU{j} {lvl}" for i, j, lvl in pairs[:6])
+    )
+    if p2p_bad:
+        evidence.append("P2P read status: " + ", ".join(f"GPU{i}-GPU{j} {s}" for i, j, s in p2p_bad[:6]) + " (no peer-to-peer)")
+    fixes = []
+    best = _best_group(g, tp)
+    if best and max(rank(g.topology[i][j]) for i, j in combinations(best, 2)) < rank(worst[2]):
+        levels = sorted({g.topology[i][j] for i, j in combinations(best, 2)}, key=rank)
+        fixes.append(Fix(f"Run TP on GPUs joined by {'/'.join(levels)} instead of {worst[2]}",
+                         f"CUDA_VISIBLE_DEVICES={','.join(map(str, best))}"))
+    engine = cfg.engine if cfg else "vllm"
+    if tp >= 2:
+        fixes.append(Fix(f"Over PCIe, prefer replicas to TP: TP {tp // 2} with data parallel 2 halves the all-reduce traffic "
+                         "(if the model fits)", f"{fv.flag('tp', engine)} {tp // 2} {fv.flag('dp', engine)} 2"))
+    fixes.append(Fix("For TP across GPUs, NVLink/NVSwitch (SXM) or NVLink-bridged GPUs give the all-reduce bandwidth TP needs"))
+    return Finding("perf.slow_interconnect",
+                   f"TP={tp} all-reduces cross PCIe ({worst[2]}){' without P2P' if p2p_bad else ''}: no NVLink between the TP GPUs",
+                   evidence, fixes, explains=["perf.low_gpu_util", "perf.high_latency"])
+
+
+def _best_group(g, size: int) -> list[int] | None:
+    """The set of `size` GPUs whose worst pairwise link is best (NVLink bridge pairs, one PCIe switch)."""
+    n = len(g.topology)
+    if size > n or n > 16:
+        return None
+    best, best_rank = None, 99
+    for group in combinations(range(n), size):
+        r = max(rank(g.topology[i][j]) for i, j in combinations(group, 2))
+        if r < best_rank:
+            best, best_rank = list(group), r
+    return best
+
+
+def _degraded_links(g) -> Finding | None:
+    bad = []
+    for x in g.gpus:
+        if x.pcie_width_current and x.pcie_width_max and x.pcie_width_current < x.pcie_width_max:
+            bad.append((x, f"GPU{x.index} {x.bus_id}: PCIe link width x{x.pcie_width_current} of x{x.pcie_width_max}"))
+        elif (
+            x.pcie_gen_current and x.pcie_gen_max and x.pcie_gen_current < x.pcie_gen_max
+            and x.util_gpu is not None and x.util_gpu.mean >= BUSY_UTIL
+        ):
+            bad.append((x, f"GPU{x.index} {x.bus_id}: PCIe Gen{x.pcie_gen_current} of Gen{x.pcie_gen_max} "
+                           f"while {x.util_gpu.mean:g}% busy"))
+    if not bad:
+        return None
+    first = bad[0][0]
+    return Finding("perf.slow_interconnect", f"{len(bad)} GPU PCIe link(s) run below their maximum",
+                   [b for _, b in bad],
+                   [Fix("Confirm the trained link (LnkSta vs LnkCap), then reseat the GPU or riser, use an x16 slot, "
+                        "and check the BIOS PCIe generation setting",
+                        f"sudo lspci -vv -s {first.bus_id.split(':', 1)[-1] if first.bus_id else '<bus id>'} | grep -E 'LnkCap|LnkSta'")],
+                   explains=["perf.high_latency"])
+
+
+def _nccl_env(cfg, g) -> Finding | None:
+    if cfg is None:
+        return None
+    env = cfg.env
+    tp = cfg.tensor_parallel_size or 1
+    nvlink = any(level_is_nvlink(c) for row in g.topology for c in row) or any((x.nvlink_active or 0) > 0 for x in g.gpus)
+    if env.get("NCCL_P2P_DISABLE") == "1" and tp > 1:
+        note = " although the GPUs have NVLink" if nvlink else ""
+        return Finding("perf.slow_interconnect", f"NCCL_P2P_DISABLE=1: TP={tp} all-reduces go through host memory{note}",
+                       [f"NCCL_P2P_DISABLE={env['NCCL_P2P_DISABLE']} in the engine's environment"],
+                       [Fix("Unset NCCL_P2P_DISABLE (set only as a workaround for broken P2P on some consumer boards)",
+                            "unset NCCL_P2P_DISABLE")], explains=["perf.low_gpu_util", "perf.high_latency"])
+    if env.get("NCCL_IB_DISABLE") == "1" and (cfg.nnodes or 1) > 1:
+        return Finding("perf.slow_interconnect", "NCCL_IB_DISABLE=1 on a multi-node deployment: NCCL falls back to TCP sockets",
+                       ["NCCL_IB_DISABLE=1", f"nnodes={cfg.nnodes}"],
+                       [Fix("Let NCCL use InfiniBand/RoCE", "unset NCCL_IB_DISABLE")], explains=["perf.high_latency"])
+    return None

@@ -1,0 +1,81 @@
+"""Does the tensor/pipeline parallel size fit the GPUs? (perf.tp_mismatch)
+
+Idle GPUs are throughput left on the table (TP below the GPUs the engine was given); TP larger
+than one node's GPUs puts every all-reduce of every layer on the network, where TP x PP (TP
+inside a node, PP across nodes) carries one activation per stage instead. Reads the engine config
+(command line, log, process) and the GPU count (GPU facts or CUDA_VISIBLE_DEVICES).
+"""
+
+from __future__ import annotations
+
+import math
+
+from checks.perf import facts_view as fv
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, NotApplicable, Outcome
+
+
+def valid_tp(gpus: int, heads: int | None) -> int:
+    """The largest TP <= gpus that the engines accept: a power of two (vLLM/SGLang kernels), and
+    a divisor of the attention heads when the model is known."""
+    tp = 1
+    while tp * 2 <= gpus and (heads is None or heads % (tp * 2) == 0):
+        tp *= 2
+    return tp
+
+
+@check("perf.parallelism", "perf", codes=["perf.tp_mismatch"])
+def parallelism(facts: Facts) -> Outcome:
+    """TP x PP uses the GPUs there are, and TP stays inside one node."""
+    cfg = fv.deployment(facts)
+    if cfg.engine in ("llamacpp", "ollama"):
+        raise NotApplicable(f"{cfg.engine} splits layers, it has no tensor parallel size")
+    g = facts.gpus if facts.gpus and facts.gpus.available and facts.gpus.gpus else None
+    visible = fv.visible_indices(cfg, g)
+    if not visible:
+        raise NotApplicable("the number of GPUs is not known (no GPU facts, no CUDA_VISIBLE_DEVICES)")
+    n = len(visible)
+    tp, pp = cfg.tensor_parallel_size or 1, cfg.pipeline_parallel_size or 1
+    dp = cfg.data_parallel_size or 1
+    heads = facts.model.num_attention_heads if facts.model else None
+    tp_flag, pp_flag = fv.flag("tp", cfg.engine), fv.flag("pp", cfg.engine)
+    where = "CUDA_VISIBLE_DEVICES=" + cfg.env["CUDA_VISIBLE_DEVICES"] if "CUDA_VISIBLE_DEVICES" in cfg.env else f"{n} GPU(s) on the host"
+    evidence = [f"tensor_parallel_size={tp} ({cfg.sources.get('tensor_parallel_size', '?')}), pipeline_parallel_size={pp}, data_parallel_size={dp}",
+                f"GPUs available to the engine: {n} ({where})"]
+    nodes = cfg.nnodes or 1
+    if tp > n and nodes <= 1 and (g is not None):
+        new_pp = math.ceil(tp * pp / n)
+        return Outcome([Finding(
+            "perf.tp_mismatch",
+            f"TP={tp} is larger than the {n} GPUs of this node: tensor parallelism would span nodes",
+            evidence + ["tensor parallel all-reduces run every layer; across nodes they cross the network"],
+            [Fix(f"Keep TP inside the node and split across nodes with pipeline parallelism (TP {n} x PP {new_pp})",
+                 f"{tp_flag} {n} {pp_flag} {new_pp}")],
+            explains=["perf.slow_interconnect", "perf.high_latency", "perf.low_gpu_util"])])
+    if nodes > 1 and g is not None and tp > n:
+        new_pp = math.ceil(tp * pp / n)
+        return Outcome([Finding(
+            "perf.tp_mismatch", f"TP={tp} spans {nodes} nodes of {n} GPUs each",
+            evidence + [f"nnodes={nodes}"],
+            [Fix(f"TP {n} inside each node, PP {new_pp} across nodes", f"{tp_flag} {n} {pp_flag} {new_pp}")],
+            explains=["perf.slow_interconnect", "perf.high_latency"])])
+    used = tp * pp * dp
+    if used < n and nodes <= 1:
+        idle = n - used
+        better = valid_tp(n // pp, heads)
+        fixes = []
+        if better > tp:
+            fixes.append(Fix(f"Use the idle GPUs for tensor parallelism (TP {better}{f' divides the {heads} heads' if heads else ''})",
+                             f"{tp_flag} {better}"))
+        replicas = n // (tp * pp)
+        if replicas > 1 and cfg.engine in ("vllm", "sglang"):
+            fixes.append(Fix(f"Or serve {replicas} replicas with data parallelism (more throughput when the model fits TP {tp})",
+                             f"{fv.flag('dp', cfg.engine)} {replicas}"))
+        if not fixes:
+            fixes.append(Fix(f"Expose only the GPUs the engine uses, so {idle} GPU(s) can serve another replica",
+                             f"CUDA_VISIBLE_DEVICES={','.join(str(i) for i in visible[:used])}"))
+        return Outcome([Finding(
+            "perf.tp_mismatch", f"the engine uses {used} of {n} GPUs: {idle} GPU(s) stay idle",
+            evidence, fixes, explains=["load.weights_oom", "load.kv_cache_insufficient", "load.no_kv_cache_memory"])])
+    return Outcome(detail=f"TP {tp} x PP {pp} x DP {dp} on {n} GPU(s)")
