@@ -18,7 +18,7 @@ def config(facts: Facts) -> Outcome:
     e = found[-1]
     v = e.values
     evidence = le.evidence(found) + le.earlier_runs(facts)
-    engine = facts.deployment.engine if facts.deployment else ""
+    engine = le.engine(facts)
     if "derived" in v:
         flag = "--context-length" if v.get("field") == "context_length" else "--max-model-len"
         fixes = [Fix(f"Use at most the model's own limit ({v['derived']})", f"{flag} {v['derived']}"),

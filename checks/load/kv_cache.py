@@ -169,7 +169,7 @@ def _no_memory(facts: Facts, found: list) -> Finding:
     total = le.gpu_total_gib(facts)
     weights = logs.setup.weights_gib
     fixes: list[Fix] = []
-    engine = facts.deployment.engine if facts.deployment else logs.engine
+    engine = le.engine(facts)
     if engine == "sglang":
         fraction = le.deployment_value(facts, "gpu_memory_utilization")
         now = float(fraction) if isinstance(fraction, (int, float)) else 0.88

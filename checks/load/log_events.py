@@ -78,6 +78,13 @@ def deployment_value(facts: Facts, name: str) -> object | None:
     return getattr(facts.deployment, name, None) if facts.deployment is not None else None
 
 
+def engine(facts: Facts) -> str:
+    """The engine: from the parsed arguments, else from what wrote the log."""
+    if facts.deployment is not None and facts.deployment.engine:
+        return facts.deployment.engine
+    return facts.logs.engine if facts.logs else ""
+
+
 def gpu_total_gib(facts: Facts) -> float | None:
     """Total memory of one GPU: as the log states it, else from the GPU facts or the GPU's name."""
     logs = facts.logs

@@ -59,7 +59,7 @@ def _weights(facts: Facts, e) -> Finding:
     gpus = le.gpu_count(facts) or 0
     evidence = le.evidence([e]) + _numbers(e) + [f"phase: {e.phase or 'start-up'} (weights), tensor_parallel_size {tp}"] + le.earlier_runs(facts)
     fixes: list[Fix] = []
-    engine = facts.deployment.engine if facts.deployment else ""
+    engine = le.engine(facts)
     if gpus > tp:
         wider = tp
         while wider * 2 <= gpus:
@@ -78,7 +78,7 @@ def _weights(facts: Facts, e) -> Finding:
 def _runtime(facts: Facts, e, phase: str) -> Finding:
     evidence = le.evidence([e]) + _numbers(e) + [f"phase: {phase}"] + le.earlier_runs(facts)
     fixes: list[Fix] = []
-    engine = facts.deployment.engine if facts.deployment else ""
+    engine = le.engine(facts)
     seqs = le.deployment_value(facts, "max_num_seqs")
     half = max(1, int(seqs) // 2) if isinstance(seqs, int) and seqs > 1 else None
     if phase == "cuda_graph":
@@ -107,5 +107,5 @@ def _runtime(facts: Facts, e, phase: str) -> Finding:
 
 
 def _headroom_flag(facts: Facts) -> str:
-    engine = facts.deployment.engine if facts.deployment else ""
+    engine = le.engine(facts)
     return "--mem-fraction-static 0.85" if engine == "sglang" else "--gpu-memory-utilization 0.90"

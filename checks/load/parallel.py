@@ -34,12 +34,13 @@ def parallel(facts: Facts) -> Outcome:
     gpus = le.gpu_count(facts)
     evidence = le.evidence([e]) + le.earlier_runs(facts)
     fixes: list[Fix] = []
-    flag = "--tp" if (facts.deployment and facts.deployment.engine == "sglang") else (
-        "--num-shard" if facts.deployment and facts.deployment.engine == "tgi" else "--tensor-parallel-size")
+    flag = {"sglang": "--tp", "tgi": "--num-shard"}.get(le.engine(facts), "--tensor-parallel-size")
     if e.kind == "tp_heads":
         heads = int(e.values["heads"])  # type: ignore[call-overload]
         kv = facts.model.num_kv_heads if facts.model else None
-        sizes = valid_tp_sizes(heads, gpus, kv)
+        # without a GPU count, the sizes below the one that failed (more GPUs than were given is no fix)
+        bound = gpus or (int(tp) - 1 if isinstance(tp, int) and tp > 1 else None)
+        sizes = valid_tp_sizes(heads, bound, kv)
         evidence.append(f"{heads} attention heads; valid TP sizes{f' for {gpus} GPUs' if gpus else ''}: {', '.join(map(str, sizes))}")
         best = max(sizes)
         fixes.append(Fix(f"Use a TP size that divides {heads} heads (valid: {', '.join(map(str, sizes))})", f"{flag} {best}"))

@@ -25,7 +25,7 @@ def _kv_pressure(facts: Facts) -> Finding | None:
     if not found:
         return None
     total = sum(e.count for e in found)
-    engine = facts.deployment.engine if facts.deployment else ""
+    engine = le.engine(facts)
     fixes = ([Fix("Give the KV pool more memory", "--mem-fraction-static 0.9"), Fix("Or admit fewer requests at once", "--max-running-requests 128")]
              if engine == "sglang" else
              [Fix("Fewer concurrent sequences so the running ones fit the KV cache", "--max-num-seqs 128"),

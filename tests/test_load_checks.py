@@ -1,0 +1,90 @@
+"""Every load code at rank 1 on a real log (fixtures/logs/*.log, sources in the sidecars), with the
+evidence line it rests on and the exact fix value computed from the log's numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from doctor.collect.files import load_paths
+from doctor.engine import Deadline, load_checks, run_checks, select
+from doctor.report import build_report
+
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+
+
+def diagnose(name: str) -> list:
+    facts = load_paths([str(LOGS / name)], Deadline(30))
+    return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts).findings
+
+
+# (fixture, rank-1 code, a substring of the evidence, an exact fix command or None)
+CASES = [
+    ("vllm-0.4.1-a10g-mistral7b-kv-cache-insufficient.log", "load.kv_cache_insufficient",
+     "max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (16864)", "--max-model-len 16864"),
+    ("vllm-v1-kv-cache-needed-gib.log", "load.kv_cache_insufficient", "2.63 GiB KV cache is needed", "--max-model-len 5088"),
+    ("vllm-0.5.4-tp2-llama70b-kv-cache-three-attempts.log", "load.kv_cache_insufficient", "KV cache (10944)", "--max-model-len 10944"),
+    ("llamacpp-n-ctx-1m-kv-alloc-failed.log", "load.kv_cache_insufficient", "failed to allocate buffer of size 137438953504", "-c 32768"),
+    ("vllm-0.8.5-v1-no-cache-blocks.log", "load.no_kv_cache_memory", "No available memory for the cache blocks", None),
+    ("vllm-0.9.1-tp2-free-memory-below-utilization.log", "load.gpu_memory_occupied", "Free memory on device (31.44/47.38 GiB)",
+     "--gpu-memory-utilization 0.64"),
+    ("vllm-0.8.3-second-instance-nvidia-smi.log", "load.gpu_memory_occupied", "No available memory for the cache blocks", None),
+    ("vllm-a800-qwen2vl72b-weights-oom.log", "load.weights_oom", "Tried to allocate 462.00 MiB", None),
+    ("sglang-mixtral-tp1-weights-oom.log", "load.weights_oom", "Tried to allocate 112.00 MiB", None),
+    ("vllm-mllama-tp4-profile-run-oom.log", "load.runtime_oom", "Tried to allocate 19.63 GiB", "--max-num-batched-tokens 4096"),
+    ("sglang-a10g-prefill-oom.log", "load.runtime_oom", "Tried to allocate 764.00 MiB", "--mem-fraction-static 0.83"),
+    ("ollama-system-memory.log", "load.host_oom", "model requires more system memory (164.8 GiB)", None),
+    ("sglang-tp2-dev-shm-nccl.log", "load.shm_insufficient", "/dev/shm/nccl-vzIpS6 (size 9637888)", "docker run --ipc=host ..."),
+    ("vllm-llama2-13b-heads-not-divisible-tp3.log", "load.tp_invalid", "attention heads (40) must be divisible by tensor parallel size (3)",
+     "--tensor-parallel-size 2"),
+    ("localai-vllm-bf16-cc75.log", "load.dtype_unsupported", "Bfloat16 is only supported", "--dtype float16"),
+    ("vllm-quantization-hqq-invalid-choice.log", "load.quantization_unsupported", "invalid choice: 'hqq'", None),
+    ("vllm-0.2.3-pascal-no-kernel-image.log", "load.cuda_mismatch", "no kernel image is available", None),
+    ("sglang-dist-store-timeout.log", "load.nccl_failed", "1/4 clients joined", None),
+    ("vllm-model-path-hf-validation.log", "load.model_files", "'/app/bge_m3'", None),
+    ("vllm-max-model-len-above-derived.log", "load.config_invalid", "User-specified max_model_len (204800)", "--max-model-len 4096"),
+    ("sglang-tp8-ecc-error.log", "load.gpu_fault", "uncorrectable ECC error", "nvidia-smi -q -d ECC,PAGE_RETIREMENT"),
+    ("vllm-mpt-trust-remote-code.log", "load.remote_code", "requires you to execute the configuration file", "--trust-remote-code"),
+    ("vllm-0.7.2-qwen2.5-vl-unknown-model-type.log", "load.engine_outdated", "model type `qwen2_5_vl`", None),
+    ("vllm-k8s-no-cuda-gpus.log", "load.gpu_not_visible", "No CUDA GPUs are available", None),
+    ("vllm-ray-mapworker-ansi-prefixes-no-gpu.log", "load.gpu_not_visible", "No CUDA GPUs are available", None),
+    ("sglang-router-worker-startup-timeout.log", "load.startup_timeout", "Timeout 300s waiting for workers",
+     "--router-worker-startup-timeout-secs 900"),
+    ("client-openai-connection-refused.log", "access.connect_failed", "[Errno 111] Connection refused", None),
+    ("sglang-decode-retract.log", "perf.kv_cache_pressure", "Decode out of memory happened", None),
+    ("llamacpp-mi50-zero-layers-offloaded.log", "perf.low_gpu_util", "offloaded 0/33 layers to GPU", "-ngl 34"),
+]
+
+
+@pytest.mark.parametrize(("name", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
+def test_rank_one(name: str, code: str, evidence: str, command: str | None) -> None:
+    findings = diagnose(name)
+    assert findings, "no finding at all"
+    top = findings[0]
+    assert top.code == code, [f.code for f in findings]
+    assert any(evidence in line for line in top.evidence), top.evidence
+    if command is not None:
+        assert command in [f.command for f in top.fixes], [f.command for f in top.fixes]
+
+
+def test_every_load_code_has_a_case() -> None:
+    from doctor.codes import _TABLE
+
+    covered = {c[1] for c in CASES}
+    load_codes = {code for code, _, _ in _TABLE if code.startswith("load.")}
+    assert load_codes <= covered, sorted(load_codes - covered)
+
+
+def test_free_memory_finding_explains_the_symptoms() -> None:
+    top = diagnose("vllm-0.9.1-tp2-free-memory-below-utilization.log")[0]
+    assert "load.no_kv_cache_memory" in top.explains and "load.kv_cache_insufficient" in top.explains
+    assert any("15.94 GiB of 47.38 GiB is in use before the engine starts" in line for line in top.evidence), top.evidence
+
+
+def test_valid_tp_sizes_for_heads() -> None:
+    from checks.load.parallel import valid_tp_sizes
+
+    assert valid_tp_sizes(40, 3) == [1, 2]
+    assert valid_tp_sizes(64, 8, kv_heads=8) == [1, 2, 4, 8]
+    assert valid_tp_sizes(71, 2) == [1]

@@ -1,0 +1,122 @@
+"""The line normaliser, the event grammar and the streaming scanner, on real line shapes."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tracemalloc
+
+from doctor.logparse.events import match, to_number
+from doctor.logparse.lines import normalise
+from doctor.logparse.scan import scan_lines
+
+
+def test_prefixes_colour_and_crlf_are_peeled() -> None:
+    raw = b"\x1b[36m(VllmWorker rank=1 pid=4321)\x1b[0m ERROR 05-12 10:11:12 [engine.py:123] RuntimeError: boom\r\n"
+    line = normalise(1, raw)
+    assert line.text == "RuntimeError: boom"
+    assert line.process == "VllmWorker rank=1 pid=4321"
+    assert line.level == "ERROR"
+
+
+def test_lost_escape_bytes_and_collector_stamps() -> None:
+    # from shared/corpus/d055.log (Ray Data on a log collector): ESC byte lost in the paste
+    raw = "  | 2025-03-07T05:56:27.270Z | [36m(_MapWorker pid=13019)[0m ERROR 03-07 05:56:27 worker_base.py:581] RuntimeError: No CUDA GPUs are available"
+    line = normalise(7, raw)
+    assert line.text == "RuntimeError: No CUDA GPUs are available"
+    assert line.process == "_MapWorker pid=13019"
+
+
+def test_sglang_tgi_mpi_and_torch_rank_prefixes() -> None:
+    assert normalise(1, "[2025-02-10 21:15:43 TP6] Scheduler hit an exception").text == "Scheduler hit an exception"
+    assert normalise(1, "[2025-02-10 21:15:43 TP6] x").process == "TP6"
+    assert normalise(1, "2024-09-03T04:36:57.491823Z  INFO text_generation_launcher: Starting shard").text == "Starting shard"
+    assert normalise(1, "[1,0]<stderr>:NCCL WARN x").text == "NCCL WARN x"
+    assert normalise(1, "[rank0]: torch.OutOfMemoryError: CUDA out of memory.").text.startswith("torch.OutOfMemoryError")
+
+
+def test_invalid_utf8_never_raises() -> None:
+    line = normalise(1, b"Capturing CUDA graph shapes: 91%|\xe2\x96 \xff\xfe done")
+    assert "\ufffd" in line.text
+
+
+def test_oom_numbers_are_converted_to_gib() -> None:
+    rule, values = match(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 462.00 MiB. GPU 0 has a total capacity of 79.25 GiB "
+        "of which 278.75 MiB is free. Including non-PyTorch memory, this process has 78.97 GiB memory in use."
+    )  # type: ignore[misc]
+    assert rule.kind == "cuda_oom"
+    assert values == {"tried": 0.4512, "total": 79.25, "free": 0.2722, "this_process": 78.97}
+
+
+def test_kv_capacity_wordings() -> None:
+    _, v0 = match("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (16864).")  # type: ignore[misc]
+    assert v0 == {"max_seq_len": 32768, "kv_tokens": 16864}
+    assert to_number("1,192,160") == 1192160
+
+
+def test_traceback_frame_is_no_http_status() -> None:
+    assert match('File "/usr/lib/python3.12/site-packages/x.py", line 401, in run') is None
+
+
+def _scan(text: str):
+    return scan_lines(io.BytesIO(text.encode()).readlines(), "t.log")[0]
+
+
+def test_phase_comes_from_the_traceback_frames() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/vllm/worker/model_runner.py", line 1, in capture_model\n'
+        '  File "/torch/x.py", line 2, in forward\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+    )
+    (oom,) = _scan(text).events
+    assert oom.phase == "cuda_graph"
+
+
+def test_restarts_split_runs_and_the_last_crash_is_judged() -> None:
+    text = (
+        "INFO 01-01 00:00:00 api_server.py:1] vLLM API server version 0.6.3\n"
+        "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (8000).\n"
+        "INFO 01-01 00:01:00 api_server.py:1] vLLM API server version 0.6.3\n"
+        "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`\n"
+    )
+    facts = _scan(text)
+    assert facts.runs == 2
+    assert [(e.kind, e.run) for e in facts.events] == [("kv_cache_too_small", 0), ("no_kv_memory", 1)]
+
+
+def test_repeated_rank_lines_are_counted_once() -> None:
+    line = "[2025-03-07 21:49:45 TP{}] Decode out of memory happened. #retracted_reqs: 1, #new_token_ratio: 0.0980 -> 0.1919\n"
+    facts = _scan("".join(line.format(i) for i in range(8)))
+    assert len(facts.events) == 1 and facts.events[0].count == 8
+
+
+def test_streaming_memory_stays_flat() -> None:
+    """Scanning 40x more lines must not cost more memory than a small, fixed bound."""
+    noise = b"INFO 05-03 18:07:24 metrics.py:229] Avg prompt throughput: 0.0 tokens/s, Running: 0 reqs, GPU KV cache usage: 0.0%\n"
+    crash = b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.\n"
+
+    def lines(n: int):
+        for i in range(n):
+            yield crash if i % 1000 == 0 else noise
+
+    def peak(n: int) -> int:
+        tracemalloc.start()
+        scan_lines(lines(n))
+        _, top = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return top
+
+    small, big = peak(5_000), peak(200_000)
+    assert big < small + 512 * 1024, (small, big)
+
+
+def test_gzip_stream_reads_like_text(tmp_path) -> None:
+    from doctor.collect.logs import read_lines
+
+    path = tmp_path / "x.log.gz"
+    with gzip.open(path, "wb") as fh:
+        fh.write(b"a\nb\n")
+    with gzip.open(path, "rb") as fh:
+        assert list(read_lines(fh)) == [b"a\n", b"b\n"]
