@@ -98,12 +98,14 @@ def _best_group(g, size: int) -> list[int] | None:
 def _degraded_links(g) -> Finding | None:
     bad = []
     for x in g.gpus:
-        if x.pcie_width_current and x.pcie_width_max and x.pcie_width_current < x.pcie_width_max:
-            bad.append((x, f"GPU{x.index} {x.bus_id}: PCIe link width x{x.pcie_width_current} of x{x.pcie_width_max}"))
-        elif (
-            x.pcie_gen_current and x.pcie_gen_max and x.pcie_gen_current < x.pcie_gen_max
-            and x.util_gpu is not None and x.util_gpu.mean >= BUSY_UTIL
-        ):
+        busy = x.util_gpu is not None and x.util_gpu.mean >= BUSY_UTIL
+        # idle GPUs lower the link generation and (Ada/Blackwell) width to save power: judge a link
+        # under load, or one at full generation whose width is still short
+        full_gen = bool(x.pcie_gen_current and x.pcie_gen_max and x.pcie_gen_current >= x.pcie_gen_max)
+        if x.pcie_width_current and x.pcie_width_max and x.pcie_width_current < x.pcie_width_max and (busy or full_gen):
+            bad.append((x, f"GPU{x.index} {x.bus_id}: PCIe link width x{x.pcie_width_current} of x{x.pcie_width_max}"
+                           + (f" at Gen{x.pcie_gen_current}" if x.pcie_gen_current else "")))
+        elif x.pcie_gen_current and x.pcie_gen_max and x.pcie_gen_current < x.pcie_gen_max and busy:
             bad.append((x, f"GPU{x.index} {x.bus_id}: PCIe Gen{x.pcie_gen_current} of Gen{x.pcie_gen_max} "
                            f"while {x.util_gpu.mean:g}% busy"))
     if not bad:

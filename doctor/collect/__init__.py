@@ -62,4 +62,8 @@ def collect_run(settings: Settings, opts: RunOptions, deadline: Deadline, progre
 
         say("load", "reading engine logs")
         guarded(facts, "logs", lambda: logs.collect(opts.logs, opts.docker, opts.k8s, opts.namespace, opts.previous, facts, deadline))
+    if "load" in opts.layers or "perf" in opts.layers:
+        from doctor.collect import live
+
+        guarded(facts, "live", lambda: live.collect(facts, settings, opts, deadline, say))
     return facts

@@ -25,6 +25,21 @@ class EngineProcess:
 
 
 @dataclass
+class ProbeFacts:
+    """The opt-in concurrency probe (--probe-load N): generated tokens/s at concurrency 1 and N.
+    If N concurrent requests give no more tokens/s than one, the server serves them one at a time."""
+
+    concurrency: int = 0
+    tps_1: float | None = None
+    tps_n: float | None = None
+    requests: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+    server_hint: str = ""  # engine guessed from the server's answers ("llamacpp", "vllm", ...)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
 class HostFacts:
     cpu_count: int | None = None  # logical
     cpu_physical: int | None = None
@@ -40,3 +55,4 @@ class HostFacts:
     cgroup_memory_limit_mib: float | None = None
     cgroup_cpu_limit: float | None = None  # CPUs (quota / period)
     processes: list[EngineProcess] = field(default_factory=list)
+    probe: ProbeFacts | None = None

@@ -1,0 +1,109 @@
+"""Is continuous batching held back? (perf.batching_limited)
+
+A queue that grows while the KV cache has room means the scheduler's caps, not memory, stop
+requests from joining the batch: max_num_seqs (SGLang max_running_requests, llama.cpp --parallel
+slots) reached, or a prefill token budget smaller than the chunk it is meant to admit (SGLang's
+max_prefill_tokens below chunked_prefill_size). The concurrency probe shows the same thing from
+outside: tokens/s that do not grow with concurrent requests mean they are served one at a time.
+Reads /metrics, the engine config and the probe result.
+"""
+
+from __future__ import annotations
+
+import math
+
+from checks.perf import facts_view as fv
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, NotApplicable, Outcome
+
+ROOM = 0.7  # KV usage below this while requests wait: the cache is not what holds them back
+SMALL_SEQS = 8
+SCALING_MIN = 1.5  # tokens/s at N concurrent vs 1 below this: no batching
+
+
+@check("perf.batching", "perf", codes=["perf.batching_limited"])
+def batching(facts: Facts) -> Outcome:
+    """Requests are batched: no queue while the KV cache has room, limits not tiny, throughput scales."""
+    cfg = fv.maybe_deployment(facts)
+    m = facts.metrics if facts.metrics and facts.metrics.available else None
+    probe = facts.host.probe if facts.host else None
+    if cfg is None and m is None and probe is None:
+        raise NotApplicable("no engine config, /metrics or load probe")
+    findings = [f for f in (_queue(cfg, m), _probe(cfg, probe), _prefill_budget(cfg, m), _tiny_limit(cfg)) if f]
+    return Outcome(findings, "" if findings else "no batching limit seen")
+
+
+def _queue(cfg, m) -> Finding | None:
+    if m is None:
+        return None
+    v = m.values
+    running, waiting, usage = v.get("running"), v.get("waiting"), v.get("kv_cache_usage")
+    if not running or not waiting or usage is None or usage >= ROOM:
+        return None
+    engine = (cfg.engine if cfg else "") or m.engine
+    cap = int(v["max_running_requests"]) if "max_running_requests" in v else (cfg.max_num_seqs if cfg else None)
+    # the number of sequences the cache would hold at 80% at the observed tokens per sequence
+    fits = math.floor(running * 0.8 / max(usage, 0.01))
+    target = max(int(running) * 2, min(fits, int(running + waiting)))
+    if cap:
+        target = max(target, cap * 2) if running >= cap * 0.9 else target
+    evidence = [m.raw[k] for k in ("running", "waiting", "kv_cache_usage") if k in m.raw]
+    if cap:
+        evidence.append(f"batch cap ({fv.flag('max_seqs', engine).lstrip('-')}) = {cap}")
+    evidence.append(f"{waiting:g} requests wait while the KV cache is only {usage:.0%} used: about {fits} sequences would fit at 80%")
+    return Finding("perf.batching_limited", f"{waiting:g} requests queue while the KV cache is {usage:.0%} used: the batch is capped",
+                   evidence, [Fix(f"Let more requests into the batch (the cache holds about {fits})", f"{fv.flag('max_seqs', engine)} {min(target, fits)}")],
+                   explains=["perf.high_latency", "perf.low_gpu_util"])
+
+
+def _probe(cfg, probe) -> Finding | None:
+    if probe is None or not probe.tps_1 or not probe.tps_n or probe.concurrency < 2:
+        return None
+    ratio = probe.tps_n / probe.tps_1
+    if ratio >= SCALING_MIN:
+        return None
+    engine = cfg.engine if cfg else ""
+    n = probe.concurrency
+    if engine == "llamacpp" or (not engine and probe.server_hint == "llamacpp"):
+        fix = Fix(f"Give llama-server {n} slots (the context is split between them)", f"--parallel {n}")
+    else:
+        fix = Fix("Raise the batch cap", f"{fv.flag('max_seqs', engine or 'vllm')} {max(n * 16, 64)}")
+    return Finding("perf.batching_limited",
+                   f"throughput does not scale with concurrency ({ratio:.2f}x at {n} requests): requests are served one at a time",
+                   [f"probe: {probe.tps_1:.1f} tokens/s at concurrency 1, {probe.tps_n:.1f} tokens/s at concurrency {n}",
+                    *probe.notes[:2]], [fix], explains=["perf.high_latency", "perf.low_gpu_util"])
+
+
+def _prefill_budget(cfg, m) -> Finding | None:
+    if cfg is None or cfg.engine != "sglang":
+        return None
+    chunk = cfg.max_num_batched_tokens
+    prefill = None
+    raw = cfg.extra.get("max_prefill_tokens") or cfg.extra.get("--max-prefill-tokens")
+    if raw and str(raw).isdigit():
+        prefill = int(raw)
+    elif m is not None and "max_prefill_tokens" in m.values:
+        prefill = int(m.values["max_prefill_tokens"])
+    elif chunk and cfg.is_set("max_num_batched_tokens"):
+        prefill = 16384  # SGLang's default --max-prefill-tokens
+    if not chunk or not prefill or prefill >= chunk:
+        return None
+    return Finding("perf.batching_limited",
+                   f"max_prefill_tokens {prefill} is below chunked_prefill_size {chunk}: each prefill batch stops at {prefill} tokens",
+                   [f"chunked_prefill_size={chunk} ({cfg.sources.get('max_num_batched_tokens', '?')}), max_prefill_tokens={prefill}"],
+                   [Fix("Raise the prefill budget with the chunk size", f"--max-prefill-tokens {chunk}")],
+                   explains=["perf.high_latency"])
+
+
+def _tiny_limit(cfg) -> Finding | None:
+    if cfg is None or not cfg.max_num_seqs or not cfg.is_set("max_num_seqs") or cfg.max_num_seqs > SMALL_SEQS:
+        return None
+    default = {"vllm": 256, "sglang": 256, "llamacpp": 4, "tgi": 128}.get(cfg.engine, 64)
+    if cfg.max_num_seqs >= default:
+        return None
+    name = fv.flag("max_seqs", cfg.engine)
+    return Finding("perf.batching_limited", f"{name} {cfg.max_num_seqs}: at most {cfg.max_num_seqs} request(s) are batched together",
+                   [f"{name.lstrip('-')}={cfg.max_num_seqs} ({cfg.sources.get('max_num_seqs')})"],
+                   [Fix(f"Batch more requests (the engine default is {default})", f"{name} {default}")],
+                   severity="info")

@@ -1,0 +1,77 @@
+"""Are time to first token and inter-token latency far above what the hardware gives?
+(perf.high_latency, from the engine's own histograms in /metrics)
+
+Decode of one token on a GPU takes about (weights bytes per GPU / memory bandwidth); tens of ms
+for a model that fills a GPU. An inter-token latency well above 100 ms, or a TTFT of seconds,
+means time is lost elsewhere: in the queue (waiting), in prefill of long prompts, or in the
+interconnect; the queue share says which. Window values (two scrapes) are preferred over values
+since the process started.
+"""
+
+from __future__ import annotations
+
+from checks.perf import facts_view as fv
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, NotApplicable, Outcome
+
+TTFT_S = 2.0
+ITL_S = 0.1
+
+
+@check("perf.latency", "perf", codes=["perf.high_latency"])
+def latency(facts: Facts) -> Outcome:
+    """TTFT below 2 s and inter-token latency below 100 ms (engine histograms)."""
+    m = facts.metrics
+    if m is None or not m.available:
+        raise NotApplicable("no /metrics scrape")
+    v = m.values
+
+    def pick(name: str) -> tuple[float | None, str]:
+        for prefix, what in ((f"window_{name}", f"over the {m.window_s or 0:g} s window"), (name, "since the engine started")):
+            if f"{prefix}_mean_s" in v:
+                return v[f"{prefix}_mean_s"], what
+        return None, ""
+
+    ttft, ttft_when = pick("ttft")
+    itl, itl_when = pick("itl")
+    queue, _ = pick("queue")
+    if ttft is None and itl is None:
+        raise NotApplicable("the scrape has no TTFT or inter-token latency histogram")
+    slow_ttft = ttft is not None and ttft > TTFT_S
+    slow_itl = itl is not None and itl > ITL_S
+    if not (slow_ttft or slow_itl):
+        return Outcome(detail=f"TTFT {ttft or 0:.2f} s, ITL {(itl or 0) * 1000:.0f} ms")
+    evidence = []
+    if ttft is not None:
+        p90 = v.get("window_ttft_p90_s", v.get("ttft_p90_s"))
+        evidence.append(f"mean TTFT {ttft:.2f} s {ttft_when}" + (f", p90 {p90:.2f} s" if p90 is not None else ""))
+    if itl is not None:
+        evidence.append(f"mean inter-token latency {itl * 1000:.0f} ms ({1 / itl:.1f} tokens/s per request) {itl_when}")
+    if queue is not None:
+        evidence.append(f"mean time waiting in the queue {queue:.2f} s")
+    for k in ("running", "waiting", "kv_cache_usage"):
+        if k in m.raw:
+            evidence.append(m.raw[k])
+    cfg = fv.maybe_deployment(facts)
+    engine = (cfg.engine if cfg else "") or m.engine or "vllm"
+    fixes = []
+    waiting = v.get("waiting", 0)
+    queued = queue is not None and ttft and queue >= 0.5 * ttft
+    if queued or waiting:
+        usage, running = v.get("kv_cache_usage"), v.get("running", 0)
+        if usage is not None and 0 < usage < 0.7 and running:
+            fits = int(running * 0.8 / usage)
+            fixes.append(Fix(f"Requests wait for a batch slot while the KV cache has room for about {fits} sequences",
+                             f"{fv.flag('max_seqs', engine)} {fits}"))
+        else:
+            fixes.append(Fix("Requests wait for a batch slot and the KV cache is full: add replicas (more GPUs) for this load"))
+    if slow_ttft and not queued:
+        fixes.append(Fix("Long prompts dominate TTFT: reuse repeated prefixes and chunk long prefills",
+                         "--enable-prefix-caching --enable-chunked-prefill" if engine == "vllm" else "--chunked-prefill-size 4096"))
+    if slow_itl:
+        tp = cfg.tensor_parallel_size if cfg else None
+        fixes.append(Fix("Decode is slow per token: check CUDA graphs (no --enforce-eager), throttling and the TP interconnect"
+                         + (f" (TP={tp})" if tp and tp > 1 else "")))
+    title = " and ".join(x for x in (f"TTFT {ttft:.1f} s" if slow_ttft else "", f"{itl * 1000:.0f} ms per output token" if slow_itl else "") if x)
+    return Outcome([Finding("perf.high_latency", f"{title}: well above what the GPU gives", evidence, fixes)])

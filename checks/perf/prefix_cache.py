@@ -1,0 +1,39 @@
+"""Is prefix caching off? (perf.prefix_caching_off)
+
+Chat turns, agents and RAG resend the same system prompt and history: with prefix caching the
+engine reuses their KV blocks instead of recomputing every prompt, which cuts time to first token
+and prefill load. vLLM V0 has it off by default (V1 on), SGLang's radix cache is on unless
+`--disable-radix-cache`. Off by default is reported as info, turned off on purpose as a warning.
+"""
+
+from __future__ import annotations
+
+from checks.perf import facts_view as fv
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, NotApplicable, Outcome
+
+SHARE = 2.0  # prompt tokens per generated token above this: prefill-heavy, a cache would pay
+
+
+@check("perf.prefix_cache", "perf", codes=["perf.prefix_caching_off"])
+def prefix_cache(facts: Facts) -> Outcome:
+    """Prefix caching is on where the engine supports it."""
+    cfg = fv.deployment(facts)
+    if cfg.engine not in ("vllm", "sglang"):
+        raise NotApplicable(f"{cfg.engine}: prefix caching is not an engine flag here")
+    if cfg.enable_prefix_caching is not False:
+        return Outcome(detail="prefix caching on" if cfg.enable_prefix_caching else "prefix caching state not known")
+    source = cfg.sources.get("enable_prefix_caching", "?")
+    evidence = [f"enable_prefix_caching=False ({source})"]
+    m = facts.metrics if facts.metrics and facts.metrics.available else None
+    heavy = False
+    if m and m.values.get("prompt_tokens_total") and m.values.get("generation_tokens_total"):
+        ratio = m.values["prompt_tokens_total"] / max(m.values["generation_tokens_total"], 1)
+        heavy = ratio >= SHARE
+        evidence.append(f"prompt/generated tokens so far: {ratio:.1f} ({m.raw.get('prompt_tokens_total')}, {m.raw.get('generation_tokens_total')})")
+    fix = (Fix("Drop --disable-radix-cache so repeated prefixes are reused") if cfg.engine == "sglang"
+           else Fix("Reuse the KV blocks of repeated prompt prefixes", "--enable-prefix-caching"))
+    on_purpose = source in ("cmdline", "process", "log", "metrics")
+    return Outcome([Finding("perf.prefix_caching_off", "prefix caching is off: every prompt is prefilled from scratch",
+                            evidence, [fix], severity="warn" if (on_purpose or heavy) else "info")])

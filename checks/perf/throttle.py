@@ -1,0 +1,78 @@
+"""Are the GPU clocks held down? (perf.gpu_throttled)
+
+NVML's clocks-event reasons (nvidia-smi `Clocks Event Reasons`, `Clocks Throttle Reasons` before
+driver 535) say why the SM clock is below its maximum. Idle is not throttling; sync boost and
+display clocks do not matter for serving. A software power cap only matters when the GPU actually
+draws near its limit or the limit was lowered below the board's maximum; application-clock
+settings only when they pin the clock below the maximum.
+"""
+
+from __future__ import annotations
+
+from checks.perf import facts_view as fv
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, Outcome
+
+THERMAL = {"hw_thermal_slowdown", "sw_thermal_slowdown"}
+POWER = {"sw_power_cap", "hw_power_brake_slowdown"}
+IGNORED = {"idle", "gpu_idle", "sync_boost", "display_clock_setting"}
+NEAR_LIMIT = 0.9
+
+
+@check("perf.clocks", "perf", codes=["perf.gpu_throttled"])
+def clocks(facts: Facts) -> Outcome:
+    """No GPU is held below its clocks by power, heat or a clock limit."""
+    g = fv.gpus(facts)
+    if all(not x.throttle_reasons and "throttle_reasons" in x.unsupported for x in g.gpus) or all(
+        x.sm_clock_mhz is None and not x.throttle_reasons for x in g.gpus
+    ):
+        return Outcome(detail="no clock/throttle facts for these GPUs")
+    hits = []
+    for x in g.gpus:
+        reasons = [r for r in x.throttle_reasons if _counts(x, r)]
+        if reasons:
+            hits.append((x, reasons))
+    if not hits:
+        return Outcome(detail="no active throttle reason")
+    evidence, fixes = [], []
+    for x, reasons in hits:
+        clock = f", SM {x.sm_clock_mhz:g} of {x.sm_clock_max_mhz:g} MHz" if x.sm_clock_mhz and x.sm_clock_max_mhz else ""
+        power = f", {x.power_draw_w:g} W of {x.power_limit_w:g} W limit" if x.power_draw_w is not None and x.power_limit_w else ""
+        temp = f", {x.temperature_c:g} C" if x.temperature_c is not None else ""
+        evidence.append(f"GPU{x.index} {x.name}: active {', '.join(reasons)}{clock}{power}{temp}")
+    kinds = {r for _, rs in hits for r in rs}
+    ids = ",".join(str(x.index) for x, _ in hits)
+    first = hits[0][0]
+    if kinds & THERMAL:
+        fixes.append(Fix("Cool the GPU: check fans/airflow and inlet temperature; see the slowdown thresholds",
+                         f"nvidia-smi -i {ids} -q -d TEMPERATURE,PERFORMANCE"))
+    if "sw_power_cap" in kinds:
+        lowered = [x for x, _ in hits if x.power_limit_w and x.power_max_limit_w and x.power_limit_w < x.power_max_limit_w]
+        if lowered:
+            x = lowered[0]
+            fixes.append(Fix(f"The power limit was lowered to {x.power_limit_w:g} W; restore the board maximum",
+                             f"sudo nvidia-smi -i {x.index} -pl {x.power_max_limit_w:g}"))
+        else:
+            fixes.append(Fix("The GPU runs at its full power limit: expected under heavy load; check cooling and that the PSU delivers it",
+                             f"nvidia-smi -i {ids} -q -d POWER"))
+    if kinds & {"hw_slowdown", "hw_power_brake_slowdown"}:
+        fixes.append(Fix("Hardware slowdown (power brake/PSU or overheating board): check power cables and PSU capacity",
+                         f"nvidia-smi -i {ids} -q -d PERFORMANCE"))
+    if "applications_clocks_setting" in kinds:
+        fixes.append(Fix("Application/locked clocks pin the SM clock below its maximum: reset them",
+                         f"sudo nvidia-smi -i {first.index} -rac && sudo nvidia-smi -i {first.index} -rgc"))
+    return Outcome([Finding("perf.gpu_throttled", f"{len(hits)} GPU(s) throttled: {', '.join(sorted(kinds))}",
+                            evidence, fixes, explains=["perf.high_latency"])])
+
+
+def _counts(x, reason: str) -> bool:
+    if reason in IGNORED:
+        return False
+    if reason == "sw_power_cap":
+        near = x.power_draw_w is not None and x.power_limit_w and x.power_draw_w >= NEAR_LIMIT * x.power_limit_w
+        lowered = x.power_limit_w and x.power_max_limit_w and x.power_limit_w < 0.95 * x.power_max_limit_w
+        return bool(near or lowered)
+    if reason == "applications_clocks_setting":
+        return bool(x.sm_clock_mhz and x.sm_clock_max_mhz and x.sm_clock_mhz < 0.9 * x.sm_clock_max_mhz)
+    return True

@@ -1,0 +1,46 @@
+"""Live load/perf facts for `llm-doctor run`: GPUs (NVML), host and engine processes (psutil),
+the engine's /metrics, and the opt-in concurrency probe.
+
+GPU sampling and the two /metrics scrapes both wait out the --sample window, so they run side by
+side in threads: `run` costs one window, not two. Each part is guarded on its own.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from doctor.engine import Deadline
+from doctor.facts import Facts
+
+
+def collect(facts: Facts, settings: Any, opts: Any, deadline: Deadline, say: Any) -> None:
+    from doctor.collect import gpu, guarded, host, metrics
+
+    base = settings.base_url.value or ""
+    key = settings.api_key.value
+    url = opts.metrics_url or (metrics.default_url(base) if base else None)
+    say("load", f"sampling GPUs for {opts.sample:g} s")
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        f_gpu = pool.submit(guarded, facts, "gpu", lambda: gpu.collect(opts.sample, deadline))
+        f_host = pool.submit(guarded, facts, "host", lambda: host.collect(min(opts.sample, 1.0)))
+        f_metrics = (
+            pool.submit(guarded, facts, "metrics", lambda: metrics.collect(url, key, opts.sample, opts.timeout, deadline))
+            if url and "perf" in opts.layers
+            else None
+        )
+        facts.gpus = f_gpu.result()
+        facts.host = f_host.result()
+        m = f_metrics.result() if f_metrics else None
+    if m is not None:
+        metrics.merge_into(facts, m)
+    if facts.host and facts.host.processes and facts.deployment is None:
+        cfg = facts.host.processes[0].config
+        facts.deployment = cfg
+    if opts.probe_load and base and "perf" in opts.layers:
+        from doctor.collect import load_probe
+
+        say("perf", f"probing throughput at concurrency 1 and {opts.probe_load}")
+        probe = guarded(facts, "load probe", lambda: load_probe.probe(base, key, settings.model.value, opts.probe_load, deadline))
+        if probe is not None and facts.host is not None:
+            facts.host.probe = probe

@@ -1,0 +1,87 @@
+"""The opt-in concurrency probe (`--probe-load N`, N <= 16, at most 10 s, short prompts).
+
+Generation throughput at concurrency 1 vs N says whether the server batches: a batching engine
+gives several times the tokens/s at N; a server with one slot (llama-server --parallel 1, a
+gateway that serialises) gives the same. Short prompts and max_tokens keep the load small and
+bounded; the probe is never run unless asked for.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from doctor.engine import Deadline
+from doctor.facts.host import ProbeFacts
+
+MAX_CONCURRENCY = 16
+MAX_SECONDS = 10.0
+MAX_TOKENS = 32
+PROMPT = "Count from 1 to 50, separated by spaces."
+
+
+def chat_url(base_url: str) -> str:
+    base = base_url.rstrip("/")
+    return base + "/chat/completions" if base.endswith("/v1") else base + "/v1/chat/completions"
+
+
+def probe(base_url: str, api_key: str | None, model: str | None, concurrency: int, deadline: Deadline | None = None) -> ProbeFacts:
+    import httpx
+
+    n = max(2, min(int(concurrency), MAX_CONCURRENCY))
+    budget = min(MAX_SECONDS, deadline.remaining() * 0.5) if deadline else MAX_SECONDS
+    end = time.monotonic() + budget
+    result = ProbeFacts(concurrency=n)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    url = chat_url(base_url)
+    body = {"model": model or "default", "messages": [{"role": "user", "content": PROMPT}],
+            "max_tokens": MAX_TOKENS, "temperature": 0, "stream": False}
+    limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+    with httpx.Client(timeout=max(1.0, budget), follow_redirects=False, limits=limits) as client:
+
+        def one() -> tuple[int, dict[str, Any] | None, str]:
+            left = end - time.monotonic()
+            if left <= 0.2:
+                return 0, None, "probe time is up"
+            try:
+                resp = client.post(url, json=body, headers=headers, timeout=left)
+            except httpx.HTTPError as exc:
+                return 0, None, f"{type(exc).__name__}: {exc}"
+            if resp.status_code != 200:
+                return 0, None, f"HTTP {resp.status_code}"
+            try:
+                data = resp.json()
+            except ValueError:
+                return 0, None, "answer is not JSON"
+            tokens = int(((data.get("usage") or {}).get("completion_tokens")) or 0)
+            return tokens, data, ""
+
+        def phase(parallel: int, rounds: int) -> float | None:
+            start = time.monotonic()
+            tokens = 0
+            with ThreadPoolExecutor(max_workers=parallel) as pool:
+                for _ in range(rounds):
+                    outs = list(pool.map(lambda _: one(), range(parallel)))
+                    for t, data, err in outs:
+                        result.requests += 1
+                        if err:
+                            result.errors += 1
+                            if err not in result.notes:
+                                result.notes.append(err)
+                        tokens += t
+                        if data is not None and not result.server_hint:
+                            result.server_hint = "llamacpp" if "timings" in data else "openai-compatible"
+            elapsed = time.monotonic() - start
+            return tokens / elapsed if tokens and elapsed > 0 else None
+
+        t0 = time.monotonic()
+        result.tps_1 = phase(1, 2)
+        if result.tps_1 is not None:
+            result.tps_n = phase(n, 1)
+        result.seconds = round(time.monotonic() - t0, 2)
+    if result.tps_1:
+        result.tps_1 = round(result.tps_1, 2)
+    if result.tps_n:
+        result.tps_n = round(result.tps_n, 2)
+    return result
