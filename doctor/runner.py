@@ -26,7 +26,9 @@ def run_command(kw: dict[str, Any]) -> int:
 
     try:
         deadline = Deadline(float(kw["deadline"]))
-        settings = settings_mod.resolve(kw["base_url"], kw["api_key"], kw["model"], kw["protocol"])
+        settings = settings_mod.resolve(
+            kw["base_url"], kw["api_key"], kw["model"], kw["protocol"], ca_bundle=kw["ca_bundle"]
+        )
         redactor = Redactor([settings.api_key.value, os.environ.get("HF_TOKEN")])
         only = _csv(kw["only"])
         opts = RunOptions(

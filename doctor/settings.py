@@ -1,18 +1,31 @@
 """Where the base URL, API key, model and protocol come from: flags, then environment, then the
-config files real client tools keep. Every value remembers its source for the report.
+config files real client tools keep. Every value remembers its source for the report, because
+"which of my five places is this value coming from" is half of every access problem.
 
-The raw key lives only here (and in the endpoint collector that sends it); Facts get it masked.
+Config files read (HOME overridable for tests, cwd for the project-level ones):
+- Claude Code: the `env` block of `.claude/settings.local.json`, `.claude/settings.json` (project)
+  and `~/.claude/settings.json` (user), in that precedence
+  (https://code.claude.com/docs/en/settings, https://code.claude.com/docs/en/env-vars).
+- Codex CLI: `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`): `model`, `model_provider`
+  and `[model_providers.<id>]` `base_url` / `env_key` (the name of the variable holding the key)
+  (https://developers.openai.com/codex/config-sample).
+
+The raw key lives only in `Settings` (and in the endpoint collector that sends it); Facts get it
+masked, plus the `KeyTraits` computed here so checks can judge its shape without holding it.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from doctor.facts.access import Setting, SettingsFacts
-from doctor.redact import mask
+from doctor.facts.access import KeyTraits, Setting, SettingsFacts
+from doctor.redact import Redactor, mask
 
 # environment variables in priority order, per setting
 ENV = {
@@ -20,6 +33,23 @@ ENV = {
     "api_key": ("OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY"),
     "model": ("OPENAI_MODEL", "ANTHROPIC_MODEL"),
 }
+PROXY_VARS = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy")
+CA_VARS = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
+
+# key prefixes by provider, longest first (sk-ant- before sk-)
+KEY_SHAPES = (
+    ("sk-ant-", "anthropic"),
+    ("sk-proj-", "openai"),
+    ("sk-or-", "openrouter"),
+    ("sk-", "openai"),
+    ("hf_", "huggingface"),
+    ("gsk_", "groq"),
+    ("xai-", "xai"),
+    ("AIza", "google"),
+    ("ghp_", "github"),
+    ("github_pat_", "github"),
+)
+PLACEHOLDERS = re.compile(r"^(?:empty|none|null|dummy|fake|test|x+|sk-x+|sk-\.\.\.|your[-_ ]?api[-_ ]?key|<[^>]*>|\$\{?\w+\}?)$", re.I)
 
 
 @dataclass
@@ -34,16 +64,22 @@ class Settings:
     api_key: Resolved = field(default_factory=Resolved)
     model: Resolved = field(default_factory=Resolved)
     protocol: Resolved = field(default_factory=Resolved)
+    ca_bundle: Resolved = field(default_factory=Resolved)
     files_read: list[str] = field(default_factory=list)
+    proxy_env: dict[str, str] = field(default_factory=dict)  # raw values; redacted in to_facts
 
     def to_facts(self) -> SettingsFacts:
         key = self.api_key.value
+        redactor = Redactor([key])
         return SettingsFacts(
-            base_url=Setting(self.base_url.value, self.base_url.source),
+            base_url=Setting(redactor.text(self.base_url.value) if self.base_url.value else self.base_url.value, self.base_url.source),
             api_key=Setting(mask(key) if key else key, self.api_key.source),
+            key_traits=key_traits(key) if key is not None else None,
             model=Setting(self.model.value, self.model.source),
             protocol=Setting(self.protocol.value, self.protocol.source),
+            proxy_env={k: redactor.text(v) for k, v in self.proxy_env.items()},
             files_read=list(self.files_read),
+            ca_bundle=Setting(self.ca_bundle.value, self.ca_bundle.source),
         )
 
 
@@ -54,9 +90,14 @@ def resolve(
     protocol: str = "auto",
     env: Mapping[str, str] | None = None,
     home: Path | None = None,
+    cwd: Path | None = None,
+    ca_bundle: str | None = None,
 ) -> Settings:
     env = os.environ if env is None else env
+    home = home or Path(env.get("HOME") or Path.home())
+    cwd = cwd or Path.cwd()
     s = Settings()
+    files = config_files(env, home, cwd, s.files_read)
     for name, flag in (("base_url", base_url), ("api_key", api_key), ("model", model)):
         if flag is not None:
             setattr(s, name, Resolved(flag, f"flag --{name.replace('_', '-')}"))
@@ -65,9 +106,99 @@ def resolve(
             if var in env:
                 setattr(s, name, Resolved(env[var], f"env {var}"))
                 break
-    anthropic_style = any(src.startswith("env ANTHROPIC") for src in (s.base_url.source, s.api_key.source))
+        else:
+            found = files.get(name)
+            if found:
+                setattr(s, name, found)
+    anthropic_style = any("ANTHROPIC" in src for src in (s.base_url.source, s.api_key.source))
     if protocol != "auto":
         s.protocol = Resolved(protocol, "flag --protocol")
     else:
         s.protocol = Resolved("anthropic" if anthropic_style else "openai", "auto")
+    s.proxy_env = {v: env[v] for v in PROXY_VARS if env.get(v)}
+    if ca_bundle:
+        s.ca_bundle = Resolved(ca_bundle, "flag --ca-bundle")
+    else:
+        var = next((v for v in CA_VARS if env.get(v)), None)
+        if var:
+            s.ca_bundle = Resolved(env[var], f"env {var}")
     return s
+
+
+def config_files(env: Mapping[str, str], home: Path, cwd: Path, read: list[str]) -> dict[str, Resolved]:
+    """Settings found in client config files, first file wins per setting."""
+    found: dict[str, Resolved] = {}
+    for path, shown in (
+        (cwd / ".claude" / "settings.local.json", ".claude/settings.local.json"),
+        (cwd / ".claude" / "settings.json", ".claude/settings.json"),
+        (home / ".claude" / "settings.json", "~/.claude/settings.json"),
+    ):
+        block = _json_env_block(path)
+        if block is None:
+            continue
+        read.append(shown)
+        for name, names in ENV.items():
+            var = next((v for v in names if isinstance(block.get(v), str)), None)
+            if var and name not in found:
+                found[name] = Resolved(block[var], f"file {shown} env.{var}")
+    codex_home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
+    codex = _toml(codex_home / "config.toml")
+    if codex is not None:
+        shown = "$CODEX_HOME/config.toml" if env.get("CODEX_HOME") else "~/.codex/config.toml"
+        read.append(shown)
+        provider_id = codex.get("model_provider")
+        provider = (codex.get("model_providers") or {}).get(provider_id) if isinstance(provider_id, str) else None
+        if isinstance(codex.get("model"), str) and "model" not in found:
+            found["model"] = Resolved(codex["model"], f"file {shown} model")
+        if isinstance(provider, dict):
+            if isinstance(provider.get("base_url"), str) and "base_url" not in found:
+                found["base_url"] = Resolved(provider["base_url"], f"file {shown} model_providers.{provider_id}.base_url")
+            key_var = provider.get("env_key")
+            if isinstance(key_var, str) and env.get(key_var) is not None and "api_key" not in found:
+                found["api_key"] = Resolved(env[key_var], f"env {key_var} (env_key of {shown} model_providers.{provider_id})")
+    return found
+
+
+def _json_env_block(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    env = data.get("env") if isinstance(data, dict) else None
+    return env if isinstance(env, dict) else {}
+
+
+def _toml(path: Path) -> dict[str, Any] | None:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: no TOML reader in the standard library; Codex config unread
+        return None
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def clean_key(key: str) -> str:
+    """The key as the user meant it: whitespace, quotes and a pasted `Bearer ` prefix removed."""
+    k = key.strip().strip("'\"").strip()
+    if k.lower().startswith("bearer "):
+        k = k[7:].strip()
+    return k
+
+
+def key_traits(key: str) -> KeyTraits:
+    inner = key.strip()
+    core = clean_key(key)
+    shape = next((provider for prefix, provider in KEY_SHAPES if core.startswith(prefix)), "")
+    return KeyTraits(
+        length=len(key),
+        leading_or_trailing_whitespace=inner != key,
+        inner_whitespace=any(c.isspace() for c in core),
+        newline="\n" in key or "\r" in key,
+        quoted=len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "'\"",
+        bearer_prefix=inner.strip("'\"").strip().lower().startswith("bearer "),
+        provider_shape=shape,
+        placeholder=bool(PLACEHOLDERS.match(core)) or core == "",
+    )

@@ -1,1 +1,11 @@
-"""access-layer checks."""
+"""access-layer checks, registered here in the order a request meets its problems: base URL,
+network, key, model, protocol, request, streaming. That is their order in the report (ties rank
+by it) and the order their `after=` dependencies need, so it is spelled out rather than left to
+the alphabetical walk of the checks package."""
+
+import importlib
+
+ORDER = ("base_url", "network", "key", "model", "protocol", "request", "streaming")
+
+for _name in ORDER:
+    importlib.import_module(f"checks.access.{_name}")

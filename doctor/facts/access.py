@@ -37,11 +37,16 @@ class SettingsFacts:
     protocol: Setting = field(default_factory=Setting)
     proxy_env: dict[str, str] = field(default_factory=dict)  # name -> redacted value
     files_read: list[str] = field(default_factory=list)
+    ca_bundle: Setting = field(default_factory=Setting)  # --ca-bundle, SSL_CERT_FILE, REQUESTS_CA_BUNDLE
 
 
 @dataclass
 class ProbeStep:
-    """One step of the endpoint probe: dns, tcp, tls, proxy, or an HTTP request."""
+    """One step of the endpoint probe: `proxy`, `dns`, `tcp`, `tls`, or an HTTP request named by
+    its purpose: `models`, `chat`, `stream`, `messages`, `messages_stream`, `candidate_models`,
+    `candidate_chat`, `candidate_messages`, `sniff_messages`, `sniff_chat`, `slash` (the
+    trailing-slash join). `detail` holds what the collector read from the answer (the server's
+    error message, `choices` count, SSE event timings); judging is left to the checks."""
 
     step: str
     target: str = ""
@@ -58,7 +63,15 @@ class ProbeStep:
 
 @dataclass
 class EndpointFacts:
-    base_url: str = ""
-    protocol: str = ""
+    base_url: str = ""  # as configured
+    protocol: str = ""  # openai | anthropic
     steps: list[ProbeStep] = field(default_factory=list)
-    served_models: list[str] | None = None
+    served_models: list[str] | None = None  # ids from GET /models; None when not listed
+    working_base_url: str = ""  # the base URL whose routes answered (may differ from base_url)
+    url_error: str = ""  # why base_url could not be parsed; the probe stops there
+    proxy_url: str = ""  # redacted proxy the requests went through, "" when direct
+    proxy_var: str = ""  # the environment variable that named it
+    resolved: list[str] = field(default_factory=list)  # addresses of the host (or the proxy)
+    key_sent: str = ""  # "", "as-is", or "cleaned" (whitespace/quotes/Bearer removed before sending)
+    insecure: bool = False  # --insecure: certificates not verified
+    stopped: str = ""  # why the probe stopped early (deadline, timeout, network failure)

@@ -1,0 +1,138 @@
+"""The API key: present, well-formed, accepted.
+
+A key pasted with a newline, quotes or a `Bearer ` prefix breaks clients in confusing ways (an
+"illegal header value" traceback, or a 401 for a key that is right). The probe sends the key
+cleaned, so this check can say both what is wrong with it and whether the cleaned key works.
+A missing key is only an error when the server asks for one: local vLLM/llama.cpp often need none.
+"""
+
+from __future__ import annotations
+
+from checks.access import transcript as t
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.facts.access import EndpointFacts, KeyTraits, ProbeStep, SettingsFacts
+from doctor.findings import Finding, Fix, NotApplicable, Outcome
+
+CODES = ("access.key_missing", "access.key_malformed", "access.key_rejected")
+# hosts whose keys have a known shape (the provider's own API)
+PROVIDER_HOSTS = {
+    "api.openai.com": "openai",
+    "api.anthropic.com": "anthropic",
+    "openrouter.ai": "openrouter",
+    "api.groq.com": "groq",
+    "api.x.ai": "xai",
+    "generativelanguage.googleapis.com": "google",
+    "router.huggingface.co": "huggingface",
+}
+NAMES = {"openai": "OpenAI", "anthropic": "Anthropic", "openrouter": "OpenRouter", "groq": "Groq", "xai": "xAI",
+         "google": "Google", "huggingface": "Hugging Face", "github": "GitHub"}  # fmt: skip
+
+
+@check("access.key", "access", codes=CODES, needs=("settings",))
+def key(facts: Facts) -> Outcome:
+    """API key present (when the server asks for one), well-formed, and accepted."""
+    settings = facts.settings or SettingsFacts()
+    ep = facts.endpoint
+    rejected = _rejection(ep)
+    var = _key_var(settings, ep)
+    if not settings.api_key.value:
+        if rejected is not None:
+            return Outcome([Finding(
+                "access.key_missing", "no API key is configured, and the server asks for one",
+                ["no key in --api-key, OPENAI_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_API_KEY or client config files", t.line(rejected)],
+                [Fix("Pass the key the server was started with (vLLM: its --api-key / VLLM_API_KEY)", "--api-key <KEY>"),
+                 Fix("Or set it for clients", f"export {var}=<KEY>")],
+                explains=["access.key_rejected"],
+            )])  # fmt: skip
+        host = t.host_of(ep.base_url) if ep else ""
+        if host in PROVIDER_HOSTS:
+            return Outcome([Finding(
+                "access.key_missing", f"no API key is configured for {host}", ["no key in flags, environment or client config files"],
+                [Fix("Set the provider's key", f"export {var}=<KEY>")],
+            )])  # fmt: skip
+        if ep is None or not t.http_steps(ep):
+            raise NotApplicable("no key configured; the server was not reached to say whether it needs one")
+        return Outcome([], "no key configured, and the server did not ask for one")
+    traits = settings.key_traits or KeyTraits()
+    shown = f"key {settings.api_key.value} (from {settings.api_key.source}, {traits.length} characters)"
+    malformed = _shape_problems(traits)
+    expected = PROVIDER_HOSTS.get(t.host_of(ep.base_url)) if ep else None
+    if expected and traits.provider_shape and traits.provider_shape != expected:
+        malformed.append(f"it has the shape of {NAMES.get(traits.provider_shape, traits.provider_shape)} keys, but {t.host_of(ep.base_url)} takes {NAMES[expected]} keys")
+    if malformed:
+        evidence = [shown, *malformed]
+        accepted = _accepted(ep)
+        if ep and ep.key_sent == "cleaned" and accepted is not None:
+            evidence.append(f"with that removed the server accepted the key: {accepted.target} -> {accepted.status}")
+        elif rejected is not None:
+            evidence.append(t.line(rejected))
+        return Outcome([Finding(
+            "access.key_malformed", f"the API key is malformed: {malformed[0]}", evidence, _clean_fixes(settings, traits, var),
+            explains=["access.key_rejected"],
+        )])  # fmt: skip
+    if rejected is not None:
+        evidence = [shown, t.line(rejected)]
+        if traits.placeholder:
+            evidence.append("the key is a placeholder, not a real key")
+        if traits.provider_shape and traits.provider_shape not in ("", "openai") and not expected:
+            evidence.append(f"it has the shape of {NAMES.get(traits.provider_shape, traits.provider_shape)} keys")
+        status = rejected.status
+        title = "the server rejected the API key" if status == 401 else "the key is not allowed to use this route or model (403)"
+        return Outcome([Finding(
+            "access.key_rejected", f"{title}: {t.server_says(rejected)}"[:300], evidence,
+            [Fix("Use the key the server expects (vLLM: the value of its --api-key / VLLM_API_KEY; a gateway: a key it issued)", f"export {var}=<KEY>"),
+             Fix("Check which key is in effect and where it comes from", f"llm-doctor run --only access.key --base-url {ep.base_url if ep else 'URL'}")],
+        )])  # fmt: skip
+    accepted = _accepted(ep)
+    if accepted is None:
+        raise NotApplicable("the key is well-formed; no authenticated request got through to judge it")
+    return Outcome([], f"{shown} accepted ({accepted.target} -> {accepted.status})")
+
+
+def _shape_problems(traits: KeyTraits) -> list[str]:
+    out = []
+    if traits.newline:
+        out.append("it contains a newline (pasted from a file or `echo` output)")
+    elif traits.leading_or_trailing_whitespace:
+        out.append("it has leading or trailing whitespace")
+    if traits.quoted:
+        out.append("it is wrapped in quotes, which became part of the value")
+    if traits.bearer_prefix:
+        out.append("it starts with 'Bearer ' (clients add that prefix themselves)")
+    if traits.inner_whitespace:
+        out.append("it contains whitespace inside the key")
+    return out
+
+
+def _clean_fixes(settings: SettingsFacts, traits: KeyTraits, var: str) -> list[Fix]:
+    source = settings.api_key.source
+    env = t.env_var_of(source)
+    if env:
+        cmd = f"export {env}=\"$(printf %s \"${env}\" | tr -d \"[:space:]\\\"'\")\""
+        if traits.bearer_prefix:
+            cmd = f"export {env}=\"${{{env}#Bearer }}\"  # then strip spaces/quotes if any remain"
+        return [Fix(f"Remove it from {env}", cmd)]
+    if source.startswith("file "):
+        return [Fix(f"Edit {source.removeprefix('file ')}: the key itself only, no spaces, quotes or 'Bearer '")]
+    return [Fix("Pass the key itself, without spaces, quotes, a newline or 'Bearer '", f"--api-key \"$(printf %s \"${var}\" | tr -d '[:space:]')\"")]
+
+
+def _key_var(settings: SettingsFacts, ep: EndpointFacts | None) -> str:
+    env = t.env_var_of(settings.api_key.source)
+    if env:
+        return env
+    protocol = ep.protocol if ep else (settings.protocol.value or "openai")
+    return "ANTHROPIC_AUTH_TOKEN" if protocol == "anthropic" else "OPENAI_API_KEY"
+
+
+def _rejection(ep: EndpointFacts | None) -> ProbeStep | None:
+    if ep is None:
+        return None
+    return next((s for s in t.http_steps(ep) if s.status in (401, 403)), None)
+
+
+def _accepted(ep: EndpointFacts | None) -> ProbeStep | None:
+    if ep is None:
+        return None
+    return next((s for s in t.http_steps(ep) if s.status is not None and 200 <= s.status < 300), None)

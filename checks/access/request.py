@@ -1,0 +1,115 @@
+"""A minimal real request (`max_tokens` 16) and the shape of its answer.
+
+200 is not enough: proxies and portals answer 200 with HTML, some gateways put an error object in
+a 200, some omit `choices`. A reasoning model that spends the 16 tokens on `reasoning_content` and
+returns empty `content` with `finish_reason: length` is healthy, and is said to be.
+"""
+
+from __future__ import annotations
+
+from checks.access import transcript as t
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.facts.access import EndpointFacts, ProbeStep
+from doctor.findings import Finding, Fix, NotApplicable, Outcome
+
+CODES = ("access.response_invalid", "access.rate_limited", "access.quota_exceeded", "access.server_error", "access.timeout")
+AFTER = ("access.network", "access.base_url", "access.key", "access.model", "access.protocol")
+QUOTA_WORDS = ("insufficient_quota", "quota", "billing", "credit", "balance", "payment")
+TIMEOUTS = ("ReadTimeout", "WriteTimeout", "PoolTimeout", "ConnectTimeout")
+
+
+@check("access.request", "access", codes=CODES, needs=("endpoint",), after=AFTER)
+def request(facts: Facts) -> Outcome:
+    """A minimal chat request: status, timeout, and the shape of the answer."""
+    ep = t.endpoint(facts)
+    step = _main(ep)
+    if step is None:
+        raise NotApplicable("no request was sent (no model ID, or the probe stopped earlier)")
+    if step.error_class in TIMEOUTS:
+        return Outcome([_timeout(ep, step)])
+    if step.status is None:
+        return Outcome([Finding("access.response_invalid", f"the request failed: {step.error_class}", [t.line(step)],
+                                [Fix("Check the base URL and what answers on that port", f"curl -sv {step.target.split(' ', 1)[-1]}")])])  # fmt: skip
+    finding = _status(step) or _shape(ep, step)
+    if isinstance(finding, Finding):
+        return Outcome([finding])
+    return Outcome([], finding or f"{step.target} -> {step.status}")
+
+
+def _main(ep: EndpointFacts) -> ProbeStep | None:
+    names = ("messages", "candidate_messages") if ep.protocol == "anthropic" else ("chat", "candidate_chat")
+    steps = [s for s in ep.steps if s.step in names]
+    good = [s for s in steps if t.answered(s) or s.status is None or (s.status or 0) >= 500 or s.detail.get("html")]
+    chosen = (good or steps)[-1:] or [s for s in t.http_steps(ep) if s.error_class in TIMEOUTS or (s.status or 0) in (429, 402) or (s.status or 0) >= 500][:1]
+    return chosen[0] if chosen else None
+
+
+def _timeout(ep: EndpointFacts, step: ProbeStep) -> Finding:
+    limit = float(step.detail.get("timeout_s") or 0)
+    return Finding(
+        "access.timeout",
+        f"the server accepted the connection but sent no answer within {limit:g} s",
+        [f"{step.target} -> {step.error_class} after {step.duration_ms / 1000:.1f} s (timeout {limit:g} s)",
+         f"TCP connect to {t.host_of(ep.base_url)} succeeded" if t.find(ep, "tcp") else "connected"],
+        [Fix("Look at the server: still loading the model, hung, or requests queued (vLLM /metrics vllm:num_requests_waiting)"),
+         Fix("If it is only slow, allow more time", f"--timeout {max(30, int(limit * 3))}")],
+    )  # fmt: skip
+
+
+def _status(step: ProbeStep) -> Finding | None:
+    status = step.status or 0
+    said = t.server_says(step)
+    text = f"{said} {step.detail.get('error_type', '')} {step.detail.get('error_code', '')}".lower()
+    if status == 402 or (status in (403, 429) and any(w in text for w in QUOTA_WORDS)):
+        return Finding("access.quota_exceeded", f"the account's quota or credit is exhausted ({status})", [t.line(step)],
+                       [Fix("Add credit or raise the quota of the account this key belongs to, or use another key")])  # fmt: skip
+    if status == 429:
+        retry = step.headers.get("retry-after", "")
+        evidence = [t.line(step)] + ([f"Retry-After: {retry}"] if retry else [])
+        wait = f"wait {retry} s (Retry-After) and retry" if retry.isdigit() else "retry with exponential backoff"
+        return Finding("access.rate_limited", "the server rate-limited the request (429)", evidence,
+                       [Fix(f"Send fewer requests or tokens per minute; {wait}"),
+                        Fix("On a gateway (LiteLLM), raise the key's rpm/tpm limit")])  # fmt: skip
+    if status >= 500:
+        server = step.headers.get("server", "")
+        gateway = status in (502, 503, 504) and (step.detail.get("html") or server)
+        fixes = [Fix("Read the engine's log around this request", "llm-doctor run --log <engine log>")]
+        if gateway:
+            fixes.insert(0, Fix(f"The gateway{' (' + server + ')' if server else ''} cannot reach the model server behind it: check that it is up and the upstream address"))
+        if status == 503:
+            fixes.insert(0, Fix("503: the server is loading or overloaded; retry after it reports ready (GET /health)"))
+        return Finding("access.server_error", f"the server answered {status}: {said}"[:200], [t.line(step)], fixes)
+    return None
+
+
+def _shape(ep: EndpointFacts, step: ProbeStep) -> Finding | str | None:
+    d = step.detail
+    base = ep.working_base_url or ep.base_url
+    if d.get("html"):
+        return Finding("access.response_invalid", "the answer is an HTML page, not API JSON: a proxy, login portal or web UI answered",
+                       [t.line(step), f"Content-Type: {step.content_type or '?'}"],
+                       [Fix("Point the base URL at the API itself, not a web page", f"curl -s {base}/models"),
+                        Fix("If a corporate proxy intercepts it, bypass it", f"export NO_PROXY={t.host_of(base)}")])  # fmt: skip
+    if not d.get("json"):
+        return Finding("access.response_invalid", "the answer is not JSON", [t.line(step), f"Content-Type: {step.content_type or '?'}"],
+                       [Fix("Check what answers at the base URL", f"curl -si {base}/models")])  # fmt: skip
+    if (step.status or 0) >= 400:
+        return Finding("access.response_invalid", f"the server refused the minimal request ({step.status}): {t.server_says(step)}"[:200],
+                       [t.line(step)], [Fix("Read the server's message: a parameter it does not accept, or a limit")])  # fmt: skip
+    if ep.protocol == "anthropic":
+        if d.get("content_blocks") is None:
+            return Finding("access.response_invalid", "200, but not an Anthropic message (no `type: message` with `content`)",
+                           [t.line(step)], [Fix("Use the base URL of an Anthropic-compatible endpoint")])  # fmt: skip
+        return f"{step.target} -> 200 message, stop_reason {d.get('stop_reason')}"
+    if d.get("error_message"):
+        return Finding("access.response_invalid", f"200 with an error object inside: {d['error_message']}"[:200], [t.line(step)],
+                       [Fix("The gateway reports an upstream error with status 200: read the message and the gateway's log")])  # fmt: skip
+    if not d.get("choices"):
+        keys = ", ".join(d.get("keys") or []) or "none"
+        return Finding("access.response_invalid", "200, but the answer has no `choices`", [t.line(step), f"top-level keys: {keys}"],
+                       [Fix("Something between client and model rewrites answers, or the path is not the chat API", f"curl -s {base}/models")])  # fmt: skip
+    if not d.get("content_len") and d.get("reasoning_len") and d.get("finish_reason") == "length":
+        return (f"healthy: a reasoning model spent max_tokens=16 on reasoning_content ({d['reasoning_len']} chars) "
+                "and stopped with finish_reason=length before any content; that is expected, not a failure")  # fmt: skip
+    return f"{step.target} -> 200 with {d.get('choices')} choice(s), finish_reason {d.get('finish_reason')}"

@@ -1,0 +1,59 @@
+"""Streaming: the same request with `stream: true` must come back as server-sent events that
+arrive one by one and end with `data: [DONE]` (OpenAI) or `message_stop` (Anthropic).
+
+A buffering proxy (nginx with `proxy_buffering on`) delivers every event at once at the end:
+the client sees a long silence then the whole answer. Signs: a Content-Length on an event stream
+(a real stream cannot know its length), or every event in one network read, late.
+"""
+
+from __future__ import annotations
+
+from checks.access import transcript as t
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.facts.access import ProbeStep
+from doctor.findings import Finding, Fix, NotApplicable, Outcome
+
+BUFFERED_AFTER_MS = 500
+NGINX = Fix("Turn buffering off for the API location in the proxy (nginx)", "proxy_buffering off;")
+
+
+@check("access.streaming", "access", codes=("access.streaming_broken",), needs=("endpoint",), after=("access.request",))
+def streaming(facts: Facts) -> Outcome:
+    """SSE streaming: events arrive incrementally and the stream ends properly."""
+    ep = t.endpoint(facts)
+    step = t.find(ep, "stream", "messages_stream")
+    if step is None:
+        raise NotApplicable("no streaming request was sent (the plain request did not succeed)")
+    d = step.detail
+    events = int(d.get("sse_events") or 0)
+    times = list(d.get("sse_event_ms") or [])
+    end = "message_stop" if step.step == "messages_stream" else "data: [DONE]"
+
+    def broken(title: str, *evidence: str, fixes: list[Fix] | None = None) -> Outcome:
+        return Outcome([Finding("access.streaming_broken", title, [t.line(step), *evidence],
+                                fixes or [Fix("Check the server or proxy in between; as a workaround disable streaming in the client")])])  # fmt: skip
+
+    if step.error_class and events:
+        return broken(f"the stream stalled after {events} events: nothing more for {d.get('timeout_s')} s and no {end}",
+                      f"last event at {times[-1] if times else '?'} ms", fixes=[NGINX])  # fmt: skip
+    if step.status != 200:
+        return broken(f"non-streaming works, but stream: true answered {step.status or step.error_class}")
+    if "text/event-stream" not in step.content_type.lower() and not events:
+        return broken(f"stream: true was answered with {step.content_type or 'no Content-Type'}, not server-sent events",
+                      fixes=[Fix("The server or a proxy ignores stream: true; check the gateway's streaming support")])  # fmt: skip
+    if d.get("sse_malformed"):
+        return broken(f"{d['sse_malformed']} of {events} events are not JSON")
+    if not d.get("sse_done"):
+        return broken(f"the stream ended without {end} after {events} events")
+    length = step.headers.get("content-length")
+    if events >= 2 and (length or _one_late_read(step, times)):
+        why = f"Content-Length: {length} on an event stream" if length else f"all {events} events arrived in one read, {times[0]:.0f} ms after the request"
+        return broken("the stream is buffered: events arrive all at once at the end, not as they are generated", why,
+                      fixes=[NGINX, Fix("Or have the server tell nginx not to buffer", "X-Accel-Buffering: no")])  # fmt: skip
+    first = f"first event after {times[0]:.0f} ms, " if times else ""
+    return Outcome([], f"{first}{events} events, ended with {end}")
+
+
+def _one_late_read(step: ProbeStep, times: list[float]) -> bool:
+    return int(step.detail.get("sse_reads_with_events") or 0) == 1 and len(times) >= 3 and times[0] >= BUFFERED_AFTER_MS
