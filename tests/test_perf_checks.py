@@ -1,0 +1,178 @@
+"""`llm-doctor analyze` on real nvidia-smi / topo / metrics outputs plus real engine command lines:
+the exact perf code at rank 1, its evidence, and the computed fix value."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from doctor.cli import main
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def analyze(*paths: str | Path) -> dict:
+    res = CliRunner().invoke(main, ["analyze", *map(str, paths), "--format", "json", "--fail-on", "never"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def commands(finding: dict) -> list[str]:
+    return [f.get("command") for f in finding["fixes"]]
+
+
+def test_tp4_over_pcie_host_bridge_is_slow_interconnect():
+    r = analyze(FIX / "cmdline" / "sglang-tp4-a100-pcie-disable-radix.txt", FIX / "topo" / "rtx3090-4x-phb-spaces.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.slow_interconnect"
+    assert any("GPU0<->GPU1 = PHB" in e for e in top["evidence"])
+    assert "--tp 2 --dp 2" in commands(top)
+
+
+def test_tp_on_pcie_switch_with_p2p_is_fine_but_idle_gpus_are_not(tmp_path):
+    cmd = write(tmp_path, "cmd.txt", "vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 4\n")
+    r = analyze(cmd, FIX / "topo" / "rtx4090-8x-pix-sys-no-nic.txt")
+    codes = [f["code"] for f in r["findings"]]
+    assert codes[0] == "perf.tp_mismatch" and "perf.slow_interconnect" not in codes
+    assert "the engine uses 4 of 8 GPUs" in r["findings"][0]["title"]
+    assert "--tensor-parallel-size 8" in commands(r["findings"][0])
+
+
+def test_tp_across_sys_picks_gpus_under_one_switch(tmp_path):
+    cmd = write(tmp_path, "cmd.txt", "CUDA_VISIBLE_DEVICES=2,3,4,5 vllm serve Qwen/Qwen2.5-32B-Instruct --tensor-parallel-size 4\n")
+    r = analyze(cmd, FIX / "topo" / "l20-pcie-8x-pix-sys-2nic.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.slow_interconnect" and "SYS" in top["title"]
+    assert "CUDA_VISIBLE_DEVICES=0,1,2,3" in commands(top)
+
+
+def test_tp_larger_than_the_node_splits_into_tp_x_pp(tmp_path):
+    cmd = write(tmp_path, "cmd.txt", "vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 16 --trust-remote-code\n")
+    r = analyze(cmd, FIX / "smi" / "nvidia-smi-table-8x-h100-sxm-driver565.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.tp_mismatch" and "span nodes" in top["title"]
+    assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in commands(top)
+
+
+def test_tp1_with_two_visible_gpus():
+    # corpus d003's launch (SGLang without --tp on CUDA_VISIBLE_DEVICES=0,1), as a command file
+    r = analyze(_d003_cmd(), FIX / "smi" / "nvidia-smi-table-2x-l4-driver550-ray-workers.txt")
+    top = next(f for f in r["findings"] if f["code"] == "perf.tp_mismatch")
+    assert "uses 1 of 2 GPUs" in top["title"] and "--tp 2" in commands(top)
+
+
+def _d003_cmd() -> Path:
+    import tempfile
+
+    p = Path(tempfile.mkdtemp()) / "launch.sh"
+    p.write_text("CUDA_VISIBLE_DEVICES=0,1 python -m sglang.launch_server --model-path mistralai/Mixtral-8x7B-Instruct-v0.1 --port 30000\n")
+    return p
+
+
+def test_sglang_prefill_budget_below_chunk():
+    r = analyze(FIX / "cmdline" / "sglang-tp8-h200-chunked-prefill-32768.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.batching_limited"
+    assert "max_prefill_tokens 16384 is below chunked_prefill_size 32768" in top["title"]
+    assert commands(top) == ["--max-prefill-tokens 32768"]
+
+
+def test_mem_fraction_095_is_overcommitted():
+    r = analyze(FIX / "cmdline" / "sglang-tp4-mem-fraction-0.95.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.memory_overcommitted"
+    assert top["evidence"][0] == "mem_fraction_static=0.95 (cmdline)"
+    assert "--mem-fraction-static 0.85" in commands(top)
+
+
+def test_sglang_queue_with_free_kv_is_batching_limited():
+    r = analyze(FIX / "metrics" / "sglang-0.4-era-metrics-llama31-8b-model_name-label.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.batching_limited"
+    assert "sglang:num_queue_reqs 2826" in top["evidence"]
+    # 162 running at 28% KV: 162 * 0.8 / 0.28 = 462.9
+    assert commands(top) == ["--max-running-requests 462"]
+    assert "perf.high_latency" in [f["code"] for f in r["findings"][1:]]
+
+
+def test_prefix_caching_off_from_cache_config_info():
+    r = analyze(FIX / "metrics" / "vllm-v0-metrics-excerpt-cache-config-info-aibrix.txt")
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.prefix_caching_off"]
+    assert f["evidence"][0] == "enable_prefix_caching=False (metrics)"
+    assert commands(f) == ["--enable-prefix-caching"]
+
+
+def test_power_capped_gpu_in_q_output_is_not_throttled_at_idle():
+    """The RTX 5090 -q shows SW Power Cap active at 24 W of 575 W: an idle artefact, not throttling."""
+    r = analyze(FIX / "smi" / "nvidia-smi-q-1x-rtx5090-driver570.txt")
+    assert "perf.gpu_throttled" not in [f["code"] for f in r["findings"]]
+    assert {c["id"]: c["status"] for c in r["checks"]}["perf.clocks"] == "pass"
+
+
+def test_idle_link_power_saving_is_not_a_degraded_link():
+    r = analyze(FIX / "smi" / "nvidia-smi-q-1x-l4-driver550.txt")  # Gen1 x8 of Gen4 x16 while idle
+    assert "perf.slow_interconnect" not in [f["code"] for f in r["findings"]]
+
+
+def test_throttled_under_load(tmp_path):
+    """The real H200 -q with its HW slowdown reasons switched on and the SM clock held at 1110 MHz."""
+    q = (FIX / "smi" / "nvidia-smi-q-1x-h200-driver550.txt").read_text()
+    hot = (q.replace("        HW Slowdown                       : Not Active", "        HW Slowdown                       : Active")
+           .replace("            HW Thermal Slowdown           : Not Active", "            HW Thermal Slowdown           : Active")
+           .replace("        SM                                : 345 MHz", "        SM                                : 1110 MHz"))
+    assert hot.count(": Active") == q.count(": Active") + 2
+    r = analyze(write(tmp_path, "q.txt", hot))
+    top = r["findings"][0]
+    assert top["code"] == "perf.gpu_throttled"
+    assert "hw_slowdown" in top["title"] and "hw_thermal_slowdown" in top["title"]
+    assert "SM 1110 of 1980 MHz" in top["evidence"][0]
+
+
+def test_other_processes_hold_the_gpu_in_a_saved_table(tmp_path):
+    table = (FIX / "smi" / "nvidia-smi-table-8x-h100-sxm-driver565.txt").read_text()
+    busy = table.replace("|   0  NVIDIA H100 80GB HBM3          On  |   00000000:18:00.0 Off |                    0 |\n"
+                         "| N/A   30C    P0            100W /  700W |       1MiB /  81559MiB |      0%      Default |",
+                         "|   0  NVIDIA H100 80GB HBM3          On  |   00000000:18:00.0 Off |                    0 |\n"
+                         "| N/A   30C    P0            100W /  700W |   40961MiB /  81559MiB |      0%      Default |")
+    busy = busy.replace("|  No running processes found                                                             |",
+                        "|    0   N/A  N/A     51234      C   /opt/conda/bin/jupyter-lab                  40960MiB |")
+    assert busy != table
+    cmd = write(tmp_path, "cmd.txt", "vllm serve meta-llama/Llama-3.1-8B-Instruct --gpu-memory-utilization 0.9\n")
+    r = analyze(cmd, write(tmp_path, "smi.txt", busy))
+    top = r["findings"][0]
+    assert top["code"] == "load.gpu_memory_occupied" and "pid 51234" in top["title"]
+    assert "kill 51234" in commands(top)
+    assert "CUDA_VISIBLE_DEVICES=1" in commands(top)
+    # (81559 - 40961) / 81559 = 0.4978 -> 0.47 after a 2% margin
+    assert "--gpu-memory-utilization 0.47" in commands(top)
+
+
+def test_nvidia_smi_from_the_engine_itself_is_not_blamed():
+    """The L4 table: memory held by the engine's own python/ray workers (0 MiB per process in a container)."""
+    import tempfile
+
+    cmd = Path(tempfile.mkdtemp()) / "cmd.txt"
+    cmd.write_text("vllm serve Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size 2\n")
+    r = analyze(cmd, FIX / "smi" / "nvidia-smi-table-2x-l4-driver550-ray-workers.txt")
+    assert "load.gpu_memory_occupied" not in [f["code"] for f in r["findings"]]
+
+
+def test_ecc_and_remapped_rows_are_a_gpu_fault():
+    r = analyze(FIX / "smi" / "a100-sxm4-80gb-q-ecc-remapped-rows-excerpt.txt")
+    top = r["findings"][0]
+    assert top["code"] == "load.gpu_fault" and "remapped rows pending" in top["evidence"][0]
+
+
+def test_launch_command_is_not_mistaken_for_a_log(tmp_path):
+    cmd = write(tmp_path, "notes.txt", "$ vllm serve m --enforce-eager \\\n    --gpu-memory-utilization 0.97\n")
+    r = analyze(cmd)
+    assert r["facts"]["deployment"]["gpu_memory_utilization"] == 0.97
+    assert r["facts"]["deployment"]["sources"]["gpu_memory_utilization"] == "cmdline"
