@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
 
 from doctor.facts.deployment import EngineConfig
 from doctor.facts.model import ModelFacts
@@ -51,18 +52,58 @@ QUANT_BYTES_PER_PARAM = {
     "experts_int8": 1.0, "gguf": 0.5 + 0.5 / 32,
 }  # fmt: skip
 
-# Non-torch memory growth during profiling (cuBLAS/cuDNN workspaces, allocator slack), and the
-# extra for NCCL and custom all-reduce buffers once TP > 1. Measured from the real v0.10.1.1
-# logs in tests/test_memory.py (0.5 GiB at TP=1, 0.65 GiB at TP=2 for Qwen2-7B), not guessed.
-NON_TORCH_BASE = int(0.15 * GIB)
-NON_TORCH_PER_TP = int(0.15 * GIB)
-# NVML's framebuffer total minus what cudaMemGetInfo reports (the driver's reservation): A100-40GB
-# 40.0 -> 39.38 GiB, H200 140.4 -> 139.72 GiB in the real logs; applied to --gpu / NVML totals.
-DRIVER_RESERVED = int(0.65 * GIB)
-CUDA_CONTEXT = int(0.5 * GIB)  # outside the profiled budget: comes out of the remainder
-CUDA_GRAPHS = int(
-    0.5 * GIB
-)  # vLLM's own warning: "CUDA graphs can take additional 1~3 GiB"; typical small models
+# --- what the engine measures at run time -----------------------------------------------------
+# vLLM `memory_profiling` (vllm/utils/mem_utils.py, called by Worker.determine_available_memory in
+# vllm/v1/worker/gpu_worker.py) splits the non-KV memory into weights ("Model loading took X GiB"),
+# the torch peak increase of `profile_run`, and the *non-torch increase*: what cudaMemGetInfo says
+# is used beyond torch.cuda.memory_reserved(), from the start snapshot to after profiling. That is
+# CUDA kernel images loaded lazily, cuBLAS/cuBLASLt handles and, where the snapshot precedes
+# `init_worker_distributed_environment` (v0.10 and older; newer versions snapshot after it), the
+# NCCL communicators and custom all-reduce buffers. None of it can be computed offline: the
+# numbers below are what real engines PRINTED, used only when the log at hand prints nothing.
+# A plan built from a log (facts.logs.setup) takes the printed figures instead (`Printed`).
+NON_TORCH_PROCESS = int(0.18 * GIB)
+"""One process, TP=1: vLLM 0.10.1.1, Qwen2-7B on A100-80GB at util 0.25 and 0.5 (real/vllm-startup/
+v0.10.1.1-v1-1xA100-*.txt): total x util - "Model loading took 14.2488 GiB" - "Available KV cache
+memory" = 0.555 / 0.549 GiB, of which the sampler peak computed below is 0.363 GiB."""
+NON_TORCH_COMM = int(0.12 * GIB)
+"""NCCL + custom all-reduce buffers at TP>1 without NVLS: the same model at TP=2 on one A100 node
+(v0.10.1.1-v1-tp2-a100-*.txt) leaves 0.672 / 0.676 GiB, 0.12 GiB more than TP=1 once the TP=2
+sampler peak is taken out; vLLM 0.8.0rc3 printed 'non_torch_memory takes 0.40-0.52GiB' at TP=4 on
+PCIe A100-40GB (v0.8.0rc3-v0-fallback-tp4-pcie-custom-allreduce-disabled.txt)."""
+NON_TORCH_NVLS = int(5.68 * GIB)
+"""TP>1 on Hopper HGX boards (NVSwitch: H100 SXM, H200, H800, H20), where NCCL sets up NVLink
+SHARP (NVLS) buffers: vLLM 0.6.4 printed 'non_torch_memory=5.68GiB' on 6 of 8 ranks (5.21 and
+7.71 on the others) for Llama-3.1-70B TP=8 on H200 (v0.6.4.post1-v0-tp-llama70b-k8s-slow-load.txt)."""
+NVLS_GPUS = ("H100 80GB HBM3", "H100 SXM", "H200", "H800", "H20")
+
+# Outside the profiled budget (they come out of total x (1 - utilization)): vLLM captures CUDA
+# graphs after the KV cache is allocated (gpu_worker.compile_or_warm_up_model -> capture_model) and
+# prints "Graph capturing finished in N secs, took X GiB"; the CUDA context predates the start
+# snapshot. Only the headroom figure uses these; a log's printed graph size replaces the default.
+CUDA_GRAPHS = int(0.5 * GIB)
+"""v0.10.1.1 printed 'Graph capturing finished in 3 secs, took 0.50 GiB' for Qwen2-7B TP=1
+(0.65 GiB at TP=2; real/vllm-startup/v0.10.1.1-v1-*.txt)."""
+CUDA_CONTEXT = int(0.5 * GIB)
+"""Not printed by vLLM. SGLang's 'Load weight begin. avail mem=76.94 GB' on 79.14 GiB H800s
+(real/other-engines/sglang-0.4.3-deepseek-r1-tp8-startup-decode-batches.txt) bounds context +
+NCCL at 2.2 GiB for TP=16; 0.5 GiB is the single-GPU share assumed when nothing is printed."""
+
+# vLLM's Sampler (vllm/v1/sample/sampler.py) on the dummy sampler run: the model dtype logits from
+# compute_logits, their float32 copy (`logits.to(torch.float32)`), and the float32 probabilities
+# FlashInfer's top-k/top-p sampler (or the random sampler) makes of them: 2 + 4 + 4 bytes a logit.
+SAMPLER_BYTES_PER_LOGIT = 2 + 4 + 4
+
+
+@dataclass
+class Printed:
+    """What an engine log printed about this deployment (facts.logs.setup): each figure given
+    replaces the doctor's estimate of the same thing."""
+
+    gpu_total_gib: float | None = None  # vLLM "total_gpu_memory (X GiB)" / "Free memory on device (a/X GiB)"
+    weights_gib: float | None = None  # "Model loading took X GiB"
+    available_kv_gib: float | None = None  # "Available KV cache memory: X GiB"
+    cuda_graph_gib: float | None = None  # "Graph capturing finished in N secs, took X GiB"
 
 
 def dtype_bytes(name: str, default: float = 2) -> float:
@@ -194,32 +235,58 @@ def estimate_params(model: ModelFacts) -> int:
     return layers * (attn + mlp) + embed
 
 
-def activation_bytes(model: ModelFacts, cfg: EngineConfig) -> int:
-    """The torch peak of vLLM's profiling run beyond the weights.
+def sampler_rows(cfg: EngineConfig) -> int:
+    """Rows of the dummy sampler run: `min(max_num_seqs, max_num_batched_tokens)`
+    (GPUModelRunner.profile_run -> _dummy_run(max_num_tokens) -> _dummy_sampler_run)."""
+    seqs = cfg.max_num_seqs or 256
+    return min(seqs, cfg.max_num_batched_tokens or seqs)
 
-    `profile_run` runs one forward of max_num_batched_tokens tokens (MLP gate_up + activation,
-    residual stream, QKV) and `_dummy_sampler_run` over max_num_seqs rows of full-vocabulary
-    logits (bf16 logits, fp32 copy, fp32 probabilities: ~10 bytes per entry); the peak is the
-    larger of the two. SGLang reserves its activations inside 1 - mem_fraction_static. The MoE
-    workspace factor is set from the DeepSeek-R1 TP=16 log in tests/test_memory.py."""
+
+def activation_bytes(model: ModelFacts, cfg: EngineConfig) -> int:
+    """The torch peak increase of vLLM's `profile_run`, from the tensors it allocates.
+
+    The profile run is one forward of max_num_batched_tokens dummy tokens with no attention
+    metadata (the attention kernels return at once), then the dummy sampler run; the forward's
+    activations are freed before the sampler runs, so the peak is the larger of the two:
+    - forward, dense MLP (MergedColumnParallelLinear gate_up -> SiluAndMul -> down): the residual,
+      the normed hidden state and the all-reduce output (3 x hidden) plus gate_up (2 x I / TP) and
+      its activation (I / TP), all in the model dtype;
+    - forward, fused MoE (vllm/model_executor/layers/fused_moe/fused_moe.py fused_experts_impl):
+      one `cache13` buffer of M x topk x max(2N, hidden) and `intermediate_cache2` of
+      M x topk x N, with N = moe_intermediate_size / TP, on top of the 3 x hidden stream;
+    - sampler: rows x vocab x 10 bytes (SAMPLER_BYTES_PER_LOGIT), plus each rank's vocab / TP
+      shard of the logits before the all-gather.
+    SGLang keeps its activations out of the mem_fraction_static share, so this is vLLM's only."""
     tp = max(1, cfg.tensor_parallel_size or 1)
     tokens = cfg.max_num_batched_tokens or cfg.max_model_len or 2048
     dt = model_dtype_bytes(model, cfg)
     h = model.hidden_size or 0
-    inter = model.intermediate_size or 4 * h
-    forward = tokens * dt * (4 * h + 3 * inter / tp)
+    stream = 3 * h
     if model.num_experts and model.num_experts_per_tok:
-        # fused_moe's workspaces hold every (token, expert) pair at the hidden width: the
-        # (M, topk, K) intermediate cache and its reduction; they dwarf the dense MLP's share.
-        expert_inter = (model.moe_intermediate_size or inter) * model.num_experts_per_tok
-        forward = tokens * dt * (4 * h + 3 * expert_inter / tp + 2 * model.num_experts_per_tok * h)
-    sampler = (cfg.max_num_seqs or 256) * (model.vocab_size or 0) * 10
+        n = (model.moe_intermediate_size or model.intermediate_size or 4 * h) / tp
+        topk = model.num_experts_per_tok
+        forward = tokens * dt * (stream + topk * (max(2 * n, h) + n))
+    else:
+        inter = model.intermediate_size or 4 * h
+        forward = tokens * dt * (stream + 3 * inter / tp)
+    vocab = model.vocab_size or 0
+    sampler = sampler_rows(cfg) * vocab * (SAMPLER_BYTES_PER_LOGIT + (dt / tp if tp > 1 else 0))
     return int(max(forward, sampler))
 
 
-def non_torch_bytes(cfg: EngineConfig) -> int:
-    tp = max(1, cfg.tensor_parallel_size or 1)
-    return NON_TORCH_BASE + (NON_TORCH_PER_TP if tp > 1 else 0)
+def uses_nvls(gpu_name: str) -> bool:
+    """Hopper HGX boards, where NCCL builds NVLink SHARP buffers for a TP group."""
+    name = (gpu_name or "").upper()
+    return any(n.upper() in name for n in NVLS_GPUS) and "PCIE" not in name
+
+
+def non_torch_bytes(cfg: EngineConfig, gpu_name: str = "") -> int:
+    """The non-torch increase vLLM's profiling measures (see NON_TORCH_PROCESS and the others):
+    per process, plus the communicators when TP x PP > 1 (NVLS buffers on Hopper HGX boards)."""
+    world = max(1, cfg.tensor_parallel_size or 1) * max(1, cfg.pipeline_parallel_size or 1)
+    if world == 1:
+        return NON_TORCH_PROCESS
+    return NON_TORCH_PROCESS + (NON_TORCH_NVLS if uses_nvls(gpu_name) else NON_TORCH_COMM)
 
 
 def kv_tokens_from_available(model: ModelFacts, cfg: EngineConfig, available_bytes: float) -> int:
@@ -258,20 +325,44 @@ def max_concurrency(model: ModelFacts, cfg: EngineConfig, kv_tokens: int, max_mo
 
 
 def plan(
-    model: ModelFacts, gpu_total_bytes: int, gpu_count: int, cfg: EngineConfig, gpu_name: str = ""
+    model: ModelFacts,
+    gpu_total_bytes: int,
+    gpu_count: int,
+    cfg: EngineConfig,
+    gpu_name: str = "",
+    printed: Printed | None = None,
 ) -> MemoryPlan:
     """The memory plan of one deployment: budget, weights, activations, KV cache, verdict, changes.
 
     `gpu_total_bytes` is the total the engine sees (cudaMemGetInfo), per GPU; `gpu_name` picks
-    vLLM's hardware-dependent defaults (A100s keep the small batch defaults)."""
+    vLLM's hardware-dependent defaults (A100s keep the small batch defaults) and whether NCCL
+    uses NVLS buffers; `printed` carries what a log printed, which beats every estimate."""
     from doctor.engine_args import apply_hardware_defaults, sglang_mem_fraction
 
     cfg = apply_hardware_defaults(cfg, gpu_name, gpu_total_bytes) if cfg.engine else cfg
     if cfg.engine == "tgi" and not cfg.is_set("tensor_parallel_size"):
         cfg = dataclasses.replace(cfg, tensor_parallel_size=gpu_count)  # TGI shards over every visible GPU
-    plan_ = _plan_once(model, gpu_total_bytes, gpu_count, cfg)
+    notes: list[str] = []
+    measured = _Measured()
+    if printed:
+        if printed.gpu_total_gib:
+            gpu_total_bytes = int(printed.gpu_total_gib * GIB)
+            notes.append(f"GPU total {printed.gpu_total_gib} GiB as the engine printed it")
+        if printed.weights_gib:
+            measured.weights = int(printed.weights_gib * GIB)
+            notes.append(f"weights {printed.weights_gib} GiB per GPU as the engine printed them")
+        if printed.available_kv_gib is not None and cfg.engine in ("vllm", "") and measured.weights:
+            util = cfg.gpu_memory_utilization or 0.9
+            measured.overhead = int(gpu_total_bytes * util - measured.weights - printed.available_kv_gib * GIB)
+            notes.append(
+                f"activations + non-torch {measured.overhead / GIB:.2f} GiB from the printed available KV memory"
+            )
+        if printed.cuda_graph_gib is not None:
+            measured.graphs = int(printed.cuda_graph_gib * GIB)
+    plan_ = _plan_once(model, gpu_total_bytes, gpu_count, cfg, gpu_name, measured)
     if not plan_.fits:
-        plan_.changes = _changes(model, gpu_total_bytes, gpu_count, cfg, plan_)
+        plan_.changes = _changes(model, gpu_total_bytes, gpu_count, cfg, plan_, gpu_name, measured)
+    plan_.assumptions[:0] = notes
     if cfg.engine == "sglang" and not cfg.is_set("gpu_memory_utilization"):
         plan_.assumptions.append(
             f"mem_fraction_static {sglang_mem_fraction(cfg.tensor_parallel_size or 1)} (SGLang's default at TP={cfg.tensor_parallel_size or 1})"
@@ -279,22 +370,61 @@ def plan(
     return plan_
 
 
-def _plan_once(model: ModelFacts, gpu_total_bytes: int, gpu_count: int, cfg: EngineConfig) -> MemoryPlan:
+@dataclass
+class _Measured:
+    """Printed figures in bytes, dropped by a trial change that would make them stale."""
+
+    weights: int | None = None
+    overhead: int | None = None  # activation peak + non-torch, as the engine measured them
+    graphs: int | None = None
+
+    def after(self, change: dict[str, object]) -> _Measured:
+        layout = {"tensor_parallel_size", "pipeline_parallel_size", "quantization", "dtype"} & set(change)
+        batch = {"max_num_seqs", "max_num_batched_tokens"} & set(change)
+        return _Measured(
+            None if layout else self.weights,
+            None if layout or batch else self.overhead,
+            None if layout or batch else self.graphs,
+        )
+
+
+def _plan_once(
+    model: ModelFacts,
+    gpu_total_bytes: int,
+    gpu_count: int,
+    cfg: EngineConfig,
+    gpu_name: str = "",
+    measured: _Measured | None = None,
+) -> MemoryPlan:
+    measured = measured or _Measured()
     tp, pp = max(1, cfg.tensor_parallel_size or 1), max(1, cfg.pipeline_parallel_size or 1)
     util = cfg.gpu_memory_utilization or (0.88 if cfg.engine == "sglang" else 0.9)
     max_len = cfg.max_model_len or model.max_position_embeddings or 0
     cfg = dataclasses.replace(cfg, max_model_len=max_len)
-    weights = weights_bytes_per_gpu(model, cfg)
+    weights = measured.weights if measured.weights is not None else weights_bytes_per_gpu(model, cfg)
     assumptions: list[str] = []
     if cfg.engine == "sglang":
-        # SGLang measures the total after the CUDA context is up; the activations live outside the fraction.
+        # ModelRunner.profile_max_num_token: rest = free-after-weights - free-at-start x (1 - fraction),
+        # i.e. free-at-start x fraction - weights; the start is after the CUDA context is up, and
+        # the activations live outside the fraction.
         start = gpu_total_bytes - CUDA_CONTEXT
         act, non_torch = 0, 0
         budget = start * util
         kv_avail = budget - weights
         headroom = start * (1 - util)
+        assumptions.append(f"SGLang's free memory at start: GPU total less {CUDA_CONTEXT / GIB:.1f} GiB CUDA context")
     else:
-        act, non_torch = activation_bytes(model, cfg), non_torch_bytes(cfg)
+        act = activation_bytes(model, cfg)
+        if measured.overhead is not None:
+            non_torch = max(0, measured.overhead - act)
+            act = min(act, measured.overhead)
+        else:
+            non_torch = non_torch_bytes(cfg, gpu_name)
+            assumptions.append(
+                f"non-torch memory {non_torch / GIB:.2f} GiB: what vLLM printed for "
+                + ("TP>1 with NCCL NVLS" if tp * pp > 1 and uses_nvls(gpu_name) else "TP>1" if tp * pp > 1 else "TP=1")
+                + " (doctor/memory.py NON_TORCH_*)"
+            )
         if cfg.kv_cache_memory_bytes:
             kv_avail = cfg.kv_cache_memory_bytes
             budget = weights + act + non_torch + kv_avail
@@ -304,7 +434,7 @@ def _plan_once(model: ModelFacts, gpu_total_bytes: int, gpu_count: int, cfg: Eng
         else:
             budget = gpu_total_bytes * util
             kv_avail = budget - weights - act - non_torch
-        graphs = 0 if cfg.enforce_eager else CUDA_GRAPHS
+        graphs = 0 if cfg.enforce_eager else (measured.graphs if measured.graphs is not None else CUDA_GRAPHS)
         headroom = gpu_total_bytes - budget - CUDA_CONTEXT - graphs
     tokens = kv_tokens_from_available(model, cfg, kv_avail)
     conc = max_concurrency(model, cfg, tokens, max_len)
@@ -369,14 +499,21 @@ FLAG_NAMES = {
 
 
 def _changes(
-    model: ModelFacts, total: int, gpu_count: int, cfg: EngineConfig, base: MemoryPlan
+    model: ModelFacts,
+    total: int,
+    gpu_count: int,
+    cfg: EngineConfig,
+    base: MemoryPlan,
+    gpu_name: str = "",
+    measured: _Measured | None = None,
 ) -> list[Change]:
     """The smallest single changes that make the plan fit, each checked by re-planning."""
     flags = FLAG_NAMES.get(cfg.engine, FLAG_NAMES["vllm"])
     out: list[Change] = []
 
     def fits(**kw: object) -> MemoryPlan | None:
-        trial = _plan_once(model, total, gpu_count, dataclasses.replace(cfg, **kw))
+        kept = (measured or _Measured()).after(kw)
+        trial = _plan_once(model, total, gpu_count, dataclasses.replace(cfg, **kw), gpu_name, kept)
         return trial if trial.fits else None
 
     tp = base.tensor_parallel_size
@@ -422,6 +559,7 @@ def _changes(
                 total,
                 bigger * base.pipeline_parallel_size,
                 dataclasses.replace(cfg, tensor_parallel_size=bigger),
+                gpu_name,
             )
             if trial.fits:
                 out.append(

@@ -38,15 +38,42 @@ def _norm(name: str) -> str:
     return name.upper().replace(" ", "").replace("_", "-").removeprefix("NVIDIA-").removeprefix("NVIDIA")
 
 
-def lookup_gpu(name: str) -> tuple[str, float]:
-    """(NVML name, NVML total MiB) for H100, A100-80GB, L4, ... (case and dash insensitive)."""
+def gpu_entry(name: str) -> dict[str, Any] | None:
+    """The gpus.json entry for H100, A100-80GB, L4, "NVIDIA H100 80GB HBM3"... (case and dash insensitive)."""
     table = gpu_table()
     key = _norm(name)
     key = {_norm(a): b for a, b in table["aliases"].items()}.get(key, key)
     for k, entry in table["gpus"].items():
-        if _norm(k) == key or _norm(entry["name"]) == key:
-            return entry["name"], float(entry["mib"])
-    raise ValueError(f"unknown GPU {name!r}; known: {', '.join(table['gpus'])} (or give --gpu-memory GiB)")
+        if _norm(k) == _norm(key) or _norm(entry["name"]) == key:
+            return entry
+    return None
+
+
+def lookup_gpu(name: str) -> tuple[str, float]:
+    """(NVML name, NVML total MiB) for H100, A100-80GB, L4, ... (case and dash insensitive)."""
+    entry = gpu_entry(name)
+    if entry is None:
+        known = ", ".join(gpu_table()["gpus"])
+        raise ValueError(f"unknown GPU {name!r}; known: {known} (or give --gpu-memory GiB)")
+    return entry["name"], float(entry["mib"])
+
+
+def reserved_mib(name: str) -> tuple[float, str]:
+    """(MiB the driver reserves, where that figure comes from): NVML's total less this is what
+    cudaMemGetInfo, and so the engine, sees. A GPU without a capture gets the median of the
+    captured reservations (doctor/data/gpus.json), said so in the plan's assumptions."""
+    entry = gpu_entry(name) if name else None
+    if entry and entry.get("reserved_mib") is not None:
+        return float(entry["reserved_mib"]), entry.get("reserved_from") or entry.get("seen") or "gpus.json"
+    seen = sorted(float(e["reserved_mib"]) for e in gpu_table()["gpus"].values() if e.get("seen") and "reserved_from" not in e)
+    return seen[len(seen) // 2], "the median driver reservation of the captured GPUs (doctor/data/gpus.json)"
+
+
+def cuda_total_bytes(name: str, nvml_mib: float) -> tuple[int, str]:
+    """(bytes the engine sees as the GPU's total, the assumption behind it)."""
+    reserved, source = reserved_mib(name)
+    note = f"GPU total {nvml_mib:.0f} MiB (NVML) less {reserved:.0f} MiB driver reservation ({source})"
+    return int((nvml_mib - reserved) * MIB), note
 
 
 def resolve_model(name: str, offline: bool) -> tuple[ModelFacts | None, str]:
@@ -111,12 +138,10 @@ def build_facts(kw: dict[str, Any]) -> Facts:
         )
         return facts
     facts.model = model
-    total = int(mib * MIB - memory.DRIVER_RESERVED)
+    total, note = cuda_total_bytes(gpu_name, mib)
     facts.plan = memory.plan(model, total, count, cfg, gpu_name)
     facts.plan.gpu_name = gpu_name
-    facts.plan.assumptions.append(
-        f"GPU total {mib:.0f} MiB (NVML) less {memory.DRIVER_RESERVED / MIB:.0f} MiB driver reservation"
-    )
+    facts.plan.assumptions.append(note)
     return facts
 
 

@@ -14,9 +14,14 @@ import pytest
 from doctor import memory
 from doctor.engine_args import parse_command
 from doctor.models import from_table
+from doctor.planning import cuda_total_bytes, lookup_gpu
 
 GIB = 1024**3
-DRIVER_RESERVED_GIB = 0.65  # NVML total -> what cudaMemGetInfo reports (see doctor/plan_cli.py)
+
+
+def cuda_total(gpu: str, nvml_mib: float | None = None) -> int:
+    """What the engine sees of a GPU: NVML's total less the driver reservation (doctor/data/gpus.json)."""
+    return cuda_total_bytes(gpu, nvml_mib or lookup_gpu(gpu)[1])[0]
 
 
 @dataclass
@@ -94,7 +99,7 @@ def test_kv_tokens_from_the_engines_available_memory_within_1pct(case: Case) -> 
 @pytest.mark.parametrize("case", [c for c in CASES if c.gpu], ids=lambda c: c.id)
 def test_kv_tokens_from_gpu_total_and_flags_within_10pct(case: Case) -> None:
     model, cfg = setup(case)
-    total = int((case.gpu_nvml_mib / 1024 - DRIVER_RESERVED_GIB) * GIB)
+    total = cuda_total(case.gpu, case.gpu_nvml_mib)
     result = memory.plan(model, total, case.gpus, cfg, gpu_name=case.gpu)
     assert result.fits and result.verdict == "ok"
     assert result.kv_cache_tokens == pytest.approx(case.printed_tokens, rel=0.10)
@@ -149,7 +154,7 @@ def test_fp8_kv_cache_doubles_the_tokens_of_the_same_memory() -> None:
 
 def test_weights_oom_explained_with_numbers_and_tp_change() -> None:
     llama = from_table("meta-llama/Llama-3.1-70B-Instruct")
-    total = int((81920 / 1024 - DRIVER_RESERVED_GIB) * GIB)
+    total = cuda_total("A100-80GB")
     result = memory.plan(llama, total, 4, parse_command("vllm serve m -tp 1 --max-model-len 8192"), "A100")
     assert (result.fits, result.verdict) == (False, "weights_oom")
     assert result.weights_gib_per_gpu == pytest.approx(131.4, abs=0.5)
@@ -161,7 +166,7 @@ def test_weights_oom_explained_with_numbers_and_tp_change() -> None:
 def test_kv_cache_insufficient_gives_the_max_model_len_that_fits() -> None:
     # Llama-3.1-8B at its full 131072 context on one L4: the weights fit, the context does not.
     llama = from_table("meta-llama/Llama-3.1-8B-Instruct")
-    total = int((23034 / 1024 - DRIVER_RESERVED_GIB) * GIB)
+    total = cuda_total("L4")
     cfg = parse_command("vllm serve meta-llama/Llama-3.1-8B-Instruct")
     result = memory.plan(llama, total, 1, cfg, "NVIDIA L4")
     assert result.verdict == "kv_cache_insufficient" and result.max_model_len == 131072
@@ -180,7 +185,7 @@ def test_kv_cache_insufficient_gives_the_max_model_len_that_fits() -> None:
 
 def test_no_kv_cache_memory_when_weights_leave_nothing() -> None:
     qwen = from_table("Qwen/Qwen2-7B-Instruct")
-    total = int((23034 / 1024 - DRIVER_RESERVED_GIB) * GIB)
+    total = cuda_total("L4")
     result = memory.plan(qwen, total, 1, parse_command("vllm serve q --gpu-memory-utilization 0.67"), "L4")
     assert result.verdict == "no_kv_cache_memory" and result.kv_cache_tokens == 0
     util = next(c for c in result.changes if c.flag == "--gpu-memory-utilization")

@@ -26,9 +26,19 @@ def plan_of(facts: Facts) -> MemoryPlan:
     if not (facts.model and facts.deployment and gpus and gpus[0].memory_total_mib):
         raise NotApplicable("no memory plan: needs the model, the engine arguments and the GPUs")
     from doctor import memory
+    from doctor.planning import cuda_total_bytes
 
-    total = int(min(g.memory_total_mib or 0 for g in gpus) * 1024**2 - memory.DRIVER_RESERVED)
-    return memory.plan(facts.model, total, len(gpus), facts.deployment, gpus[0].name)
+    total, note = cuda_total_bytes(gpus[0].name, min(g.memory_total_mib or 0 for g in gpus))
+    setup = facts.logs.setup if facts.logs else None
+    printed = (
+        memory.Printed(setup.gpu_total_gib, setup.weights_gib, setup.available_kv_gib)
+        if setup and facts.deployment.engine in ("vllm", "")
+        else None
+    )
+    result = memory.plan(facts.model, total, len(gpus), facts.deployment, gpus[0].name, printed)
+    result.gpu_name = gpus[0].name
+    result.assumptions.append(note)
+    return result
 
 
 @check("load.memory_fit", "load", codes=[*CODES.values(), "perf.memory_overcommitted"])
