@@ -1,0 +1,90 @@
+"""The opt-in load probe against a real local server whose concurrency limit we set:
+one slot serialises requests (no scaling -> perf.batching_limited), eight slots scale."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from doctor.collect.load_probe import probe
+from doctor.engine import load_checks, run_checks, select
+from doctor.facts import Facts
+from doctor.facts.host import HostFacts
+
+TOKENS = 16
+STEP_S = 0.15
+
+
+def serve(slots: int) -> tuple[http.server.ThreadingHTTPServer, str]:
+    gate = threading.Semaphore(slots)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length", 0))
+            json.loads(self.rfile.read(length) or b"{}")
+            if self.headers.get("Authorization") != "Bearer sk-probe-key":
+                self.send_response(401)
+                self.end_headers()
+                return
+            with gate:  # the server's own concurrency limit: requests beyond it wait
+                time.sleep(STEP_S)
+            body = json.dumps({"object": "chat.completion", "choices": [{"message": {"content": "1 2 3"}}],
+                               "usage": {"completion_tokens": TOKENS}, "timings": {"predicted_n": TOKENS}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+@pytest.fixture
+def one_slot() -> Iterator[str]:
+    server, url = serve(1)
+    yield url
+    server.shutdown()
+
+
+@pytest.fixture
+def eight_slots() -> Iterator[str]:
+    server, url = serve(8)
+    yield url
+    server.shutdown()
+
+
+def judge(result) -> list:
+    facts = Facts(host=HostFacts(probe=result))
+    (res,) = run_checks(facts, select(load_checks(), ["perf.batching"]))
+    return res.findings
+
+
+def test_serialised_server_does_not_scale(one_slot):
+    r = probe(one_slot, "sk-probe-key", "gemma-tiny", 4)
+    assert r.errors == 0 and r.requests == 6 and r.server_hint == "llamacpp"
+    assert r.tps_n / r.tps_1 < 1.5
+    (finding,) = judge(r)
+    assert finding.code == "perf.batching_limited" and "served one at a time" in finding.title
+    assert finding.fixes[0].command == "--parallel 4"
+
+
+def test_batching_server_scales(eight_slots):
+    r = probe(eight_slots, "sk-probe-key", "gemma-tiny", 8)
+    assert r.errors == 0 and r.tps_n / r.tps_1 > 3
+    assert judge(r) == []
+
+
+def test_probe_is_bounded_and_reports_errors(one_slot):
+    r = probe(one_slot, "wrong-key", None, 99)
+    assert r.concurrency == 16  # capped
+    assert r.tps_1 is None and r.errors == 2 and "HTTP 401" in r.notes
