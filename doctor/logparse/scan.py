@@ -21,15 +21,25 @@ MAX_ARGS_CHARS = 256 * 1024
 ARGS_FOLLOW_LINES = 120  # TGI pretty-prints `Args {` over many lines
 WRAP_MIN = 100  # a line at least this long that ends unmatched may be hard-wrapped
 
-PREFILTER = re.compile(
-    rb"(?i)^data: |MiB|time =|thread|error|exception|memory|fail|kill|cache|block|nccl|shm|divisib|support|cuda|hip|gpu|device|"
-    rb"kernel|xid|ecc|trust|architecture|model|quantiz|argument|timeout|timed out|probe|refused|route|"
-    rb"resolv|ssl|tls|certificate|proxy|quota|rate|limit|429|401|402|403|404|50[234]|token|unauthori|"
-    rb"key|json|choices|html|retract|preempt|offload|eager|graph|capture|allreduce|args|namespace|config|"
-    rb"version|build|llm engine|server|loading|load|weights|took|profil|traceback|file |frame #|sigquit|"
-    rb"ctx|compute|visible|found|\bmain:|llama|sglang|vllm|tgi|ollama|starting|launch|uvicorn|abort|"
-    rb"oom|137|signal|errno|connect|not |invalid|unknown|unrecognized|cannot|can't|unable|no such"
+# Lower-cased literals: any one of them lets a line through to the grammar. Plain `in` tests are
+# ~20x faster than one case-insensitive regex alternation in Python's re.
+PREFILTER = (
+    b"error", b"exception", b"traceback", b"out of memory", b"oom", b"kill", b"fail", b"unable", b"cannot", b"can't",
+    b"no such", b"not found", b"support", b"divisible", b"invalid", b"unknown", b"unrecogni", b"refused", b"no route",
+    b"timed out", b"timeout", b"expired", b"probe", b"nccl", b"shm", b"xid", b"ecc", b"fallen off", b"remote_code",
+    b"remote-code", b"architecture", b"quantiz", b"argument", b"ssl", b"certificate", b"proxy", b"quota", b"rate limit",
+    b" 40", b" 429", b" 50", b"unauthori", b"api key", b"choices", b"<html", b"<!doctype", b"retract", b"preempt",
+    b"offload", b"eager", b"free memory", b"no available memory", b"blocks:", b"blocks is", b"kv cache size",
+    b"kv cache is allocated", b"available kv", b"took", b"maximum concurrency", b"max_total_num_tokens",
+    b"total_gpu_memory", b"capacity", b"compute capability", b"gpu 0", b"gpu 1", b"gpu 2", b"gpu 3", b"gpu 4",
+    b"gpu 5", b"gpu 6", b"gpu 7", b"gpu models", b"device ", b"found ", b"cuda_visible_devices", b"graph", b"captur",
+    b"n_ctx", b"context_length", b"llama_model_loader", b"general.name", b"build", b"version", b"llm engine",
+    b"server_args", b"text_generation", b"ollama", b"non-default args", b"namespace(", b"args {", b"mib", b"time =",
+    b"n_threads", b"data: ", b"file \"", b"frame #", b"loading", b"load_", b"starting", b"launch", b"uvicorn",
+    b"startup", b"fired up", b"prefill batch", b"decode batch", b"errno", b"connect", b"resolv", b"sigquit", b"abort",
+    b"137", b"signal", b"warn",
 )
+SERVING = b"Avg prompt throughput"  # the stat line: too common to normalise, but it says "serving"
 
 _LAST_WINS = {"gpu_blocks", "kv_cache_tokens", "available_kv_gib", "max_concurrency", "cpu_blocks"}
 
@@ -63,7 +73,10 @@ class LogScanner:
         if self._args_follow > 0:
             self._keep_args(raw)
             self._args_follow -= 1
-        if not PREFILTER.search(raw):
+        low = raw.lower()
+        if not any(word in low for word in PREFILTER):
+            if SERVING in raw:
+                self.tracker.milestone = "serving"
             self._prev = None
             return
         line = normalise(self._source_no, raw)
