@@ -353,7 +353,9 @@ def plan(
             notes.append(f"weights {printed.weights_gib} GiB per GPU as the engine printed them")
         if printed.available_kv_gib is not None and cfg.engine in ("vllm", "") and measured.weights:
             util = cfg.gpu_memory_utilization or 0.9
-            measured.overhead = int(gpu_total_bytes * util - measured.weights - printed.available_kv_gib * GIB)
+            measured.overhead = int(
+                gpu_total_bytes * util - measured.weights - printed.available_kv_gib * GIB
+            )
             notes.append(
                 f"activations + non-torch {measured.overhead / GIB:.2f} GiB from the printed available KV memory"
             )
@@ -412,7 +414,9 @@ def _plan_once(
         budget = start * util
         kv_avail = budget - weights
         headroom = start * (1 - util)
-        assumptions.append(f"SGLang's free memory at start: GPU total less {CUDA_CONTEXT / GIB:.1f} GiB CUDA context")
+        assumptions.append(
+            f"SGLang's free memory at start: GPU total less {CUDA_CONTEXT / GIB:.1f} GiB CUDA context"
+        )
     else:
         act = activation_bytes(model, cfg)
         if measured.overhead is not None:
@@ -422,7 +426,13 @@ def _plan_once(
             non_torch = non_torch_bytes(cfg, gpu_name)
             assumptions.append(
                 f"non-torch memory {non_torch / GIB:.2f} GiB: what vLLM printed for "
-                + ("TP>1 with NCCL NVLS" if tp * pp > 1 and uses_nvls(gpu_name) else "TP>1" if tp * pp > 1 else "TP=1")
+                + (
+                    "TP>1 with NCCL NVLS"
+                    if tp * pp > 1 and uses_nvls(gpu_name)
+                    else "TP>1"
+                    if tp * pp > 1
+                    else "TP=1"
+                )
                 + " (doctor/memory.py NON_TORCH_*)"
             )
         if cfg.kv_cache_memory_bytes:
@@ -616,3 +626,35 @@ def _largest_len(model: ModelFacts, cfg: EngineConfig, base: MemoryPlan) -> int:
         else:
             hi = mid - 1
     return lo
+
+
+def explain_weights(model: ModelFacts, cfg: EngineConfig, gpu_total_bytes: int, gpu_count: int) -> str:
+    """One sentence a crash diagnosis can quote: what the weights need per GPU at the configured
+    TP x PP, against what each GPU gives at the memory share, and the smallest TP that fits.
+
+    e.g. "the weights need 131.4 GiB per GPU at TP=1; 4 GPUs give 71.3 GiB each at
+    gpu_memory_utilization 0.9 (79.3 GiB total); TP=2 needs 65.7 GiB per GPU and fits"."""
+    tp, pp = max(1, cfg.tensor_parallel_size or 1), max(1, cfg.pipeline_parallel_size or 1)
+    util = cfg.gpu_memory_utilization or (0.88 if cfg.engine == "sglang" else 0.9)
+    share = "mem_fraction_static" if cfg.engine == "sglang" else "gpu_memory_utilization"
+    need = weights_bytes_per_gpu(model, cfg)
+    give = gpu_total_bytes * util
+    layout = f"TP={tp}" + (f" PP={pp}" if pp > 1 else "")
+    text = (
+        f"the weights need {need / GIB:.1f} GiB per GPU at {layout}; {gpu_count} GPU(s) give "
+        f"{give / GIB:.1f} GiB each at {share} {util:g} ({gpu_total_bytes / GIB:.1f} GiB total)"
+    )
+    if need <= give:
+        return text + f"; {(give - need) / GIB:.1f} GiB is left for activations and the KV cache"
+    for bigger in (2, 4, 8, 16, 32):
+        if bigger <= tp:
+            continue
+        heads = model.num_attention_heads or 0
+        if heads and heads % bigger:
+            continue
+        trial = weights_bytes_per_gpu(model, dataclasses.replace(cfg, tensor_parallel_size=bigger))
+        if trial < give:
+            gpus = bigger * pp
+            room = "" if gpus <= gpu_count else f", which needs {gpus} GPUs ({gpu_count} given)"
+            return text + f"; TP={bigger} needs {trial / GIB:.1f} GiB per GPU and fits{room}"
+    return text + "; no tensor-parallel size up to 32 fits: a quantized checkpoint is needed"

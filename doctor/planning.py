@@ -65,7 +65,11 @@ def reserved_mib(name: str) -> tuple[float, str]:
     entry = gpu_entry(name) if name else None
     if entry and entry.get("reserved_mib") is not None:
         return float(entry["reserved_mib"]), entry.get("reserved_from") or entry.get("seen") or "gpus.json"
-    seen = sorted(float(e["reserved_mib"]) for e in gpu_table()["gpus"].values() if e.get("seen") and "reserved_from" not in e)
+    seen = sorted(
+        float(e["reserved_mib"])
+        for e in gpu_table()["gpus"].values()
+        if e.get("seen") and "reserved_from" not in e
+    )
     return seen[len(seen) // 2], "the median driver reservation of the captured GPUs (doctor/data/gpus.json)"
 
 

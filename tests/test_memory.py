@@ -196,3 +196,16 @@ def test_tp_larger_than_gpus_is_reported() -> None:
     qwen = from_table("Qwen/Qwen2-7B-Instruct")
     result = memory.plan(qwen, 80 * GIB, 2, parse_command("vllm serve q -tp 4"))
     assert result.verdict == "gpu_count" and not result.fits
+
+
+def test_explain_weights_gives_the_numbers_a_crash_diagnosis_quotes() -> None:
+    # Llama-3.1-70B bf16: 141,107,412,992 bytes in its safetensors index = 131.4 GiB.
+    llama = from_table("meta-llama/Llama-3.1-70B-Instruct")
+    total = cuda_total("A100-80GB")  # 81920 - 763 MiB reserved = 79.25 GiB
+    text = memory.explain_weights(llama, parse_command("vllm serve m -tp 1"), total, 4)
+    assert text.startswith("the weights need 131.4 GiB per GPU at TP=1; 4 GPU(s) give 71.3 GiB each")
+    assert text.endswith("TP=2 needs 65.7 GiB per GPU and fits")
+    fits = memory.explain_weights(llama, parse_command("vllm serve m -tp 2"), total, 2)
+    assert "5.6 GiB is left" in fits
+    one_l4 = memory.explain_weights(llama, parse_command("vllm serve m"), cuda_total("L4"), 1)
+    assert one_l4.endswith("TP=8 needs 16.4 GiB per GPU and fits, which needs 8 GPUs (1 given)")
