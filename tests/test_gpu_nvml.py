@@ -229,3 +229,31 @@ def test_run_without_nvml_gives_an_info_finding():
     codes = [(f["code"], f["severity"]) for f in report["findings"]]
     assert ("load.gpu_not_visible", "info") in codes
     assert "Traceback" not in out.stderr
+
+
+def test_low_utilization_while_requests_run(nvml):
+    from doctor.facts.metrics import MetricsFacts
+
+    nvml.setenv("FAKE_NVML_GPUS", "2")
+    nvml.setenv("FAKE_NVML_UTIL", "12,18")
+    f = gpu_collect.collect(sample_s=0.3)
+    m = MetricsFacts(source="test", engine="vllm", available=True, values={"running": 3.0, "waiting": 0.0},
+                     raw={"running": "vllm:num_requests_running 3", "waiting": "vllm:num_requests_waiting 0"})
+    cfg = EngineConfig(engine="vllm", tensor_parallel_size=2)
+    (res,) = run_perf(Facts(gpus=f, metrics=m, deployment=cfg), "perf.gpu_utilization")
+    (finding,) = res.findings
+    assert finding.code == "perf.low_gpu_util" and finding.title == "GPU utilization 15% while 3 request(s) run"
+    assert finding.evidence[0].startswith("GPU0: utilization min/mean/max 12/12/12%")
+    # idle server: nothing runs, so low utilization is not judged
+    m.values["running"] = 0.0
+    (res,) = run_perf(Facts(gpus=f, metrics=m, deployment=cfg), "perf.gpu_utilization")
+    assert res.status == "skip"
+
+
+def test_live_facts_survive_a_bundle_round_trip(nvml):
+    nvml.setenv("FAKE_NVML_GPUS", "2")
+    nvml.setenv("FAKE_NVML_NVLINKS", "12")
+    facts = Facts(gpus=gpu_collect.collect(sample_s=0.1))
+    again = Facts.from_dict(json.loads(json.dumps(facts.to_dict())))
+    assert again.gpus == facts.gpus
+    assert again.gpus.gpus[1].util_gpu.samples == facts.gpus.gpus[1].util_gpu.samples

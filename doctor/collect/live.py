@@ -34,9 +34,9 @@ def collect(facts: Facts, settings: Any, opts: Any, deadline: Deadline, say: Any
         m = f_metrics.result() if f_metrics else None
     if m is not None:
         metrics.merge_into(facts, m)
-    if facts.host and facts.host.processes and facts.deployment is None:
-        cfg = facts.host.processes[0].config
-        facts.deployment = cfg
+    if facts.host and facts.host.processes and facts.host.processes[0].config is not None:
+        cfg = facts.host.processes[0].config  # what the running engine was really given
+        facts.deployment = cfg.merge(facts.deployment) if facts.deployment else cfg
     if opts.probe_load and base and "perf" in opts.layers:
         from doctor.collect import load_probe
 

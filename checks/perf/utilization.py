@@ -1,0 +1,54 @@
+"""Do the GPUs work while requests are served? (perf.low_gpu_util)
+
+NVML utilization is the share of the sample period in which a kernel ran; sampled over the
+--sample window, a mean below 50% while the engine has requests running means the GPU waits on
+something: too few concurrent requests to batch, a batch cap, the CPU, or the interconnect. The
+queue says which: requests waiting means the engine holds them back (batching), none waiting
+means the clients send too little. Judged only with evidence that requests run (/metrics, or the
+load probe), since an idle server is rightly idle.
+"""
+
+from __future__ import annotations
+
+from checks.perf import facts_view as fv
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.findings import Finding, Fix, NotApplicable, Outcome
+
+LOW = 50.0
+
+
+@check("perf.gpu_utilization", "perf", codes=["perf.low_gpu_util"])
+def gpu_utilization(facts: Facts) -> Outcome:
+    """The engine's GPUs are busy (mean utilization >= 50%) while requests run."""
+    g = fv.gpus(facts)
+    cfg = fv.maybe_deployment(facts)
+    mine = [x for x in fv.engine_gpus(cfg, g) if x.util_gpu is not None]
+    if not mine:
+        raise NotApplicable("no GPU utilization samples")
+    m = facts.metrics if facts.metrics and facts.metrics.available else None
+    probe = facts.host.probe if facts.host else None
+    running = m.values.get("running", 0) if m else 0
+    if not running and not (probe and probe.tps_n):
+        raise NotApplicable("no requests were running while the GPUs were sampled (no /metrics load, no --probe-load)")
+    mean = sum(x.util_gpu.mean for x in mine) / len(mine)
+    if mean >= LOW:
+        return Outcome(detail=f"GPU utilization mean {mean:.0f}% while serving")
+    evidence = [f"GPU{x.index}: utilization min/mean/max {x.util_gpu.min:g}/{x.util_gpu.mean:g}/{x.util_gpu.max:g}% "
+                f"over {x.util_gpu.samples} sample(s)" for x in mine[:8]]
+    if m:
+        evidence += [m.raw[k] for k in ("running", "waiting", "kv_cache_usage") if k in m.raw]
+    if probe and probe.tps_n:
+        evidence.append(f"load probe: {probe.tps_n:g} tokens/s at {probe.concurrency} concurrent requests")
+    engine = (cfg.engine if cfg else "") or (m.engine if m else "") or "vllm"
+    waiting = m.values.get("waiting", 0) if m else 0
+    if waiting:
+        fixes = [Fix("Requests wait while the GPU idles: the batch cap holds them back",
+                     f"{fv.flag('max_seqs', engine)} {int(max(running + waiting, running * 2))}")]
+    else:
+        fixes = [Fix(f"Only {running:g} request(s) run at once: send more concurrent requests (or fewer GPUs per replica: "
+                     "a smaller TP leaves GPUs for more replicas)")]
+    if cfg and cfg.engine == "llamacpp" and cfg.n_gpu_layers == 0:
+        fixes.insert(0, Fix("No layer is offloaded (-ngl 0): offload all layers", "-ngl 999"))
+    return Outcome([Finding("perf.low_gpu_util", f"GPU utilization {mean:.0f}% while {running:g} request(s) run",
+                            evidence, fixes)])
