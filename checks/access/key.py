@@ -12,7 +12,7 @@ from checks.access import transcript as t
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.facts.access import EndpointFacts, KeyTraits, ProbeStep, SettingsFacts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from doctor.findings import Finding, Fix, Outcome
 
 CODES = ("access.key_missing", "access.key_malformed", "access.key_rejected")
 # hosts whose keys have a known shape (the provider's own API)
@@ -41,7 +41,7 @@ def key(facts: Facts) -> Outcome:
             return Outcome([Finding(
                 "access.key_missing", "no API key is configured, and the server asks for one",
                 ["no key in --api-key, OPENAI_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_API_KEY or client config files", t.line(rejected)],
-                [Fix("Pass the key the server was started with (vLLM: its --api-key / VLLM_API_KEY)", "--api-key <KEY>"),
+                [Fix("Pass the key the server was started with (vLLM: the value of VLLM_API_KEY or of its `--api-key`)", "--api-key <KEY>"),
                  Fix("Or set it for clients", f"export {var}=<KEY>")],
                 explains=["access.key_rejected"],
             )])  # fmt: skip
@@ -52,7 +52,7 @@ def key(facts: Facts) -> Outcome:
                 [Fix("Set the provider's key", f"export {var}=<KEY>")],
             )])  # fmt: skip
         if ep is None or not t.http_steps(ep):
-            raise NotApplicable("no key configured; the server was not reached to say whether it needs one")
+            return Outcome([], "no key configured (not needed unless the server asks; it was not reached)")
         return Outcome([], "no key configured, and the server did not ask for one")
     traits = settings.key_traits or KeyTraits()
     shown = f"key {settings.api_key.value} (from {settings.api_key.source}, {traits.length} characters)"
@@ -81,12 +81,12 @@ def key(facts: Facts) -> Outcome:
         title = "the server rejected the API key" if status == 401 else "the key is not allowed to use this route or model (403)"
         return Outcome([Finding(
             "access.key_rejected", f"{title}: {t.server_says(rejected)}"[:300], evidence,
-            [Fix("Use the key the server expects (vLLM: the value of its --api-key / VLLM_API_KEY; a gateway: a key it issued)", f"export {var}=<KEY>"),
+            [Fix("Use the key the server expects (vLLM: the value of VLLM_API_KEY or of its `--api-key`; a gateway: a key it issued)", f"export {var}=<KEY>"),
              Fix("Check which key is in effect and where it comes from", f"llm-doctor run --only access.key --base-url {ep.base_url if ep else 'URL'}")],
         )])  # fmt: skip
     accepted = _accepted(ep)
     if accepted is None:
-        raise NotApplicable("the key is well-formed; no authenticated request got through to judge it")
+        return Outcome([], f"{shown} is well-formed; no request got through to show it accepted")
     return Outcome([], f"{shown} accepted ({accepted.target} -> {accepted.status})")
 
 

@@ -14,7 +14,8 @@ from doctor.facts.access import EndpointFacts, ProbeStep
 from doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 CODES = ("access.response_invalid", "access.rate_limited", "access.quota_exceeded", "access.server_error", "access.timeout")
-AFTER = ("access.network", "access.base_url", "access.key", "access.model", "access.protocol")
+# not after access.model: that one cannot judge a server that answers nothing but 5xx or times out
+AFTER = ("access.network", "access.base_url", "access.key", "access.protocol")
 QUOTA_WORDS = ("insufficient_quota", "quota", "billing", "credit", "balance", "payment")
 TIMEOUTS = ("ReadTimeout", "WriteTimeout", "PoolTimeout", "ConnectTimeout")
 
@@ -26,6 +27,9 @@ def request(facts: Facts) -> Outcome:
     step = _main(ep)
     if step is None:
         raise NotApplicable("no request was sent (no model ID, or the probe stopped earlier)")
+    if step.detail.get("model_error") or facts.settings is None or not (facts.settings.model.value or "").strip():
+        if step.step != "models":
+            raise NotApplicable("the model is not served or not set: access.model reports it")
     if step.error_class in TIMEOUTS:
         return Outcome([_timeout(ep, step)])
     if step.status is None:

@@ -53,10 +53,21 @@ def answered(step: ProbeStep | None) -> bool:
 
 
 def server_says(step: ProbeStep) -> str:
-    """What the server said, shortest faithful form: its error message, a page title, or the body."""
-    message = step.detail.get("error_message")
+    """What the server said, shortest faithful form: its error message, a page title, a summary
+    of a well-formed answer, or the body."""
+    d = step.detail
+    message = d.get("error_message")
     if message:
         return str(message)
+    if d.get("content_blocks") is not None:
+        return f"Anthropic message, stop_reason {d.get('stop_reason')}"
+    if d.get("choices"):
+        return f"{d['choices']} choice(s), finish_reason {d.get('finish_reason')}"
+    if d.get("model_ids") is not None and step.status == 200:
+        ids = list(d["model_ids"])
+        return f"{len(ids)} model(s): {', '.join(ids[:5])}"
+    if d.get("sse_events"):
+        return f"{d['sse_events']} SSE events"
     if step.detail.get("html_title"):
         return f"HTML page <title>{step.detail['html_title']}</title>"
     return " ".join(step.body_excerpt.split())[:300]
