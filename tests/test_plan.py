@@ -75,3 +75,26 @@ def test_unknown_model_offline_is_a_finding_and_unknown_gpu_a_usage_error() -> N
     assert rc == 1 and json.loads(out)["findings"][0]["code"] == "load.model_files"
     rc, out = plan("--model", "Qwen/Qwen2-7B-Instruct", "--gpu", "Z9000")
     assert rc == 2 and "unknown GPU" in out
+
+
+def test_tgi_launcher_line_shards_and_context_from_its_flags() -> None:
+    rc, out = plan(
+        "--gpu", "L4", "--gpus", "2", "--format", "json", "--",
+        "text-generation-launcher", "--model-id", "meta-llama/Llama-3.1-8B-Instruct",
+        "--num-shard", "2", "--max-total-tokens", "8192",
+    )  # fmt: skip
+    p = json.loads(out)["facts"]["plan"]
+    assert rc == 0, out
+    assert (p["engine"], p["tensor_parallel_size"], p["max_model_len"]) == ("tgi", 2, 8192)
+    # 8 KV heads over 2 shards: 2 x 32 layers x 4 heads x 128 x 2 bytes
+    assert p["kv_bytes_per_token"] == 65536 and p["fits"] is True
+
+
+def test_vllm_fp8_kv_cache_flag_halves_bytes_per_token() -> None:
+    _, auto = plan("--gpu", "L4", "--format", "json", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+                   "--max-model-len", "8192")  # fmt: skip
+    _, fp8 = plan("--gpu", "L4", "--format", "json", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+                  "--max-model-len", "8192", "--kv-cache-dtype", "fp8")  # fmt: skip
+    a, f = json.loads(auto)["facts"]["plan"], json.loads(fp8)["facts"]["plan"]
+    assert (a["kv_bytes_per_token"], f["kv_bytes_per_token"]) == (131072, 65536)
+    assert f["kv_cache_tokens"] == pytest.approx(2 * a["kv_cache_tokens"], abs=16)

@@ -1,0 +1,63 @@
+"""Model facts from a local folder (config.json + safetensors index + quantization_config) and
+the shipped table's hybrid/MLA/MoE shapes, each checked against the numbers the engines use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from doctor import memory
+from doctor.engine_args import parse_command
+from doctor.models import builtin_names, from_folder, from_table
+
+AWQ = Path(__file__).parent.parent / "fixtures/models/qwen2-7b-instruct-awq"
+
+
+def test_local_folder_reads_config_index_and_quantization() -> None:
+    m = from_folder(AWQ)
+    assert (m.source, m.quant_method, m.quant_bits, m.quant_group_size) == (
+        "local config.json",
+        "awq",
+        4,
+        128,
+    )
+    assert (m.num_layers, m.num_kv_heads, m.head_dim, m.sliding_window) == (28, 4, None, None)
+    cfg = parse_command(f"vllm serve {AWQ} -tp 2")
+    # the index's metadata.total_size is the checkpoint's real bytes: split over TP=2
+    assert memory.weights_bytes_per_gpu(m, cfg) == 5579320320 // 2
+    # fp16 KV, 4 KV heads over TP=2 -> 2 per GPU: 2 x 28 x 2 x 128 x 2 bytes
+    assert memory.kv_bytes_per_token(m, cfg) == 28672
+
+
+def test_local_folder_without_index_estimates_awq_weights_with_group_scales(tmp_path) -> None:
+    (tmp_path / "config.json").write_text((AWQ / "config.json").read_text())
+    m = from_folder(tmp_path)
+    assert m.weight_bytes is None
+    per_param = memory.QUANT_BYTES_PER_PARAM["awq"]  # 4 bits + fp16 scale and 4-bit zero per 128
+    assert per_param == 0.5 + 2.5 / 128
+    got = memory.weights_bytes_per_gpu(m, parse_command("vllm serve x"))
+    assert got == int(memory.estimate_params(m) * per_param)
+
+
+def test_gemma3_hybrid_layers_from_sliding_window_pattern() -> None:
+    g = from_table("google/gemma-3-27b-it")
+    # sliding_window_pattern 6: every 6th of 62 layers is full attention -> 10 full, 52 sliding
+    assert (g.num_layers, g.num_sliding_layers, g.sliding_window, g.head_dim) == (62, 52, 1024, 128)
+
+
+def test_qwen3_moe_and_deepseek_mla_shapes() -> None:
+    q = from_table("Qwen/Qwen3-30B-A3B")
+    assert (q.num_experts, q.num_experts_per_tok, q.moe_intermediate_size, q.head_dim) == (128, 8, 768, 128)
+    # explicit head_dim 128 (not 2048 / 32 = 64): 2 x 48 x 4 x 128 x 2 bytes per token
+    assert memory.kv_bytes_per_token(q, parse_command("vllm serve q")) == 98304
+    r1 = from_table("deepseek-ai/DeepSeek-R1")
+    assert (r1.kv_lora_rank, r1.qk_rope_head_dim, r1.quant_method) == (512, 64, "fp8")
+
+
+def test_every_table_entry_says_where_it_was_verified() -> None:
+    import json
+    from importlib import resources
+
+    table = json.loads(resources.files("doctor").joinpath("data/models.json").read_text())["models"]
+    for name in builtin_names():
+        entry = table[name]
+        assert "same_as" in entry or entry.get("verified_from"), name
