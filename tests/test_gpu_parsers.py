@@ -155,3 +155,12 @@ def test_bad_input_is_not_a_traceback(blob, tmp_path):
     p.write_bytes(blob)
     facts = load_paths([str(p)], Deadline(10))
     assert facts.gpus is None or facts.gpus.gpus == []
+
+
+def test_q_section_excerpts_without_a_gpu_header():
+    ecc = load_paths([str(SMI / "q-ecc-sram-uncorrectable-excerpt.txt")], Deadline(10)).gpus
+    assert ecc.gpus[0].ecc_uncorrected_volatile == 1 and ecc.gpus[0].ecc_uncorrected_aggregate == 5
+    pages = load_paths([str(SMI / "q-retired-pages-pending-excerpt.txt")], Deadline(10)).gpus
+    assert pages.gpus[0].retired_pages_pending is True
+    clean = nvidia_smi.parse_query((SMI / "nvidia-smi-q-d-ecc-2x-a100-pcie.txt").read_text().splitlines())
+    assert [g.ecc_uncorrected_volatile for g in clean.gpus] == [0, 0]

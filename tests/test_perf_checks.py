@@ -176,3 +176,10 @@ def test_launch_command_is_not_mistaken_for_a_log(tmp_path):
     r = analyze(cmd)
     assert r["facts"]["deployment"]["gpu_memory_utilization"] == 0.97
     assert r["facts"]["deployment"]["sources"]["gpu_memory_utilization"] == "cmdline"
+
+
+def test_uncorrectable_ecc_excerpt_is_a_gpu_fault():
+    r = analyze(FIX / "smi" / "q-ecc-sram-uncorrectable-excerpt.txt")
+    top = r["findings"][0]
+    assert top["code"] == "load.gpu_fault"
+    assert top["evidence"] == ["GPU0: 1 uncorrectable ECC error(s) since the last driver load"]

@@ -31,7 +31,16 @@ def gpu_facts(facts: Facts) -> Outcome:
     if g is None:
         raise NotApplicable("GPU facts were not collected")
     if g.available:
-        return Outcome(detail=f"{len(g.gpus)} GPU(s) via {g.source}" + (f", driver {g.driver_version}" if g.driver_version else ""))
+        names = sorted({x.name for x in g.gpus if x.name})
+        mem = sorted({int(x.memory_total_mib) for x in g.gpus if x.memory_total_mib})
+        parts = [f"{len(g.gpus)}x {', '.join(names) or 'GPU'}" + (f" ({', '.join(f'{m} MiB' for m in mem)})" if mem else ""),
+                 f"via {g.source}"]
+        if g.driver_version:
+            parts.append(f"driver {g.driver_version}" + (f", CUDA {g.cuda_version}" if g.cuda_version else ""))
+        utils = [x.util_gpu.mean for x in g.gpus if x.util_gpu]
+        if utils:
+            parts.append(f"utilization mean {sum(utils) / len(utils):.0f}%")
+        return Outcome(detail="; ".join(parts))
     engines = [p for p in (facts.host.processes if facts.host else []) if p.engine not in ("ollama", "llamacpp")]
     severity = "error" if engines else "info"
     title = ("an inference engine runs here but no NVIDIA GPU is visible: " if engines else "no NVIDIA GPU visible on this host: ") + g.reason

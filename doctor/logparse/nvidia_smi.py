@@ -28,8 +28,16 @@ def is_table(head: str) -> bool:
     return bool(_TABLE_HEADER.search(head)) and "Memory-Usage" in head
 
 
+_Q_EXCERPT = re.compile(
+    r"^\s+(ECC Errors|Retired [Pp]ages|Remapped Rows|Clocks (Event|Throttle) Reasons|GPU Link Info|FB Memory Usage)\s*$\n"
+    r"(\s+\S.*\n){0,3}\s+[A-Z][\w .-]+?\s+:\s",
+    re.M,
+)
+
+
 def is_query(head: str) -> bool:
-    return bool(_Q_HEADER.search(head)) or len(_Q_KEYS.findall(head)) >= 2
+    """`nvidia-smi -q`, a `-q -d` subset, or an excerpt of one section (pasted into tickets)."""
+    return bool(_Q_HEADER.search(head)) or len(_Q_KEYS.findall(head)) >= 2 or bool(_Q_EXCERPT.match(head.lstrip("\n")))
 
 
 def is_xml(head: str) -> bool:
@@ -160,6 +168,9 @@ def parse_query(lines: Iterable[str]) -> GpuFacts:
             stack.append((indent, key))
             continue
         value = m.group(3).strip()
+        if leaves is None and indent > 0 and not blocks:  # an excerpt of one GPU's sections, no header
+            leaves, procs = {}, []
+            blocks.append(("", leaves, procs))
         if leaves is None:  # the header before the first GPU
             if key == "Driver Version":
                 facts.driver_version = value
@@ -221,7 +232,7 @@ def _gpu_from_leaves(index: int, bus_id: str, leaf: dict[str, str], procs: list[
                 gpu.throttle_reasons.append(name)
     gpu.ecc_uncorrected_volatile = _ecc_sum(leaf, "ECC Errors/Volatile/")
     gpu.ecc_uncorrected_aggregate = _ecc_sum(leaf, "ECC Errors/Aggregate/")
-    pending = leaf.get("Retired Pages/Pending Page Blacklist") or leaf.get("Retired Pages/Pending")
+    pending = next((v for p, v in leaf.items() if p.lower() in ("retired pages/pending page blacklist", "retired pages/pending")), None)
     gpu.retired_pages_pending = {"Yes": True, "No": False}.get(pending or "")
     gpu.remapped_rows_pending = {"Yes": True, "No": False}.get(leaf.get("Remapped Rows/Pending", ""))
     for p in procs:
