@@ -96,27 +96,33 @@ def _best_group(g, size: int) -> list[int] | None:
 
 
 def _degraded_links(g) -> Finding | None:
-    bad = []
+    """A link trained narrower than its maximum, or slower while the GPU is busy. Idle GPUs drop
+    the generation (and some boards the width) to save power, so an idle narrow link is reported
+    as info, to be confirmed under load; an idle lower generation alone is normal."""
+    bad, confirmed = [], False
     for x in g.gpus:
         busy = x.util_gpu is not None and x.util_gpu.mean >= BUSY_UTIL
-        # idle GPUs lower the link generation and (Ada/Blackwell) width to save power: judge a link
-        # under load, or one at full generation whose width is still short
         full_gen = bool(x.pcie_gen_current and x.pcie_gen_max and x.pcie_gen_current >= x.pcie_gen_max)
-        if x.pcie_width_current and x.pcie_width_max and x.pcie_width_current < x.pcie_width_max and (busy or full_gen):
-            bad.append((x, f"GPU{x.index} {x.bus_id}: PCIe link width x{x.pcie_width_current} of x{x.pcie_width_max}"
-                           + (f" at Gen{x.pcie_gen_current}" if x.pcie_gen_current else "")))
+        gen = f" at Gen{x.pcie_gen_current} of Gen{x.pcie_gen_max}" if x.pcie_gen_current and x.pcie_gen_max else ""
+        state = f", {x.util_gpu.mean:g}% busy" if x.util_gpu is not None else ""
+        if x.pcie_width_current and x.pcie_width_max and x.pcie_width_current < x.pcie_width_max:
+            confirmed |= busy or full_gen
+            bad.append((x, f"GPU{x.index} {x.bus_id}: PCIe link width x{x.pcie_width_current} of x{x.pcie_width_max}{gen}{state}"))
         elif x.pcie_gen_current and x.pcie_gen_max and x.pcie_gen_current < x.pcie_gen_max and busy:
-            bad.append((x, f"GPU{x.index} {x.bus_id}: PCIe Gen{x.pcie_gen_current} of Gen{x.pcie_gen_max} "
-                           f"while {x.util_gpu.mean:g}% busy"))
+            confirmed = True
+            bad.append((x, f"GPU{x.index} {x.bus_id}: PCIe Gen{x.pcie_gen_current} of Gen{x.pcie_gen_max}{state}"))
     if not bad:
         return None
     first = bad[0][0]
-    return Finding("perf.slow_interconnect", f"{len(bad)} GPU PCIe link(s) run below their maximum",
-                   [b for _, b in bad],
-                   [Fix("Confirm the trained link (LnkSta vs LnkCap), then reseat the GPU or riser, use an x16 slot, "
-                        "and check the BIOS PCIe generation setting",
-                        f"sudo lspci -vv -s {first.bus_id.split(':', 1)[-1] if first.bus_id else '<bus id>'} | grep -E 'LnkCap|LnkSta'")],
-                   explains=["perf.high_latency"])
+    bus = first.bus_id.split(":", 1)[-1] if first.bus_id else "<bus id>"
+    fixes = [Fix("Confirm the trained link (LnkSta vs LnkCap), then reseat the GPU or riser, use an x16 slot, "
+                 "and check the BIOS PCIe generation setting", f"sudo lspci -vv -s {bus} | grep -E 'LnkCap|LnkSta'")]
+    if not confirmed:
+        fixes.insert(0, Fix("The GPU was idle: read the link again under load (idle GPUs may train down to save power)",
+                            f"nvidia-smi -i {first.index} --query-gpu=pcie.link.gen.current,pcie.link.width.current --format=csv"))
+    return Finding("perf.slow_interconnect", f"{len(bad)} GPU PCIe link(s) run below their maximum"
+                   + ("" if confirmed else " (measured while idle)"),
+                   [b for _, b in bad], fixes, severity="warn" if confirmed else "info", explains=["perf.high_latency"])
 
 
 def _nccl_env(cfg, g) -> Finding | None:
