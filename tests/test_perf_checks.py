@@ -187,3 +187,15 @@ def test_uncorrectable_ecc_excerpt_is_a_gpu_fault():
     top = r["findings"][0]
     assert top["code"] == "load.gpu_fault"
     assert top["evidence"] == ["GPU0: 1 uncorrectable ECC error(s) since the last driver load"]
+
+
+def test_tp_larger_than_the_model_needs(tmp_path):
+    cmd = write(tmp_path, "cmd.txt", "vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 8\n")
+    r = analyze(cmd, FIX / "smi" / "nvidia-smi-table-8x-h100-sxm-driver565.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.tp_mismatch" and "TP 1 holds it, 8 replicas" in top["title"]
+    assert commands(top) == ["--tensor-parallel-size 1 --data-parallel-size 8"]
+    # a 70B model needs TP 8 on 80 GB GPUs: no finding
+    cmd.write_text("vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 8\n")
+    r = analyze(cmd, FIX / "smi" / "nvidia-smi-table-8x-h100-sxm-driver565.txt")
+    assert "perf.tp_mismatch" not in [f["code"] for f in r["findings"]]

@@ -78,4 +78,43 @@ def parallelism(facts: Facts) -> Outcome:
         return Outcome([Finding(
             "perf.tp_mismatch", f"the engine uses {used} of {n} GPUs: {idle} GPU(s) stay idle",
             evidence, fixes, explains=["load.weights_oom", "load.kv_cache_insufficient", "load.no_kv_cache_memory"])])
+    smaller = _tp_needed(facts, cfg, g, heads)
+    if smaller is not None and smaller < tp:
+        weights_gib, total_gib = smaller_weights(facts, cfg, smaller), _gpu_gib(g)
+        replicas = tp // smaller
+        return Outcome([Finding(
+            "perf.tp_mismatch", f"TP={tp} is more than this model needs: TP {smaller} holds it, {replicas} replicas would serve more",
+            evidence + [f"{facts.model.name}: {weights_gib:.1f} GiB of weights per GPU at TP {smaller}, of {total_gib:.1f} GiB"],
+            [Fix(f"Serve {replicas} replicas of TP {smaller} instead of one of TP {tp} (less all-reduce per token)",
+                 f"{tp_flag} {smaller} {fv.flag('dp', cfg.engine)} {replicas}")])])
     return Outcome(detail=f"TP {tp} x PP {pp} x DP {dp} on {n} GPU(s)")
+
+
+WEIGHTS_SHARE = 0.4  # weights under 40% of a GPU leave the KV cache room to batch
+
+
+def _gpu_gib(g) -> float | None:
+    totals = [x.memory_total_mib for x in (g.gpus if g else []) if x.memory_total_mib]
+    return min(totals) / 1024 if totals else None
+
+
+def smaller_weights(facts: Facts, cfg, tp: int) -> float:
+    import dataclasses
+
+    from doctor.memory import weights_bytes_per_gpu
+
+    return weights_bytes_per_gpu(facts.model, dataclasses.replace(cfg, tensor_parallel_size=tp)) / 1024**3
+
+
+def _tp_needed(facts: Facts, cfg, g, heads: int | None) -> int | None:
+    """The smallest TP whose weights per GPU stay under WEIGHTS_SHARE of the GPU; None when the
+    model or the GPU size is not known."""
+    total = _gpu_gib(g)
+    if facts.model is None or total is None or (cfg.pipeline_parallel_size or 1) > 1:
+        return None
+    tp = 1
+    while tp < (cfg.tensor_parallel_size or 1):
+        if (heads is None or heads % tp == 0) and smaller_weights(facts, cfg, tp) <= WEIGHTS_SHARE * total:
+            return tp
+        tp *= 2
+    return None

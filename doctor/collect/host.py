@@ -196,3 +196,7 @@ def load_command(path: str, facts: Facts, deadline: Deadline) -> None:
         facts.notes.append(f"{path}: the command line names no known engine")
         return
     facts.deployment = cfg.merge(facts.deployment) if facts.deployment else cfg
+    if facts.model is None and cfg.model:
+        from doctor import models
+
+        facts.model = models.from_table(cfg.model)  # the shipped architecture table; None when unknown
