@@ -121,7 +121,7 @@ def connect(addrs: list[str], port: int, timeout: float, label: str) -> ProbeSte
     return step
 
 
-VERIFY_REASONS = {10: "expired", 18: "self-signed", 19: "self-signed CA in chain", 20: "unknown CA", 62: "wrong host"}
+VERIFY_REASONS = {10: "expired", 18: "self-signed", 19: "self-signed CA in chain", 20: "unknown CA", 62: "wrong host", 64: "wrong host"}
 
 
 def tls_handshake(addr: str, host: str, port: int, ctx: ssl.SSLContext, timeout: float, name: str = "tls") -> ProbeStep:

@@ -11,7 +11,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -45,11 +45,10 @@ class Reply:
     body: Any = b""
     content_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
-    chunks: list[bytes] | None = None  # streamed one by one, connection closed at the end
+    chunks: Iterable[bytes] | None = None  # streamed one by one (may be endless), then the connection closes
     chunk_delay: float = 0.0
     delay: float = 0.0  # before the status line
     hang: bool = False  # accept, read the request, never answer
-    length: bool = True  # send Content-Length (always for chunks when buffered=True)
 
     def payload(self) -> bytes:
         if isinstance(self.body, (dict, list)):
