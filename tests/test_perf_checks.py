@@ -55,11 +55,17 @@ def test_tp_across_sys_picks_gpus_under_one_switch(tmp_path):
 
 
 def test_tp_larger_than_the_node_splits_into_tp_x_pp(tmp_path):
-    cmd = write(tmp_path, "cmd.txt", "vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 16 --trust-remote-code\n")
+    cmd = write(tmp_path, "cmd.txt", "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 16 "
+                "--nnodes 2 --node-rank 0 --dist-init-addr 10.0.0.1:5000 --trust-remote-code\n")
     r = analyze(cmd, FIX / "smi" / "nvidia-smi-table-8x-h100-sxm-driver565.txt")
     top = r["findings"][0]
-    assert top["code"] == "perf.tp_mismatch" and "span nodes" in top["title"]
-    assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in commands(top)
+    assert top["code"] == "perf.tp_mismatch" and top["title"] == "TP=16 spans 2 nodes of 8 GPUs each"
+    assert commands(top) == ["--tp 8 --pp-size 2"]
+    # one node, no --nnodes: the same advice, next to the load layer's "needs 16 GPUs"
+    cmd.write_text("vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 16 --trust-remote-code\n")
+    r = analyze(cmd, FIX / "smi" / "nvidia-smi-table-8x-h100-sxm-driver565.txt")
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.tp_mismatch"]
+    assert "span nodes" in f["title"] and "--tensor-parallel-size 8 --pipeline-parallel-size 2" in commands(f)
 
 
 def test_tp1_with_two_visible_gpus():

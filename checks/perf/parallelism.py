@@ -59,7 +59,8 @@ def parallelism(facts: Facts) -> Outcome:
             "perf.tp_mismatch", f"TP={tp} spans {nodes} nodes of {n} GPUs each",
             evidence + [f"nnodes={nodes}"],
             [Fix(f"TP {n} inside each node, PP {new_pp} across nodes", f"{tp_flag} {n} {pp_flag} {new_pp}")],
-            explains=["perf.slow_interconnect", "perf.high_latency"])])
+            # with nnodes the GPUs of the other nodes exist: a per-node "TP > GPUs" is this, not an invalid TP
+            explains=["perf.slow_interconnect", "perf.high_latency", "load.tp_invalid"])])
     used = tp * pp * dp
     if used < n and nodes <= 1:
         idle = n - used
