@@ -128,11 +128,13 @@ def resolve(
 def config_files(env: Mapping[str, str], home: Path, cwd: Path, read: list[str]) -> dict[str, Resolved]:
     """Settings found in client config files, first file wins per setting."""
     found: dict[str, Resolved] = {}
-    for path, shown in (
-        (cwd / ".claude" / "settings.local.json", ".claude/settings.local.json"),
-        (cwd / ".claude" / "settings.json", ".claude/settings.json"),
-        (home / ".claude" / "settings.json", "~/.claude/settings.json"),
-    ):
+    claude = [(home / ".claude" / "settings.json", "~/.claude/settings.json")]
+    if _real(cwd) != _real(home):  # run from $HOME: the project file is the user file
+        claude[:0] = [
+            (cwd / ".claude" / "settings.local.json", ".claude/settings.local.json"),
+            (cwd / ".claude" / "settings.json", ".claude/settings.json"),
+        ]
+    for path, shown in claude:
         block = _json_env_block(path)
         if block is None:
             continue
@@ -157,6 +159,13 @@ def config_files(env: Mapping[str, str], home: Path, cwd: Path, read: list[str])
             if isinstance(key_var, str) and env.get(key_var) is not None and "api_key" not in found:
                 found["api_key"] = Resolved(env[key_var], f"env {key_var} (env_key of {shown} model_providers.{provider_id})")
     return found
+
+
+def _real(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return path
 
 
 def _json_env_block(path: Path) -> dict[str, Any] | None:
