@@ -205,3 +205,15 @@ def test_tp_larger_than_the_model_needs(tmp_path):
     cmd.write_text("vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 8\n")
     r = analyze(cmd, FIX / "smi" / "nvidia-smi-table-8x-h100-sxm-driver565.txt")
     assert "perf.tp_mismatch" not in [f["code"] for f in r["findings"]]
+
+
+def test_latency_against_the_bandwidth_floor(tmp_path):
+    cmd = write(tmp_path, "cmd.txt", "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 1\n")
+    r = analyze(cmd, FIX / "metrics" / "sglang-0.4-era-metrics-llama31-8b-model_name-label.txt",
+                FIX / "smi" / "nvidia-smi-table-1x-h200-driver550.txt")
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.high_latency"]
+    # 866964.58 s / 7400757 tokens = 117 ms; 15.0 GiB / 4800 GB/s = 3.3 ms
+    assert "117 ms per output token" in f["title"]
+    assert any("floor is about 3.3 ms per token" in e and "observed 35x" in e for e in f["evidence"])
+    (u,) = [f for f in r["findings"] if f["code"] == "perf.low_gpu_util"]
+    assert u["severity"] == "info" and "(one reading)" in u["title"]

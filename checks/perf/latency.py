@@ -17,6 +17,34 @@ from doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 TTFT_S = 2.0
 ITL_S = 0.1
+FAR_ABOVE = 5.0  # observed ITL this many times the bandwidth floor: time goes elsewhere
+MIN_ITL_S = 0.03
+
+# HBM/GDDR bandwidth in GB/s (vendor datasheets): one decode step reads every weight once, so
+# weights-per-GPU / bandwidth is the floor of the inter-token latency at small batch.
+BANDWIDTH_GBS = (
+    ("H200", 4800), ("H20", 4000), ("H100 PCIe", 2000), ("H100 NVL", 3900), ("H100", 3350), ("H800", 3350),
+    ("A100-PCIE-40GB", 1555), ("A100-SXM4-40GB", 1555), ("A100 80GB PCIe", 1935), ("A100", 2039), ("A800", 2039),
+    ("L40S", 864), ("L40", 864), ("L20", 864), ("L4", 300), ("A10G", 600), ("A10", 600), ("A6000", 768),
+    ("RTX 5090", 1792), ("RTX 4090", 1008), ("RTX 3090", 936), ("V100", 900), ("T4", 320),
+)
+
+
+def bandwidth_gbs(name: str) -> float | None:
+    return next((bw for key, bw in BANDWIDTH_GBS if key.lower() in name.lower()), None)
+
+
+def itl_floor_s(facts: Facts, cfg) -> tuple[float, str] | None:
+    """Weights per GPU / memory bandwidth, when the model, the engine config and the GPU are known."""
+    if facts.model is None or cfg is None or not facts.gpus or not facts.gpus.gpus:
+        return None
+    bw = bandwidth_gbs(facts.gpus.gpus[0].name)
+    if not bw:
+        return None
+    from doctor.memory import weights_bytes_per_gpu
+
+    weights = weights_bytes_per_gpu(facts.model, cfg)
+    return weights / (bw * 1e9), f"{weights / 1024**3:.1f} GiB of weights per GPU / {bw} GB/s ({facts.gpus.gpus[0].name})"
 
 
 @check("perf.latency", "perf", codes=["perf.high_latency"])
@@ -38,8 +66,10 @@ def latency(facts: Facts) -> Outcome:
     queue, _ = pick("queue")
     if ttft is None and itl is None:
         raise NotApplicable("the scrape has no TTFT or inter-token latency histogram")
+    cfg = fv.maybe_deployment(facts)
+    floor = itl_floor_s(facts, cfg)
     slow_ttft = ttft is not None and ttft > TTFT_S
-    slow_itl = itl is not None and itl > ITL_S
+    slow_itl = itl is not None and (itl > ITL_S or bool(floor and itl > FAR_ABOVE * floor[0] and itl > MIN_ITL_S))
     if not (slow_ttft or slow_itl):
         return Outcome(detail=f"TTFT {ttft or 0:.2f} s, ITL {(itl or 0) * 1000:.0f} ms")
     evidence = []
@@ -48,12 +78,14 @@ def latency(facts: Facts) -> Outcome:
         evidence.append(f"mean TTFT {ttft:.2f} s {ttft_when}" + (f", p90 {p90:.2f} s" if p90 is not None else ""))
     if itl is not None:
         evidence.append(f"mean inter-token latency {itl * 1000:.0f} ms ({1 / itl:.1f} tokens/s per request) {itl_when}")
+    if floor and itl is not None:
+        evidence.append(f"the hardware floor is about {floor[0] * 1000:.1f} ms per token: {floor[1]}; "
+                        f"observed {itl / floor[0]:.0f}x that")
     if queue is not None:
         evidence.append(f"mean time waiting in the queue {queue:.2f} s")
     for k in ("running", "waiting", "kv_cache_usage"):
         if k in m.raw:
             evidence.append(m.raw[k])
-    cfg = fv.maybe_deployment(facts)
     engine = (cfg.engine if cfg else "") or m.engine or "vllm"
     fixes = []
     waiting = v.get("waiting", 0)

@@ -50,5 +50,8 @@ def gpu_utilization(facts: Facts) -> Outcome:
                      "a smaller TP leaves GPUs for more replicas)")]
     if cfg and cfg.engine == "llamacpp" and cfg.n_gpu_layers == 0:
         fixes.insert(0, Fix("No layer is offloaded (-ngl 0): offload all layers", "-ngl 999"))
-    return Outcome([Finding("perf.low_gpu_util", f"GPU utilization {mean:.0f}% while {running:g} request(s) run",
-                            evidence, fixes)])
+    snapshot = all(x.util_gpu.samples <= 1 for x in mine)  # one nvidia-smi reading, not a sampled window
+    if snapshot:
+        fixes.append(Fix("This is one reading: sample over seconds while serving to confirm", "llm-doctor run --sample 10"))
+    return Outcome([Finding("perf.low_gpu_util", f"GPU utilization {mean:.0f}% while {running:g} request(s) run"
+                            + (" (one reading)" if snapshot else ""), evidence, fixes, severity="info" if snapshot else "warn")])

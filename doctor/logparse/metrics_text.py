@@ -212,7 +212,8 @@ def _histogram(by_name: dict[str, list[Sample]], base: str) -> Histogram | None:
 
 def quantile(hist: Histogram, q: float) -> float | None:
     """The q-quantile from cumulative buckets, interpolated linearly inside the bucket (what
-    Prometheus' histogram_quantile does); None without finite buckets."""
+    Prometheus' histogram_quantile does); None without finite buckets or when it lies beyond the
+    largest finite bound."""
     bounds = sorted(b for b in hist.buckets if b == b)
     if not bounds or hist.count <= 0:
         return None
@@ -223,7 +224,7 @@ def quantile(hist: Histogram, q: float) -> float | None:
         c = hist.buckets[b]
         if c >= target:
             if b == float("inf"):
-                return prev_bound
+                return None  # above the largest finite bucket: no number to give
             span = c - prev_count
             return prev_bound + (b - prev_bound) * ((target - prev_count) / span if span > 0 else 1.0)
         prev_bound, prev_count = b, c
