@@ -89,3 +89,14 @@ def test_real_multiline_command_from_an_issue():
     d = facts.deployment
     assert d.engine == "sglang" and d.tensor_parallel_size == 8
     assert d.max_num_seqs == 128 and d.max_num_batched_tokens == 32768 and d.max_model_len == 163840
+
+
+def test_secret_env_in_a_launch_command_is_not_kept(tmp_path):
+    from doctor.collect.files import load_paths
+    from doctor.engine import Deadline
+
+    p = tmp_path / "run.sh"
+    p.write_text("VLLM_API_KEY=token-canary-98765 CUDA_VISIBLE_DEVICES=0,1 vllm serve m --tensor-parallel-size 2\n")
+    facts = load_paths([str(p)], Deadline(10))
+    assert facts.deployment.env == {"VLLM_API_KEY": "<set>", "CUDA_VISIBLE_DEVICES": "0,1"}
+    assert "token-canary-98765" not in repr(facts.to_dict())

@@ -166,3 +166,31 @@ def test_live_scrape_drives_the_kv_pressure_check(engine):
     assert "vllm:kv_cache_usage_perc 0.97" in finding.evidence
     # 48 running at 97%: 48 * 0.8 / 0.97 = 39.6 -> 39 sequences keep it near 80%
     assert finding.fixes[0].command == "--max-num-seqs 39"
+
+
+def test_runaway_metrics_endpoint_is_capped(monkeypatch):
+    """An endpoint that never stops sending: the scrape stops at the cap, memory stays bounded."""
+
+    class Endless(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            line = b'vllm:num_requests_running{engine="0"} 1.0\n' * 1000
+            try:
+                for _ in range(100_000):
+                    self.wfile.write(line)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def log_message(self, *a) -> None:
+            pass
+
+    monkeypatch.setattr(mt, "MAX_SCRAPE_BYTES", 256 * 1024)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Endless)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        text = metrics.scrape(f"http://127.0.0.1:{server.server_address[1]}/metrics", timeout=10)
+    finally:
+        server.shutdown()
+    assert len(text) <= 256 * 1024 and text.startswith("vllm:num_requests_running")

@@ -192,6 +192,7 @@ def load_command(path: str, facts: Facts, deadline: Deadline) -> None:
         facts.notes.append(f"{path}: no engine launch command found")
         return
     cfg = parse_command(line, source="cmdline")
+    cfg.env = {k: ("<set>" if SECRET_ENV.search(k) else v) for k, v in cfg.env.items()}  # VLLM_API_KEY=... never kept
     if not cfg.engine:
         facts.notes.append(f"{path}: the command line names no known engine")
         return

@@ -43,10 +43,16 @@ def scrape(url: str, api_key: str | None = None, timeout: float = 5.0) -> str:
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=True) as client:
-        resp = client.get(url, headers=headers)
-    if resp.status_code != 200:
-        raise MetricsUnavailable(f"GET {url} answered HTTP {resp.status_code}" + _why(resp.status_code))
-    return resp.text[: mt.MAX_SCRAPE_BYTES]
+        with client.stream("GET", url, headers=headers) as resp:
+            if resp.status_code != 200:
+                raise MetricsUnavailable(f"GET {url} answered HTTP {resp.status_code}" + _why(resp.status_code))
+            chunks, size = [], 0
+            for chunk in resp.iter_bytes():  # a hostile or runaway endpoint must not fill memory
+                chunks.append(chunk)
+                size += len(chunk)
+                if size >= mt.MAX_SCRAPE_BYTES:
+                    break
+    return b"".join(chunks)[: mt.MAX_SCRAPE_BYTES].decode(resp.encoding or "utf-8", errors="replace")
 
 
 class MetricsUnavailable(Exception):
