@@ -100,3 +100,19 @@ def test_secret_env_in_a_launch_command_is_not_kept(tmp_path):
     facts = load_paths([str(p)], Deadline(10))
     assert facts.deployment.env == {"VLLM_API_KEY": "<set>", "CUDA_VISIBLE_DEVICES": "0,1"}
     assert "token-canary-98765" not in repr(facts.to_dict())
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["/usr/bin/python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"], True),
+        (["/opt/venv/bin/vllm", "serve", "m"], True),
+        (["python3", "-m", "sglang.launch_server", "--model-path", "m"], True),
+        (["/usr/bin/python3", "/opt/llama-server", "-m", "x.gguf"], True),
+        (["cmake", "--build", "build", "--target", "llama-server", "-j2"], False),
+        (["grep", "-r", "vllm serve", "."], False),
+        (["python", "-m", "pip", "install", "vllm"], False),
+    ],
+)
+def test_only_engines_count_as_engine_processes(argv, expected):
+    assert host.is_engine_argv(argv) is expected

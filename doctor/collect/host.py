@@ -101,7 +101,7 @@ def engine_processes() -> list[EngineProcess]:
     for proc in psutil.process_iter(["pid", "ppid", "cmdline"]):
         argv = proc.info.get("cmdline") or []
         joined = " ".join(argv)
-        if not argv or not any(h in joined for h in ENGINE_HINTS):
+        if not argv or not any(h in joined for h in ENGINE_HINTS) or not is_engine_argv(argv):
             continue
         cfg = parse_command(argv, source="process")
         if not cfg.engine:
@@ -121,6 +121,22 @@ def engine_processes() -> list[EngineProcess]:
         found.append(ep)
     child_pids = {c for ep in found for c in ep.children}
     return [ep for ep in found if ep.pid not in child_pids]
+
+
+ENGINE_EXECUTABLES = {"vllm", "sglang", "llama-server", "text-generation-launcher", "text-generation-server", "trtllm-serve", "ollama"}
+ENGINE_MODULES = ("vllm.entrypoints", "sglang.launch_server", "sglang.srt", "text_generation_server", "tensorrt_llm")
+
+
+def is_engine_argv(argv: list[str]) -> bool:
+    """The process IS an engine (its executable, or `python [-m] <engine>`), not a tool that names
+    one in its arguments (`cmake --target llama-server`, `grep vllm`, `pip install vllm`)."""
+    exe = os.path.basename(argv[0])
+    if exe in ENGINE_EXECUTABLES:
+        return True
+    if exe.startswith("python") or exe in ("uv", "uvx", "env"):
+        rest = [a for a in argv[1:4] if a not in ("-m", "-u", "-O", "run")]
+        return bool(rest) and (os.path.basename(rest[0]) in ENGINE_EXECUTABLES or rest[0].startswith(ENGINE_MODULES))
+    return False
 
 
 def _env(proc: object) -> dict[str, str]:
