@@ -374,3 +374,22 @@ def test_setting_sources_reach_the_report() -> None:
     s = report.facts.settings
     assert s is not None and s.api_key == Setting("sk-...fXYZ", "env OPENAI_API_KEY")
     assert s.base_url.source == "env OPENAI_BASE_URL"
+
+
+def test_dead_proxy_for_the_other_scheme_is_a_warning() -> None:
+    port = free_port()
+    with FakeServer(VllmLike(key=KEY, models=[MODEL])) as srv:
+        report = diagnose(srv.url + "/v1", env={"HTTPS_PROXY": f"http://127.0.0.1:{port}"})
+    f = report.findings[0]
+    assert (f.code, f.severity) == ("access.proxy_failed", "warn")
+    assert f.title.startswith(f"HTTPS_PROXY=http://127.0.0.1:{port} is unreachable: this http:// endpoint does not use it")
+    assert report.exit_code("error") == 0 and status(report)["access.request"] == "pass"
+
+
+def test_litellm_without_a_database_rejects_other_keys_with_400() -> None:
+    body = {"error": {"message": "No connected db.", "type": "no_db_connection", "param": "None", "code": "400"}}
+    with FakeServer(fixed(Reply(400, body))) as srv:
+        report = diagnose(srv.url + "/v1", key="sk-not-the-master-key")
+    f = report.findings[0]
+    assert f.code == "access.key_rejected"
+    assert f"GET {srv.url}/v1/models -> 400 No connected db." in f.evidence

@@ -29,7 +29,7 @@ NAMES = {"openai": "OpenAI", "anthropic": "Anthropic", "openrouter": "OpenRouter
          "google": "Google", "huggingface": "Hugging Face", "github": "GitHub"}  # fmt: skip
 
 
-@check("access.key", "access", codes=CODES, needs=("settings",))
+@check("access.key", "access", codes=CODES, needs=("settings", "endpoint"))
 def key(facts: Facts) -> Outcome:
     """API key present (when the server asks for one), well-formed, and accepted."""
     settings = facts.settings or SettingsFacts()
@@ -129,7 +129,12 @@ def _key_var(settings: SettingsFacts, ep: EndpointFacts | None) -> str:
 def _rejection(ep: EndpointFacts | None) -> ProbeStep | None:
     if ep is None:
         return None
-    return next((s for s in t.http_steps(ep) if s.status in (401, 403)), None)
+    return next((s for s in t.http_steps(ep) if s.status in (401, 403) or _litellm_no_db(s)), None)
+
+
+def _litellm_no_db(step: ProbeStep) -> bool:
+    """LiteLLM proxy with a master key and no database answers any other key with 400 "No connected db."."""
+    return step.status == 400 and "no connected db" in str(step.detail.get("error_message", "")).lower()
 
 
 def _accepted(ep: EndpointFacts | None) -> ProbeStep | None:

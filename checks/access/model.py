@@ -18,7 +18,7 @@ CODES = ("access.model_id_missing", "access.model_not_found")
 REQUEST_STEPS = ("chat", "candidate_chat", "messages", "candidate_messages")
 
 
-@check("access.model", "access", codes=CODES, needs=("settings",), after=("access.key",))
+@check("access.model", "access", codes=CODES, needs=("settings", "endpoint"), after=("access.key",))
 def model(facts: Facts) -> Outcome:
     """Model ID configured, and served (closest served IDs when it is not)."""
     settings = facts.settings or SettingsFacts()

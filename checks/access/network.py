@@ -48,6 +48,8 @@ def _first_failure(ep: EndpointFacts) -> Finding | None:
     for step in ep.steps:
         if step.step not in t.NETWORK_STEPS or step.ok and step.step != "tls_sniff" or step.detail.get("ignored_by_insecure"):
             continue
+        if step.step == "proxy_unused":
+            continue
         if step.step == "proxy":
             return Finding("access.proxy_failed", f"the proxy in {step.detail.get('var')} is unusable", [step.error], _proxy_fixes(ep))
         via = bool(step.detail.get("via_proxy"))
@@ -165,6 +167,17 @@ def _http_level(ep: EndpointFacts) -> Finding | None:
 
 def _warnings(facts: Facts, ep: EndpointFacts) -> list[Finding]:
     out = []
+    scheme = urlsplit(ep.base_url).scheme
+    for step in ep.steps:
+        if step.step == "proxy_unused" and not step.ok:
+            var = str(step.detail.get("var"))
+            other = "https://" if "http_" in var.lower() and "https" not in var.lower() else "http://" if "https" in var.lower() else "other"
+            out.append(Finding(
+                "access.proxy_failed",
+                f"{var}={step.target} is unreachable: this {scheme}:// endpoint does not use it, but {other} requests from this environment will fail",
+                [f"{var}={step.target}", f"connect: {step.error_class}: {step.error}"],
+                [Fix(f"Unset or fix {var}", f"unset {var}")], severity="warn",
+            ))  # fmt: skip
     tls = t.find(ep, "tls")
     if ep.insecure:
         evidence = ["--insecure: certificates are not verified"]

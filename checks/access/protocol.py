@@ -11,7 +11,7 @@ from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, NotApplicable, Outcome
 
-SYMPTOMS = ["access.base_url_invalid", "access.model_not_found", "access.response_invalid"]
+SYMPTOMS = ["access.base_url_invalid", "access.model_not_found", "access.response_invalid", "access.key_rejected"]
 
 
 @check("access.protocol", "access", codes=("access.protocol_mismatch",), needs=("endpoint",), after=("access.network",))

@@ -130,6 +130,8 @@ class Prober:
         var, proxy, bypass = net.proxy_for(scheme, host, port, self.settings.proxy_env)
         if var or bypass:
             step = self.add(ProbeStep("proxy", self.redact(proxy) or "direct", ok=True, detail={"var": var, "bypass": bypass}))
+        if not bypass:
+            self.unused_proxies(var, proxy)
         if var:
             self.facts.proxy_url, self.facts.proxy_var = self.redact(proxy), var
             pparts = urlsplit(proxy if "://" in proxy else "//" + proxy)
@@ -163,6 +165,28 @@ class Prober:
                 self.facts.stopped = "TLS handshake failed"
                 return False
         return True
+
+    def unused_proxies(self, used_var: str, used: str) -> None:
+        """Proxy variables this URL's scheme does not use: a dead one still breaks every https
+        (or http) client on the machine, so its reachability is recorded as `proxy_unused`."""
+        seen = {used}
+        for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+            value = (self.settings.proxy_env.get(var) or "").strip()
+            if not value or var == used_var or value in seen:
+                continue
+            seen.add(value)
+            parts = urlsplit(value if "://" in value else "//" + value)
+            try:
+                host, port = parts.hostname, parts.port or 80
+            except ValueError:
+                continue
+            if not host or not (parts.scheme or "http").startswith("http"):
+                continue
+            limit = min(self.timeout(), 2.0)
+            dns, addrs = net.resolve(host, port, limit)
+            step = net.connect(addrs, port, limit, f"{host}:{port}") if dns.ok else dns
+            self.add(ProbeStep("proxy_unused", self.redact(value), ok=step.ok, error_class=step.error_class,
+                               error=step.error, detail={"var": var}))  # fmt: skip
 
     def reach(self, host: str, port: int, via_proxy: bool) -> bool:
         self.say("access", f"resolving {host}")
@@ -268,10 +292,9 @@ class Prober:
 
     def auth_headers(self, anthropic: bool) -> dict[str, str]:
         headers = {"user-agent": "llm-doctor/0.1"}
-        if self.key:
+        if self.key:  # both styles, to the configured host only: an Anthropic route answers either
             headers["authorization"] = f"Bearer {self.key}"
-            if anthropic:
-                headers["x-api-key"] = self.key
+            headers["x-api-key"] = self.key
         if anthropic:
             headers["anthropic-version"] = ANTHROPIC_VERSION
         return headers
