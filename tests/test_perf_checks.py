@@ -217,3 +217,17 @@ def test_latency_against_the_bandwidth_floor(tmp_path):
     assert any("floor is about 3.3 ms per token" in e and "observed 35x" in e for e in f["evidence"])
     (u,) = [f for f in r["findings"] if f["code"] == "perf.low_gpu_util"]
     assert u["severity"] == "info" and "(one reading)" in u["title"]
+
+
+def test_engine_log_saying_no_p2p_is_slow_interconnect():
+    r = analyze(FIX / "perf" / "v0.10.1.1-v1-tp2-a100-0.25gmu.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.slow_interconnect"
+    assert "lacks GPU P2P capability" in top["evidence"][0]
+
+
+def test_engine_log_pcie_only_tp4_suggests_replicas():
+    r = analyze(FIX / "perf" / "v0.8.0rc3-v0-fallback-tp4-pcie-custom-allreduce-disabled.txt")
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.slow_interconnect"]
+    assert "more than two PCIe-only GPUs" in f["evidence"][0]
+    assert "--tensor-parallel-size 2 --data-parallel-size 2" in commands(f)

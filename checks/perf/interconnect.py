@@ -9,6 +9,7 @@ slower transports. Reads GPU facts (topology, P2P, PCIe link state) and the engi
 
 from __future__ import annotations
 
+import re
 from itertools import combinations
 
 from checks.perf import facts_view as fv
@@ -36,12 +37,45 @@ def rank(level: str) -> int:
 @check("perf.interconnect", "perf", codes=["perf.slow_interconnect"])
 def interconnect(facts: Facts) -> Outcome:
     """TP traffic runs over NVLink or P2P, PCIe links run at their full width, NCCL keeps its fast transports."""
-    g = fv.gpus(facts)
     cfg = fv.maybe_deployment(facts)
+    logged = _logged_no_p2p(facts)
+    try:
+        g = fv.gpus(facts)
+    except NotApplicable:
+        if logged is None:
+            raise
+        return Outcome([logged])
     findings = [f for f in (_tp_over_pcie(g, cfg), _degraded_links(g), _nccl_env(cfg, g)) if f]
+    if logged is not None and not any("PCIe (" in f.title for f in findings):
+        findings.append(logged)
     if not findings and not g.topology and all(x.pcie_width_current is None for x in g.gpus):
         raise NotApplicable("no topology or PCIe link facts (nvidia-smi topo -m, -q, or NVML)")
     return Outcome(findings, "" if findings else "GPU links as expected")
+
+
+def _logged_no_p2p(facts: Facts) -> Finding | None:
+    """vLLM says why it turned its custom all-reduce off: no P2P, or more than two PCIe-only GPUs.
+    Both mean the TP all-reduce runs through NCCL over PCIe/host memory. ("spans across nodes"
+    is the parallel layout, judged by perf.parallelism.)"""
+    from checks.load import log_events as le
+
+    try:
+        found = [e for e in le.events(facts, "custom_allreduce_off")
+                 if re.search(r"P2P|PCIe-only", " ".join(e.lines), re.I)]
+    except NotApplicable:
+        return None
+    if not found:
+        return None
+    cfg = fv.maybe_deployment(facts)
+    tp = (cfg.tensor_parallel_size if cfg else None) or 0
+    engine = cfg.engine if cfg and cfg.engine else "vllm"
+    fixes = []
+    if tp >= 4:
+        fixes.append(Fix(f"On PCIe GPUs prefer replicas: TP {tp // 2} x DP 2 halves the all-reduce traffic (if the model fits)",
+                         f"{fv.flag('tp', engine)} {tp // 2} {fv.flag('dp', engine)} 2"))
+    fixes.append(Fix("Check the link between the GPUs (NV# for NVLink, PIX/PXB share a PCIe switch)", "nvidia-smi topo -m"))
+    return Finding("perf.slow_interconnect", "the engine found no P2P/NVLink path between its GPUs: TP all-reduce runs over PCIe",
+                   le.evidence(found[:1]), fixes, explains=["perf.low_gpu_util", "perf.high_latency"])
 
 
 def _tp_over_pcie(g, cfg) -> Finding | None:
