@@ -88,3 +88,21 @@ def test_probe_is_bounded_and_reports_errors(one_slot):
     r = probe(one_slot, "wrong-key", None, 99)
     assert r.concurrency == 16  # capped
     assert r.tps_1 is None and r.errors == 2 and "HTTP 401" in r.notes
+
+
+def test_run_with_probe_load_end_to_end(one_slot):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = subprocess.run(
+        [sys.executable, "-m", "doctor", "run", "--base-url", one_slot, "--api-key", "sk-probe-key", "--model", "gemma-tiny",
+         "--probe-load", "4", "--sample", "0.3", "--only", "perf", "--format", "json"],
+        capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[1],
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["facts"]["host"]["probe"]["concurrency"] == 4
+    top = report["findings"][0]
+    assert top["code"] == "perf.batching_limited" and top["fixes"][0]["command"] == "--parallel 4"
+    assert "sk-probe-key" not in out.stdout
