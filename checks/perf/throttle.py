@@ -17,7 +17,7 @@ from doctor.findings import Finding, Fix, Outcome
 THERMAL = {"hw_thermal_slowdown", "sw_thermal_slowdown"}
 POWER = {"sw_power_cap", "hw_power_brake_slowdown"}
 IGNORED = {"idle", "gpu_idle", "sync_boost", "display_clock_setting"}
-NEAR_LIMIT = 0.9
+NEAR_LIMIT = 0.75
 
 
 @check("perf.clocks", "perf", codes=["perf.gpu_throttled"])
@@ -70,7 +70,10 @@ def _counts(x, reason: str) -> bool:
     if reason in IGNORED:
         return False
     if reason == "sw_power_cap":
-        near = x.power_draw_w is not None and x.power_limit_w and x.power_draw_w >= NEAR_LIMIT * x.power_limit_w
+        # the driver reports the cap "active" on an idle board too; it throttles when the GPU draws
+        # near its limit (the reading is an average, so somewhat below it) or is busy
+        busy = x.util_gpu is not None and x.util_gpu.mean >= 50
+        near = busy or (x.power_draw_w is not None and x.power_limit_w and x.power_draw_w >= NEAR_LIMIT * x.power_limit_w)
         lowered = x.power_limit_w and x.power_max_limit_w and x.power_limit_w < 0.95 * x.power_max_limit_w
         return bool(near or lowered)
     if reason == "applications_clocks_setting":
