@@ -43,7 +43,8 @@ def test_tp_on_pcie_switch_with_p2p_is_fine_but_idle_gpus_are_not(tmp_path):
     codes = [f["code"] for f in r["findings"]]
     assert codes[0] == "perf.tp_mismatch" and "perf.slow_interconnect" not in codes
     assert "the engine uses 4 of 8 GPUs" in r["findings"][0]["title"]
-    assert "--tensor-parallel-size 8" in commands(r["findings"][0])
+    # PCIe only (no NV# in the matrix): replicas, not more TP
+    assert commands(r["findings"][0]) == ["--data-parallel-size 2"]
 
 
 def test_tp_across_sys_picks_gpus_under_one_switch(tmp_path):
@@ -231,3 +232,12 @@ def test_engine_log_pcie_only_tp4_suggests_replicas():
     (f,) = [f for f in r["findings"] if f["code"] == "perf.slow_interconnect"]
     assert "more than two PCIe-only GPUs" in f["evidence"][0]
     assert "--tensor-parallel-size 2 --data-parallel-size 2" in commands(f)
+
+
+def test_geforce_tp_has_no_p2p(tmp_path):
+    cmd = write(tmp_path, "cmd.txt", "vllm serve Qwen/Qwen2.5-14B-Instruct --tensor-parallel-size 2\n")
+    r = analyze(cmd, FIX / "smi" / "nvidia-smi-table-8x-rtx4090-driver550.txt", FIX / "topo" / "rtx4090-8x-pix-sys-no-nic.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.slow_interconnect" and "without P2P" in top["title"]
+    assert any("GeForce" in e for e in top["evidence"])
+    assert "--tensor-parallel-size 1 --data-parallel-size 2" in commands(top)

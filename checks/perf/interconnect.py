@@ -91,7 +91,8 @@ def _tp_over_pcie(g, cfg) -> Finding | None:
     if level_is_nvlink(worst[2]):
         return None
     p2p_bad = [(i, j, g.p2p[i][j]) for i, j in combinations(group, 2) if g.p2p and g.p2p[i][j] not in ("OK", "X", "")]
-    if rank(worst[2]) <= LEVEL_RANK["PXB"] and not p2p_bad:
+    consumer = sorted({x.name for i in group if (x := g.by_index(i)) and "geforce" in x.name.lower()})
+    if rank(worst[2]) <= LEVEL_RANK["PXB"] and not p2p_bad and not consumer:
         return None  # behind one PCIe switch P2P works: the best a PCIe box gives
     evidence = [f"tensor_parallel_size={tp}; GPUs {','.join(map(str, group))}"]
     evidence.append(
@@ -100,6 +101,9 @@ def _tp_over_pcie(g, cfg) -> Finding | None:
     )
     if p2p_bad:
         evidence.append("P2P read status: " + ", ".join(f"GPU{i}-GPU{j} {s}" for i, j, s in p2p_bad[:6]) + " (no peer-to-peer)")
+    elif consumer:
+        evidence.append(f"{', '.join(consumer)}: the driver offers no PCIe peer-to-peer on GeForce cards, so traffic bounces through host memory")
+        p2p_bad = [(group[0], group[1], "GeForce")]
     fixes = []
     best = _best_group(g, tp)
     if best and max(rank(g.topology[i][j]) for i, j in combinations(best, 2)) < rank(worst[2]):

@@ -66,12 +66,14 @@ def parallelism(facts: Facts) -> Outcome:
         idle = n - used
         better = valid_tp(n // pp, heads)
         fixes = []
-        if better > tp:
+        pcie_only = bool(g and g.topology) and not any(c.startswith("NV") for row in g.topology for c in row)
+        if better > tp and not pcie_only:
             fixes.append(Fix(f"Use the idle GPUs for tensor parallelism (TP {better}{f' divides the {heads} heads' if heads else ''})",
                              f"{tp_flag} {better}"))
         replicas = n // (tp * pp)
         if replicas > 1 and cfg.engine in ("vllm", "sglang"):
-            fixes.append(Fix(f"Or serve {replicas} replicas with data parallelism (more throughput when the model fits TP {tp})",
+            fixes.append(Fix(f"{'Or serve' if fixes else 'Serve'} {replicas} replicas with data parallelism (more throughput "
+                             f"when the model fits TP {tp}{'; on PCIe-only GPUs better than more TP' if pcie_only else ''})",
                              f"{fv.flag('dp', cfg.engine)} {replicas}"))
         if not fixes:
             fixes.append(Fix(f"Expose only the GPUs the engine uses, so {idle} GPU(s) can serve another replica",
