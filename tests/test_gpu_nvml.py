@@ -258,3 +258,25 @@ def test_live_facts_survive_a_bundle_round_trip(nvml):
     again = Facts.from_dict(json.loads(json.dumps(facts.to_dict())))
     assert again.gpus == facts.gpus
     assert again.gpus.gpus[1].util_gpu.samples == facts.gpus.gpus[1].util_gpu.samples
+
+
+def test_saved_bundle_reproduces_the_live_diagnosis(fake_lib, tmp_path):
+    """run on a (fake) GPU box with --save-bundle, then analyze the bundle offline: same findings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_NVML_")}
+    env.update(LD_LIBRARY_PATH=str(fake_lib.parent), FAKE_NVML_GPUS="2", FAKE_NVML_THROTTLE=str(0x40),
+               FAKE_NVML_PCIE="4,4,8,16")
+    bundle = tmp_path / "bundle.json"
+    live = subprocess.run(
+        [sys.executable, "-m", "doctor", "run", "--only", "load,perf", "--sample", "0.2", "--format", "json",
+         "--save-bundle", str(bundle), "--fail-on", "never"],
+        capture_output=True, text=True, timeout=120, env=env, cwd=ROOT,
+    )
+    assert live.returncode == 0, live.stderr
+    offline = subprocess.run(
+        [sys.executable, "-m", "doctor", "analyze", str(bundle), "--only", "load,perf", "--format", "json", "--fail-on", "never"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert offline.returncode == 0, offline.stderr
+    codes = lambda out: [(f["code"], f["title"]) for f in json.loads(out)["findings"]]  # noqa: E731
+    assert codes(live.stdout) == codes(offline.stdout)
+    assert {"perf.gpu_throttled", "perf.slow_interconnect"} <= {c for c, _ in codes(live.stdout)}
