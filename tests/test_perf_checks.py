@@ -241,3 +241,23 @@ def test_geforce_tp_has_no_p2p(tmp_path):
     assert top["code"] == "perf.slow_interconnect" and "without P2P" in top["title"]
     assert any("GeForce" in e for e in top["evidence"])
     assert "--tensor-parallel-size 1 --data-parallel-size 2" in commands(top)
+
+
+def test_llamacpp_with_no_gpu_layers(tmp_path):
+    r = analyze(write(tmp_path, "cmd.txt", "./llama-server -m models/qwen2.5-7b-q4_k_m.gguf -ngl 0 -c 8192\n"))
+    top = r["findings"][0]
+    assert top["code"] == "perf.low_gpu_util" and commands(top) == ["-ngl 999"]
+
+
+def test_max_num_seqs_tiny(tmp_path):
+    r = analyze(write(tmp_path, "cmd.txt", "vllm serve Qwen/Qwen2.5-7B-Instruct --max-num-seqs 2\n"))
+    top = r["findings"][0]
+    assert top["code"] == "perf.batching_limited" and top["severity"] == "warn"
+    assert commands(top) == ["--max-num-seqs 256"]
+
+
+def test_custom_all_reduce_disabled_on_nvlink(tmp_path):
+    cmd = write(tmp_path, "cmd.txt", "vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 8 --disable-custom-all-reduce\n")
+    r = analyze(cmd, FIX / "topo" / "h100-8x-nv18-8nic-mlx5-tabs-missing-tab-artifact.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.slow_interconnect" and "--disable-custom-all-reduce" in top["title"]

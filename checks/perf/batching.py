@@ -19,6 +19,7 @@ from doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 ROOM = 0.7  # KV usage below this while requests wait: the cache is not what holds them back
 SMALL_SEQS = 8
+TINY_SEQS = 4  # at or below: a warning, the batch is all but serial
 SCALING_MIN = 1.5  # tokens/s at N concurrent vs 1 below this: no batching
 
 
@@ -106,4 +107,4 @@ def _tiny_limit(cfg) -> Finding | None:
     return Finding("perf.batching_limited", f"{name} {cfg.max_num_seqs}: at most {cfg.max_num_seqs} request(s) are batched together",
                    [f"{name.lstrip('-')}={cfg.max_num_seqs} ({cfg.sources.get('max_num_seqs')})"],
                    [Fix(f"Batch more requests (the engine default is {default})", f"{name} {default}")],
-                   severity="info")
+                   severity="warn" if cfg.max_num_seqs <= TINY_SEQS else "info")

@@ -169,6 +169,11 @@ def _nccl_env(cfg, g) -> Finding | None:
     env = cfg.env
     tp = cfg.tensor_parallel_size or 1
     nvlink = any(level_is_nvlink(c) for row in g.topology for c in row) or any((x.nvlink_active or 0) > 0 for x in g.gpus)
+    if tp > 1 and nvlink and any(k.lstrip("-").replace("_", "-") == "disable-custom-all-reduce" for k in cfg.extra):
+        return Finding("perf.slow_interconnect", f"--disable-custom-all-reduce on NVLink GPUs: TP={tp} uses the slower NCCL all-reduce",
+                       ["--disable-custom-all-reduce given", "the GPUs are NVLink-connected (NV# in topo -m / active NVLinks)"],
+                       [Fix("Drop --disable-custom-all-reduce: vLLM's custom all-reduce is faster for small messages over NVLink")],
+                       explains=["perf.high_latency"])
     if env.get("NCCL_P2P_DISABLE") == "1" and tp > 1:
         note = " although the GPUs have NVLink" if nvlink else ""
         return Finding("perf.slow_interconnect", f"NCCL_P2P_DISABLE=1: TP={tp} all-reduces go through host memory{note}",
