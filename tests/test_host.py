@@ -116,3 +116,14 @@ def test_secret_env_in_a_launch_command_is_not_kept(tmp_path):
 )
 def test_only_engines_count_as_engine_processes(argv, expected):
     assert host.is_engine_argv(argv) is expected
+
+
+def test_launch_script_exports_reach_the_engine_env(tmp_path):
+    from doctor.collect.files import load_paths
+    from doctor.engine import Deadline
+
+    p = tmp_path / "start.sh"
+    p.write_text("#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=2,3\nexport NCCL_P2P_DISABLE=1\n"
+                 "vllm serve m --tensor-parallel-size 2\n")
+    facts = load_paths([str(p)], Deadline(10))
+    assert facts.deployment.env == {"CUDA_VISIBLE_DEVICES": "2,3", "NCCL_P2P_DISABLE": "1"}

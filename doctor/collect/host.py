@@ -164,6 +164,7 @@ _LAUNCH = re.compile(
 _LOG_LINE = re.compile(
     r"^\s*(\(?[A-Za-z_]+ pid=\d+\)|\[?\d{4}-\d{2}-\d{2}[ T]\d|(INFO|WARNING|ERROR|DEBUG|WARN)\b[: ]|\d{2}-\d{2} \d{2}:\d{2}|\[\s*\d+\.\d+\]|time=)"
 )
+_EXPORT = re.compile(r"^\s*export\s+([A-Za-z_][A-Za-z0-9_]*)=(\S*)\s*$")
 _PROMPT = re.compile(r"^\s*(\S+@\S+[:~][^$#]*[$#]|[$#>])\s+")
 
 
@@ -208,6 +209,9 @@ def load_command(path: str, facts: Facts, deadline: Deadline) -> None:
         facts.notes.append(f"{path}: no engine launch command found")
         return
     cfg = parse_command(line, source="cmdline")
+    for ln in command_lines(text):  # `export CUDA_VISIBLE_DEVICES=0,1` lines of a launch script
+        if m := _EXPORT.match(ln):
+            cfg.env.setdefault(m.group(1), m.group(2).strip("'\""))
     cfg.env = {k: ("<set>" if SECRET_ENV.search(k) else v) for k, v in cfg.env.items()}  # VLLM_API_KEY=... never kept
     if not cfg.engine:
         facts.notes.append(f"{path}: the command line names no known engine")
