@@ -73,7 +73,7 @@ class Settings:
         redactor = Redactor([key])
         return SettingsFacts(
             base_url=Setting(redactor.text(self.base_url.value) if self.base_url.value else self.base_url.value, self.base_url.source),
-            api_key=Setting(mask(key) if key else key, self.api_key.source),
+            api_key=Setting(mask(clean_key(key)) if key else key, self.api_key.source),
             key_traits=key_traits(key) if key is not None else None,
             model=Setting(self.model.value, self.model.source),
             protocol=Setting(self.protocol.value, self.protocol.source),
@@ -203,6 +203,7 @@ def key_traits(key: str) -> KeyTraits:
     shape = next((provider for prefix, provider in KEY_SHAPES if core.startswith(prefix)), "")
     return KeyTraits(
         length=len(key),
+        clean_length=len(core),
         leading_or_trailing_whitespace=inner != key,
         inner_whitespace=any(c.isspace() for c in core),
         newline="\n" in key or "\r" in key,

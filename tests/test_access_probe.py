@@ -393,3 +393,38 @@ def test_litellm_without_a_database_rejects_other_keys_with_400() -> None:
     f = report.findings[0]
     assert f.code == "access.key_rejected"
     assert f"GET {srv.url}/v1/models -> 400 No connected db." in f.evidence
+
+
+@pytest.mark.parametrize(
+    "url, title, fix",
+    [
+        ("localhost:8000/v1", "the base URL is malformed: it has no http:// or https:// scheme", "--base-url http://localhost:8000/v1"),
+        ("http://127.0.0.1:80000/v1", "the base URL is malformed: its port is not a number in 1-65535", "--base-url http://HOST:8000/v1"),
+        (" http://127.0.0.1:8000/v1\n", None, None),
+    ],
+)
+def test_malformed_base_url(url: str, title: str | None, fix: str | None) -> None:
+    report = diagnose(url, timeout=0.5)
+    if title is None:  # surrounding whitespace is stripped, as clients do: the URL is then fine (refused)
+        assert report.findings[0].code == "access.connect_failed"
+        return
+    f = report.findings[0]
+    assert (f.code, f.title) == ("access.base_url_invalid", title)
+    assert commands(report)[0] == fix
+    assert status(report)["access.network"] == "skip"
+
+
+def test_no_base_url_skips_access_unless_access_is_all_that_was_asked() -> None:
+    settings = resolve(None, None, None, env={}, home=Path("/nonexistent"), cwd=Path("/nonexistent"))
+    assert probe(settings, RunOptions(), Deadline(5), None) is None
+    only_access = probe(settings, RunOptions(layers=("access",)), Deadline(5), None)
+    assert only_access is not None and only_access.url_error == "no base URL in flags, environment or client config files"
+
+
+def test_malformed_key_evidence_gives_the_clean_length() -> None:
+    with FakeServer(VllmLike(key=KEY, models=[MODEL])) as srv:
+        report = diagnose(srv.url + "/v1", key=f"'{KEY}'")
+    f = report.findings[0]
+    assert f.code == "access.key_malformed"
+    assert f.evidence[:3] == [f"key sk-...fXYZ (from flag --api-key, {len(KEY) + 2} characters)",
+                              "it is wrapped in quotes, which became part of the value", f"{len(KEY)} characters once that is removed"]  # fmt: skip

@@ -61,14 +61,14 @@ def key(facts: Facts) -> Outcome:
     if expected and traits.provider_shape and traits.provider_shape != expected:
         malformed.append(f"it has the shape of {NAMES.get(traits.provider_shape, traits.provider_shape)} keys, but {t.host_of(ep.base_url)} takes {NAMES[expected]} keys")
     if malformed:
-        evidence = [shown, *malformed]
+        evidence = [shown, *malformed, f"{traits.clean_length} characters once that is removed"]
         accepted = _accepted(ep)
         if ep and ep.key_sent == "cleaned" and accepted is not None:
             evidence.append(f"with that removed the server accepted the key: {accepted.target} -> {accepted.status}")
         elif rejected is not None:
             evidence.append(t.line(rejected))
         return Outcome([Finding(
-            "access.key_malformed", f"the API key is malformed: {malformed[0]}", evidence, _clean_fixes(settings, traits, var),
+            "access.key_malformed", f"the API key is malformed: {malformed[0]}", evidence, _clean_fixes(settings, traits),
             explains=["access.key_rejected"],
         )])  # fmt: skip
     if rejected is not None:
@@ -105,7 +105,7 @@ def _shape_problems(traits: KeyTraits) -> list[str]:
     return out
 
 
-def _clean_fixes(settings: SettingsFacts, traits: KeyTraits, var: str) -> list[Fix]:
+def _clean_fixes(settings: SettingsFacts, traits: KeyTraits) -> list[Fix]:
     source = settings.api_key.source
     env = t.env_var_of(source)
     if env:
@@ -115,7 +115,7 @@ def _clean_fixes(settings: SettingsFacts, traits: KeyTraits, var: str) -> list[F
         return [Fix(f"Remove it from {env}", cmd)]
     if source.startswith("file "):
         return [Fix(f"Edit {source.removeprefix('file ')}: the key itself only, no spaces, quotes or 'Bearer '")]
-    return [Fix("Pass the key itself, without spaces, quotes, a newline or 'Bearer '", f"--api-key \"$(printf %s \"${var}\" | tr -d '[:space:]')\"")]
+    return [Fix(f"Pass --api-key the key itself: {traits.clean_length} characters, without spaces, quotes, a newline or 'Bearer '")]
 
 
 def _key_var(settings: SettingsFacts, ep: EndpointFacts | None) -> str:

@@ -41,7 +41,11 @@ PROMPT = [{"role": "user", "content": "Reply with the word OK."}]
 ANTHROPIC_VERSION = "2023-06-01"
 
 
-def probe(settings: Settings, opts: Any, deadline: Any, say: Any) -> EndpointFacts:
+def probe(settings: Settings, opts: Any, deadline: Any, say: Any) -> EndpointFacts | None:
+    """The transcript; None when no base URL is configured anywhere and other layers were asked
+    for too (a `run --log engine.log` on a GPU box has no endpoint to judge; `--only access` does)."""
+    if not (settings.base_url.value or "").strip() and tuple(opts.layers) != ("access",):
+        return None
     return Prober(settings, opts, deadline, say).run()
 
 
@@ -49,18 +53,18 @@ def split_base(url: str) -> tuple[str, str, str]:
     """(origin, path without query/fragment or trailing slash, error) of a base URL."""
     text = url.strip()
     if not text:
-        return "", "", "the base URL is empty"
+        return "", "", "it is empty"
     if any(c.isspace() for c in text):
-        return "", "", "the base URL contains whitespace"
+        return "", "", "it contains whitespace"
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https"):
-        return "", "", f"the base URL has no http:// or https:// scheme ({parts.scheme or 'none'})"
+        return "", "", "it has no http:// or https:// scheme"
     try:
         port = parts.port
     except ValueError:
-        return "", "", "the base URL's port is not a number in 1-65535"
+        return "", "", "its port is not a number in 1-65535"
     if not parts.hostname:
-        return "", "", "the base URL has no host"
+        return "", "", "it has no host"
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
     origin = f"{parts.scheme}://{host}" + (f":{port}" if port else "")
     return origin, parts.path.rstrip("/"), ""

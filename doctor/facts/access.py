@@ -19,6 +19,7 @@ class KeyTraits:
     """What the collector saw in the raw key, so checks can judge it without ever holding it."""
 
     length: int = 0
+    clean_length: int = 0  # without whitespace, quotes and a `Bearer ` prefix
     leading_or_trailing_whitespace: bool = False
     inner_whitespace: bool = False
     newline: bool = False
