@@ -428,3 +428,11 @@ def test_malformed_key_evidence_gives_the_clean_length() -> None:
     assert f.code == "access.key_malformed"
     assert f.evidence[:3] == [f"key sk-...fXYZ (from flag --api-key, {len(KEY) + 2} characters)",
                               "it is wrapped in quotes, which became part of the value", f"{len(KEY)} characters once that is removed"]  # fmt: skip
+
+
+def test_stream_held_back_and_sent_in_one_piece_is_buffered() -> None:
+    with FakeServer(VllmLike(key=KEY, models=[MODEL], stream="held")) as srv:
+        report = diagnose(srv.url + "/v1")
+    f = report.findings[0]
+    assert f.code == "access.streaming_broken" and f.title.startswith("the stream is buffered")
+    assert f.evidence[1].startswith("all 4 events arrived in one read, ")

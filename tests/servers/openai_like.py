@@ -21,7 +21,7 @@ class VllmLike:
     key: str | None = None
     models: list[str] = field(default_factory=lambda: ["meta-llama/Llama-3.1-8B-Instruct"])
     prefix: str = "/v1"
-    stream: str = "ok"  # ok | buffered | json | no_done | stall
+    stream: str = "ok"  # ok | buffered | held | json | no_done | stall
     reasoning: bool = False
     chat_override: Reply | None = None
 
@@ -70,6 +70,8 @@ class VllmLike:
         if self.stream == "buffered":  # what nginx with proxy_buffering on delivers: all at once, with a length
             data = b"".join(sse(events))
             return Reply(200, data, "text/event-stream", {**headers, "x-buffered-by": "test-proxy"}, delay=0.6)
+        if self.stream == "held":  # buffered without a length: one write, late, then close
+            return Reply(200, chunks=[b"".join(sse(events))], content_type="text/event-stream", headers=headers, delay=0.3)
         if self.stream == "no_done":
             return Reply(200, chunks=sse(events, done=False), content_type="text/event-stream", headers=headers, chunk_delay=0.02)
         if self.stream == "stall":
