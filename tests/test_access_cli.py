@@ -257,3 +257,17 @@ def test_markdown_and_text_outputs_hold_no_key(tmp_path: Path, vllm: FakeServer)
         )  # fmt: skip
         assert out.returncode == 1
         assert KEY not in out.stdout + out.stderr
+
+
+def test_server_echoing_the_key_leaks_nothing(tmp_path: Path) -> None:
+    """A hostile or careless gateway that echoes the Authorization header in its body and headers."""
+
+    def echo(req: Any) -> Reply:
+        auth = req.headers.get("authorization", "")
+        return Reply(401, {"error": {"message": f"key {auth} / {auth.removeprefix('Bearer ')} is not valid"}},
+                     headers={"www-authenticate": f'Bearer realm="{auth}"'})  # fmt: skip
+
+    with FakeServer(echo) as srv:
+        rc, report, everything = doctor(tmp_path, "--base-url", srv.url + "/v1", "--api-key", KEY, "--model", MODEL)
+    assert rc == 1 and top(report)["code"] == "access.key_rejected"
+    assert "sk-...fXYZ" in everything
