@@ -7,3 +7,5 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from tests.peers.fixtures import litellm_proxy, llama_server  # noqa: E402,F401  (real peers; see tests/peers/)

@@ -198,9 +198,11 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
     model = manifest_entry("gemma_gguf", "path")
     work = tmp_path_factory.mktemp("llama")
     port = free_port()
+    # One thread: ggml's threads spin at a barrier, so with 2 threads on 2 cores shared with pytest and
+    # the CLI a token took 0.4-1.7 s here instead of 0.03 s; 1 thread degrades gracefully (28 tokens/s).
     cmd = [
         server["binary"], "-m", model["path"], "--alias", LLAMA_ALIAS, "--host", "127.0.0.1", "--port", str(port),
-        "--api-key", LLAMA_KEY, "-c", "1024", "-t", "2", "--metrics", "--no-webui",
+        "--api-key", LLAMA_KEY, "-c", "1024", "-t", "1", "--metrics", "--no-webui",
     ]  # fmt: skip
     peer = Peer(f"http://127.0.0.1:{port}", LLAMA_KEY, work / "llama-server.log", server["version"])
     with running(cmd, peer.origin + "/health", peer.log, work, clean_env(work)):
