@@ -436,3 +436,26 @@ def test_stream_held_back_and_sent_in_one_piece_is_buffered() -> None:
     f = report.findings[0]
     assert f.code == "access.streaming_broken" and f.title.startswith("the stream is buffered")
     assert f.evidence[1].startswith("all 4 events arrived in one read, ")
+
+
+def test_anthropic_server_that_answers_the_openai_route_with_its_own_400() -> None:
+    inner = AnthropicLike(key=KEY)
+
+    def app(req: Request) -> Reply:
+        if req.path == "/v1/chat/completions":
+            return Reply(400, {"type": "error", "error": {"type": "invalid_request_error", "message": "max_tokens: Field required"}})
+        return inner(req)
+
+    with FakeServer(app) as srv:
+        report = diagnose(srv.url + "/v1", model="claude-sonnet-4-5")
+    f = report.findings[0]
+    assert f.code == "access.protocol_mismatch"
+    assert f"POST {srv.url}/v1/chat/completions -> 400 max_tokens: Field required" in f.evidence
+
+
+def test_unreadable_ca_bundle_from_env(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.pem")
+    report = diagnose("https://127.0.0.1:9/v1", env={"SSL_CERT_FILE": missing})
+    f = report.findings[0]
+    assert (f.code, f.title) == ("access.tls_failed", "the CA bundle cannot be used")
+    assert f.evidence[0].startswith(f"CA bundle {missing} (from env SSL_CERT_FILE) cannot be used: ")

@@ -122,6 +122,9 @@ def _tls(ep: EndpointFacts, step: ProbeStep) -> Finding:
             "access.tls_failed", "the port speaks plain HTTP but the base URL says https://", evidence,
             [Fix("Use http:// in the base URL", f"--base-url {http}")],
         )  # fmt: skip
+    if reason == "CA bundle unreadable":
+        return Finding("access.tls_failed", "the CA bundle cannot be used", [step.error],
+                       [Fix("Point it at a readable PEM file, or unset it to use the default CAs", "unset SSL_CERT_FILE REQUESTS_CA_BUNDLE")])  # fmt: skip
     fixes = {
         "expired": [Fix("Renew the server's certificate (the client clock may also be wrong: check `date`)")],
         "wrong host": [Fix("Use the host name the certificate was issued for, or reissue it with this name in subjectAltName")],

@@ -97,6 +97,7 @@ class Prober:
             insecure=bool(opts.insecure),
         )
         self.client: Any = None
+        self.verify: Any = None
         self.stopped = False
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -118,12 +119,23 @@ class Prober:
         if error:
             self.facts.url_error = error
             return self.facts
-        if self.network(origin):
-            try:
+        try:
+            self.verify = net.ssl_context(self.ca_bundle(), bool(self.opts.insecure))
+        except (OSError, ValueError) as exc:  # an unreadable --ca-bundle / SSL_CERT_FILE
+            source = "flag --ca-bundle" if self.opts.ca_bundle else self.settings.ca_bundle.source
+            self.add(ProbeStep("tls", self.ca_bundle() or "", error_class=type(exc).__name__,
+                               error=f"CA bundle {self.ca_bundle()} (from {source}) cannot be used: {exc}",
+                               detail={"reason": "CA bundle unreadable"}))  # fmt: skip
+            self.facts.stopped = "CA bundle unreadable"
+            return self.facts
+        try:
+            if self.network(origin):
                 self.http(origin, path)
-            finally:
-                if self.client is not None:
-                    self.client.close()
+        except Exception as exc:  # keep the transcript so far; the collector note says what broke
+            self.facts.stopped = self.redact(f"the probe failed: {type(exc).__name__}: {exc}")
+        finally:
+            if self.client is not None:
+                self.client.close()
         return self.facts
 
     # -- network: proxy, DNS, TCP, TLS --------------------------------------------------------
@@ -161,7 +173,7 @@ class Prober:
             return False
         if scheme == "https":
             addr = self.facts.resolved[0]
-            ctx = net.ssl_context(self.ca_bundle(), insecure=False)
+            ctx = self.verify if not self.opts.insecure else net.ssl_context(self.ca_bundle(), insecure=False)
             step = self.add(net.tls_handshake(addr, host, port, ctx, self.timeout()))
             if not step.ok and self.opts.insecure and step.error_class == "SSLCertVerificationError":
                 step.detail["ignored_by_insecure"] = True
@@ -217,7 +229,7 @@ class Prober:
         import httpx
 
         self.client = httpx.Client(
-            verify=net.ssl_context(self.ca_bundle(), bool(self.opts.insecure)),
+            verify=self.verify,
             proxy=self.settings.proxy_env.get(self.facts.proxy_var) if self.facts.proxy_var else None,
             trust_env=False,
             follow_redirects=False,
@@ -255,6 +267,8 @@ class Prober:
             chat_base = working
         elif chat is not None and chat.status is not None:
             working = chat_base
+            if chat.status >= 400 and chat.detail.get("error_shape") == "anthropic":
+                self.messages("sniff_messages", root, model)  # an Anthropic server refusing OpenAI's shape
         self.facts.working_base_url = self.redact(working)
         last = self.last_http()
         if last is not None and last.status == 200 and last.detail.get("choices"):
@@ -442,6 +456,8 @@ def read_body(text: str, content_type: str) -> dict[str, Any]:
         return out
     out["keys"] = sorted(str(k) for k in data)[:20]
     message, etype, code = error_of(data)
+    if data.get("type") == "error" and isinstance(data.get("error"), dict):
+        out["error_shape"] = "anthropic"
     if message:
         out["error_message"] = message[:500]
         out["error_type"] = etype

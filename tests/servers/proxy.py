@@ -61,11 +61,32 @@ class Proxy:
                 return
             url = urlsplit(target)
             headers = [h for h in lines[1:] if not h.lower().startswith(("proxy-", "connection:"))]
+            length = next((int(h.split(":", 1)[1]) for h in headers if h.lower().startswith("content-length:")), 0)
+            while len(rest) < length:
+                data = conn.recv(65536)
+                if not data:
+                    return
+                rest += data
             path = (url.path or "/") + (f"?{url.query}" if url.query else "")
             out = "\r\n".join([f"{method} {path} {version}", *headers, "Connection: close", "", ""]).encode("latin-1")
             with socket.create_connection((url.hostname, url.port or 80), timeout=10) as up:
                 up.sendall(out + rest)
+                conn.sendall(self.closing_head(up))
                 self.pipe(conn, up, b"")
+
+    @staticmethod
+    def closing_head(up: socket.socket) -> bytes:
+        """The upstream's response head with `Connection: close`: this proxy serves one request per
+        client connection, and says so, as a real proxy would."""
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = up.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+        head, body = data.split(b"\r\n\r\n", 1)
+        lines = [h for h in head.split(b"\r\n") if not h.lower().startswith(b"connection:")]
+        return b"\r\n".join([*lines, b"Connection: close", b"", b""]) + body
 
     @staticmethod
     def pipe(a: socket.socket, b: socket.socket, pending: bytes) -> None:
