@@ -271,3 +271,11 @@ def test_server_echoing_the_key_leaks_nothing(tmp_path: Path) -> None:
         rc, report, everything = doctor(tmp_path, "--base-url", srv.url + "/v1", "--api-key", KEY, "--model", MODEL)
     assert rc == 1 and top(report)["code"] == "access.key_rejected"
     assert "sk-...fXYZ" in everything
+
+
+def test_deadline_shorter_than_timeout_still_reports_the_hang(tmp_path: Path) -> None:
+    with FakeServer(fixed(Reply(hang=True))) as srv:
+        rc, report, _ = doctor(tmp_path, "--base-url", srv.url + "/v1", "--api-key", KEY, "--model", MODEL, "--timeout", "30", "--deadline", "3")
+    f = top(report)
+    assert rc == 1 and f["code"] == "access.timeout"
+    assert report["facts"]["endpoint"]["steps"][-1]["detail"]["timeout_s"] <= 2.5

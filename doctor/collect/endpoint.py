@@ -39,6 +39,7 @@ OPENAI_CANDIDATES = ("/v1", "", "/compatible-mode/v1", "/v1beta/openai", "/api/p
 ANTHROPIC_CANDIDATES = ("", "/anthropic", "/api/anthropic", "/apps/anthropic")
 PROMPT = [{"role": "user", "content": "Reply with the word OK."}]
 ANTHROPIC_VERSION = "2023-06-01"
+RESERVE_S = 0.5  # of the run's deadline, kept for the checks and the report
 
 
 def probe(settings: Settings, opts: Any, deadline: Any, say: Any) -> EndpointFacts | None:
@@ -107,8 +108,14 @@ class Prober:
         self.facts.steps.append(step)
         return step
 
+    def left(self) -> float:
+        """Time the probe may still use: the run's deadline less a reserve for the checks and the
+        report, so a hung server costs the probe its time, never the diagnosis."""
+        reserve = min(RESERVE_S, 0.25 * float(getattr(self.deadline, "seconds", 0) or 0))
+        return self.deadline.remaining() - reserve
+
     def timeout(self) -> float:
-        return self.deadline.cap(float(self.opts.timeout))
+        return max(0.05, min(float(self.opts.timeout), self.left()))
 
     def run(self) -> EndpointFacts:
         url = self.settings.base_url.value
@@ -351,7 +358,7 @@ class Prober:
 
         if self.stopped:
             return None
-        if self.deadline.expired():
+        if self.left() <= 0.05:
             self.stopped, self.facts.stopped = True, "the run's deadline was reached"
             return None
         self.say("access", f"{method} {self.redact(url)}")
