@@ -167,28 +167,28 @@ def clean_env(home: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="session")
-def litellm_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
+@contextlib.contextmanager
+def start_litellm(work: Path, custom_auth: bool = True) -> Iterator[Peer]:
+    """A LiteLLM proxy in `work` with the mock models; without `custom_auth` it has only a master
+    key and no database, the set-up in which LiteLLM answers a wrong key with 400 "No connected db."."""
     entry = manifest_entry("litellm", "python")
-    work = tmp_path_factory.mktemp("litellm")
-    (work / "config.yaml").write_text(LITELLM_CONFIG % {"key": LITELLM_KEY})
+    config = LITELLM_CONFIG % {"key": LITELLM_KEY}
+    if not custom_auth:
+        config = config.replace(", custom_auth: test_auth.user_api_key_auth", "")
+    (work / "config.yaml").write_text(config)
     (work / "test_auth.py").write_text(LITELLM_AUTH % {"key": LITELLM_KEY})
     port = free_port()
     litellm = str(Path(entry["python"]).parent / "litellm")
-    cmd = [
-        litellm,
-        "--config",
-        str(work / "config.yaml"),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--num_workers",
-        "1",
-    ]
+    cmd = [litellm, "--config", str(work / "config.yaml"), "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"]  # fmt: skip
     env = clean_env(work) | {"PYTHONPATH": str(work)}
     peer = Peer(f"http://127.0.0.1:{port}", LITELLM_KEY, work / "litellm.log", entry["version"])
     with running(cmd, peer.origin + "/health/liveliness", peer.log, work, env):
+        yield peer
+
+
+@pytest.fixture(scope="session")
+def litellm_proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
+    with start_litellm(tmp_path_factory.mktemp("litellm")) as peer:
         yield peer
 
 
