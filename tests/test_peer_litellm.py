@@ -7,11 +7,12 @@ mock rate-limit error, a 500 "Connection error." from a model whose upstream is 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.peers.fixtures import DoctorRun, Peer, doctor
+from tests.peers.fixtures import DoctorRun, Peer, doctor, start_litellm
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -19,23 +20,27 @@ WRONG_KEY = "sk-llmdoctor-wrong-5b2e90d4c1"
 
 
 def access(
-    peer: Peer, home: Path, base: str, model: str = "fake-gpt", key: str | None = None, *extra: str
+    peer: Peer,
+    home: Path,
+    base: str,
+    model: str = "fake-gpt",
+    key: str | None = None,
+    *extra: str,
+    fmt: str = "json",
 ) -> DoctorRun:
-    run = doctor(
-        [
-            "run",
-            "--only",
-            "access",
-            "--base-url",
-            base,
-            "--api-key",
-            key or peer.key,
-            "--model",
-            model,
-            *extra,
-        ],
-        home,
-    )
+    args = [
+        "run",
+        "--only",
+        "access",
+        "--base-url",
+        base,
+        "--api-key",
+        key or peer.key,
+        "--model",
+        model,
+        *extra,
+    ]
+    run = doctor(args, home, fmt=fmt)
     for secret in (peer.key, WRONG_KEY):
         assert secret not in run.stdout, f"a key reached stdout:\n{run.stdout}"
         assert secret not in run.stderr, f"a key reached stderr:\n{run.stderr}"
@@ -80,6 +85,34 @@ def test_wrong_key_is_rejected_with_the_gateways_message(litellm_proxy: Peer, tm
     first = rank1(run, "access.key_rejected")
     assert f"GET {litellm_proxy.v1}/models -> 401 Invalid API key" in evidence(first)
     assert "key sk-...d4c1 (from flag --api-key" in evidence(first)  # named only by its masked tail
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_wrong_key_in_human_formats_names_the_message_not_the_key(
+    litellm_proxy: Peer, tmp_path: Path, fmt: str
+) -> None:
+    run = access(
+        litellm_proxy, tmp_path, litellm_proxy.v1, "fake-gpt", WRONG_KEY, fmt=fmt
+    )  # access() checks for keys
+    assert run.rc == 1
+    assert "access.key_rejected" in run.stdout and "Invalid API key" in run.stdout
+
+
+@pytest.fixture(scope="module")
+def litellm_without_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
+    with start_litellm(tmp_path_factory.mktemp("litellm-nodb"), custom_auth=False) as peer:
+        yield peer
+
+
+def test_wrong_key_on_a_proxy_without_db_is_still_key_rejected(
+    litellm_without_db: Peer, tmp_path: Path
+) -> None:
+    """LiteLLM's most common small set-up (master_key, no database) answers a wrong key with
+    400 "No connected db.": the doctor must call that a rejected key, not a bad request."""
+    run = access(litellm_without_db, tmp_path, litellm_without_db.v1, key=WRONG_KEY)
+    assert run.rc == 1
+    first = rank1(run, "access.key_rejected")
+    assert "-> 400 No connected db." in evidence(first)
 
 
 def test_unknown_model_is_model_not_found_with_the_served_ids(litellm_proxy: Peer, tmp_path: Path) -> None:

@@ -224,14 +224,16 @@ class DoctorRun:
         return [f["code"] for f in self.findings]
 
 
-def doctor(args: list[str], home: Path, timeout: float = 120.0) -> DoctorRun:
-    """Run the installed `llm-doctor` entry point as a user would, with `--format json`."""
+def doctor(args: list[str], home: Path, timeout: float = 120.0, fmt: str = "json") -> DoctorRun:
+    """Run the installed `llm-doctor` entry point as a user would; the report is parsed for json."""
     exe = Path(sys.executable).with_name("llm-doctor")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "doctor"]
     proc = subprocess.run(
-        [*cmd, *args, "--format", "json"], env=clean_env(home), cwd=home, capture_output=True, text=True,
+        [*cmd, *args, "--format", fmt], env=clean_env(home), cwd=home, capture_output=True, text=True,
         timeout=timeout, stdin=subprocess.DEVNULL,
     )  # fmt: skip
+    if fmt != "json":
+        return DoctorRun(proc.returncode, proc.stdout, proc.stderr, {})
     try:
         report = json.loads(proc.stdout)
     except json.JSONDecodeError:
