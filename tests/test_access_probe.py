@@ -459,3 +459,24 @@ def test_unreadable_ca_bundle_from_env(tmp_path: Path) -> None:
     f = report.findings[0]
     assert (f.code, f.title) == ("access.tls_failed", "the CA bundle cannot be used")
     assert f.evidence[0].startswith(f"CA bundle {missing} (from env SSL_CERT_FILE) cannot be used: ")
+
+
+def test_402_payment_required_is_quota() -> None:
+    body = {"error": {"message": "Insufficient credits. Add more using https://openrouter.ai/settings/credits", "code": 402}}
+    with FakeServer(VllmLike(key=KEY, models=[MODEL], chat_override=Reply(402, body))) as srv:
+        report = diagnose(srv.url + "/v1")
+    f = report.findings[0]
+    assert (f.code, f.title) == ("access.quota_exceeded", "the account's quota or credit is exhausted (402)")
+    assert f"POST {srv.url}/v1/chat/completions -> 402 Insufficient credits. Add more using https://openrouter.ai/settings/credits" in f.evidence
+
+
+def test_openai_model_not_found_code() -> None:
+    body = {"error": {"message": "The model `gpt-5x` does not exist or you do not have access to it.",
+                      "type": "invalid_request_error", "param": None, "code": "model_not_found"}}  # fmt: skip
+
+    def app(req: Request) -> Reply:
+        return Reply(200, {"object": "list", "data": []}) if req.method == "GET" else Reply(404, body)
+
+    with FakeServer(app) as srv:
+        report = diagnose(srv.url + "/v1", model="gpt-5x")
+    assert report.findings[0].code == "access.model_not_found"

@@ -71,6 +71,7 @@ def _status(step: ProbeStep) -> Finding | None:
     if status == 429:
         retry = step.headers.get("retry-after", "")
         evidence = [t.line(step)] + ([f"Retry-After: {retry}"] if retry else [])
+        evidence += [f"{k}: {v}" for k, v in sorted(step.headers.items()) if k.startswith("x-ratelimit-")]
         wait = f"wait {retry} s (Retry-After) and retry" if retry.isdigit() else "retry with exponential backoff"
         return Finding("access.rate_limited", "the server rate-limited the request (429)", evidence,
                        [Fix(f"Send fewer requests or tokens per minute; {wait}"),

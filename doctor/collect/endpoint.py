@@ -473,8 +473,8 @@ def read_body(text: str, content_type: str) -> dict[str, Any]:
         out["model_error"] = "model" in low and any(
             w in low for w in ("not exist", "not found", "does not", "invalid model", "unknown model", "no such model", "not served")
         )
-        if etype in ("not_found_error",) and low.startswith("model"):
-            out["model_error"] = True
+        if etype == "not_found_error" and low.startswith("model") or code == "model_not_found":
+            out["model_error"] = True  # Anthropic `model: x`; OpenAI `code: model_not_found`
     ids = model_ids(data)
     if ids is not None:
         out["model_ids"] = ids[:500]
