@@ -480,3 +480,23 @@ def test_openai_model_not_found_code() -> None:
     with FakeServer(app) as srv:
         report = diagnose(srv.url + "/v1", model="gpt-5x")
     assert report.findings[0].code == "access.model_not_found"
+
+
+def test_endless_stream_is_cut_at_the_timeout() -> None:
+    inner = VllmLike(key=KEY, models=[MODEL])
+
+    def app(req: Request) -> Reply:
+        if (req.json or {}).get("stream"):
+            def events() -> Iterator[bytes]:
+                while True:
+                    yield b'data: {"choices": [{"delta": {"content": "x"}}]}\n\n' * 50
+
+            return Reply(200, chunks=events(), content_type="text/event-stream", chunk_delay=0.01)
+        return inner(req)
+
+    with FakeServer(app) as srv:
+        report = diagnose(srv.url + "/v1", timeout=1.0)
+    f = report.findings[0]
+    assert f.code == "access.streaming_broken" and f.title.startswith("the stream did not end within 1 s: ")
+    stream = report.facts.endpoint.steps[-1] if report.facts.endpoint else None
+    assert stream is not None and len(stream.detail["sse_event_ms"]) == 200

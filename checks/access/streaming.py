@@ -44,6 +44,8 @@ def streaming(facts: Facts) -> Outcome:
                       fixes=[Fix("The server or a proxy ignores stream: true; check the gateway's streaming support")])  # fmt: skip
     if d.get("sse_malformed"):
         return broken(f"{d['sse_malformed']} of {events} events are not JSON")
+    if d.get("cut_after_s") and not d.get("sse_done"):
+        return broken(f"the stream did not end within {d['cut_after_s']:g} s: {events} events and no {end}")
     if not d.get("sse_done"):
         return broken(f"the stream ended without {end} after {events} events")
     length = step.headers.get("content-length")
