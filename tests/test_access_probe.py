@@ -500,3 +500,17 @@ def test_endless_stream_is_cut_at_the_timeout() -> None:
     assert f.code == "access.streaming_broken" and f.title.startswith("the stream did not end within 1 s: ")
     stream = report.facts.endpoint.steps[-1] if report.facts.endpoint else None
     assert stream is not None and len(stream.detail["sse_event_ms"]) == 200
+
+
+def test_truly_self_signed_certificate(ca: trustme.CA, tmp_path: Path) -> None:
+    """A certificate that is its own issuer (what `openssl req -x509` makes): verify code 18."""
+    cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
+    ca.cert_pem.write_to_path(str(cert))
+    ca.private_key_pem.write_to_path(str(key))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(str(cert), str(key))
+    with FakeServer(VllmLike(models=[MODEL]), ssl_context=ctx) as srv:
+        report = diagnose(srv.url + "/v1")
+    f = report.findings[0]
+    assert (f.code, f.title) == ("access.tls_failed", "TLS certificate verification failed: self-signed")
+    assert "--ca-bundle /path/to/ca.pem" in commands(report)
