@@ -103,6 +103,7 @@ def test_model_typo(tmp_path: Path, vllm: FakeServer) -> None:
     assert rc == 1 and f["code"] == "access.model_not_found"
     assert f"GET /models lists 1: {MODEL}" in f["evidence"]
     assert commands(f)[0] == f"--model {MODEL}"
+    assert commands(f)[-1] == "--served-model-name meta-llama/Llama-3.1-8b-instruct"  # owned_by vllm
 
 
 def test_model_missing(tmp_path: Path, vllm: FakeServer) -> None:

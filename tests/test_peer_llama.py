@@ -112,6 +112,7 @@ def test_any_model_name_is_answered_but_flagged(llama_server: Peer, tmp_path: Pa
     first = run.findings[0]
     assert (first["code"], first["severity"]) == ("access.model_not_found", "warn")
     assert "--model gemma-tiny" in [fix["command"] for fix in first["fixes"]]
+    assert "--alias gpt-4o" in [fix["command"] for fix in first["fixes"]]  # llama-server's flag, not vLLM's
 
 
 def test_metrics_collector_reads_the_real_llamacpp_metrics(llama_server: Peer, tmp_path: Path) -> None:

@@ -81,11 +81,29 @@ def _not_found(
         fixes += [Fix(f"Ask for the served ID {near[0]!r}", f"--model {near[0]}"), Fix("Same for clients", f"export {var}={near[0]}")]
     elif served:
         fixes.append(Fix("Ask for a served model", f"--model {served[0]}"))
-    fixes.append(Fix("Or serve the model under the name clients use (vLLM)", f"--served-model-name {wanted}"))
+    engine, flag = _rename_flag(ep)
+    fixes.append(Fix(f"Or serve the model under the name clients use ({engine})", f"{flag} {wanted}"))
     title = f"the model {wanted!r} is not served" + (f"; did you mean {near[0]!r}?" if near else "")
     if severity == "warn":
         title = f"the model {wanted!r} is not in GET /models, but the server answered it anyway (it serves one model under any name)"
     return Finding("access.model_not_found", title, evidence, fixes, severity=severity)
+
+
+# `owned_by` in GET /models names the server; each engine has its own flag for the served name
+RENAME_FLAGS = {
+    "vllm": ("vLLM", "--served-model-name"),
+    "sglang": ("SGLang", "--served-model-name"),
+    "llamacpp": ("llama-server", "--alias"),
+}
+
+
+def _rename_flag(ep: EndpointFacts | None) -> tuple[str, str]:
+    models = t.find_last(ep, "models", "candidate_models") if ep else None
+    body = models.body_excerpt if models else ""
+    for owner, (engine, flag) in RENAME_FLAGS.items():
+        if f'"owned_by":"{owner}"' in body.replace(" ", ""):
+            return engine, flag
+    return "vLLM/SGLang", "--served-model-name"
 
 
 def _answer(ep: EndpointFacts | None) -> ProbeStep | None:
