@@ -157,11 +157,6 @@ def test_load_probe_gets_real_tokens_per_second(llama_server: Peer, tmp_path: Pa
     assert probe["tps_1"] > 0 and probe["tps_n"] > 0
 
 
-@pytest.mark.xfail(
-    reason="known misdiagnosis: perf.batching advises `--parallel N` without reading llama-server's slot count "
-    "(log `n_slots = 4`, /props total_slots); remove this marker when it does",
-    strict=False,
-)
 def test_load_probe_does_not_ask_for_slots_the_server_already_has(llama_server: Peer, tmp_path: Path) -> None:
     """llama-server here runs 4 slots (its log says `n_slots = 4`, /props says total_slots 4) on one
     CPU thread: 2 concurrent requests cannot go much faster because the CPU is the limit, not the
@@ -174,3 +169,4 @@ def test_load_probe_does_not_ask_for_slots_the_server_already_has(llama_server: 
     advice = [fix["command"] or "" for f in run.findings for fix in f["fixes"]]
     too_few = [c for c in advice if c.startswith("--parallel ") and int(c.split()[1]) <= 4]
     assert too_few == [], f"asks for no more slots than the 4 it has: {too_few}"
+    assert run.report["facts"]["host"]["probe"]["slots"] == 4  # read from GET /props total_slots

@@ -78,6 +78,14 @@ def test_serialised_server_does_not_scale(one_slot):
     assert finding.fixes[0].command == "--parallel 4"
 
 
+def test_flat_probe_with_enough_slots_is_not_a_batching_limit(one_slot):
+    """llama-server with 4 slots on a busy CPU: N requests are admitted, the compute is the limit."""
+    r = probe(one_slot, "sk-probe-key", "gemma-tiny", 4)
+    assert r.slots is None  # this fake has no /props
+    r.slots = 4
+    assert judge(r) == []
+
+
 def test_batching_server_scales(eight_slots):
     r = probe(eight_slots, "sk-probe-key", "gemma-tiny", 8)
     assert r.errors == 0 and r.tps_n / r.tps_1 > 3

@@ -66,6 +66,9 @@ def _probe(cfg, probe) -> Finding | None:
         return None
     engine = cfg.engine if cfg else ""
     n = probe.concurrency
+    slots = probe.slots or (cfg.max_num_seqs if cfg and engine == "llamacpp" and cfg.is_set("max_num_seqs") else None)
+    if slots and slots >= n:
+        return None  # the server admits N at once: a flat probe is compute-bound, not a batching limit
     if engine == "llamacpp" or (not engine and probe.server_hint == "llamacpp"):
         fix = Fix(f"Give llama-server {n} slots (the context is split between them)", f"--parallel {n}")
     else:

@@ -26,6 +26,20 @@ def chat_url(base_url: str) -> str:
     return base + "/chat/completions" if base.endswith("/v1") else base + "/v1/chat/completions"
 
 
+def _llamacpp_slots(client: Any, base_url: str, headers: dict[str, str], timeout: float) -> int | None:
+    """llama-server's slot count (`total_slots` in GET /props): with slots >= N, a flat probe means
+    the compute is the limit, not the number of requests admitted."""
+    import httpx
+
+    origin = base_url.rstrip("/").removesuffix("/v1")
+    try:
+        resp = client.get(origin + "/props", headers=headers, timeout=min(timeout, 2.0))
+        slots = resp.json().get("total_slots") if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    return slots if isinstance(slots, int) else None
+
+
 def probe(base_url: str, api_key: str | None, model: str | None, concurrency: int, deadline: Deadline | None = None) -> ProbeFacts:
     import httpx
 
@@ -80,6 +94,8 @@ def probe(base_url: str, api_key: str | None, model: str | None, concurrency: in
         if result.tps_1 is not None:
             result.tps_n = phase(n, 1)
         result.seconds = round(time.monotonic() - t0, 2)
+        if result.server_hint == "llamacpp":
+            result.slots = _llamacpp_slots(client, base_url, headers, max(0.5, end - time.monotonic()))
     if result.tps_1:
         result.tps_1 = round(result.tps_1, 2)
     if result.tps_n:

@@ -36,6 +36,7 @@ class ProbeFacts:
     errors: int = 0
     seconds: float = 0.0
     server_hint: str = ""  # engine guessed from the server's answers ("llamacpp", "vllm", ...)
+    slots: int | None = None  # requests the server admits at once (llama-server /props total_slots)
     notes: list[str] = field(default_factory=list)
 
 
