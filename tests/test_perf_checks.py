@@ -62,6 +62,8 @@ def test_tp_larger_than_the_node_splits_into_tp_x_pp(tmp_path):
     top = r["findings"][0]
     assert top["code"] == "perf.tp_mismatch" and top["title"] == "TP=16 spans 2 nodes of 8 GPUs each"
     assert commands(top) == ["--tp 8 --pp-size 2"]
+    # two nodes of 8 give the 16 GPUs TP=16 needs: the memory plan must not call it invalid
+    assert "needs 16 GPUs; 8 given" not in json.dumps(r["findings"])
     # one node, no --nnodes: the same advice, next to the load layer's "needs 16 GPUs"
     cmd.write_text("vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 16 --trust-remote-code\n")
     r = analyze(cmd, FIX / "smi" / "nvidia-smi-table-8x-h100-sxm-driver565.txt")

@@ -35,7 +35,9 @@ def plan_of(facts: Facts) -> MemoryPlan:
         if setup and facts.deployment.engine in ("vllm", "")
         else None
     )
-    result = memory.plan(facts.model, total, len(gpus), facts.deployment, gpus[0].name, printed)
+    # the GPUs seen are this node's; a multi-node launch (--nnodes) has as many on each node
+    count = len(gpus) * max(1, facts.deployment.nnodes or 1)
+    result = memory.plan(facts.model, total, count, facts.deployment, gpus[0].name, printed)
     result.gpu_name = gpus[0].name
     result.assumptions.append(note)
     return result
