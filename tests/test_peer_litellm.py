@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.peers.fixtures import DoctorRun, Peer, doctor, start_litellm
+from tests.peers.fixtures import DoctorRun, Peer, access_run, start_litellm
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -20,31 +20,9 @@ WRONG_KEY = "sk-llmdoctor-wrong-5b2e90d4c1"
 
 
 def access(
-    peer: Peer,
-    home: Path,
-    base: str,
-    model: str = "fake-gpt",
-    key: str | None = None,
-    *extra: str,
-    fmt: str = "json",
+    peer: Peer, home: Path, base: str, model: str = "fake-gpt", key: str | None = None, *extra: str, fmt: str = "json"
 ) -> DoctorRun:
-    args = [
-        "run",
-        "--only",
-        "access",
-        "--base-url",
-        base,
-        "--api-key",
-        key or peer.key,
-        "--model",
-        model,
-        *extra,
-    ]
-    run = doctor(args, home, fmt=fmt)
-    for secret in (peer.key, WRONG_KEY):
-        assert secret not in run.stdout, f"a key reached stdout:\n{run.stdout}"
-        assert secret not in run.stderr, f"a key reached stderr:\n{run.stderr}"
-    return run
+    return access_run(peer, home, base, model, key, *extra, secrets=(WRONG_KEY,), fmt=fmt)
 
 
 def rank1(run: DoctorRun, code: str) -> dict:

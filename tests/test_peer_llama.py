@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from doctor.collect import metrics as metrics_collector
-from tests.peers.fixtures import LLAMA_ALIAS, DoctorRun, Peer, doctor
+from tests.peers.fixtures import LLAMA_ALIAS, DoctorRun, Peer, access_run, doctor
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -29,19 +29,7 @@ def no_secret(peer: Peer, run: DoctorRun, *more: str) -> DoctorRun:
 def access(
     peer: Peer, home: Path, base: str, model: str = LLAMA_ALIAS, key: str | None = None, *extra: str
 ) -> DoctorRun:
-    args = [
-        "run",
-        "--only",
-        "access",
-        "--base-url",
-        base,
-        "--api-key",
-        key or peer.key,
-        "--model",
-        model,
-        *extra,
-    ]
-    return no_secret(peer, doctor(args, home))
+    return access_run(peer, home, base, model, key, *extra, secrets=(WRONG_KEY,))
 
 
 def check(run: DoctorRun, check_id: str) -> dict:

@@ -241,3 +241,14 @@ def doctor(args: list[str], home: Path, timeout: float = 120.0, fmt: str = "json
             f"stdout is not JSON (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
         ) from None
     return DoctorRun(proc.returncode, proc.stdout, proc.stderr, report)
+
+
+def access_run(peer: Peer, home: Path, base: str, model: str, key: str | None, *extra: str,
+               secrets: tuple[str, ...] = (), fmt: str = "json") -> DoctorRun:
+    """`llm-doctor run --only access` against a peer; no key given to it may reach stdout or stderr."""
+    args = ["run", "--only", "access", "--base-url", base, "--api-key", key or peer.key, "--model", model, *extra]
+    run = doctor(args, home, fmt=fmt)
+    for secret in (peer.key, *secrets):
+        assert secret not in run.stdout, f"a key reached stdout:\n{run.stdout}"
+        assert secret not in run.stderr, f"a key reached stderr:\n{run.stderr}"
+    return run
