@@ -9,6 +9,7 @@ from pathlib import Path
 
 from doctor.facts import Facts
 from doctor.facts.access import Setting, SettingsFacts
+from tests.conftest import ROOT
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -59,3 +60,13 @@ def test_missing_path_is_a_note_not_a_traceback(tmp_path: Path) -> None:
     out = cli("analyze", str(tmp_path / "nope.log"), "--format", "markdown")
     assert "Traceback" not in out.stderr
     assert "nope.log: no such file" in out.stdout
+
+
+def test_what_could_not_be_checked_is_skip_not_pass() -> None:
+    """A lone crash log says nothing of the host CPU, clocks, prefix caching or memory headroom."""
+    log = ROOT / "fixtures" / "logs" / "vllm-0.4.1-a10g-mistral7b-kv-cache-insufficient.log"
+    out = cli("analyze", str(log), "--format", "json")
+    status = {c["id"]: c["status"] for c in json.loads(out.stdout)["checks"]}
+    for check_id in ("perf.host_cpu", "perf.clocks", "perf.prefix_cache", "perf.memory_headroom", "access.key"):
+        assert status[check_id] == "skip", check_id
+    assert status["load.kv_cache"] == "fail"

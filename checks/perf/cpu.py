@@ -26,6 +26,8 @@ def host_cpu(facts: Facts) -> Outcome:
     running = bool(h and h.processes)
     if cfg is None and not running:
         raise NotApplicable("no engine running here and no engine config: CPU load is not the engine's")
+    if h is None and not (cfg and cfg.engine == "llamacpp"):
+        raise NotApplicable("no host facts (CPU count, load, cgroup limits) to judge the CPU by")
     findings = [f for f in (_threads(cfg, h), _cgroup(cfg, h), _saturated(facts, cfg, h) if running else None) if f]
     return Outcome(findings, "" if findings else "CPU not saturated")
 

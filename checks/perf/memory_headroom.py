@@ -11,7 +11,7 @@ from __future__ import annotations
 from checks.perf import facts_view as fv
 from doctor.engine import check
 from doctor.facts import Facts
-from doctor.findings import Finding, Fix, Outcome
+from doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 LIMIT = 0.95
 SAFE = {"vllm": 0.90, "sglang": 0.85, "tgi": 0.90}
@@ -23,7 +23,7 @@ def memory_headroom(facts: Facts) -> Outcome:
     cfg = fv.deployment(facts)
     util = cfg.gpu_memory_utilization
     if util is None:
-        return Outcome(detail="memory fraction not known")
+        raise NotApplicable("the memory fraction (gpu_memory_utilization / mem_fraction_static) is not known")
     if util < LIMIT:
         return Outcome(detail=f"memory fraction {util:g}")
     name = {"sglang": "mem_fraction_static", "tgi": "cuda_memory_fraction"}.get(cfg.engine, "gpu_memory_utilization")

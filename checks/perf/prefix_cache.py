@@ -22,8 +22,10 @@ def prefix_cache(facts: Facts) -> Outcome:
     cfg = fv.deployment(facts)
     if cfg.engine not in ("vllm", "sglang"):
         raise NotApplicable(f"{cfg.engine}: prefix caching is not an engine flag here")
-    if cfg.enable_prefix_caching is not False:
-        return Outcome(detail="prefix caching on" if cfg.enable_prefix_caching else "prefix caching state not known")
+    if cfg.enable_prefix_caching is None:
+        raise NotApplicable("whether prefix caching is on is not known")
+    if cfg.enable_prefix_caching:
+        return Outcome(detail="prefix caching on")
     source = cfg.sources.get("enable_prefix_caching", "?")
     evidence = [f"enable_prefix_caching=False ({source})"]
     m = facts.metrics if facts.metrics and facts.metrics.available else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from checks.perf import facts_view as fv
 from doctor.engine import check
 from doctor.facts import Facts
-from doctor.findings import Finding, Fix, Outcome
+from doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 THERMAL = {"hw_thermal_slowdown", "sw_thermal_slowdown"}
 POWER = {"sw_power_cap", "hw_power_brake_slowdown"}
@@ -27,7 +27,7 @@ def clocks(facts: Facts) -> Outcome:
     if all(not x.throttle_reasons and "throttle_reasons" in x.unsupported for x in g.gpus) or all(
         x.sm_clock_mhz is None and not x.throttle_reasons for x in g.gpus
     ):
-        return Outcome(detail="no clock/throttle facts for these GPUs")
+        raise NotApplicable("no clock/throttle facts for these GPUs")
     hits = []
     for x in g.gpus:
         reasons = [r for r in x.throttle_reasons if _counts(x, r)]
