@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from doctor import memory
 from doctor.engine_args import parse_command
+from doctor.facts.model import ModelFacts
 from doctor.models import builtin_names, from_folder, from_table
 
 AWQ = Path(__file__).parent.parent / "fixtures/models/qwen2-7b-instruct-awq"
@@ -61,3 +64,32 @@ def test_every_table_entry_says_where_it_was_verified() -> None:
     for name in builtin_names():
         entry = table[name]
         assert "same_as" in entry or entry.get("verified_from"), name
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_every_table_entry_loads_into_model_facts(name: str) -> None:
+    m = from_table(name)
+    assert isinstance(m, ModelFacts) and m.name == name and m.source == "builtin table"
+    assert m.num_layers and m.hidden_size and m.num_attention_heads and m.num_kv_heads and m.vocab_size
+    assert m.num_attention_heads % m.num_kv_heads == 0
+    assert memory.kv_bytes_per_token(m, parse_command(f"vllm serve {name}")) > 0
+    if m.sliding_window:
+        assert 0 < (m.num_sliding_layers or 0) <= m.num_layers
+
+
+# spot values read from each model's config.json copy (see the entry's verified_from)
+SPOT = {
+    "meta-llama/Llama-2-7b-hf": dict(num_layers=32, num_attention_heads=32, num_kv_heads=32, vocab_size=32000),
+    "meta-llama/Llama-2-13b-hf": dict(num_layers=40, hidden_size=5120, num_kv_heads=40, intermediate_size=13824),
+    "meta-llama/Llama-2-70b-hf": dict(num_layers=80, num_attention_heads=64, num_kv_heads=8, max_position_embeddings=4096),
+    "meta-llama/Llama-3.2-1B-Instruct": dict(num_layers=16, num_kv_heads=8, head_dim=64, tie_word_embeddings=True),
+    "google/gemma-2-9b": dict(num_layers=42, sliding_window=4096, num_sliding_layers=21, head_dim=256, num_kv_heads=8),
+    "google/gemma-2-27b": dict(num_layers=46, sliding_window=4096, num_sliding_layers=23, head_dim=128, num_kv_heads=16),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPOT))
+def test_table_spot_values_match_the_real_configs(name: str) -> None:
+    m = from_table(name)
+    assert m is not None
+    assert {k: getattr(m, k) for k in SPOT[name]} == SPOT[name]
