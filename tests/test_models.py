@@ -85,6 +85,15 @@ SPOT = {
     "meta-llama/Llama-3.2-1B-Instruct": dict(num_layers=16, num_kv_heads=8, head_dim=64, tie_word_embeddings=True),
     "google/gemma-2-9b": dict(num_layers=42, sliding_window=4096, num_sliding_layers=21, head_dim=256, num_kv_heads=8),
     "google/gemma-2-27b": dict(num_layers=46, sliding_window=4096, num_sliding_layers=23, head_dim=128, num_kv_heads=16),
+    "meta-llama/Llama-3.2-3B": dict(num_layers=28, num_attention_heads=24, num_kv_heads=8, head_dim=128),
+    "Qwen/Qwen2.5-7B": dict(num_layers=28, num_kv_heads=4, sliding_window=None, vocab_size=152064),
+    "Qwen/Qwen2.5-14B": dict(num_layers=48, num_attention_heads=40, num_kv_heads=8, intermediate_size=13824),
+    "Qwen/Qwen2.5-32B": dict(num_layers=64, num_attention_heads=40, num_kv_heads=8, intermediate_size=27648),
+    "Qwen/Qwen3-8B": dict(num_layers=36, num_kv_heads=8, head_dim=128, max_position_embeddings=40960),
+    "Qwen/Qwen3-32B": dict(num_layers=64, num_attention_heads=64, num_kv_heads=8, head_dim=128),
+    "microsoft/Phi-3-mini-4k-instruct": dict(num_layers=32, num_kv_heads=32, sliding_window=2047, num_sliding_layers=32),
+    "microsoft/Phi-3-medium-4k-instruct": dict(num_layers=40, num_attention_heads=40, num_kv_heads=10),
+    "microsoft/phi-4": dict(num_layers=40, num_kv_heads=10, vocab_size=100352, sliding_window=None),
 }
 
 
