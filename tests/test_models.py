@@ -95,6 +95,7 @@ SPOT = {
     "microsoft/Phi-3-medium-4k-instruct": dict(num_layers=40, num_attention_heads=40, num_kv_heads=10),
     "microsoft/phi-4": dict(num_layers=40, num_kv_heads=10, vocab_size=100352, sliding_window=None),
     "deepseek-ai/DeepSeek-V2-Lite": dict(num_layers=27, kv_lora_rank=512, qk_rope_head_dim=64, num_experts=64, num_experts_per_tok=6),
+    "mistralai/Mixtral-8x22B-v0.1": dict(num_layers=56, num_attention_heads=48, num_kv_heads=8, num_experts=8),
 }
 
 
