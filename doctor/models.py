@@ -107,16 +107,31 @@ def _key(name: str) -> str:
     return re.sub(r"^meta-(?=llama)", "", base)
 
 
+# chat/instruct fine-tunes keep their base checkpoint's architecture (layers, heads, head_dim)
+_TUNED = re.compile(r"-(?:instruct|it|chat)(?:-v?[\d.]+)?$")
+
+
 def from_table(name: str) -> ModelFacts | None:
-    """The shipped entry for a repo id, or for a path/served name whose last part matches one."""
+    """The shipped entry for a repo id, or for a path/served name whose last part matches one; an
+    instruct/chat tune falls back to its base checkpoint's entry (same architecture; its context
+    limit may differ, which the source says)."""
     table = _table()
     wanted = _key(name)
-    for repo, entry in table.items():
+    for repo in table:
         if repo.lower() == name.lower() or _key(repo) == wanted:
-            while "same_as" in entry:
-                entry = table[entry["same_as"]]
-            return from_config(entry, name=repo, source="builtin table")
+            return _resolved(table, repo, "builtin table")
+    base = _TUNED.sub("", wanted)
+    for repo in table:
+        if base != wanted and _TUNED.sub("", _key(repo)) == base:
+            return _resolved(table, repo, f"builtin table: {repo}, the same architecture as {name} (context limit may differ)")
     return None
+
+
+def _resolved(table: dict[str, dict[str, Any]], repo: str, source: str) -> ModelFacts:
+    entry = table[repo]
+    while "same_as" in entry:
+        entry = table[entry["same_as"]]
+    return from_config(entry, name=repo, source=source)
 
 
 def builtin_names() -> list[str]:

@@ -104,3 +104,14 @@ def test_table_spot_values_match_the_real_configs(name: str) -> None:
     m = from_table(name)
     assert m is not None
     assert {k: getattr(m, k) for k in SPOT[name]} == SPOT[name]
+
+
+def test_instruct_tune_falls_back_to_its_base_checkpoint() -> None:
+    from doctor.models import from_table
+
+    tuned = from_table("Qwen/Qwen2.5-7B-Instruct")
+    assert tuned is not None and tuned.name == "Qwen/Qwen2.5-7B"
+    assert "same architecture as Qwen/Qwen2.5-7B-Instruct" in tuned.source
+    assert from_table("google/gemma-2-9b-it").name == "google/gemma-2-9b"
+    assert from_table("Qwen/Qwen2.5-7B").source == "builtin table"
+    assert from_table("acme/unknown-model-instruct") is None
