@@ -113,10 +113,107 @@ def test_streaming_memory_stays_flat() -> None:
 
 
 def test_gzip_stream_reads_like_text(tmp_path) -> None:
-    from doctor.collect.logs import read_lines
+    from doctor.collect.logs import read_blocks
 
     path = tmp_path / "x.log.gz"
     with gzip.open(path, "wb") as fh:
-        fh.write(b"a\nb\n")
+        fh.write(b"a\nb\nc")
     with gzip.open(path, "rb") as fh:
-        assert list(read_lines(fh)) == [b"a\n", b"b\n"]
+        assert b"".join(read_blocks(fh)) == b"a\nb\nc"
+
+
+def test_blocks_end_on_line_boundaries_and_long_lines_are_cut(monkeypatch) -> None:
+    from doctor.collect import logs
+
+    monkeypatch.setattr(logs, "BLOCK", 16)
+    blocks = list(logs.read_blocks(io.BytesIO(b"0123456789\nabcdefghij\n" + b"x" * 40 + b"\nend")))
+    assert all(b.endswith(b"\n") or len(b) >= 16 for b in blocks[:-1]), blocks  # only a too-long line is cut
+    assert b"".join(blocks) == b"0123456789\nabcdefghij\n" + b"x" * 40 + b"\nend"
+    assert max(len(b) for b in blocks) <= 32
+
+
+def test_every_grammar_pattern_can_be_prefiltered() -> None:
+    """Each rule requires literals (derived from its regex), and none of them is weak."""
+    from doctor.logparse import prefilter
+    from doctor.logparse.scan import GRAMMAR
+
+    assert prefilter.weak(GRAMMAR) == []
+    assert all(rule.literals for rule in __import__("doctor.logparse.events", fromlist=["RULES"]).RULES)
+
+
+def test_prefilter_literals_are_required_by_their_pattern() -> None:
+    from doctor.logparse.prefilter import factors
+
+    assert factors(r"max seq len \((?P<n>\d+)\) is larger") == {f"max seq len ({d}" for d in "0123456789"}
+    assert factors(r"^GPU (?P<idx>\d+): ") == {f"gpu {d}" for d in "0123456789"}
+    assert factors(r"NCCL error|ncclSystemError") == {"nccl error", "ncclsystemerror"}
+    # `http/` is in every access-log line: the factor is the status digit after the quote instead
+    assert all('" ' in f for f in factors(r'"POST (?P<path>/\S*) HTTP/[\d.]+" (?P<status>[45]\d\d)'))  # type: ignore[union-attr]
+
+
+def test_steady_state_noise_is_not_parsed() -> None:
+    """Real stat/access/request lines are rejected before normalisation (the speed of big logs)."""
+    from doctor.logparse.prefilter import NOISE_SAMPLE
+    from doctor.logparse.scan import CANDIDATE
+
+    for line in NOISE_SAMPLE:
+        assert not any(rx.search(line.lower().encode()) for rx in CANDIDATE), line
+
+
+def _facts_dict(facts) -> dict:
+    import dataclasses
+
+    d = dataclasses.asdict(facts)
+    d.pop("sources")
+    return d
+
+
+def test_block_scan_equals_line_scan_on_every_fixture(monkeypatch) -> None:
+    """The fast path (blocks, prefilter on the whole block) finds exactly what the line path finds,
+    also when blocks cut the log in many places."""
+    from pathlib import Path
+
+    from doctor.collect import logs
+    from doctor.logparse.scan import LogScanner
+
+    for path in sorted((Path(__file__).resolve().parents[1] / "fixtures" / "logs").glob("*.log")):
+        # small blocks, but none smaller than a line (a longer line is cut, and counts as two)
+        monkeypatch.setattr(logs, "BLOCK", max(1024, 1 + max(map(len, path.read_bytes().split(b"\n")))))
+        by_line = _facts_dict(scan_lines(io.BytesIO(path.read_bytes()).readlines(), path.name)[0])
+        scanner = LogScanner()
+        scanner.start_source(path.name)
+        with open(path, "rb") as fh:
+            for block in logs.read_blocks(fh):
+                scanner.feed_block(block)
+        assert _facts_dict(scanner.finish()) == by_line, path.name
+
+
+def test_hard_wrapped_line_is_joined_even_when_the_second_half_has_no_literal() -> None:
+    text = (
+        "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV ca\n"
+        "che (16864). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n"
+    )
+    (event,) = _scan(text).events
+    assert event.values == {"max_seq_len": 32768, "kv_tokens": 16864}
+
+
+def test_block_scan_memory_stays_flat() -> None:
+    from doctor.logparse.scan import LogScanner
+
+    noise = (b"(APIServer pid=1) INFO 05-03 18:07:24 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+             b"Running: 0 reqs, GPU KV cache usage: 0.0%\n") * 5000
+    crash = b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.\n"
+
+    def peak(blocks: int) -> int:
+        tracemalloc.start()
+        scanner = LogScanner()
+        scanner.start_source("x")
+        for _ in range(blocks):
+            scanner.feed_block(noise + crash)
+        scanner.finish()
+        _, top = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return top
+
+    small, big = peak(2), peak(60)
+    assert big < small + 512 * 1024, (small, big)

@@ -14,6 +14,8 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
+from doctor.logparse import prefilter
+
 _NUM = r"\d[\d,]*(?:\.\d+)?"
 _SIZE = _NUM + r"\s*[KMGT]i?B"
 
@@ -23,15 +25,21 @@ class Rule:
     kind: str
     pattern: re.Pattern[str]
     fatal: bool = True  # an error that stops the engine (vs. a warning / a milestone)
+    # literals one of which every match contains (doctor.logparse.prefilter): a line holding
+    # none of them is not tried against the pattern (most rules are skipped on most lines)
+    literals: tuple[str, ...] = ()
 
 
 def _status(code: int) -> str:
     """An HTTP status in the words clients print it ("Error code: 429", "HTTP 401", '"code": 401')."""
-    return rf"(?:HTTP(?:/[\d.]+)?|status(?:[ _]code)?|Error code|error code|\"code\")\W{{0,3}}{code}\b|\b{code} (?:Client Error|Unauthorized|Too Many)"
+    # separators spelled out (not \W{0,3}) so that the prefilter can require "code: 429", not any "429"
+    return (rf"(?:HTTP(?:/[12](?:\.[01])?)?|status(?:[ _]code)?|Error code|\"code\")(?:\": ?|\" |: ?|=| ){code}\b|"
+            rf"\b{code} (?:Client Error|Unauthorized|Too Many)")
 
 
 def _r(kind: str, pattern: str, fatal: bool = True, flags: int = re.I) -> Rule:
-    return Rule(kind, re.compile(pattern, flags), fatal)
+    compiled = re.compile(pattern, flags)
+    return Rule(kind, compiled, fatal, tuple(prefilter.literals([compiled])))
 
 
 # Ordered: the first rule that matches a message wins, so specific wordings come before generic ones.
@@ -255,7 +263,7 @@ RULES: tuple[Rule, ...] = (
     ),
     _r(
         "http_response",
-        r"\"(?P<method>GET|POST|PUT|DELETE|PATCH) (?P<path>/\S*) HTTP/[\d.]+\"\s+(?P<status>[45]\d\d)|"
+        r"\"(?P<method>GET|POST|PUT|DELETE|PATCH) (?P<path>/\S*) HTTP/[\d.]+\" (?P<status>[45]\d\d)|"
         r"request: (?P<method2>GET|POST) (?P<path2>/\S*) \S+ (?P<status2>[45]\d\d)\b|"
         r"^< HTTP/[\d.]+ (?P<status3>[45]\d\d)\b|(?P<method3>GET|POST) \"?https?://[^/\s]+(?P<path3>/\S*?)\"?: (?P<status4>[45]\d\d) ",
     ),
@@ -401,7 +409,10 @@ def to_number(raw: str) -> int | float | str:
 
 def match(text: str) -> tuple[Rule, dict[str, object]] | None:
     """The first rule matching this message, with its values (numbers converted)."""
+    low = text.lower()
     for rule in RULES:
+        if not any(literal in low for literal in rule.literals):
+            continue
         m = rule.pattern.search(text)
         if m:
             values: dict[str, object] = {}
