@@ -114,7 +114,7 @@ _TUNED = re.compile(r"-(?:instruct|it|chat)(?:-v?[\d.]+)?$")
 def from_table(name: str) -> ModelFacts | None:
     """The shipped entry for a repo id, or for a path/served name whose last part matches one; an
     instruct/chat tune falls back to its base checkpoint's entry (same architecture; its context
-    limit may differ, which the source says)."""
+    limit may differ, so it is left unknown)."""
     table = _table()
     wanted = _key(name)
     for repo in table:
@@ -123,7 +123,9 @@ def from_table(name: str) -> ModelFacts | None:
     base = _TUNED.sub("", wanted)
     for repo in table:
         if base != wanted and _TUNED.sub("", _key(repo)) == base:
-            return _resolved(table, repo, f"builtin table: {repo}, the same architecture as {name} (context limit may differ)")
+            facts = _resolved(table, repo, f"builtin table: {repo}, the same architecture as {name}")
+            facts.max_position_embeddings = None  # tunes often change it (Qwen2.5 base 131072, Instruct 32768)
+            return facts
     return None
 
 

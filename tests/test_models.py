@@ -112,6 +112,7 @@ def test_instruct_tune_falls_back_to_its_base_checkpoint() -> None:
     tuned = from_table("Qwen/Qwen2.5-7B-Instruct")
     assert tuned is not None and tuned.name == "Qwen/Qwen2.5-7B"
     assert "same architecture as Qwen/Qwen2.5-7B-Instruct" in tuned.source
+    assert tuned.max_position_embeddings is None  # the base's 131072 is not the Instruct's 32768
     assert from_table("google/gemma-2-9b-it").name == "google/gemma-2-9b"
     assert from_table("Qwen/Qwen2.5-7B").source == "builtin table"
     assert from_table("acme/unknown-model-instruct") is None

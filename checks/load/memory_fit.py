@@ -72,9 +72,6 @@ def memory_fit(facts: Facts) -> Outcome:
                 [Fix("Leave room for the CUDA context and graphs", "--gpu-memory-utilization 0.9")],
             )
         )
-    detail = (
-        f"fits: {plan.kv_cache_tokens} KV tokens, {plan.max_concurrency}x at {plan.max_model_len}"
-        if plan.fits
-        else ""
-    )
+    at = f"{plan.max_concurrency}x at {plan.max_model_len}" if plan.max_model_len else "max_model_len not known"
+    detail = f"fits: {plan.kv_cache_tokens} KV tokens, {at}" if plan.fits else ""
     return Outcome(findings, detail)
