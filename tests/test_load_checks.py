@@ -88,3 +88,29 @@ def test_valid_tp_sizes_for_heads() -> None:
     assert valid_tp_sizes(40, 3) == [1, 2]
     assert valid_tp_sizes(64, 8, kv_heads=8) == [1, 2, 4, 8]
     assert valid_tp_sizes(71, 2) == [1]
+
+
+# client-side output in a log: the access code at rank 1, with the base URL computed from what the log shows
+CLIENT_CASES = [
+    ("client-openai-sdk-ollama-base-url-no-v1.log", "access.base_url_invalid", "404 page not found", "OPENAI_BASE_URL=http://127.0.0.1:11434/v1"),
+    ("client-nemo-ollama-base-url-endpoint-path.log", "access.base_url_invalid", "status code 404", "OPENAI_BASE_URL=http://localhost:11434"),
+    ("client-httpx-404-chat-completions-no-v1.log", "access.base_url_invalid", "/chat/completions \"HTTP/1.1 404 Not Found\"",
+     "OPENAI_BASE_URL=http://127.0.0.1:11434/v1"),
+    ("client-httpx-localhost-502-proxy.log", "access.proxy_failed", "502 Bad Gateway", None),
+    ("client-ellama-422-model-object.log", "access.model_id_missing", "422 Unprocessable Entity", None),
+]
+
+
+@pytest.mark.parametrize(("name", "code", "evidence", "command"), CLIENT_CASES, ids=[c[0] for c in CLIENT_CASES])
+def test_client_log_rank_one(name: str, code: str, evidence: str, command: str | None) -> None:
+    test_rank_one(name, code, evidence, command)
+
+
+def test_base_url_correction() -> None:
+    from checks.access.client_log import _corrected
+
+    assert _corrected("http://127.0.0.1:11434") == "http://127.0.0.1:11434/v1"
+    assert _corrected("http://h:8000/v1/chat/completions") == "http://h:8000/v1"
+    assert _corrected("http://h:8000/v1/v1") == "http://h:8000/v1"
+    assert _corrected("http://localhost:11434/api/generate.") == "http://localhost:11434"  # Ollama's own API: the root
+    assert _corrected("http://h:8000/v1") is None

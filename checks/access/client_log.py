@@ -78,12 +78,87 @@ def client_log(facts: Facts) -> Outcome:
     s = logs.setup
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
+    not_found = [e for e in le.events(facts) if _is_404(e)]
+    if not_found and "access.protocol_mismatch" not in found and _base_url_fix(s.base_url, not_found):
+        found.setdefault("access.base_url_invalid", []).extend(x for x in not_found if x not in found.get("access.base_url_invalid", []))
     findings = []
     for code, events in found.items():
         title, fix = TITLES[code]
         evidence = le.evidence(events) if events else [f"{s.sse_chunks} `data: {{...}}` chunks and no `data: [DONE]`"]
-        findings.append(Finding(code, title, evidence, [Fix(fix)], explains=EXPLAINS.get(code, [])))
+        fixes = [Fix(fix)]
+        if code == "access.base_url_invalid":
+            fixes, evidence = _base_url_fixes(s.base_url, events, fix), evidence + _base_url_evidence(s.base_url)
+        findings.append(Finding(code, title, evidence, fixes, explains=EXPLAINS.get(code, [])))
     return Outcome(findings, "" if findings else "no client-side error in the log")
+
+
+# an endpoint path pasted into the base URL: the client appends its own path after it
+ENDPOINT_SUFFIX = re.compile(r"/(?:v1/)?(?:chat/completions|completions|embeddings|models|responses|messages)/?$|"
+                             r"/api/(?:generate|chat|embed(?:dings)?|tags)/?$")
+NATIVE_PATH = re.compile(r"/api/(?:generate|chat|embed|tags|show|pull)\b")  # Ollama's own API: its clients want the bare root
+LOOPBACK = re.compile(r"https?://(?:localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0)[:/]")
+URL = re.compile(r"https?://[^\s'\"`,)\]}]+")
+
+
+def _is_404(e: LogEvent) -> bool:
+    if e.kind in ("client_route_not_found", "client_not_found"):
+        return True
+    if e.kind == "http_response":
+        return e.values.get("status") == 404
+    # openai.NotFoundError without a model in the message: a 404 of the path as much as of the model
+    return e.kind == "client_model_not_found" and not any(k in e.values for k in ("model",)) and "NotFoundError" in " ".join(e.lines)
+
+
+def _corrected(url: str) -> str | None:
+    """The base URL this client should use, or None when its path looks right."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url.rstrip(".;:"))  # a URL quoted at the end of a sentence
+    path = parts.path.rstrip("/")
+    native = bool(NATIVE_PATH.search(path))
+    fixed = re.sub(r"(?:/v1){2,}", "/v1", ENDPOINT_SUFFIX.sub("", path))
+    if not native and not fixed.endswith("/v1"):
+        fixed += "/v1"
+    if fixed == path and not parts.query:
+        return None
+    return urlunsplit((parts.scheme, parts.netloc, fixed, "", ""))
+
+
+def _request_base(events: list[LogEvent]) -> str | None:
+    """`POST http://host:port/chat/completions` in a 404 line: the base the client really used."""
+    for e in events:
+        for line in e.lines:
+            for url in URL.findall(line):
+                if OPENAI_PATHS.search("/" + url.split("/", 3)[-1]) if url.count("/") >= 3 else False:
+                    return url.split("/", 3)[0] + "//" + url.split("/", 3)[2]
+    return None
+
+
+def _base_url_fix(base_url: str, not_found: list[LogEvent]) -> str | None:
+    """A corrected base URL when a 404 came back and the configured (or used) one is wrong."""
+    if base_url:
+        return _corrected(base_url)
+    if any(e.kind == "client_route_not_found" for e in not_found):
+        return _corrected(_request_base(not_found) or "http://<host>:<port>")
+    return None
+
+
+def _base_url_fixes(base_url: str, events: list[LogEvent], default: str) -> list[Fix]:
+    fixed = _corrected(base_url) if base_url else None
+    if fixed is None:
+        used = _request_base(events)
+        fixed = _corrected(used) if used else None
+    if fixed is None or "<host>" in fixed:
+        return [Fix(default)]
+    return [Fix(f"Point the client at the API root the server serves ({fixed}); the client appends /chat/completions itself",
+                f"OPENAI_BASE_URL={fixed}")]
+
+
+def _base_url_evidence(base_url: str) -> list[str]:
+    if not base_url:
+        return []
+    fixed = _corrected(base_url)
+    return [f"configured base URL {base_url}" + (f": the server serves its API under {fixed}" if fixed else "")]
 
 
 def _code(e: LogEvent) -> str | None:
@@ -99,6 +174,8 @@ def _code(e: LogEvent) -> str | None:
         path = str(e.values.get("path") or "")
         if status in (401, 403):
             return "access.key_rejected"
+        if status == 422 and MODEL_PATHS.search(path):  # the request body failed the schema: most often the model field
+            return "access.model_id_missing"
         if status == 404 and OTHER_PROTOCOL.search(path):
             return "access.protocol_mismatch"
         if status == 404 and OPENAI_PATHS.search(path):
@@ -107,7 +184,12 @@ def _code(e: LogEvent) -> str | None:
             return "access.model_not_found"
         if status == 429:
             return "access.rate_limited"
+        if status in (502, 504) and LOOPBACK.search(" ".join(e.lines)):
+            return "access.proxy_failed"  # nothing sits between a client and localhost but a proxy from the env
         if isinstance(status, int) and status >= 500:
             return "access.server_error"
         return None
+    if e.kind == "client_route_not_found":
+        path = str(e.values.get("path") or "")
+        return "access.protocol_mismatch" if OTHER_PROTOCOL.search(path) else "access.base_url_invalid"
     return KIND_CODE.get(e.kind)

@@ -46,6 +46,7 @@ class LogSetup:
     smi_processes: dict[str, int] = field(default_factory=dict)  # "gpu:pid" -> MiB, from such a table
     sse_chunks: int = 0  # OpenAI-style `data: {...}` stream chunks quoted in the log
     sse_done: bool = False  # ... and whether the stream's `data: [DONE]` terminator is there
+    base_url: str = ""  # the base URL a client in the log was configured with (the last one stated)
     n_ctx: int | None = None
     n_ctx_train: int | None = None
 

@@ -265,7 +265,16 @@ RULES: tuple[Rule, ...] = (
         "http_response",
         r"\"(?P<method>GET|POST|PUT|DELETE|PATCH) (?P<path>/\S*) HTTP/[\d.]+\" (?P<status>[45]\d\d)|"
         r"request: (?P<method2>GET|POST) (?P<path2>/\S*) \S+ (?P<status2>[45]\d\d)\b|"
-        r"^< HTTP/[\d.]+ (?P<status3>[45]\d\d)\b|(?P<method3>GET|POST) \"?https?://[^/\s]+(?P<path3>/\S*?)\"?: (?P<status4>[45]\d\d) ",
+        r"^< HTTP/[\d.]+ (?P<status3>[45]\d\d)\b|(?P<method3>GET|POST) \"?https?://[^/\s]+(?P<path3>/\S*?)\"?: (?P<status4>[45]\d\d) |"
+        # httpx's INFO line, as the OpenAI SDK logs every request
+        r"HTTP Request: (?P<method4>GET|POST|PUT|DELETE) https?://[^/\s]+(?P<path4>/\S*) \"HTTP/[\d.]+ (?P<status5>[45]\d\d)",
+    ),
+    # the web framework's own 404 (Go net/http, FastAPI/Starlette, Express, nginx): no such PATH on
+    # this server, unlike an API's JSON "model ... does not exist"
+    _r(
+        "client_route_not_found",
+        r"\b404 page not found|\{\s*\"detail\"\s*:\s*\"Not Found\"\s*\}|Cannot (?:GET|POST) (?P<path>/\S+)|"
+        r"<title>404 Not Found</title>|<h1>Not Found</h1>",
     ),
     _r(
         "client_tls",
@@ -301,6 +310,7 @@ RULES: tuple[Rule, ...] = (
         r"The model `(?P<model>[^`]+)` does not exist|model ['\"]?(?P<model2>[\w./:-]+)['\"]? not found|"
         r"NotFoundError|Invalid model name passed|model_not_found|does not exist or you do not have access",
     ),
+    _r("client_not_found", _status(404)),  # a bare 404: the path or the model, the rest of the log tells
     _r("client_timeout", r"Request timed out|ReadTimeout|APITimeoutError|timed out after \d+"),
     _r(
         "client_bad_response",

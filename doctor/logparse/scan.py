@@ -39,7 +39,7 @@ ARGS_FOLLOW_LINES = 120  # TGI pretty-prints `Args {` over many lines
 WRAP_MIN = 100  # a line at least this long that ends unmatched may be hard-wrapped
 ENGINE_SURE = 256  # engine markers after which the engine is known (see _detect)
 
-_LAST_WINS = {"gpu_blocks", "kv_cache_tokens", "available_kv_gib", "max_concurrency", "cpu_blocks"}
+_LAST_WINS = {"gpu_blocks", "kv_cache_tokens", "available_kv_gib", "max_concurrency", "cpu_blocks", "base_url"}
 
 
 class LogScanner:

@@ -35,6 +35,15 @@ _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("visible_devices", re.compile(r"CUDA_VISIBLE_DEVICES=(?P<v>[\d,]+)")),
     ("smi_used_mib", re.compile(r"\|\s+(?P<v>\d+)MiB /\s+(?P<total>\d+)MiB \|")),
     ("smi_process", re.compile(r"^\|\s+(?P<gpu>\d+)\s+(?:N/A\s+N/A\s+)?(?P<pid>\d+)\s+[CG]\S*\s+\S.*?\s(?P<v>\d+)MiB\s*\|")),
+    # the base URL a client was configured with (YAML/JSON/env/CLI/log spellings)
+    (
+        "base_url",
+        re.compile(
+            r"\b(?:base_?url|api_base|base-url|baseURL|OPENAI_(?:API_)?BASE(?:_URL)?|api_url|endpoint)\b[\"']?\s*[:=]\s*[\"']?"
+            r"(?P<v>https?://[^\s'\"`,)\]}]+)",
+            re.I,
+        ),
+    ),
     ("sse_done", re.compile(r"^data: \[DONE\]")),
     ("sse_chunks", re.compile(r"^data: \{.*\"choices\"")),
     ("cuda_graphs", re.compile(r"Graph capturing finished|Capture cuda graph end|Capturing CUDA graph shapes: 100%")),
@@ -93,6 +102,6 @@ def extract(text: str) -> list[tuple[str, object, dict[str, object]]]:
             continue
         if raw is None:
             continue
-        value = raw.strip() if field in ("gpu_name", "model", "engine_version", "visible_devices") else to_number(raw)
+        value = raw.strip() if field in ("gpu_name", "model", "engine_version", "visible_devices", "base_url") else to_number(raw)
         out.append((field, value, {k: to_number(v) for k, v in groups.items()}))
     return out
