@@ -84,3 +84,21 @@ def test_secrets_in_log_lines_are_masked(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "doctor", "analyze", str(log), "--format", "json"], capture_output=True, cwd=ROOT, timeout=60)
     assert token not in proc.stdout.decode()
     assert json.loads(proc.stdout)["findings"][0]["code"] == "load.model_files"
+
+
+def test_command_line_quoted_in_the_log_becomes_deployment_facts(tmp_path: Path) -> None:
+    """`vllm serve ... \\` pasted above a crash that printed no arguments: the TP size and the
+    context length come from the command (doctor.engine_args.parse_command)."""
+    log = tmp_path / "engine.log"
+    log.write_text(
+        "$ vllm serve meta-llama/Llama-2-13b-hf \\\n"
+        "    --tensor-parallel-size 3 --max-model-len 4096\n"
+        "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (3).\n"
+    )
+    _, report, _ = analyze(str(log))
+    deployment = report["facts"]["deployment"]
+    assert deployment["tensor_parallel_size"] == 3 and deployment["max_model_len"] == 4096
+    assert deployment["model"] == "meta-llama/Llama-2-13b-hf"
+    first = top(report)
+    assert first["code"] == "load.tp_invalid"
+    assert "--tensor-parallel-size 2" in [f["command"] for f in first["fixes"]]

@@ -153,7 +153,7 @@ class LogCollector:
         for event in logs.events:
             event.lines = [redactor.text(x) for x in event.lines]
         self.facts.logs = logs
-        _deployment(self.facts, self.scanner.args_text())
+        _deployment(self.facts, self.scanner.args_text(), self.scanner.commands)
         return logs
 
 
@@ -170,13 +170,19 @@ def _looks_binary(head: bytes) -> bool:
     return controls > len(sample) // 20
 
 
-def _deployment(facts: Facts, args_text: str) -> None:
-    """Engine arguments the log printed -> facts.deployment; the model's architecture -> facts.model."""
+def _deployment(facts: Facts, args_text: str, commands: list[str] | None = None) -> None:
+    """Engine arguments the log printed -> facts.deployment; the model's architecture -> facts.model.
+    What the engine printed it ran with beats a command line quoted in the log, which fills the gaps
+    (`vllm serve M --tp 32` pasted above a crash that printed no arguments)."""
     from doctor import engine_args
 
     logs = facts.logs
     assert logs is not None
     cfg = engine_args.parse_log_args(args_text) if args_text else None
+    for command in commands or []:
+        quoted = engine_args.parse_command(command, source="command line in the log")
+        if quoted.engine:
+            cfg = cfg.merge(quoted) if cfg is not None and cfg.engine else quoted
     if cfg is None or not cfg.engine:
         if logs.engine in ("", "client"):
             return

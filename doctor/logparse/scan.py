@@ -21,7 +21,7 @@ from doctor.logparse.lines import Line, normalise
 FRAME_LITERALS = ('file "', "frame #", ") [0x", "traceback (most recent call last)")
 _PHASE_PATTERNS = [pattern for phase, pattern in ev.PHASES if phase != "serving"]
 # every pattern that can turn a line into a fact; a line holding none of their literals cannot
-GRAMMAR = [r.pattern for r in ev.RULES] + [p for _, p in st._SETUP] + [st.ARGS, st.STARTS] + _PHASE_PATTERNS
+GRAMMAR = [r.pattern for r in ev.RULES] + [p for _, p in st._SETUP] + [st.ARGS, st.STARTS, st.COMMAND] + _PHASE_PATTERNS
 CANDIDATE_LITERALS = pf.literals(GRAMMAR, FRAME_LITERALS)
 CANDIDATE = pf.compile_groups(CANDIDATE_LITERALS)
 # steady-state lines (stats, batches, access log) only say "serving": they move the phase, nothing else
@@ -37,6 +37,8 @@ MAX_ARGS_CHARS = 256 * 1024
 MAX_LINE = 64 * 1024  # a longer line is cut here (a file without newlines cannot fill memory)
 ARGS_FOLLOW_LINES = 120  # TGI pretty-prints `Args {` over many lines
 WRAP_MIN = 100  # a line at least this long that ends unmatched may be hard-wrapped
+MAX_COMMANDS = 8  # engine command lines kept (each with its `\` continuation lines)
+MAX_COMMAND_CHARS = 8192
 ENGINE_SURE = 256  # engine markers after which the engine is known (see _detect)
 
 _LAST_WINS = {"gpu_blocks", "kv_cache_tokens", "available_kv_gib", "max_concurrency", "cpu_blocks", "base_url"}
@@ -52,6 +54,8 @@ class LogScanner:
         self._args: list[str] = []
         self._args_chars = 0
         self._args_follow = 0
+        self.commands: list[str] = []  # engine command lines quoted in the log, for engine_args.parse_command
+        self._cmd_open = False  # the last command line ended with `\`: the next line continues it
         self._prev: Line | None = None
         self._engine_hits: dict[str, int] = {}
         self._v1 = self._v0 = 0
@@ -71,7 +75,7 @@ class LogScanner:
         self.facts.bytes_read += len(raw)
         if not self._sure:
             self._detect(raw.decode("utf-8", errors="replace"))
-        if self._args_follow > 0 or self._prev is not None or _any(CANDIDATE, raw.lower()):
+        if self._args_follow > 0 or self._prev is not None or self._cmd_open or _any(CANDIDATE, raw.lower()):
             self._line(self._source_no, raw)
             return
         if _any(SERVING, raw.lower()):
@@ -128,7 +132,7 @@ class LogScanner:
     def _follow(self, block: bytes, pos: int, limit: int, no: int) -> tuple[int, int]:
         """Lines after `pos` that must be read whatever they hold: the continuation of a
         hard-wrapped line, the pretty-printed arguments after `Args {`."""
-        while pos < limit and (self._args_follow > 0 or self._prev is not None):
+        while pos < limit and (self._args_follow > 0 or self._prev is not None or self._cmd_open):
             end = block.find(b"\n", pos, limit)
             end = limit if end < 0 else end + 1
             no += 1
@@ -144,7 +148,9 @@ class LogScanner:
         text = line.text
         if not text:
             self._prev = None
+            self._cmd_open = False
             return
+        self._command(text)
         if st.STARTS.search(text) and self._run_fatal:
             self._new_run()
         if st.ARGS.search(text) and self._args_follow == 0:
@@ -162,6 +168,16 @@ class LogScanner:
             self._prev = None
         else:
             self._prev = line if len(text) >= WRAP_MIN else None
+
+    def _command(self, text: str) -> None:
+        if self._cmd_open:
+            self.commands[-1] = (self.commands[-1] + " " + text.rstrip("\\ "))[:MAX_COMMAND_CHARS]
+            self._cmd_open = text.endswith("\\")
+            return
+        m = st.COMMAND.search(text)
+        if m and len(self.commands) < MAX_COMMANDS:
+            self.commands.append(m.group("cmd").rstrip("\\ ")[:MAX_COMMAND_CHARS])
+            self._cmd_open = text.endswith("\\")
 
     def _keep_args(self, raw: bytes) -> None:
         if self._args_chars < MAX_ARGS_CHARS:

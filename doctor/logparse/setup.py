@@ -69,6 +69,13 @@ STARTS = re.compile(
     r"msg=\"starting llama server\"|Starting vLLM API server|Launching server|Started server process"
 )
 
+# an engine's command line quoted in the log (a shell prompt, a Dockerfile CMD, a k8s args list
+# flattened, `ps` output); doctor.engine_args.parse_command reads it
+COMMAND = re.compile(
+    r"(?:^|[\s$#>`'\"(])(?P<cmd>(?:vllm serve|sglang serve|trtllm-serve|text-generation-launcher|llama-server|"
+    r"python3? -m (?:vllm\.entrypoints\.openai\.api_server|sglang\.launch_server))\s.*)"
+)
+
 ENGINE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("vllm", re.compile(r"vllm|VllmWorker|EngineCore|APIServer pid|LLM engine|RayWorkerWrapper|non-default args", re.I)),
     ("sglang", re.compile(r"sglang|ServerArgs|ModelTpServer|TpModelWorker|Scheduler hit an exception|Received sigquit", re.I)),
