@@ -77,17 +77,6 @@ READERS += [
 ]
 
 
-def expand(paths: list[str]) -> list[str]:
-    out: list[str] = []
-    for p in paths:
-        path = Path(p)
-        if p != "-" and path.is_dir():
-            out += sorted(str(f) for f in path.rglob("*") if f.is_file() and f.suffix.lower() in WALK_SUFFIXES)
-        else:
-            out.append(p)
-    return out
-
-
 def head_of(path: str) -> str:
     import gzip
 
@@ -103,21 +92,19 @@ def head_of(path: str) -> str:
 
 
 def load_paths(paths: list[str], deadline: Deadline) -> Facts:
+    from doctor.collect import logs
+
     facts = Facts(collected_at=now())
-    for path in expand(paths):
+    for path in logs.expand(paths, WALK_SUFFIXES):
         if path != "-" and not Path(path).exists():
             facts.notes.append(f"{path}: no such file")
             continue
         head = "" if path == "-" else head_of(path)
         reader = next((r for r in READERS if path != "-" and r.sniff(head)), None)
         if reader is None:
-            from doctor.collect import logs
-
             logs.load_log(path, facts, deadline)
         else:
             reader.load(path, facts, deadline)
             if reader.kind != "bundle":  # tool output pasted into a log: the engine's errors count too
-                from doctor.collect import logs
-
                 logs.load_log(path, facts, deadline, only_if_events=True)
     return facts

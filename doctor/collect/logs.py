@@ -53,13 +53,14 @@ def read_blocks(fh: IO[bytes], deadline: Deadline | None = None) -> Iterator[byt
             raise TimeoutError("the deadline was reached while reading the log")
 
 
-def expand(paths: list[str]) -> list[str]:
-    """Folders -> their *.log, *.txt, *.out, *.gz files (recursively, sorted); others as given."""
+def expand(paths: list[str], suffixes: set[str] = WALK_SUFFIXES) -> list[str]:
+    """Folders -> their files with these suffixes (default *.log, *.txt, *.out, *.gz; recursively,
+    sorted); other paths as given."""
     out: list[str] = []
     for p in paths:
         path = Path(p)
         if p != "-" and path.is_dir():
-            out += sorted(str(f) for f in path.rglob("*") if f.is_file() and f.suffix.lower() in WALK_SUFFIXES)
+            out += sorted(str(f) for f in path.rglob("*") if f.is_file() and f.suffix.lower() in suffixes)
         else:
             out.append(p)
     return out
