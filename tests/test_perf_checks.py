@@ -263,3 +263,23 @@ def test_custom_all_reduce_disabled_on_nvlink(tmp_path):
     r = analyze(cmd, FIX / "topo" / "h100-8x-nv18-8nic-mlx5-tabs-missing-tab-artifact.txt")
     top = r["findings"][0]
     assert top["code"] == "perf.slow_interconnect" and "--disable-custom-all-reduce" in top["title"]
+
+
+def test_nccl_sockets_across_nodes_is_slow_interconnect(tmp_path):
+    """The real `NET/Socket : Using` line, from a 2-node SGLang launch: TCP between nodes."""
+    socket_line = (FIX / "logs" / "nccl-net-socket-selected.txt").read_text()
+    log = write(tmp_path, "node0.log", "python -m sglang.launch_server --model-path Qwen/Qwen2.5-32B --tp 16 --nnodes 2 "
+                "--node-rank 0 --dist-init-addr 10.0.0.1:5000\n" + socket_line)
+    r = analyze(log, FIX / "smi" / "nvidia-smi-table-8x-h100-sxm-driver565.txt")
+    (f,) = [f for f in r["findings"] if "TCP sockets" in f["title"]]
+    assert f["code"] == "perf.slow_interconnect"
+    assert f["title"] == "NCCL uses TCP sockets (enp67s0) between 2 nodes: no InfiniBand/RoCE transport was found"
+    assert "NET/Socket : Using [0]enp67s0" in f["evidence"][0]
+    assert commands(f)[:2] == ["ibv_devinfo", "export NCCL_DEBUG=INFO"]
+    assert "--tp 8 --pp-size 2" in commands(f)
+
+
+def test_nccl_sockets_on_one_node_or_ib_is_no_finding():
+    for name in ("nccl-net-socket-selected.txt", "nccl-net-ib-detected-azure.txt"):
+        r = analyze(FIX / "logs" / name)
+        assert not [f for f in r["findings"] if f["code"] == "perf.slow_interconnect"], name

@@ -39,13 +39,14 @@ def interconnect(facts: Facts) -> Outcome:
     """TP traffic runs over NVLink or P2P, PCIe links run at their full width, NCCL keeps its fast transports."""
     cfg = fv.maybe_deployment(facts)
     logged = _logged_no_p2p(facts)
+    sockets = _nccl_sockets_across_nodes(facts, cfg)
     try:
         g = fv.gpus(facts)
     except NotApplicable:
-        if logged is None:
+        if logged is None and sockets is None:
             raise
-        return Outcome([logged])
-    findings = [f for f in (_tp_over_pcie(g, cfg), _degraded_links(g), _nccl_env(cfg, g)) if f]
+        return Outcome([f for f in (sockets, logged) if f])
+    findings = [f for f in (_tp_over_pcie(g, cfg), _degraded_links(g), _nccl_env(cfg, g), sockets) if f]
     if logged is not None and not any("PCIe (" in f.title for f in findings):
         findings.append(logged)
     if not findings and not g.topology and all(x.pcie_width_current is None for x in g.gpus):
@@ -161,6 +162,44 @@ def _degraded_links(g) -> Finding | None:
     return Finding("perf.slow_interconnect", f"{len(bad)} GPU PCIe link(s) run below their maximum"
                    + ("" if confirmed else " (measured while idle)"),
                    [b for _, b in bad], fixes, severity="warn" if confirmed else "info", explains=["perf.high_latency"])
+
+
+def _nccl_sockets_across_nodes(facts: Facts, cfg) -> Finding | None:
+    """NCCL printing `NET/Socket : Using <iface>` picked TCP for its network transport. Within one
+    node that is harmless (P2P/NVLink/SHM carry the traffic); across nodes it means no IB/RoCE/EFA
+    transport was found, and TP/PP traffic between nodes crawls over Ethernet."""
+    from checks.load import log_events as le
+
+    try:
+        found = le.events(facts, "nccl_net_socket")
+    except NotApplicable:
+        return None
+    hosts = {str(e.values.get("host")) for e in found if e.values.get("host")}
+    nodes = max(len(hosts), (cfg.nnodes or 1) if cfg else 1)
+    if not found or nodes < 2:
+        return None
+    iface = str(found[0].values.get("ifaces", "")).split(":", 1)[0].removeprefix("[0]")
+    return Finding(
+        "perf.slow_interconnect",
+        f"NCCL uses TCP sockets ({iface or 'Ethernet'}) between {nodes} nodes: no InfiniBand/RoCE transport was found",
+        le.evidence(found[:2]) + (["NCCL_IB_DISABLE=1 in the engine's environment"] if cfg and cfg.env.get("NCCL_IB_DISABLE") == "1" else []),
+        [Fix("See which RDMA devices the container has (none listed: pass them in, e.g. docker --device=/dev/infiniband "
+             "--ulimit memlock=-1, or the k8s RDMA device plugin)", "ibv_devinfo"),
+         Fix("Then confirm NCCL picks them: the log should say NET/IB : Using [0]mlx5_...", "export NCCL_DEBUG=INFO"),
+         *_tp_in_node_fix(facts, cfg, nodes)],
+        explains=["perf.low_gpu_util", "perf.high_latency"],
+    )
+
+
+def _tp_in_node_fix(facts: Facts, cfg, nodes: int) -> list[Fix]:
+    """TP inside a node, PP across nodes: only the pipeline's activations cross the slow link."""
+    tp = (cfg.tensor_parallel_size or 1) if cfg else 1
+    per_node = len(facts.gpus.gpus) if facts.gpus and facts.gpus.gpus else (tp // nodes if tp >= nodes else 0)
+    if per_node < 1 or tp <= per_node:
+        return []
+    engine = cfg.engine if cfg and cfg.engine else "vllm"
+    return [Fix(f"Or keep TP inside a node and split across the {nodes} nodes with PP (far less traffic between nodes)",
+                f"{fv.flag('tp', engine)} {per_node} {fv.flag('pp', engine)} {tp // per_node}")]
 
 
 def _nccl_env(cfg, g) -> Finding | None:

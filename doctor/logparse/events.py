@@ -326,6 +326,8 @@ RULES: tuple[Rule, ...] = (
     _r("offload_layers", r"offloaded (?P<offloaded>\d+)/(?P<layers>\d+) layers to GPU", False),
     _r("enforce_eager", r"enforce_eager=True|--enforce-eager|CUDA graph is turned off|cuda graph is disabled", False),
     _r("custom_allreduce_off", r"Custom allreduce is disabled", False),
+    # NCCL's network transport: sockets (TCP) where InfiniBand/RoCE/EFA was expected across nodes
+    _r("nccl_net_socket", r"(?:(?P<host>[\w.<>-]+):\d+:\d+ \[\d+\] )?NCCL INFO NET/Socket : Using (?P<ifaces>\S.*)", False),
 )
 
 # start-up milestones and traceback frames -> the phase an OOM belongs to
