@@ -114,3 +114,11 @@ def test_base_url_correction() -> None:
     assert _corrected("http://h:8000/v1/v1") == "http://h:8000/v1"
     assert _corrected("http://localhost:11434/api/generate.") == "http://localhost:11434"  # Ollama's own API: the root
     assert _corrected("http://h:8000/v1") is None
+
+
+def test_no_kv_cache_memory_fix_carries_no_invented_numbers() -> None:
+    """vllm#17431-like log with no memory figures: no utilization value is made up."""
+    top = diagnose("vllm-0.8.5-v1-no-cache-blocks.log")[0]
+    assert top.code == "load.no_kv_cache_memory"
+    assert [x.command for x in top.fixes] == [None]
+    assert "prints no memory figures" in top.fixes[0].summary

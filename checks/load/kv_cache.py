@@ -162,27 +162,33 @@ def _llama_ctx(facts: Facts, found: list) -> Finding:
 
 
 def _no_memory(facts: Facts, found: list) -> Finding:
+    """Only numbers the log gives: the weights must fit inside the budget, so the utilization must
+    exceed weights / total. The activation peak and non-torch memory are measured by the engine at
+    start-up; when the log does not print them, `llm-doctor plan` computes them (and
+    load.memory_fit does so here when the model and GPUs are known)."""
     util = _util(facts)
     logs = facts.logs
     assert logs is not None
     evidence = le.evidence(found[-1:]) + le.earlier_runs(facts)
     total = le.gpu_total_gib(facts)
     weights = logs.setup.weights_gib
-    fixes: list[Fix] = []
     engine = le.engine(facts)
-    if engine == "sglang":
-        fraction = le.deployment_value(facts, "gpu_memory_utilization")
-        now = float(fraction) if isinstance(fraction, (int, float)) else 0.88
-        fixes.append(Fix("Give the static memory pool (weights + KV) a larger share", f"--mem-fraction-static {min(0.95, now + 0.05):.2f}"))
-    elif total and weights:
-        # the budget must hold the weights, ~1-2 GiB of activations and non-torch memory, and some KV
-        wanted = min(MAX_UTIL, math.ceil((weights + 4.0) / total * 100) / 100)
-        evidence.append(f"weights take {weights:g} GiB of a {total:.2f} GiB GPU; gpu_memory_utilization {util:g} "
-                        f"gives a budget of {util * total:.2f} GiB")
-        if wanted > util:
-            fixes.append(Fix("Raise the memory budget above weights + activations", f"--gpu-memory-utilization {wanted:.2f}"))
+    flag = "--mem-fraction-static" if engine == "sglang" else "--gpu-memory-utilization"
+    fixes: list[Fix] = []
+    if total and weights:
+        floor = weights / total
+        evidence.append(f"weights take {weights:g} GiB of a {total:.2f} GiB GPU ({floor:.0%}); {flag.lstrip('-')} "
+                        f"{util:g} gives a budget of {util * total:.2f} GiB for weights, activations and KV cache")
+        if floor >= MAX_UTIL:
+            fixes.append(Fix(f"The weights alone need {floor:.0%} of the GPU: split them over more GPUs or quantize"))
+        else:
+            fixes.append(Fix(f"Raise {flag} well above {floor:.2f} (the weights' share) and below {MAX_UTIL}: "
+                             "the rest must hold the activation peak and the KV cache"))
     else:
-        fixes.append(Fix("Raise the memory budget", f"--gpu-memory-utilization {min(MAX_UTIL, util + 0.1):.2f}"))
-    fixes.append(Fix("Or lower the profiled activation peak", "--max-num-seqs 64 --max-num-batched-tokens 4096"))
+        fixes.append(Fix(f"Raise {flag} above {util:g} (the log prints no memory figures to compute how far)"))
+    model = le.deployment_value(facts, "model")
+    if model:
+        fixes.append(Fix("Compute the budget, the activation peak and what fits for this model and GPU",
+                         f"llm-doctor plan --model {model} --gpu-memory-utilization {util:g}"))
     return Finding("load.no_kv_cache_memory", "no GPU memory is left for the KV cache after weights and activations",
                    evidence, fixes, explains=le.CLIENT_SYMPTOMS)
