@@ -646,15 +646,23 @@ def explain_weights(model: ModelFacts, cfg: EngineConfig, gpu_total_bytes: int, 
     )
     if need <= give:
         return text + f"; {(give - need) / GIB:.1f} GiB is left for activations and the KV cache"
+    bigger = smallest_fitting_tp(model, cfg, give)
+    if bigger is None:
+        return text + "; no tensor-parallel size up to 32 fits: a quantized checkpoint is needed"
+    trial = weights_bytes_per_gpu(model, dataclasses.replace(cfg, tensor_parallel_size=bigger))
+    gpus = bigger * pp
+    room = "" if gpus <= gpu_count else f", which needs {gpus} GPUs ({gpu_count} given)"
+    return text + f"; TP={bigger} needs {trial / GIB:.1f} GiB per GPU and fits{room}"
+
+
+def smallest_fitting_tp(model: ModelFacts, cfg: EngineConfig, give_bytes: float) -> int | None:
+    """The smallest TP above the configured one (a power of two dividing the attention heads)
+    whose weights per GPU fit in `give_bytes`; None when none up to 32 does."""
+    tp = max(1, cfg.tensor_parallel_size or 1)
+    heads = model.num_attention_heads or 0
     for bigger in (2, 4, 8, 16, 32):
-        if bigger <= tp:
+        if bigger <= tp or (heads and heads % bigger):
             continue
-        heads = model.num_attention_heads or 0
-        if heads and heads % bigger:
-            continue
-        trial = weights_bytes_per_gpu(model, dataclasses.replace(cfg, tensor_parallel_size=bigger))
-        if trial < give:
-            gpus = bigger * pp
-            room = "" if gpus <= gpu_count else f", which needs {gpus} GPUs ({gpu_count} given)"
-            return text + f"; TP={bigger} needs {trial / GIB:.1f} GiB per GPU and fits{room}"
-    return text + "; no tensor-parallel size up to 32 fits: a quantized checkpoint is needed"
+        if weights_bytes_per_gpu(model, dataclasses.replace(cfg, tensor_parallel_size=bigger)) < give_bytes:
+            return bigger
+    return None

@@ -122,3 +122,20 @@ def test_no_kv_cache_memory_fix_carries_no_invented_numbers() -> None:
     assert top.code == "load.no_kv_cache_memory"
     assert [x.command for x in top.fixes] == [None]
     assert "prints no memory figures" in top.fixes[0].summary
+
+
+def test_weights_oom_sizes_the_split_from_the_model_when_known() -> None:
+    """vllm#11560 (Qwen2-VL-72B, TP=1, one 80 GB A800) with the language model's architecture known
+    (Qwen2-72B from the shipped table): the evidence says what the weights need per GPU, and the TP
+    fix is the smallest split whose weights fit, from doctor.memory, not a doubling."""
+    from doctor.models import from_table
+
+    facts = load_paths([str(LOGS / "vllm-a800-qwen2vl72b-weights-oom.log")], Deadline(30))
+    facts.model = from_table("Qwen/Qwen2-72B-Instruct")
+    findings = build_report(run_checks(facts, select(load_checks(), ["load.gpu_oom"]), Deadline(30)), facts).findings
+    top = findings[0]
+    assert top.code == "load.weights_oom"
+    sized = [line for line in top.evidence if line.startswith("the weights need ")]
+    assert sized and "per GPU at TP=1" in sized[0] and "TP=2 needs" in sized[0], top.evidence
+    assert top.fixes[0].command == "--tensor-parallel-size 2"
+    assert "smallest split" in top.fixes[0].summary

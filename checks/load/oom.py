@@ -60,19 +60,49 @@ def _weights(facts: Facts, e) -> Finding:
     evidence = le.evidence([e]) + _numbers(e) + [f"phase: {e.phase or 'start-up'} (weights), tensor_parallel_size {tp}"] + le.earlier_runs(facts)
     fixes: list[Fix] = []
     engine = le.engine(facts)
-    if gpus > tp:
+    flag = {"sglang": "--tp", "tgi": "--num-shard"}.get(engine, "--tensor-parallel-size")
+    sized = _sized_split(facts, gpus)
+    if sized is not None:
+        text, fitting = sized
+        evidence.append(text)
+        if fitting:
+            fixes.append(Fix(f"Shard the weights: TP={fitting} is the smallest split whose weights fit each GPU", f"{flag} {fitting}"))
+    elif gpus > tp and engine not in ("llamacpp", "ollama"):
         wider = tp
         while wider * 2 <= gpus:
             wider *= 2
-        flag = {"sglang": "--tp", "tgi": "--num-shard", "llamacpp": "--tensor-split"}.get(engine, "--tensor-parallel-size")
-        if engine != "llamacpp":
-            fixes.append(Fix(f"Shard the weights over {wider} of the {gpus} GPUs", f"{flag} {wider}"))
+        fixes.append(Fix(f"Shard the weights over {wider} of the {gpus} GPUs", f"{flag} {wider}"))
     elif engine not in ("llamacpp", "ollama"):
-        fixes.append(Fix("Shard the weights over more GPUs", f"--tensor-parallel-size {max(2, tp * 2)}"))
+        fixes.append(Fix(f"Shard the weights over more GPUs (at least TP={max(2, tp * 2)}; the log does not say how large "
+                         "the weights are)", f"{flag} {max(2, tp * 2)}"))
     if engine in ("llamacpp", "ollama"):
-        fixes.append(Fix("Offload fewer layers to the GPU (the rest run on the CPU)", "-ngl <layers that fit>"))
+        fixes.append(Fix("Offload fewer layers to the GPU with -ngl (the rest run on the CPU); the log does not give "
+                         "the per-layer size to compute how many fit"))
     fixes.append(Fix("Or load a quantized checkpoint (AWQ/GPTQ/FP8: 2-4x smaller weights)", "--quantization fp8"))
     return Finding("load.weights_oom", "the model weights do not fit the GPU memory", evidence, fixes, explains=le.CLIENT_SYMPTOMS)
+
+
+def _sized_split(facts: Facts, gpus: int) -> tuple[str, int | None] | None:
+    """With the model's architecture (facts, or the shipped table by the logged model name) and the
+    GPU size, the weights per GPU and the smallest TP that fits, from doctor.memory."""
+    from doctor import memory
+    from doctor.models import from_table
+
+    total = le.gpu_total_gib(facts)
+    cfg = facts.deployment
+    if not total or cfg is None:
+        return None
+    model = facts.model or (from_table(cfg.model) if cfg.model else None)
+    if model is None or not model.num_layers:
+        return None
+    total_bytes = int(total * memory.GIB)
+    util = cfg.gpu_memory_utilization or (0.88 if cfg.engine == "sglang" else 0.9)
+    try:
+        text = memory.explain_weights(model, cfg, total_bytes, gpus or 1)
+        fitting = memory.smallest_fitting_tp(model, cfg, total_bytes * util)
+    except (ValueError, TypeError, ZeroDivisionError):
+        return None
+    return text, fitting
 
 
 def _runtime(facts: Facts, e, phase: str) -> Finding:
