@@ -116,3 +116,15 @@ def test_instruct_tune_falls_back_to_its_base_checkpoint() -> None:
     assert from_table("google/gemma-2-9b-it").name == "google/gemma-2-9b"
     assert from_table("Qwen/Qwen2.5-7B").source == "builtin table"
     assert from_table("acme/unknown-model-instruct") is None
+
+
+def test_glm_field_names_are_read() -> None:
+    """ChatGLM configs spell the KV groups, head size and vocab their own way."""
+    from doctor import memory
+    from doctor.facts.deployment import EngineConfig
+    from doctor.models import from_table
+
+    glm = from_table("THUDM/chatglm3-6b")
+    assert (glm.num_layers, glm.num_attention_heads, glm.num_kv_heads, glm.head_dim, glm.vocab_size) == (28, 32, 2, 128, 65024)
+    # 2 x 28 layers x 2 KV groups x 128 x 2 bytes (fp16)
+    assert memory.kv_bytes_per_token(glm, EngineConfig(engine="vllm", tensor_parallel_size=1)) == 28672
