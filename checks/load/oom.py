@@ -18,6 +18,10 @@ from doctor.findings import Finding, Fix, Outcome
 LOAD_PHASES = ("weights", "startup")
 
 
+# SGLang's mem_fraction_static default for TP=1 (server_args.py)
+SGLANG_DEFAULT_FRACTION = 0.88
+
+
 @check("load.gpu_oom", "load", codes=["load.weights_oom", "load.runtime_oom", "perf.memory_overcommitted"])
 def gpu_oom(facts: Facts) -> Outcome:
     """The engine did not run out of GPU memory."""
@@ -117,23 +121,47 @@ def _runtime(facts: Facts, e, phase: str) -> Finding:
             fixes.append(Fix(f"Or capture graphs for fewer sequences (now {seqs})", f"--max-num-seqs {half}"))
     elif engine == "sglang":
         frac = le.deployment_value(facts, "gpu_memory_utilization")
-        now = float(frac) if isinstance(frac, (int, float)) else 0.88
-        fixes.append(Fix("Leave more memory for activations", f"--mem-fraction-static {max(0.5, math.floor((now - 0.05) * 100) / 100):.2f}"))
-        fixes.append(Fix("Or cap the prefill chunk and the batch", "--chunked-prefill-size 4096 --max-running-requests 64"))
+        now = float(frac) if isinstance(frac, (int, float)) else SGLANG_DEFAULT_FRACTION
+        drop = _failed_share(facts, e)
+        if drop:
+            fixes.append(Fix(f"Leave the failed allocation ({drop:.1%} of the GPU) outside the static pool",
+                             f"--mem-fraction-static {max(0.5, math.floor((now - drop) * 100) / 100):.2f}"))
+        chunk = le.deployment_value(facts, "max_num_batched_tokens")
+        if isinstance(chunk, int) and chunk > 1:
+            caps = f"--chunked-prefill-size {chunk // 2}" + (f" --max-running-requests {half}" if half else "")
+            fixes.append(Fix(f"Or halve the prefill chunk (now {chunk}; activations scale with it)", caps))
     elif engine in ("llamacpp", "ollama"):
-        fixes.append(Fix("Use a smaller context or batch (compute buffers scale with them)", "-c 8192 -b 512 -ub 512"))
+        n_ctx = facts.logs.setup.n_ctx if facts.logs else None
+        ctx = f"-c {n_ctx // 2} " if n_ctx else ""
+        # llama.cpp's defaults are -b 2048 -ub 512 (common/common.h n_batch, n_ubatch): halve them
+        fixes.append(Fix("Use a smaller context or batch: compute buffers scale with them"
+                         + (f" (context now {n_ctx})" if n_ctx else ""), f"{ctx}-b 1024 -ub 256"))
     else:
         if half:
             fixes.append(Fix(f"Fewer concurrent sequences (now {seqs})", f"--max-num-seqs {half}"))
         else:
-            fixes.append(Fix("Fewer concurrent sequences", "--max-num-seqs 128"))
+            fixes.append(Fix("Fewer concurrent sequences (half of vLLM's default 256)", "--max-num-seqs 128"))
         fixes.append(Fix("Or a smaller batch per step", "--max-num-batched-tokens 4096"))
         util = le.deployment_value(facts, "gpu_memory_utilization")
-        if isinstance(util, (int, float)) and util > 0.85:
-            fixes.append(Fix("Or leave more headroom outside the KV cache", f"--gpu-memory-utilization {util - 0.05:.2f}"))
+        drop = _failed_share(facts, e)
+        if isinstance(util, (int, float)) and drop:
+            fixes.append(Fix(f"Or leave the failed allocation ({drop:.1%} of the GPU) outside the KV cache budget",
+                             f"--gpu-memory-utilization {math.floor((util - drop) * 100) / 100:.2f}"))
     title = {"profiling": "out of GPU memory in the start-up profiling run", "cuda_graph": "out of GPU memory while capturing CUDA graphs"}.get(
         phase, "out of GPU memory while serving")
     return Finding("load.runtime_oom", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)
+
+
+def _failed_share(facts: Facts, e) -> float | None:
+    """The failed allocation as a share of the GPU: the least the memory fraction must give back."""
+    tried = e.values.get("tried")
+    if tried is None and "alloc_mib" in e.values:
+        tried = float(e.values["alloc_mib"]) / 1024
+    total = e.values.get("total") or le.gpu_total_gib(facts)
+    try:
+        return float(tried) / float(total) if tried and total else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _headroom_flag(facts: Facts) -> str:
