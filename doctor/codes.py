@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LAYERS = ("access", "load", "perf")
+LAYERS = ("access", "load", "perf", "doctor")  # `doctor`: the doctor's own state (what was not read or judged)
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,11 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
         "non-streaming works but SSE streaming stalls, is buffered, or is malformed",
     ),
     ("access.timeout", "error", "request accepted but no answer within the deadline"),
+    (
+        "access.unrecognized_failure",
+        "error",
+        "a client-side failure the doctor sees (an exception, an error status or body) but recognises no known cause for; quoted as evidence",
+    ),
     (
         "load.weights_oom",
         "error",
@@ -177,6 +182,11 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
         "the model did not finish loading before something gave up: a liveness/readiness probe, a launcher or client load timeout, a watchdog",
     ),
     (
+        "load.unrecognized_failure",
+        "error",
+        "the engine failed (an uncaught exception, a fatal ERROR, a kill, a start-up that stopped) and no known cause matches; the exception and the lines around it are quoted",
+    ),
+    (
         "perf.tp_mismatch",
         "warn",
         "tensor parallel size does not fit the GPUs or the model: idle GPUs, TP across nodes, TP larger than the model needs (replicas would serve more)",
@@ -219,6 +229,12 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
         "warn",
         "gpu_memory_utilization set too high, leaving no headroom: intermittent OOM under peaks",
     ),
+    (
+        "doctor.input_incomplete",
+        "warn",
+        "part of the input could not be read or judged: cut by the deadline or a size cap, truncated, unreadable among several; says what was and was not read",
+    ),
+    ("doctor.check_crashed", "error", "a check raised; the rest went on, but its question is unanswered"),
 )
 
 CODES: dict[str, CodeInfo] = {c: CodeInfo(c, s, m) for c, s, m in _TABLE}

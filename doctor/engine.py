@@ -1,26 +1,60 @@
-"""Runs checks in layer order under one deadline.
+"""Runs checks in the order their declarations give, under one deadline, and sees what nobody judged.
 
-Checks are registered with `@check(...)`: an id, a layer, the Facts sections they need and the
-checks they come after. A check whose needed facts are absent is `skip`; one whose dependency
-failed is `blocked` (never `pass`: "model not found" cannot be judged when the key was rejected);
-one that raises is `error` and the rest go on. Each check is timed.
+A check is registered with `@check(...)` and declares what it judges: the Facts sections it needs
+(all of them), or any one of (`any_of`), the log event kinds it reads (`events`), the checks it
+comes after, and whether it judges a running engine (`running`). The engine, not the check,
+decides from those declarations: `skip` when a declared input is missing, `blocked` when a check it
+comes after failed or, for a `running` check, when the log shows the engine crashed or never
+started. It hands each check the events it declared, from the run being diagnosed (a LogView).
+
+Because every check says what it reads, the engine can also see what no check judged: a fatal log
+event no check turned into a finding, or a failure no rule recognised (an uncaught exception, an
+ERROR line that ends a run, a crash signal) becomes a `*.unrecognized_failure` finding, a check
+that raises becomes `doctor.check_crashed`, and checks the deadline cut are `doctor.input_incomplete`.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import pkgutil
 import time
+import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from doctor.codes import LAYERS, info
 from doctor.facts import Facts
 from doctor.findings import Finding, NotApplicable, Outcome
+from doctor.logparse.failures import KINDS as GENERIC_FAILURES
+from doctor.logview import LogView, judged_run
 
-CheckFunc = Callable[[Facts], "Outcome | list[Finding]"]
+CheckFunc = Callable[..., "Outcome | list[Finding]"]
 
 FAILED = ("fail", "blocked", "error")
+COVERAGE_ID = "doctor.coverage"
+
+
+def _has_deployment(facts: Facts) -> bool:
+    if facts.deployment is not None and facts.deployment.engine:
+        return True
+    return any(p.config is not None and p.config.engine for p in (facts.host.processes if facts.host else []))
+
+
+# a section is present when it holds something to judge, not merely when it is not None
+SECTIONS: dict[str, Callable[[Facts], bool]] = {
+    "settings": lambda f: f.settings is not None,
+    "endpoint": lambda f: f.endpoint is not None,
+    "logs": lambda f: f.logs is not None and bool(f.logs.sources),
+    "deployment": _has_deployment,
+    "model": lambda f: f.model is not None,
+    "gpus": lambda f: f.gpus is not None and f.gpus.available and bool(f.gpus.gpus),
+    "host": lambda f: f.host is not None,
+    "metrics": lambda f: f.metrics is not None,
+    "plan": lambda f: f.plan is not None,
+    "gaps": lambda f: True,
+}
 
 
 @dataclass(frozen=True)
@@ -30,8 +64,22 @@ class CheckSpec:
     func: CheckFunc
     codes: tuple[str, ...] = ()
     needs: tuple[str, ...] = ()
+    any_of: tuple[str, ...] = ()
+    events: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
+    running: bool = False
     title: str = ""
+
+    def inputs(self) -> str:
+        """The declaration in words, for `llm-doctor checks`."""
+        parts = [", ".join(self.needs)] if self.needs else []
+        if self.any_of:
+            parts.append("any of " + "/".join(self.any_of))
+        if self.events:
+            parts.append("events " + ", ".join(self.events))
+        if self.running:
+            parts.append("a running engine")
+        return "; ".join(parts) or "-"
 
 
 @dataclass
@@ -48,22 +96,36 @@ REGISTRY: dict[str, CheckSpec] = {}
 
 
 def check(
-    id: str, layer: str, codes: Iterable[str] = (), needs: Iterable[str] = (), after: Iterable[str] = ()
+    id: str,
+    layer: str,
+    codes: Iterable[str] = (),
+    needs: Iterable[str] = (),
+    any_of: Iterable[str] = (),
+    events: Iterable[str] = (),
+    after: Iterable[str] = (),
+    running: bool = False,
 ) -> Callable[[CheckFunc], CheckFunc]:
-    """Register a check function. `codes` are the finding codes it may emit (listed by
-    `llm-doctor checks`); `needs` are Facts attribute names that must be present; `after` are
-    check ids whose failure blocks this one."""
+    """Register a check. `codes`: the finding codes it may emit; `needs`: Facts sections that must all
+    be present; `any_of`: sections of which one must be; `events`: the log event kinds it judges (it
+    then needs a log, unless `any_of` names another way, and is called as func(facts, log_view));
+    `after`: check ids whose failure blocks it; `running`: it judges a running engine, so it is
+    blocked when the log shows the engine failed."""
     if layer not in LAYERS:
         raise ValueError(f"layer {layer!r} is not one of {LAYERS}")
-    codes = tuple(codes)
+    codes, needs, any_of, events = tuple(codes), tuple(needs), tuple(any_of), tuple(events)
     for code in codes:
         info(code)
+    for name in needs + any_of:
+        if name not in SECTIONS:
+            raise ValueError(f"check {id!r}: unknown facts section {name!r}")
+    if events and "logs" not in needs + any_of:
+        needs += ("logs",)
 
     def register(func: CheckFunc) -> CheckFunc:
         if id in REGISTRY and REGISTRY[id].func is not func:
             raise ValueError(f"check {id!r} registered twice")
         doc = (func.__doc__ or "").strip().splitlines()
-        REGISTRY[id] = CheckSpec(id, layer, func, codes, tuple(needs), tuple(after), doc[0] if doc else "")
+        REGISTRY[id] = CheckSpec(id, layer, func, codes, needs, any_of, events, tuple(after), running, doc[0] if doc else "")
         return func
 
     return register
@@ -95,17 +157,56 @@ class Deadline:
         """A per-request timeout that never runs past the deadline (at least 50 ms)."""
         return max(0.05, min(timeout, self.remaining()))
 
+    def reserving(self, share: float = 0.1, most: float = 5.0) -> Deadline:
+        """The part of this deadline collectors may spend: the rest is kept for the checks, so a
+        scan cut by the deadline is still judged."""
+        sub = Deadline(self.seconds)
+        sub.seconds = max(0.0, self.seconds - min(most, self.seconds * share))
+        sub.end = self.end - min(most, self.seconds * share)
+        return sub
+
+
+class UnknownSelection(ValueError):
+    """--only/--skip named something that is neither a layer nor a check id (a usage error)."""
+
 
 def select(specs: dict[str, CheckSpec], only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[CheckSpec]:
-    """Checks in layer order, registration order within a layer. `only` names layers or check
-    ids; `skip` names check ids (or layers)."""
+    """Checks in declaration order (layers in order; within a layer, a check after those it names,
+    then by id). `only` names layers or check ids; `skip` names check ids or layers. The doctor's
+    own checks (layer `doctor`) always run unless skipped by id: they say what was not read."""
     only, skip = set(only), set(skip)
-    chosen = [
-        s
+    known = set(LAYERS) | set(specs)
+    for name in sorted(only | skip):
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else "; see `llm-doctor checks`"
+            raise UnknownSelection(f"--only/--skip: {name!r} is neither a layer ({', '.join(LAYERS)}) nor a check id{hint}")
+    chosen = {
+        s.id: s
         for s in specs.values()
-        if (not only or s.layer in only or s.id in only) and s.id not in skip and s.layer not in skip
-    ]
-    return sorted(chosen, key=lambda s: LAYERS.index(s.layer))
+        if (not only or s.layer in only or s.id in only or s.layer == "doctor") and s.id not in skip and s.layer not in skip
+    }
+    return _ordered(chosen)
+
+
+def _ordered(chosen: dict[str, CheckSpec]) -> list[CheckSpec]:
+    out: list[CheckSpec] = []
+    placed: set[str] = set()
+
+    def place(spec: CheckSpec, path: tuple[str, ...] = ()) -> None:
+        if spec.id in placed:
+            return
+        if spec.id in path:
+            raise ValueError(f"checks depend on each other in a cycle: {' -> '.join(path + (spec.id,))}")
+        for dep in sorted(spec.after):
+            if dep in chosen and LAYERS.index(chosen[dep].layer) <= LAYERS.index(spec.layer):
+                place(chosen[dep], path + (spec.id,))
+        placed.add(spec.id)
+        out.append(spec)
+
+    for spec in sorted(chosen.values(), key=lambda s: (LAYERS.index(s.layer), s.id)):
+        place(spec)
+    return out
 
 
 def run_checks(
@@ -116,15 +217,19 @@ def run_checks(
 ) -> list[CheckResult]:
     results: dict[str, CheckResult] = {}
     layer = ""
+    failed_engine = engine_failure(facts)
     for spec in specs:
         if on_layer and spec.layer != layer:
             layer = spec.layer
             on_layer(layer)
-        results[spec.id] = _run_one(spec, facts, results, deadline)
+        results[spec.id] = _run_one(spec, facts, results, deadline, failed_engine)
+    results[COVERAGE_ID] = coverage(facts, specs, list(results.values()))
     return list(results.values())
 
 
-def _run_one(spec: CheckSpec, facts: Facts, done: dict[str, CheckResult], deadline: Deadline | None) -> CheckResult:
+def _run_one(
+    spec: CheckSpec, facts: Facts, done: dict[str, CheckResult], deadline: Deadline | None, failed_engine: str
+) -> CheckResult:
     def result(status: str, detail: str, findings: list[Finding] | None = None, ms: float = 0.0) -> CheckResult:
         return CheckResult(spec.id, spec.layer, status, round(ms, 2), detail, findings or [])
 
@@ -134,27 +239,86 @@ def _run_one(spec: CheckSpec, facts: Facts, done: dict[str, CheckResult], deadli
             return result("blocked", f"blocked: {dep} {prior.status}")
         if prior and prior.status == "skip":
             return result("skip", f"not checked: {dep} was not checked")
-    missing = [n for n in spec.needs if getattr(facts, n, None) is None]
+    if spec.running and failed_engine:
+        return result("blocked", f"blocked: {failed_engine}")
+    missing = [n for n in spec.needs if not SECTIONS[n](facts)]
+    if spec.any_of and not any(SECTIONS[n](facts) for n in spec.any_of):
+        missing.append(" or ".join(spec.any_of))
     if missing:
         return result("skip", "no " + ", ".join(missing) + " facts")
     if deadline and deadline.expired():
         return result("skip", f"not checked: the {deadline.seconds:g} s deadline was reached")
+    args: tuple[Any, ...] = (facts,)
+    if spec.events:
+        args += (LogView(facts.logs, frozenset(spec.events)) if SECTIONS["logs"](facts) else None,)  # type: ignore[arg-type]
     start = time.perf_counter()
     try:
-        out = spec.func(facts)
+        out = spec.func(*args)
     except NotApplicable as exc:
         return result("skip", str(exc), ms=(time.perf_counter() - start) * 1000)
-    except Exception as exc:  # a crashing check must not take the others down
-        return result("error", f"check crashed: {type(exc).__name__}: {exc}", ms=(time.perf_counter() - start) * 1000)
+    except Exception as exc:  # a crashing check must not take the others down; it is a finding
+        ms = (time.perf_counter() - start) * 1000
+        return result("error", f"check crashed: {type(exc).__name__}: {exc}", [crashed(spec, exc)], ms)
     ms = (time.perf_counter() - start) * 1000
     if isinstance(out, list):
         out = Outcome(findings=out)
     undeclared = [f.code for f in out.findings if spec.codes and f.code not in spec.codes]
     if undeclared:
-        return result("error", f"check emitted undeclared code(s) {', '.join(undeclared)}", ms=ms)
+        exc = ValueError(f"check emitted undeclared code(s) {', '.join(undeclared)}")
+        return result("error", str(exc), [crashed(spec, exc)], ms)
     for f in out.findings:
         f.check = spec.id
     severities = {f.severity for f in out.findings}
     status = "fail" if "error" in severities else "warn" if "warn" in severities else "pass"
     detail = out.detail or "; ".join(f.title for f in out.findings) or "ok"
     return result(status, detail, out.findings, ms)
+
+
+def crashed(spec: CheckSpec, exc: BaseException) -> Finding:
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = [f"raised at {fr.filename.rsplit('/', 2)[-2:][-1]}:{fr.lineno} in {fr.name}" for fr in frames[-2:]]
+    return Finding(
+        "doctor.check_crashed",
+        f"check {spec.id} crashed: its question ({spec.title or spec.id}) is unanswered",
+        [f"{type(exc).__name__}: {exc}", *where],
+        check=spec.id,
+    )
+
+
+def engine_failure(facts: Facts) -> str:
+    """Why the engine is not running, as the log shows it ("" when it does not show that): the run
+    being diagnosed has a fatal event a load check judges, or a failure that ended the run."""
+    logs = facts.logs
+    if logs is None or not logs.sources or logs.engine == "client":
+        return ""
+    load_kinds = {k for s in REGISTRY.values() if s.layer == "load" for k in s.events}
+    run = judged_run(logs)
+    for e in logs.events:
+        if e.run != run or not e.fatal:
+            continue
+        if e.kind in load_kinds or (e.kind in GENERIC_FAILURES and not e.values.get("then_served")):
+            return f"the engine log shows it failed ({e.kind} at {e.source}:{e.line_no})"
+    return ""
+
+
+def coverage(facts: Facts, specs: list[CheckSpec], results: list[CheckResult]) -> CheckResult:
+    """What no check judged: failures in the log nobody turned into a finding, checks the deadline
+    cut. Runs after every check, so it knows what they found."""
+    from doctor import unrecognized
+
+    start = time.perf_counter()
+    findings = unrecognized.findings(facts, specs, results, REGISTRY)
+    cut = [r.id for r in results if r.status == "skip" and "deadline was reached" in r.detail]
+    if cut:
+        findings.append(Finding(
+            "doctor.input_incomplete",
+            f"{len(cut)} check(s) did not run: the deadline was reached",
+            [f"not run: {', '.join(cut)}"],
+            check=COVERAGE_ID,
+        ))
+    for f in findings:
+        f.check = f.check or COVERAGE_ID
+    severities = {f.severity for f in findings}
+    status = "fail" if "error" in severities else "warn" if "warn" in severities else "pass"
+    detail = "; ".join(f.title for f in findings) or "every failure in the input was judged by a check"
+    return CheckResult(COVERAGE_ID, "doctor", status, round((time.perf_counter() - start) * 1000, 2), detail, findings)

@@ -60,7 +60,7 @@ def test_running_engine_with_too_many_threads_is_cpu_bound(fake_llama_server):
     h = host.collect(sample_s=0.1)
     h.processes = [p for p in h.processes if p.pid == fake_llama_server.pid]
     facts = Facts(host=h)
-    (res,) = run_checks(facts, select(load_checks(), ["perf.host_cpu"]))
+    res = next(r for r in run_checks(facts, select(load_checks(), ["perf.host_cpu"])) if r.id == "perf.host_cpu")
     finding = next(f for f in res.findings if "-t 4096" in f.title)
     assert finding.code == "perf.cpu_bound"
     assert finding.fixes[0].command == f"-t {h.cpu_physical}"

@@ -160,7 +160,7 @@ def test_live_scrape_drives_the_kv_pressure_check(engine):
 
     facts = Facts()
     metrics.merge_into(facts, metrics.collect(engine.url + "/metrics", "sk-metrics-test-key", sample_s=0.3, timeout=5))
-    (res,) = run_checks(facts, select(load_checks(), ["perf.kv_cache_metrics"]))
+    res = next(r for r in run_checks(facts, select(load_checks(), ["perf.kv_cache_metrics"])) if r.id == "perf.kv_cache_metrics")
     (finding,) = res.findings
     assert finding.code == "perf.kv_cache_pressure"
     assert "vllm:kv_cache_usage_perc 0.97" in finding.evidence

@@ -81,6 +81,6 @@ def test_real_llamacpp_one_slot_serialises(llama_server):
     # on a loaded 2-core machine the last requests may meet the probe's 10 s bound: those count as errors
     assert r.tps_1 and r.tps_n and r.server_hint == "llamacpp", r
     facts = Facts(host=HostFacts(probe=r))
-    (res,) = run_checks(facts, select(load_checks(), ["perf.batching"]))
+    res = next(r for r in run_checks(facts, select(load_checks(), ["perf.batching"])) if r.id == "perf.batching")
     (finding,) = res.findings
     assert finding.code == "perf.batching_limited" and finding.fixes[0].command == "--parallel 4", r

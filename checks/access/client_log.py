@@ -15,6 +15,7 @@ from doctor.engine import check
 from doctor.facts import Facts
 from doctor.facts.logs import LogEvent
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 KIND_CODE = {
     "client_quota": "access.quota_exceeded",
@@ -66,19 +67,22 @@ TITLES = {
 }
 
 
-@check("access.client_log", "access", codes=CODES)
-def client_log(facts: Facts) -> Outcome:
+EVENTS = [*KIND_CODE, "http_response", "client_route_not_found", "client_not_found"]
+
+
+@check("access.client_log", "access", codes=CODES, events=EVENTS)
+def client_log(facts: Facts, log: LogView) -> Outcome:
     """Client-side error output in the log (auth, URL, network, model ID, response shape)."""
-    logs = le.logs_of(facts)
+    logs = log.logs
     found: dict[str, list[LogEvent]] = {}
-    for e in le.events(facts):
+    for e in log.events():
         code = _code(e)
         if code:
             found.setdefault(code, []).append(e)
     s = logs.setup
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
-    not_found = [e for e in le.events(facts) if _is_404(e)]
+    not_found = [e for e in log.events() if _is_404(e)]
     if not_found and "access.protocol_mismatch" not in found and _base_url_fix(s.base_url, not_found):
         found.setdefault("access.base_url_invalid", []).extend(x for x in not_found if x not in found.get("access.base_url_invalid", []))
     findings = []

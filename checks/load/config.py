@@ -7,17 +7,18 @@ from checks.load import log_events as le
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 
-@check("load.config", "load", codes=["load.config_invalid"])
-def config(facts: Facts) -> Outcome:
+@check("load.config", "load", codes=["load.config_invalid"], events=["config_invalid"])
+def config(facts: Facts, log: LogView) -> Outcome:
     """The engine accepted its arguments."""
-    found = le.events(facts, "config_invalid")
+    found = log.events("config_invalid")
     if not found:
         return Outcome(detail="no argument error in the log")
     e = found[-1]
     v = e.values
-    evidence = le.evidence(found) + le.earlier_runs(facts)
+    evidence = le.evidence(found) + log.earlier_runs()
     engine = le.engine(facts)
     if "derived" in v:
         flag = "--context-length" if v.get("field") == "context_length" else "--max-model-len"

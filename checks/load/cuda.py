@@ -8,16 +8,17 @@ from checks.load import log_events as le
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 
-@check("load.cuda", "load", codes=["load.cuda_mismatch"])
-def cuda(facts: Facts) -> Outcome:
+@check("load.cuda", "load", codes=["load.cuda_mismatch"], events=["cuda_mismatch"])
+def cuda(facts: Facts, log: LogView) -> Outcome:
     """The CUDA stack (driver, runtime, torch, engine kernels) fits this GPU."""
-    found = le.events(facts, "cuda_mismatch")
+    found = log.events("cuda_mismatch")
     if not found:
         return Outcome(detail="no CUDA/driver mismatch in the log")
     text = " ".join(line for e in found for line in e.lines)
-    evidence = le.evidence(found) + le.earlier_runs(facts)
+    evidence = le.evidence(found) + log.earlier_runs()
     cc = facts.logs.setup.compute_capability if facts.logs else None
     if "no kernel image" in text or "not compatible" in text:
         sm = f"sm_{int(float(cc) * 10)}" if cc else "this GPU's compute capability"

@@ -7,18 +7,19 @@ from checks.load import log_events as le
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 
-@check("load.dtype", "load", codes=["load.dtype_unsupported"])
-def dtype(facts: Facts) -> Outcome:
+@check("load.dtype", "load", codes=["load.dtype_unsupported"], events=["dtype_unsupported"])
+def dtype(facts: Facts, log: LogView) -> Outcome:
     """The model's dtype runs on this GPU's compute capability."""
-    found = le.events(facts, "dtype_unsupported")
+    found = log.events("dtype_unsupported")
     if not found:
         return Outcome(detail="no dtype/compute-capability error in the log")
     e = found[0]
     cc = e.values.get("cc") or (facts.logs.setup.compute_capability if facts.logs else None)
     text = " ".join(e.lines).lower()
-    evidence = le.evidence(found) + le.earlier_runs(facts)
+    evidence = le.evidence(found) + log.earlier_runs()
     if cc:
         evidence.append(f"GPU compute capability {cc}")
     if "fp8" in text or "float8" in text:

@@ -7,16 +7,17 @@ from checks.load import log_events as le
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 
-@check("load.gpu_fault", "load", codes=["load.gpu_fault"])
-def gpu_fault(facts: Facts) -> Outcome:
+@check("load.gpu_fault", "load", codes=["load.gpu_fault"], events=["gpu_fault", "illegal_memory_access"])
+def gpu_fault(facts: Facts, log: LogView) -> Outcome:
     """No GPU hardware/driver fault in the log."""
-    found = le.events(facts, "gpu_fault")
+    found = log.events("gpu_fault")
     if not found:
         return Outcome(detail="no Xid/ECC fault in the log")
     xid = le.first_value(found, "xid") or le.first_value(found, "xid2")
-    evidence = le.evidence(found) + le.earlier_runs(facts)
+    evidence = le.evidence(found) + log.earlier_runs()
     fixes = [
         Fix("Check the GPU's ECC counters and retired pages", "nvidia-smi -q -d ECC,PAGE_RETIREMENT"),
         Fix("Check the kernel log for Xid errors", "dmesg -T | grep -i xid"),

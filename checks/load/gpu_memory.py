@@ -15,18 +15,19 @@ from checks.load import log_events as le
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 SYMPTOMS = ["load.no_kv_cache_memory", "load.kv_cache_insufficient", "load.runtime_oom", "load.weights_oom"]
 MEMORY_FAILURES = {"no_kv_memory", "kv_cache_too_small", "cuda_oom"}
 
 
-@check("load.gpu_memory_free", "load", codes=["load.gpu_memory_occupied"])
-def gpu_memory_free(facts: Facts) -> Outcome:
+@check("load.gpu_memory_free", "load", codes=["load.gpu_memory_occupied"], events=["free_memory_low", "no_kv_memory", "kv_cache_too_small", "cuda_oom"])
+def gpu_memory_free(facts: Facts, log: LogView) -> Outcome:
     """The GPU memory the engine asks for is free when it starts."""
-    low = le.events(facts, "free_memory_low")
+    low = log.events("free_memory_low")
     if low:
-        return Outcome([_free_low(facts, low[-1])])
-    failing = [e for e in le.events(facts) if e.kind in MEMORY_FAILURES]
+        return Outcome([_free_low(facts, log, low[-1])])
+    failing = [e for e in log.events() if e.kind in MEMORY_FAILURES]
     if not failing:
         return Outcome(detail="no sign of memory held by other processes")
     for e in failing:
@@ -34,7 +35,7 @@ def gpu_memory_free(facts: Facts) -> Outcome:
             finding = _oom_others(facts, e)
             if finding:
                 return Outcome([finding])
-    finding = _smi_table(facts, failing)
+    finding = _smi_table(facts, log, failing)
     return Outcome([finding] if finding else [], "" if finding else "no sign of memory held by other processes")
 
 
@@ -48,11 +49,11 @@ def _fixes(facts: Facts, free_gib: float, total_gib: float) -> list[Fix]:
     return fixes
 
 
-def _free_low(facts: Facts, e) -> Finding:
+def _free_low(facts: Facts, log: LogView, e) -> Finding:
     v = e.values
     free, total = float(v.get("free", 0)), float(v.get("total", 0))
     util, requested = v.get("util"), v.get("requested")
-    evidence = le.evidence([e]) + le.earlier_runs(facts)
+    evidence = le.evidence([e]) + log.earlier_runs()
     if total:
         evidence.append(f"{total - free:.2f} GiB of {total:.2f} GiB is in use before the engine starts; "
                         f"it asked for {requested} GiB (utilization {util})")
@@ -74,9 +75,9 @@ def _oom_others(facts: Facts, e) -> Finding | None:
                    explains=SYMPTOMS + le.CLIENT_SYMPTOMS)
 
 
-def _smi_table(facts: Facts, failing: list) -> Finding | None:
+def _smi_table(facts: Facts, log: LogView, failing: list) -> Finding | None:
     """An nvidia-smi table in the log: memory in use before/while the engine failed."""
-    s = le.logs_of(facts).setup
+    s = log.logs.setup
     if not (s.smi_used_mib and s.smi_total_mib):
         return None
     util = facts.deployment.gpu_memory_utilization if facts.deployment else None

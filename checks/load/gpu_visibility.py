@@ -7,15 +7,16 @@ from checks.load import log_events as le
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 
-@check("load.gpu_visibility", "load", codes=["load.gpu_not_visible"])
-def gpu_visibility(facts: Facts) -> Outcome:
+@check("load.gpu_visibility", "load", codes=["load.gpu_not_visible"], events=["gpu_not_visible", "device_ordinal"])
+def gpu_visibility(facts: Facts, log: LogView) -> Outcome:
     """The engine sees the GPUs it was meant to use."""
-    found = le.events(facts, "gpu_not_visible", "device_ordinal")
+    found = log.events("gpu_not_visible", "device_ordinal")
     if not found:
         return Outcome(detail="no missing-GPU error in the log")
-    evidence = le.evidence(found) + le.earlier_runs(facts)
+    evidence = le.evidence(found) + log.earlier_runs()
     ordinal = all(e.kind == "device_ordinal" for e in found)
     fixes = [
         Fix("Docker: run with the NVIDIA runtime and a GPU request", "docker run --gpus all ..."),

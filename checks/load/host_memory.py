@@ -9,20 +9,21 @@ from checks.load import log_events as le
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 
-@check("load.host_memory", "load", codes=["load.host_oom"])
-def host_memory(facts: Facts) -> Outcome:
+@check("load.host_memory", "load", codes=["load.host_oom"], events=["host_oom", "killed", "swap_space_large", "load_failed"])
+def host_memory(facts: Facts, log: LogView) -> Outcome:
     """The engine was not killed for host memory."""
-    strong = le.events(facts, "host_oom")
-    killed = le.events(facts, "killed")
-    others = le.fatal_kinds(facts) - {"host_oom", "killed", "load_failed"}
+    strong = log.events("host_oom")
+    killed = log.events("killed")
+    others = log.other_failures() | (log.fatal_kinds() - {"host_oom", "killed", "load_failed"})
     if not strong and not (killed and not others):
         return Outcome(detail="no host out-of-memory kill in the log")
     found = strong or killed
-    evidence = le.evidence(found) + le.earlier_runs(facts)
+    evidence = le.evidence(found) + log.earlier_runs()
     fixes = [Fix("Give the container/pod more memory (Kubernetes: resources.limits.memory; Docker: --memory)")]
-    swap = le.events(facts, "swap_space_large")
+    swap = log.events("swap_space_large")
     if swap:
         evidence += le.evidence(swap, 1)
         fixes.insert(0, Fix("Reserve less CPU swap space per GPU worker (vLLM default 4 GiB each)", "--swap-space 1"))

@@ -18,25 +18,26 @@ from checks.load import log_events as le
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 MAX_UTIL = 0.95
 FP8_KV_MIN_CC = 8.9  # Ada / Hopper: fp8 e4m3 KV cache in vLLM's default CUDA backends
 FP8_GPUS = ("H100", "H200", "H800", "H20", "L4", "L40", "4090", "B200", "GB200", "5090")
 
 
-@check("load.kv_cache", "load", codes=["load.kv_cache_insufficient", "load.no_kv_cache_memory"])
-def kv_cache(facts: Facts) -> Outcome:
+@check("load.kv_cache", "load", codes=["load.kv_cache_insufficient", "load.no_kv_cache_memory"], events=["kv_cache_too_small", "no_kv_memory", "kv_cache_alloc_failed", "ggml_alloc_failed"])
+def kv_cache(facts: Facts, log: LogView) -> Outcome:
     """The KV cache the engine could allocate holds at least one request of max_model_len."""
-    too_small = le.events(facts, "kv_cache_too_small")
-    no_memory = le.events(facts, "no_kv_memory")
-    llama = le.events(facts, "kv_cache_alloc_failed")
+    too_small = log.events("kv_cache_too_small")
+    no_memory = log.events("no_kv_memory")
+    llama = log.events("kv_cache_alloc_failed")
     findings: list[Finding] = []
     if too_small:
-        findings.append(_too_small(facts, too_small))
+        findings.append(_too_small(facts, log, too_small))
     elif llama:
-        findings.append(_llama_ctx(facts, llama))
+        findings.append(_llama_ctx(facts, log, llama))
     if no_memory and not findings:
-        findings.append(_no_memory(facts, no_memory))
+        findings.append(_no_memory(facts, log, no_memory))
     return Outcome(findings, "" if findings else "no KV cache shortfall in the log")
 
 
@@ -45,11 +46,11 @@ def _util(facts: Facts) -> float:
     return float(value) if isinstance(value, (int, float)) else 0.9
 
 
-def _too_small(facts: Facts, found: list) -> Finding:
+def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
     last = found[-1]  # several attempts in one log: the last numbers count
     v = last.values
     asked = int(v.get("max_seq_len") or le.first_value(found, "max_seq_len") or 0)
-    evidence = le.evidence([last]) + le.earlier_runs(facts)
+    evidence = le.evidence([last]) + log.earlier_runs()
     fixes: list[Fix] = []
     util = _util(facts)
     total = le.gpu_total_gib(facts)
@@ -137,13 +138,13 @@ def _more_tp(facts: Facts, capacity: int | None, asked: int) -> list[Fix]:
                 f"--tensor-parallel-size {wider}")]
 
 
-def _llama_ctx(facts: Facts, found: list) -> Finding:
+def _llama_ctx(facts: Facts, log: LogView, found: list) -> Finding:
     """llama.cpp: the KV cache for n_ctx tokens could not be allocated."""
     logs = facts.logs
     assert logs is not None
     n_ctx = logs.setup.n_ctx
-    alloc = le.first_value(le.events(facts, "ggml_alloc_failed"), "alloc_bytes")
-    evidence = le.evidence(le.events(facts, "ggml_alloc_failed")[:1] + found[:1])
+    alloc = le.first_value(log.events("ggml_alloc_failed"), "alloc_bytes")
+    evidence = le.evidence(log.events("ggml_alloc_failed")[:1] + found[:1])
     fixes: list[Fix] = []
     if n_ctx:
         evidence.append(f"n_ctx = {n_ctx}" + (f" (the model's training context is {logs.setup.n_ctx_train})" if logs.setup.n_ctx_train else ""))
@@ -161,7 +162,7 @@ def _llama_ctx(facts: Facts, found: list) -> Finding:
                    fixes, explains=le.CLIENT_SYMPTOMS)
 
 
-def _no_memory(facts: Facts, found: list) -> Finding:
+def _no_memory(facts: Facts, log: LogView, found: list) -> Finding:
     """Only numbers the log gives: the weights must fit inside the budget, so the utilization must
     exceed weights / total. The activation peak and non-torch memory are measured by the engine at
     start-up; when the log does not print them, `llm-doctor plan` computes them (and
@@ -169,7 +170,7 @@ def _no_memory(facts: Facts, found: list) -> Finding:
     util = _util(facts)
     logs = facts.logs
     assert logs is not None
-    evidence = le.evidence(found[-1:]) + le.earlier_runs(facts)
+    evidence = le.evidence(found[-1:]) + log.earlier_runs()
     total = le.gpu_total_gib(facts)
     weights = logs.setup.weights_gib
     engine = le.engine(facts)

@@ -1,7 +1,7 @@
 """Shared helpers for the checks that judge engine-log events (no check is registered here).
 
-Which run to judge: a log may hold several starts of the engine; the last one that failed is
-the one the user is looking at, earlier failures are mentioned in the evidence. Every load-layer
+The events themselves come from the engine, as the LogView a check's `events=` declaration asks
+for (doctor/logview.py: the run being diagnosed, the declared kinds only). Every load-layer
 root cause found in a log also explains what a client saw while the server was down (refused
 connections, 5xx, timeouts), so ranking puts the server's cause before those symptoms.
 """
@@ -9,62 +9,26 @@ connections, 5xx, timeouts), so ranking puts the server's cause before those sym
 from __future__ import annotations
 
 from doctor.facts import Facts
-from doctor.facts.logs import LogEvent, LogFacts
-from doctor.findings import NotApplicable
+from doctor.facts.logs import LogEvent
 
 CLIENT_SYMPTOMS = ["access.connect_failed", "access.server_error", "access.timeout", "access.response_invalid"]
 GIB = 1024**3
 
 
-def logs_of(facts: Facts) -> LogFacts:
-    if facts.logs is None or not facts.logs.sources:
-        raise NotApplicable("no engine log given (--log, --docker, --k8s, or analyze LOG)")
-    return facts.logs
-
-
-def judged_run(logs: LogFacts) -> int:
-    """The last run with a fatal event, else the last run."""
-    fatal = [e.run for e in logs.events if e.fatal]
-    return max(fatal) if fatal else logs.runs - 1
-
-
-def events(facts: Facts, *kinds: str) -> list[LogEvent]:
-    """Events of these kinds in the judged run (raises NotApplicable without a log)."""
-    logs = logs_of(facts)
-    run = judged_run(logs)
-    return [e for e in logs.events if e.run == run and (not kinds or e.kind in kinds)]
-
-
-def fatal_kinds(facts: Facts) -> set[str]:
-    return {e.kind for e in events(facts) if e.fatal}
-
-
 def evidence(found: list[LogEvent], limit: int = 4) -> list[str]:
-    """The quoted lines, with where they are and how often they repeat."""
+    """The quoted lines, with where they are and how often they repeat (a repeated message: its
+    first line, and its last when that differs)."""
     out = []
     for e in found[:limit]:
         where = f"{e.source}:{e.line_no}" if e.source else f"line {e.line_no}"
         times = f" (x{e.count})" if e.count > 1 else ""
         for line in e.lines:
             out.append(f"{where}{times}: {line}")
+        if e.last_line:
+            out.append(f"{e.source + ':' if e.source else 'line '}{e.last_line_no} (last of them): {e.last_line}")
     if len(found) > limit:
         out.append(f"... and {len(found) - limit} more such lines")
     return out
-
-
-def earlier_runs(facts: Facts) -> list[str]:
-    """One evidence line about failed earlier starts in the same log, if any."""
-    logs = logs_of(facts)
-    run = judged_run(logs)
-    earlier = sorted({(e.run, e.kind) for e in logs.events if e.fatal and e.run < run})
-    if not earlier:
-        return []
-    runs = sorted({r for r, _ in earlier})
-    kinds = sorted({k for _, k in earlier})
-    return [
-        f"the log holds {logs.runs} starts of the engine; this is the last failed one "
-        f"(start {run + 1}); earlier failed start(s) {', '.join(str(r + 1) for r in runs)} showed: {', '.join(kinds)}"
-    ]
 
 
 def first_value(found: list[LogEvent], key: str) -> object | None:

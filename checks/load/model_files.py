@@ -8,22 +8,23 @@ from checks.load import log_events as le
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 ARCH_IS_FILE = {"clip"}  # a GGUF of a projector/encoder, not a language model: the wrong file
 
 
-@check("load.model_files", "load", codes=["load.model_files", "load.remote_code", "load.engine_outdated"])
-def model_files(facts: Facts) -> Outcome:
+@check("load.model_files", "load", codes=["load.model_files", "load.remote_code", "load.engine_outdated"], events=["remote_code", "arch_unsupported", "weight_key_unknown", "hf_access", "model_missing", "hub_unreachable", "load_failed"])
+def model_files(facts: Facts, log: LogView) -> Outcome:
     """The model's files, code and architecture can be loaded by this engine."""
     findings: list[Finding] = []
-    remote = le.events(facts, "remote_code")
-    arch = le.events(facts, "arch_unsupported", "weight_key_unknown")
-    access = le.events(facts, "hf_access")
-    missing = le.events(facts, "model_missing", "hub_unreachable")
+    remote = log.events("remote_code")
+    arch = log.events("arch_unsupported", "weight_key_unknown")
+    access = log.events("hf_access")
+    missing = log.events("model_missing", "hub_unreachable")
     model = le.deployment_value(facts, "model") or ""
     if access:
         findings.append(Finding("load.model_files", "the model repository refused access (gated or needs a token)",
-                                le.evidence(access) + le.earlier_runs(facts),
+                                le.evidence(access) + log.earlier_runs(),
                                 [Fix(f"Accept the licence on https://huggingface.co/{model or '<repo>'} and pass a token", "HF_TOKEN=<your token>"),
                                  Fix("Or download it once and serve the local folder", f"huggingface-cli download {model or '<repo>'} --local-dir ./model")],
                                 explains=le.CLIENT_SYMPTOMS))
@@ -40,14 +41,14 @@ def model_files(facts: Facts) -> Outcome:
         else:
             version = facts.logs.engine_version if facts.logs else ""
             findings.append(Finding("load.engine_outdated", f"this engine build does not know the architecture {name or ''}".rstrip(),
-                                    le.evidence(arch) + ([f"engine version {version}"] if version else []) + le.earlier_runs(facts),
+                                    le.evidence(arch) + ([f"engine version {version}"] if version else []) + log.earlier_runs(),
                                     [Fix("Upgrade the engine (and transformers) to a release that supports this architecture",
                                          "pip install -U vllm transformers"),
                                      Fix("Or use the engine's latest container image / a build from main")],
                                     explains=["load.model_files", *le.CLIENT_SYMPTOMS]))
     if remote and not findings:
         findings.append(Finding("load.remote_code", "the model ships custom code and needs --trust-remote-code",
-                                le.evidence(remote) + le.earlier_runs(facts),
+                                le.evidence(remote) + log.earlier_runs(),
                                 [Fix("Allow the repository's own Python code (read it first)", "--trust-remote-code")],
                                 explains=["load.model_files", "load.config_invalid", *le.CLIENT_SYMPTOMS]))
     if missing and not findings:
@@ -63,6 +64,6 @@ def model_files(facts: Facts) -> Outcome:
                              "and the weights; a path that does not exist is treated as a Hub repo id"))
             fixes.append(Fix("Re-download or re-convert the files if they are from an older format"))
         network = ["access.tls_failed", "access.dns_failed", "access.proxy_failed"] if hub else []
-        findings.append(Finding("load.model_files", "the model files could not be found or read", le.evidence(missing) + le.earlier_runs(facts),
+        findings.append(Finding("load.model_files", "the model files could not be found or read", le.evidence(missing) + log.earlier_runs(),
                                 fixes, explains=network + le.CLIENT_SYMPTOMS))
     return Outcome(findings, "" if findings else "no model-file error in the log")

@@ -8,16 +8,17 @@ from checks.load import log_events as le
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 
-@check("load.nccl", "load", codes=["load.nccl_failed"])
-def nccl(facts: Facts) -> Outcome:
+@check("load.nccl", "load", codes=["load.nccl_failed"], events=["nccl_error", "dist_timeout"])
+def nccl(facts: Facts, log: LogView) -> Outcome:
     """NCCL and the distributed store came up on every rank."""
-    found = le.events(facts, "nccl_error", "dist_timeout")
+    found = log.events("nccl_error", "dist_timeout")
     if not found:
         return Outcome(detail="no NCCL / distributed error in the log")
-    timeout = le.events(facts, "dist_timeout")
-    evidence = le.evidence(found) + le.earlier_runs(facts)
+    timeout = log.events("dist_timeout")
+    evidence = le.evidence(found) + log.earlier_runs()
     fixes = [Fix("Rerun with NCCL's own diagnosis to see which call failed", "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET")]
     if timeout:
         v = timeout[0].values

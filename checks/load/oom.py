@@ -14,6 +14,7 @@ from checks.load import log_events as le
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 LOAD_PHASES = ("weights", "startup")
 
@@ -22,11 +23,11 @@ LOAD_PHASES = ("weights", "startup")
 SGLANG_DEFAULT_FRACTION = 0.88
 
 
-@check("load.gpu_oom", "load", codes=["load.weights_oom", "load.runtime_oom", "perf.memory_overcommitted"])
-def gpu_oom(facts: Facts) -> Outcome:
+@check("load.gpu_oom", "load", codes=["load.weights_oom", "load.runtime_oom", "perf.memory_overcommitted"], events=["cuda_oom", "ggml_alloc_failed", "ggml_compute_buffers", "ggml_weights_failed", "kv_cache_alloc_failed"])
+def gpu_oom(facts: Facts, log: LogView) -> Outcome:
     """The engine did not run out of GPU memory."""
-    ooms = le.events(facts, "cuda_oom", "ggml_alloc_failed")
-    kinds = le.fatal_kinds(facts)
+    ooms = log.events("cuda_oom", "ggml_alloc_failed")
+    kinds = log.fatal_kinds()
     if not ooms or "kv_cache_alloc_failed" in kinds:  # llama.cpp's KV allocation is judged by load.kv_cache
         return Outcome(detail="no out-of-memory error in the log")
     e = next((x for x in ooms if x.kind == "cuda_oom" and "tried" in x.values), ooms[0])
@@ -34,8 +35,8 @@ def gpu_oom(facts: Facts) -> Outcome:
     if e.kind == "ggml_alloc_failed":
         phase = "profiling" if "ggml_compute_buffers" in kinds else "weights"
     if phase in LOAD_PHASES and "ggml_compute_buffers" not in kinds:
-        return Outcome([_weights(facts, e)])
-    findings = [_runtime(facts, e, phase)]
+        return Outcome([_weights(facts, log, e)])
+    findings = [_runtime(facts, log, e, phase)]
     util = le.deployment_value(facts, "gpu_memory_utilization")
     if isinstance(util, (int, float)) and util >= 0.95 and facts.deployment and facts.deployment.is_set("gpu_memory_utilization"):
         findings.append(Finding("perf.memory_overcommitted", f"gpu_memory_utilization {util:g} leaves no headroom for peaks",
@@ -58,10 +59,10 @@ def _numbers(e) -> list[str]:
     return ["; ".join(parts)] if parts else []
 
 
-def _weights(facts: Facts, e) -> Finding:
+def _weights(facts: Facts, log: LogView, e) -> Finding:
     tp = int(le.deployment_value(facts, "tensor_parallel_size") or 1)
     gpus = le.gpu_count(facts) or 0
-    evidence = le.evidence([e]) + _numbers(e) + [f"phase: {e.phase or 'start-up'} (weights), tensor_parallel_size {tp}"] + le.earlier_runs(facts)
+    evidence = le.evidence([e]) + _numbers(e) + [f"phase: {e.phase or 'start-up'} (weights), tensor_parallel_size {tp}"] + log.earlier_runs()
     fixes: list[Fix] = []
     engine = le.engine(facts)
     flag = {"sglang": "--tp", "tgi": "--num-shard"}.get(engine, "--tensor-parallel-size")
@@ -109,8 +110,8 @@ def _sized_split(facts: Facts, gpus: int) -> tuple[str, int | None] | None:
     return text, fitting
 
 
-def _runtime(facts: Facts, e, phase: str) -> Finding:
-    evidence = le.evidence([e]) + _numbers(e) + [f"phase: {phase}"] + le.earlier_runs(facts)
+def _runtime(facts: Facts, log: LogView, e, phase: str) -> Finding:
+    evidence = le.evidence([e]) + _numbers(e) + [f"phase: {phase}"] + log.earlier_runs()
     fixes: list[Fix] = []
     engine = le.engine(facts)
     seqs = le.deployment_value(facts, "max_num_seqs")

@@ -8,6 +8,7 @@ from checks.load import log_events as le
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 KINDS = ("tp_heads", "tp_gpus", "quant_partition", "not_divisible", "device_ordinal")
 
@@ -18,10 +19,10 @@ def valid_tp_sizes(heads: int, gpus: int | None, kv_heads: int | None = None) ->
     return [n for n in range(1, min(heads, limit) + 1) if heads % n == 0 and (not kv_heads or kv_heads % n == 0 or n % kv_heads == 0)]
 
 
-@check("load.parallel", "load", codes=["load.tp_invalid"])
-def parallel(facts: Facts) -> Outcome:
+@check("load.parallel", "load", codes=["load.tp_invalid"], events=KINDS)
+def parallel(facts: Facts, log: LogView) -> Outcome:
     """The tensor/pipeline parallel layout divides the model and fits the GPUs."""
-    found = le.events(facts, *KINDS)
+    found = log.events(*KINDS)
     if not found:
         return Outcome(detail="no parallel-layout error in the log")
     kinds = {e.kind for e in found}
@@ -32,7 +33,7 @@ def parallel(facts: Facts) -> Outcome:
     if e.kind == "quant_partition" and not _tp_above_one(facts, e):
         return Outcome(detail="a quantized shape mismatch without TP > 1 is not the TP size's fault: judged by load.quantization")
     gpus = le.gpu_count(facts)
-    evidence = le.evidence([e]) + le.earlier_runs(facts)
+    evidence = le.evidence([e]) + log.earlier_runs()
     fixes: list[Fix] = []
     flag = {"sglang": "--tp", "tgi": "--num-shard"}.get(le.engine(facts), "--tensor-parallel-size")
     if e.kind == "tp_heads":

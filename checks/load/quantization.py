@@ -7,18 +7,19 @@ from checks.load import log_events as le
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 
-@check("load.quantization", "load", codes=["load.quantization_unsupported"])
-def quantization(facts: Facts) -> Outcome:
+@check("load.quantization", "load", codes=["load.quantization_unsupported"], events=["quant_unsupported", "quant_partition"])
+def quantization(facts: Facts, log: LogView) -> Outcome:
     """The quantization method is supported and matches the checkpoint."""
-    found = le.events(facts, "quant_unsupported")
-    partition = le.events(facts, "quant_partition")
+    found = log.events("quant_unsupported")
+    partition = log.events("quant_partition")
     if not found and not any("size" not in e.values for e in partition):
         return Outcome(detail="no quantization error in the log")
     found = found or partition
     method = le.first_value(found, "method") or le.deployment_value(facts, "quantization")
-    evidence = le.evidence(found) + le.earlier_runs(facts)
+    evidence = le.evidence(found) + log.earlier_runs()
     fixes = [
         Fix(f"Use a checkpoint in a method this engine version supports (the error lists them){'' if not method else f'; {method} is not one'}"),
         Fix("Or upgrade the engine to a release that implements it", "pip install -U vllm"),

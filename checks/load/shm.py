@@ -7,17 +7,18 @@ from checks.load import log_events as le
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 
-@check("load.shm", "load", codes=["load.shm_insufficient"])
-def shm(facts: Facts) -> Outcome:
+@check("load.shm", "load", codes=["load.shm_insufficient"], events=["shm_too_small"])
+def shm(facts: Facts, log: LogView) -> Outcome:
     """/dev/shm holds the segments NCCL and the workers need."""
-    found = le.events(facts, "shm_too_small")
+    found = log.events("shm_too_small")
     if not found:
         return Outcome(detail="no /dev/shm failure in the log")
     size = le.first_value(found, "segment") or le.first_value(found, "size")
     available = le.first_value(found, "available_bytes")
-    evidence = le.evidence(found) + le.earlier_runs(facts)
+    evidence = le.evidence(found) + log.earlier_runs()
     if isinstance(available, int):
         evidence.append(f"/dev/shm has {available / 1024**2:.0f} MiB")
     if isinstance(size, int):

@@ -7,17 +7,18 @@ from checks.load import log_events as le
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 
-@check("load.startup", "load", codes=["load.startup_timeout"])
-def startup(facts: Facts) -> Outcome:
+@check("load.startup", "load", codes=["load.startup_timeout"], events=["startup_timeout"])
+def startup(facts: Facts, log: LogView) -> Outcome:
     """The model finished loading before any watchdog or probe gave up."""
-    found = le.events(facts, "startup_timeout")
+    found = log.events("startup_timeout")
     if not found:
         return Outcome(detail="no start-up timeout in the log")
     timeout = le.first_value(found, "timeout")
     longer = int(timeout) * 3 if isinstance(timeout, int) else 1800
-    evidence = le.evidence(found) + le.earlier_runs(facts)
+    evidence = le.evidence(found) + log.earlier_runs()
     if isinstance(timeout, int):
         evidence.append(f"gave up after {timeout} s")
     fixes = [

@@ -9,19 +9,20 @@ from checks.load import log_events as le
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
+from doctor.logview import LogView
 
 SAMPLING_SHARE = 0.1  # sampling above 10% of a token's time: the sampler, not the model, is the cost
 
 
-@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"])
-def engine_log(facts: Facts) -> Outcome:
+@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "threads", "sampling_time", "eval_time", "enforce_eager"])
+def engine_log(facts: Facts, log: LogView) -> Outcome:
     """The log shows no KV-cache thrashing, CPU-bound generation or disabled CUDA graphs."""
-    findings = [f for f in (_kv_pressure(facts), _no_offload(facts), _cpu_bound(facts), _eager(facts)) if f]
+    findings = [f for f in (_kv_pressure(facts, log), _no_offload(facts, log), _cpu_bound(facts, log), _eager(facts, log)) if f]
     return Outcome(findings, "" if findings else "no performance signal in the log")
 
 
-def _kv_pressure(facts: Facts) -> Finding | None:
-    found = le.events(facts, "decode_retract", "preemption")
+def _kv_pressure(facts: Facts, log: LogView) -> Finding | None:
+    found = log.events("decode_retract", "preemption")
     if not found:
         return None
     total = sum(e.count for e in found)
@@ -34,8 +35,8 @@ def _kv_pressure(facts: Facts) -> Finding | None:
                    le.evidence(found) + [f"{total} retractions/preemptions in the log"], fixes)
 
 
-def _no_offload(facts: Facts) -> Finding | None:
-    zero = [e for e in le.events(facts, "offload_layers") if e.values.get("offloaded") == 0]
+def _no_offload(facts: Facts, log: LogView) -> Finding | None:
+    zero = [e for e in log.events("offload_layers") if e.values.get("offloaded") == 0]
     if not zero:
         return None
     layers = zero[0].values.get("layers")
@@ -44,13 +45,13 @@ def _no_offload(facts: Facts) -> Finding | None:
                    explains=["perf.cpu_bound"])
 
 
-def _cpu_bound(facts: Facts) -> Finding | None:
-    threads = [e for e in le.events(facts, "threads") if int(e.values.get("threads", 0)) > int(e.values.get("hw_threads", 1 << 30))]  # type: ignore[call-overload]
+def _cpu_bound(facts: Facts, log: LogView) -> Finding | None:
+    threads = [e for e in log.events("threads") if int(e.values.get("threads", 0)) > int(e.values.get("hw_threads", 1 << 30))]  # type: ignore[call-overload]
     if threads:
         v = threads[0].values
         return Finding("perf.cpu_bound", f"{v['threads']} threads on {v['hw_threads']} hardware threads: the CPU thrashes",
                        le.evidence(threads[:1]), [Fix("Use about the number of physical cores", f"-t {max(1, int(v['hw_threads']) // 2)}")])  # type: ignore[call-overload]
-    sampling, evals = le.events(facts, "sampling_time"), le.events(facts, "eval_time")
+    sampling, evals = log.events("sampling_time"), log.events("eval_time")
     for s, e in zip(sampling, evals, strict=False):
         sm, em = float(s.values["ms_per_token"]), float(e.values["ms_per_token"])  # type: ignore[arg-type]
         if em and sm / em >= SAMPLING_SHARE:
@@ -59,12 +60,12 @@ def _cpu_bound(facts: Facts) -> Finding | None:
     return None
 
 
-def _eager(facts: Facts) -> Finding | None:
+def _eager(facts: Facts, log: LogView) -> Finding | None:
     if facts.deployment is None or facts.deployment.enforce_eager is not True or not facts.deployment.is_set("enforce_eager"):
-        found = le.events(facts, "enforce_eager")
+        found = log.events("enforce_eager")
         if not found:
             return None
     else:
-        found = le.events(facts, "enforce_eager")
+        found = log.events("enforce_eager")
     return Finding("perf.eager_mode", "CUDA graphs are off (enforce-eager): decode is slower", le.evidence(found[:2]) or ["enforce_eager=True"],
                    [Fix("Drop --enforce-eager so the engine captures CUDA graphs (costs some memory and start-up time)")])

@@ -17,6 +17,7 @@ from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, NotApplicable, Outcome
 from doctor.logparse.topo import level_is_nvlink
+from doctor.logview import LogView
 
 # worse is larger; NV# is best
 LEVEL_RANK = {"X": 0, "PIX": 2, "PXB": 3, "PHB": 4, "NODE": 5, "SYS": 6}
@@ -34,17 +35,18 @@ def rank(level: str) -> int:
     return 1 if level_is_nvlink(level) else LEVEL_RANK.get(level, 6)
 
 
-@check("perf.interconnect", "perf", codes=["perf.slow_interconnect"])
-def interconnect(facts: Facts) -> Outcome:
+@check("perf.interconnect", "perf", codes=["perf.slow_interconnect"], any_of=("gpus", "logs"),
+       events=["custom_allreduce_off", "nccl_net_socket"])
+def interconnect(facts: Facts, log: LogView | None) -> Outcome:
     """TP traffic runs over NVLink or P2P, PCIe links run at their full width, NCCL keeps its fast transports."""
     cfg = fv.maybe_deployment(facts)
-    logged = _logged_no_p2p(facts)
-    sockets = _nccl_sockets_across_nodes(facts, cfg)
+    logged = _logged_no_p2p(facts, log) if log else None
+    sockets = _nccl_sockets_across_nodes(facts, log, cfg) if log else None
     try:
         g = fv.gpus(facts)
     except NotApplicable:
         if logged is None and sockets is None:
-            raise
+            return Outcome(detail="no GPU facts, and the log shows no interconnect signal")
         return Outcome([f for f in (sockets, logged) if f])
     findings = [f for f in (_tp_over_pcie(g, cfg), _degraded_links(g), _nccl_env(cfg, g), sockets) if f]
     if logged is not None and not any("PCIe (" in f.title for f in findings):
@@ -54,17 +56,13 @@ def interconnect(facts: Facts) -> Outcome:
     return Outcome(findings, "" if findings else "GPU links as expected")
 
 
-def _logged_no_p2p(facts: Facts) -> Finding | None:
+def _logged_no_p2p(facts: Facts, log: LogView) -> Finding | None:
     """vLLM says why it turned its custom all-reduce off: no P2P, or more than two PCIe-only GPUs.
     Both mean the TP all-reduce runs through NCCL over PCIe/host memory. ("spans across nodes"
     is the parallel layout, judged by perf.parallelism.)"""
     from checks.load import log_events as le
 
-    try:
-        found = [e for e in le.events(facts, "custom_allreduce_off")
-                 if re.search(r"P2P|PCIe-only", " ".join(e.lines), re.I)]
-    except NotApplicable:
-        return None
+    found = [e for e in log.events("custom_allreduce_off") if re.search(r"P2P|PCIe-only", " ".join(e.lines), re.I)]
     if not found:
         return None
     cfg = fv.maybe_deployment(facts)
@@ -164,16 +162,13 @@ def _degraded_links(g) -> Finding | None:
                    [b for _, b in bad], fixes, severity="warn" if confirmed else "info", explains=["perf.high_latency"])
 
 
-def _nccl_sockets_across_nodes(facts: Facts, cfg) -> Finding | None:
+def _nccl_sockets_across_nodes(facts: Facts, log: LogView, cfg) -> Finding | None:
     """NCCL printing `NET/Socket : Using <iface>` picked TCP for its network transport. Within one
     node that is harmless (P2P/NVLink/SHM carry the traffic); across nodes it means no IB/RoCE/EFA
     transport was found, and TP/PP traffic between nodes crawls over Ethernet."""
     from checks.load import log_events as le
 
-    try:
-        found = le.events(facts, "nccl_net_socket")
-    except NotApplicable:
-        return None
+    found = log.events("nccl_net_socket")
     hosts = {str(e.values.get("host")) for e in found if e.values.get("host")}
     nodes = max(len(hosts), (cfg.nnodes or 1) if cfg else 1)
     if not found or nodes < 2:

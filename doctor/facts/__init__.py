@@ -18,6 +18,7 @@ from doctor.facts.access import EndpointFacts, SettingsFacts
 from doctor.facts.deployment import EngineConfig
 from doctor.facts.gpu import GpuFacts
 from doctor.facts.host import HostFacts
+from doctor.facts.inputs import InputGap
 from doctor.facts.logs import LogFacts
 from doctor.facts.metrics import MetricsFacts
 from doctor.facts.model import ModelFacts
@@ -42,6 +43,7 @@ class Facts:
     metrics: MetricsFacts | None = None
     plan: MemoryPlan | None = None
     notes: list[str] = field(default_factory=list)
+    gaps: list[InputGap] = field(default_factory=list)  # input not read in full (doctor.input_incomplete)
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)

@@ -21,7 +21,9 @@ class LogEvent:
     process: str = ""  # "VllmWorker rank=1 pid=4321", "TP3", "rank0", ""
     phase: str = ""  # startup | weights | profiling | cuda_graph | serving (where an OOM happened)
     fatal: bool = True  # an error (vs. a warning or a performance signal)
-    count: int = 1  # how many times the same message was seen (TP ranks repeat it)
+    count: int = 1  # how many times the same message (same template, other numbers) was seen
+    last_line: str = ""  # the last of those repeats, when it differs from the first (values are the last one's)
+    last_line_no: int = 0
 
 
 @dataclass
@@ -60,6 +62,10 @@ class LogFacts:
     engine_version: str = ""
     engine_generation: str = ""
     runs: int = 1  # starts of the engine seen in the log
+    started: bool = False  # the log shows the engine starting ...
+    ready: bool = False  # ... and, in its last start, serving (ready line, stat lines, answered requests)
     setup: LogSetup = field(default_factory=LogSetup)
     events: list[LogEvent] = field(default_factory=list)
+    folded_runs: int = 0  # old starts of a crash loop whose events were folded into counts (memory stays flat)
+    folded_kinds: list[str] = field(default_factory=list)  # the fatal kinds those folded starts showed
     problems: list[str] = field(default_factory=list)  # unreadable, empty, binary, truncated, tool missing

@@ -1,7 +1,9 @@
 """Streaming scan of one or more logs into LogFacts: line by line, in bounded memory.
 
-Everything kept is capped (distinct events, evidence lines, the argument text handed to
-doctor.engine_args), so a 1 GB log costs the same memory as a 1 MB one. A cheap byte-level
+Nothing is dropped and memory stays flat: a repeated message (the same template, other numbers)
+is one event with its count and its first and last lines, the starts of a long crash loop beyond
+the last MAX_RUNS_KEPT are folded into counts, and the argument text handed to doctor.engine_args is
+capped, so a 1 GB log costs the same memory as a 1 MB one and the last fatal error is always kept. A cheap byte-level
 prefilter skips the lines no rule can match (throughput stats, request logs) before they are
 decoded and normalised: most of a big log is such lines.
 """
@@ -13,6 +15,7 @@ from collections.abc import Iterable
 
 from doctor.facts.logs import LogEvent, LogFacts
 from doctor.logparse import events as ev
+from doctor.logparse import failures as fl
 from doctor.logparse import prefilter as pf
 from doctor.logparse import setup as st
 from doctor.logparse.lines import Line, normalise
@@ -22,17 +25,26 @@ FRAME_LITERALS = ('file "', "frame #", ") [0x", "traceback (most recent call las
 _PHASE_PATTERNS = [pattern for phase, pattern in ev.PHASES if phase != "serving"]
 # every pattern that can turn a line into a fact; a line holding none of their literals cannot
 GRAMMAR = [r.pattern for r in ev.RULES] + [p for _, p in st._SETUP] + [st.ARGS, st.STARTS, st.COMMAND] + _PHASE_PATTERNS
-CANDIDATE_LITERALS = pf.literals(GRAMMAR, FRAME_LITERALS)
+CANDIDATE_LITERALS = pf.literals(GRAMMAR, FRAME_LITERALS + fl.LITERALS)
 CANDIDATE = pf.compile_groups(CANDIDATE_LITERALS)
 # steady-state lines (stats, batches, access log) only say "serving": they move the phase, nothing else
 SERVING = pf.compile_groups(pf.literals([pattern for phase, pattern in ev.PHASES if phase == "serving"]))
+# lines that prove the server was up and answering: after a failure, it did not end the run
+SERVED = re.compile(
+    r"Avg prompt throughput|Decode batch|Prefill batch|Generation throughput|HTTP/1\.[01]\" 200|Application startup complete|"
+    r"Uvicorn running|The server is fired up|server is listening|all slots are idle|update_slots|Listening on|^Connected$",
+    re.I,
+)
+SERVED_BYTES = pf.compile_groups(pf.literals([SERVED]))
 
 
 def _any(regexes: tuple[re.Pattern[bytes], ...], low: bytes, start: int = 0, end: int | None = None) -> bool:
     end = len(low) if end is None else end
     return any(rx.search(low, start, end) for rx in regexes)
 
-MAX_EVENTS = 400
+MAX_VARIANTS = 8  # events kept per template with different values ("offloaded 0/33" vs "33/33"); more repeats count on the last
+MAX_RUNS_KEPT = 32  # starts of the engine whose events are kept one by one; older ones are folded into counts
+TEMPLATE = re.compile(r"0x[0-9a-fA-F]+|[0-9a-fA-F]{8,}|\d+")
 MAX_ARGS_CHARS = 256 * 1024
 MAX_LINE = 64 * 1024  # a longer line is cut here (a file without newlines cannot fill memory)
 ARGS_FOLLOW_LINES = 120  # TGI pretty-prints `Args {` over many lines
@@ -48,7 +60,10 @@ class LogScanner:
     def __init__(self) -> None:
         self.facts = LogFacts()
         self.tracker = ev.PhaseTracker()
-        self._events: dict[tuple[int, str, str], LogEvent] = {}
+        self._events: dict[tuple[int, str, str], list[LogEvent]] = {}  # (run, kind, template) -> its variants
+        self._undo: tuple[tuple[int, str, str], LogEvent, bool] | None = None  # the last generic event added
+        self.failures = fl.FailureReader()
+        self._unserved: dict[int, LogEvent] = {}  # failures not yet followed by a sign the server was serving
         self._run_fatal = False
         self._run_start_line = 0
         self._args: list[str] = []
@@ -67,6 +82,25 @@ class LogScanner:
         self.facts.sources.append(name)
         self._source_no = 0
         self._prev = None
+        self.failures.reset()
+
+    @property
+    def _must_read(self) -> bool:
+        """The next line is read whatever it holds: a continuation, pretty-printed args, a traceback."""
+        return self._args_follow > 0 or self._prev is not None or self._cmd_open or self.failures.open
+
+    def _note_serving(self, low: bytes, start: int = 0, end: int | None = None) -> None:
+        """Lines the prefilter skipped: they may move the phase to serving, and prove the server up."""
+        if self.tracker.milestone != "serving" and _any(SERVING, low, start, end):
+            self.tracker.milestone = "serving"
+        if (self._unserved or not self.facts.ready) and _any(SERVED_BYTES, low, start, end):
+            self._served()
+
+    def _served(self) -> None:
+        self.facts.ready = True
+        for e in self._unserved.values():
+            e.values["then_served"] = True
+        self._unserved = {}
 
     def feed(self, raw: bytes) -> None:
         """One raw line (the slow path: tests, small inputs; feed_block decides the same)."""
@@ -75,11 +109,10 @@ class LogScanner:
         self.facts.bytes_read += len(raw)
         if not self._sure:
             self._detect(raw.decode("utf-8", errors="replace"))
-        if self._args_follow > 0 or self._prev is not None or self._cmd_open or _any(CANDIDATE, raw.lower()):
+        if self._must_read or _any(CANDIDATE, raw.lower()):
             self._line(self._source_no, raw)
             return
-        if _any(SERVING, raw.lower()):
-            self.tracker.milestone = "serving"
+        self._note_serving(raw.lower())
         self._prev = None
 
     def feed_block(self, block: bytes) -> None:
@@ -108,8 +141,7 @@ class LogScanner:
             if start > pos:  # lines nobody needs: they only end a hard-wrap and may say "serving"
                 pos, no = self._follow(block, pos, start, no)
                 if pos < start:
-                    if self.tracker.milestone != "serving" and _any(SERVING, low, pos, start):
-                        self.tracker.milestone = "serving"
+                    self._note_serving(low, pos, start)
                     no += block.count(b"\n", pos, start)
                     self._prev = None
                     pos = start
@@ -121,8 +153,7 @@ class LogScanner:
         if pos < size:
             pos, no = self._follow(block, pos, size, no)
             if pos < size:
-                if self.tracker.milestone != "serving" and _any(SERVING, low, pos, size):
-                    self.tracker.milestone = "serving"
+                self._note_serving(low, pos, size)
                 no += block.count(b"\n", pos, size) + (0 if block.endswith(b"\n") else 1)
                 self._prev = None
         self.facts.lines_read += no - self._source_no
@@ -132,7 +163,7 @@ class LogScanner:
     def _follow(self, block: bytes, pos: int, limit: int, no: int) -> tuple[int, int]:
         """Lines after `pos` that must be read whatever they hold: the continuation of a
         hard-wrapped line, the pretty-printed arguments after `Args {`."""
-        while pos < limit and (self._args_follow > 0 or self._prev is not None or self._cmd_open):
+        while pos < limit and self._must_read:
             end = block.find(b"\n", pos, limit)
             end = limit if end < 0 else end + 1
             no += 1
@@ -151,8 +182,10 @@ class LogScanner:
             self._cmd_open = False
             return
         self._command(text)
-        if st.STARTS.search(text) and self._run_fatal:
-            self._new_run()
+        if st.STARTS.search(text):
+            if self._run_fatal:
+                self._new_run()
+            self.facts.started = True
         if st.ARGS.search(text) and self._args_follow == 0:
             self._keep_args(raw)
             self._args_follow = ARGS_FOLLOW_LINES
@@ -162,12 +195,19 @@ class LogScanner:
             found = ev.match(self._prev.text + text)
             if found is not None:
                 line = Line(self._prev.no, self._prev.text + text, self._prev.raw + line.raw, line.process, line.level)
+                self._take_back()
+        self._undo = None
         self.tracker.feed(text)
+        rule = found[0] if found is not None else None
+        signal = self.failures.feed(text, line.raw, line.level, rule is not None and rule.fatal)
         if found is not None:
-            self._add(line, *found)
-            self._prev = None
-        else:
-            self._prev = line if len(text) >= WRAP_MIN else None
+            self._add(line, rule.kind, rule.fatal, found[1])  # type: ignore[union-attr]
+        if signal is not None:
+            self._add(line, signal.kind, True, signal.values, signal.extra)
+        elif found is None and not self.failures.open and SERVED.search(text):
+            self._served()
+        keep = found is None and len(text) >= WRAP_MIN and not self.failures.open
+        self._prev = line if keep else None
 
     def _command(self, text: str) -> None:
         if self._cmd_open:
@@ -203,6 +243,9 @@ class LogScanner:
     def _new_run(self) -> None:
         self.facts.runs += 1
         self._run_fatal = False
+        self.facts.ready = False
+        self._unserved = {}
+        self._fold(self.facts.runs - 1 - MAX_RUNS_KEPT)
         self.tracker.reset()
         s = self.facts.setup  # capacities belong to the run that printed them
         s.gpu_blocks = s.kv_cache_tokens = s.available_kv_gib = s.max_concurrency = None
@@ -239,33 +282,73 @@ class LogScanner:
             if hasattr(s, name) and (name in _LAST_WINS or getattr(s, name) in (None, "")):
                 setattr(s, name, value)
 
-    def _add(self, line: Line, rule: ev.Rule, values: dict[str, object]) -> None:
+    def _fold(self, run: int) -> None:
+        """Fold one old start of a crash loop into counts: its fatal kinds are remembered, its events go."""
+        if run < 0:
+            return
+        for key in [k for k in self._events if k[0] == run]:
+            for e in self._events.pop(key):
+                if e.fatal and e.kind not in self.facts.folded_kinds:
+                    self.facts.folded_kinds.append(e.kind)
+        self.facts.folded_runs += 1
+
+    def _add(self, line: Line, kind: str, fatal: bool, values: dict[str, object], extra: list[str] | None = None) -> None:
+        """One event. A message seen before with the same template counts on the event with the
+        same values (TP ranks repeating a line); with other values it is a new variant, up to
+        MAX_VARIANTS; past that, repeats count on the last variant, which takes their values and
+        last line (the last attempt is what failed), so memory is bounded and nothing is lost."""
         run = self.facts.runs - 1
-        key = (run, rule.kind, line.text[:300])
-        if rule.fatal:
+        key = (run, kind, TEMPLATE.sub("#", line.text[:300]))
+        if fatal:
             self._run_fatal = True
-        known = self._events.get(key)
+        raw = line.raw.strip()[:600]
+        variants = self._events.setdefault(key, [])
+        known = next((e for e in variants if _same(e.values, values)), None)
+        if known is None and len(variants) >= MAX_VARIANTS:
+            known = variants[-1]
+            known.values = dict(values)
         if known is not None:
             known.count += 1
+            if raw != known.lines[0]:
+                known.last_line, known.last_line_no = raw, line.no
+            known.values.pop("then_served", None)  # a repeat after serving has not been served yet
+            self._mark_unserved(key, known, False)
             return
-        if len(self._events) >= MAX_EVENTS:
-            return
-        phase = self.tracker.phase() if rule.kind in _PHASED else ""
-        self._events[key] = LogEvent(
-            kind=rule.kind,
+        event = LogEvent(
+            kind=kind,
             source=self.source,
             line_no=line.no,
-            lines=[line.raw.strip()[:600]],
-            values=values,
+            lines=[raw] + [x for x in extra or [] if x != raw],
+            values=dict(values),
             run=run,
             process=line.process,
-            phase=phase,
-            fatal=rule.fatal,
+            phase=self.tracker.phase() if kind in _PHASED else "",
+            fatal=fatal,
         )
+        variants.append(event)
+        self._mark_unserved(key, event, True)
+
+    def _mark_unserved(self, key: tuple[int, str, str], event: LogEvent, new: bool) -> None:
+        if event.kind in fl.KINDS:
+            self._unserved[id(event)] = event
+            self._undo = (key, event, new)
+
+    def _take_back(self) -> None:
+        """The generic event of a line that turned out to be the first half of a hard-wrapped
+        message a rule recognises: the rule's event replaces it."""
+        if self._undo is None:
+            return
+        key, event, new = self._undo
+        self._undo = None
+        if new:
+            self._events[key].remove(event)
+            self._unserved.pop(id(event), None)
+        else:
+            event.count -= 1
 
     def finish(self) -> LogFacts:
         f = self.facts
-        f.events = sorted(self._events.values(), key=lambda e: (e.run, f.sources.index(e.source), e.line_no))
+        f.events = sorted((e for variants in self._events.values() for e in variants), key=lambda e: (e.run, f.sources.index(e.source), e.line_no))
         hits = {k: v for k, v in self._engine_hits.items() if k != "client"}
         if hits:
             f.engine = max(hits, key=lambda k: hits[k])
@@ -281,6 +364,10 @@ class LogScanner:
 
 _PHASED = {"cuda_oom", "ggml_alloc_failed", "host_oom", "killed"}
 _FRAME = re.compile(r'^File "[^"]*", line \d+|^\S+\.py:\d+ in \w|^frame #\d+:|^[\w.]+\(\S*\) \[0x')
+
+
+def _same(a: dict[str, object], b: dict[str, object]) -> bool:
+    return {k: v for k, v in a.items() if k != "then_served"} == b
 
 
 def _is_frame(text: str) -> bool:

@@ -1,7 +1,12 @@
 """One Report object, ranked once, rendered by every format (text, json, markdown, html, junit).
 
 Ranking: a root cause comes before the symptoms it explains; then errors before warnings before
-info; then earlier layers first; then the order the checks ran in.
+info; a recognised cause before what the doctor could not place (`*.unrecognized_failure`, its own
+`doctor.*` state); then earlier layers first; then the order the checks ran in.
+
+Status: the worst severity, or `incomplete` when part of the input was not read or judged
+(doctor.input_incomplete), which fails the gate like an error: a pipeline must not pass on input
+the doctor could not finish.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from doctor.facts import Facts
 from doctor.findings import SEVERITIES, Finding
 
 REPORT_SCHEMA = "llm-doctor.report/1"
-FAIL_ON = {"error": ("error",), "warn": ("error", "warn"), "never": ()}
+FAIL_ON = {"error": ("error", "incomplete"), "warn": ("error", "incomplete", "warn"), "never": ()}
+STATUSES = ("error", "incomplete", "warn", "info", "ok")
 
 
 @dataclass
@@ -29,11 +35,14 @@ class Report:
 
     @property
     def status(self) -> str:
+        if any(f.code == "doctor.input_incomplete" for f in self.findings):
+            return "incomplete"
         present = {f.severity for f in self.findings}
         return next((s for s in SEVERITIES if s in present), "ok")
 
     def exit_code(self, fail_on: str) -> int:
-        return 1 if any(f.severity in FAIL_ON[fail_on] for f in self.findings) else 0
+        failing = FAIL_ON[fail_on]
+        return 1 if self.status in failing or any(f.severity in failing for f in self.findings) else 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,11 +82,16 @@ def build_report(checks: list[CheckResult], facts: Facts, title: str = "llm-doct
     return report
 
 
+def _unplaced(f: Finding) -> bool:
+    """What the doctor could not place comes after every recognised cause of the same severity."""
+    return f.code.endswith(".unrecognized_failure") or f.layer == "doctor"
+
+
 def rank(findings: list[Finding]) -> list[Finding]:
     order = {id(f): i for i, f in enumerate(findings)}
 
-    def base(f: Finding) -> tuple[int, int, int]:
-        return (SEVERITIES.index(f.severity), LAYERS.index(f.layer), order[id(f)])
+    def base(f: Finding) -> tuple[int, int, int, int]:
+        return (SEVERITIES.index(f.severity), int(_unplaced(f)), LAYERS.index(f.layer), order[id(f)])
 
     by_code: dict[str, list[Finding]] = {}
     for f in findings:

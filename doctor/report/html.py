@@ -11,7 +11,7 @@ def render(report: Report) -> str:
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>llm-doctor report</title>",
         "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}pre{background:#f4f4f4;padding:.5em;"
-        "white-space:pre-wrap}.error{color:#b00}.warn{color:#a60}.info{color:#06a}td,th{padding:2px 8px}</style>",
+        "white-space:pre-wrap}.error{color:#b00}.warn{color:#a60}.info{color:#06a}.incomplete{color:#a0a}td,th{padding:2px 8px}</style>",
         f"</head><body><h1>{escape(report.title)}</h1><p>Status: <b class='{report.status}'>{report.status}</b></p>",
     ]
     for i, f in enumerate(report.findings, 1):

@@ -10,7 +10,7 @@ from doctor.report import Report
 
 MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "error": "✗", "skip": "-", "blocked": "~"}
 STYLES = {"pass": "green", "warn": "yellow", "fail": "red", "error": "magenta", "skip": "dim", "blocked": "dim"}
-SEV_STYLES = {"error": "bold red", "warn": "yellow", "info": "cyan"}
+SEV_STYLES = {"error": "bold red", "incomplete": "bold magenta", "warn": "yellow", "info": "cyan"}
 
 
 def render(report: Report, color: bool = False, width: int = 100) -> str:

@@ -1,0 +1,144 @@
+"""Failures no rule of the grammar recognises, read the way an engineer scans a crash.
+
+The event grammar (events.py) knows the causes; this module knows the *shape* of a failure, so a
+new exception class, another engine's wording or a crash without a message still leaves a trace:
+- an uncaught Python exception: `Traceback (most recent call last):`, its frames, and the final
+  `Type: message` line (chained tracebacks give several; the first is often the cause);
+- an exception line pasted without its traceback (`ValueError: ...`, Rust's `Error: ShardCannotStart`);
+- a crash signal: a Rust or Go panic, a C++ `terminate called ... what():`, a segfault or abort,
+  `GGML_ASSERT`, `Fatal Python error`, a non-zero exit status, a container restarting in a loop;
+- a line logged at ERROR / CRITICAL / FATAL level.
+The scanner turns these into events of the kinds `exception`, `crash_signal` and `error_line`,
+only for lines no specific rule matched; the engine (doctor/unrecognized.py) reports them when no
+check recognised the failure.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+KINDS = ("exception", "crash_signal", "error_line")
+# lower-case literals one of which every line this module reacts to contains (the scanner's prefilter)
+LITERALS = (
+    "error", "exception", "fatal", "critical", "panic", "traceback", "terminate called", "what():",
+    "segmentation fault", "core dumped", "aborted", "sigsegv", "sigabrt", "ggml_assert", "ggml_abort",
+    "exit code", "exit status", "exited with", "crashloopbackoff", "back-off restarting", "interrupt",
+    "systemexit", "non-zero exit",
+)
+
+TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
+FRAME = re.compile(r'^File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+CHAIN = re.compile(r"^(?:The above exception was the direct cause|During handling of the above exception)")
+CARET = re.compile(r"^[\^~\s]+$")
+# `pkg.mod.SomeError: message`, `KeyboardInterrupt`, `SystemExit: 1`, Rust's `Error: ShardCannotStart`
+EXCEPTION = re.compile(
+    r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure|Abort)|Error|"
+    r"[A-Z]\w*(?:Error|Exception)\w*))(?::\s*(?P<message>.*)|\s*)$"
+)
+# after a traceback's frames any dotted name ending the traceback is its exception (torch._dynamo.exc.Unsupported)
+EXCEPTION_AFTER_FRAMES = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s*(?P<message>.*)|\s*)$")
+CRASH = re.compile(
+    r"thread '(?P<thread>[^']*)' panicked at (?P<where>\S+)|^panic: (?P<panic>.+)|^fatal error: (?P<fatal>.+)|"
+    r"terminate called after throwing an instance of '(?P<cxx>[^']+)'|^what\(\):\s+(?P<what>.+)|"
+    r"Fatal Python error: (?P<python>.+)|Segmentation fault|SIGSEGV|SIGABRT|core dumped|^Aborted\b|"
+    r"GGML_ASSERT\((?P<assert>.+?)\) failed|GGML_ABORT|"
+    r"(?:exited with (?:exit )?(?:code|status)|exit (?:code|status):?|returned non-zero exit status|returncode=)\s*(?P<exit>-?[1-9]\d*)|"
+    r"CrashLoopBackOff|Back-off restarting failed container",
+    re.I,
+)
+ERROR_LEVEL = re.compile(r"^(?:ERROR|FATAL|CRITICAL)\b[:\s]|\blevel=(?:ERROR|FATAL|error|fatal)\b|\"level\":\s*\"(?:error|fatal)\"|^\[(?:error|fatal|ERROR|FATAL)\]")
+ERROR_LEVELS = ("ERROR", "CRITICAL", "FATAL")
+QUIET_LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "TRACE", "NOTICE")
+MAX_TRACEBACK_LINES = 400  # a traceback longer than this is not one (or the rest does not matter)
+
+
+@dataclass
+class Signal:
+    kind: str  # one of KINDS
+    values: dict[str, object]
+    extra: list[str] = field(default_factory=list)  # evidence beyond the line itself (the last frames)
+
+
+class FailureReader:
+    """Per source: follows tracebacks line by line (the scanner feeds every line while `open`)."""
+
+    def __init__(self) -> None:
+        self.open = False
+        self._frames: list[str] = []
+        self._expect_code = False
+        self._lines = 0
+
+    def reset(self) -> None:
+        self.open = False
+        self._frames = []
+        self._expect_code = False
+        self._lines = 0
+
+    def feed(self, text: str, raw: str, level: str, matched_fatal: bool) -> Signal | None:
+        """One normalised message. `matched_fatal`: a fatal rule already recognised it (then the
+        traceback it ends is explained, and nothing generic is said)."""
+        if TRACEBACK.search(text):
+            self.open, self._frames, self._expect_code, self._lines = True, [], False, 0
+            return None
+        if self.open:
+            return self._in_traceback(text, raw, matched_fatal)
+        if matched_fatal or CHAIN.match(text):
+            return None
+        return line_signal(text, level)
+
+    def _in_traceback(self, text: str, raw: str, matched_fatal: bool) -> Signal | None:
+        self._lines += 1
+        if self._lines > MAX_TRACEBACK_LINES:
+            self.reset()
+            return None
+        frame = FRAME.match(text)
+        if frame:
+            self._frames.append(raw.strip()[:300])
+            self._frames = self._frames[-2:]
+            self._expect_code = True
+            return None
+        if not text or CARET.match(text):
+            return None
+        if matched_fatal:
+            self.reset()
+            return None
+        m = EXCEPTION.match(text) or (EXCEPTION_AFTER_FRAMES.match(text) if self._frames and not self._expect_code else None)
+        if m is None and self._expect_code:  # the source line printed under a frame
+            self._expect_code = False
+            return None
+        if m is None:
+            return None
+        frames = self._frames
+        self.reset()
+        return Signal("exception", _exception_values(m, frames), frames)
+
+
+def _exception_values(m: re.Match[str], frames: list[str]) -> dict[str, object]:
+    exc_type, message = m.group("type"), (m.group("message") or "").strip()
+    values: dict[str, object] = {"exc_type": exc_type, "summary": f"{exc_type}: {message}"[:200] if message else exc_type}
+    if message:
+        values["message"] = message[:300]
+    if frames:
+        last = FRAME.match(re.sub(r"^\S*\s*", "", frames[-1]) if not frames[-1].startswith("File") else frames[-1])
+        if last:
+            values["frame"] = f"{last.group('file').rsplit('/', 1)[-1]}:{last.group('line')} in {last.group('func') or '?'}"
+    return values
+
+
+def line_signal(text: str, level: str) -> Signal | None:
+    """A failure stated on one line (outside a traceback)."""
+    m = CRASH.search(text)
+    if m:
+        values: dict[str, object] = {"summary": text[:200]}
+        if m.group("exit"):
+            values["exit_code"] = int(m.group("exit"))
+        return Signal("crash_signal", values)
+    if level in QUIET_LEVELS:
+        return None
+    m = EXCEPTION.match(text)
+    if m and (m.group("message") or level in ERROR_LEVELS or m.group("type").endswith(("Error", "Exception"))):
+        return Signal("exception", _exception_values(m, []))
+    if level in ERROR_LEVELS or ERROR_LEVEL.search(text):
+        return Signal("error_line", {"summary": text[:200]})
+    return None

@@ -1,0 +1,69 @@
+"""The log events one check judges: the run being diagnosed, restricted to the kinds it declared.
+
+The engine builds one LogView per check from the check's `events=` declaration and hands it over,
+so a check never picks its own run or reads a kind it did not declare (asking for one is a bug and
+raises). Which run: a log may hold several starts of the engine; the last one that failed is the
+one the user is looking at, earlier failures are mentioned in the evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from doctor.facts.logs import LogEvent, LogFacts, LogSetup
+from doctor.logparse.failures import KINDS as GENERIC_KINDS
+
+
+def judged_run(logs: LogFacts) -> int:
+    """The last run with a fatal event, else the last run."""
+    fatal = [e.run for e in logs.events if e.fatal]
+    return max(fatal) if fatal else logs.runs - 1
+
+
+@dataclass(frozen=True)
+class LogView:
+    logs: LogFacts
+    declared: frozenset[str]
+
+    @property
+    def run(self) -> int:
+        return judged_run(self.logs)
+
+    @property
+    def setup(self) -> LogSetup:
+        return self.logs.setup
+
+    def events(self, *kinds: str) -> list[LogEvent]:
+        """Events of these kinds (all declared ones when none named) in the judged run."""
+        unknown = set(kinds) - self.declared
+        if unknown:
+            raise ValueError(f"the check did not declare the event kind(s) {', '.join(sorted(unknown))}")
+        wanted = set(kinds) or self.declared
+        run = self.run
+        return [e for e in self.logs.events if e.run == run and e.kind in wanted]
+
+    def fatal_kinds(self) -> set[str]:
+        return {e.kind for e in self.events() if e.fatal}
+
+    def other_failures(self) -> set[str]:
+        """Fatal kinds of the judged run that this check did not declare and that a rule recognised
+        (not the generic exception/ERROR signals): "is something else the cause?" without reading it."""
+        run = self.run
+        return {e.kind for e in self.logs.events if e.run == run and e.fatal and e.kind not in self.declared
+                and e.kind not in GENERIC_KINDS}
+
+    def earlier_runs(self) -> list[str]:
+        """One evidence line about failed earlier starts in the same log, if any."""
+        run = self.run
+        earlier = sorted({(e.run, e.kind) for e in self.logs.events if e.fatal and e.run < run})
+        folded = self.logs.folded_runs
+        if not earlier and not folded:
+            return []
+        runs = sorted({r for r, _ in earlier})
+        kinds = sorted({k for _, k in earlier} | set(self.logs.folded_kinds))
+        shown = ", ".join(str(r + 1) for r in runs)
+        older = f"{folded} older start(s) folded into counts" if folded else ""
+        return [
+            f"the log holds {self.logs.runs} starts of the engine; this is the last failed one "
+            f"(start {run + 1}); earlier failed start(s) {'; '.join(x for x in (shown, older) if x)} showed: {', '.join(kinds)}"
+        ]

@@ -1,0 +1,159 @@
+"""Failures the log shows that no check recognised: never silence, always a finding.
+
+Three ways a failure escapes the checks, each turned into `load.unrecognized_failure` (an engine
+log) or `access.unrecognized_failure` (a client's output):
+- a fatal event of a kind the grammar knows, in the run being diagnosed, that no check turned into
+  a finding (the checks that declare the kind did not run, were blocked, crashed, or found it
+  harmless: "an illegal memory access" without an Xid is no hardware fault, but it is a crash);
+- a generic failure the scanner saw where no rule matched (doctor/logparse/failures.py): the final
+  line of an uncaught exception and its last frames, an ERROR/FATAL line, a panic, an abort, a
+  non-zero exit; judged only when no check that reads the log found an error, because a
+  recognised cause explains the cascade around it ("Engine core initialization failed");
+- a start-up that the log shows beginning but never reaching "ready", with nothing else wrong.
+Severity: error when the failure ended its run (nothing was served after it), else warn. The
+report ranks these after every recognised root cause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from doctor.facts import Facts
+from doctor.facts.logs import LogEvent
+from doctor.findings import Finding, Fix
+from doctor.logparse.failures import KINDS as GENERIC
+from doctor.logview import judged_run
+
+if TYPE_CHECKING:
+    from doctor.engine import CheckResult, CheckSpec
+
+MAX_QUOTED = 3
+ISSUE_TRACKERS = {
+    "vllm": "vllm-project/vllm",
+    "sglang": "sgl-project/sglang",
+    "tgi": "huggingface/text-generation-inference",
+    "llamacpp": "ggml-org/llama.cpp",
+    "ollama": "ollama/ollama",
+    "trtllm": "NVIDIA/TensorRT-LLM",
+    "lmdeploy": "InternLM/lmdeploy",
+}
+DEBUG_ENV = {
+    "vllm": "VLLM_LOGGING_LEVEL=DEBUG",
+    "sglang": "--log-level debug",
+    "tgi": "RUST_LOG=debug",
+    "llamacpp": "--verbose",
+    "ollama": "OLLAMA_DEBUG=1",
+}
+
+
+def findings(
+    facts: Facts, specs: Sequence[CheckSpec], results: Sequence[CheckResult], registry: dict[str, CheckSpec]
+) -> list[Finding]:
+    logs = facts.logs
+    if logs is None or not logs.sources:
+        return []
+    run = judged_run(logs)
+    here = [e for e in logs.events if e.run == run]
+    by_id = {r.id: r for r in results}
+    log_checks = [s for s in specs if s.events and s.id in by_id]
+    recognised = any(f.severity == "error" for s in log_checks for f in by_id[s.id].findings)
+    unjudged = [e for e in here if e.fatal and e.kind not in GENERIC and _unjudged(e, registry, by_id)]
+    generic = [] if recognised else [e for e in here if e.kind in GENERIC]
+    client = logs.engine == "client"
+    if unjudged or generic:
+        return [_finding(facts, unjudged, generic, registry, by_id, client)]
+    if not recognised and logs.started and not logs.ready and not client and not any(r.findings for r in results):
+        return [_stopped_in_startup(facts)]
+    return []
+
+
+def _unjudged(e: LogEvent, registry: dict[str, CheckSpec], by_id: dict[str, CheckResult]) -> bool:
+    """No check that declares this kind ran and found something. Checks the user left out with
+    --only/--skip do not count against the input: they were not asked."""
+    declaring = [s.id for s in registry.values() if e.kind in s.events]
+    ran = [by_id[i] for i in declaring if i in by_id]
+    if declaring and not ran:
+        return False
+    return not any(r.findings for r in ran)
+
+
+def _why(e: LogEvent, registry: dict[str, CheckSpec], by_id: dict[str, CheckResult]) -> str:
+    declaring = [s.id for s in registry.values() if e.kind in s.events]
+    states = [f"{i} {by_id[i].status}" for i in declaring if i in by_id]
+    if not declaring:
+        return f"no check reads `{e.kind}` events"
+    return f"`{e.kind}` is read by {', '.join(states)}, which found no known cause for it"
+
+
+def _quote(e: LogEvent) -> list[str]:
+    where = f"{e.source}:{e.line_no}" if e.source else f"line {e.line_no}"
+    times = f" (x{e.count}, last at line {e.last_line_no})" if e.count > 1 and e.last_line_no else ""
+    return [f"{where}{times}: {line}" for line in e.lines]
+
+
+def _finding(
+    facts: Facts,
+    unjudged: list[LogEvent],
+    generic: list[LogEvent],
+    registry: dict[str, CheckSpec],
+    by_id: dict[str, CheckResult],
+    client: bool,
+) -> Finding:
+    logs = facts.logs
+    assert logs is not None
+    ended = [e for e in unjudged + generic if not e.values.get("then_served")]
+    severity = "error" if ended else "warn"
+    # the last failure is what stopped the run; the first exception of a chain is often its cause
+    exceptions = [e for e in generic if e.kind == "exception"]
+    final = (exceptions or ended or unjudged or generic)[-1]
+    quoted = [final]
+    if exceptions and exceptions[0] is not final:
+        quoted.insert(0, exceptions[0])
+    for e in unjudged + generic:
+        if len(quoted) >= MAX_QUOTED:
+            break
+        if e not in quoted:
+            quoted.append(e)
+    evidence = [line for e in sorted(quoted, key=lambda x: x.line_no) for line in _quote(e)]
+    evidence += [_why(e, registry, by_id) for e in unjudged[:2]]
+    if not ended:
+        evidence.append("the engine went on serving after it (it did not end the run)")
+    summary = str(final.values.get("summary") or (final.lines[0] if final.lines else final.kind))[:160]
+    who = "the client" if client else "the engine"
+    title = f"{who} failed and no known cause matches: {summary}" if ended else f"{who} logged an error no known cause matches: {summary}"
+    code = "access.unrecognized_failure" if client else "load.unrecognized_failure"
+    return Finding(code, title, evidence, _fixes(facts, final, client), severity=severity)
+
+
+def _fixes(facts: Facts, final: LogEvent, client: bool) -> list[Fix]:
+    logs = facts.logs
+    engine = (facts.deployment.engine if facts.deployment and facts.deployment.engine else "") or (logs.engine if logs else "")
+    query = str(final.values.get("summary") or final.kind)
+    query = query.replace('"', "").replace("`", "")[:100]
+    fixes = []
+    repo = ISSUE_TRACKERS.get(engine)
+    if repo and not client:
+        fixes.append(Fix(f"Search {engine}'s issues for this exact error (a known bug usually has a fix or workaround)",
+                         f'gh search issues --repo {repo} "{query}"'))
+    else:
+        fixes.append(Fix("Search for this exact error message", f'"{query}"'))
+    if "illegal memory access" in query.lower() or "cuda error" in query.lower():
+        fixes.append(Fix("Rerun with synchronous CUDA calls so the failing kernel is the one reported", "CUDA_LAUNCH_BLOCKING=1"))
+    elif engine in DEBUG_ENV and not client:
+        fixes.append(Fix("Rerun with debug logging to see what led to it", DEBUG_ENV[engine]))
+    return fixes
+
+
+def _stopped_in_startup(facts: Facts) -> Finding:
+    logs = facts.logs
+    assert logs is not None
+    last = f"the log has {logs.lines_read} lines; the last start (start {logs.runs}) never logged that the server was ready"
+    return Finding(
+        "load.unrecognized_failure",
+        "the log ends during start-up: the server never said it was ready",
+        [last, "no error was recognised: the log may have been cut, or the engine hung or died without a message"],
+        [Fix("Read the end of the full log, or the container's exit reason (an OOM kill leaves no line in the log)",
+             "kubectl describe pod <pod> | grep -A3 'Last State'")],
+        severity="warn",
+    )
