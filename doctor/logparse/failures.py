@@ -24,7 +24,7 @@ LITERALS = (
     "error", "exception", "fatal", "critical", "panic", "traceback", "terminate called", "what():",
     "segmentation fault", "core dumped", "aborted", "sigsegv", "sigabrt", "ggml_assert", "ggml_abort",
     "exit code", "exit status", "exited with", "crashloopbackoff", "back-off restarting", "interrupt",
-    "systemexit", "non-zero exit",
+    "systemexit", "non-zero exit", "curl: (", "status code 5", "http 5",
 )
 
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
@@ -48,6 +48,12 @@ CRASH = re.compile(
     re.I,
 )
 ERROR_LEVEL = re.compile(r"^(?:ERROR|FATAL|CRITICAL)\b[:\s]|\blevel=(?:ERROR|FATAL|error|fatal)\b|\"level\":\s*\"(?:error|fatal)\"|^\[(?:error|fatal|ERROR|FATAL)\]")
+# a failure stated inside a line: a JSON error body, `... Error: msg` (JavaScript, wrapped Python),
+# curl's `curl: (N)`, a 5xx status a client reports
+ERROR_IN_LINE = re.compile(
+    r"^\{\s*\"(?:error|detail)\"\s*:|\"object\"\s*:\s*\"error\"|(?:^|[\s:(\[])(?P<type>[A-Z]\w*(?:Error|Exception)|Error): \S|"
+    r"^curl: \(\d+\)|\b(?:HTTP|status code:?)\s*5\d\d\b"
+)
 ERROR_LEVELS = ("ERROR", "CRITICAL", "FATAL")
 QUIET_LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "TRACE", "NOTICE")
 MAX_TRACEBACK_LINES = 400  # a traceback longer than this is not one (or the rest does not matter)
@@ -75,26 +81,26 @@ class FailureReader:
         self._expect_code = False
         self._lines = 0
 
-    def feed(self, text: str, raw: str, level: str, matched_fatal: bool) -> Signal | None:
+    def feed(self, text: str, level: str, matched_fatal: bool) -> Signal | None:
         """One normalised message. `matched_fatal`: a fatal rule already recognised it (then the
         traceback it ends is explained, and nothing generic is said)."""
         if TRACEBACK.search(text):
             self.open, self._frames, self._expect_code, self._lines = True, [], False, 0
             return None
         if self.open:
-            return self._in_traceback(text, raw, matched_fatal)
+            return self._in_traceback(text, matched_fatal)
         if matched_fatal or CHAIN.match(text):
             return None
         return line_signal(text, level)
 
-    def _in_traceback(self, text: str, raw: str, matched_fatal: bool) -> Signal | None:
+    def _in_traceback(self, text: str, matched_fatal: bool) -> Signal | None:
         self._lines += 1
         if self._lines > MAX_TRACEBACK_LINES:
             self.reset()
             return None
         frame = FRAME.match(text)
         if frame:
-            self._frames.append(raw.strip()[:300])
+            self._frames.append(text[:300])
             self._frames = self._frames[-2:]
             self._expect_code = True
             return None
@@ -111,7 +117,7 @@ class FailureReader:
             return None
         frames = self._frames
         self.reset()
-        return Signal("exception", _exception_values(m, frames), frames)
+        return Signal("exception", _exception_values(m, frames), [f"raised at: {frames[-1]}"] if frames else [])
 
 
 def _exception_values(m: re.Match[str], frames: list[str]) -> dict[str, object]:
@@ -120,7 +126,7 @@ def _exception_values(m: re.Match[str], frames: list[str]) -> dict[str, object]:
     if message:
         values["message"] = message[:300]
     if frames:
-        last = FRAME.match(re.sub(r"^\S*\s*", "", frames[-1]) if not frames[-1].startswith("File") else frames[-1])
+        last = FRAME.match(frames[-1])
         if last:
             values["frame"] = f"{last.group('file').rsplit('/', 1)[-1]}:{last.group('line')} in {last.group('func') or '?'}"
     return values
@@ -139,6 +145,6 @@ def line_signal(text: str, level: str) -> Signal | None:
     m = EXCEPTION.match(text)
     if m and (m.group("message") or level in ERROR_LEVELS or m.group("type").endswith(("Error", "Exception"))):
         return Signal("exception", _exception_values(m, []))
-    if level in ERROR_LEVELS or ERROR_LEVEL.search(text):
+    if level in ERROR_LEVELS or ERROR_LEVEL.search(text) or ERROR_IN_LINE.search(text):
         return Signal("error_line", {"summary": text[:200]})
     return None

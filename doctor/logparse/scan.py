@@ -29,13 +29,14 @@ CANDIDATE_LITERALS = pf.literals(GRAMMAR, FRAME_LITERALS + fl.LITERALS)
 CANDIDATE = pf.compile_groups(CANDIDATE_LITERALS)
 # steady-state lines (stats, batches, access log) only say "serving": they move the phase, nothing else
 SERVING = pf.compile_groups(pf.literals([pattern for phase, pattern in ev.PHASES if phase == "serving"]))
-# lines that prove the server was up and answering: after a failure, it did not end the run
-SERVED = re.compile(
-    r"Avg prompt throughput|Decode batch|Prefill batch|Generation throughput|HTTP/1\.[01]\" 200|Application startup complete|"
-    r"Uvicorn running|The server is fired up|server is listening|all slots are idle|update_slots|Listening on|^Connected$",
-    re.I,
+# the server said it is up (a start that never says so stopped during start-up) ...
+READY = re.compile(
+    rb"application startup complete|uvicorn running|the server is fired up|server is listening|all slots are idle|"
+    rb"listening on|avg prompt throughput|decode batch|generation throughput|(?m:^connected\r?$)"
 )
-SERVED_BYTES = pf.compile_groups(pf.literals([SERVED]))
+# ... and answered requests: after a failure, that failure did not end the run (a stat line that
+# only counts zeros is a server shutting down, not serving)
+SERVED = re.compile(rb"running: [1-9]|#running-req: [1-9]|http/1\.[01]\" 200|prefill batch\. #new-seq: [1-9]|slot \w+: id +\d+ \| task")
 
 
 def _any(regexes: tuple[re.Pattern[bytes], ...], low: bytes, start: int = 0, end: int | None = None) -> bool:
@@ -90,10 +91,14 @@ class LogScanner:
         return self._args_follow > 0 or self._prev is not None or self._cmd_open or self.failures.open
 
     def _note_serving(self, low: bytes, start: int = 0, end: int | None = None) -> None:
-        """Lines the prefilter skipped: they may move the phase to serving, and prove the server up."""
+        """Lines the prefilter skipped: they may move the phase to serving, prove the server up, and
+        show it answering after a failure."""
+        end = len(low) if end is None else end
         if self.tracker.milestone != "serving" and _any(SERVING, low, start, end):
             self.tracker.milestone = "serving"
-        if (self._unserved or not self.facts.ready) and _any(SERVED_BYTES, low, start, end):
+        if not self.facts.ready and READY.search(low, start, end):
+            self.facts.ready = True
+        if self._unserved and SERVED.search(low, start, end):
             self._served()
 
     def _served(self) -> None:
@@ -199,13 +204,13 @@ class LogScanner:
         self._undo = None
         self.tracker.feed(text)
         rule = found[0] if found is not None else None
-        signal = self.failures.feed(text, line.raw, line.level, rule is not None and rule.fatal)
+        signal = self.failures.feed(text, line.level, rule is not None and rule.fatal)
         if found is not None:
             self._add(line, rule.kind, rule.fatal, found[1])  # type: ignore[union-attr]
         if signal is not None:
             self._add(line, signal.kind, True, signal.values, signal.extra)
-        elif found is None and not self.failures.open and SERVED.search(text):
-            self._served()
+        elif found is None and not self.failures.open:
+            self._note_serving(text.lower().encode())
         keep = found is None and len(text) >= WRAP_MIN and not self.failures.open
         self._prev = line if keep else None
 
