@@ -1,12 +1,18 @@
-"""Accuracy of `llm-doctor analyze` on the labelled corpus of real failure logs.
+"""Accuracy of `llm-doctor analyze` on the labelled corpus of real failure logs, train and held-out apart.
 
 Runs the same path as `llm-doctor analyze CASE.log --format json` (collect -> checks -> ranked
-report), in-process so the timing is the analysis and not interpreter start-up, over every case
-of shared/corpus and corpus/ (ids d*, x*, e*). Prints top-1 and top-3 accuracy per primary code,
-the confusions (expected -> what came first), seconds per case, and the corpus size. For the
-KV-cache cases it also checks that the suggested --max-model-len fits the capacity the log states.
+report), in-process so the timing is the analysis and not interpreter start-up. Two splits:
 
-    .venv/bin/python bench/accuracy.py [--corpus DIR ...] [--show-misses]
+- train: shared/corpus and corpus/ (ids d*, x*, y*, z*): the cases rules may be developed against;
+- held-out: corpus/holdout/ (z* ids chosen by a hash of the source URL, see corpus/README.md): read
+  only as a score. Its misses are never listed, only counted.
+
+For each split it prints rank-1 and top-3 accuracy overall, per primary code and per engine, the
+confusions (expected -> what came first), and the false all-clears: cases whose report status is `ok`
+with exit code 0 although every corpus case is a failure. For the KV-cache cases it also checks that
+the suggested --max-model-len fits the capacity the log states.
+
+    .venv/bin/python bench/accuracy.py [--split train|held-out|all] [--corpus DIR ...] [--show-misses]
 """
 
 from __future__ import annotations
@@ -17,29 +23,74 @@ import re
 import sys
 import time
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-DEFAULT_CORPORA = [ROOT.parent / "shared" / "corpus", ROOT / "corpus"]
+SPLITS = {
+    "train": [ROOT.parent / "shared" / "corpus", ROOT / "corpus"],
+    "held-out": [ROOT / "corpus" / "holdout"],
+}
 
 
-def analyze(path: Path) -> list[dict]:
+@dataclass
+class Outcome:
+    """What the doctor said about one case: ranked codes, report status and gate exit code."""
+
+    codes: list[str]
+    status: str
+    exit_code: int
+    fixes: list[str]
+    crash: str = ""
+
+
+@dataclass
+class Tally:
+    """Rank-1 / top-3 counts for one group of cases (a code, an engine, a whole split)."""
+
+    n: int = 0
+    top1: int = 0
+    top3: int = 0
+
+    def add(self, want: str, codes: list[str]) -> None:
+        self.n += 1
+        self.top1 += codes[:1] == [want]
+        self.top3 += want in codes[:3]
+
+    def row(self, name: str, width: int = 34) -> str:
+        return f"{name:{width}} {self.n:>4} {self.top1 / max(self.n, 1):>6.0%} {self.top3 / max(self.n, 1):>6.0%}"
+
+
+@dataclass
+class SplitResult:
+    name: str
+    total: Tally = field(default_factory=Tally)
+    per_code: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    per_engine: dict[str, Tally] = field(default_factory=lambda: defaultdict(Tally))
+    confusions: Counter = field(default_factory=Counter)
+    misses: list[tuple[str, str, str]] = field(default_factory=list)
+    false_all_clear: list[str] = field(default_factory=list)
+    kv_fit: list[bool] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+
+
+def analyze(path: Path) -> Outcome:
     from doctor.collect.files import load_paths
     from doctor.engine import Deadline, load_checks, run_checks, select
     from doctor.report import build_report
 
     deadline = Deadline(60)
     facts = load_paths([str(path)], deadline)
-    results = run_checks(facts, select(load_checks()), deadline)
-    report = build_report(results, facts)
-    return report.to_json()["findings"]
+    report = build_report(run_checks(facts, select(load_checks()), deadline), facts)
+    commands = [x.command or "" for f in report.findings for x in f.fixes]
+    return Outcome([f.code for f in report.findings], report.status, report.exit_code("error"), commands)
 
 
-def cases(corpora: list[Path]) -> list[tuple[dict, Path]]:
+def cases(folders: list[Path]) -> list[tuple[dict, Path]]:
     out = []
-    for folder in corpora:
+    for folder in folders:
         index = folder / "cases.jsonl"
         if not index.exists():
             continue
@@ -50,71 +101,82 @@ def cases(corpora: list[Path]) -> list[tuple[dict, Path]]:
     return out
 
 
-def kv_fit(case: dict, findings: list[dict]) -> bool | None:
+def kv_fit(case: dict, outcome: Outcome) -> bool | None:
     """For KV-cache cases with a stated capacity: does the suggested --max-model-len fit it?"""
     ev = case.get("expected_values") or {}
     capacity = ev.get("kv_cache_tokens") or ev.get("estimated_max_model_len")
     if case["primary"] != "load.kv_cache_insufficient" or not capacity:
         return None
-    for f in findings:
-        for fix in f["fixes"]:
-            m = re.search(r"--max-model-len (\d+)", fix.get("command") or "")
-            if m:
-                return int(m.group(1)) <= int(capacity)
+    for command in outcome.fixes:
+        m = re.search(r"--max-model-len (\d+)", command)
+        if m:
+            return int(m.group(1)) <= int(capacity)
     return False
+
+
+def run_split(name: str, folders: list[Path]) -> SplitResult:
+    result = SplitResult(name)
+    for case, path in cases(folders):
+        start = time.perf_counter()
+        try:
+            outcome = analyze(path)
+        except Exception as exc:  # a crash is a miss, reported, not a stop
+            outcome = Outcome([], "crash", 3, [], f"CRASH {type(exc).__name__}: {exc}")
+        result.seconds.append(time.perf_counter() - start)
+        want, codes = case["primary"], outcome.codes
+        for tally in (result.total, result.per_code[want], result.per_engine[case.get("engine", "?")]):
+            tally.add(want, codes)
+        if codes[:1] != [want]:
+            got = codes[0] if codes else "(nothing)"
+            result.confusions[(want, got)] += 1
+            result.misses.append((case["id"], want, outcome.crash or " ".join(codes[:3]) or "(nothing)"))
+        if outcome.status == "ok" and outcome.exit_code == 0:
+            result.false_all_clear.append(case["id"])
+        fit = kv_fit(case, outcome)
+        if fit is not None:
+            result.kv_fit.append(fit)
+    return result
+
+
+def print_split(r: SplitResult, show_misses: bool) -> None:
+    n = r.total.n
+    print(f"== {r.name}: {n} cases")
+    if not n:
+        return
+    print(f"{'code':34} {'n':>4} {'top1':>6} {'top3':>6}")
+    for code in sorted(r.per_code):
+        print(r.per_code[code].row(code))
+    print(f"{'engine':34} {'n':>4} {'top1':>6} {'top3':>6}")
+    for engine in sorted(r.per_engine):
+        print(r.per_engine[engine].row(engine))
+    print(f"{'ALL':34} {n:>4} {r.total.top1 / n:>6.1%} {r.total.top3 / n:>6.1%}")
+    print(f"false all-clear (status ok, exit 0) on a failure case: {len(r.false_all_clear)}/{n}")
+    if r.kv_fit:
+        print(f"KV cases whose --max-model-len fits the stated capacity: {sum(r.kv_fit)}/{len(r.kv_fit)}")
+    print("confusions (expected -> rank 1):")
+    for (want, got), k in r.confusions.most_common():
+        print(f"  {want} -> {got}: {k}")
+    print(f"seconds per case: mean {sum(r.seconds) / n:.4f}, max {max(r.seconds):.4f}, total {sum(r.seconds):.2f}")
+    if show_misses:
+        print("misses:")
+        for cid, want, got in r.misses:
+            print(f"  {cid}: want {want}, got {got}")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", action="append", type=Path, help="corpus folder(s) with cases.jsonl")
-    ap.add_argument("--show-misses", action="store_true", help="list each case whose rank-1 code is wrong")
+    ap.add_argument("--split", choices=["train", "held-out", "all"], default="all", help="which split(s) to score")
+    ap.add_argument("--corpus", action="append", type=Path, help="score these folders instead, as one split")
+    ap.add_argument("--show-misses", action="store_true", help="list each train case whose rank-1 code is wrong")
     args = ap.parse_args()
-    all_cases = cases(args.corpus or DEFAULT_CORPORA)
-    per_code: dict[str, Counter] = defaultdict(Counter)
-    confusions: Counter = Counter()
-    misses, kv_results, seconds = [], [], []
-    for case, path in all_cases:
-        start = time.perf_counter()
-        try:
-            findings = analyze(path)
-        except Exception as exc:  # a crash is a miss, reported, not a stop
-            findings = []
-            misses.append((case["id"], case["primary"], f"CRASH {type(exc).__name__}: {exc}"))
-        seconds.append(time.perf_counter() - start)
-        codes = [f["code"] for f in findings]
-        want = case["primary"]
-        c = per_code[want]
-        c["n"] += 1
-        c["top1"] += bool(codes[:1] == [want])
-        c["top3"] += want in codes[:3]
-        if codes[:1] != [want]:
-            got = codes[0] if codes else "(nothing)"
-            confusions[(want, got)] += 1
-            misses.append((case["id"], want, " ".join(codes[:3]) or "(nothing)"))
-        fit = kv_fit(case, findings)
-        if fit is not None:
-            kv_results.append((case["id"], fit))
-    n = len(all_cases)
-    top1 = sum(c["top1"] for c in per_code.values())
-    top3 = sum(c["top3"] for c in per_code.values())
-    print(f"corpus: {n} cases from {', '.join(str(p) for p in (args.corpus or DEFAULT_CORPORA))}")
-    print(f"{'code':34} {'n':>3} {'top1':>6} {'top3':>6}")
-    for code in sorted(per_code):
-        c = per_code[code]
-        print(f"{code:34} {c['n']:>3} {c['top1'] / c['n']:>6.0%} {c['top3'] / c['n']:>6.0%}")
-    print(f"{'ALL':34} {n:>3} {top1 / max(n, 1):>6.1%} {top3 / max(n, 1):>6.1%}")
-    if kv_results:
-        ok = sum(1 for _, fit in kv_results if fit)
-        print(f"KV cases whose --max-model-len fits the stated capacity: {ok}/{len(kv_results)}")
-    print("confusions (expected -> rank 1):")
-    for (want, got), k in confusions.most_common():
-        print(f"  {want} -> {got}: {k}")
-    if seconds:
-        print(f"seconds per case: mean {sum(seconds) / len(seconds):.4f}, max {max(seconds):.4f}, total {sum(seconds):.2f}")
-    if args.show_misses:
-        print("misses:")
-        for cid, want, got in misses:
-            print(f"  {cid}: want {want}, got {got}")
+    if args.corpus:
+        splits = {"custom: " + ", ".join(str(p) for p in args.corpus): args.corpus}
+    else:
+        splits = {k: v for k, v in SPLITS.items() if args.split in (k, "all")}
+    for name, folders in splits.items():
+        print(f"corpus {name}: {', '.join(str(p) for p in folders)}")
+        held_out = any("holdout" in p.parts for p in folders)
+        print_split(run_split(name, folders), args.show_misses and not held_out)
     return 0
 
 
