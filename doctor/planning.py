@@ -152,13 +152,13 @@ def build_facts(kw: dict[str, Any]) -> Facts:
 def plan_command(kw: dict[str, Any]) -> int:
     from doctor.engine import Deadline
     from doctor.redact import Redactor
-    from doctor.runner import doctor_failed, finish
+    from doctor.runner import doctor_failed, finish, selected
 
     redactor = Redactor([os.environ.get("HF_TOKEN")])
     try:
         facts = build_facts(kw)
         kw = {**kw, "only": kw.get("only") or ("load.memory_fit",)}
-        return finish(facts, kw, redactor, Deadline(float(kw["deadline"])), title="llm-doctor plan")
+        return finish(facts, selected(kw), kw, redactor, Deadline(float(kw["deadline"])), title="llm-doctor plan")
     except ValueError as exc:
         import click
 

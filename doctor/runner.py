@@ -14,8 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import click
+
 from doctor.cli import LAYER_NAMES, _csv, color_wanted
-from doctor.engine import Deadline, load_checks, run_checks, select
+from doctor.collect.logs import InputError
+from doctor.engine import CheckSpec, Deadline, UnknownSelection, load_checks, run_checks, select
 from doctor.facts import Facts
 from doctor.redact import Redactor
 
@@ -31,6 +34,10 @@ def run_command(kw: dict[str, Any]) -> int:
         )
         redactor = Redactor([settings.api_key.value, os.environ.get("HF_TOKEN")])
         only = _csv(kw["only"])
+        specs = selected(kw)
+        from doctor.collect.logs import check_named
+
+        check_named(list(kw["logs"]))
         opts = RunOptions(
             layers=_layers(only),
             timeout=float(kw["timeout"]),
@@ -47,8 +54,10 @@ def run_command(kw: dict[str, Any]) -> int:
             ray=kw["ray_address"],
         )
         with live_status(kw["fmt"], kw["output"]) as say:
-            facts = collect_run(settings, opts, deadline, say)
-            return finish(facts, kw, redactor, deadline, title="llm-doctor run", say=say)
+            facts = collect_run(settings, opts, deadline.reserving(), say)
+            return finish(facts, specs, kw, redactor, deadline, title="llm-doctor run", say=say)
+    except (UnknownSelection, InputError) as exc:
+        raise click.UsageError(str(exc)) from None
     except Exception as exc:  # the doctor itself failed: exit 3, with a message and no traceback
         return doctor_failed(exc, locals().get("redactor") or Redactor())
 
@@ -59,8 +68,11 @@ def analyze_command(paths: tuple[str, ...], kw: dict[str, Any]) -> int:
     redactor = Redactor([os.environ.get("HF_TOKEN"), os.environ.get("OPENAI_API_KEY")])
     try:
         deadline = Deadline(float(kw["deadline"]))
-        facts = load_paths(list(paths), deadline)
-        return finish(facts, kw, redactor, deadline, title="llm-doctor analyze")
+        specs = selected(kw)
+        facts = load_paths(list(paths), deadline.reserving())
+        return finish(facts, specs, kw, redactor, deadline, title="llm-doctor analyze")
+    except (UnknownSelection, InputError) as exc:
+        raise click.UsageError(str(exc)) from None
     except Exception as exc:
         return doctor_failed(exc, redactor)
 
@@ -72,11 +84,16 @@ def _layers(only: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(layer for layer in LAYER_NAMES if any(o == layer or o.startswith(layer + ".") for o in only))
 
 
-def finish(facts: Facts, kw: dict[str, Any], redactor: Redactor, deadline: Deadline, title: str, say: Any = None) -> int:
+def selected(kw: dict[str, Any]) -> list[CheckSpec]:
+    """The checks --only/--skip ask for; a name that is neither a layer nor a check is a usage error."""
+    return select(load_checks(), _csv(kw["only"]), _csv(kw["skip"]))
+
+
+def finish(facts: Facts, specs: list[CheckSpec], kw: dict[str, Any], redactor: Redactor, deadline: Deadline, title: str,
+           say: Any = None) -> int:
     from doctor.report import build_report
     from doctor.report.render import render
 
-    specs = select(load_checks(), _csv(kw["only"]), _csv(kw["skip"]))
     on_layer = (lambda layer: say(layer, "checking")) if say else None
     results = run_checks(facts, specs, deadline, on_layer=on_layer)
     report = build_report(results, facts, title=title)

@@ -63,18 +63,17 @@ def test_folder_with_restarts_judges_the_last_crash(tmp_path: Path) -> None:
     assert report["facts"]["logs"]["runs"] >= 2
 
 
-def test_bad_input_is_a_note_not_a_traceback(tmp_path: Path) -> None:
-    empty = tmp_path / "empty.log"
-    empty.write_bytes(b"")
-    binary = tmp_path / "core.log"
-    binary.write_bytes(bytes(range(256)) * 64)
-    truncated = tmp_path / "cut.log.gz"
-    truncated.write_bytes(gzip.compress(KV_LOG.read_bytes())[:300])
-    rc, report, _ = analyze(str(empty), str(binary), str(truncated), str(tmp_path / "missing.log"))
+def test_bad_files_in_a_folder_are_gaps_not_tracebacks(tmp_path: Path) -> None:
+    """Files met in a folder that cannot be read in full make the report incomplete, and say why."""
+    (tmp_path / "empty.log").write_bytes(b"")
+    (tmp_path / "core.log").write_bytes(bytes(range(256)) * 64)
+    (tmp_path / "cut.log.gz").write_bytes(gzip.compress(KV_LOG.read_bytes())[:300])
+    rc, report, _ = analyze(str(tmp_path))
     notes = " | ".join(report["facts"]["notes"])
-    assert "empty log" in notes and "binary data" in notes and "no such file" in notes
-    assert "truncated or unreadable" in notes
-    assert rc in (0, 1)
+    assert "empty: nothing to read" in notes and "binary data" in notes and "truncated or unreadable" in notes
+    assert report["status"] == "incomplete" and rc == 1
+    (gap,) = [f for f in report["findings"] if f["code"] == "doctor.input_incomplete"]
+    assert len(gap["evidence"]) == 3
 
 
 def test_secrets_in_log_lines_are_masked(tmp_path: Path) -> None:

@@ -56,10 +56,11 @@ def test_analyze_bundle_round_trip(tmp_path: Path) -> None:
     assert report["facts"]["settings"]["base_url"]["value"] == "http://127.0.0.1:9/v1"
 
 
-def test_missing_path_is_a_note_not_a_traceback(tmp_path: Path) -> None:
+def test_missing_path_is_a_usage_error_naming_it(tmp_path: Path) -> None:
     out = cli("analyze", str(tmp_path / "nope.log"), "--format", "markdown")
     assert "Traceback" not in out.stderr
-    assert "nope.log: no such file" in out.stdout
+    assert out.returncode == 2
+    assert "nope.log: no such file" in out.stderr
 
 
 def test_what_could_not_be_checked_is_skip_not_pass() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from doctor.collect.files import READERS, head_of, load_paths
+from doctor.collect.logs import InputError
 from doctor.engine import Deadline
 from doctor.logparse import nvidia_smi, topo
 
@@ -153,7 +154,11 @@ def test_files_combined_into_one_gpu_fact_set():
 def test_bad_input_is_not_a_traceback(blob, tmp_path):
     p = tmp_path / "x.txt"
     p.write_bytes(blob)
-    facts = load_paths([str(p)], Deadline(10))
+    try:
+        facts = load_paths([str(p)], Deadline(10))
+    except InputError as exc:  # binary data named on the command line: a usage error naming it
+        assert str(p) in str(exc) and blob.startswith(b"\x00")
+        return
     assert facts.gpus is None or facts.gpus.gpus == []
 
 

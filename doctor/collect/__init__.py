@@ -14,6 +14,7 @@ from typing import Any
 
 from doctor.engine import Deadline
 from doctor.facts import Facts
+from doctor.facts.inputs import InputGap
 from doctor.settings import Settings
 
 Progress = Callable[[str, str], None]  # (layer, message)
@@ -41,11 +42,12 @@ def now() -> str:
 
 
 def guarded(facts: Facts, name: str, fn: Callable[[], Any]) -> Any:
-    """Run one collector; a failure becomes a note, never a traceback."""
+    """Run one collector; a failure is a gap in the input (doctor.input_incomplete), never a traceback."""
     try:
         return fn()
     except Exception as exc:
         facts.notes.append(f"{name} collector failed: {type(exc).__name__}: {exc}")
+        facts.gaps.append(InputGap(name, f"the collector failed ({type(exc).__name__}: {exc}); its facts are missing"))
         return None
 
 

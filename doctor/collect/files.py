@@ -16,6 +16,7 @@ from pathlib import Path
 from doctor.collect import now
 from doctor.engine import Deadline
 from doctor.facts import FACTS_SCHEMA, Facts
+from doctor.facts.inputs import InputGap
 
 SNIFF_BYTES = 64 * 1024
 WALK_SUFFIXES = {".log", ".txt", ".out", ".json", ".gz", ".xml"}
@@ -95,14 +96,17 @@ def load_paths(paths: list[str], deadline: Deadline) -> Facts:
     from doctor.collect import logs
 
     facts = Facts(collected_at=now())
+    logs.check_named(paths)
     for path in logs.expand(paths, WALK_SUFFIXES):
-        if path != "-" and not Path(path).exists():
-            facts.notes.append(f"{path}: no such file")
+        named = path in paths
+        try:
+            head = "" if path == "-" else head_of(path)
+        except OSError as exc:  # a file in a folder that vanished or cannot be read: the rest goes on
+            facts.gaps.append(InputGap(path, f"cannot read ({exc.strerror or exc})"))
             continue
-        head = "" if path == "-" else head_of(path)
         reader = next((r for r in READERS if path != "-" and r.sniff(head)), None)
         if reader is None:
-            logs.load_log(path, facts, deadline)
+            logs.load_log(path, facts, deadline, named=named)
         else:
             reader.load(path, facts, deadline)
             if reader.kind != "bundle":  # tool output pasted into a log: the engine's errors count too

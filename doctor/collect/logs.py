@@ -1,9 +1,12 @@
 """Engine logs into Facts: files, folders, gzip, stdin (`-`), `docker logs`, `kubectl logs`.
 
 Every source is streamed in blocks of whole lines (lines capped at 64 KiB, so a file without
-newlines cannot fill memory) through one doctor.logparse.scan.LogScanner; bad input (missing, empty, binary,
-truncated gzip, a tool that is not installed) becomes a note and a `problems` entry, never a
-traceback. After the last source, the engine arguments the log printed are parsed by
+newlines cannot fill memory) through one doctor.logparse.scan.LogScanner. A big file is read tail
+first: the last TAIL_BYTES (where a crash is) before the rest, so a scan the deadline cuts still
+diagnoses the crash. What was not read (cut by the deadline, truncated gzip, an unreadable or
+binary file met in a folder, a tool that is not installed, an empty log) is a gap in facts.gaps
+(doctor.input_incomplete), never silence and never a traceback; a path the user named that does
+not exist or cannot be read, and stdin that is neither text nor gzip, are usage errors (InputError). After the last source, the engine arguments the log printed are parsed by
 doctor.engine_args and merged into facts.deployment, and the model's architecture is looked up
 in the shipped table, so the checks can compute fixes offline from the bundle.
 """
@@ -11,15 +14,19 @@ in the shipped table, so the checks can compute fixes offline from the bundle.
 from __future__ import annotations
 
 import gzip
+import io
+import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
 from doctor.engine import Deadline
 from doctor.facts import Facts
+from doctor.facts.inputs import InputGap
 from doctor.facts.logs import LogFacts
 from doctor.logparse.scan import LogScanner
 from doctor.redact import Redactor
@@ -27,15 +34,35 @@ from doctor.redact import Redactor
 BLOCK = 1024 * 1024  # read size: big enough that per-read costs vanish, small enough to stay flat
 CHUNK_CHECK = 4096
 WALK_SUFFIXES = {".log", ".txt", ".out", ".gz"}
+TAIL_BYTES = 16 * BLOCK  # a file bigger than twice this is read tail first
 
 
-def read_blocks(fh: IO[bytes], deadline: Deadline | None = None) -> Iterator[bytes]:
+class InputError(ValueError):
+    """Input the user named cannot be read at all (a usage error, exit 2): it names the input."""
+
+
+def check_named(paths: list[str]) -> None:
+    """Every path the user named exists and can be read (stdin `-` aside): before any work."""
+    for p in paths:
+        if p == "-":
+            continue
+        path = Path(p)
+        if not path.exists():
+            raise InputError(f"{p}: no such file or folder")
+        if not os.access(p, os.R_OK) or (path.is_dir() and not os.access(p, os.X_OK)):
+            raise InputError(f"{p}: permission denied")
+
+
+def read_blocks(fh: IO[bytes], deadline: Deadline | None = None, limit: int | None = None) -> Iterator[bytes]:
     """Blocks of whole lines (about BLOCK bytes; a line longer than that is cut into pieces),
-    until EOF or the deadline. `read1` returns what a pipe has without waiting for a full block."""
+    until EOF, `limit` bytes, or the deadline. `read1` returns what a pipe has without waiting."""
     read = getattr(fh, "read1", fh.read)
     carry = b""
+    left = limit
     while True:
-        data = read(BLOCK)
+        data = read(BLOCK if left is None else min(BLOCK, left))
+        if left is not None:
+            left -= len(data)
         if not data:
             if carry:
                 yield carry
@@ -51,6 +78,10 @@ def read_blocks(fh: IO[bytes], deadline: Deadline | None = None) -> Iterator[byt
             yield buf[: cut + 1]
         if deadline is not None and deadline.expired():
             raise TimeoutError("the deadline was reached while reading the log")
+        if left == 0:
+            if carry:
+                yield carry
+            return
 
 
 def expand(paths: list[str], suffixes: set[str] = WALK_SUFFIXES) -> list[str]:
@@ -68,7 +99,10 @@ def expand(paths: list[str], suffixes: set[str] = WALK_SUFFIXES) -> list[str]:
 
 def _open(path: str) -> IO[bytes]:
     if path == "-":
-        return sys.stdin.buffer
+        stdin = sys.stdin.buffer
+        if stdin.peek(2)[:2] == b"\x1f\x8b":  # type: ignore[attr-defined]
+            return gzip.GzipFile(fileobj=stdin, mode="rb")  # type: ignore[return-value]
+        return stdin
     fh = open(path, "rb")  # noqa: SIM115 - closed by the caller
     magic = fh.read(2)
     fh.seek(0)
@@ -90,54 +124,100 @@ class LogCollector:
         self.scanner.facts.problems.append(text)
         self.facts.notes.append(text)
 
-    def add_stream(self, name: str, fh: IO[bytes]) -> None:
-        self.scanner.start_source(name)
-        before = self.scanner.facts.lines_read
+    def gap(self, source: str, reason: str, read: int | None = None, total: int | None = None, since: float | None = None) -> None:
+        self.problem(f"{source}: {reason}")
+        seconds = time.monotonic() - since if since is not None else None
+        self.facts.gaps.append(InputGap(source, reason, read, total, seconds))
+
+    def add_stream(self, name: str, fh: IO[bytes], named: bool = False, total: int | None = None,
+                   scanner: LogScanner | None = None, limit: int | None = None) -> bool:
+        """Scan one stream; False when it was cut (the deadline) or unreadable, after saying so."""
+        scanner = scanner or self.scanner
+        scanner.start_source(name)
+        before, start = scanner.facts.bytes_read, time.monotonic()
         first = True
         try:
-            for block in read_blocks(fh, self.deadline):
+            for block in read_blocks(fh, self.deadline, limit):
                 if first:
                     first = False
                     if _looks_binary(block):
-                        self.problem(f"{name}: binary data, not a text log; skipped")
-                        return
-                self.scanner.feed_block(block)
+                        if named:
+                            raise InputError(f"{name}: binary data, not a text log (nor gzip)")
+                        self.gap(name, "binary data, not a text log; skipped")
+                        return False
+                scanner.feed_block(block)
+        except TimeoutError:  # before OSError: TimeoutError is one
+            self.gap(name, "cut by the deadline; the rest was not read", scanner.facts.bytes_read - before, total, start)
+            return False
         except (EOFError, gzip.BadGzipFile, OSError) as exc:
-            self.problem(f"{name}: truncated or unreadable ({type(exc).__name__}: {exc}); read what was there")
-        except TimeoutError as exc:
-            self.problem(f"{name}: {exc}; the rest was not read")
-        if self.scanner.facts.lines_read == before:
-            self.problem(f"{name}: empty log")
+            self.gap(name, f"truncated or unreadable ({type(exc).__name__}: {exc}); read what was there",
+                     scanner.facts.bytes_read - before, total, start)
+            return False
+        if scanner.facts.bytes_read == before and limit is None:
+            self.gap(name, "empty: nothing to read")
+        return True
 
-    def add_path(self, path: str) -> None:
+    def add_path(self, path: str, named: bool = True) -> None:
+        """One file (named: given by the user, so unreadable is a usage error; else found in a folder)."""
         if path != "-" and not Path(path).exists():
-            self.problem(f"{path}: no such file")
+            if named:
+                raise InputError(f"{path}: no such file")
+            self.gap(path, "no such file")
             return
         try:
             fh = _open(path)
         except OSError as exc:
-            self.problem(f"{path}: cannot open ({exc.strerror or exc})")
+            if named:
+                raise InputError(f"{path}: cannot open ({exc.strerror or exc})") from None
+            self.gap(path, f"cannot open ({exc.strerror or exc})")
             return
         try:
-            self.add_stream("<stdin>" if path == "-" else path, fh)
+            size = os.fstat(fh.fileno()).st_size if isinstance(fh, io.BufferedReader) and path != "-" else None
+            if size is not None and size > 2 * TAIL_BYTES:
+                self._tail_first(path, fh, size)
+            else:
+                self.add_stream("<stdin>" if path == "-" else path, fh, named=named or path == "-", total=size)
         finally:
             if path != "-":
                 fh.close()
 
+    def _tail_first(self, path: str, fh: IO[bytes], size: int) -> None:
+        """The last TAIL_BYTES first (from the first whole line), then the rest; when the rest is cut
+        by the deadline, the tail still stands, its lines counted from where it starts."""
+        fh.seek(size - TAIL_BYTES)
+        skipped = fh.readline()
+        tail_at = size - TAIL_BYTES + len(skipped)
+        tail = LogScanner()
+        tail_read = self.add_stream(path, fh, named=True, total=size, scanner=tail)
+        fh.seek(0)
+        head_read = self.add_stream(path, fh, named=True, total=size, limit=tail_at)
+        if head_read:
+            self.scanner.absorb(tail, continuation=True)
+            return
+        self.scanner.absorb(tail, continuation=False)
+        gap = self.facts.gaps[-1]
+        if not gap.reason.startswith("cut by the deadline"):
+            return
+        gap.reason = (f"cut by the deadline: read the first {(gap.bytes_read or 0) / BLOCK:.1f} MiB and the last "
+                      f"{(size - tail_at) / BLOCK:.1f} MiB (tail first, line numbers there count from its start); "
+                      f"{(tail_at - (gap.bytes_read or 0)) / BLOCK:.1f} MiB in between were not read")
+        gap.bytes_read = (gap.bytes_read or 0) + (size - tail_at if tail_read else 0)
+        self.facts.notes[-1] = f"{path}: {gap.reason}"
+
     def add_command(self, name: str, argv: list[str]) -> None:
         """Stream a command's output (stdout and stderr together, as `docker logs` splits them)."""
         if shutil.which(argv[0]) is None:
-            self.problem(f"{name}: `{argv[0]}` is not installed here, so the log could not be read; "
-                         f"save it with `{' '.join(argv)} > engine.log 2>&1` and run `llm-doctor analyze engine.log`")
+            self.gap(name, f"`{argv[0]}` is not installed here, so the log could not be read; "
+                           f"save it with `{' '.join(argv)} > engine.log 2>&1` and run `llm-doctor analyze engine.log`")
             return
         try:
             proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         except OSError as exc:
-            self.problem(f"{name}: could not run {argv[0]}: {exc}")
+            self.gap(name, f"could not run {argv[0]}: {exc}")
             return
         assert proc.stdout is not None
         try:
-            self.add_stream(name, proc.stdout)
+            self.add_stream(name, proc.stdout)  # type: ignore[arg-type]
         finally:
             proc.stdout.close()
             try:
@@ -146,7 +226,7 @@ class LogCollector:
                 proc.kill()
                 rc = proc.wait()
         if rc:
-            self.problem(f"{name}: `{' '.join(argv)}` exited with status {rc}")
+            self.gap(name, f"`{' '.join(argv)}` exited with status {rc}")
 
     def finish(self) -> LogFacts:
         logs = self.scanner.finish()
@@ -204,16 +284,18 @@ def _deployment(facts: Facts, args_text: str, commands: list[str] | None = None)
             facts.model = None
 
 
-def load_log(path: str, facts: Facts, deadline: Deadline, only_if_events: bool = False) -> None:
+def load_log(path: str, facts: Facts, deadline: Deadline, only_if_events: bool = False, named: bool = True) -> None:
     """`analyze` fallback for a file no other reader claims: scan it into facts.logs (merging with
     logs read before, so several files make one diagnosis). With `only_if_events` (a file another
     reader already took, e.g. an nvidia-smi table), the scan is kept only if it found log events."""
     previous, deployment, model = facts.logs, facts.deployment, facts.model
+    notes, gaps = len(facts.notes), len(facts.gaps)
     collector = LogCollector(facts, deadline)
-    collector.add_path(path)
+    collector.add_path(path, named=named and not only_if_events)
     logs = collector.finish()
     if only_if_events and not logs.events:
         facts.logs, facts.deployment, facts.model = previous, deployment, model
+        del facts.notes[notes:], facts.gaps[gaps:]
         return
     if previous is not None:
         _merge(previous, logs)
@@ -227,7 +309,7 @@ def collect(paths: list[str], docker: str | None, k8s: str | None, namespace: st
         return None
     collector = LogCollector(facts, deadline)
     for path in expand(paths):
-        collector.add_path(path)
+        collector.add_path(path, named=path in paths)
     if docker:
         collector.add_command(f"docker logs {docker}", ["docker", "logs", docker])
     if k8s:

@@ -351,6 +351,50 @@ class LogScanner:
         else:
             event.count -= 1
 
+    def absorb(self, tail: LogScanner, continuation: bool) -> None:
+        """Append what a scanner of this source's tail found (a big file is read tail first). With
+        `continuation` the head was read up to where the tail starts: the tail's first start of the
+        engine continues the head's last one and its line numbers follow the head's. Without it a
+        gap lies between: the tail's starts are new ones and its line numbers count from its start."""
+        t, f = tail.facts, self.facts
+        shift = f.runs - 1 if continuation else f.runs
+        offset = self._source_no if continuation else 0
+        for (run, kind, template), variants in tail._events.items():
+            mine = self._events.setdefault((run + shift, kind, template), [])
+            for e in variants:
+                e.run += shift
+                e.line_no += offset
+                e.last_line_no += offset if e.last_line_no else 0
+                same = next((x for x in mine if _same(x.values, e.values)), None)
+                if same is None:
+                    mine.append(e)
+                    continue
+                same.count += e.count
+                same.values = e.values
+                same.last_line, same.last_line_no = e.last_line or e.lines[0], e.last_line_no or e.line_no
+        f.runs = shift + t.runs
+        f.lines_read += t.lines_read
+        f.bytes_read += t.bytes_read
+        f.started = f.started or t.started
+        f.ready = t.ready or (f.ready and continuation and t.runs == 1)
+        f.folded_runs += t.folded_runs
+        f.folded_kinds += [k for k in t.folded_kinds if k not in f.folded_kinds]
+        f.problems += t.problems
+        self._run_fatal = tail._run_fatal or (self._run_fatal and continuation and t.runs == 1)
+        self._source_no += tail._source_no if continuation else 0
+        for name, value in vars(t.setup).items():
+            if value in (None, [], "", 0, {}, False):
+                continue
+            if name in _LAST_WINS or getattr(f.setup, name) in (None, [], "", 0, {}, False):
+                setattr(f.setup, name, value)
+        for engine, hits in tail._engine_hits.items():
+            self._engine_hits[engine] = self._engine_hits.get(engine, 0) + hits
+        self._v1 += tail._v1
+        self._v0 += tail._v0
+        f.engine_version = f.engine_version or t.engine_version
+        self.commands += tail.commands[: max(0, MAX_COMMANDS - len(self.commands))]
+        self._args += tail._args
+
     def finish(self) -> LogFacts:
         f = self.facts
         f.events = sorted((e for variants in self._events.values() for e in variants), key=lambda e: (e.run, f.sources.index(e.source), e.line_no))
