@@ -28,6 +28,9 @@ class Rule:
     # literals one of which every match contains (doctor.logparse.prefilter): a line holding
     # none of them is not tried against the pattern (most rules are skipped on most lines)
     literals: tuple[str, ...] = ()
+    # the line only echoes a failure stated elsewhere ("failed to load model"): it names no cause,
+    # so when nothing else does, the failure reader (failures.py) still reports it
+    echo: bool = False
 
 
 def _status(code: int) -> str:
@@ -37,9 +40,9 @@ def _status(code: int) -> str:
             rf"\b{code} (?:Client Error|Unauthorized|Too Many)")
 
 
-def _r(kind: str, pattern: str, fatal: bool = True, flags: int = re.I) -> Rule:
+def _r(kind: str, pattern: str, fatal: bool = True, flags: int = re.I, echo: bool = False) -> Rule:
     compiled = re.compile(pattern, flags)
-    return Rule(kind, compiled, fatal, tuple(prefilter.literals([compiled])))
+    return Rule(kind, compiled, fatal, tuple(prefilter.literals([compiled])), echo)
 
 
 # Ordered: the first rule that matches a message wins, so specific wordings come before generic ones.
@@ -225,7 +228,7 @@ RULES: tuple[Rule, ...] = (
         r"Cannot find any model weights|No model weights found|model path (?:does not exist|not found)",
     ),
     # llama.cpp / engines print these after ANY load failure: the cause is the line before
-    _r("load_failed", r"failed to load model|error loading model|unable to load model|Failed to load model", False),
+    _r("load_failed", r"failed to load model|error loading model|unable to load model|Failed to load model", False, echo=True),
     # --- quantization -----------------------------------------------------------------------
     _r(
         "quant_unsupported",

@@ -24,7 +24,9 @@ LITERALS = (
     "error", "exception", "fatal", "critical", "panic", "traceback", "terminate called", "what():",
     "segmentation fault", "core dumped", "aborted", "sigsegv", "sigabrt", "ggml_assert", "ggml_abort",
     "exit code", "exit status", "exited with", "crashloopbackoff", "back-off restarting", "interrupt",
-    "systemexit", "non-zero exit", "curl: (", "status code 5", "http 5",
+    "systemexit", "non-zero exit", "curl: (", "status code 5", "http 5", "bus error", "code=exited", "exit-code",
+    "[e]", "deadline exceeded", "connect", "not possible", "exceeds the maximum", "not enough memory",
+    "out of memory", "outofdevicememory", "failed", "unable to", "cannot ", "can't ", "terminated", "crash",
 )
 
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
@@ -41,18 +43,31 @@ EXCEPTION_AFTER_FRAMES = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::
 CRASH = re.compile(
     r"thread '(?P<thread>[^']*)' panicked at (?P<where>\S+)|^panic: (?P<panic>.+)|^fatal error: (?P<fatal>.+)|"
     r"terminate called after throwing an instance of '(?P<cxx>[^']+)'|^what\(\):\s+(?P<what>.+)|"
-    r"Fatal Python error: (?P<python>.+)|Segmentation fault|SIGSEGV|SIGABRT|core dumped|^Aborted\b|"
-    r"GGML_ASSERT\((?P<assert>.+?)\) failed|GGML_ABORT|"
-    r"(?:exited with (?:exit )?(?:code|status)|exit (?:code|status):?|returned non-zero exit status|returncode=)\s*(?P<exit>-?[1-9]\d*)|"
+    r"Fatal Python error:\s*(?P<python>.+)|Segmentation fault|SIGSEGV|SIGABRT|SIGBUS|Bus error|core dumped|^Aborted\b|"
+    r"GGML_ASSERT\b|GGML_ABORT|\b(?:CUDA|ROCm|HIP|Vulkan|cuBLAS|CUBLAS|cuDNN|Metal|SYCL) error\b|"
+    r"(?:exited with (?:exit )?(?:code|status)|exit (?:code|status):?|returned non-zero exit status|returncode=|"
+    r"code=exited, status=)\s*(?P<exit>-?[1-9]\d*|0x[0-9a-fA-F]+)|Result: exit-code|result 'exit-code'|"
     r"CrashLoopBackOff|Back-off restarting failed container",
     re.I,
 )
-ERROR_LEVEL = re.compile(r"^(?:ERROR|FATAL|CRITICAL)\b[:\s]|\blevel=(?:ERROR|FATAL|error|fatal)\b|\"level\":\s*\"(?:error|fatal)\"|^\[(?:error|fatal|ERROR|FATAL)\]")
+ERROR_LEVEL = re.compile(
+    r"^(?:ERROR|FATAL|CRITICAL)\b[:\s]|\blevel=(?:ERROR|FATAL|error|fatal)\b|\"level\":\s*\"(?:error|fatal)\"|"
+    r"\[(?:E|ERROR|FATAL|error|fatal)\]|(?:^|: )error(?: \w+){0,3}: \S"
+)
 # a failure stated inside a line: a JSON error body, `... Error: msg` (JavaScript, wrapped Python),
 # curl's `curl: (N)`, a 5xx status a client reports
 ERROR_IN_LINE = re.compile(
-    r"^\{\s*\"(?:error|detail)\"\s*:|\"object\"\s*:\s*\"error\"|(?:^|[\s:(\[])(?P<type>[A-Z]\w*(?:Error|Exception)|Error): \S|"
+    r"^\{\s*\"(?:error|detail)\"\s*:|\"object\"\s*:\s*\"error\"|\berror=\{|['\"]error['\"]\s*:\s*[{'\"]|"
+    r"(?:^|[\s:(\[`'\"])(?P<type>[A-Z]\w*(?:Error|Exception)|Error): \S|\b(?:got |unhandled |uncaught )?exception: \S|"
     r"^curl: \(\d+\)|\b(?:HTTP|status code:?)\s*5\d\d\b"
+)
+# the words a failure is stated in when no rule knows its wording (a line at INFO/WARNING level never counts)
+FAILURE_WORDS = re.compile(
+    r"deadline exceeded|(?:couldn't|could not|can't|cannot|unable to|failed to) (?:connect|load|allocate|start|open|create|"
+    r"initiali[sz]e|find|read)\b|\b(?:request|allocation|load|startup|initiali[sz]ation) failed\b|Allocation of size \d+ failed|"
+    r"is not possible!|exceeds the maximum|not enough memory|out of (?:device )?memory|OutOfDeviceMemory|"
+    r"(?:process|runner|server|worker) (?:has )?(?:terminated|crashed|died)\b",
+    re.I,
 )
 ERROR_LEVELS = ("ERROR", "CRITICAL", "FATAL")
 QUIET_LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "TRACE", "NOTICE")
@@ -81,19 +96,19 @@ class FailureReader:
         self._expect_code = False
         self._lines = 0
 
-    def feed(self, text: str, level: str, matched_fatal: bool) -> Signal | None:
-        """One normalised message. `matched_fatal`: a fatal rule already recognised it (then the
-        traceback it ends is explained, and nothing generic is said)."""
+    def feed(self, text: str, level: str, recognised: bool) -> Signal | None:
+        """One normalised message. `recognised`: a rule already read it (then the traceback it ends
+        is explained, and nothing generic is said)."""
         if TRACEBACK.search(text):
             self.open, self._frames, self._expect_code, self._lines = True, [], False, 0
             return None
         if self.open:
-            return self._in_traceback(text, matched_fatal)
-        if matched_fatal or CHAIN.match(text):
+            return self._in_traceback(text, recognised)
+        if recognised or CHAIN.match(text):
             return None
         return line_signal(text, level)
 
-    def _in_traceback(self, text: str, matched_fatal: bool) -> Signal | None:
+    def _in_traceback(self, text: str, recognised: bool) -> Signal | None:
         self._lines += 1
         if self._lines > MAX_TRACEBACK_LINES:
             self.reset()
@@ -106,7 +121,7 @@ class FailureReader:
             return None
         if not text or CARET.match(text):
             return None
-        if matched_fatal:
+        if recognised:
             self.reset()
             return None
         m = EXCEPTION.match(text) or (EXCEPTION_AFTER_FRAMES.match(text) if self._frames and not self._expect_code else None)
@@ -138,13 +153,14 @@ def line_signal(text: str, level: str) -> Signal | None:
     if m:
         values: dict[str, object] = {"summary": text[:200]}
         if m.group("exit"):
-            values["exit_code"] = int(m.group("exit"))
+            code = m.group("exit")
+            values["exit_code"] = int(code, 16) if code.lower().startswith("0x") else int(code)
         return Signal("crash_signal", values)
     if level in QUIET_LEVELS:
         return None
     m = EXCEPTION.match(text)
     if m and (m.group("message") or level in ERROR_LEVELS or m.group("type").endswith(("Error", "Exception"))):
         return Signal("exception", _exception_values(m, []))
-    if level in ERROR_LEVELS or ERROR_LEVEL.search(text) or ERROR_IN_LINE.search(text):
+    if level in ERROR_LEVELS or ERROR_LEVEL.search(text) or ERROR_IN_LINE.search(text) or FAILURE_WORDS.search(text):
         return Signal("error_line", {"summary": text[:200]})
     return None

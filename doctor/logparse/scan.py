@@ -30,13 +30,11 @@ CANDIDATE = pf.compile_groups(CANDIDATE_LITERALS)
 # steady-state lines (stats, batches, access log) only say "serving": they move the phase, nothing else
 SERVING = pf.compile_groups(pf.literals([pattern for phase, pattern in ev.PHASES if phase == "serving"]))
 # the server said it is up (a start that never says so stopped during start-up) ...
-READY = re.compile(
-    rb"application startup complete|uvicorn running|the server is fired up|server is listening|all slots are idle|"
-    rb"listening on|avg prompt throughput|decode batch|generation throughput|(?m:^connected\r?$)"
-)
-# ... and answered requests: after a failure, that failure did not end the run (a stat line that
-# only counts zeros is a server shutting down, not serving)
-SERVED = re.compile(rb"running: [1-9]|#running-req: [1-9]|http/1\.[01]\" 200|prefill batch\. #new-seq: [1-9]|slot \w+: id +\d+ \| task")
+UP = rb"application startup complete|uvicorn running|the server is fired up|server is listening|all slots are idle|listening on|(?m:^connected\r?$)"
+READY = re.compile(UP + rb"|avg prompt throughput|decode batch|generation throughput")
+# ... and after a failure, it went on: up again, or answering requests (a stat line that only counts
+# zeros is a server shutting down, not serving)
+WENT_ON = re.compile(UP + rb"|running: [1-9]|#running-req: [1-9]|http/1\.[01]\" 200|prefill batch\. #new-seq: [1-9]|slot \w+: id +\d+ \| task")
 
 
 def _any(regexes: tuple[re.Pattern[bytes], ...], low: bytes, start: int = 0, end: int | None = None) -> bool:
@@ -98,7 +96,7 @@ class LogScanner:
             self.tracker.milestone = "serving"
         if not self.facts.ready and READY.search(low, start, end):
             self.facts.ready = True
-        if self._unserved and SERVED.search(low, start, end):
+        if self._unserved and WENT_ON.search(low, start, end):
             self._served()
 
     def _served(self) -> None:
@@ -204,7 +202,7 @@ class LogScanner:
         self._undo = None
         self.tracker.feed(text)
         rule = found[0] if found is not None else None
-        signal = self.failures.feed(text, line.level, rule is not None and rule.fatal)
+        signal = self.failures.feed(text, line.level, rule is not None and not rule.echo)
         if found is not None:
             self._add(line, rule.kind, rule.fatal, found[1])  # type: ignore[union-attr]
         if signal is not None:
