@@ -69,5 +69,5 @@ def test_what_could_not_be_checked_is_skip_not_pass() -> None:
     out = cli("analyze", str(log), "--format", "json")
     status = {c["id"]: c["status"] for c in json.loads(out.stdout)["checks"]}
     for check_id in ("perf.host_cpu", "perf.clocks", "perf.prefix_cache", "perf.memory_headroom", "access.key"):
-        assert status[check_id] == "skip", check_id
+        assert status[check_id] in ("skip", "blocked"), check_id
     assert status["load.kv_cache"] == "fail"

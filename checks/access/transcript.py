@@ -11,7 +11,6 @@ from urllib.parse import urlsplit
 
 from doctor.facts import Facts
 from doctor.facts.access import EndpointFacts, ProbeStep, Setting
-from doctor.findings import NotApplicable
 
 NETWORK_STEPS = ("proxy", "proxy_unused", "dns", "tcp", "tls", "tls_sniff")
 SNIFF_STEPS = ("sniff_messages", "sniff_chat", "sniff_models")
@@ -19,8 +18,8 @@ LOCAL_SUFFIXES = (".local", ".internal", ".localdomain", ".svc", ".cluster.local
 
 
 def endpoint(facts: Facts) -> EndpointFacts:
-    if facts.endpoint is None:
-        raise NotApplicable("no endpoint was probed")
+    """For a check that declares needs=("endpoint",): the engine decided it is there."""
+    assert facts.endpoint is not None, "declare needs=('endpoint',)"
     return facts.endpoint
 
 

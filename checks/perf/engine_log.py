@@ -14,7 +14,7 @@ from doctor.logview import LogView
 SAMPLING_SHARE = 0.1  # sampling above 10% of a token's time: the sampler, not the model, is the cost
 
 
-@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "threads", "sampling_time", "eval_time", "enforce_eager"])
+@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "threads", "sampling_time", "eval_time", "enforce_eager"], running=True)
 def engine_log(facts: Facts, log: LogView) -> Outcome:
     """The log shows no KV-cache thrashing, CPU-bound generation or disabled CUDA graphs."""
     findings = [f for f in (_kv_pressure(facts, log), _no_offload(facts, log), _cpu_bound(facts, log), _eager(facts, log)) if f]

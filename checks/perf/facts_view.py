@@ -10,7 +10,6 @@ from __future__ import annotations
 from doctor.facts import Facts
 from doctor.facts.deployment import EngineConfig
 from doctor.facts.gpu import Gpu, GpuFacts
-from doctor.findings import NotApplicable
 
 FLAGS: dict[str, dict[str, str]] = {
     "tp": {"vllm": "--tensor-parallel-size", "sglang": "--tp", "tgi": "--num-shard", "trtllm": "--tp_size"},
@@ -38,28 +37,30 @@ def flag(kind: str, engine: str) -> str:
     return table.get(engine) or table["vllm"]
 
 
-def deployment(facts: Facts) -> EngineConfig:
+def maybe_deployment(facts: Facts) -> EngineConfig | None:
     """The engine config: from a command line, a log, /metrics, or a running process."""
     if facts.deployment is not None and facts.deployment.engine:
         return facts.deployment
     procs = facts.host.processes if facts.host else []
-    for p in procs:
-        if p.config is not None and p.config.engine:
-            return p.config
-    raise NotApplicable("no engine configuration (give the launch command, a log, or run on the engine's host)")
+    return next((p.config for p in procs if p.config is not None and p.config.engine), None)
 
 
-def maybe_deployment(facts: Facts) -> EngineConfig | None:
-    try:
-        return deployment(facts)
-    except NotApplicable:
-        return None
+def deployment(facts: Facts) -> EngineConfig:
+    """For a check that declares needs=("deployment",): the engine decided it is there."""
+    cfg = maybe_deployment(facts)
+    assert cfg is not None, "declare needs=('deployment',)"
+    return cfg
+
+
+def maybe_gpus(facts: Facts) -> GpuFacts | None:
+    g = facts.gpus
+    return g if g is not None and g.available and g.gpus else None
 
 
 def gpus(facts: Facts) -> GpuFacts:
-    g = facts.gpus
-    if g is None or not g.available or not g.gpus:
-        raise NotApplicable("no GPU facts (NVML on this host, or nvidia-smi outputs given to analyze)")
+    """For a check that declares needs=("gpus",)."""
+    g = maybe_gpus(facts)
+    assert g is not None, "declare needs=('gpus',)"
     return g
 
 

@@ -42,12 +42,10 @@ def interconnect(facts: Facts, log: LogView | None) -> Outcome:
     cfg = fv.maybe_deployment(facts)
     logged = _logged_no_p2p(facts, log) if log else None
     sockets = _nccl_sockets_across_nodes(facts, log, cfg) if log else None
-    try:
-        g = fv.gpus(facts)
-    except NotApplicable:
-        if logged is None and sockets is None:
-            return Outcome(detail="no GPU facts, and the log shows no interconnect signal")
-        return Outcome([f for f in (sockets, logged) if f])
+    g = fv.maybe_gpus(facts)
+    if g is None:
+        findings = [f for f in (sockets, logged) if f]
+        return Outcome(findings, "" if findings else "no GPU facts, and the log shows no interconnect signal")
     findings = [f for f in (_tp_over_pcie(g, cfg), _degraded_links(g), _nccl_env(cfg, g), sockets) if f]
     if logged is not None and not any("PCIe (" in f.title for f in findings):
         findings.append(logged)

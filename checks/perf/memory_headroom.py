@@ -17,7 +17,7 @@ LIMIT = 0.95
 SAFE = {"vllm": 0.90, "sglang": 0.85, "tgi": 0.90}
 
 
-@check("perf.memory_headroom", "perf", codes=["perf.memory_overcommitted"])
+@check("perf.memory_headroom", "perf", codes=["perf.memory_overcommitted"], needs=("deployment",))
 def memory_headroom(facts: Facts) -> Outcome:
     """The engine leaves GPU memory headroom for peaks (gpu_memory_utilization below 0.95)."""
     cfg = fv.deployment(facts)

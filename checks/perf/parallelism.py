@@ -25,7 +25,7 @@ def valid_tp(gpus: int, heads: int | None) -> int:
     return tp
 
 
-@check("perf.parallelism", "perf", codes=["perf.tp_mismatch"])
+@check("perf.parallelism", "perf", codes=["perf.tp_mismatch"], needs=("deployment",))
 def parallelism(facts: Facts) -> Outcome:
     """TP x PP uses the GPUs there are, and TP stays inside one node."""
     cfg = fv.deployment(facts)

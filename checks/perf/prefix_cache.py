@@ -16,7 +16,7 @@ from doctor.findings import Finding, Fix, NotApplicable, Outcome
 SHARE = 2.0  # prompt tokens per generated token above this: prefill-heavy, a cache would pay
 
 
-@check("perf.prefix_cache", "perf", codes=["perf.prefix_caching_off"])
+@check("perf.prefix_cache", "perf", codes=["perf.prefix_caching_off"], needs=("deployment",))
 def prefix_cache(facts: Facts) -> Outcome:
     """Prefix caching is on where the engine supports it."""
     cfg = fv.deployment(facts)

@@ -18,7 +18,7 @@ from doctor.findings import Finding, Fix, NotApplicable, Outcome
 LOW = 50.0
 
 
-@check("perf.gpu_utilization", "perf", codes=["perf.low_gpu_util"])
+@check("perf.gpu_utilization", "perf", codes=["perf.low_gpu_util"], needs=("gpus",), running=True)
 def gpu_utilization(facts: Facts) -> Outcome:
     """The engine's GPUs are busy (mean utilization >= 50%) while requests run."""
     cfg = fv.maybe_deployment(facts)
