@@ -18,16 +18,23 @@ from doctor.findings import Finding, Fix, NotApplicable, Outcome
 LOW = 50.0
 
 
+@check("perf.gpu_offload", "perf", codes=["perf.low_gpu_util"], needs=("deployment",))
+def gpu_offload(facts: Facts) -> Outcome:
+    """llama.cpp is told to put layers on the GPU (not -ngl 0)."""
+    cfg = fv.deployment(facts)
+    if not (cfg.engine == "llamacpp" and cfg.n_gpu_layers == 0 and cfg.is_set("n_gpu_layers")):
+        return Outcome(detail="layers are offloaded to the GPU" if cfg.engine == "llamacpp" else f"{cfg.engine}: runs on the GPU")
+    gpus = facts.gpus.gpus if facts.gpus and facts.gpus.available else []
+    return Outcome([Finding("perf.low_gpu_util", "llama.cpp is told to offload no layer (-ngl 0): the model runs on the CPU",
+                            [f"n_gpu_layers=0 ({cfg.sources.get('n_gpu_layers')})"]
+                            + ([f"{len(gpus)} GPU(s) present: {gpus[0].name}"] if gpus else []),
+                            [Fix("Offload every layer to the GPU", "-ngl 999")], explains=["perf.cpu_bound"])])
+
+
 @check("perf.gpu_utilization", "perf", codes=["perf.low_gpu_util"], needs=("gpus",), running=True)
 def gpu_utilization(facts: Facts) -> Outcome:
     """The engine's GPUs are busy (mean utilization >= 50%) while requests run."""
     cfg = fv.maybe_deployment(facts)
-    if cfg is not None and cfg.engine == "llamacpp" and cfg.n_gpu_layers == 0 and cfg.is_set("n_gpu_layers"):
-        gpus = facts.gpus.gpus if facts.gpus and facts.gpus.available else []
-        return Outcome([Finding("perf.low_gpu_util", "llama.cpp is told to offload no layer (-ngl 0): the model runs on the CPU",
-                                [f"n_gpu_layers=0 ({cfg.sources.get('n_gpu_layers')})"]
-                                + ([f"{len(gpus)} GPU(s) present: {gpus[0].name}"] if gpus else []),
-                                [Fix("Offload every layer to the GPU", "-ngl 999")], explains=["perf.cpu_bound"])])
     g = fv.gpus(facts)
     mine = [x for x in fv.engine_gpus(cfg, g) if x.util_gpu is not None]
     if not mine:
