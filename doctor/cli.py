@@ -137,13 +137,19 @@ def explain(code: str) -> None:
 
 @main.command(name="checks")
 def list_checks() -> None:
-    """List every check: id, layer, the facts it needs and the codes it can emit."""
+    """List every check in the order it runs: id, layer, what it judges (facts sections, log event
+    kinds, a running engine), the checks it comes after, and the codes it can emit."""
     from doctor.engine import load_checks, select
 
     for s in select(load_checks()):
-        click.echo(f"{s.id:<30} {s.layer:<7} needs: {','.join(s.needs) or '-':<18} codes: {', '.join(s.codes)}")
-        if s.title:
-            click.echo(f"{'':<39}{s.title}")
+        click.echo(f"{s.id:<30} {s.layer:<7} {s.title}")
+        click.echo(f"{'':<39}reads: {s.inputs()}")
+        if s.after:
+            click.echo(f"{'':<39}after: {', '.join(s.after)}")
+        click.echo(f"{'':<39}codes: {', '.join(s.codes)}")
+    click.echo(f"{'doctor.coverage':<30} {'doctor':<7} After every check, the engine itself: what no check judged.")
+    click.echo(f"{'':<39}reads: every check's declared events and findings; events exception, crash_signal, error_line")
+    click.echo(f"{'':<39}codes: load.unrecognized_failure, access.unrecognized_failure, doctor.check_crashed, doctor.input_incomplete")
 
 
 def color_wanted(fmt: str, output: str | None) -> bool:

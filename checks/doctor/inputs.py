@@ -18,7 +18,7 @@ from doctor.findings import Finding, Fix, Outcome
 MIB = 1024 * 1024
 
 
-@check("doctor.inputs", "doctor", codes=["doctor.input_incomplete"])
+@check("doctor.inputs", "doctor", codes=["doctor.input_incomplete"], needs=("gaps",))
 def inputs(facts: Facts) -> Outcome:
     """Every input was read to its end."""
     if not facts.gaps:

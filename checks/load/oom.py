@@ -26,13 +26,13 @@ SGLANG_DEFAULT_FRACTION = 0.88
 @check("load.gpu_oom", "load", codes=["load.weights_oom", "load.runtime_oom", "perf.memory_overcommitted"], events=["cuda_oom", "ggml_alloc_failed", "ggml_compute_buffers", "ggml_weights_failed", "kv_cache_alloc_failed"])
 def gpu_oom(facts: Facts, log: LogView) -> Outcome:
     """The engine did not run out of GPU memory."""
-    ooms = log.events("cuda_oom", "ggml_alloc_failed")
+    ooms = log.events("cuda_oom", "ggml_alloc_failed", "ggml_weights_failed")
     kinds = log.fatal_kinds()
     if not ooms or "kv_cache_alloc_failed" in kinds:  # llama.cpp's KV allocation is judged by load.kv_cache
         return Outcome(detail="no out-of-memory error in the log")
     e = next((x for x in ooms if x.kind == "cuda_oom" and "tried" in x.values), ooms[0])
     phase = e.phase or "startup"
-    if e.kind == "ggml_alloc_failed":
+    if e.kind in ("ggml_alloc_failed", "ggml_weights_failed"):  # llama.cpp: the model's buffers, else the compute buffers
         phase = "profiling" if "ggml_compute_buffers" in kinds else "weights"
     if phase in LOAD_PHASES and "ggml_compute_buffers" not in kinds:
         return Outcome([_weights(facts, log, e)])

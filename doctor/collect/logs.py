@@ -145,7 +145,7 @@ class LogCollector:
                             raise InputError(f"{name}: binary data, not a text log (nor gzip)")
                         self.gap(name, "binary data, not a text log; skipped")
                         return False
-                scanner.feed_block(block)
+                scanner.feed_block(block, self.deadline.expired)
         except TimeoutError:  # before OSError: TimeoutError is one
             self.gap(name, "cut by the deadline; the rest was not read", scanner.facts.bytes_read - before, total, start)
             return False

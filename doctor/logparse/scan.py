@@ -11,7 +11,7 @@ decoded and normalised: most of a big log is such lines.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from doctor.facts.logs import LogEvent, LogFacts
 from doctor.logparse import events as ev
@@ -51,6 +51,8 @@ WRAP_MIN = 100  # a line at least this long that ends unmatched may be hard-wrap
 MAX_COMMANDS = 8  # engine command lines kept (each with its `\` continuation lines)
 MAX_COMMAND_CHARS = 8192
 ENGINE_SURE = 256  # engine markers after which the engine is known (see _detect)
+EXPIRY_LINES = 256  # parsed lines between two looks at the deadline
+DETECT_BYTES = 4 * 1024 * 1024  # ... or after this much of a source: the markers are in its start-up header
 
 _LAST_WINS = {"gpu_blocks", "kv_cache_tokens", "available_kv_gib", "max_concurrency", "cpu_blocks", "base_url"}
 
@@ -75,6 +77,7 @@ class LogScanner:
         self._v1 = self._v0 = 0
         self.source = ""
         self._source_no = 0
+        self._detect_left = DETECT_BYTES
 
     def start_source(self, name: str) -> None:
         self.source = name
@@ -82,6 +85,7 @@ class LogScanner:
         self._source_no = 0
         self._prev = None
         self.failures.reset()
+        self._detect_left = DETECT_BYTES
 
     @property
     def _must_read(self) -> bool:
@@ -110,21 +114,23 @@ class LogScanner:
         self._source_no += 1
         self.facts.lines_read += 1
         self.facts.bytes_read += len(raw)
-        if not self._sure:
-            self._detect(raw.decode("utf-8", errors="replace"))
+        if self._detecting:
+            self._detect(raw)
         if self._must_read or _any(CANDIDATE, raw.lower()):
             self._line(self._source_no, raw)
             return
         self._note_serving(raw.lower())
         self._prev = None
 
-    def feed_block(self, block: bytes) -> None:
+    def feed_block(self, block: bytes, expired: Callable[[], bool] | None = None) -> None:
         """Whole lines (the last may lack its newline): only the lines the prefilter hits are
-        decoded and parsed, found by a few regex passes over the lower-cased block."""
+        decoded and parsed, found by a few regex passes over the lower-cased block. `expired` is
+        asked every EXPIRY_LINES parsed lines: a block of lines that all need parsing can take
+        seconds, and the deadline must cut inside it (TimeoutError, with what was read counted)."""
         if not block:
             return
-        if not self._sure:
-            self._detect(block.decode("utf-8", errors="replace"))
+        if self._detecting:
+            self._detect(block)
         low = block.lower()
         starts: set[int] = set()
         for rx in CANDIDATE:
@@ -138,9 +144,15 @@ class LogScanner:
                 pos = end + 1
         no, pos = self._source_no, 0  # line number of the line before `pos`, byte offset of a line start
         size = len(block)
-        for start in sorted(starts):
+        for parsed, start in enumerate(sorted(starts)):
             if start < pos:
                 continue  # already handled as the continuation of the line before
+            if expired is not None and parsed % EXPIRY_LINES == EXPIRY_LINES - 1 and expired():
+                no += block.count(b"\n", pos, start)
+                self.facts.lines_read += no - self._source_no
+                self.facts.bytes_read += start
+                self._source_no = no
+                raise TimeoutError("the deadline was reached while reading the log")
             if start > pos:  # lines nobody needs: they only end a hard-wrap and may say "serving"
                 pos, no = self._follow(block, pos, start, no)
                 if pos < start:
@@ -228,10 +240,12 @@ class LogScanner:
             self._args.append(text)
             self._args_chars += len(text)
 
-    def _detect(self, text: str) -> None:
-        """Which engine (and vLLM generation) wrote this: marker counts over every line until
-        ENGINE_SURE markers are seen (the markers are in prefixes and paths, not in error lines,
-        and one engine writes the whole log)."""
+    def _detect(self, raw: bytes) -> None:
+        """Which engine (and vLLM generation) wrote this: marker counts over each source's first
+        DETECT_BYTES until ENGINE_SURE markers are seen (the markers are in prefixes, paths and
+        the start-up header, not in error lines, and one engine writes the whole log)."""
+        self._detect_left -= len(raw)
+        text = raw.decode("utf-8", errors="replace")
         for engine, pattern in st.ENGINE_MARKERS:
             n = len(pattern.findall(text))
             if n:
@@ -240,8 +254,8 @@ class LogScanner:
         self._v0 += len(st.V0_MARKERS.findall(text))
 
     @property
-    def _sure(self) -> bool:
-        return sum(self._engine_hits.values()) >= ENGINE_SURE
+    def _detecting(self) -> bool:
+        return self._detect_left > 0 and sum(self._engine_hits.values()) < ENGINE_SURE
 
     def _new_run(self) -> None:
         self.facts.runs += 1
@@ -350,12 +364,12 @@ class LogScanner:
             event.count -= 1
 
     def absorb(self, tail: LogScanner, continuation: bool) -> None:
-        """Append what a scanner of this source's tail found (a big file is read tail first). With
-        `continuation` the head was read up to where the tail starts: the tail's first start of the
-        engine continues the head's last one and its line numbers follow the head's. Without it a
-        gap lies between: the tail's starts are new ones and its line numbers count from its start."""
+        """Append what a scanner of this source's tail found (a big file is read tail first): the
+        tail's first start of the engine continues the head's last one. With `continuation` the head
+        was read up to where the tail starts and the tail's line numbers follow the head's; without
+        it a gap lies between, and they count from the tail's start."""
         t, f = tail.facts, self.facts
-        shift = f.runs - 1 if continuation else f.runs
+        shift = f.runs - 1
         offset = self._source_no if continuation else 0
         for (run, kind, template), variants in tail._events.items():
             mine = self._events.setdefault((run + shift, kind, template), [])
