@@ -16,6 +16,7 @@ report ranks these after every recognised root cause.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -129,8 +130,7 @@ def _finding(
 def _fixes(facts: Facts, final: LogEvent, client: bool) -> list[Fix]:
     logs = facts.logs
     engine = (facts.deployment.engine if facts.deployment and facts.deployment.engine else "") or (logs.engine if logs else "")
-    query = str(final.values.get("summary") or final.kind)
-    query = query.replace('"', "").replace("`", "")[:100]
+    query = search_query(str(final.values.get("summary") or final.kind))
     fixes = []
     repo = ISSUE_TRACKERS.get(engine)
     if repo and not client:
@@ -145,6 +145,16 @@ def _fixes(facts: Facts, final: LogEvent, client: bool) -> list[Fix]:
     return fixes
 
 
+def search_query(summary: str, most: int = 80) -> str:
+    """The words of an error that another report of it shares: no quotes, no numbers, paths or ids
+    (they belong to this run), the first sentence, cut on a word."""
+    words = [w for w in re.split(r"\s+", summary.replace('"', " ").replace("`", " ").replace("'", " "))
+             if w and not re.search(r"\d|/", w)]
+    text = " ".join(words)
+    text = re.split(r"(?<=[a-z])\. ", text, maxsplit=1)[0]
+    return text if len(text) <= most else text[:most].rsplit(" ", 1)[0]
+
+
 def _stopped_in_startup(facts: Facts) -> Finding:
     logs = facts.logs
     assert logs is not None
@@ -153,7 +163,7 @@ def _stopped_in_startup(facts: Facts) -> Finding:
         "load.unrecognized_failure",
         "the log ends during start-up: the server never said it was ready",
         [last, "no error was recognised: the log may have been cut, or the engine hung or died without a message"],
-        [Fix("Read the end of the full log, or the container's exit reason (an OOM kill leaves no line in the log)",
-             "kubectl describe pod <pod> | grep -A3 'Last State'")],
+        [Fix("Read the end of the full log, and the kernel's log for a kill (an OOM kill leaves no line in the engine's log)",
+             "dmesg -T | grep -i -E 'killed process|out of memory'")],
         severity="warn",
     )

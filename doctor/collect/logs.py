@@ -32,7 +32,7 @@ from doctor.logparse.scan import LogScanner
 from doctor.redact import Redactor
 
 BLOCK = 1024 * 1024  # read size: big enough that per-read costs vanish, small enough to stay flat
-CHUNK_CHECK = 4096
+CHUNK_CHECK = 64 * 1024  # bytes looked at to tell a log from binary data
 WALK_SUFFIXES = {".log", ".txt", ".out", ".gz"}
 TAIL_BYTES = 16 * BLOCK  # a file bigger than twice this is read tail first
 
@@ -238,13 +238,15 @@ class LogCollector:
         return logs
 
 
-_CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\x0b\x0c\x1b")
+_CONTROL = bytes(b for b in range(1, 32) if b not in b"\t\n\r\x0b\x0c\x1b")
 
 
 def _looks_binary(head: bytes) -> bool:
-    """Text logs hold no control bytes but tabs, line ends and ANSI escapes; a core dump, an
-    archive or UTF-16 text is full of them (a stray NUL in a real log must not skip it)."""
-    sample = head[:CHUNK_CHECK]
+    """Text logs hold no control bytes but tabs, line ends and ANSI escapes; a core dump or an
+    archive is full of them. NUL bytes are left out of the count: a log with a hole of NULs (a
+    crash while writing, a preallocated file) or UTF-16 text is still a log, and the scanner drops
+    them. Binary means most of the sample is, not a stray run."""
+    sample = head[:CHUNK_CHECK].replace(b"\x00", b"")
     if not sample:
         return False
     controls = len(sample) - len(sample.translate(None, _CONTROL))
