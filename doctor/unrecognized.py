@@ -24,6 +24,7 @@ from doctor.facts import Facts
 from doctor.facts.logs import LogEvent
 from doctor.findings import Finding, Fix
 from doctor.logparse.failures import KINDS as GENERIC
+from doctor.logparse.lines import normalise
 from doctor.logview import judged_run
 
 if TYPE_CHECKING:
@@ -105,32 +106,36 @@ def _finding(
     assert logs is not None
     ended = [e for e in unjudged + generic if not e.values.get("then_served")]
     severity = "error" if ended else "warn"
-    # the last failure is what stopped the run; the first exception of a chain is often its cause
-    exceptions = [e for e in generic if e.kind == "exception"]
-    final = (exceptions or ended or unjudged or generic)[-1]
-    quoted = [final]
-    if exceptions and exceptions[0] is not final:
-        quoted.insert(0, exceptions[0])
-    for e in unjudged + generic:
-        if len(quoted) >= MAX_QUOTED:
-            break
-        if e not in quoted:
-            quoted.append(e)
+    # the first failure that ended the run is its cause; what follows is mostly its cascade ("Engine
+    # core initialization failed. See root cause above"), quoted after it
+    pool = sorted(ended or unjudged + generic, key=lambda e: e.line_no)
+    exceptions = [e for e in pool if e.kind == "exception"]
+    root = (exceptions or pool)[0]
+    quoted = [root] + [e for e in pool[::-1] if e is not root][: MAX_QUOTED - 1]
     evidence = [line for e in sorted(quoted, key=lambda x: x.line_no) for line in _quote(e)]
     evidence += [_why(e, registry, by_id) for e in unjudged[:2]]
     if not ended:
         evidence.append("the engine went on serving after it (it did not end the run)")
-    summary = str(final.values.get("summary") or (final.lines[0] if final.lines else final.kind))[:160]
+    summary = _summary(root)[:160]
     who = "the client" if client else "the engine"
     title = f"{who} failed and no known cause matches: {summary}" if ended else f"{who} logged an error no known cause matches: {summary}"
     code = "access.unrecognized_failure" if client else "load.unrecognized_failure"
-    return Finding(code, title, evidence, _fixes(facts, final, client), severity=severity)
+    return Finding(code, title, evidence, _fixes(facts, root, quoted, client), severity=severity)
 
 
-def _fixes(facts: Facts, final: LogEvent, client: bool) -> list[Fix]:
+def _summary(e: LogEvent) -> str:
+    """The failure in words: the exception or line as the scanner summed it up, else the message
+    of the quoted line without its prefixes."""
+    if e.values.get("summary"):
+        return str(e.values["summary"])
+    return normalise(e.line_no, e.lines[0]).text if e.lines else e.kind
+
+
+def _fixes(facts: Facts, root: LogEvent, quoted: list[LogEvent], client: bool) -> list[Fix]:
     logs = facts.logs
     engine = (facts.deployment.engine if facts.deployment and facts.deployment.engine else "") or (logs.engine if logs else "")
-    query = search_query(str(final.values.get("summary") or final.kind))
+    query = search_query(_summary(root))
+    said = " ".join(_summary(e) for e in quoted).lower()
     fixes = []
     repo = ISSUE_TRACKERS.get(engine)
     if repo and not client:
@@ -138,7 +143,7 @@ def _fixes(facts: Facts, final: LogEvent, client: bool) -> list[Fix]:
                          f'gh search issues --repo {repo} "{query}"'))
     else:
         fixes.append(Fix("Search for this exact error message", f'"{query}"'))
-    if "illegal memory access" in query.lower() or "cuda error" in query.lower():
+    if "illegal memory access" in said or "cuda error" in said:
         fixes.append(Fix("Rerun with synchronous CUDA calls so the failing kernel is the one reported", "CUDA_LAUNCH_BLOCKING=1"))
     elif engine in DEBUG_ENV and not client:
         fixes.append(Fix("Rerun with debug logging to see what led to it", DEBUG_ENV[engine]))

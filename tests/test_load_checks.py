@@ -34,8 +34,8 @@ CASES = [
     ("sglang-mixtral-tp1-weights-oom.log", "load.weights_oom", "Tried to allocate 112.00 MiB", None),
     ("vllm-mllama-tp4-profile-run-oom.log", "load.runtime_oom", "Tried to allocate 19.63 GiB", "--max-num-batched-tokens 4096"),
     ("vllm-0.8.4-v1-ray-tp16-cgraph-channel-timeout.log", "load.unrecognized_failure",
-     "ray.exceptions.RayChannelTimeoutError: System error: If the execution is expected to take a long time",
-     'gh search issues --repo vllm-project/vllm "ray.exceptions.RayChannelTimeoutError: System error: If the execution is"'),
+     "ray.exceptions.RayChannelTimeoutError: System error: Timed out waiting for object available to read",
+     'gh search issues --repo vllm-project/vllm "ray.exceptions.RayChannelTimeoutError: System error: Timed out waiting for"'),
     ("sglang-a10g-prefill-oom.log", "load.runtime_oom", "Tried to allocate 764.00 MiB", "--mem-fraction-static 0.84"),  # 0.88 - 764 MiB / A10G
     ("ollama-system-memory.log", "load.host_oom", "model requires more system memory (164.8 GiB)", None),
     ("sglang-tp2-dev-shm-nccl.log", "load.shm_insufficient", "/dev/shm/nccl-vzIpS6 (size 9637888)", "docker run --ipc=host ..."),

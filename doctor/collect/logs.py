@@ -34,7 +34,7 @@ from doctor.redact import Redactor
 BLOCK = 1024 * 1024  # read size: big enough that per-read costs vanish, small enough to stay flat
 CHUNK_CHECK = 64 * 1024  # bytes looked at to tell a log from binary data
 WALK_SUFFIXES = {".log", ".txt", ".out", ".gz"}
-TAIL_BYTES = 16 * BLOCK  # a file bigger than twice this is read tail first
+TAIL_BYTES = 16 * BLOCK  # a file bigger than this (and a block) is read tail first
 
 
 class InputError(ValueError):
@@ -173,7 +173,7 @@ class LogCollector:
             return
         try:
             size = os.fstat(fh.fileno()).st_size if isinstance(fh, io.BufferedReader) and path != "-" else None
-            if size is not None and size > 2 * TAIL_BYTES:
+            if size is not None and size > TAIL_BYTES + BLOCK:
                 self._tail_first(path, fh, size)
             else:
                 self.add_stream("<stdin>" if path == "-" else path, fh, named=named or path == "-", total=size)

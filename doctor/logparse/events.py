@@ -366,7 +366,9 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"Uvicorn running|Application startup complete|Exception in ModelTpServer|TpModelWorkerClient hit an exception|The server is fired up|Prefill batch|Decode batch|"
             r"Avg prompt throughput|POST /v1/|forward_batch_generation|run_batch|sampler|\bsample\b|"
-            r"step_async|execute_model_req|slot \w+: id|update_slots|Generation throughput",
+            r"step_async|execute_model_req|slot \w+: id|update_slots|Generation throughput|"
+            # the scheduler preempts or retracts only running requests
+            r"preempted by PreemptionMode|total_num_cumulative_preemption|Decode out of memory happened",
             re.I,
         ),
     ),

@@ -1,0 +1,269 @@
+"""Never a false all-clear (issue #8): a failure no rule recognises, a fatal event no check judges,
+input that was cut or cannot be read, a check that crashes, an engine that never started: each is
+a finding with its status and exit code, through the CLI. Synthetic logs here take the exact shape
+of the engine's output (vLLM V1's EngineCore traceback) with an exception class nobody has seen."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from doctor.collect.files import load_paths
+from doctor.collect.logs import TAIL_BYTES, LogCollector
+from doctor.engine import CheckSpec, Deadline, load_checks, run_checks, select
+from doctor.facts import Facts
+from doctor.logparse import failures
+from doctor.logparse.events import RULES
+from doctor.report import build_report
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGS = ROOT / "fixtures" / "logs"
+KV_LOG = LOGS / "vllm-0.4.1-a10g-mistral7b-kv-cache-insufficient.log"
+
+V1_UNKNOWN = """\
+(APIServer pid=2961) INFO 08-20 06:02:31 [api_server.py:1805] vLLM API server version 0.10.1.1
+(EngineCore_0 pid=3190) INFO 08-20 06:02:44 [core.py:636] Waiting for init message from front-end.
+(EngineCore_0 pid=3190) ERROR 08-20 06:03:02 [core.py:700] EngineCore failed to start.
+(EngineCore_0 pid=3190) ERROR 08-20 06:03:02 [core.py:700] Traceback (most recent call last):
+(EngineCore_0 pid=3190) ERROR 08-20 06:03:02 [core.py:700]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 691, in run_engine_core
+(EngineCore_0 pid=3190) ERROR 08-20 06:03:02 [core.py:700]     engine_core = EngineCoreProc(*args, **kwargs)
+(EngineCore_0 pid=3190) ERROR 08-20 06:03:02 [core.py:700]                   ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+(EngineCore_0 pid=3190) ERROR 08-20 06:03:02 [core.py:700]   File "/usr/local/lib/python3.12/dist-packages/vllm/plugins/frob.py", line 42, in load
+(EngineCore_0 pid=3190) ERROR 08-20 06:03:02 [core.py:700]     raise FrobnicationFault(f"widget count {n} exceeds {limit}")
+(EngineCore_0 pid=3190) ERROR 08-20 06:03:02 [core.py:700] frob.FrobnicationFault: widget count 3 exceeds 2
+(APIServer pid=2961) Traceback (most recent call last):
+(APIServer pid=2961)   File "/usr/local/bin/vllm", line 10, in <module>
+(APIServer pid=2961)     sys.exit(main())
+(APIServer pid=2961) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}
+"""
+
+
+def cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    proc = subprocess.run([sys.executable, "-m", "doctor", *args], input=stdin, capture_output=True, cwd=ROOT, timeout=120,
+                          env={**os.environ, "NO_COLOR": "1"})
+    assert b"Traceback" not in proc.stderr, proc.stderr.decode()
+    return proc
+
+
+def analyze_json(*args: str, stdin: bytes | None = None) -> tuple[int, dict]:
+    proc = cli("analyze", *args, "--format", "json", stdin=stdin)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_an_unknown_exception_in_a_v1_traceback_is_an_error_finding(tmp_path: Path) -> None:
+    rc, report = analyze_json(write(tmp_path, "engine.log", V1_UNKNOWN))
+    assert (rc, report["status"]) == (1, "error")
+    (f,) = report["findings"]
+    assert (f["code"], f["severity"], f["check"]) == ("load.unrecognized_failure", "error", "doctor.coverage")
+    assert "frob.FrobnicationFault: widget count 3 exceeds 2" in f["title"] or "FrobnicationFault" in " ".join(f["evidence"])
+    text = "\n".join(f["evidence"])
+    assert "engine.log:10: (EngineCore_0 pid=3190) ERROR 08-20 06:03:02 [core.py:700] frob.FrobnicationFault: widget count 3 exceeds 2" in text
+    assert 'raised at: File "/usr/local/lib/python3.12/dist-packages/vllm/plugins/frob.py", line 42, in load' in text
+    assert {"summary": "Search vllm's issues for this exact error (a known bug usually has a fix or workaround)",
+            "command": 'gh search issues --repo vllm-project/vllm "frob.FrobnicationFault: widget count exceeds"'} in f["fixes"]
+    plain = cli("analyze", write(tmp_path, "again.log", V1_UNKNOWN)).stdout.decode()
+    assert "No problems found" not in plain and "status: error" in plain
+
+
+def test_a_fatal_event_no_check_turns_into_a_finding_is_reported(tmp_path: Path) -> None:
+    log = write(tmp_path, "worker.log", "(VllmWorker rank=1 pid=812) ERROR 06-13 15:32:09 [multiproc_executor.py:527] "
+                                        "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    rc, report = analyze_json(log)
+    assert rc == 1
+    (f,) = report["findings"]
+    assert f["code"] == "load.unrecognized_failure" and f["severity"] == "error"
+    assert "`illegal_memory_access` is read by load.gpu_fault pass, which found no known cause for it" in f["evidence"]
+    assert {"summary": "Rerun with synchronous CUDA calls so the failing kernel is the one reported",
+            "command": "CUDA_LAUNCH_BLOCKING=1"} in f["fixes"]
+
+
+def test_an_unjudged_failure_ranks_after_the_recognised_cause(tmp_path: Path) -> None:
+    log = write(tmp_path, "both.log", STAT.decode() + (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB "
+        "of which 1.20 GiB is free. Including non-PyTorch memory, this process has 77.98 GiB memory in use.\n"
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"))
+    _, report = analyze_json(log)
+    assert [f["code"] for f in report["findings"]][:2] == ["load.runtime_oom", "load.unrecognized_failure"]
+
+
+def test_a_missing_path_among_two_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    proc = cli("analyze", str(KV_LOG), str(tmp_path / "gone.log"))
+    assert proc.returncode == 2
+    assert f"{tmp_path / 'gone.log'}: no such file" in proc.stderr.decode()
+    proc = cli("run", "--only", "load", "--log", str(tmp_path / "gone.log"))
+    assert proc.returncode == 2 and "gone.log: no such file" in proc.stderr.decode()
+
+
+def test_unknown_only_or_skip_is_a_usage_error() -> None:
+    proc = cli("analyze", str(KV_LOG), "--only", "bogus")
+    assert proc.returncode == 2 and "'bogus' is neither a layer" in proc.stderr.decode()
+    proc = cli("analyze", str(KV_LOG), "--skip", "load.kv_cach")
+    assert proc.returncode == 2 and "did you mean load.kv_cache" in proc.stderr.decode()
+
+
+def test_gzip_on_stdin_is_read() -> None:
+    rc, report = analyze_json("-", stdin=gzip.compress(KV_LOG.read_bytes()))
+    assert rc == 1 and report["findings"][0]["code"] == "load.kv_cache_insufficient"
+
+
+def test_binary_on_stdin_is_a_usage_error() -> None:
+    proc = cli("analyze", "-", stdin=bytes(range(1, 32)) * 2000)
+    assert proc.returncode == 2 and "<stdin>: binary data" in proc.stderr.decode()
+
+
+def test_nul_bytes_inside_a_log_do_not_make_it_binary(tmp_path: Path) -> None:
+    path = tmp_path / "holes.log"
+    path.write_bytes(b"\x00" * 8192 + KV_LOG.read_bytes())
+    rc, report = analyze_json(str(path))
+    assert rc == 1 and report["findings"][0]["code"] == "load.kv_cache_insufficient"
+
+
+STAT = (b"INFO 04-16 10:32:27 [loggers.py:87] Engine 000: Avg prompt throughput: 10.0 tokens/s, Avg generation throughput: "
+        b"120.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 12.0%, Prefix cache hit rate: 0.0%\n")
+BAD_REQUEST = b"(APIServer pid=1) ERROR 04-16 10:32:27 [serving_chat.py:200] Error in preprocessing prompt inputs: request %d failed\n"
+OOM = (b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB "
+       b"of which 1.20 GiB is free. Including non-PyTorch memory, this process has 77.98 GiB memory in use.\n")
+
+
+def big_log(path: Path, head_lines: int) -> Path:
+    """A server log with a slow-to-read head (lines the parser must read), a tail of stat lines
+    longer than TAIL_BYTES, and the crash on its last line."""
+    with path.open("wb") as fh:
+        for i in range(head_lines):
+            fh.write(BAD_REQUEST % i)
+        fh.write(STAT * (TAIL_BYTES // len(STAT) + 1000))
+        fh.write(OOM)
+    return path
+
+
+class Ticks(Deadline):
+    """A deadline that expires after `ticks` looks at it: where the scan is cut does not depend on
+    how fast this machine reads."""
+
+    def __init__(self, ticks: int) -> None:
+        super().__init__(3600)
+        self.ticks = ticks
+
+    def expired(self) -> bool:
+        self.ticks -= 1
+        return self.ticks < 0
+
+
+def test_a_cut_scan_still_finds_the_crash_at_the_end(tmp_path: Path) -> None:
+    path = big_log(tmp_path / "server.log", 20000)
+    facts = Facts()
+    collector = LogCollector(facts, Ticks(18))  # the tail's 17 blocks, then one look into the head
+    collector.add_path(str(path))
+    logs = collector.finish()
+    (gap,) = facts.gaps
+    assert gap.reason.startswith("cut by the deadline: read the first ") and "MiB in between were not read" in gap.reason
+    assert gap.bytes_total == path.stat().st_size
+    assert "cuda_oom" in {e.kind for e in logs.events}
+    report = build_report(run_checks(facts, select(load_checks())), facts)
+    assert report.status == "incomplete" and report.exit_code("error") == 1 and report.exit_code("never") == 0
+    codes = [f.code for f in report.findings]
+    assert codes[0] == "load.runtime_oom" and "doctor.input_incomplete" in codes
+
+
+def test_a_big_log_under_a_short_deadline_through_the_cli(tmp_path: Path) -> None:
+    """Whether 8 s cut the head depends on this machine; the crash at the end is found either way,
+    and a cut is said, with the deadline that would read it all."""
+    path = big_log(tmp_path / "server.log", 150000)
+    rc, report = analyze_json(str(path), "--deadline", "8")
+    assert rc == 1 and report["findings"][0]["code"] == "load.runtime_oom"
+    if report["status"] == "incomplete":
+        (gap,) = [f for f in report["findings"] if f["code"] == "doctor.input_incomplete"]
+        assert any(re.fullmatch(r"--deadline \d+", x["command"] or "") for x in gap["fixes"])
+    else:
+        assert report["status"] == "error"
+
+
+def test_a_thousand_preemptions_then_an_oom(tmp_path: Path) -> None:
+    warn = "WARNING 05-03 18:07:25 [scheduler.py:1560] Sequence group %d is preempted by PreemptionMode.RECOMPUTE mode " \
+           "because there is not enough KV cache space. total_num_cumulative_preemption=%d\n"
+    log = write(tmp_path, "server.log", "".join(warn % (i, i + 1) for i in range(1000)) + OOM.decode())
+    rc, report = analyze_json(log)
+    assert rc == 1 and report["findings"][0]["code"] == "load.runtime_oom"
+    preempted = [e for e in report["facts"]["logs"]["events"] if e["kind"] == "preemption"]
+    assert sum(e["count"] for e in preempted) == 1000
+    assert len(report["facts"]["logs"]["events"]) <= 10  # one template, a few variants: memory stays flat
+
+
+def test_a_check_that_raises_fails_the_report() -> None:
+    def boom(facts: Facts) -> list:
+        raise KeyError("gpu_total_gib")
+
+    specs = [CheckSpec("load.boom", "load", boom, codes=("load.weights_oom",))]
+    report = build_report(run_checks(Facts(), specs), Facts())
+    (f,) = report.findings
+    assert f.code == "doctor.check_crashed" and f.evidence[0] == "KeyError: 'gpu_total_gib'"
+    assert report.status == "error" and report.exit_code("error") == 1 and report.exit_code("warn") == 1
+
+
+def test_perf_checks_of_a_crashed_engine_are_blocked() -> None:
+    rc, report = analyze_json(str(LOGS / "sglang-a10g-prefill-oom.log"))
+    status = {c["id"]: (c["status"], c["detail"]) for c in report["checks"]}
+    for check_id in ("perf.batching", "perf.engine_log"):
+        assert status[check_id][0] == "blocked", check_id
+        assert status[check_id][1].startswith("blocked: the engine log shows it failed (cuda_oom at ")
+
+
+def test_checks_lists_what_each_check_reads() -> None:
+    out = cli("checks").stdout.decode()
+    assert "reads: logs; events cuda_oom, ggml_alloc_failed" in out
+    assert "reads: gpus; a running engine" in out  # perf.gpu_utilization
+    assert "doctor.coverage" in out
+
+
+def test_every_event_kind_the_grammar_emits_is_judged() -> None:
+    declared = {kind for spec in load_checks().values() for kind in spec.events}
+    emitted = {rule.kind for rule in RULES}
+    assert emitted <= declared, sorted(emitted - declared)
+    assert not set(failures.KINDS) & declared  # the engine's coverage pass judges these, after every check
+
+
+FAILURE_LINE = re.compile(r"Traceback \(most recent call last\)|^(?:\S+ )?(?:\([^)]*\) )?ERROR \d\d-\d\d |\bERROR text_generation|"
+                          r"level=ERROR|\[ERROR\]", re.M)
+LOG_SETS = [ROOT / "fixtures" / "logs", ROOT.parent / "shared" / "corpus", ROOT / "corpus"]
+
+
+def failing_logs() -> list[Path]:
+    out = []
+    for folder in LOG_SETS:
+        for path in sorted(folder.glob("*.log")) if folder.exists() else []:
+            if FAILURE_LINE.search(path.read_bytes().decode("utf-8", "replace")):
+                out.append(path)
+    return out
+
+
+def test_no_log_with_a_traceback_or_an_error_line_is_ok() -> None:
+    logs = failing_logs()
+    assert len(logs) >= 50
+    ok = []
+    for path in logs:
+        facts = load_paths([str(path)], Deadline(60))
+        report = build_report(run_checks(facts, select(load_checks()), Deadline(60)), facts)
+        if report.status == "ok":
+            ok.append(path.name)
+    assert ok == []
+
+
+@pytest.mark.parametrize("fail_on,rc", [("error", 1), ("warn", 1), ("never", 0)])
+def test_incomplete_fails_the_gate_unless_told_never(tmp_path: Path, fail_on: str, rc: int) -> None:
+    (tmp_path / "empty.log").write_bytes(b"")
+    (tmp_path / "engine.log").write_bytes(KV_LOG.read_bytes())
+    code, report = analyze_json(str(tmp_path), "--fail-on", fail_on)
+    assert report["status"] == "incomplete" and code == rc
