@@ -122,6 +122,15 @@ def _tls(ep: EndpointFacts, step: ProbeStep) -> Finding:
             "access.tls_failed", "the port speaks plain HTTP but the base URL says https://", evidence,
             [Fix("Use http:// in the base URL", f"--base-url {http}")],
         )  # fmt: skip
+    if reason == "handshake timed out":
+        return Finding(
+            "access.tls_failed",
+            f"the TLS handshake with {step.target} timed out: TCP was accepted but the handshake never finished (not a certificate problem)",
+            [f"TLS handshake with {step.target}: {step.error} (after {step.duration_ms / 1000:.1f} s)"],
+            [Fix("See whether the port speaks TLS at all, and how far the handshake gets", f"openssl s_client -connect {step.target} -servername {step.target.rpartition(':')[0]}"),
+             Fix("A load balancer or firewall that accepts and holds connections, or a server too busy to answer: check it; "
+                 "if it speaks plain HTTP, use http://")],
+        )  # fmt: skip
     if reason == "CA bundle unreadable":
         return Finding("access.tls_failed", "the CA bundle cannot be used", [step.error],
                        [Fix("Point it at a readable PEM file, or unset it to use the default CAs", "unset SSL_CERT_FILE REQUESTS_CA_BUNDLE")])  # fmt: skip
