@@ -130,3 +130,40 @@ def test_endless_sse_is_cut_and_named(tmp_path: Path, endless_sse: FakeServer) -
     assert rc == 1 and f["code"] == "access.streaming_broken"
     assert f["title"].startswith(f"the stream did not end within {TIMEOUT_S} s: ")
     assert f["title"].endswith(" events and no data: [DONE]")
+
+
+def perf_run(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], float]:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
+    cmd = [sys.executable, "-m", "doctor", "run", "--only", "perf", "--format", "json", "--timeout", str(TIMEOUT_S),
+           "--deadline", str(DEADLINE_S), "--sample", "0.5", *args]  # fmt: skip
+    start = time.monotonic()
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=DEADLINE_S + 60)
+    elapsed = time.monotonic() - start
+    assert "Traceback" not in out.stderr, out.stderr
+    assert elapsed < DEADLINE_S + MARGIN_S, f"the run took {elapsed:.1f} s"
+    return out.returncode, json.loads(out.stdout), elapsed
+
+
+@pytest.mark.parametrize(
+    "behaviour, reason",
+    [
+        (hostile.trickled_headers, "WallClockTimeout: no complete answer within 2 s: still waiting for the status line and headers"),
+        (hostile.trickled_body, "WallClockTimeout: no complete answer within 2 s: still reading the body"),
+        (hostile.megabyte_of_headers, "RemoteProtocolError: Receive buffer too long"),
+        (hostile.not_http, "RemoteProtocolError: Server disconnected without sending a response."),
+    ],
+)
+def test_hostile_metrics_endpoint_is_cut_and_named(tmp_path: Path, behaviour: hostile.Behaviour, reason: str) -> None:
+    with hostile.HostileServer(behaviour) as srv:
+        _, report, _ = perf_run(tmp_path, "--metrics-url", srv.url() + "/metrics")
+    assert report["facts"]["metrics"]["reason"].startswith(reason)
+    latency = next(c for c in report["checks"] if c["id"] == "perf.latency")
+    assert latency["status"] != "pass" and latency["detail"].startswith(f"no /metrics scrape: {reason}")
+
+
+def test_trickling_server_cannot_stretch_the_load_probe(tmp_path: Path) -> None:
+    with hostile.HostileServer(hostile.trickled_headers) as srv:
+        _, report, _ = perf_run(tmp_path, "--base-url", srv.url() + "/v1", "--model", MODEL, "--probe-load", "4")
+    probe = report["facts"]["host"]["probe"]
+    assert probe["errors"] == probe["requests"] >= 1
+    assert any(n.startswith("WallClockTimeout: no complete answer within") for n in probe["notes"])
