@@ -1,9 +1,12 @@
 """The one place secrets are masked. Every output (text, JSON, markdown, HTML, JUnit, bundles,
 error messages, quoted log lines) goes through a Redactor.
 
-Two layers: the exact secrets the doctor was given (the API key, HF token) are replaced wherever
-they appear, and patterns catch the ones it was not given (provider key shapes, bearer tokens,
-Authorization/x-api-key headers, passwords in URLs, `--api-key VALUE` on command lines).
+Three layers: the exact secrets the doctor was given (the API key, HF token) are replaced wherever
+they appear; any fragment of 8 or more of their characters is masked too (a server that echoes a
+truncated key must not leak 32 of its 43 characters); and patterns catch the ones it was not
+given (provider key shapes, bearer tokens, Authorization/x-api-key headers, passwords in URLs,
+secret flags on command lines (`--api-key V`, `--api_key=V`, `--hf_token V`), `KEY=V`
+assignments, and URL query parameters named like keys (`?key=`, `&token=`, `&sig=`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from typing import Any
 
 # a secret value ends at whitespace, a quote, or markup/JSON punctuation around it
 _V = r"[^\s'\"`,;}<>&()\[\]\\]"
+# a name that says its value is a secret: api-key, api_key, apikey, hf_token, access_token, token,
+# secret, client_secret, password (not max_tokens, tokenizer or token_id: the name must end here)
+_SECRET_NAME = r"(?:[A-Za-z0-9]+[-_])*(?:api[-_]?key|access[-_]?key|secret[-_]?key|private[-_]?key|token|secret|password|passwd)(?![A-Za-z0-9_-])"
 
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # user:password@ in URLs
@@ -22,17 +28,13 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?P<pre>\b(?:authorization|proxy-authorization)\s*[:=]\s*(?:bearer|basic|token)?\s*)(?P<secret>" + _V + r"+)", re.I), "key"),
     (re.compile(r"(?P<pre>\b(?:x-api-key|api-key|x-goog-api-key)\s*[:=]\s*)(?P<secret>" + _V + r"+)", re.I), "key"),
     (re.compile(r"(?P<pre>\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/=-]{8,})", re.I), "key"),
-    # --api-key VALUE / api_key=VALUE / "api_key": "VALUE" / HF_TOKEN=VALUE
-    (re.compile(r"(?P<pre>--(?:api-key|hf-token|token)[= ]\s*)(?P<secret>" + _V + r"+)", re.I), "key"),
-    (
-        re.compile(
-            r"(?P<pre>\b(?:api_key|apikey|access_token|auth_token|hf_token|hugging_face_hub_token|"
-            r"openai_api_key|anthropic_api_key|anthropic_auth_token|password|secret)['\"]?\s*[:=]\s*['\"]?)"
-            r"(?P<secret>" + _V + r"{4,})",
-            re.I,
-        ),
-        "key",
-    ),
+    # secret flags, `-` or `_`, `=` or a space, also as argv lists: --api-key V, --api_key=V,
+    # '--hf_token', 'V' (a Python list), "--token", "V" (JSON), `- --api-key` / `- V` (YAML)
+    (re.compile(r"(?P<pre>--" + _SECRET_NAME + r"(?:=|['\"]?(?:\s*,)?(?:\s*-)?\s+['\"]?))(?P<secret>(?!--)" + _V + r"+)", re.I), "key"),
+    # api_key=V / "api_key": "V" / VLLM_API_KEY=V / HF_TOKEN: V / Namespace(api_key='V')
+    (re.compile(r"(?P<pre>(?<![A-Za-z0-9-])[A-Za-z0-9_]*" + _SECRET_NAME + r"['\"]?\s*[:=]\s*['\"]?)(?P<secret>" + _V + r"{4,})", re.I), "key"),
+    # URL query parameters named like keys: ?key=V &api_key=V &token=V &sig=V
+    (re.compile(r"(?P<pre>[?&](?:[A-Za-z0-9_-]*" + _SECRET_NAME + r"|[A-Za-z0-9_-]*(?:key|sig|signature|auth|credential))=)(?P<secret>[^&#\s'\"<>]+)", re.I), "key"),
     # provider key shapes anywhere
     (re.compile(r"(?P<pre>)(?P<secret>\b(?:sk-ant-|sk-proj-|sk-|hf_|gsk_|xai-|ghp_|github_pat_|glpat-)[A-Za-z0-9_-]{12,})"), "key"),
     (re.compile(r"(?P<pre>)(?P<secret>\bAIza[0-9A-Za-z_-]{30,})"), "key"),
@@ -50,36 +52,74 @@ def mask(secret: str) -> str:
     return f"{s[:3]}...{s[-4:]}"
 
 
+FRAGMENT = 8  # this many characters of a known secret, anywhere, are masked
+
+
 class Redactor:
     def __init__(self, secrets: Iterable[str | None] = ()) -> None:
         # exact secrets, longest first, also with surrounding whitespace/quotes stripped, so a key
         # pasted with a newline or quotes is caught in every form it may take in an output
         forms: set[str] = set()
+        cores: set[str] = set()
         for s in secrets:
             if not s:
                 continue
-            for form in (s, s.strip(), s.strip().strip("'\"").strip(), s.strip().removeprefix("Bearer ").strip()):
+            core = s.strip().strip("'\"").strip().removeprefix("Bearer ").strip()
+            for form in (s, s.strip(), s.strip().strip("'\"").strip(), core):
                 if len(form) >= 4 and form.lower() not in _PLACEHOLDERS:
                     forms.add(form)
+            if len(core) >= FRAGMENT and core.lower() not in _PLACEHOLDERS:
+                cores.add(core)
         self.secrets = sorted(forms, key=len, reverse=True)
+        # every FRAGMENT-long piece of every secret: a truncated or split echo is found by them
+        self.pieces = sorted({c[i : i + FRAGMENT] for c in cores for i in range(len(c) - FRAGMENT + 1)})
 
     def text(self, s: str) -> str:
         for secret in self.secrets:
             if secret in s:
                 s = s.replace(secret, mask(secret))
+        s = self._fragments(s)
         for pattern, kind in _PATTERNS:
             s = pattern.sub(lambda m, kind=kind: m.group("pre") + _masked(m.group("secret"), kind), s)
         return s
 
+    def _fragments(self, s: str) -> str:
+        """Mask every run of characters covered by pieces of a known secret (str.find per piece:
+        C speed on long texts, where a Python loop over positions would not be)."""
+        covered: list[tuple[int, int]] = []
+        for piece in self.pieces:
+            at = s.find(piece)
+            while at >= 0:
+                covered.append((at, at + FRAGMENT))
+                at = s.find(piece, at + 1)
+        if not covered:
+            return s
+        covered.sort()
+        out, pos, start, end = [], 0, *covered[0]
+        for a, b in covered[1:] + [(len(s) + 1, len(s) + 1)]:
+            if a <= end:
+                end = max(end, b)
+                continue
+            out += [s[pos:start], "****"]
+            pos, start, end = end, a, b
+        return "".join(out) + s[pos:]
+
     def obj(self, value: Any) -> Any:
-        """Redact every string inside a JSON-able structure (keys included)."""
+        """Redact every string inside a JSON-able structure (keys included); a value under a key
+        that names a secret (`api_key`, `--hf-token`, `password`) is masked whatever it looks like."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {self.text(str(k)): self.obj(v) for k, v in value.items()}
+            return {
+                self.text(str(k)): _masked(v, "key") if isinstance(v, str) and v and _NAMED_SECRET.fullmatch(str(k)) else self.obj(v)
+                for k, v in value.items()
+            }
         if isinstance(value, (list, tuple)):
             return [self.obj(v) for v in value]
         return value
+
+
+_NAMED_SECRET = re.compile(r"-{0,2}[A-Za-z0-9_]*" + _SECRET_NAME, re.I)
 
 
 def _masked(secret: str, kind: str) -> str:
