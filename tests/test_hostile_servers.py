@@ -100,6 +100,46 @@ def test_json_nested_100000_deep(tmp_path: Path) -> None:
     assert not any("probe failed" in n or "RecursionError" in n for n in report.get("notes", []))
 
 
+def test_status_line_then_close_quotes_what_came(tmp_path: Path) -> None:
+    rc, report, _ = run_against(tmp_path, hostile.status_line_then_close)
+    f = top(report)
+    assert rc == 1 and f["code"] == "access.response_invalid"
+    assert f["title"] == "the answer is not valid HTTP: RemoteProtocolError: Server disconnected without sending a response."
+    assert "the server's first bytes: b'HTTP/1.1 200 OK\\r\\n'" in f["evidence"]
+
+
+def test_deadline_shorter_than_the_timeout_still_ends_the_run(tmp_path: Path) -> None:
+    """The issue's case: --timeout 30 against a server trickling its headers; --deadline 5 wins."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
+    with hostile.HostileServer(hostile.trickled_headers) as srv:
+        cmd = [sys.executable, "-m", "doctor", "run", "--only", "access", "--format", "json", "--timeout", "30",
+               "--deadline", "5", "--base-url", srv.url() + "/v1", "--api-key", KEY, "--model", MODEL]  # fmt: skip
+        start = time.monotonic()
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=90)
+        elapsed = time.monotonic() - start
+    assert elapsed < 5 + MARGIN_S, f"the run took {elapsed:.1f} s"
+    f = top(json.loads(out.stdout))
+    assert out.returncode == 1 and f["code"] == "access.timeout"
+    assert f["title"].startswith("the server accepted the connection but its status line and headers were not complete within 4.")
+
+
+def test_gzip_bomb_is_read_only_up_to_the_cap(tmp_path: Path) -> None:
+    """512 MiB of zeros as half a megabyte of gzip: the probe keeps 256 KB of it and its memory
+    stays bounded (the child's peak RSS, measured by a wrapper whose only child is the doctor)."""
+    hostile.bomb()  # built before the server starts, not inside the run's time
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
+    with hostile.HostileServer(hostile.gzip_bomb) as srv:
+        doctor_cmd = [sys.executable, "-m", "doctor", "run", "--only", "access", "--format", "json", "--timeout", str(TIMEOUT_S),
+                      "--deadline", str(DEADLINE_S), "--base-url", srv.url() + "/v1", "--api-key", KEY, "--model", MODEL]  # fmt: skip
+        wrapper = ("import json, resource, subprocess, sys; out = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+                   "print(json.dumps([out.returncode, out.stdout, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))")  # fmt: skip
+        out = subprocess.run([sys.executable, "-c", wrapper, *doctor_cmd], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    rc, stdout, peak_kib = json.loads(out.stdout)
+    assert peak_kib < 400 * 1024, f"peak RSS {peak_kib // 1024} MiB"
+    f = top(json.loads(stdout))
+    assert rc == 1 and f["code"] == "access.response_invalid" and f["title"] == "the answer is not JSON"
+
+
 def test_tls_handshake_that_never_completes_is_a_timeout_not_a_certificate_error(tmp_path: Path) -> None:
     rc, report, _ = run_against(tmp_path, hostile.silent, scheme="https", read_request=False)
     f = top(report)

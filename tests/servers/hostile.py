@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -143,3 +144,25 @@ def deep_json(server: HostileServer, conn: socket.socket, head: bytes) -> None:
 def silent(server: HostileServer, conn: socket.socket, head: bytes) -> None:
     """Accept and say nothing (with read_request=False: a TLS port whose handshake never ends)."""
     server.wait(LIFETIME_S)
+
+
+def status_line_then_close(server: HostileServer, conn: socket.socket, head: bytes) -> None:
+    conn.sendall(b"HTTP/1.1 200 OK\r\n")
+
+
+def gzip_bomb(server: HostileServer, conn: socket.socket, head: bytes) -> None:
+    """512 MiB of zeros as about 0.5 MB of gzip, announced as JSON."""
+    body = bomb()
+    conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\n"
+                 b"content-length: %d\r\n\r\n" % len(body) + body)  # fmt: skip
+
+
+_BOMB: list[bytes] = []
+
+
+def bomb() -> bytes:
+    if not _BOMB:
+        packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+        zeros = bytes(64 * 1024 * 1024)
+        _BOMB.append(b"".join(packer.compress(zeros) for _ in range(8)) + packer.flush())
+    return _BOMB[0]
