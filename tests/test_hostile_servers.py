@@ -135,7 +135,7 @@ def test_gzip_bomb_is_read_only_up_to_the_cap(tmp_path: Path) -> None:
                    "print(json.dumps([out.returncode, out.stdout, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))")  # fmt: skip
         out = subprocess.run([sys.executable, "-c", wrapper, *doctor_cmd], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     rc, stdout, peak_kib = json.loads(out.stdout)
-    assert peak_kib < 400 * 1024, f"peak RSS {peak_kib // 1024} MiB"
+    assert peak_kib < 150 * 1024, f"peak RSS {peak_kib // 1024} MiB"
     f = top(json.loads(stdout))
     assert rc == 1 and f["code"] == "access.response_invalid" and f["title"] == "the answer is not JSON"
 

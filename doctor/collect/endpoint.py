@@ -25,6 +25,7 @@ from doctor.redact import Redactor
 from doctor.settings import Settings, clean_key
 
 MAX_BODY = 256 * 1024
+MAX_STREAM = 64 * 1024 * 1024  # an event stream is read to its end or the time limit, but not forever
 EXCERPT = 2000
 MAX_EVENTS = 200
 KEEP_HEADERS = (
@@ -372,13 +373,15 @@ class Prober:
                     step.headers = {k: self.redact(v) for k, v in resp.headers.items() if k.lower() in KEEP_HEADERS}
                     step.content_type = resp.headers.get("content-type", "")
                     step.detail["first_byte_ms"] = round((time.perf_counter() - start) * 1000, 2)
-                    for chunk in resp.iter_bytes():
+                    inflater = safe_http.Inflater(resp.headers.get("content-encoding", ""), MAX_BODY + 1 if reader is None else MAX_STREAM)
+                    for raw in resp.iter_raw():
+                        chunk = inflater.feed(raw)
                         now_ms = (time.perf_counter() - start) * 1000
                         if reader is not None:
                             reader.feed(chunk, now_ms)
                         if len(body) < MAX_BODY:
                             body += chunk[: MAX_BODY - len(body)]
-                        elif reader is None:
+                        if inflater.full:
                             step.detail["truncated"] = True
                             break
                         if now_ms / 1000 > limit:

@@ -6,7 +6,9 @@ body one byte a second resets the read timeout with every byte and is never cut.
 gives each request a wall-clock limit instead: httpx's trace hook hands it every socket the
 request opens, and when the time is up it shuts them down, which wakes the blocked read at once.
 Keep-alive is off (`client()`), so every request opens its own connection and the watchdog sees
-it. Header bytes are bounded by httpcore (h11 refuses a head over 100 KiB); bodies by `fetch`.
+it. Header bytes are bounded by httpcore (h11 refuses a head over 100 KiB); bodies by `Inflater`,
+which decodes gzip/deflate itself with a bound on the output (httpx would inflate each 64 KiB read
+whole: a gzip bomb costs it 64 MiB a read).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -97,9 +100,35 @@ def timed_out(dog: Watchdog, seen: int | None = None) -> WallClockTimeout:
 
 def client(**kwargs: Any) -> httpx.Client:
     """An httpx client for bounded requests: no keep-alive (each request's own socket is watched),
-    no redirects followed (credentials never travel to where a Location points)."""
+    no redirects followed (credentials never travel to where a Location points), bodies asked for
+    uncompressed and read raw (`Inflater` decodes what a server compresses anyway)."""
     kwargs.setdefault("limits", httpx.Limits(max_keepalive_connections=0))
+    kwargs["headers"] = {"accept-encoding": "identity", **(kwargs.get("headers") or {})}
     return httpx.Client(follow_redirects=False, **kwargs)
+
+
+class Inflater:
+    """A body's bytes as sent (iter_raw) decoded with at most `limit` bytes of output in all."""
+
+    def __init__(self, content_encoding: str, limit: int) -> None:
+        encoding = content_encoding.lower().strip()
+        self.zlib = zlib.decompressobj(47) if encoding in ("gzip", "x-gzip", "deflate") else None  # 47: gzip or zlib header
+        self.left = limit
+
+    def feed(self, raw: bytes) -> bytes:
+        if self.zlib is None:
+            out = raw[: self.left]
+        else:
+            try:
+                out = self.zlib.decompress(raw, self.left)
+            except zlib.error as exc:
+                raise httpx.DecodingError(f"the compressed body is corrupt: {exc}") from None
+        self.left -= len(out)
+        return out
+
+    @property
+    def full(self) -> bool:
+        return self.left <= 0
 
 
 @dataclass
@@ -121,9 +150,10 @@ def fetch(http: httpx.Client, method: str, url: str, seconds: float, max_bytes: 
         try:
             with http.stream(method, url, timeout=httpx.Timeout(seconds), extensions=dog.extensions, **kwargs) as resp:
                 out = Fetched(resp.status_code, dict(resp.headers))
-                for chunk in resp.iter_bytes():
-                    body += chunk[: max_bytes - len(body)]
-                    if len(body) >= max_bytes:
+                inflater = Inflater(resp.headers.get("content-encoding", ""), max_bytes)
+                for raw in resp.iter_raw():
+                    body += inflater.feed(raw)
+                    if inflater.full:
                         out.truncated = True
                         break
         except httpx.HTTPError as exc:
