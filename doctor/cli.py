@@ -44,7 +44,46 @@ def output_options(f: Callable) -> Callable:
     return f
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+SECRET_FLAGS = ("--api-key",)
+SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "HF_TOKEN")
+
+
+class RedactingGroup(click.Group):
+    """Click's usage errors quote what was typed ("Got unexpected extra argument (…)"): a key pasted
+    unquoted with a space in it would land on stderr. They are redacted like every other output."""
+
+    def main(self, args: list[str] | None = None, *rest: object, **kw: object) -> object:  # type: ignore[override]
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            return super().main(argv, *rest, **{**kw, "standalone_mode": False})  # type: ignore[arg-type]
+        except click.ClickException as exc:
+            from doctor.redact import Redactor
+
+            exc.message = Redactor([*typed_secrets(argv), *(os.environ.get(v) for v in SECRET_ENV)]).text(exc.message)
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+
+
+def typed_secrets(argv: list[str]) -> list[str]:
+    """What follows a secret flag on the command line, up to the next flag (all of it: a key with
+    a space in it arrives as several arguments)."""
+    out, taking = [], False
+    for arg in argv:
+        name, eq, value = arg.partition("=")
+        if name in SECRET_FLAGS:
+            taking = not eq
+            out += [value] if eq else []
+        elif arg.startswith("-"):
+            taking = False
+        elif taking:
+            out.append(arg)
+    return out
+
+
+@click.group(cls=RedactingGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="llm-doctor")
 def main() -> None:
     """Diagnose an LLM inference service layer by layer: access -> load -> perf.

@@ -117,3 +117,13 @@ def test_no_canary_in_any_output(tmp_path: Path, gateway: FakeServer, engine_pro
     if fmt == "json":
         codes = [f["code"] for f in json.loads(written["--output"])["findings"]]
         assert codes[:2] == ["access.base_url_invalid", "access.key_rejected"]  # the ?key= in the URL, then the 401
+
+
+def test_a_usage_error_does_not_quote_a_key_pasted_with_a_space(tmp_path: Path) -> None:
+    """`--api-key ck_live_9fT2 mQ7x...` unquoted: click's "unexpected extra argument" quotes the rest."""
+    head, tail = KEY[:12], KEY[12:]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-m", "doctor", "run", "--api-key", head, tail], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=60)  # fmt: skip
+    assert out.returncode == 2 and "Error: Got unexpected extra argument (" in out.stderr
+    assert leaks(out.stdout + out.stderr) == [] and tail not in out.stderr
