@@ -207,3 +207,21 @@ def test_trickling_server_cannot_stretch_the_load_probe(tmp_path: Path) -> None:
     probe = report["facts"]["host"]["probe"]
     assert probe["errors"] == probe["requests"] >= 1
     assert any(n.startswith("WallClockTimeout: no complete answer within") for n in probe["notes"])
+
+
+def test_tls_handshake_that_hangs_inside_a_proxy_tunnel_is_a_tls_timeout(tmp_path: Path) -> None:
+    from tests.servers.proxy import Proxy
+
+    with hostile.HostileServer(hostile.silent, read_request=False) as srv, Proxy() as proxy:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "HTTPS_PROXY": proxy.url}
+        cmd = [sys.executable, "-m", "doctor", "run", "--only", "access", "--format", "json", "--timeout", str(TIMEOUT_S),
+               "--deadline", str(DEADLINE_S), "--base-url", srv.url("https") + "/v1", "--api-key", KEY, "--model", MODEL]  # fmt: skip
+        start = time.monotonic()
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=90)
+        elapsed = time.monotonic() - start
+    assert elapsed < DEADLINE_S + MARGIN_S
+    report = json.loads(out.stdout)
+    f = top(report)
+    assert out.returncode == 1 and f["code"] == "access.timeout"
+    assert f["title"] == f"the TLS handshake did not complete within {TIMEOUT_S} s (a timeout, not a certificate problem)"
+    assert proxy.seen == [f"CONNECT 127.0.0.1:{srv.port}"]

@@ -155,7 +155,8 @@ def _http_level(ep: EndpointFacts) -> Finding | None:
     first = next(iter(t.http_steps(ep)), None)
     if first is None:
         return None
-    if ep.proxy_var and (first.error_class in ("ProxyError", "ConnectError", "ConnectTimeout") or first.status == 407):
+    tunnel_tls = first.detail.get("phase") == "in the TLS handshake"  # the proxy connected us; the server's TLS failed
+    if ep.proxy_var and not tunnel_tls and (first.error_class in ("ProxyError", "ConnectError", "ConnectTimeout") or first.status == 407):
         return Finding(
             "access.proxy_failed",
             f"the proxy {ep.proxy_url} (from {ep.proxy_var}) did not pass the request on",

@@ -71,7 +71,9 @@ def _broken_http(ep: EndpointFacts, step: ProbeStep) -> Finding:
 def _timeout(ep: EndpointFacts, step: ProbeStep) -> Finding:
     limit = float(step.detail.get("timeout_s") or 0)
     phase = str(step.detail.get("phase") or "")
-    if phase == "reading the body":
+    if phase == "in the TLS handshake":
+        title = f"the TLS handshake did not complete within {limit:g} s (a timeout, not a certificate problem)"
+    elif phase == "reading the body":
         title = f"the server is too slow: after {limit:g} s only {step.detail.get('body_bytes', 0)} bytes of the body ({step.status}) had arrived"
     elif step.status is None and phase.startswith("waiting") and step.error_class == "WallClockTimeout":
         title = f"the server accepted the connection but its status line and headers were not complete within {limit:g} s"

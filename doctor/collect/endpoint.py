@@ -393,10 +393,9 @@ class Prober:
                             break
             except httpx.HTTPError as exc:
                 failure: Exception = exc
+                step.detail["phase"], step.detail["body_bytes"] = dog.phase, len(body)
                 if dog.fired or isinstance(exc, safe_http.WallClockTimeout):  # a hung or trickling server
                     failure = safe_http.timed_out(dog, len(body))
-                    step.detail["phase"] = dog.phase
-                    step.detail["body_bytes"] = len(body)
                 step.error_class, step.error = type(failure).__name__, str(failure) or type(failure).__name__
                 if isinstance(failure, httpx.TimeoutException) and not (reader is not None and reader.events):
                     self.stopped, self.facts.stopped = True, f"{method} {self.redact(url)} timed out after {limit:g} s"

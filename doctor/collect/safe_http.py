@@ -23,14 +23,15 @@ from urllib.parse import urlsplit
 
 import httpx
 
-# httpcore's trace names for the parts of an exchange, as a person would say them
+# httpcore's trace events (after their `connection.`, `proxy.` or `http11.` prefix) for the parts
+# of an exchange, as a person would say them
 PHASES = {
-    "connection.connect_tcp": "connecting",
-    "connection.start_tls": "in the TLS handshake",
-    "http11.send_request_headers": "sending the request",
-    "http11.send_request_body": "sending the request",
-    "http11.receive_response_headers": "waiting for the status line and headers",
-    "http11.receive_response_body": "reading the body",
+    "connect_tcp": "connecting",
+    "start_tls": "in the TLS handshake",
+    "send_request_headers": "sending the request",
+    "send_request_body": "sending the request",
+    "receive_response_headers": "waiting for the status line and headers",
+    "receive_response_body": "reading the body",
 }
 GRACE_S = 0.25  # a body loop that checks its own time limit gets this long to stop by itself
 
@@ -61,6 +62,7 @@ class Watchdog:
 
     def trace(self, name: str, info: dict[str, Any]) -> None:
         event, _, stage = name.rpartition(".")
+        event = event.rpartition(".")[2]
         if stage == "started" and event in PHASES:
             self.phase = PHASES[event]
         stream = info.get("return_value") if stage == "complete" else None
