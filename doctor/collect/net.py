@@ -132,9 +132,11 @@ def tls_handshake(addr: str, host: str, port: int, ctx: ssl.SSLContext, timeout:
 
     step = ProbeStep(name, f"{host}:{port}")
     start = time.perf_counter()
+    connected = False
     with Watchdog(timeout, grace=0.0) as dog:
         try:
             with socket.create_connection((addr, port), timeout=timeout) as sock:
+                connected = True
                 dog.watch(sock)
                 with ctx.wrap_socket(sock, server_hostname=host) as tls:
                     step.ok = True
@@ -146,7 +148,7 @@ def tls_handshake(addr: str, host: str, port: int, ctx: ssl.SSLContext, timeout:
         except (ssl.SSLError, OSError) as exc:
             step.error_class = type(exc).__name__
             step.error = str(exc) or "closed"
-            step.detail = {"reason": _handshake_failure(exc, dog.fired or isinstance(exc, TimeoutError))}
+            step.detail = {"reason": _handshake_failure(exc, connected and (dog.fired or isinstance(exc, TimeoutError)))}
     step.duration_ms = _ms(start)
     if step.detail.get("reason") == HANDSHAKE_TIMEOUT:
         step.error_class, step.error = "TimeoutError", f"the TLS handshake did not complete within {timeout:g} s"
@@ -182,7 +184,7 @@ def first_bytes(addr: str, host: str, port: int, ctx: ssl.SSLContext | None, pat
             with socket.create_connection((addr, port), timeout=timeout) as raw:
                 dog.watch(raw)
                 sock = ctx.wrap_socket(raw, server_hostname=host) if ctx is not None else raw
-                sock.sendall(request.encode("latin-1"))
+                sock.sendall(request.encode("utf-8", errors="replace"))
                 while len(seen) < FIRST_BYTES:
                     data = sock.recv(FIRST_BYTES - len(seen))
                     if not data:
