@@ -18,28 +18,52 @@ from typing import Any
 # a secret value ends at whitespace, a quote, or markup/JSON punctuation around it
 _V = r"[^\s'\"`,;}<>&()\[\]\\]"
 # a name that says its value is a secret: api-key, api_key, apikey, hf_token, access_token, token,
-# secret, client_secret, password (not max_tokens, tokenizer or token_id: the name must end here)
-_SECRET_NAME = r"(?:[A-Za-z0-9]+[-_])*(?:api[-_]?key|access[-_]?key|secret[-_]?key|private[-_]?key|token|secret|password|passwd)(?![A-Za-z0-9_-])"
+# secret, client_secret, password (not max_tokens, tokenizer or token_id: the name must end there)
+_SECRET_WORD = r"(?:api[-_]?key|access[-_]?key|secret[-_]?key|private[-_]?key|token|secret|password|passwd)"
+_SECRET_END = re.compile(r"(?:^|[-_])" + _SECRET_WORD + r"$", re.I)
+_QUERY_END = re.compile(r"(?:key|sig|signature|auth|credential)$", re.I)
+# a name candidate: a whole word (never a piece of one, so a long run of letters costs one try,
+# not one per letter) ending in a secret-ish word; is_secret_name then applies the exact rule
+_NAME = r"(?<![A-Za-z0-9_-])(?P<name>[A-Za-z0-9_-]*?(?:key|token|secret|password|passwd))"
 
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # user:password@ in URLs
-    (re.compile(r"(?P<pre>[a-z][a-z0-9+.-]*://[^/\s:@]+:)(?P<secret>[^@\s/]+)(?=@)", re.I), "pw"),
+    (re.compile(r"(?P<pre>(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^/\s:@]+:)(?P<secret>[^@\s/]+)(?=@)", re.I), "pw"),
     # Authorization / x-api-key / api-key headers, echoed by gateways or pasted in logs
     (re.compile(r"(?P<pre>\b(?:authorization|proxy-authorization)\s*[:=]\s*(?:bearer|basic|token)?\s*)(?P<secret>" + _V + r"+)", re.I), "key"),
     (re.compile(r"(?P<pre>\b(?:x-api-key|api-key|x-goog-api-key)\s*[:=]\s*)(?P<secret>" + _V + r"+)", re.I), "key"),
     (re.compile(r"(?P<pre>\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/=-]{8,})", re.I), "key"),
     # secret flags, `-` or `_`, `=` or a space, also as argv lists: --api-key V, --api_key=V,
     # '--hf_token', 'V' (a Python list), "--token", "V" (JSON), `- --api-key` / `- V` (YAML)
-    (re.compile(r"(?P<pre>--" + _SECRET_NAME + r"(?:=|['\"]?(?:\s*,)?(?:\s*-)?\s+['\"]?))(?P<secret>(?!--)" + _V + r"+)", re.I), "key"),
+    (re.compile(r"(?P<pre>" + _NAME + r"(?:=|['\"]?(?:\s*,)?(?:\s*-)?\s+['\"]?))(?P<secret>(?!--)" + _V + r"+)", re.I), "flag"),
     # api_key=V / "api_key": "V" / VLLM_API_KEY=V / HF_TOKEN: V / Namespace(api_key='V')
-    (re.compile(r"(?P<pre>(?<![A-Za-z0-9-])[A-Za-z0-9_]*" + _SECRET_NAME + r"['\"]?\s*[:=]\s*['\"]?)(?P<secret>" + _V + r"{4,})", re.I), "key"),
+    (re.compile(r"(?P<pre>" + _NAME + r"['\"]?\s*[:=]\s*['\"]?)(?P<secret>" + _V + r"{4,})", re.I), "named"),
     # URL query parameters named like keys: ?key=V &api_key=V &token=V &sig=V
-    (re.compile(r"(?P<pre>[?&](?:[A-Za-z0-9_-]*" + _SECRET_NAME + r"|[A-Za-z0-9_-]*(?:key|sig|signature|auth|credential))=)(?P<secret>[^&#\s'\"<>]+)", re.I), "key"),
+    (re.compile(r"(?P<pre>[?&](?P<name>[A-Za-z0-9_.-]+)=)(?P<secret>[^&#\s'\"<>]+)", re.I), "query"),
     # provider key shapes anywhere
     (re.compile(r"(?P<pre>)(?P<secret>\b(?:sk-ant-|sk-proj-|sk-|hf_|gsk_|xai-|ghp_|github_pat_|glpat-)[A-Za-z0-9_-]{12,})"), "key"),
     (re.compile(r"(?P<pre>)(?P<secret>\bAIza[0-9A-Za-z_-]{30,})"), "key"),
     (re.compile(r"(?P<pre>)(?P<secret>\bAKIA[0-9A-Z]{16}\b)"), "key"),
 )
+
+
+def is_secret_name(name: str) -> bool:
+    """`api_key`, `--hf-token`, `VLLM_API_KEY`, `client_secret`: a name whose value is a secret."""
+    return len(name) <= 200 and bool(_SECRET_END.search(name))
+
+
+def _hit(m: re.Match[str], kind: str) -> str:
+    """The replacement for one pattern match: the secret masked, or the match unchanged when the
+    name it hangs on is not a secret's (`max_tokens=`, `--tokenizer`, `?limit=`)."""
+    name = m.groupdict().get("name")
+    if kind == "flag" and not (name or "").startswith("--"):
+        return m.group(0)
+    if kind in ("flag", "named") and not is_secret_name(name or ""):
+        return m.group(0)
+    if kind == "query" and not (is_secret_name(name or "") or _QUERY_END.search(name or "")):
+        return m.group(0)
+    return m.group("pre") + _masked(m.group("secret"), kind)
+
 
 _PLACEHOLDERS = {"empty", "none", "null", "dummy", "<token>", "your-api-key", "sk-xxx"}
 
@@ -80,7 +104,7 @@ class Redactor:
                 s = s.replace(secret, mask(secret))
         s = self._fragments(s)
         for pattern, kind in _PATTERNS:
-            s = pattern.sub(lambda m, kind=kind: m.group("pre") + _masked(m.group("secret"), kind), s)
+            s = pattern.sub(lambda m, kind=kind: _hit(m, kind), s)
         return s
 
     def _fragments(self, s: str) -> str:
@@ -111,15 +135,12 @@ class Redactor:
             return self.text(value)
         if isinstance(value, dict):
             return {
-                self.text(str(k)): _masked(v, "key") if isinstance(v, str) and v and _NAMED_SECRET.fullmatch(str(k)) else self.obj(v)
+                self.text(str(k)): _masked(v, "key") if isinstance(v, str) and v and is_secret_name(str(k)) else self.obj(v)
                 for k, v in value.items()
             }
         if isinstance(value, (list, tuple)):
             return [self.obj(v) for v in value]
         return value
-
-
-_NAMED_SECRET = re.compile(r"-{0,2}[A-Za-z0-9_]*" + _SECRET_NAME, re.I)
 
 
 def _masked(secret: str, kind: str) -> str:

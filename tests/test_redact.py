@@ -109,3 +109,15 @@ def test_names_that_only_contain_token_are_not_secrets(text: str) -> None:
 def test_a_value_under_a_secret_name_is_masked_whatever_it_looks_like() -> None:
     out = Redactor().obj({"--hf-token": "plainword1", "password": "hunter2", "max_tokens": "16", "api_key_set": True})
     assert out == {"--hf-token": "****", "password": "****", "max_tokens": "16", "api_key_set": True}
+
+
+@pytest.mark.parametrize("text", ["x" * 1_000_000, "--" + "a-" * 500_000, "http://" + "a" * 1_000_000, "?" + "a" * 1_000_000,
+                                  "x=" * 500_000, "key" * 300_000, ":" * 1_000_000])  # fmt: skip
+def test_long_runs_cost_linear_time(text: str) -> None:
+    """A hostile megabyte of one word: each pattern starts once per word, so this is about a
+    second of work; the old quadratic patterns (a name or scheme tried at every letter) took hours."""
+    import time
+
+    start = time.monotonic()
+    assert Redactor([KEY43]).text(text) == text
+    assert time.monotonic() - start < 60
