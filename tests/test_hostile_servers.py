@@ -149,6 +149,14 @@ def test_tls_handshake_that_never_completes_is_a_timeout_not_a_certificate_error
     assert "certificate verification failed" not in json.dumps(report)
 
 
+def test_tls_port_that_drops_the_handshake_is_not_a_certificate_error(tmp_path: Path) -> None:
+    rc, report, _ = run_against(tmp_path, hostile.closed_at_once, scheme="https", read_request=False)
+    f = top(report)
+    assert rc == 1 and f["code"] == "access.tls_failed"
+    assert f["title"].startswith("the TLS handshake with 127.0.0.1:")
+    assert f["title"].endswith("failed: closed during the handshake (not a certificate problem)")
+
+
 @pytest.fixture
 def endless_sse() -> Iterator[FakeServer]:
     base = VllmLike(key=KEY, models=[MODEL])

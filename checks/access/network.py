@@ -134,6 +134,11 @@ def _tls(ep: EndpointFacts, step: ProbeStep) -> Finding:
     if reason == "CA bundle unreadable":
         return Finding("access.tls_failed", "the CA bundle cannot be used", [step.error],
                        [Fix("Point it at a readable PEM file, or unset it to use the default CAs", "unset SSL_CERT_FILE REQUESTS_CA_BUNDLE")])  # fmt: skip
+    if step.error_class != "SSLCertVerificationError":  # a reset, an alert, no shared protocol: the certificate was never judged
+        return Finding(
+            "access.tls_failed", f"the TLS handshake with {step.target} failed: {reason} (not a certificate problem)", evidence,
+            [Fix("See how far the handshake gets and what the server offers", f"openssl s_client -connect {step.target} -servername {step.target.rpartition(':')[0]}")],
+        )  # fmt: skip
     fixes = {
         "expired": [Fix("Renew the server's certificate (the client clock may also be wrong: check `date`)")],
         "wrong host": [Fix("Use the host name the certificate was issued for, or reissue it with this name in subjectAltName")],

@@ -166,3 +166,7 @@ def bomb() -> bytes:
         zeros = bytes(64 * 1024 * 1024)
         _BOMB.append(b"".join(packer.compress(zeros) for _ in range(8)) + packer.flush())
     return _BOMB[0]
+
+
+def closed_at_once(server: HostileServer, conn: socket.socket, head: bytes) -> None:
+    """Accept and close (with read_request=False: a TLS port that drops every handshake)."""
