@@ -127,3 +127,19 @@ def test_a_usage_error_does_not_quote_a_key_pasted_with_a_space(tmp_path: Path) 
                          env=env, cwd=tmp_path, timeout=60)  # fmt: skip
     assert out.returncode == 2 and "Error: Got unexpected extra argument (" in out.stderr
     assert leaks(out.stdout + out.stderr) == [] and tail not in out.stderr
+
+
+@pytest.mark.parametrize("same_origin", [True, False])
+def test_the_api_key_goes_to_metrics_only_on_its_own_origin(tmp_path: Path, same_origin: bool) -> None:
+    """llama-server guards /metrics with the API key: sent when /metrics is on the base URL's
+    origin; a --metrics-url on another port of the same host gets no key."""
+    scrape = Reply(200, b"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 1\n", "text/plain")
+    with FakeServer(lambda req: scrape) as metrics_srv, FakeServer(lambda req: scrape) as api:
+        base = (metrics_srv if same_origin else api).url + "/v1"
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
+        cmd = [sys.executable, "-m", "doctor", "run", "--only", "perf", "--format", "json", "--sample", "0.2", "--timeout", "3",
+               "--deadline", "20", "--base-url", base, "--api-key", KEY, "--metrics-url", metrics_srv.url + "/metrics"]  # fmt: skip
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=90)
+    assert "Traceback" not in out.stderr and leaks(out.stdout + out.stderr) == []
+    sent = [r.headers.get("authorization") for r in metrics_srv.requests if r.path == "/metrics"]
+    assert sent and set(sent) == ({f"Bearer {KEY}"} if same_origin else {None})
