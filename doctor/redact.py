@@ -34,8 +34,9 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?P<pre>\b(?:x-api-key|api-key|x-goog-api-key)\s*[:=]\s*)(?P<secret>" + _V + r"+)", re.I), "key"),
     (re.compile(r"(?P<pre>\bbearer\s+)(?P<secret>[A-Za-z0-9._~+/=-]{8,})", re.I), "key"),
     # secret flags, `-` or `_`, `=` or a space, also as argv lists: --api-key V, --api_key=V,
-    # '--hf_token', 'V' (a Python list), "--token", "V" (JSON), `- --api-key` / `- V` (YAML)
-    (re.compile(r"(?P<pre>" + _NAME + r"(?:=|['\"]?(?:\s*,)?(?:\s*-)?\s+['\"]?))(?P<secret>(?!--)" + _V + r"+)", re.I), "flag"),
+    # '--hf_token', 'V' (a Python list), "--token", "V" (JSON), `- --api-key` / `- V` (YAML),
+    # `--api-key \` and V on the next line (a shell continuation)
+    (re.compile(r"(?P<pre>" + _NAME + r"(?:=|['\"]\s*,\s*['\"]|\s*\n\s*-\s+|[ \t]+(?:\\\r?\n\s*)?))(?P<secret>(?!--)" + _V + r"+)", re.I), "flag"),
     # api_key=V / "api_key": "V" / VLLM_API_KEY=V / HF_TOKEN: V / Namespace(api_key='V')
     (re.compile(r"(?P<pre>" + _NAME + r"['\"]?\s*[:=]\s*['\"]?)(?P<secret>" + _V + r"{4,})", re.I), "named"),
     # URL query parameters named like keys: ?key=V &api_key=V &token=V &sig=V

@@ -79,6 +79,7 @@ def test_fragments_shorter_than_8_and_the_masked_form_stay() -> None:
         ("args: ['--api_key', 's3cr3t-value-1']", "s3cr3t-value-1"),
         ('"args": ["--api-key", "s3cr3t-value-1"]', "s3cr3t-value-1"),
         ("args:\n- --api-key\n- s3cr3t-value-1", "s3cr3t-value-1"),
+        ("vllm serve m \\\n  --api-key \\\n  s3cr3t-value-1 \\\n  --port 8000", "s3cr3t-value-1"),
         ("VLLM_API_KEY=s3cr3t-value-1 vllm serve m", "s3cr3t-value-1"),
         ("http://h:8000/v1?key=s3cr3t-value-1", "s3cr3t-value-1"),
         ("http://h/v1/models?x=1&api_key=s3cr3t-value-1#top", "s3cr3t-value-1"),
@@ -121,3 +122,8 @@ def test_long_runs_cost_linear_time(text: str) -> None:
     start = time.monotonic()
     assert Redactor([KEY43]).text(text) == text
     assert time.monotonic() - start < 60
+
+
+def test_prose_after_a_flag_name_is_not_its_value() -> None:
+    text = "key sk-...cdef (from flag --api-key, 21 characters); see --token\n\nnext"
+    assert Redactor().text(text) == text
