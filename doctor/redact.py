@@ -66,7 +66,7 @@ def _hit(m: re.Match[str], kind: str) -> str:
     return m.group("pre") + _masked(m.group("secret"), kind)
 
 
-_PLACEHOLDERS = {"empty", "none", "null", "dummy", "<token>", "your-api-key", "sk-xxx"}
+_PLACEHOLDERS = {"empty", "none", "null", "dummy", "<token>", "your-api-key", "sk-xxx", "<set>"}  # <set>: host.py's mark for a secret env
 
 
 def mask(secret: str) -> str:

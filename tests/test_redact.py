@@ -108,8 +108,8 @@ def test_names_that_only_contain_token_are_not_secrets(text: str) -> None:
 
 
 def test_a_value_under_a_secret_name_is_masked_whatever_it_looks_like() -> None:
-    out = Redactor().obj({"--hf-token": "plainword1", "password": "hunter2", "max_tokens": "16", "api_key_set": True})
-    assert out == {"--hf-token": "****", "password": "****", "max_tokens": "16", "api_key_set": True}
+    out = Redactor().obj({"--hf-token": "plainword1", "password": "hunter2", "max_tokens": "16", "api_key_set": True, "VLLM_API_KEY": "<set>"})
+    assert out == {"--hf-token": "****", "password": "****", "max_tokens": "16", "api_key_set": True, "VLLM_API_KEY": "<set>"}
 
 
 @pytest.mark.parametrize("text", ["x" * 1_000_000, "--" + "a-" * 500_000, "http://" + "a" * 1_000_000, "?" + "a" * 1_000_000,
