@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,8 @@ def cache_dir() -> Path:
 def fetch_model_files(
     repo_id: str, timeout: float = 10.0, revision: str = "main"
 ) -> tuple[dict[str, Any] | None, int | None, str]:
-    """(config, safetensors total_size, reason): config None with a reason when unreachable."""
+    """(config, safetensors total_size, reason): config None with a reason when unreachable.
+    `timeout` bounds the whole fetch (both files, every redirect), in wall-clock time."""
     safe = repo_id.replace("/", "--")
     cached = cache_dir() / f"{safe}@{revision}.json"
     if cached.is_file():
@@ -43,7 +45,8 @@ def fetch_model_files(
     base = f"{endpoint}/{repo_id}/resolve/{revision}"
     try:
         with safe_http.client(timeout=timeout) as client:
-            resp = _get(client, f"{base}/config.json", endpoint, token, timeout)
+            end = time.monotonic() + timeout
+            resp = _get(client, f"{base}/config.json", endpoint, token, end)
             if resp.status in (401, 403):
                 return (
                     None,
@@ -57,7 +60,7 @@ def fetch_model_files(
             config = resp.json()
             if not isinstance(config, dict):
                 return None, None, f"{endpoint}: {repo_id}/config.json is not a JSON object"
-            index = _get(client, f"{base}/model.safetensors.index.json", endpoint, token, timeout)
+            index = _get(client, f"{base}/model.safetensors.index.json", endpoint, token, end)
             meta = index.json().get("metadata") if index.status == 200 else None
             total = meta.get("total_size") if isinstance(meta, dict) else None
     except (httpx.HTTPError, ValueError, AttributeError) as exc:
@@ -73,9 +76,9 @@ def fetch_model_files(
 MAX_FILE = 16 * 1024 * 1024  # a config.json or safetensors index is kilobytes; bound a hostile one
 
 
-def _get(client: Any, url: str, endpoint: str, token: str, timeout: float) -> Any:
-    """GET with the hub's redirects (to its CDN) followed by hand, each hop bounded in time and
-    bytes. The token is bound to the endpoint's origin (scheme, host and port): it goes with a hop
+def _get(client: Any, url: str, endpoint: str, token: str, end: float) -> Any:
+    """GET with the hub's redirects (to its CDN) followed by hand, all hops together done by `end`
+    (a monotonic time), each bounded in bytes. The token is bound to the endpoint's origin (scheme, host and port): it goes with a hop
     only when that hop is on the same origin, never to another port of the same host."""
     import httpx
 
@@ -84,7 +87,7 @@ def _get(client: Any, url: str, endpoint: str, token: str, timeout: float) -> An
     hops = 0
     while True:
         headers = {"Authorization": f"Bearer {token}"} if token and safe_http.same_origin(url, endpoint) else {}
-        resp = safe_http.fetch(client, "GET", url, timeout, MAX_FILE, headers=headers)
+        resp = safe_http.fetch(client, "GET", url, max(0.05, end - time.monotonic()), MAX_FILE, headers=headers)
         location = resp.headers.get("location")
         if resp.status not in (301, 302, 303, 307, 308) or not location or hops >= 5:
             return resp

@@ -97,7 +97,7 @@ class WallClockTimeout(httpx.ReadTimeout):
 
 def timed_out(dog: Watchdog, seen: int | None = None) -> WallClockTimeout:
     got = f" ({seen} bytes of body read)" if seen else ""
-    return WallClockTimeout(f"no complete answer within {dog.seconds:g} s: still {dog.phase}{got}")
+    return WallClockTimeout(f"no complete answer within {dog.seconds:.3g} s: still {dog.phase}{got}")
 
 
 def client(**kwargs: Any) -> httpx.Client:
