@@ -233,3 +233,14 @@ def test_tls_handshake_that_hangs_inside_a_proxy_tunnel_is_a_tls_timeout(tmp_pat
     assert out.returncode == 1 and f["code"] == "access.timeout"
     assert f["title"] == f"the TLS handshake did not complete within {TIMEOUT_S} s (a timeout, not a certificate problem)"
     assert proxy.seen == [f"CONNECT 127.0.0.1:{srv.port}"]
+
+
+@pytest.mark.parametrize("flag, value", [("--deadline", "0"), ("--deadline", "-1"), ("--deadline", "nan"), ("--timeout", "0"),
+                                         ("--timeout", "inf"), ("--timeout", "abc")])  # fmt: skip
+def test_a_time_limit_that_cannot_bound_anything_is_a_usage_error(tmp_path: Path, flag: str, value: str) -> None:
+    """--deadline 0 used to end the run before any check and report `ok`, exit 0: a gate passed."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-m", "doctor", "run", "--only", "access", "--base-url", "http://127.0.0.1:9/v1", flag, value],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)  # fmt: skip
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"Error: Invalid value for '{flag}': '{value}' " in out.stderr
