@@ -66,7 +66,8 @@ def _hit(m: re.Match[str], kind: str) -> str:
     return m.group("pre") + _masked(m.group("secret"), kind)
 
 
-_PLACEHOLDERS = {"empty", "none", "null", "dummy", "<token>", "your-api-key", "sk-xxx", "<set>"}  # <set>: host.py's mark for a secret env
+_PLACEHOLDERS = {"empty", "none", "null", "dummy", "<token>", "your-api-key", "sk-xxx", "not-needed", "sk-no-key-required", "<set>"}
+# (not-needed, sk-no-key-required: the keys docs tell users of keyless local servers to pass; <set>: host.py's mark)
 
 
 def mask(secret: str) -> str:
