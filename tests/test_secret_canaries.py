@@ -143,3 +143,25 @@ def test_the_api_key_goes_to_metrics_only_on_its_own_origin(tmp_path: Path, same
     assert "Traceback" not in out.stderr and leaks(out.stdout + out.stderr) == []
     sent = [r.headers.get("authorization") for r in metrics_srv.requests if r.path == "/metrics"]
     assert sent and set(sent) == ({f"Bearer {KEY}"} if same_origin else {None})
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown", "html", "junit"])
+def test_no_canary_from_saved_files_in_any_output(tmp_path: Path, fmt: str) -> None:
+    """`analyze` of a launch command and an engine log that carry the secrets in every shape."""
+    launch = tmp_path / "launch.sh"
+    launch.write_text("vllm serve org/model --port 8000 \\\n  " + " \\\n  ".join(argv_of(FLAGS)) + "\n")
+    query = "&".join(f"{k}={v}" for k, v in QUERY.items())
+    log = tmp_path / "engine.log"
+    log.write_text(
+        f"INFO 05-01 10:00:00 api_server.py:712] args: Namespace(model='org/model', api_key='{LOG_KEY}')\n"
+        f"vllm serve: error: unrecognized arguments: --api_key {LOG_KEY}\n"
+        f"WARNING 05-01 10:00:01 client.py:12] GET https://hub.example/org/model?{query} failed\n"
+    )
+    report, bundle = tmp_path / f"report.{fmt}", tmp_path / "bundle.json"
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
+    cmd = [sys.executable, "-m", "doctor", "analyze", str(launch), str(log), "--format", fmt, "-o", str(report), "--save-bundle", str(bundle)]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert "Traceback" not in out.stderr, out.stderr
+    written = {"stdout": out.stdout, "stderr": out.stderr, "--output": report.read_text(), "--save-bundle": bundle.read_text()}
+    assert {where: leaks(text) for where, text in written.items()} == {where: [] for where in written}
+    assert json.loads(written["--save-bundle"])["deployment"]["engine"] == "vllm"
