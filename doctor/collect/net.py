@@ -156,15 +156,18 @@ def tls_handshake(addr: str, host: str, port: int, ctx: ssl.SSLContext, timeout:
 
 
 HANDSHAKE_TIMEOUT = "handshake timed out"
+CLOSED = "closed during the handshake"
 
 
 def _handshake_failure(exc: OSError, timed_out: bool) -> str:
     if timed_out:
         return HANDSHAKE_TIMEOUT
+    if isinstance(exc, (ssl.SSLEOFError, ssl.SSLZeroReturnError)) or getattr(exc, "reason", "") == "UNEXPECTED_EOF_WHILE_READING":
+        return CLOSED  # the same close, seen before or after the ClientHello went out
     if isinstance(exc, ssl.SSLError):
         plain = exc.reason in ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST")
         return "not TLS (the port speaks plain HTTP)" if plain else str(exc.reason or exc)
-    return "closed during the handshake"
+    return CLOSED
 
 
 FIRST_BYTES = 200
