@@ -22,6 +22,22 @@ def _csv(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(v.strip() for item in values for v in item.split(",") if v.strip())
 
 
+class Seconds(click.ParamType):
+    """A time limit: a finite number of seconds above 0 (0, negative, nan or inf would make the
+    run end before it starts, or never)."""
+
+    name = "seconds"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            seconds = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not 0 < seconds <= 86400:  # also false for nan
+            self.fail(f"{value!r} must be above 0 and at most 86400 seconds", param, ctx)
+        return seconds
+
+
 def output_options(f: Callable) -> Callable:
     for opt in reversed(
         [
@@ -37,14 +53,53 @@ def output_options(f: Callable) -> Callable:
             ),
             click.option("--only", multiple=True, help="Layers or check ids to run (comma-separated)."),
             click.option("--skip", multiple=True, help="Check ids or layers to skip (comma-separated)."),
-            click.option("--deadline", type=float, default=60.0, show_default=True, help="Overall time limit, seconds."),
+            click.option("--deadline", type=Seconds(), default=60.0, show_default=True, help="Overall time limit, seconds."),
         ]
     ):
         f = opt(f)
     return f
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+SECRET_FLAGS = ("--api-key",)
+SECRET_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "HF_TOKEN")
+
+
+class RedactingGroup(click.Group):
+    """Click's usage errors quote what was typed ("Got unexpected extra argument (…)"): a key pasted
+    unquoted with a space in it would land on stderr. They are redacted like every other output."""
+
+    def main(self, args: list[str] | None = None, *rest: object, **kw: object) -> object:  # type: ignore[override]
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            return super().main(argv, *rest, **{**kw, "standalone_mode": False})  # type: ignore[arg-type]
+        except click.ClickException as exc:
+            from doctor.redact import Redactor
+
+            exc.message = Redactor([*typed_secrets(argv), *(os.environ.get(v) for v in SECRET_ENV)]).text(exc.message)
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+
+
+def typed_secrets(argv: list[str]) -> list[str]:
+    """What follows a secret flag on the command line, up to the next flag (all of it: a key with
+    a space in it arrives as several arguments)."""
+    out, taking = [], False
+    for arg in argv:
+        name, eq, value = arg.partition("=")
+        if name in SECRET_FLAGS:
+            taking = not eq
+            out += [value] if eq else []
+        elif arg.startswith("-"):
+            taking = False
+        elif taking:
+            out.append(arg)
+    return out
+
+
+@click.group(cls=RedactingGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="llm-doctor")
 def main() -> None:
     """Diagnose an LLM inference service layer by layer: access -> load -> perf.
@@ -59,7 +114,7 @@ def main() -> None:
 @click.option("--api-key", help="API key (shown only masked).")
 @click.option("--model", help="Model ID the client asks for.")
 @click.option("--protocol", type=click.Choice(["openai", "anthropic", "auto"]), default="auto", show_default=True)
-@click.option("--timeout", type=float, default=10.0, show_default=True, help="Per-request timeout, seconds.")
+@click.option("--timeout", type=Seconds(), default=10.0, show_default=True, help="Per-request timeout, seconds.")
 @click.option("--ca-bundle", type=click.Path(exists=True, dir_okay=False), help="CA bundle for TLS verification.")
 @click.option("--insecure", is_flag=True, help="Do not verify TLS certificates (reported as a warning).")
 @click.option("--log", "logs", multiple=True, help="Engine log file/folder/- to analyse (repeatable).")

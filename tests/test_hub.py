@@ -142,3 +142,40 @@ def test_plan_uses_the_hub_config_and_index_size(server, tmp_path) -> None:
     # 5,579,320,320 bytes from the index = 5.20 GiB; fp16 KV of 28 layers x 4 heads x 128 = 57,344 B/token
     assert p["weights_gib_per_gpu"] == 5.2 and p["kv_bytes_per_token"] == 57344 and p["fits"] is True
     assert report["facts"]["model"]["source"] == "hub"
+
+
+def test_the_token_is_bound_to_the_endpoint_origin_not_the_host(env) -> None:
+    """A redirect to another port of the same host is another origin: the token stays behind,
+    while the redirect itself is followed and the file read."""
+    from tests.servers.http import FakeServer, Reply, Request
+
+    with FakeServer(lambda req: Reply(200, CONFIG)) as other:
+        moved = f"{other.url}/cdn/config.json"
+
+        def hub_app(req: Request) -> Reply:
+            if req.path.endswith("/config.json"):
+                return Reply(302, b"", headers={"location": moved})
+            return Reply(404, {"error": "Entry not found"})
+
+        with FakeServer(hub_app) as home:
+            env.setenv("HF_ENDPOINT", home.url)
+            env.setenv("HF_TOKEN", TOKEN)
+            config, _, reason = hub.fetch_model_files("org/open")
+    assert (reason, config["num_key_value_heads"]) == ("", 4)
+    assert home.requests[0].headers.get("authorization") == f"Bearer {TOKEN}"
+    assert [r.path for r in other.requests] == ["/cdn/config.json"]
+    assert "authorization" not in other.requests[0].headers
+
+
+def test_a_trickling_hub_is_cut_by_the_timeout(env) -> None:
+    import time
+
+    from tests.servers import hostile
+
+    with hostile.HostileServer(hostile.trickled_headers) as srv:
+        env.setenv("HF_ENDPOINT", srv.url())
+        start = time.monotonic()
+        config, _, reason = hub.fetch_model_files("org/open", timeout=1.0)
+        elapsed = time.monotonic() - start
+    assert config is None and elapsed < 30  # the server would trickle for 60 s
+    assert reason.startswith(f"could not reach {srv.url()} for org/open: WallClockTimeout: no complete answer within 1 s")

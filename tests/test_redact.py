@@ -49,3 +49,81 @@ def test_placeholders_and_plain_text_untouched() -> None:
     assert r.text("api key EMPTY, model Qwen/Qwen2.5-7B-Instruct at http://10.0.0.5:8000/v1") == (
         "api key EMPTY, model Qwen/Qwen2.5-7B-Instruct at http://10.0.0.5:8000/v1"
     )
+
+
+KEY43 = "ck_live_9fT2mQ7xLp4RzW8vNb3HsJ6kYd1GcE5auV0"
+
+
+@pytest.mark.parametrize("start, length", [(0, 32), (5, 32), (11, 8), (20, 23), (0, 8)])
+def test_any_fragment_of_a_known_secret_of_8_or_more_is_masked(start: int, length: int) -> None:
+    piece = KEY43[start : start + length]
+    out = Redactor([KEY43]).text(f"Incorrect API key provided: {piece}... and again {piece}")
+    assert out == "Incorrect API key provided: ****... and again ****"
+
+
+def test_fragments_shorter_than_8_and_the_masked_form_stay() -> None:
+    r = Redactor([KEY43])
+    assert r.text(f"ends with {KEY43[-7:]}") == f"ends with {KEY43[-7:]}"
+    assert r.text(f"key {KEY43}") == "key ck_...auV0"
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("vllm serve m --api_key s3cr3t-value-1 --port 8000", "s3cr3t-value-1"),
+        ("vllm serve m --api-key=s3cr3t-value-1 --port 8000", "s3cr3t-value-1"),
+        ("--hf_token s3cr3t-value-1", "s3cr3t-value-1"),
+        ("--hf-token=s3cr3t-value-1", "s3cr3t-value-1"),
+        ("--token s3cr3t-value-1", "s3cr3t-value-1"),
+        ("vllm serve: error: unrecognized arguments: --api_key s3cr3t-value-1", "s3cr3t-value-1"),
+        ("args: ['--api_key', 's3cr3t-value-1']", "s3cr3t-value-1"),
+        ('"args": ["--api-key", "s3cr3t-value-1"]', "s3cr3t-value-1"),
+        ("args:\n- --api-key\n- s3cr3t-value-1", "s3cr3t-value-1"),
+        ("vllm serve m \\\n  --api-key \\\n  s3cr3t-value-1 \\\n  --port 8000", "s3cr3t-value-1"),
+        ("VLLM_API_KEY=s3cr3t-value-1 vllm serve m", "s3cr3t-value-1"),
+        ("http://h:8000/v1?key=s3cr3t-value-1", "s3cr3t-value-1"),
+        ("http://h/v1/models?x=1&api_key=s3cr3t-value-1#top", "s3cr3t-value-1"),
+        ("https://h/?apikey=s3cr3t-value-1", "s3cr3t-value-1"),
+        ("https://h/?token=s3cr3t-value-1&b=2", "s3cr3t-value-1"),
+        ("https://h/?access_token=s3cr3t-value-1", "s3cr3t-value-1"),
+        ("https://blob/x?sv=2024&sig=s3cr3t-value-1", "s3cr3t-value-1"),
+        ("https://s3/x?X-Amz-Signature=s3cr3t-value-1", "s3cr3t-value-1"),
+    ],
+)
+def test_secret_flags_and_query_parameters_in_every_spelling(text: str, value: str) -> None:
+    assert value not in Redactor().text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "--max-num-batched-tokens 8192 --tokenizer org/tok --max-tokens 16",
+        '{"usage": {"prompt_tokens": 15, "completion_tokens": 2}, "max_tokens": 16}',
+        "http://h:8000/v1/models?limit=10&after=abc",
+        "--skip-tokenizer-init --bos-token-id 1",
+    ],
+)
+def test_names_that_only_contain_token_are_not_secrets(text: str) -> None:
+    assert Redactor().text(text) == text
+
+
+def test_a_value_under_a_secret_name_is_masked_whatever_it_looks_like() -> None:
+    out = Redactor().obj({"--hf-token": "plainword1", "password": "hunter2", "max_tokens": "16", "api_key_set": True, "VLLM_API_KEY": "<set>"})
+    assert out == {"--hf-token": "****", "password": "****", "max_tokens": "16", "api_key_set": True, "VLLM_API_KEY": "<set>"}
+
+
+@pytest.mark.parametrize("text", ["x" * 1_000_000, "--" + "a-" * 500_000, "http://" + "a" * 1_000_000, "?" + "a" * 1_000_000,
+                                  "x=" * 500_000, "key" * 300_000, ":" * 1_000_000])  # fmt: skip
+def test_long_runs_cost_linear_time(text: str) -> None:
+    """A hostile megabyte of one word: each pattern starts once per word, so this is about a
+    second of work; the old quadratic patterns (a name or scheme tried at every letter) took hours."""
+    import time
+
+    start = time.monotonic()
+    assert Redactor([KEY43]).text(text) == text
+    assert time.monotonic() - start < 60
+
+
+def test_prose_after_a_flag_name_is_not_its_value() -> None:
+    text = "key sk-...cdef (from flag --api-key, 21 characters); see --token\n\nnext"
+    assert Redactor().text(text) == text

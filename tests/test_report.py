@@ -92,3 +92,14 @@ def test_text_report_plain_without_color() -> None:
     assert "\x1b[" not in text
     assert "1. ERROR access.key_rejected" in text
     assert "export OPENAI_API_KEY=" in text
+
+
+def test_secrets_the_redactor_knows_only_by_shape_are_masked_before_markup_escapes_them() -> None:
+    """HTML and JUnit escape quotes and ampersands (`&quot;api_key&quot;`, `&amp;key=`): redacting
+    only the escaped output would miss them, so the report's text is redacted before rendering."""
+    evidence = ['{"api_key": "cnry-json-value-1"}', "GET http://h/x?a=1&key=cnry-query-value-2", "['--api_key', 'cnry-argv-value-3']"]
+    finding = Finding("access.key_rejected", "t", evidence, [Fix("retry", "curl 'http://h/?a=1&token=cnry-fix-value-4'")], severity="error")
+    report = build_report([CheckResult("access.key", "access", "fail", detail='said {"password": "cnry-detail-5"}', findings=[finding])], Facts())
+    for fmt in FORMATS:
+        out = render(report, fmt, Redactor())
+        assert "cnry-" not in out.replace("cnr...", ""), (fmt, out)

@@ -122,9 +122,23 @@ def _tls(ep: EndpointFacts, step: ProbeStep) -> Finding:
             "access.tls_failed", "the port speaks plain HTTP but the base URL says https://", evidence,
             [Fix("Use http:// in the base URL", f"--base-url {http}")],
         )  # fmt: skip
+    if reason == "handshake timed out":
+        return Finding(
+            "access.tls_failed",
+            f"the TLS handshake with {step.target} timed out: TCP was accepted but the handshake never finished (not a certificate problem)",
+            [f"TLS handshake with {step.target}: {step.error} (after {step.duration_ms / 1000:.1f} s)"],
+            [Fix("See whether the port speaks TLS at all, and how far the handshake gets", f"openssl s_client -connect {step.target} -servername {step.target.rpartition(':')[0]}"),
+             Fix("A load balancer or firewall that accepts and holds connections, or a server too busy to answer: check it; "
+                 "if it speaks plain HTTP, use http://")],
+        )  # fmt: skip
     if reason == "CA bundle unreadable":
         return Finding("access.tls_failed", "the CA bundle cannot be used", [step.error],
                        [Fix("Point it at a readable PEM file, or unset it to use the default CAs", "unset SSL_CERT_FILE REQUESTS_CA_BUNDLE")])  # fmt: skip
+    if step.error_class != "SSLCertVerificationError":  # a reset, an alert, no shared protocol: the certificate was never judged
+        return Finding(
+            "access.tls_failed", f"the TLS handshake with {step.target} failed: {reason} (not a certificate problem)", evidence,
+            [Fix("See how far the handshake gets and what the server offers", f"openssl s_client -connect {step.target} -servername {step.target.rpartition(':')[0]}")],
+        )  # fmt: skip
     fixes = {
         "expired": [Fix("Renew the server's certificate (the client clock may also be wrong: check `date`)")],
         "wrong host": [Fix("Use the host name the certificate was issued for, or reissue it with this name in subjectAltName")],
@@ -146,7 +160,8 @@ def _http_level(ep: EndpointFacts) -> Finding | None:
     first = next(iter(t.http_steps(ep)), None)
     if first is None:
         return None
-    if ep.proxy_var and (first.error_class in ("ProxyError", "ConnectError", "ConnectTimeout") or first.status == 407):
+    tunnel_tls = first.detail.get("phase") == "in the TLS handshake"  # the proxy connected us; the server's TLS failed
+    if ep.proxy_var and not tunnel_tls and (first.error_class in ("ProxyError", "ConnectError", "ConnectTimeout") or first.status == 407):
         return Finding(
             "access.proxy_failed",
             f"the proxy {ep.proxy_url} (from {ep.proxy_var}) did not pass the request on",

@@ -17,7 +17,7 @@ CODES = ("access.response_invalid", "access.rate_limited", "access.quota_exceede
 # not after access.model: that one cannot judge a server that answers nothing but 5xx or times out
 AFTER = ("access.network", "access.base_url", "access.key", "access.protocol")
 QUOTA_WORDS = ("insufficient_quota", "quota", "billing", "credit", "balance", "payment")
-TIMEOUTS = ("ReadTimeout", "WriteTimeout", "PoolTimeout", "ConnectTimeout")
+TIMEOUTS = ("ReadTimeout", "WriteTimeout", "PoolTimeout", "ConnectTimeout", "WallClockTimeout")
 
 
 @check("access.request", "access", codes=CODES, needs=("endpoint",), after=AFTER)
@@ -32,9 +32,8 @@ def request(facts: Facts) -> Outcome:
             raise NotApplicable("the model is not served or not set: access.model reports it")
     if step.error_class in TIMEOUTS:
         return Outcome([_timeout(ep, step)])
-    if step.status is None:
-        return Outcome([Finding("access.response_invalid", f"the request failed: {step.error_class}", [t.line(step)],
-                                [Fix("Check the base URL and what answers on that port", f"curl -sv {step.target.split(' ', 1)[-1]}")])])  # fmt: skip
+    if step.status is None or step.error_class:
+        return Outcome([_broken_http(ep, step)])
     finding = _status(step) or _shape(ep, step)
     if isinstance(finding, Finding):
         return Outcome([finding])
@@ -45,16 +44,46 @@ def _main(ep: EndpointFacts) -> ProbeStep | None:
     names = ("messages", "candidate_messages") if ep.protocol == "anthropic" else ("chat", "candidate_chat")
     steps = [s for s in ep.steps if s.step in names]
     good = [s for s in steps if t.answered(s) or s.status is None or (s.status or 0) >= 500 or s.detail.get("html")]
-    chosen = (good or steps)[-1:] or [s for s in t.http_steps(ep) if s.error_class in TIMEOUTS or (s.status or 0) in (429, 402) or (s.status or 0) >= 500][:1]
+    chosen = (good or steps)[-1:] or [s for s in t.http_steps(ep) if s.error_class or (s.status or 0) in (429, 402) or (s.status or 0) >= 500][:1]
     return chosen[0] if chosen else None
+
+
+def _broken_http(ep: EndpointFacts, step: ProbeStep) -> Finding:
+    """An exchange that failed below the API: not HTTP at all, a head too large to parse, a
+    connection closed in the middle of the body. The raw first bytes are quoted when read."""
+    raw = t.find(ep, "raw")
+    seen = [f"the server's first bytes: {raw.detail.get('first_bytes')}"] if raw is not None and raw.detail.get("bytes") else []
+    error = step.error.lower()
+    if step.status is not None:
+        title = f"the answer broke off: {step.status} and then {step.error_class}: {step.error}"
+    elif "buffer too long" in error:
+        title = "the answer's status line and headers are over 100 KiB: not a sane HTTP answer"
+    elif raw is not None and raw.detail.get("bytes") and not str(raw.detail.get("first_bytes", "")).startswith("b'HTTP/"):
+        title = "the server does not speak HTTP on this port"
+    elif raw is not None and raw.ok and not raw.detail.get("bytes"):
+        title = "the server closed the connection without answering"
+    else:
+        title = f"the answer is not valid HTTP: {step.error_class}: {step.error}"
+    return Finding("access.response_invalid", title[:200], [t.line(step), *seen],
+                   [Fix("Check what really listens on that port", f"curl -sv {step.target.split(' ', 1)[-1]}")])  # fmt: skip
 
 
 def _timeout(ep: EndpointFacts, step: ProbeStep) -> Finding:
     limit = float(step.detail.get("timeout_s") or 0)
+    phase = str(step.detail.get("phase") or "")
+    if phase == "in the TLS handshake":
+        title = f"the TLS handshake did not complete within {limit:g} s (a timeout, not a certificate problem)"
+    elif phase == "reading the body":
+        title = f"the server is too slow: after {limit:g} s only {step.detail.get('body_bytes', 0)} bytes of the body ({step.status}) had arrived"
+    elif step.status is None and phase.startswith("waiting") and step.error_class == "WallClockTimeout":
+        title = f"the server accepted the connection but its status line and headers were not complete within {limit:g} s"
+    else:
+        title = f"the server accepted the connection but sent no answer within {limit:g} s"
     return Finding(
         "access.timeout",
-        f"the server accepted the connection but sent no answer within {limit:g} s",
-        [f"{step.target} -> {step.error_class} after {step.duration_ms / 1000:.1f} s (timeout {limit:g} s)",
+        title,
+        [f"{step.target} -> {step.error_class} after {step.duration_ms / 1000:.1f} s (timeout {limit:g} s)"
+         + (f": {step.error}" if step.error_class == "WallClockTimeout" else ""),
          f"TCP connect to {t.host_of(ep.base_url)} succeeded" if t.find(ep, "tcp") else "connected"],
         [Fix("Look at the server: still loading the model, hung, or requests queued (vLLM /metrics vllm:num_requests_waiting)"),
          Fix("If it is only slow, allow more time", f"--timeout {max(30, int(limit * 3))}")],
@@ -97,7 +126,9 @@ def _shape(ep: EndpointFacts, step: ProbeStep) -> Finding | str | None:
                        [Fix("Point the base URL at the API itself, not a web page", f"curl -s {base}/models"),
                         Fix("If a corporate proxy intercepts it, bypass it", f"export NO_PROXY={t.host_of(base)}")])  # fmt: skip
     if not d.get("json"):
-        return Finding("access.response_invalid", "the answer is not JSON", [t.line(step), f"Content-Type: {step.content_type or '?'}"],
+        parser = [f"JSON parser: {d['json_error']}"] if d.get("json_error") else []
+        return Finding("access.response_invalid", "the answer is not JSON" + (": nested too deep to parse" if "too deep" in str(d.get("json_error")) else ""),
+                       [t.line(step), f"Content-Type: {step.content_type or '?'}", *parser],
                        [Fix("Check what answers at the base URL", f"curl -si {base}/models")])  # fmt: skip
     if (step.status or 0) >= 400:
         return Finding("access.response_invalid", f"the server refused the minimal request ({step.status}): {t.server_says(step)}"[:200],

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from doctor.facts import Facts
 from doctor.facts.access import EndpointFacts, ProbeStep, Setting
 
-NETWORK_STEPS = ("proxy", "proxy_unused", "dns", "tcp", "tls", "tls_sniff")
+NETWORK_STEPS = ("proxy", "proxy_unused", "dns", "tcp", "tls", "tls_sniff", "raw")
 SNIFF_STEPS = ("sniff_messages", "sniff_chat", "sniff_models")
 LOCAL_SUFFIXES = (".local", ".internal", ".localdomain", ".svc", ".cluster.local", ".lan", ".home.arpa")
 

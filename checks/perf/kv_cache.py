@@ -24,7 +24,7 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
     """The KV cache has room: usage below 90%, no preemptions, no swapped requests."""
     m = facts.metrics
     if m is None or not m.available:
-        raise NotApplicable("no /metrics scrape")
+        raise NotApplicable(f"no /metrics scrape: {m.reason}" if m is not None and m.reason else "no /metrics scrape")
     v = m.values
     usage = v.get("kv_cache_usage")
     preempt_total, preempt_rate = v.get("preemptions_total"), v.get("preemptions_per_s")

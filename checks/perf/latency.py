@@ -52,7 +52,7 @@ def latency(facts: Facts) -> Outcome:
     """TTFT below 2 s and inter-token latency below 100 ms (engine histograms)."""
     m = facts.metrics
     if m is None or not m.available:
-        raise NotApplicable("no /metrics scrape")
+        raise NotApplicable(f"no /metrics scrape: {m.reason}" if m is not None and m.reason else "no /metrics scrape")
     v = m.values
 
     def pick(name: str) -> tuple[float | None, str]:

@@ -15,17 +15,17 @@ Safety rules that make it fit to run against production:
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from doctor.collect import net
+from doctor.collect import net, safe_http
 from doctor.facts.access import EndpointFacts, ProbeStep
 from doctor.redact import Redactor
 from doctor.settings import Settings, clean_key
 
 MAX_BODY = 256 * 1024
+MAX_STREAM = 64 * 1024 * 1024  # an event stream is read to its end or the time limit, but not forever
 EXCERPT = 2000
 MAX_EVENTS = 200
 KEEP_HEADERS = (
@@ -233,13 +233,10 @@ class Prober:
 
     # -- HTTP ---------------------------------------------------------------------------------
     def http(self, origin: str, path: str) -> None:
-        import httpx
-
-        self.client = httpx.Client(
+        self.client = safe_http.client(
             verify=self.verify,
             proxy=self.settings.proxy_env.get(self.facts.proxy_var) if self.facts.proxy_var else None,
             trust_env=False,
-            follow_redirects=False,
         )
         if self.facts.protocol == "anthropic":
             self.anthropic(origin, path)
@@ -368,32 +365,42 @@ class Prober:
         start = time.perf_counter()
         reader = SSEReader() if sse else None
         body = bytearray()
-        try:
-            with self.client.stream(method, url, json=json_body, headers=headers, timeout=httpx.Timeout(limit)) as resp:
-                step.status = resp.status_code
-                step.headers = {k: self.redact(v) for k, v in resp.headers.items() if k.lower() in KEEP_HEADERS}
-                step.content_type = resp.headers.get("content-type", "")
-                step.detail["first_byte_ms"] = round((time.perf_counter() - start) * 1000, 2)
-                for chunk in resp.iter_bytes():
-                    now_ms = (time.perf_counter() - start) * 1000
-                    if reader is not None:
-                        reader.feed(chunk, now_ms)
-                    if len(body) < MAX_BODY:
-                        body += chunk[: MAX_BODY - len(body)]
-                    elif reader is None:
-                        step.detail["truncated"] = True
-                        break
-                    if now_ms / 1000 > limit:
-                        step.detail["cut_after_s"] = round(limit, 3)
-                        break
-                    if reader is not None and reader.done:
-                        break
-        except httpx.TimeoutException as exc:
-            step.error_class, step.error = type(exc).__name__, str(exc) or f"no answer within {limit:g} s"
-            if not (reader is not None and reader.events):
-                self.stopped, self.facts.stopped = True, f"{method} {self.redact(url)} timed out after {limit:g} s"
-        except (httpx.HTTPError, httpx.InvalidURL, UnicodeError, ValueError, OSError) as exc:
-            step.error_class, step.error = type(exc).__name__, str(exc) or type(exc).__name__
+        with safe_http.Watchdog(limit) as dog:
+            try:
+                with self.client.stream(method, url, json=json_body, headers=headers, timeout=httpx.Timeout(limit),
+                                        extensions=dog.extensions) as resp:  # fmt: skip
+                    step.status = resp.status_code
+                    step.headers = {k: self.redact(v) for k, v in resp.headers.items() if k.lower() in KEEP_HEADERS}
+                    step.content_type = resp.headers.get("content-type", "")
+                    step.detail["first_byte_ms"] = round((time.perf_counter() - start) * 1000, 2)
+                    inflater = safe_http.Inflater(resp.headers.get("content-encoding", ""), MAX_BODY + 1 if reader is None else MAX_STREAM)
+                    for raw in resp.iter_raw():
+                        chunk = inflater.feed(raw)
+                        now_ms = (time.perf_counter() - start) * 1000
+                        if reader is not None:
+                            reader.feed(chunk, now_ms)
+                        if len(body) < MAX_BODY:
+                            body += chunk[: MAX_BODY - len(body)]
+                        if inflater.full:
+                            step.detail["truncated"] = True
+                            break
+                        if now_ms / 1000 > limit:
+                            step.detail["cut_after_s"] = round(limit, 3)
+                            if reader is None:  # a plain answer still arriving at the limit: a slow server
+                                raise safe_http.timed_out(dog, len(body))
+                            break
+                        if reader is not None and reader.done:
+                            break
+            except httpx.HTTPError as exc:
+                failure: Exception = exc
+                step.detail["phase"], step.detail["body_bytes"] = dog.phase, len(body)
+                if dog.fired or isinstance(exc, safe_http.WallClockTimeout):  # a hung or trickling server
+                    failure = safe_http.timed_out(dog, len(body))
+                step.error_class, step.error = type(failure).__name__, str(failure) or type(failure).__name__
+                if isinstance(failure, httpx.TimeoutException) and not (reader is not None and reader.events):
+                    self.stopped, self.facts.stopped = True, f"{method} {self.redact(url)} timed out after {limit:g} s"
+            except (httpx.InvalidURL, UnicodeError, ValueError, OSError) as exc:
+                step.error_class, step.error = type(exc).__name__, str(exc) or type(exc).__name__
         step.duration_ms = round((time.perf_counter() - start) * 1000, 2)
         step.ok = step.status is not None and 200 <= step.status < 300 and not step.error_class
         text = bytes(body).decode("utf-8", errors="replace")
@@ -406,11 +413,27 @@ class Prober:
             step.detail["error_message"] = self.redact(step.detail["error_message"])
         if step.status is not None and step.status in (301, 302, 303, 307, 308):
             self.stopped, self.facts.stopped = True, f"redirected to {step.headers.get('location', '?')}, not followed"
-        if step.error_class in ("RemoteProtocolError", "ReadError") and url.startswith("http://"):
-            self.tls_sniff(url)
+        if step.status is None and step.error_class in ("RemoteProtocolError", "ReadError"):
+            self.raw_sniff(url)
         elif step.status == 400 and "plain http request was sent to https port" in text.lower():
             self.tls_sniff(url)
         return step
+
+    def raw_sniff(self, url: str) -> None:
+        """The HTTP client could not parse the answer: read the server's first bytes raw (no
+        credentials sent) so the report can quote what came back; an http:// port that answered
+        with TLS bytes or nothing at all gets the TLS sniff."""
+        parts = urlsplit(url)
+        self.stopped = True
+        if not self.facts.resolved or not parts.hostname or self.facts.proxy_var:
+            return
+        https = parts.scheme == "https"
+        ctx = net.ssl_context(None, insecure=True) if https else None
+        port = parts.port or (443 if https else 80)
+        raw = self.add(net.first_bytes(self.facts.resolved[0], parts.hostname, port, ctx, parts.path, self.timeout()))
+        raw.detail["first_bytes"] = self.redact(str(raw.detail["first_bytes"]))
+        if not https and (raw.detail["tls_like"] or not raw.detail["bytes"]):
+            self.tls_sniff(url)
 
     def tls_sniff(self, url: str) -> None:
         """An http:// URL got a broken answer: does the port speak TLS instead?"""
@@ -455,9 +478,10 @@ def read_body(text: str, content_type: str) -> dict[str, Any]:
             out["html_title"] = text[i + 7 : j].strip()[:200]
         return out
     try:
-        data = json.loads(text) if stripped[:1] in ("{", "[") else None
-    except ValueError:
+        data = safe_http.parse_json(text) if stripped[:1] in ("{", "[") else None
+    except ValueError as exc:
         data = None
+        out["json_error"] = str(exc)[:200]
     out["json"] = data is not None
     if not isinstance(data, dict):
         return out
@@ -559,7 +583,7 @@ class SSEReader:
                 if len(self.times) < MAX_EVENTS:
                     self.times.append(round(at_ms, 2))
                 try:
-                    json.loads(data)
+                    safe_http.parse_json(data.decode("utf-8", "replace"))
                 except ValueError:
                     self.bad += 1
             if len(self.buf) > MAX_BODY:

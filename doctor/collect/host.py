@@ -96,7 +96,9 @@ def engine_processes() -> list[EngineProcess]:
     import psutil
 
     from doctor.engine_args import parse_command
+    from doctor.redact import Redactor
 
+    redact = Redactor()  # an engine's own --api-key / --hf_token never leaves its command line
     found: list[EngineProcess] = []
     for proc in psutil.process_iter(["pid", "ppid", "cmdline"]):
         argv = proc.info.get("cmdline") or []
@@ -106,7 +108,8 @@ def engine_processes() -> list[EngineProcess]:
         cfg = parse_command(argv, source="process")
         if not cfg.engine:
             continue
-        ep = EngineProcess(pid=proc.info["pid"], engine=cfg.engine, cmdline=joined, config=cfg)
+        cfg.extra = redact.obj(cfg.extra)  # an engine flag this parser does not know may hold a secret
+        ep = EngineProcess(pid=proc.info["pid"], engine=cfg.engine, cmdline=redact.text(joined), config=cfg)
         try:
             with proc.oneshot():
                 ep.rss_mib = round(proc.memory_info().rss / MIB)

@@ -15,17 +15,18 @@ from doctor.facts import Facts
 
 
 def collect(facts: Facts, settings: Any, opts: Any, deadline: Deadline, say: Any) -> None:
-    from doctor.collect import gpu, guarded, host, metrics
+    from doctor.collect import gpu, guarded, host, metrics, safe_http
 
     base = settings.base_url.value or ""
     key = settings.api_key.value
     url = opts.metrics_url or (metrics.default_url(base) if base else None)
+    metrics_key = key if url and base and safe_http.same_origin(url, base) else None  # the key belongs to its origin
     say("load", f"sampling GPUs for {opts.sample:g} s")
     with ThreadPoolExecutor(max_workers=3) as pool:
         f_gpu = pool.submit(guarded, facts, "gpu", lambda: gpu.collect(opts.sample, deadline))
         f_host = pool.submit(guarded, facts, "host", lambda: host.collect(min(opts.sample, 1.0)))
         f_metrics = (
-            pool.submit(guarded, facts, "metrics", lambda: metrics.collect(url, key, opts.sample, opts.timeout, deadline))
+            pool.submit(guarded, facts, "metrics", lambda: metrics.collect(url, metrics_key, opts.sample, opts.timeout, deadline))
             if url and "perf" in opts.layers
             else None
         )

@@ -19,6 +19,7 @@ MAX_CONCURRENCY = 16
 MAX_SECONDS = 10.0
 MAX_TOKENS = 32
 PROMPT = "Count from 1 to 50, separated by spaces."
+MAX_ANSWER = 1024 * 1024  # bytes read of one answer: 32 tokens never need more
 
 
 def chat_url(base_url: str) -> str:
@@ -31,10 +32,12 @@ def _llamacpp_slots(client: Any, base_url: str, headers: dict[str, str], timeout
     the compute is the limit, not the number of requests admitted."""
     import httpx
 
+    from doctor.collect import safe_http
+
     origin = base_url.rstrip("/").removesuffix("/v1")
     try:
-        resp = client.get(origin + "/props", headers=headers, timeout=min(timeout, 2.0))
-        slots = resp.json().get("total_slots") if resp.status_code == 200 else None
+        resp = safe_http.fetch(client, "GET", origin + "/props", min(timeout, 2.0), MAX_ANSWER, headers=headers)
+        slots = resp.json().get("total_slots") if resp.status == 200 else None
     except (httpx.HTTPError, ValueError, AttributeError):
         return None
     return slots if isinstance(slots, int) else None
@@ -42,6 +45,8 @@ def _llamacpp_slots(client: Any, base_url: str, headers: dict[str, str], timeout
 
 def probe(base_url: str, api_key: str | None, model: str | None, concurrency: int, deadline: Deadline | None = None) -> ProbeFacts:
     import httpx
+
+    from doctor.collect import safe_http
 
     n = max(2, min(int(concurrency), MAX_CONCURRENCY))
     budget = min(MAX_SECONDS, deadline.remaining() * 0.5) if deadline else MAX_SECONDS
@@ -51,24 +56,28 @@ def probe(base_url: str, api_key: str | None, model: str | None, concurrency: in
     url = chat_url(base_url)
     body = {"model": model or "default", "messages": [{"role": "user", "content": PROMPT}],
             "max_tokens": MAX_TOKENS, "temperature": 0, "stream": False}
-    limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
-    with httpx.Client(timeout=max(1.0, budget), follow_redirects=False, limits=limits) as client:
+    limits = httpx.Limits(max_connections=n, max_keepalive_connections=0)  # each request's own socket, watched
+    with safe_http.client(timeout=max(1.0, budget), limits=limits) as client:
 
         def one() -> tuple[int, dict[str, Any] | None, str]:
             left = end - time.monotonic()
             if left <= 0.2:
                 return 0, None, "probe time is up"
             try:
-                resp = client.post(url, json=body, headers=headers, timeout=left)
+                resp = safe_http.fetch(client, "POST", url, left, MAX_ANSWER, json=body, headers=headers)
             except httpx.HTTPError as exc:
                 return 0, None, f"{type(exc).__name__}: {exc}"
-            if resp.status_code != 200:
-                return 0, None, f"HTTP {resp.status_code}"
+            if resp.status != 200:
+                return 0, None, f"HTTP {resp.status}"
             try:
                 data = resp.json()
             except ValueError:
                 return 0, None, "answer is not JSON"
-            tokens = int(((data.get("usage") or {}).get("completion_tokens")) or 0)
+            if not isinstance(data, dict):
+                return 0, None, "answer is not a JSON object"
+            usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+            count = usage.get("completion_tokens")
+            tokens = int(count) if isinstance(count, (int, float)) and count > 0 else 0
             return tokens, data, ""
 
         def phase(parallel: int, rounds: int) -> float | None:

@@ -35,24 +35,19 @@ def default_url(base_url: str) -> str:
 
 
 def scrape(url: str, api_key: str | None = None, timeout: float = 5.0) -> str:
-    """One GET of /metrics. llama-server guards /metrics with its API key, so the key goes as a
-    bearer token, to this host only, and redirects are not followed with it."""
-    import httpx
+    """One GET of /metrics, bounded in wall-clock time and bytes. llama-server guards /metrics with
+    its API key, so the key goes as a bearer token, to this URL's origin only (the caller decides
+    whether it is the key's origin), and redirects are not followed with it."""
+    from doctor.collect import safe_http
 
     headers = {"Accept": "text/plain"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=True) as client:
-        with client.stream("GET", url, headers=headers) as resp:
-            if resp.status_code != 200:
-                raise MetricsUnavailable(f"GET {url} answered HTTP {resp.status_code}" + _why(resp.status_code))
-            chunks, size = [], 0
-            for chunk in resp.iter_bytes():  # a hostile or runaway endpoint must not fill memory
-                chunks.append(chunk)
-                size += len(chunk)
-                if size >= mt.MAX_SCRAPE_BYTES:
-                    break
-    return b"".join(chunks)[: mt.MAX_SCRAPE_BYTES].decode(resp.encoding or "utf-8", errors="replace")
+    with safe_http.client(trust_env=True) as client:
+        resp = safe_http.fetch(client, "GET", url, timeout, mt.MAX_SCRAPE_BYTES, headers=headers)
+    if resp.status != 200:
+        raise MetricsUnavailable(f"GET {url} answered HTTP {resp.status}" + _why(resp.status))
+    return resp.body.decode("utf-8", errors="replace")
 
 
 class MetricsUnavailable(Exception):

@@ -125,28 +125,79 @@ VERIFY_REASONS = {10: "expired", 18: "self-signed", 19: "self-signed CA in chain
 
 
 def tls_handshake(addr: str, host: str, port: int, ctx: ssl.SSLContext, timeout: float, name: str = "tls") -> ProbeStep:
-    """A TLS handshake with the client's verification settings; names the reason it failed."""
+    """A TLS handshake with the client's verification settings; names the reason it failed.
+    Bounded in wall-clock time: a server that accepts and never finishes (or trickles) its side of
+    the handshake is a handshake timeout, not a certificate problem."""
+    from doctor.collect.safe_http import Watchdog
+
     step = ProbeStep(name, f"{host}:{port}")
     start = time.perf_counter()
-    try:
-        with socket.create_connection((addr, port), timeout=timeout) as sock:
-            with ctx.wrap_socket(sock, server_hostname=host) as tls:
-                step.ok = True
-                step.detail = {"version": tls.version() or ""}
-    except ssl.SSLCertVerificationError as exc:
-        step.error_class = "SSLCertVerificationError"
-        step.error = str(exc)
-        step.detail = {"verify_code": exc.verify_code, "reason": VERIFY_REASONS.get(exc.verify_code, exc.verify_message)}
-    except ssl.SSLError as exc:
-        step.error_class = type(exc).__name__
-        step.error = str(exc)
-        plain = exc.reason in ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST")
-        step.detail = {"reason": "not TLS (the port speaks plain HTTP)" if plain else str(exc.reason or exc)}
-    except OSError as exc:
-        step.error_class = "TimeoutError" if isinstance(exc, socket.timeout) else type(exc).__name__
-        step.error = str(exc) or "timed out"
-        step.detail = {"reason": "closed during the handshake"}
+    connected = False
+    with Watchdog(timeout, grace=0.0) as dog:
+        try:
+            with socket.create_connection((addr, port), timeout=timeout) as sock:
+                connected = True
+                dog.watch(sock)
+                with ctx.wrap_socket(sock, server_hostname=host) as tls:
+                    step.ok = True
+                    step.detail = {"version": tls.version() or ""}
+        except ssl.SSLCertVerificationError as exc:
+            step.error_class = "SSLCertVerificationError"
+            step.error = str(exc)
+            step.detail = {"verify_code": exc.verify_code, "reason": VERIFY_REASONS.get(exc.verify_code, exc.verify_message)}
+        except (ssl.SSLError, OSError) as exc:
+            step.error_class = type(exc).__name__
+            step.error = str(exc) or "closed"
+            step.detail = {"reason": _handshake_failure(exc, connected and (dog.fired or isinstance(exc, TimeoutError)))}
     step.duration_ms = _ms(start)
+    if step.detail.get("reason") == HANDSHAKE_TIMEOUT:
+        step.error_class, step.error = "TimeoutError", f"the TLS handshake did not complete within {timeout:g} s"
+    return step
+
+
+HANDSHAKE_TIMEOUT = "handshake timed out"
+CLOSED = "closed during the handshake"
+
+
+def _handshake_failure(exc: OSError, timed_out: bool) -> str:
+    if timed_out:
+        return HANDSHAKE_TIMEOUT
+    if isinstance(exc, (ssl.SSLEOFError, ssl.SSLZeroReturnError)) or getattr(exc, "reason", "") == "UNEXPECTED_EOF_WHILE_READING":
+        return CLOSED  # the same close, seen before or after the ClientHello went out
+    if isinstance(exc, ssl.SSLError):
+        plain = exc.reason in ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST")
+        return "not TLS (the port speaks plain HTTP)" if plain else str(exc.reason or exc)
+    return CLOSED
+
+
+FIRST_BYTES = 200
+
+
+def first_bytes(addr: str, host: str, port: int, ctx: ssl.SSLContext | None, path: str, timeout: float) -> ProbeStep:
+    """What the server sends back to a plain `GET path` (no credentials), raw: the first bytes of
+    an answer the HTTP client could not parse, so a report can quote what really came back."""
+    from doctor.collect.safe_http import Watchdog
+
+    step = ProbeStep("raw", f"{host}:{port}")
+    start = time.perf_counter()
+    seen = b""
+    request = f"GET {path or '/'} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: llm-doctor/0.1\r\nConnection: close\r\n\r\n"
+    with Watchdog(timeout, grace=0.0) as dog:
+        try:
+            with socket.create_connection((addr, port), timeout=timeout) as raw:
+                dog.watch(raw)
+                sock = ctx.wrap_socket(raw, server_hostname=host) if ctx is not None else raw
+                sock.sendall(request.encode("utf-8", errors="replace"))
+                while len(seen) < FIRST_BYTES:
+                    data = sock.recv(FIRST_BYTES - len(seen))
+                    if not data:
+                        break
+                    seen += data
+            step.ok = True
+        except OSError as exc:  # ssl.SSLError is an OSError
+            step.error_class, step.error = type(exc).__name__, str(exc) or "closed"
+    step.duration_ms = _ms(start)
+    step.detail = {"first_bytes": repr(seen), "bytes": len(seen), "timed_out": dog.fired, "tls_like": seen[:1] in (b"\x15", b"\x16")}
     return step
 
 

@@ -43,7 +43,8 @@ class SettingsFacts:
 
 @dataclass
 class ProbeStep:
-    """One step of the endpoint probe: `proxy`, `dns`, `tcp`, `tls`, or an HTTP request named by
+    """One step of the endpoint probe: `proxy`, `dns`, `tcp`, `tls`, `tls_sniff` and `raw` (the
+    first bytes of an answer the HTTP client could not parse), or an HTTP request named by
     its purpose: `models`, `chat`, `stream`, `messages`, `messages_stream`, `candidate_models`,
     `candidate_chat`, `candidate_messages`, `sniff_messages`, `sniff_chat`, `slash` (the
     trailing-slash join). `detail` holds what the collector read from the answer (the server's

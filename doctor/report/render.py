@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
+from doctor.findings import Finding
 from doctor.redact import Redactor
 from doctor.report import Report
 
@@ -13,6 +15,7 @@ FORMATS = ("text", "json", "markdown", "html", "junit")
 def render(report: Report, fmt: str, redactor: Redactor, color: bool = False) -> str:
     if fmt == "json":
         return json.dumps(redactor.obj(report.to_json()), indent=2, ensure_ascii=False) + "\n"
+    report = redacted(report, redactor)
     if fmt == "text":
         from doctor.report import text
 
@@ -30,3 +33,22 @@ def render(report: Report, fmt: str, redactor: Redactor, color: bool = False) ->
 
         return redactor.text(junit.render(report))
     raise ValueError(f"unknown format {fmt!r}")
+
+
+def redacted(report: Report, redactor: Redactor) -> Report:
+    """The report with its text redacted before a renderer escapes it: HTML and JUnit turn
+    `"api_key": "V"` into `&quot;api_key&quot;: &quot;V&quot;` and `&key=V` into `&amp;key=V`,
+    which the patterns would no longer see. The rendered output is redacted again after."""
+    r = redactor.text
+
+    def finding(f: Finding) -> Finding:
+        fixes = [replace(x, summary=r(x.summary), command=r(x.command) if x.command else x.command) for x in f.fixes]
+        return replace(f, title=r(f.title), evidence=[r(e) for e in f.evidence], fixes=fixes)
+
+    return replace(
+        report,
+        title=r(report.title),
+        findings=[finding(f) for f in report.findings],
+        checks=[replace(c, detail=r(c.detail), findings=[finding(f) for f in c.findings]) for c in report.checks],
+        extra_sections=[(r(heading), r(body)) for heading, body in report.extra_sections],
+    )
