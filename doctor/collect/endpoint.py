@@ -39,7 +39,6 @@ OPENAI_CANDIDATES = ("/v1", "", "/compatible-mode/v1", "/v1beta/openai", "/api/p
 ANTHROPIC_CANDIDATES = ("", "/anthropic", "/api/anthropic", "/apps/anthropic")
 PROMPT = [{"role": "user", "content": "Reply with the word OK."}]
 ANTHROPIC_VERSION = "2023-06-01"
-RESERVE_S = 0.5  # of the run's deadline, kept for the checks and the report
 
 
 def probe(settings: Settings, opts: Any, deadline: Any, say: Any) -> EndpointFacts | None:
@@ -109,10 +108,10 @@ class Prober:
         return step
 
     def left(self) -> float:
-        """Time the probe may still use: the run's deadline less a reserve for the checks and the
-        report, so a hung server costs the probe its time, never the diagnosis."""
-        reserve = min(RESERVE_S, 0.25 * float(getattr(self.deadline, "seconds", 0) or 0))
-        return self.deadline.remaining() - reserve
+        """Time the probe may still use: the collectors' deadline, which already keeps a reserve of
+        the run's for the checks and the report (Deadline.reserving), so a hung server costs the
+        probe its time, never the diagnosis."""
+        return self.deadline.remaining()
 
     def timeout(self) -> float:
         return max(0.05, min(float(self.opts.timeout), self.left()))
