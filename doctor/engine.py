@@ -157,12 +157,14 @@ class Deadline:
         """A per-request timeout that never runs past the deadline (at least 50 ms)."""
         return max(0.05, min(timeout, self.remaining()))
 
-    def reserving(self, share: float = 0.1, most: float = 5.0) -> Deadline:
-        """The part of this deadline collectors may spend: the rest is kept for the checks, so a
-        scan cut by the deadline is still judged."""
+    def reserving(self, share: float = 0.1, least: float = 0.5, most: float = 5.0) -> Deadline:
+        """The part of this deadline collectors may spend: the rest (a tenth, at least half a second
+        but never more than a quarter, at most 5 s) is kept for the checks and the report, so a
+        scan or a probe cut by the deadline is still judged."""
+        keep = min(most, max(least, self.seconds * share), self.seconds / 4)
         sub = Deadline(self.seconds)
-        sub.seconds = max(0.0, self.seconds - min(most, self.seconds * share))
-        sub.end = self.end - min(most, self.seconds * share)
+        sub.seconds = self.seconds - keep
+        sub.end = self.end - keep
         return sub
 
 

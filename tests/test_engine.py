@@ -146,7 +146,8 @@ def test_deadline_reserve_leaves_time_for_the_checks() -> None:
     d = Deadline(60)
     sub = d.reserving()
     assert sub.end == pytest.approx(d.end - 5.0)
-    assert Deadline(2).reserving().seconds == pytest.approx(1.8)
+    assert Deadline(3).reserving().seconds == pytest.approx(2.5)
+    assert Deadline(1).reserving().seconds == pytest.approx(0.75)
 
 
 def test_select_orders_by_declarations_and_filters() -> None:

@@ -295,7 +295,9 @@ def load_log(path: str, facts: Facts, deadline: Deadline, only_if_events: bool =
     collector = LogCollector(facts, deadline)
     collector.add_path(path, named=named and not only_if_events)
     logs = collector.finish()
-    if only_if_events and not logs.events:
+    # tool output with a failure pasted into it: a rule recognised something, or an exception or crash
+    # (a word like "Not Supported" in an nvidia-smi -q listing is no failure)
+    if only_if_events and not any(e.kind != "error_line" for e in logs.events):
         facts.logs, facts.deployment, facts.model = previous, deployment, model
         del facts.notes[notes:], facts.gaps[gaps:]
         return

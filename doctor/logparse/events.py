@@ -271,6 +271,7 @@ RULES: tuple[Rule, ...] = (
         r"^< HTTP/[\d.]+ (?P<status3>[45]\d\d)\b|(?P<method3>GET|POST) \"?https?://[^/\s]+(?P<path3>/\S*?)\"?: (?P<status4>[45]\d\d) |"
         # httpx's INFO line, as the OpenAI SDK logs every request
         r"HTTP Request: (?P<method4>GET|POST|PUT|DELETE) https?://[^/\s]+(?P<path4>/\S*) \"HTTP/[\d.]+ (?P<status5>[45]\d\d)",
+        False,  # an answer, not a failure by itself: a server's access log holds 404s for /favicon.ico
     ),
     # the web framework's own 404 (Go net/http, FastAPI/Starlette, Express, nginx): no such PATH on
     # this server, unlike an API's JSON "model ... does not exist"
@@ -374,6 +375,8 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
 )
 _PHASE_RANK = {"cuda_graph": 0, "profiling": 1, "weights": 2, "serving": 3}
+# the order a start-up goes through them: a later milestone means the engine went on
+PROGRESS = {"startup": 0, "weights": 1, "profiling": 2, "cuda_graph": 3, "serving": 4}
 
 
 class PhaseTracker:

@@ -27,6 +27,8 @@ LITERALS = (
     "systemexit", "non-zero exit", "curl: (", "status code 5", "http 5", "bus error", "code=exited", "exit-code",
     "[e]", "deadline exceeded", "connect", "not possible", "exceeds the maximum", "not enough memory",
     "out of memory", "outofdevicememory", "failed", "unable to", "cannot ", "can't ", "terminated", "crash",
+    "failure", "supported", "permission denied", "no such file", "timed out", "not found", "incompatible", "mismatch",
+    "refused", "unreachable",
 )
 
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
@@ -66,10 +68,13 @@ FAILURE_WORDS = re.compile(
     r"deadline exceeded|(?:couldn't|could not|can't|cannot|unable to|failed to) (?:connect|load|allocate|start|open|create|"
     r"initiali[sz]e|find|read)\b|\b(?:request|allocation|load|startup|initiali[sz]ation) failed\b|Allocation of size \d+ failed|"
     r"is not possible!|exceeds the maximum|not enough memory|out of (?:device )?memory|OutOfDeviceMemory|"
-    r"(?:process|runner|server|worker) (?:has )?(?:terminated|crashed|died)\b",
+    r"(?:process|runner|server|worker) (?:has )?(?:terminated|crashed|died)\b|"
+    r"\b(?:failed|failure|not supported|unsupported|permission denied|no such file|timed out|not found|incompatible|"
+    r"mismatch|refused|unreachable|aborted)\b",
     re.I,
 )
 ERROR_LEVELS = ("ERROR", "CRITICAL", "FATAL")
+WARNING = re.compile(r"\bwarning\b|\bwarn\b", re.I)  # a message that calls itself a warning is not a failure
 QUIET_LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "TRACE", "NOTICE")
 MAX_TRACEBACK_LINES = 400  # a traceback longer than this is not one (or the rest does not matter)
 
@@ -161,6 +166,7 @@ def line_signal(text: str, level: str) -> Signal | None:
     m = EXCEPTION.match(text)
     if m and (m.group("message") or level in ERROR_LEVELS or m.group("type").endswith(("Error", "Exception"))):
         return Signal("exception", _exception_values(m, []))
-    if level in ERROR_LEVELS or ERROR_LEVEL.search(text) or ERROR_IN_LINE.search(text) or FAILURE_WORDS.search(text):
+    words = FAILURE_WORDS.search(text) and not WARNING.search(text)
+    if level in ERROR_LEVELS or ERROR_LEVEL.search(text) or ERROR_IN_LINE.search(text) or words:
         return Signal("error_line", {"summary": text[:200]})
     return None

@@ -64,7 +64,8 @@ class LogScanner:
         self._events: dict[tuple[int, str, str], list[LogEvent]] = {}  # (run, kind, template) -> its variants
         self._undo: tuple[tuple[int, str, str], LogEvent, bool] | None = None  # the last generic event added
         self.failures = fl.FailureReader()
-        self._unserved: dict[int, LogEvent] = {}  # failures not yet followed by a sign the server was serving
+        # failures not yet followed by a sign the engine went on, with the start-up milestone they happened at
+        self._unserved: dict[int, tuple[LogEvent, int]] = {}
         self._run_fatal = False
         self._run_start_line = 0
         self._args: list[str] = []
@@ -98,6 +99,7 @@ class LogScanner:
         end = len(low) if end is None else end
         if self.tracker.milestone != "serving" and _any(SERVING, low, start, end):
             self.tracker.milestone = "serving"
+            self._progress()
         if not self.facts.ready and READY.search(low, start, end):
             self.facts.ready = True
         if self._unserved and WENT_ON.search(low, start, end):
@@ -105,9 +107,17 @@ class LogScanner:
 
     def _served(self) -> None:
         self.facts.ready = True
-        for e in self._unserved.values():
+        for e, _ in self._unserved.values():
             e.values["then_served"] = True
         self._unserved = {}
+
+    def _progress(self) -> None:
+        """A failure after which the start-up reached a later milestone did not end the run."""
+        now = ev.PROGRESS[self.tracker.milestone]
+        for key, (e, at) in list(self._unserved.items()):
+            if now > at:
+                e.values["then_served"] = True
+                del self._unserved[key]
 
     def feed(self, raw: bytes) -> None:
         """One raw line (the slow path: tests, small inputs; feed_block decides the same)."""
@@ -212,7 +222,10 @@ class LogScanner:
                 line = Line(self._prev.no, self._prev.text + text, self._prev.raw + line.raw, line.process, line.level)
                 self._take_back()
         self._undo = None
+        before = self.tracker.milestone
         self.tracker.feed(text)
+        if self.tracker.milestone != before and self._unserved:
+            self._progress()
         rule = found[0] if found is not None else None
         signal = self.failures.feed(text, line.level, rule is not None and not rule.echo)
         if found is not None:
@@ -316,7 +329,7 @@ class LogScanner:
         last line (the last attempt is what failed), so memory is bounded and nothing is lost."""
         run = self.facts.runs - 1
         key = (run, kind, TEMPLATE.sub("#", line.text[:300]))
-        if fatal:
+        if fatal and kind not in fl.KINDS:  # a start after a recognised crash is a restart; after an ERROR line, maybe not
             self._run_fatal = True
         raw = line.raw.strip()[:600]
         variants = self._events.setdefault(key, [])
@@ -347,7 +360,7 @@ class LogScanner:
 
     def _mark_unserved(self, key: tuple[int, str, str], event: LogEvent, new: bool) -> None:
         if event.kind in fl.KINDS:
-            self._unserved[id(event)] = event
+            self._unserved[id(event)] = (event, ev.PROGRESS[self.tracker.milestone])
             self._undo = (key, event, new)
 
     def _take_back(self) -> None:
