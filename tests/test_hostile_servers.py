@@ -207,6 +207,9 @@ def test_hostile_metrics_endpoint_is_cut_and_named(tmp_path: Path, behaviour: ho
     assert report["facts"]["metrics"]["reason"].startswith(reason)
     latency = next(c for c in report["checks"] if c["id"] == "perf.latency")
     assert latency["status"] != "pass" and latency["detail"].startswith(f"no /metrics scrape: {reason}")
+    assert report["status"] == "incomplete"  # a --metrics-url asked for by name and not read is a gap
+    (gap,) = [f for f in report["findings"] if f["code"] == "doctor.input_incomplete"]
+    assert gap["evidence"] == [f"{srv.url()}/metrics: the /metrics scrape failed: {report['facts']['metrics']['reason']}"]
 
 
 def test_trickling_server_cannot_stretch_the_load_probe(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from doctor.engine import Deadline
 from doctor.facts import Facts
+from doctor.facts.inputs import InputGap
 
 
 def collect(facts: Facts, settings: Any, opts: Any, deadline: Deadline, say: Any) -> None:
@@ -35,6 +36,8 @@ def collect(facts: Facts, settings: Any, opts: Any, deadline: Deadline, say: Any
         m = f_metrics.result() if f_metrics else None
     if m is not None:
         metrics.merge_into(facts, m)
+        if not m.available and opts.metrics_url:  # asked for by name: its absence is a gap, not silence
+            facts.gaps.append(InputGap(opts.metrics_url, f"the /metrics scrape failed: {m.reason}"))
     if facts.host and facts.host.processes and facts.host.processes[0].config is not None:
         cfg = facts.host.processes[0].config  # what the running engine was really given
         facts.deployment = cfg.merge(facts.deployment) if facts.deployment else cfg
