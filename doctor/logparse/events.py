@@ -427,12 +427,21 @@ def to_number(raw: str) -> int | float | str:
     return s
 
 
+# every rule literal once, with the rules that need it: a line is tested against each literal once
+# (not once per rule that lists it), and only the rules one of whose literals it holds are tried
+_LITERALS = tuple(sorted({lit for rule in RULES for lit in rule.literals}))
+_RULES_OF = {lit: frozenset(i for i, rule in enumerate(RULES) if lit in rule.literals) for lit in _LITERALS}
+
+
 def match(text: str) -> tuple[Rule, dict[str, object]] | None:
     """The first rule matching this message, with its values (numbers converted)."""
     low = text.lower()
-    for rule in RULES:
-        if not any(literal in low for literal in rule.literals):
-            continue
+    tried: set[int] = set()
+    for lit in _LITERALS:
+        if lit in low:
+            tried |= _RULES_OF[lit]
+    for i in sorted(tried):
+        rule = RULES[i]
         m = rule.pattern.search(text)
         if m:
             values: dict[str, object] = {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from doctor.logparse import prefilter
 from doctor.logparse.events import to_number
 
 # (field, pattern): the named group "v" (and "v2") are the value
@@ -95,10 +96,18 @@ V1_MARKERS = re.compile(r"V1 LLM engine|EngineCore|vllm/v1/|\bv1/engine|VLLM_USE
 V0_MARKERS = re.compile(r"V0 LLM engine|LLM engine \(v0\.[0-7]\.|llm_engine\.py|vllm/engine/llm_engine|VLLM_USE_V1=0")
 
 
+# the literals one of which each pattern's matches contain (doctor.logparse.prefilter); None: no
+# literal is required, the pattern is always tried
+_GATES = [tuple(prefilter.literals([pattern])) or None for _, pattern in _SETUP]
+
+
 def extract(text: str) -> list[tuple[str, object, dict[str, object]]]:
     """(field, value, other groups) for each setup fact this message states."""
     out: list[tuple[str, object, dict[str, object]]] = []
-    for field, pattern in _SETUP:
+    low = text.lower()
+    for (field, pattern), gate in zip(_SETUP, _GATES, strict=True):
+        if gate is not None and not any(lit in low for lit in gate):
+            continue
         m = pattern.search(text)
         if not m:
             continue
