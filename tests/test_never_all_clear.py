@@ -107,6 +107,12 @@ def test_a_missing_path_among_two_is_a_usage_error_naming_it(tmp_path: Path) -> 
     assert proc.returncode == 2 and "gone.log: no such file" in proc.stderr.decode()
 
 
+def test_a_folder_with_nothing_to_read_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("nothing here")
+    proc = cli("analyze", str(tmp_path))
+    assert proc.returncode == 2 and "no file to read in this folder" in proc.stderr.decode()
+
+
 def test_unknown_only_or_skip_is_a_usage_error() -> None:
     proc = cli("analyze", str(KV_LOG), "--only", "bogus")
     assert proc.returncode == 2 and "'bogus' is neither a layer" in proc.stderr.decode()

@@ -86,12 +86,15 @@ def read_blocks(fh: IO[bytes], deadline: Deadline | None = None, limit: int | No
 
 def expand(paths: list[str], suffixes: set[str] = WALK_SUFFIXES) -> list[str]:
     """Folders -> their files with these suffixes (default *.log, *.txt, *.out, *.gz; recursively,
-    sorted); other paths as given."""
+    sorted); other paths as given. A folder with none of them is an InputError: nothing would be read."""
     out: list[str] = []
     for p in paths:
         path = Path(p)
         if p != "-" and path.is_dir():
-            out += sorted(str(f) for f in path.rglob("*") if f.is_file() and f.suffix.lower() in suffixes)
+            found = sorted(str(f) for f in path.rglob("*") if f.is_file() and f.suffix.lower() in suffixes)
+            if not found:
+                raise InputError(f"{p}: no file to read in this folder (looked for {', '.join(sorted(suffixes))})")
+            out += found
         else:
             out.append(p)
     return out
