@@ -217,3 +217,11 @@ def test_block_scan_memory_stays_flat() -> None:
 
     small, big = peak(2), peak(60)
     assert big < small + 512 * 1024, (small, big)
+
+
+def test_ollama_cpu_fallback_and_cgo_crash() -> None:
+    """Ollama's own wordings: its discovery line before it falls back to the CPU (the shape of
+    app/server/server_test.go), and a Go crash in its C++ runner (llm/status.go errorPrefixes)."""
+    facts = _scan('time=2025-07-01T17:59:51.470Z level=INFO source=gpu.go:377 msg="no compatible GPUs were discovered"\n'
+                  "signal arrived during cgo execution\n")
+    assert [e.kind for e in facts.events] == ["gpu_not_visible", "crash_signal"]

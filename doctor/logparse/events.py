@@ -163,7 +163,9 @@ RULES: tuple[Rule, ...] = (
         r"No CUDA GPUs are available|Failed to infer device type|no usable GPU found|Found no NVIDIA driver|"
         r"CUDA driver initialization failed|could not select device driver|no CUDA-capable device is detected|"
         r"Torch not compiled with CUDA enabled|Is CUDA available: False|NVIDIA-SMI has failed|"
-        r"RuntimeError: No HIP GPUs are available|Device string must not be empty|libnvidia-ml\.so\.1: cannot open",
+        r"RuntimeError: No HIP GPUs are available|Device string must not be empty|libnvidia-ml\.so\.1: cannot open|"
+        # Ollama's discovery (gpu.go) before it falls back to the CPU
+        r"no compatible GPUs were discovered",
     ),
     # --- dtype / CUDA / kernels -------------------------------------------------------------
     _r(

@@ -28,7 +28,7 @@ LITERALS = (
     "[e]", "deadline exceeded", "connect", "not possible", "exceeds the maximum", "not enough memory",
     "out of memory", "outofdevicememory", "failed", "unable to", "cannot ", "can't ", "terminated", "crash",
     "failure", "supported", "permission denied", "no such file", "timed out", "not found", "incompatible", "mismatch",
-    "refused", "unreachable",
+    "refused", "unreachable", "signal arrived",
 )
 
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
@@ -49,7 +49,9 @@ CRASH = re.compile(
     r"GGML_ASSERT\b|GGML_ABORT|\b(?:CUDA|ROCm|HIP|Vulkan|cuBLAS|CUBLAS|cuDNN|Metal|SYCL) error\b|"
     r"(?:exited with (?:exit )?(?:code|status)|exit (?:code|status):?|returned non-zero exit status|returncode=|"
     r"code=exited, status=)\s*(?P<exit>-?[1-9]\d*|0x[0-9a-fA-F]+)|Result: exit-code|result 'exit-code'|"
-    r"CrashLoopBackOff|Back-off restarting failed container",
+    r"CrashLoopBackOff|Back-off restarting failed container|"
+    # Ollama's runner (llm/status.go errorPrefixes): a Go crash inside the C++ runner
+    r"signal arrived during cgo execution",
     re.I,
 )
 ERROR_LEVEL = re.compile(
