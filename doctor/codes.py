@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LAYERS = ("access", "load", "perf")
+LAYERS = ("access", "load", "perf", "baseline")  # baseline: `llm-doctor baseline compare`, not a check layer
 
 
 @dataclass(frozen=True)
@@ -218,6 +218,31 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
         "perf.memory_overcommitted",
         "warn",
         "gpu_memory_utilization set too high, leaving no headroom: intermittent OOM under peaks",
+    ),
+    (
+        "baseline.latency_regression",
+        "error",
+        "time to first token or inter-token latency (p50) grew beyond --tolerance and beyond the noise the recordings' repeats show",
+    ),
+    (
+        "baseline.throughput_regression",
+        "error",
+        "tokens/s at concurrency 1 or N fell beyond --tolerance and beyond the noise the recordings' rounds show",
+    ),
+    (
+        "baseline.quality_drop",
+        "error",
+        "scored answers that were right are now wrong, or requests that were answered now fail (error); answers changed under deterministic decoding with no scored loss (warn), with word diffs",
+    ),
+    (
+        "baseline.no_effect",
+        "warn",
+        "a configuration change that should grow the KV cache (kv_cache_dtype fp8, a larger gpu_memory_utilization, quantization) did not grow it beyond --tolerance: the flag was not applied or is capped elsewhere",
+    ),
+    (
+        "baseline.memory_growth",
+        "warn",
+        "GPU memory used grew beyond --tolerance and beyond the spread of the readings",
     ),
 )
 

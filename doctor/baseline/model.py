@@ -86,7 +86,19 @@ class Baseline:
     runs: list[Run] = field(default_factory=list)
 
     def dumps(self, redactor: Redactor) -> str:
-        return json.dumps(redactor.obj(to_dict(self)), indent=2, ensure_ascii=False) + "\n"
+        return _json(redactor.obj(to_dict(self))) + "\n"
+
+
+def _json(value: Any, indent: str = "") -> str:
+    """JSON with one key per line, but a list of plain values (the samples) on one line: a review
+    diff then shows which figures moved, not a hundred lines of numbers."""
+    inner = indent + "  "
+    if isinstance(value, dict) and value:
+        items = [f"{inner}{json.dumps(k)}: {_json(v, inner)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        return "[\n" + ",\n".join(inner + _json(v, inner) for v in value) + "\n" + indent + "]"
+    return json.dumps(value, ensure_ascii=False)
 
 
 def load(path: str) -> Baseline:

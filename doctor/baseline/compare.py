@@ -1,0 +1,350 @@
+"""Compare two recordings: pure functions from two baseline Runs to figures and findings.
+
+Honest statistics: p50/p95 come from the samples (linear interpolation between order statistics,
+as numpy's default). A figure has regressed only when its change is beyond `tolerance` AND beyond
+the noise the recordings themselves show, so a service that wobbles by 15% run to run is not
+called 10% slower. The noise of a latency is the median, over requests, of half the spread of that
+request's repeats relative to its median; of a throughput, half the spread of its per-round
+samples; of GPU memory, the spread of its readings. The two sides' noises add up (both wobble).
+
+Only requests recorded on both sides with the same id are compared, so two request sets never
+get pooled into one percentile.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from statistics import median
+
+from doctor.baseline.model import Baseline, RequestResult, Run
+from doctor.baseline.requests import Expect, score
+from doctor.findings import Finding, Fix
+
+SIMILAR_RATIO = 0.9  # difflib ratio at or above which a changed answer counts as "similar"
+DIFFS_SHOWN = 3
+LATENCY = (("ttft_ms", "TTFT"), ("itl_ms", "ITL"), ("e2e_ms", "end-to-end"))
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def spread(values: list[float]) -> float | None:
+    """Half the range relative to the median: how far one sample may stray from the typical one."""
+    if len(values) < 2:
+        return None
+    mid = median(values)
+    return (max(values) - min(values)) / 2 / mid if mid > 0 else None
+
+
+def latency_noise(per_request: list[list[float]]) -> float | None:
+    spreads = [s for s in (spread(v) for v in per_request) if s is not None]
+    return median(spreads) if spreads else None
+
+
+@dataclass
+class Summary:
+    """One run's figures over the compared requests."""
+
+    label: str
+    latency: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)  # name -> (p50, p95)
+    latency_noise: dict[str, float | None] = field(default_factory=dict)
+    tokens_per_s: dict[int, float] = field(default_factory=dict)  # concurrency -> median tokens/s
+    throughput_noise: dict[int, float | None] = field(default_factory=dict)
+    kv_cache_tokens: int | None = None
+    gpu_memory_mib: float | None = None  # the highest reading
+    gpu_memory_noise_mib: float = 0.0
+    gpu_memory_total_mib: float | None = None
+    right: int = 0
+    scored: int = 0
+    failed: list[str] = field(default_factory=list)  # request ids that got no answer
+
+    @property
+    def quality(self) -> float | None:
+        return self.right / self.scored if self.scored else None
+
+
+def summarise(run: Run, label: str, ids: set[str]) -> Summary:
+    reqs = [r for r in run.requests if r.id in ids]
+    s = Summary(label)
+    for name, _ in LATENCY:
+        samples = [v for r in reqs for v in getattr(r, name)]
+        s.latency[name] = (percentile(samples, 50), percentile(samples, 95))
+        s.latency_noise[name] = latency_noise([getattr(r, name) for r in reqs])
+    for t in run.throughput:
+        if t.tokens_per_s:
+            s.tokens_per_s[t.concurrency] = median(t.tokens_per_s)
+            s.throughput_noise[t.concurrency] = spread(t.tokens_per_s)
+    s.kv_cache_tokens = run.server.kv_cache_tokens
+    mem = run.server.gpu_memory_used_mib
+    if mem:
+        s.gpu_memory_mib, s.gpu_memory_noise_mib = max(mem), max(mem) - min(mem)
+    s.gpu_memory_total_mib = run.server.gpu_memory_total_mib
+    for r in reqs:
+        if r.errors and not r.e2e_ms:
+            s.failed.append(r.id)
+        elif r.expect is not None:
+            s.scored += 1
+            s.right += bool(_right(r))
+    return s
+
+
+def _right(r: RequestResult) -> bool:
+    if r.expect is None:
+        return False
+    try:
+        return score(Expect(str(r.expect.get("kind")), r.expect.get("value")), r.output)
+    except (TypeError, ValueError, AttributeError, KeyError):
+        return False  # a hand-edited expectation that cannot be checked scores nothing
+
+
+@dataclass
+class OutputDiff:
+    identical: list[str] = field(default_factory=list)
+    similar: list[str] = field(default_factory=list)
+    different: list[str] = field(default_factory=list)
+    unsteady: list[str] = field(default_factory=list)  # repeats disagreed: not deterministic, not compared
+    shown: list[str] = field(default_factory=list)  # word diffs of the first few changed answers
+
+
+@dataclass
+class Comparison:
+    before: Summary
+    after: Summary
+    outputs: OutputDiff
+    config_changes: list[tuple[str, str, str]]  # (arg, before, after)
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def compare(before: Run, after: Run, tolerance: float, labels: tuple[str, str] = ("before", "after"),
+            sets: tuple[Baseline, Baseline] | None = None) -> Comparison:  # fmt: skip
+    ids_b, ids_a = {r.id for r in before.requests}, {r.id for r in after.requests}
+    ids = ids_b & ids_a
+    notes = []
+    if ids_b != ids_a:
+        notes.append(f"the recordings hold different requests: only the {len(ids)} with the same id are compared")
+    if sets is not None:
+        sb, sa = sets[0].request_set, sets[1].request_set
+        if sb.get("sha256") != sa.get("sha256") and ids_b == ids_a:
+            notes.append(f"request set {sb.get('name')} v{sb.get('version')} vs {sa.get('name')} v{sa.get('version')}: "
+                         "same ids but different contents; answers are compared, not only scored")  # fmt: skip
+        for b, label in zip(sets, labels, strict=True):
+            if not b.complete:
+                notes.append(f"{label} is an incomplete recording: {'; '.join(b.problems[:3])}")
+    sb_, sa_ = summarise(before, labels[0], ids), summarise(after, labels[1], ids)
+    c = Comparison(sb_, sa_, diff_outputs(before, after, ids), config_changes(before, after), notes=notes)
+    c.findings += latency_findings(sb_, sa_, tolerance)
+    c.findings += throughput_findings(sb_, sa_, tolerance)
+    c.findings += quality_findings(before, after, c, ids)
+    c.findings += no_effect_findings(c, tolerance)
+    c.findings += memory_findings(sb_, sa_, c, tolerance)
+    for label, s in ((labels[0], sb_), (labels[1], sa_)):
+        if s.kv_cache_tokens is None and any(a in ("kv_cache_dtype", "gpu_memory_utilization", "quantization") for a, _, _ in c.config_changes):
+            notes.append(f"{label}: KV cache capacity not read (no /metrics cache_config_info, /props or --log), "
+                         "so whether the configuration change took effect cannot be judged")  # fmt: skip
+    return c
+
+
+def _change(before: float | None, after: float | None) -> float | None:
+    if before is None or after is None or before <= 0:
+        return None
+    return after / before - 1
+
+
+def _beyond(change: float, tolerance: float, noise: float) -> bool:
+    return change > tolerance and change > noise
+
+
+def _noise_text(noise: float, tolerance: float) -> str:
+    return f"beyond the {tolerance:.0%} tolerance and the ±{noise:.0%} the repeats vary by"
+
+
+def latency_findings(b: Summary, a: Summary, tolerance: float) -> list[Finding]:
+    """TTFT and ITL at p50 (end-to-end follows from them and from the answer length)."""
+    evidence = []
+    for name, title in LATENCY[:2]:
+        (b50, b95), (a50, a95) = b.latency[name], a.latency[name]
+        change = _change(b50, a50)
+        noise = (b.latency_noise[name] or 0.0) + (a.latency_noise[name] or 0.0)
+        if change is not None and _beyond(change, tolerance, noise):
+            evidence.append(f"{title} p50 {b50:.1f} ms -> {a50:.1f} ms ({change:+.0%}; p95 {_f(b95)} -> {_f(a95)} ms), "
+                            + _noise_text(noise, tolerance))  # fmt: skip
+    if not evidence:
+        return []
+    # a request that takes longer also makes fewer tokens/s: the latency finding is ranked as their cause
+    return [Finding("baseline.latency_regression", f"latency regressed: {evidence[0].split(' (')[0]}", evidence, explains=["baseline.throughput_regression"], fixes=[
+        Fix("If the change was meant to buy memory or quality, weigh this cost; otherwise roll it back and record again"),
+        Fix("Find where the time goes on the new setup", "llm-doctor run --only perf --probe-load 4"),
+    ])]  # fmt: skip
+
+
+def throughput_findings(b: Summary, a: Summary, tolerance: float) -> list[Finding]:
+    evidence = []
+    for conc in sorted(set(b.tokens_per_s) & set(a.tokens_per_s)):
+        tb, ta = b.tokens_per_s[conc], a.tokens_per_s[conc]
+        noise = (b.throughput_noise.get(conc) or 0.0) + (a.throughput_noise.get(conc) or 0.0)
+        if tb > 0 and _beyond(1 - ta / tb, tolerance, noise):
+            evidence.append(f"{tb:.1f} -> {ta:.1f} tokens/s at concurrency {conc} ({ta / tb - 1:+.0%}), "
+                            + _noise_text(noise, tolerance))  # fmt: skip
+    if not evidence:
+        return []
+    return [Finding("baseline.throughput_regression", f"throughput regressed: {evidence[0].split(' (')[0]}", evidence, [
+        Fix("Roll the change back, or find the new bottleneck (batch limits, KV cache, GPU utilization)",
+            "llm-doctor run --only perf --probe-load 4"),
+    ])]  # fmt: skip
+
+
+def _f(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def diff_outputs(before: Run, after: Run, ids: set[str]) -> OutputDiff:
+    out = OutputDiff()
+    after_by_id = {r.id: r for r in after.requests}
+    for rb in before.requests:
+        ra = after_by_id.get(rb.id)
+        if ra is None or rb.id not in ids or not (rb.e2e_ms and ra.e2e_ms):
+            continue
+        if not (rb.consistent and ra.consistent):
+            out.unsteady.append(rb.id)
+            continue
+        if rb.output == ra.output:
+            out.identical.append(rb.id)
+            continue
+        ratio = difflib.SequenceMatcher(None, rb.output, ra.output, autojunk=False).ratio()
+        (out.similar if ratio >= SIMILAR_RATIO else out.different).append(rb.id)
+        if len(out.shown) < DIFFS_SHOWN:
+            out.shown.append(f"{rb.id}: {word_diff(rb.output, ra.output)}")
+    return out
+
+
+def word_diff(old: str, new: str, limit: int = 300) -> str:
+    """[-removed-]{+added+} over words, as `git diff --word-diff` shows it, cut at `limit`."""
+    a, b = old.split(), new.split()
+    parts: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            same = a[i1:i2]
+            parts.append(" ".join(same) if len(same) <= 6 else " ".join(same[:3] + ["…"] + same[-3:]))
+            continue
+        if i2 > i1:
+            parts.append("[-" + " ".join(a[i1:i2]) + "-]")
+        if j2 > j1:
+            parts.append("{+" + " ".join(b[j1:j2]) + "+}")
+    text = " ".join(parts)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def quality_findings(before: Run, after: Run, c: Comparison, ids: set[str]) -> list[Finding]:
+    after_by_id = {r.id: r for r in after.requests}
+    turned_wrong, now_failing = [], []
+    for rb in before.requests:
+        ra = after_by_id.get(rb.id)
+        if ra is None or rb.id not in ids or not rb.e2e_ms:
+            continue
+        if ra.errors and not ra.e2e_ms:
+            now_failing.append(f"{rb.id}: answered before, fails now: {ra.errors[0]}")
+        elif rb.expect is not None and _right(rb) and not _right(ra):
+            expect = rb.expect or {}
+            turned_wrong.append(f"{rb.id}: expected {expect.get('kind')} {expect.get('value')!r}; "
+                                f"was {_quote(rb.output)}, now {_quote(ra.output)}")  # fmt: skip
+    o = c.outputs
+    changed = len(o.similar) + len(o.different)
+    if not (turned_wrong or now_failing or changed):
+        return []
+    compared = len(o.identical) + changed
+    score_line = f"quality score {_score(c.before)} -> {_score(c.after)}"
+    share = f"answers: {len(o.identical)} identical, {len(o.similar)} similar, {len(o.different)} different of {compared} compared"
+    if o.unsteady:
+        share += f" ({len(o.unsteady)} not compared: their repeats already disagreed)"
+    evidence = turned_wrong + now_failing + [score_line, share] + o.shown
+    fixes = [Fix("Roll the change back, or check the new setup's answers on these requests before it serves users")]
+    if turned_wrong or now_failing:
+        n = len(turned_wrong) + len(now_failing)
+        title = f"{n} answer{'s that were' if n > 1 else ' that was'} right {'are' if n > 1 else 'is'} now wrong or missing ({score_line})"
+        return [Finding("baseline.quality_drop", title, evidence, fixes)]
+    fixes.insert(0, Fix("Decoding is deterministic, so changed answers come from the change: read the diffs; "
+                        "score them with `expect` in a --prompts file to turn this into a gate"))  # fmt: skip
+    title = f"{changed} of {compared} answers changed (no scored answer got worse)"
+    return [Finding("baseline.quality_drop", title, evidence, fixes, severity="warn")]
+
+
+def _quote(text: str, limit: int = 80) -> str:
+    t = " ".join(text.split())
+    return repr(t if len(t) <= limit else t[: limit - 1] + "…")
+
+
+def _score(s: Summary) -> str:
+    return f"{s.right}/{s.scored}" if s.scored else "-"
+
+
+def config_changes(before: Run, after: Run) -> list[tuple[str, str, str]]:
+    a, b = after.server.args, before.server.args
+    names = [n for n in dict.fromkeys([*b, *a]) if n != "command_line"]
+    return [(n, b.get(n, "-"), a.get(n, "-")) for n in names if b.get(n) != a.get(n) and n in a and n in b]
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+# (engine argument, "did it change the way that should grow the KV cache", why it should)
+KV_GROWERS = (
+    ("kv_cache_dtype", lambda b, a: "fp8" in a.lower() and "fp8" not in b.lower(),
+     "an fp8 KV cache stores each token in half the bytes of fp16/bf16, so the same memory holds about twice the tokens"),
+    ("gpu_memory_utilization", lambda b, a: (_number(a) or 0) > (_number(b) or 0) > 0,
+     "a larger memory fraction leaves more memory for the KV cache"),
+    ("quantization", lambda b, a: b.lower() in ("-", "none", "") and a.lower() not in ("-", "none", ""),
+     "quantized weights take less memory, and the engine gives what they free to the KV cache"),
+)  # fmt: skip
+
+
+def no_effect_findings(c: Comparison, tolerance: float) -> list[Finding]:
+    kb, ka = c.before.kv_cache_tokens, c.after.kv_cache_tokens
+    if kb is None or ka is None:
+        return []
+    out = []
+    for arg, grows, why in KV_GROWERS:
+        change = next(((b, a) for n, b, a in c.config_changes if n == arg), None)
+        if change is None or not grows(*change):
+            continue
+        if ka > kb * (1 + tolerance):
+            continue
+        out.append(Finding("baseline.no_effect", f"{arg} {change[0]} -> {change[1]}, but the KV cache did not grow ({kb:,} -> {ka:,} tokens)", [
+            f"{arg}: {change[0]} ({c.before.label}) -> {change[1]} ({c.after.label}), as the server reports it",
+            f"KV cache capacity: {kb:,} -> {ka:,} tokens ({ka / kb - 1:+.0%}); expected to grow beyond the {tolerance:.0%} tolerance: {why}",
+        ], [
+            Fix("Check that the engine really applied the flag: its start-up log prints the KV cache size and dtype",
+                "llm-doctor analyze ENGINE.log"),
+            Fix("If the capacity is capped elsewhere (num_gpu_blocks_override, kv_cache_memory_bytes, max_total_tokens), lift the cap, or drop the flag and its cost"),
+        ]))  # fmt: skip
+    return out
+
+
+def memory_findings(b: Summary, a: Summary, c: Comparison, tolerance: float) -> list[Finding]:
+    mb, ma = b.gpu_memory_mib, a.gpu_memory_mib
+    if mb is None or ma is None or mb <= 0:
+        return []
+    growth = ma - mb
+    noise = b.gpu_memory_noise_mib + a.gpu_memory_noise_mib
+    if not (growth / mb > tolerance and growth > noise):
+        return []
+    total = f" of {a.gpu_memory_total_mib:,.0f} MiB" if a.gpu_memory_total_mib else ""
+    evidence = [f"GPU memory used {mb:,.0f} MiB -> {ma:,.0f} MiB{total} ({growth / mb:+.0%}, {growth:+,.0f} MiB), "
+                f"beyond the {tolerance:.0%} tolerance and the {noise:,.0f} MiB the readings vary by"]  # fmt: skip
+    evidence += [f"configuration change: {n} {x} -> {y}" for n, x, y in c.config_changes]
+    return [Finding("baseline.memory_growth", f"GPU memory grew {growth / mb:+.0%}: {mb:,.0f} -> {ma:,.0f} MiB", evidence, [
+        Fix("If the growth is not what the change was for, roll it back; memory that grows leaves less headroom and invites OOM under peaks"),
+        Fix("See what holds the memory now", "llm-doctor run --only load"),
+    ])]  # fmt: skip
