@@ -1,7 +1,9 @@
 """`llm-doctor baseline record`: send the request set to the endpoint and keep what came back.
 
-Per request, `repeat` times, one at a time: the answer, its tokens, time to first token, the mean
-inter-token latency and the end-to-end time, from a real SSE stream (temperature 0, a fixed seed).
+After one warm-up pass that is not kept (so the first repeat does not pay alone for cold caches
+and kernels, which would read as noise), per request, `repeat` times, one at a time: the answer,
+its tokens, time to first token, the mean inter-token latency and the end-to-end time, from a
+real SSE stream (temperature 0, a fixed seed).
 Each pass over the set is one tokens/s sample at concurrency 1; then `repeat` rounds of the whole
 set with N requests in flight give the samples at concurrency N. Repeats are what let `compare`
 tell a regression from noise, so every sample is kept.
@@ -73,7 +75,7 @@ def record(settings: Settings, rset: RequestSet, opts: RecordOptions, deadline: 
                  "deadline_s": deadline.seconds},  # fmt: skip
     )
     say = progress or (lambda what, done, total: None)
-    per_model = len(rset.requests) * opts.repeat * (2 if opts.concurrency > 1 else 1)
+    per_model = len(rset.requests) * (1 + opts.repeat * (2 if opts.concurrency > 1 else 1))
     total, done = per_model * len(opts.models), 0
     client = _client(opts.concurrency)
     headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -81,6 +83,10 @@ def record(settings: Settings, rset: RequestSet, opts: RecordOptions, deadline: 
         for model in opts.models:
             run = Run(model=model, requests=[RequestResult(r.id, _expect(r)) for r in rset.requests])
             out.runs.append(run)
+            for req in rset.requests:  # warm-up, not kept: caches, compiled kernels, loaded adapters
+                say(f"{model}: warm-up {req.id}", done, total)
+                one(client, base, headers, model, req, opts, deadline)
+                done += 1
             local = is_local(base)
             memory_start = gpu_memory() if local else None
             for p in range(opts.repeat):
