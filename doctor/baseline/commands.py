@@ -140,7 +140,7 @@ def compare_command(paths: tuple[str, ...], kw: dict[str, Any]) -> int:
         findings = []
         for c in comparisons:
             for f in c.findings:
-                if len(comparisons) > 1:
+                if ranked or len(comparisons) > 1:
                     f.title = f"{c.after.label} vs {c.before.label}: {f.title}"
                 f.check = "baseline.compare"
                 findings.append(f)
