@@ -367,3 +367,21 @@ def test_the_deadline_bounds_a_record_and_the_file_says_it_is_incomplete(tmp_pat
     rc, report = compare_files(tmp_path, str(good), str(out), "--tolerance", "0.5")
     assert rc == 1 and report["status"] in ("incomplete", "error", "warn")
     assert any("cut.json" in line for line in report["baseline"]["incomplete"])
+
+
+def test_kv_capacity_and_arguments_from_real_engine_logs(tmp_path: Path) -> None:
+    """Two real vLLM 0.10.1.1 start-up logs of the same model at gpu_memory_utilization 0.25 and
+    0.5 (fixtures/engine_args/*.source.txt): the KV cache grew with the memory fraction, so the
+    change took effect and no `no_effect` is named."""
+    logs = Path(__file__).resolve().parent.parent / "fixtures" / "engine_args"
+    before = record(engine(ttft_s=0.1), tmp_path, "gmu025.json", "--log", str(logs / "v0.10.1.1-v1-1xA100-0.25gmu.log"))
+    after = record(engine(ttft_s=0.1), tmp_path, "gmu05.json", "--log", str(logs / "v0.10.1.1-v1-1xA100-qwen2-7b-hardwrapped.log"))
+    server = json.loads(after.read_text())["runs"][0]["server"]
+    assert (server["engine"], server["engine_version"]) == ("vllm", "0.10.1.1")
+    assert (server["kv_cache_tokens"], server["kv_cache_tokens_source"]) == (464848, "log: GPU KV cache size")
+    assert (server["args"]["gpu_memory_utilization"], server["args_source"]["gpu_memory_utilization"]) == ("0.5", "log")
+    rc, report = compare_files(tmp_path, str(before), str(after), "--tolerance", "0.5")
+    assert (rc, codes(report)) == (0, [])
+    c = report["baseline"]["comparisons"][0]
+    assert c["config_changes"] == [{"arg": "gpu_memory_utilization", "before": "0.25", "after": "0.5"}]
+    assert (c["before"]["kv_cache_tokens"], c["after"]["kv_cache_tokens"]) == (93872, 464848)

@@ -406,7 +406,7 @@ def _from_process(state: ServerState, base: str) -> None:
 def _config_args(state: ServerState, cfg: EngineConfig, source: str) -> None:
     import dataclasses
 
-    skip = {"env", "extra", "unknown_flags", "sources", "host", "port", "api_key_set", "engine"}
+    skip = {"env", "extra", "unknown_flags", "sources", "host", "port", "api_key_set", "engine", "engine_version", "engine_generation"}
     for f in dataclasses.fields(cfg):
         if f.name not in skip and cfg.is_set(f.name):
             _put(state, f.name, getattr(cfg, f.name), source)
