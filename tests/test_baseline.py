@@ -385,3 +385,22 @@ def test_kv_capacity_and_arguments_from_real_engine_logs(tmp_path: Path) -> None
     c = report["baseline"]["comparisons"][0]
     assert c["config_changes"] == [{"arg": "gpu_memory_utilization", "before": "0.25", "after": "0.5"}]
     assert (c["before"]["kv_cache_tokens"], c["after"]["kv_cache_tokens"]) == (93872, 464848)
+
+
+def test_a_change_after_which_nothing_moved_is_named_as_info() -> None:
+    before, after = synthetic([100.0] * 3), synthetic([101.0] * 3)
+    before.server.args, before.server.args_source = {"max_num_seqs": "256"}, {"max_num_seqs": "process"}
+    after.server.args = {"max_num_seqs": "512", "enable_chunked_prefill": "True"}
+    after.server.args_source = {"max_num_seqs": "process", "enable_chunked_prefill": "process"}
+    c = compare(before, after, 0.10, ("a.json", "b.json"))
+    assert c.config_changes == [("max_num_seqs", "256", "512"), ("enable_chunked_prefill", "-", "True")]
+    assert [(f.code, f.severity) for f in c.findings] == [("baseline.no_effect", "info")]
+    assert c.findings[0].evidence[0] == "configuration change: max_num_seqs 256 (a.json) -> 512 (b.json)"
+    moved = compare(before, synthetic([150.0] * 3), 0.10)
+    assert [f.code for f in moved.findings] == ["baseline.latency_regression"]  # something moved: no info
+
+
+def test_an_unread_source_is_not_a_configuration_change() -> None:
+    before, after = synthetic([100.0] * 3), synthetic([100.0] * 3)
+    before.server.args, before.server.args_source = {"kv_cache_dtype": "fp8"}, {"kv_cache_dtype": "metrics"}
+    assert compare(before, after, 0.10).config_changes == []  # /metrics not read the second time

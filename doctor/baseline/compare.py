@@ -120,8 +120,43 @@ class Comparison:
     after: Summary
     outputs: OutputDiff
     config_changes: list[tuple[str, str, str]]  # (arg, before, after)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # figure -> how it moved
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Verdict:
+    """How one figure moved: "worse", "better" or "" (within the tolerance or the noise)."""
+
+    direction: str
+    change: float  # relative, after vs before (+0.5 = half again as much)
+    noise: float  # relative noise both recordings show together
+
+
+def verdict(before: float | None, after: float | None, tolerance: float, noise: float, higher_is_better: bool = False) -> Verdict | None:
+    """A move counts only beyond the tolerance AND beyond the noise; None when not measured."""
+    if before is None or after is None or before <= 0:
+        return None
+    change = after / before - 1
+    loss = -change if higher_is_better else change
+    if abs(loss) > tolerance and abs(loss) > noise:
+        return Verdict("worse" if loss > 0 else "better", change, noise)
+    return Verdict("", change, noise)
+
+
+def verdicts(b: Summary, a: Summary, tolerance: float) -> dict[str, Verdict]:
+    out: dict[str, Verdict | None] = {}
+    for name, _ in LATENCY:
+        noise = (b.latency_noise[name] or 0.0) + (a.latency_noise[name] or 0.0)
+        out[name] = verdict(b.latency[name][0], a.latency[name][0], tolerance, noise)
+    for conc in set(b.tokens_per_s) & set(a.tokens_per_s):
+        noise = (b.throughput_noise.get(conc) or 0.0) + (a.throughput_noise.get(conc) or 0.0)
+        out[f"tokens_per_s@{conc}"] = verdict(b.tokens_per_s[conc], a.tokens_per_s[conc], tolerance, noise, True)
+    out["kv_cache_tokens"] = verdict(b.kv_cache_tokens, a.kv_cache_tokens, tolerance, 0.0, True)
+    mem_noise = (b.gpu_memory_noise_mib + a.gpu_memory_noise_mib) / b.gpu_memory_mib if b.gpu_memory_mib else 0.0
+    out["gpu_memory_mib"] = verdict(b.gpu_memory_mib, a.gpu_memory_mib, tolerance, mem_noise)
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def compare(before: Run, after: Run, tolerance: float, labels: tuple[str, str] = ("before", "after"),
@@ -141,11 +176,13 @@ def compare(before: Run, after: Run, tolerance: float, labels: tuple[str, str] =
                 notes.append(f"{label} is an incomplete recording: {'; '.join(b.problems[:3])}")
     sb_, sa_ = summarise(before, labels[0], ids), summarise(after, labels[1], ids)
     c = Comparison(sb_, sa_, diff_outputs(before, after, ids), config_changes(before, after), notes=notes)
-    c.findings += latency_findings(sb_, sa_, tolerance)
-    c.findings += throughput_findings(sb_, sa_, tolerance)
+    c.verdicts = verdicts(sb_, sa_, tolerance)
+    c.findings += latency_findings(c, tolerance)
+    c.findings += throughput_findings(c, tolerance)
     c.findings += quality_findings(before, after, c, ids)
     c.findings += no_effect_findings(c, tolerance)
-    c.findings += memory_findings(sb_, sa_, c, tolerance)
+    c.findings += memory_findings(c, tolerance)
+    c.findings += unmoved_findings(c)
     for label, s in ((labels[0], sb_), (labels[1], sa_)):
         if s.kv_cache_tokens is None and any(a in ("kv_cache_dtype", "gpu_memory_utilization", "quantization") for a, _, _ in c.config_changes):
             notes.append(f"{label}: KV cache capacity not read (no /metrics cache_config_info, /props or --log), "
@@ -153,30 +190,20 @@ def compare(before: Run, after: Run, tolerance: float, labels: tuple[str, str] =
     return c
 
 
-def _change(before: float | None, after: float | None) -> float | None:
-    if before is None or after is None or before <= 0:
-        return None
-    return after / before - 1
-
-
-def _beyond(change: float, tolerance: float, noise: float) -> bool:
-    return change > tolerance and change > noise
-
-
 def _noise_text(noise: float, tolerance: float) -> str:
     return f"beyond the {tolerance:.0%} tolerance and the ±{noise:.0%} the repeats vary by"
 
 
-def latency_findings(b: Summary, a: Summary, tolerance: float) -> list[Finding]:
+def latency_findings(c: Comparison, tolerance: float) -> list[Finding]:
     """TTFT and ITL at p50 (end-to-end follows from them and from the answer length)."""
     evidence = []
     for name, title in LATENCY[:2]:
-        (b50, b95), (a50, a95) = b.latency[name], a.latency[name]
-        change = _change(b50, a50)
-        noise = (b.latency_noise[name] or 0.0) + (a.latency_noise[name] or 0.0)
-        if change is not None and _beyond(change, tolerance, noise):
-            evidence.append(f"{title} p50 {b50:.1f} ms -> {a50:.1f} ms ({change:+.0%}; p95 {_f(b95)} -> {_f(a95)} ms), "
-                            + _noise_text(noise, tolerance))  # fmt: skip
+        v = c.verdicts.get(name)
+        if v is None or v.direction != "worse":
+            continue
+        (b50, b95), (a50, a95) = c.before.latency[name], c.after.latency[name]
+        evidence.append(f"{title} p50 {b50:.1f} ms -> {a50:.1f} ms ({v.change:+.0%}; p95 {_f(b95)} -> {_f(a95)} ms), "
+                        + _noise_text(v.noise, tolerance))  # fmt: skip
     if not evidence:
         return []
     # a request that takes longer also makes fewer tokens/s: the latency finding is ranked as their cause
@@ -186,14 +213,13 @@ def latency_findings(b: Summary, a: Summary, tolerance: float) -> list[Finding]:
     ])]  # fmt: skip
 
 
-def throughput_findings(b: Summary, a: Summary, tolerance: float) -> list[Finding]:
+def throughput_findings(c: Comparison, tolerance: float) -> list[Finding]:
     evidence = []
-    for conc in sorted(set(b.tokens_per_s) & set(a.tokens_per_s)):
-        tb, ta = b.tokens_per_s[conc], a.tokens_per_s[conc]
-        noise = (b.throughput_noise.get(conc) or 0.0) + (a.throughput_noise.get(conc) or 0.0)
-        if tb > 0 and _beyond(1 - ta / tb, tolerance, noise):
-            evidence.append(f"{tb:.1f} -> {ta:.1f} tokens/s at concurrency {conc} ({ta / tb - 1:+.0%}), "
-                            + _noise_text(noise, tolerance))  # fmt: skip
+    for conc in sorted(set(c.before.tokens_per_s) & set(c.after.tokens_per_s)):
+        v = c.verdicts[f"tokens_per_s@{conc}"]
+        if v.direction == "worse":
+            tb, ta = c.before.tokens_per_s[conc], c.after.tokens_per_s[conc]
+            evidence.append(f"{tb:.1f} -> {ta:.1f} tokens/s at concurrency {conc} ({v.change:+.0%}), " + _noise_text(v.noise, tolerance))
     if not evidence:
         return []
     return [Finding("baseline.throughput_regression", f"throughput regressed: {evidence[0].split(' (')[0]}", evidence, [
@@ -287,9 +313,21 @@ def _score(s: Summary) -> str:
 
 
 def config_changes(before: Run, after: Run) -> list[tuple[str, str, str]]:
-    a, b = after.server.args, before.server.args
-    names = [n for n in dict.fromkeys([*b, *a]) if n != "command_line"]
-    return [(n, b.get(n, "-"), a.get(n, "-")) for n in names if b.get(n) != a.get(n) and n in a and n in b]
+    """(arg, before, after) for every engine argument that differs; "-" where a side does not set
+    it, but only when that side's same source (its command line, log, /metrics) was read, so an
+    unreachable /metrics is not taken for a changed configuration."""
+    b, a = before.server, after.server
+    out = []
+    for name in dict.fromkeys([*b.args, *a.args]):
+        x, y = b.args.get(name), a.args.get(name)
+        if x == y or name == "command_line":
+            continue
+        source = (b.args_source if x is not None else a.args_source).get(name, "")
+        other = a if x is not None else b
+        if (x is None or y is None) and source not in other.args_source.values():
+            continue
+        out.append((name, x if x is not None else "-", y if y is not None else "-"))
+    return out
 
 
 def _number(text: str) -> float | None:
@@ -332,19 +370,40 @@ def no_effect_findings(c: Comparison, tolerance: float) -> list[Finding]:
     return out
 
 
-def memory_findings(b: Summary, a: Summary, c: Comparison, tolerance: float) -> list[Finding]:
-    mb, ma = b.gpu_memory_mib, a.gpu_memory_mib
-    if mb is None or ma is None or mb <= 0:
+def memory_findings(c: Comparison, tolerance: float) -> list[Finding]:
+    v = c.verdicts.get("gpu_memory_mib")
+    if v is None or v.direction != "worse":
         return []
-    growth = ma - mb
-    noise = b.gpu_memory_noise_mib + a.gpu_memory_noise_mib
-    if not (growth / mb > tolerance and growth > noise):
-        return []
+    b, a = c.before, c.after
+    mb, ma = b.gpu_memory_mib or 0.0, a.gpu_memory_mib or 0.0
+    growth, noise = ma - mb, b.gpu_memory_noise_mib + a.gpu_memory_noise_mib
     total = f" of {a.gpu_memory_total_mib:,.0f} MiB" if a.gpu_memory_total_mib else ""
-    evidence = [f"GPU memory used {mb:,.0f} MiB -> {ma:,.0f} MiB{total} ({growth / mb:+.0%}, {growth:+,.0f} MiB), "
+    evidence = [f"GPU memory used {mb:,.0f} MiB -> {ma:,.0f} MiB{total} ({v.change:+.0%}, {growth:+,.0f} MiB), "
                 f"beyond the {tolerance:.0%} tolerance and the {noise:,.0f} MiB the readings vary by"]  # fmt: skip
     evidence += [f"configuration change: {n} {x} -> {y}" for n, x, y in c.config_changes]
-    return [Finding("baseline.memory_growth", f"GPU memory grew {growth / mb:+.0%}: {mb:,.0f} -> {ma:,.0f} MiB", evidence, [
+    return [Finding("baseline.memory_growth", f"GPU memory grew {v.change:+.0%}: {mb:,.0f} -> {ma:,.0f} MiB", evidence, [
         Fix("If the growth is not what the change was for, roll it back; memory that grows leaves less headroom and invites OOM under peaks"),
         Fix("See what holds the memory now", "llm-doctor run --only load"),
     ])]  # fmt: skip
+
+
+# values the server reports about its state, not settings someone chose: they are effects, not causes
+MEASURED = {"num_gpu_blocks", "command_line"}
+
+
+def unmoved_findings(c: Comparison) -> list[Finding]:
+    """A configuration change after which nothing measured moved (no figure beyond the tolerance
+    and noise, the same answers): the change took no visible effect. Info: many changes are meant
+    to change nothing measurable, but "did my change do anything?" is the question asked."""
+    changes = [(n, x, y) for n, x, y in c.config_changes if n not in MEASURED]
+    o = c.outputs
+    moved = any(v.direction for v in c.verdicts.values()) or o.similar or o.different or c.before.right != c.after.right
+    if not changes or moved or not c.verdicts or any(f.code == "baseline.no_effect" for f in c.findings):
+        return []
+    listed = ", ".join(f"{n} {x} -> {y}" for n, x, y in changes)
+    return [Finding("baseline.no_effect", f"configuration changed ({listed}) but nothing measured moved", [
+        f"configuration change: {n} {x} ({c.before.label}) -> {y} ({c.after.label})" for n, x, y in changes
+    ] + ["latency, throughput, KV cache and GPU memory all within the tolerance and the noise; "
+         f"answers: {len(o.identical)} identical of {len(o.identical) + len(o.similar) + len(o.different)}"], [
+        Fix("If the change was meant to move one of these figures, check that the engine applied it (its start-up log and /metrics say what it runs with)"),
+    ], severity="info")]  # fmt: skip

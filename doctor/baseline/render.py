@@ -19,23 +19,32 @@ def _pct(before: float | None, after: float | None) -> str:
     return f"{after / before - 1:+.0%}"
 
 
-def _rows(c: Comparison) -> list[tuple[str, str, str, str]]:
+def _rows(c: Comparison) -> list[tuple[str, ...]]:
+    """(figure, before, after, change, verdict): the verdict says "worse"/"better" only for a move
+    beyond the tolerance and the noise, so a reader sees at once which changes count."""
     b, a = c.before, c.after
+
+    def judged(key: str) -> str:
+        v = c.verdicts.get(key)
+        return v.direction if v else ""
+
     rows = []
     for name, title in LATENCY:
         (b50, b95), (a50, a95) = b.latency[name], a.latency[name]
-        rows.append((f"{title} p50 / p95 ms", f"{_num(b50)} / {_num(b95)}", f"{_num(a50)} / {_num(a95)}", _pct(b50, a50)))
+        rows.append((f"{title} p50 / p95 ms", f"{_num(b50)} / {_num(b95)}", f"{_num(a50)} / {_num(a95)}", _pct(b50, a50), judged(name)))
     for conc in sorted(set(b.tokens_per_s) | set(a.tokens_per_s)):
         tb, ta = b.tokens_per_s.get(conc), a.tokens_per_s.get(conc)
-        rows.append((f"tokens/s at concurrency {conc}", _num(tb), _num(ta), _pct(tb, ta)))
+        rows.append((f"tokens/s at concurrency {conc}", _num(tb), _num(ta), _pct(tb, ta), judged(f"tokens_per_s@{conc}")))
     kb, ka = b.kv_cache_tokens, a.kv_cache_tokens
-    rows.append(("KV cache tokens", _num(kb, "{:,}"), _num(ka, "{:,}"), _pct(kb, ka)))
+    rows.append(("KV cache tokens", _num(kb, "{:,}"), _num(ka, "{:,}"), _pct(kb, ka), judged("kv_cache_tokens")))
     mb, ma = b.gpu_memory_mib, a.gpu_memory_mib
-    rows.append(("GPU memory used MiB", _num(mb, "{:,.0f}"), _num(ma, "{:,.0f}"), _pct(mb, ma)))
-    rows.append(("quality (scored right)", _quality(b), _quality(a), ""))
+    rows.append(("GPU memory used MiB", _num(mb, "{:,.0f}"), _num(ma, "{:,.0f}"), _pct(mb, ma), judged("gpu_memory_mib")))
+    quality = "worse" if a.right < b.right else "better" if a.right > b.right else ""
+    rows.append(("quality (scored right)", _quality(b), _quality(a), "", quality if b.scored and a.scored else ""))
     o = c.outputs
     compared = len(o.identical) + len(o.similar) + len(o.different)
-    rows.append(("answers vs before", "", f"{len(o.identical)} identical, {len(o.similar)} similar, {len(o.different)} different", f"of {compared}"))
+    answers = f"{len(o.identical)} identical, {len(o.similar)} similar, {len(o.different)} different"
+    rows.append(("answers vs before", "", answers, f"of {compared}", "changed" if compared > len(o.identical) else ""))
     return rows
 
 
@@ -46,9 +55,9 @@ def _quality(s: Summary) -> str:
 
 
 def table(c: Comparison) -> str:
-    header = ("figure", c.before.label, c.after.label, "change")
+    header = ("figure", c.before.label, c.after.label, "change", "verdict")
     rows = [header, *_rows(c)]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     if c.config_changes:
@@ -103,6 +112,7 @@ def as_json(c: Comparison) -> dict[str, Any]:
     return {
         "before": side(c.before),
         "after": side(c.after),
+        "verdicts": {k: {"direction": v.direction, "change": round(v.change, 4), "noise": round(v.noise, 4)} for k, v in c.verdicts.items()},
         "answers": {"identical": o.identical, "similar": o.similar, "different": o.different, "unsteady": o.unsteady},
         "config_changes": [{"arg": n, "before": x, "after": y} for n, x, y in c.config_changes],
         "notes": c.notes,
