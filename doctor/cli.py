@@ -130,7 +130,7 @@ def explain(code: str) -> None:
     if entry is None:
         close = [c for c in CODES if code.split(".")[-1] in c]
         raise click.UsageError(f"unknown code {code!r}" + (f"; did you mean {', '.join(close)}?" if close else ""))
-    emitters = [s.id for s in load_checks().values() if code in s.codes]
+    emitters = [s.id for s in load_checks().values() if code in s.codes] or (["llm-doctor baseline compare"] if entry.layer == "baseline" else [])
     click.echo(f"{entry.code} ({entry.layer}, default severity {entry.severity})\n  {entry.meaning}")
     click.echo(f"  emitted by: {', '.join(emitters) or '(no check yet)'}")
 

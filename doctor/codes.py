@@ -237,7 +237,7 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     (
         "baseline.no_effect",
         "warn",
-        "a configuration change that should grow the KV cache (kv_cache_dtype fp8, a larger gpu_memory_utilization, quantization) did not grow it beyond --tolerance: the flag was not applied or is capped elsewhere",
+        "a configuration change that took no measurable effect: one that should grow the KV cache (kv_cache_dtype fp8, a larger gpu_memory_utilization, quantization) did not grow it beyond --tolerance, so the flag was not applied or is capped elsewhere (warn); or nothing measured moved after it (info)",
     ),
     (
         "baseline.memory_growth",

@@ -404,3 +404,12 @@ def test_an_unread_source_is_not_a_configuration_change() -> None:
     before, after = synthetic([100.0] * 3), synthetic([100.0] * 3)
     before.server.args, before.server.args_source = {"kv_cache_dtype": "fp8"}, {"kv_cache_dtype": "metrics"}
     assert compare(before, after, 0.10).config_changes == []  # /metrics not read the second time
+
+
+def test_a_strict_server_that_refuses_seed_and_stream_options_is_still_recorded(tmp_path: Path) -> None:
+    out = record(engine(ttft_s=0.05, strict=True), tmp_path, "strict.json")
+    data = json.loads(out.read_text())
+    assert data["complete"] is True and data["options"]["seed"] is None
+    story = next(r for r in data["runs"][0]["requests"] if r["id"] == "story")
+    assert story["completion_tokens"] == [11, 11, 11]  # counted from the stream, without usage
+    assert story["output"] == ANSWERS["cat"]

@@ -118,6 +118,18 @@ def _pairs(paths: tuple[str, ...], files: list[Baseline]) -> tuple[list[tuple[Ru
     return [(ref, run, ref_label, label) for label, run in rest], [r for _, r in runs], notes, [label for label, _ in runs]
 
 
+def _check_row(c: Any, tolerance: float) -> Any:
+    """One row per comparison in the checks table (and one JUnit testcase), so a CI system shows
+    the verdict natively: fail on an error finding, warn on a warning."""
+    from doctor.engine import CheckResult
+
+    severities = {f.severity for f in c.findings}
+    status = "fail" if "error" in severities else "warn" if "warn" in severities else "pass"
+    named = ", ".join(dict.fromkeys(f.code.split(".", 1)[1] for f in c.findings if f.severity != "info"))
+    detail = f"{c.before.label} -> {c.after.label}: " + (named or f"nothing beyond the {tolerance:.0%} tolerance and the noise")
+    return CheckResult("baseline.compare", "baseline", status, detail=detail, findings=list(c.findings))
+
+
 def compare_command(paths: tuple[str, ...], kw: dict[str, Any]) -> int:
     from doctor.baseline import compare, render
     from doctor.facts import Facts
@@ -145,7 +157,8 @@ def compare_command(paths: tuple[str, ...], kw: dict[str, Any]) -> int:
                 f.check = "baseline.compare"
                 findings.append(f)
             notes += c.notes
-        report = Report(rank(findings), [], Facts(), title=f"llm-doctor baseline compare {' '.join(Path(p).name for p in paths)}")
+        checks = [_check_row(c, kw["tolerance"]) for c in comparisons]
+        report = Report(rank(findings), checks, Facts(), title=f"llm-doctor baseline compare {' '.join(Path(p).name for p in paths)}")
         for c in comparisons:
             report.extra_sections.append((f"{c.before.label} -> {c.after.label}", render.table(c)))
         if ranked:

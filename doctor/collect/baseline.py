@@ -49,6 +49,7 @@ class RecordOptions:
     seed: int = 0
     metrics_url: str | None = None
     logs: list[str] = field(default_factory=list)
+    optional_fields: bool = True  # send `seed` and `stream_options`; off once the server refuses them
 
 
 @dataclass
@@ -114,6 +115,8 @@ def record(settings: Settings, rset: RequestSet, opts: RecordOptions, deadline: 
                 run.server.gpu_memory_total_mib = memory_start[1]
             _scores(run, rset)
             say(f"{model}: done", done, total)
+    if not opts.optional_fields:
+        out.options["seed"] = None  # the server refused `seed` / `stream_options`: sent without them
     _problems(out, deadline)
     return out
 
@@ -142,8 +145,9 @@ def one(client: Any, base: str, headers: dict[str, str], model: str, req: Reques
 
     if deadline.remaining() < MIN_REQUEST_S:
         return Sample(error="deadline reached before this request")
-    body = {"model": model, "messages": req.messages, "max_tokens": req.max_tokens, "temperature": 0,
-            "seed": opts.seed, "stream": True, "stream_options": {"include_usage": True}}  # fmt: skip
+    body: dict[str, Any] = {"model": model, "messages": req.messages, "max_tokens": req.max_tokens, "temperature": 0, "stream": True}
+    if opts.optional_fields:
+        body |= {"seed": opts.seed, "stream_options": {"include_usage": True}}
     parts: list[str] = []
     chunks, usage_tokens = 0, None
     first = last = None
@@ -151,8 +155,11 @@ def one(client: Any, base: str, headers: dict[str, str], model: str, req: Reques
     try:
         with client.stream("POST", chat_url(base), json=body, headers=headers, timeout=deadline.cap(opts.timeout)) as resp:
             if resp.status_code != 200:
-                excerpt = resp.read()[:MAX_ERROR_EXCERPT].decode("utf-8", "replace")
-                return Sample(error=f"HTTP {resp.status_code}: {' '.join(excerpt.split())}")
+                excerpt = " ".join(resp.read()[:MAX_ERROR_EXCERPT].decode("utf-8", "replace").split())
+                if resp.status_code in (400, 422) and opts.optional_fields and ("seed" in excerpt or "stream_options" in excerpt):
+                    opts.optional_fields = False  # a strict server that rejects them: the rest goes without
+                    return one(client, base, headers, model, req, opts, deadline)
+                return Sample(error=f"HTTP {resp.status_code}: {excerpt}")
             if "event-stream" not in resp.headers.get("content-type", ""):
                 return _unstreamed(resp.read(), t0)
             for line in resp.iter_lines():

@@ -5,7 +5,9 @@ real SSE over a real socket, one word a token.
   cycle (-j, 0, +j of it) over the repeats of one prompt, so noise is real but reproducible;
 - `slots`: requests generated at once; more wait for a slot, as on an engine with --parallel 1;
 - `answers`: prompt substring -> answer (else "OK"), per model when `by_model` is given;
-- `cache_config`: the vllm:cache_config_info labels /metrics reports (None: /metrics is 404).
+- `cache_config`: the vllm:cache_config_info labels /metrics reports (None: /metrics is 404);
+- `strict`: refuse fields it does not know (`seed`, `stream_options`) with a 422, as a server
+  validating with pydantic's extra="forbid" does, and send no usage.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class StreamingEngine:
     by_model: dict[str, StreamingEngine] = field(default_factory=dict)
     cache_config: dict[str, str] | None = None
     version: str = "0.10.1.1"
+    strict: bool = False
 
     def __post_init__(self) -> None:
         self._slots = threading.Semaphore(self.slots)
@@ -53,6 +56,10 @@ class StreamingEngine:
         if req.method == "POST" and path == "/v1/chat/completions":
             body = req.json or {}
             engine = self.by_model.get(str(body.get("model")), self)
+            extra = sorted({"seed", "stream_options"} & set(body))
+            if engine.strict and extra:
+                return Reply(422, {"detail": [{"type": "extra_forbidden", "loc": ["body", extra[0]],
+                                               "msg": "Extra inputs are not permitted"}]})  # fmt: skip
             return engine.stream(body)
         return Reply(404, {"detail": "Not Found"})
 
@@ -82,8 +89,9 @@ class StreamingEngine:
                         time.sleep(self.itl_s)
                     yield chunk({"content": word if i == 0 else " " + word})
                 yield chunk({}, "stop")
-                yield chunk({}, usage={"prompt_tokens": len(prompt.split()), "completion_tokens": len(words),
-                                       "total_tokens": len(prompt.split()) + len(words)})  # fmt: skip
+                if not self.strict:
+                    yield chunk({}, usage={"prompt_tokens": len(prompt.split()), "completion_tokens": len(words),
+                                           "total_tokens": len(prompt.split()) + len(words)})  # fmt: skip
                 yield b"data: [DONE]\n\n"
 
         return Reply(200, chunks=events(), content_type="text/event-stream")
