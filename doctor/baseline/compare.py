@@ -169,8 +169,8 @@ def compare(before: Run, after: Run, tolerance: float, labels: tuple[str, str] =
     if sets is not None:
         sb, sa = sets[0].request_set, sets[1].request_set
         if sb.get("sha256") != sa.get("sha256") and ids_b == ids_a:
-            notes.append(f"request set {sb.get('name')} v{sb.get('version')} vs {sa.get('name')} v{sa.get('version')}: "
-                         "same ids but different contents; answers are compared, not only scored")  # fmt: skip
+            notes.append(f"request sets {sb.get('name')} {sb.get('sha256')} and {sa.get('name')} {sa.get('sha256')} have the same "
+                         "ids but different contents: answers and timings may differ for that reason alone")  # fmt: skip
         for b, label in zip(sets, labels, strict=True):
             if not b.complete:
                 notes.append(f"{label} is an incomplete recording: {'; '.join(b.problems[:3])}")
