@@ -413,3 +413,21 @@ def test_a_strict_server_that_refuses_seed_and_stream_options_is_still_recorded(
     story = next(r for r in data["runs"][0]["requests"] if r["id"] == "story")
     assert story["completion_tokens"] == [11, 11, 11]  # counted from the stream, without usage
     assert story["output"] == ANSWERS["cat"]
+
+
+@pytest.mark.parametrize(
+    ("scrape", "engine_name", "kv_tokens", "source"),
+    [
+        ("vllm-v0-metrics-excerpt-cache-config-info-aibrix.txt", "vllm", 81767 * 16,
+         "metrics vllm:cache_config_info num_gpu_blocks x block_size"),
+        ("sglang-v0.3-era-metrics-gemma2-9b.txt", "sglang", 161721, "metrics sglang:max_total_num_tokens"),
+    ],
+)  # fmt: skip
+def test_kv_capacity_from_real_metrics_scrapes(tmp_path: Path, scrape: str, engine_name: str, kv_tokens: int, source: str) -> None:
+    text = (Path(__file__).resolve().parent.parent / "fixtures" / "metrics" / scrape).read_text()
+    out = record(engine(ttft_s=0.05, metrics_text=text), tmp_path, "m.json")
+    server = json.loads(out.read_text())["runs"][0]["server"]
+    assert (server["engine"], server["kv_cache_tokens"], server["kv_cache_tokens_source"]) == (engine_name, kv_tokens, source)
+    if engine_name == "vllm":
+        assert server["args"]["kv_cache_dtype"] == "auto" and server["args"]["gpu_memory_utilization"] == "0.9"
+        assert server["args_source"]["num_gpu_blocks"] == "metrics"

@@ -279,8 +279,7 @@ def quality_findings(before: Run, after: Run, c: Comparison, ids: set[str]) -> l
         if ra.errors and not ra.e2e_ms:
             now_failing.append(f"{rb.id}: answered before, fails now: {ra.errors[0]}")
         elif rb.expect is not None and _right(rb) and not _right(ra):
-            expect = rb.expect or {}
-            turned_wrong.append(f"{rb.id}: expected {expect.get('kind')} {expect.get('value')!r}; "
+            turned_wrong.append(f"{rb.id}: expected {rb.expect.get('kind')} {rb.expect.get('value')!r}; "
                                 f"was {_quote(rb.output)}, now {_quote(ra.output)}")  # fmt: skip
     o = c.outputs
     changed = len(o.similar) + len(o.different)

@@ -62,63 +62,87 @@ class Sample:
     error: str = ""
 
 
+@dataclass
+class _Steps:
+    """Progress over every request the recording will send."""
+
+    total: int
+    say: Progress
+    done: int = 0
+
+    def step(self, what: str, n: int = 1) -> None:
+        self.say(what, self.done, self.total)
+        self.done += n
+
+
 def record(settings: Settings, rset: RequestSet, opts: RecordOptions, deadline: Deadline, progress: Progress | None = None) -> Baseline:
     key = clean_key(settings.api_key.value) if settings.api_key.value else None
     base = settings.base_url.value or ""
-    redactor = Redactor([key])
     out = Baseline(
         tool_version=__version__,
         recorded_at=now(),
-        base_url=redactor.text(base),
+        base_url=Redactor([key]).text(base),
         api_key=mask(key) if key else None,
         request_set={"name": rset.name, "version": rset.version, "source": rset.source, "sha256": rset.sha256},
         options={"repeat": opts.repeat, "concurrency": opts.concurrency, "temperature": 0, "seed": opts.seed,
                  "deadline_s": deadline.seconds},  # fmt: skip
     )
-    say = progress or (lambda what, done, total: None)
     per_model = len(rset.requests) * (1 + opts.repeat * (2 if opts.concurrency > 1 else 1))
-    total, done = per_model * len(opts.models), 0
-    client = _client(opts.concurrency)
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    with client:
+    steps = _Steps(per_model * len(opts.models), progress or (lambda what, done, total: None))
+    send = _Sender(_client(opts.concurrency), base, {"Authorization": f"Bearer {key}"} if key else {}, opts, deadline)
+    with send.client:
         for model in opts.models:
-            run = Run(model=model, requests=[RequestResult(r.id, _expect(r)) for r in rset.requests])
-            out.runs.append(run)
-            for req in rset.requests:  # warm-up, not kept: caches, compiled kernels, loaded adapters
-                say(f"{model}: warm-up {req.id}", done, total)
-                one(client, base, headers, model, req, opts, deadline)
-                done += 1
-            local = is_local(base)
-            memory_start = gpu_memory() if local else None
-            for p in range(opts.repeat):
-                samples = []
-                for req, result in zip(rset.requests, run.requests, strict=True):
-                    say(f"{model}: pass {p + 1}/{opts.repeat} {req.id}", done, total)
-                    samples.append(one(client, base, headers, model, req, opts, deadline))
-                    _keep(result, samples[-1], first=p == 0)
-                    done += 1
-                _tally(_throughput(run, 1), samples, sum((s.e2e_ms or 0.0) for s in samples) / 1000)
-            if opts.concurrency > 1:
-                for p in range(opts.repeat):
-                    say(f"{model}: {opts.concurrency} in flight, round {p + 1}/{opts.repeat}", done, total)
-                    _concurrent_round(client, base, headers, model, rset.requests, opts, deadline, _throughput(run, opts.concurrency))
-                    done += len(rset.requests)
-            say(f"{model}: reading the server's state", done, total)
-            run.server = server_state(base, key, opts, deadline, local)
-            if not local:
-                run.server.notes.append("GPU memory not read: the endpoint is not on this machine")
-            elif isinstance(memory_start, str):
-                run.server.notes.append(f"GPU memory not read: {memory_start}")
-            else:
-                end = gpu_memory()
-                run.server.gpu_memory_used_mib = [memory_start[0]] + ([end[0]] if isinstance(end, tuple) else [])
-                run.server.gpu_memory_total_mib = memory_start[1]
-            _scores(run, rset)
-            say(f"{model}: done", done, total)
+            out.runs.append(_record_model(send, model, rset, key, steps))
     if not opts.optional_fields:
         out.options["seed"] = None  # the server refused `seed` / `stream_options`: sent without them
     _problems(out, deadline)
     return out
+
+
+@dataclass
+class _Sender:
+    client: Any
+    base: str
+    headers: dict[str, str]
+    opts: RecordOptions
+    deadline: Deadline
+
+    def __call__(self, model: str, req: Request) -> Sample:
+        return one(self.client, self.base, self.headers, model, req, self.opts, self.deadline)
+
+
+def _record_model(send: _Sender, model: str, rset: RequestSet, key: str | None, steps: _Steps) -> Run:
+    opts = send.opts
+    run = Run(model=model, requests=[RequestResult(r.id, _expect(r)) for r in rset.requests])
+    for req in rset.requests:  # warm-up, not kept: caches, compiled kernels, loaded adapters
+        steps.step(f"{model}: warm-up {req.id}")
+        send(model, req)
+    local = is_local(send.base)
+    memory_start = gpu_memory() if local else "the endpoint is not on this machine"
+    for p in range(opts.repeat):
+        samples = []
+        for req, result in zip(rset.requests, run.requests, strict=True):
+            steps.step(f"{model}: pass {p + 1}/{opts.repeat} {req.id}")
+            samples.append(send(model, req))
+            _keep(result, samples[-1], first=p == 0)
+        _tally(_throughput(run, 1), samples, sum((s.e2e_ms or 0.0) for s in samples) / 1000)
+    if opts.concurrency > 1:
+        for p in range(opts.repeat):
+            steps.step(f"{model}: {opts.concurrency} in flight, round {p + 1}/{opts.repeat}", len(rset.requests))
+            start = time.perf_counter()
+            with ThreadPoolExecutor(max_workers=opts.concurrency) as pool:
+                samples = list(pool.map(lambda r: send(model, r), rset.requests))
+            _tally(_throughput(run, opts.concurrency), samples, time.perf_counter() - start)
+    steps.say(f"{model}: reading the server's state", steps.done, steps.total)
+    run.server = server_state(send.base, key, opts, send.deadline, local)
+    if isinstance(memory_start, str):
+        run.server.notes.append(f"GPU memory not read: {memory_start}")
+    else:
+        end = gpu_memory()
+        run.server.gpu_memory_used_mib = [memory_start[0]] + ([end[0]] if isinstance(end, tuple) else [])
+        run.server.gpu_memory_total_mib = memory_start[1]
+    _scores(run, rset)
+    return run
 
 
 def _client(concurrency: int) -> Any:
@@ -238,14 +262,6 @@ def _throughput(run: Run, concurrency: int) -> Throughput:
         found = Throughput(concurrency)
         run.throughput.append(found)
     return found
-
-
-def _concurrent_round(client: Any, base: str, headers: dict[str, str], model: str, requests: list[Request],
-                      opts: RecordOptions, deadline: Deadline, into: Throughput) -> None:  # fmt: skip
-    start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=opts.concurrency) as pool:
-        samples = list(pool.map(lambda r: one(client, base, headers, model, r, opts, deadline), requests))
-    _tally(into, samples, time.perf_counter() - start)
 
 
 def _tally(into: Throughput, samples: list[Sample], seconds: float) -> None:

@@ -5,7 +5,8 @@ real SSE over a real socket, one word a token.
   cycle (-j, 0, +j of it) over the repeats of one prompt, so noise is real but reproducible;
 - `slots`: requests generated at once; more wait for a slot, as on an engine with --parallel 1;
 - `answers`: prompt substring -> answer (else "OK"), per model when `by_model` is given;
-- `cache_config`: the vllm:cache_config_info labels /metrics reports (None: /metrics is 404);
+- `cache_config`: the vllm:cache_config_info labels /metrics reports, or `metrics_text` a whole
+  scrape verbatim (neither: /metrics is 404);
 - `strict`: refuse fields it does not know (`seed`, `stream_options`) with a 422, as a server
   validating with pydantic's extra="forbid" does, and send no usage.
 """
@@ -33,6 +34,7 @@ class StreamingEngine:
     answers: dict[str, str] = field(default_factory=dict)
     by_model: dict[str, StreamingEngine] = field(default_factory=dict)
     cache_config: dict[str, str] | None = None
+    metrics_text: str | None = None
     version: str = "0.10.1.1"
     strict: bool = False
 
@@ -44,6 +46,8 @@ class StreamingEngine:
     def __call__(self, req: Request) -> Reply:
         path = req.path.split("?")[0]
         if req.method == "GET" and path == "/metrics":
+            if self.metrics_text is not None:
+                return Reply(200, self.metrics_text, "text/plain; version=0.0.4")
             if self.cache_config is None:
                 return Reply(404, {"detail": "Not Found"})
             labels = ",".join(f'{k}="{v}"' for k, v in self.cache_config.items())
