@@ -3,7 +3,8 @@ same request set on two settings (context 1024 vs 2048, one slot each time), the
 
 What is asserted is what the engine really says: its KV capacity from /props (n_ctx), its command
 line from the running process (key masked), identical answers under temperature 0, and the
-configuration change named. Latency on two busy shared cores is not asserted.
+configuration change named; and, with the fake NVML listing the real engine's pid beside another
+process, that GPU memory is the engine's own. Latency on two busy shared cores is not asserted.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.nvml import build
 from tests.peers.fixtures import LLAMA_ALIAS, LLAMA_KEY, clean_env, free_port, manifest_entry, running
 from tests.test_baseline import cli
 
@@ -25,7 +27,14 @@ PROMPTS = [
 ]  # fmt: skip
 
 
-def record_on(ctx: int, work: Path, prompts: Path) -> dict:
+def engine_pid(port: int) -> int:
+    import psutil
+
+    return next(p.pid for p in psutil.process_iter(["cmdline"]) if "--port" in (p.info["cmdline"] or [])
+                and str(port) in p.info["cmdline"] and "--alias" in p.info["cmdline"])  # fmt: skip
+
+
+def record_on(ctx: int, work: Path, prompts: Path, nvml: Path | None = None) -> dict:
     server = manifest_entry("llama_server", "binary")
     model = manifest_entry("gemma_gguf", "path")
     port = free_port()
@@ -33,9 +42,13 @@ def record_on(ctx: int, work: Path, prompts: Path) -> dict:
            "--api-key", LLAMA_KEY, "-c", str(ctx), "-t", "1", "--metrics", "--no-webui"]  # fmt: skip
     out = work / f"ctx{ctx}.json"
     with running(cmd, f"http://127.0.0.1:{port}/health", work / f"llama-{ctx}.log", work, clean_env(work)):
+        env = {}
+        if nvml is not None:  # the fake NVML lists this engine and another process on the GPU
+            env = {"LD_LIBRARY_PATH": str(nvml.parent), "FAKE_NVML_USED_MIB": "61500",
+                   "FAKE_NVML_PROCS": f"0:{engine_pid(port)}:1500;0:1:60000"}  # fmt: skip
         proc = cli(["baseline", "record", "--base-url", f"http://127.0.0.1:{port}/v1", "--api-key", LLAMA_KEY,
                     "--model", LLAMA_ALIAS, "--prompts", str(prompts), "--repeat", "2", "--concurrency", "2",
-                    "--deadline", "300", "-o", str(out)], work, timeout=400)  # fmt: skip
+                    "--deadline", "300", "-o", str(out)], work, env, timeout=400)  # fmt: skip
     assert LLAMA_KEY not in proc.stdout + proc.stderr
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = out.read_text()
@@ -46,7 +59,11 @@ def record_on(ctx: int, work: Path, prompts: Path) -> dict:
 def test_record_and_compare_two_context_sizes_on_a_real_engine(tmp_path: Path) -> None:
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text("".join(json.dumps(p) + "\n" for p in PROMPTS))
-    small, large = record_on(1024, tmp_path, prompts), record_on(2048, tmp_path, prompts)
+    nvml = build.compile_fake(tmp_path / "nvml")
+    small, large = record_on(1024, tmp_path, prompts), record_on(2048, tmp_path, prompts, nvml)
+    memory = large["runs"][0]["server"]
+    assert memory["gpu_memory_used_mib"] == [1500.0, 1500.0]  # the engine's own process, not the 61,500 in use
+    assert memory["gpu_memory_scope"].startswith("engine processes ")
     for data, ctx in ((small, 1024), (large, 2048)):
         run = data["runs"][0]
         server = run["server"]

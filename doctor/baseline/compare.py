@@ -62,6 +62,7 @@ class Summary:
     gpu_memory_mib: float | None = None  # the highest reading
     gpu_memory_noise_mib: float = 0.0
     gpu_memory_total_mib: float | None = None
+    gpu_memory_scope: str = ""
     right: int = 0
     scored: int = 0
     failed: list[str] = field(default_factory=list)  # request ids that got no answer
@@ -86,7 +87,7 @@ def summarise(run: Run, label: str, ids: set[str]) -> Summary:
     mem = run.server.gpu_memory_used_mib
     if mem:
         s.gpu_memory_mib, s.gpu_memory_noise_mib = max(mem), max(mem) - min(mem)
-    s.gpu_memory_total_mib = run.server.gpu_memory_total_mib
+    s.gpu_memory_total_mib, s.gpu_memory_scope = run.server.gpu_memory_total_mib, run.server.gpu_memory_scope
     for r in reqs:
         if r.errors and not r.e2e_ms:
             s.failed.append(r.id)
@@ -154,9 +155,15 @@ def verdicts(b: Summary, a: Summary, tolerance: float) -> dict[str, Verdict]:
         noise = (b.throughput_noise.get(conc) or 0.0) + (a.throughput_noise.get(conc) or 0.0)
         out[f"tokens_per_s@{conc}"] = verdict(b.tokens_per_s[conc], a.tokens_per_s[conc], tolerance, noise, True)
     out["kv_cache_tokens"] = verdict(b.kv_cache_tokens, a.kv_cache_tokens, tolerance, 0.0, True)
-    mem_noise = (b.gpu_memory_noise_mib + a.gpu_memory_noise_mib) / b.gpu_memory_mib if b.gpu_memory_mib else 0.0
-    out["gpu_memory_mib"] = verdict(b.gpu_memory_mib, a.gpu_memory_mib, tolerance, mem_noise)
+    if same_memory_scope(b, a):
+        mem_noise = (b.gpu_memory_noise_mib + a.gpu_memory_noise_mib) / b.gpu_memory_mib if b.gpu_memory_mib else 0.0
+        out["gpu_memory_mib"] = verdict(b.gpu_memory_mib, a.gpu_memory_mib, tolerance, mem_noise)
     return {k: v for k, v in out.items() if v is not None}
+
+
+def same_memory_scope(b: Summary, a: Summary) -> bool:
+    """Both readings count the same thing: the engine's own processes, or everything on the GPUs."""
+    return b.gpu_memory_scope.startswith("engine") == a.gpu_memory_scope.startswith("engine")
 
 
 def compare(before: Run, after: Run, tolerance: float, labels: tuple[str, str] = ("before", "after"),
@@ -183,6 +190,8 @@ def compare(before: Run, after: Run, tolerance: float, labels: tuple[str, str] =
     c.findings += no_effect_findings(c, tolerance)
     c.findings += memory_findings(c, tolerance)
     c.findings += unmoved_findings(c)
+    if sb_.gpu_memory_mib is not None and sa_.gpu_memory_mib is not None and not same_memory_scope(sb_, sa_):
+        notes.append(f"GPU memory not compared: {labels[0]} counted {sb_.gpu_memory_scope}, {labels[1]} {sa_.gpu_memory_scope}")
     for label, s in ((labels[0], sb_), (labels[1], sa_)):
         if s.kv_cache_tokens is None and any(a in ("kv_cache_dtype", "gpu_memory_utilization", "quantization") for a, _, _ in c.config_changes):
             notes.append(f"{label}: KV cache capacity not read (no /metrics cache_config_info, /props or --log), "
@@ -378,7 +387,8 @@ def memory_findings(c: Comparison, tolerance: float) -> list[Finding]:
     growth, noise = ma - mb, b.gpu_memory_noise_mib + a.gpu_memory_noise_mib
     total = f" of {a.gpu_memory_total_mib:,.0f} MiB" if a.gpu_memory_total_mib else ""
     evidence = [f"GPU memory used {mb:,.0f} MiB -> {ma:,.0f} MiB{total} ({v.change:+.0%}, {growth:+,.0f} MiB), "
-                f"beyond the {tolerance:.0%} tolerance and the {noise:,.0f} MiB the readings vary by"]  # fmt: skip
+                f"beyond the {tolerance:.0%} tolerance and the {noise:,.0f} MiB the readings vary by",
+                f"counted: {b.gpu_memory_scope or '-'} ({b.label}); {a.gpu_memory_scope or '-'} ({a.label})"]  # fmt: skip
     evidence += [f"configuration change: {n} {x} -> {y}" for n, x, y in c.config_changes]
     return [Finding("baseline.memory_growth", f"GPU memory grew {v.change:+.0%}: {mb:,.0f} -> {ma:,.0f} MiB", evidence, [
         Fix("If the growth is not what the change was for, roll it back; memory that grows leaves less headroom and invites OOM under peaks"),

@@ -57,8 +57,9 @@ class ServerState:
     args_source: dict[str, str] = field(default_factory=dict)  # name -> "metrics" | "process" | "log" | "props"
     kv_cache_tokens: int | None = None
     kv_cache_tokens_source: str = ""
-    gpu_memory_used_mib: list[float] = field(default_factory=list)  # all GPUs summed, at start and at end
+    gpu_memory_used_mib: list[float] = field(default_factory=list)  # at the start and at the end
     gpu_memory_total_mib: float | None = None
+    gpu_memory_scope: str = ""  # "engine processes PID, ..." or "all GPUs (every process)"
     notes: list[str] = field(default_factory=list)  # what could not be read, and why
 
 

@@ -32,6 +32,7 @@ from doctor.baseline.requests import Request, RequestSet, score
 from doctor.collect import now
 from doctor.engine import Deadline
 from doctor.facts.deployment import EngineConfig
+from doctor.facts.host import EngineProcess
 from doctor.redact import Redactor, mask
 from doctor.settings import Settings, clean_key
 
@@ -118,7 +119,9 @@ def _record_model(send: _Sender, model: str, rset: RequestSet, key: str | None, 
         steps.step(f"{model}: warm-up {req.id}")
         send(model, req)
     local = is_local(send.base)
-    memory_start = gpu_memory() if local else "the endpoint is not on this machine"
+    proc = engine_process(send.base) if local else None
+    pids = {proc.pid, *proc.children} if proc else set()
+    memory_start = gpu_memory(pids) if local else "the endpoint is not on this machine"
     for p in range(opts.repeat):
         samples = []
         for req, result in zip(rset.requests, run.requests, strict=True):
@@ -134,13 +137,13 @@ def _record_model(send: _Sender, model: str, rset: RequestSet, key: str | None, 
                 samples = list(pool.map(lambda r: send(model, r), rset.requests))
             _tally(_throughput(run, opts.concurrency), samples, time.perf_counter() - start)
     steps.say(f"{model}: reading the server's state", steps.done, steps.total)
-    run.server = server_state(send.base, key, opts, send.deadline, local)
+    run.server = server_state(send.base, key, opts, send.deadline, proc)
     if isinstance(memory_start, str):
         run.server.notes.append(f"GPU memory not read: {memory_start}")
     else:
-        end = gpu_memory()
-        run.server.gpu_memory_used_mib = [memory_start[0]] + ([end[0]] if isinstance(end, tuple) else [])
-        run.server.gpu_memory_total_mib = memory_start[1]
+        end = gpu_memory(pids)
+        run.server.gpu_memory_used_mib = [memory_start[0]] + ([end[0]] if isinstance(end, tuple) and end[2] == memory_start[2] else [])
+        run.server.gpu_memory_total_mib, run.server.gpu_memory_scope = memory_start[1], memory_start[2]
     _scores(run, rset)
     return run
 
@@ -313,8 +316,11 @@ def is_local(base_url: str) -> bool:
         return False
 
 
-def gpu_memory() -> tuple[float, float | None] | str:
-    """(used, total) MiB summed over all GPUs from NVML, or why it cannot be read."""
+def gpu_memory(pids: set[int]) -> tuple[float, float | None, str] | str:
+    """(used MiB, total MiB, what was counted) from NVML, or why it cannot be read. The engine's
+    own processes when NVML lists them (another server starting on the same GPUs between two
+    recordings must not read as growth); all GPUs' used memory otherwise (NVML in a container
+    often lists no processes)."""
     from doctor.collect import gpu
 
     facts = gpu.collect(sample_s=0.0)
@@ -322,17 +328,33 @@ def gpu_memory() -> tuple[float, float | None] | str:
     if not facts.available or not used:
         return facts.reason or "NVML reports no GPU memory"
     total = [g.memory_total_mib for g in facts.gpus if g.memory_total_mib is not None]
-    return round(sum(used), 1), (round(sum(total), 1) if total else None)
+    total_mib = round(sum(total), 1) if total else None
+    mine = [p for g in facts.gpus for p in g.processes if p.pid in pids and p.used_mib is not None]
+    if mine:
+        shown = ", ".join(str(pid) for pid in sorted({p.pid for p in mine}))
+        return round(sum(p.used_mib or 0.0 for p in mine), 1), total_mib, f"engine processes {shown}"
+    return round(sum(used), 1), total_mib, "all GPUs (every process)"
 
 
-def server_state(base: str, key: str | None, opts: RecordOptions, deadline: Deadline, local: bool) -> ServerState:
+def engine_process(base: str) -> EngineProcess | None:
+    """The engine process serving this port on this machine, when exactly one can."""
+    from doctor.collect import host
+
+    port = urlsplit(base).port or (443 if base.startswith("https") else 80)
+    procs = [p for p in host.engine_processes() if p.config is not None and p.config.port in (port, None)]
+    return procs[0] if len(procs) == 1 else None
+
+
+def server_state(base: str, key: str | None, opts: RecordOptions, deadline: Deadline, proc: EngineProcess | None) -> ServerState:
     """Everything the server says about its configuration; later sources fill only the gaps, so
     what the engine reports about itself (/metrics) outranks what it was asked (command line, log)."""
     state = ServerState()
     _from_metrics(state, opts.metrics_url or _metrics_url(base), key, opts, deadline)
     _from_http(state, base, key, deadline)
-    if local:
-        _from_process(state, base)
+    if proc is not None and proc.config is not None:
+        state.engine = state.engine or proc.config.engine
+        _put(state, "command_line", proc.cmdline, "process")
+        _config_args(state, proc.config, "process")
     if opts.logs:
         _from_logs(state, opts.logs, deadline)
     return state
@@ -408,22 +430,6 @@ def _from_http(state: ServerState, base: str, key: str | None, deadline: Deadlin
             _kv(state, n_ctx, "llama-server /props n_ctx")
         if isinstance(props.get("total_slots"), int):
             _put(state, "total_slots", props["total_slots"], "props")
-
-
-def _from_process(state: ServerState, base: str) -> None:
-    from doctor.collect import host
-
-    port = urlsplit(base).port or (443 if base.startswith("https") else 80)
-    procs = [p for p in host.engine_processes() if p.config is not None and p.config.port in (port, None)]
-    if len(procs) != 1 or procs[0].config is None:
-        if len(procs) > 1:
-            state.notes.append(f"{len(procs)} engine processes could serve port {port}: command line not read")
-        return
-    proc, cfg = procs[0], procs[0].config
-    state.engine = state.engine or cfg.engine
-    state.args_source["command_line"] = "process"
-    state.args.setdefault("command_line", proc.cmdline)
-    _config_args(state, cfg, "process")
 
 
 def _config_args(state: ServerState, cfg: EngineConfig, source: str) -> None:
