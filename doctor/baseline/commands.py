@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -98,24 +99,32 @@ def progress_bar() -> Iterator[Any]:
         yield lambda what, done, total: bar.update(task, description=what, completed=done, total=total)
 
 
-def _pairs(paths: tuple[str, ...], files: list[Baseline]) -> tuple[list[tuple[Run, Run, str, str]], list[Run], list[str], list[str]]:
-    """(before, after, labels) pairs to compare, the runs to rank, and notes. Two files: runs
-    paired by model (or the only run of each). Otherwise every run against the first one."""
-    notes: list[str] = []
+@dataclass
+class Plan:
+    """What `compare` does with its files: the (before, after) pairs, the runs to rank, notes."""
+
+    pairs: list[tuple[Run, Run, str, str]] = field(default_factory=list)  # before, after, their labels
+    ranked: list[tuple[str, Run]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def plan(paths: tuple[str, ...], files: list[Baseline]) -> Plan:
+    """Two files: their runs paired by model (or the only run of each). One file of several
+    models, or more than two files: every run against the first one, and all ranked."""
     if len(files) == 2:
         (pb, fb), (pa, fa) = zip(paths, files, strict=True)
         nb, na = Path(pb).name, Path(pa).name
         if len(fb.runs) == 1 and len(fa.runs) == 1:
-            return [(fb.runs[0], fa.runs[0], nb, na)], [], [], []
+            return Plan([(fb.runs[0], fa.runs[0], nb, na)])
         by_model = {r.model: r for r in fa.runs}
-        pairs = [(r, by_model[r.model], f"{nb}:{r.model}", f"{na}:{r.model}") for r in fb.runs if r.model in by_model]
+        out = Plan([(r, by_model[r.model], f"{nb}:{r.model}", f"{na}:{r.model}") for r in fb.runs if r.model in by_model])
         unpaired = sorted({r.model for r in fb.runs} ^ {r.model for r in fa.runs})
         if unpaired:
-            notes.append(f"recorded in only one file, not compared: {', '.join(unpaired)}")
-        return pairs, [], notes, []
+            out.notes.append(f"recorded in only one file, not compared: {', '.join(unpaired)}")
+        return out
     runs = [(f"{Path(p).name}:{r.model}" if len(files) > 1 else r.model, r) for p, f in zip(paths, files, strict=True) for r in f.runs]
     (ref_label, ref), rest = runs[0], runs[1:]
-    return [(ref, run, ref_label, label) for label, run in rest], [r for _, r in runs], notes, [label for label, _ in runs]
+    return Plan([(ref, run, ref_label, label) for label, run in rest], runs)
 
 
 def _check_row(c: Any, tolerance: float) -> Any:
@@ -144,15 +153,15 @@ def compare_command(paths: tuple[str, ...], kw: dict[str, Any]) -> int:
         raise click.UsageError("compare needs two recordings: two files, or one recorded with several --model")
     redactor = Redactor([os.environ.get("OPENAI_API_KEY"), os.environ.get("HF_TOKEN")])
     try:
-        pairs, ranked, notes, labels = _pairs(paths, files)
+        todo = plan(paths, files)
         by_run = {id(r): f for f in files for r in f.runs}
         comparisons = [
-            compare.compare(b, a, kw["tolerance"], (lb, la), (by_run[id(b)], by_run[id(a)])) for b, a, lb, la in pairs
+            compare.compare(b, a, kw["tolerance"], (lb, la), (by_run[id(b)], by_run[id(a)])) for b, a, lb, la in todo.pairs
         ]
-        findings = []
+        findings, notes = [], list(todo.notes)
         for c in comparisons:
             for f in c.findings:
-                if ranked or len(comparisons) > 1:
+                if todo.ranked or len(comparisons) > 1:
                     f.title = f"{c.after.label} vs {c.before.label}: {f.title}"
                 f.check = "baseline.compare"
                 findings.append(f)
@@ -161,9 +170,9 @@ def compare_command(paths: tuple[str, ...], kw: dict[str, Any]) -> int:
         report = Report(rank(findings), checks, Facts(), title=f"llm-doctor baseline compare {' '.join(Path(p).name for p in paths)}")
         for c in comparisons:
             report.extra_sections.append((f"{c.before.label} -> {c.after.label}", render.table(c)))
-        if ranked:
-            ids = set.intersection(*({r.id for r in run.requests} for run in ranked))
-            summaries = [compare.summarise(run, label, ids) for label, run in zip(labels, ranked, strict=True)]
+        if todo.ranked:
+            ids = set.intersection(*({r.id for r in run.requests} for _, run in todo.ranked))
+            summaries = [compare.summarise(run, label, ids) for label, run in todo.ranked]
             report.extra_sections.append(("Ranking (1 = best)", render.ranking(summaries)))
         notes = list(dict.fromkeys(notes))
         if notes:
