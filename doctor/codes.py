@@ -237,7 +237,12 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     (
         "baseline.no_effect",
         "warn",
-        "a configuration change that took no measurable effect: one that should grow the KV cache (kv_cache_dtype fp8, a larger gpu_memory_utilization, quantization) did not grow it beyond --tolerance, so the flag was not applied or is capped elsewhere (warn); or nothing measured moved after it (info)",
+        "a configuration change that took no measurable effect: one that should improve a figure (kv_cache_dtype fp8, a larger gpu_memory_utilization or quantization: KV cache tokens; more tensor parallelism, CUDA graphs, more GPU layers, speculative tokens: inter-token latency) did not improve it beyond --tolerance and the noise, so the flag was not applied or something else caps it (warn); or nothing measured moved after it (info)",
+    ),
+    (
+        "baseline.improved",
+        "info",
+        "a figure got better beyond --tolerance and the noise (latency, tokens/s, KV cache tokens, GPU memory) or more scored answers are right: the change worked",
     ),
     (
         "baseline.memory_growth",

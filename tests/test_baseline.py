@@ -258,7 +258,10 @@ def test_fp8_kv_cache_that_did_not_grow_the_cache_is_a_flag_with_no_effect(tmp_p
     assert f["title"] == "kv_cache_dtype auto -> fp8, but the KV cache did not grow (16,000 -> 16,000 tokens)"
     assert f["evidence"][0] == "kv_cache_dtype: auto (before.json) -> fp8 (inert.json), as the server reports it"
     rc, report = compare_files(tmp_path, str(before), str(applied), "--tolerance", "0.5")
-    assert (rc, codes(report)) == (0, [])
+    assert (rc, codes(report)) == (0, ["baseline.improved"])  # the flag worked: said so, as info
+    assert finding(report, "baseline.improved")["evidence"] == [
+        "KV cache tokens: +100%, beyond the 50% tolerance and the ±0% noise"
+    ]
     assert report["baseline"]["comparisons"][0]["after"]["kv_cache_tokens"] == 32000
     assert report["baseline"]["comparisons"][0]["config_changes"] == [
         {"arg": "kv_cache_dtype", "before": "auto", "after": "fp8"},
@@ -302,7 +305,7 @@ def test_models_behind_one_endpoint_are_ranked(tmp_path: Path) -> None:
     assert "100% (#1)" in big and "50% (#2)" in small_line  # quality
     assert "(#1)" in small_line.split()[2]  # TTFT: the small model is faster
     rc, report = compare_files(tmp_path, str(tmp_path / "models.json"), "--tolerance", "0.5")
-    assert codes(report) == ["baseline.quality_drop"]
+    assert codes(report) == ["baseline.quality_drop", "baseline.improved"]  # wrong more often, but faster
     assert report["findings"][0]["title"].startswith("small-q4 vs big-fp16: 1 answer that was right is now wrong")
 
 
@@ -372,7 +375,7 @@ def test_the_deadline_bounds_a_record_and_the_file_says_it_is_incomplete(tmp_pat
 def test_kv_capacity_and_arguments_from_real_engine_logs(tmp_path: Path) -> None:
     """Two real vLLM 0.10.1.1 start-up logs of the same model at gpu_memory_utilization 0.25 and
     0.5 (fixtures/engine_args/*.source.txt): the KV cache grew with the memory fraction, so the
-    change took effect and no `no_effect` is named."""
+    change took effect: `improved`, and no `no_effect`."""
     logs = Path(__file__).resolve().parent.parent / "fixtures" / "engine_args"
     before = record(engine(ttft_s=0.1), tmp_path, "gmu025.json", "--log", str(logs / "v0.10.1.1-v1-1xA100-0.25gmu.log"))
     after = record(engine(ttft_s=0.1), tmp_path, "gmu05.json", "--log", str(logs / "v0.10.1.1-v1-1xA100-qwen2-7b-hardwrapped.log"))
@@ -381,7 +384,7 @@ def test_kv_capacity_and_arguments_from_real_engine_logs(tmp_path: Path) -> None
     assert (server["kv_cache_tokens"], server["kv_cache_tokens_source"]) == (464848, "log: GPU KV cache size")
     assert (server["args"]["gpu_memory_utilization"], server["args_source"]["gpu_memory_utilization"]) == ("0.5", "log")
     rc, report = compare_files(tmp_path, str(before), str(after), "--tolerance", "0.5")
-    assert (rc, codes(report)) == (0, [])
+    assert (rc, codes(report)) == (0, ["baseline.improved"])
     c = report["baseline"]["comparisons"][0]
     assert c["config_changes"] == [{"arg": "gpu_memory_utilization", "before": "0.25", "after": "0.5"}]
     assert (c["before"]["kv_cache_tokens"], c["after"]["kv_cache_tokens"]) == (93872, 464848)
@@ -431,3 +434,13 @@ def test_kv_capacity_from_real_metrics_scrapes(tmp_path: Path, scrape: str, engi
     if engine_name == "vllm":
         assert server["args"]["kv_cache_dtype"] == "auto" and server["args"]["gpu_memory_utilization"] == "0.9"
         assert server["args_source"]["num_gpu_blocks"] == "metrics"
+
+
+def test_a_latency_flag_that_did_not_help_and_an_improvement_are_both_named() -> None:
+    before, after = synthetic([100.0] * 3), synthetic([60.0] * 3)
+    before.server.args, before.server.args_source = {"enforce_eager": "True"}, {"enforce_eager": "process"}
+    after.server.args, after.server.args_source = {"enforce_eager": "False"}, {"enforce_eager": "process"}
+    c = compare(before, after, 0.10)
+    assert [(f.code, f.severity) for f in c.findings] == [("baseline.no_effect", "warn"), ("baseline.improved", "info")]
+    assert c.findings[0].title == "enforce_eager True -> False, but inter-token latency did not improve (10 -> 10 ms)"
+    assert c.findings[1].evidence[0] == "TTFT p50: -40%, beyond the 10% tolerance and the ±0% noise"

@@ -189,6 +189,7 @@ def compare(before: Run, after: Run, tolerance: float, labels: tuple[str, str] =
     c.findings += quality_findings(before, after, c, ids)
     c.findings += no_effect_findings(c, tolerance)
     c.findings += memory_findings(c, tolerance)
+    c.findings += improved_findings(c, tolerance)
     c.findings += unmoved_findings(c)
     if sb_.gpu_memory_mib is not None and sa_.gpu_memory_mib is not None and not same_memory_scope(sb_, sa_):
         notes.append(f"GPU memory not compared: {labels[0]} counted {sb_.gpu_memory_scope}, {labels[1]} {sa_.gpu_memory_scope}")
@@ -345,37 +346,78 @@ def _number(text: str) -> float | None:
         return None
 
 
-# (engine argument, "did it change the way that should grow the KV cache", why it should)
-KV_GROWERS = (
-    ("kv_cache_dtype", lambda b, a: "fp8" in a.lower() and "fp8" not in b.lower(),
+def _raised(b: str, a: str) -> bool:
+    return (_number(a) or 0) > (_number(b) or 0) > 0
+
+
+def _turned_on(b: str, a: str) -> bool:
+    return a.lower() == "true" and b.lower() in ("false", "-", "")
+
+
+def _added(b: str, a: str) -> bool:
+    return b.lower() in ("-", "none", "", "0") and a.lower() not in ("-", "none", "", "0")
+
+
+# (engine argument, "did it change the way that should help", the figure it should improve, why)
+EXPECTED_EFFECTS = (
+    ("kv_cache_dtype", lambda b, a: "fp8" in a.lower() and "fp8" not in b.lower(), "kv_cache_tokens",
      "an fp8 KV cache stores each token in half the bytes of fp16/bf16, so the same memory holds about twice the tokens"),
-    ("gpu_memory_utilization", lambda b, a: (_number(a) or 0) > (_number(b) or 0) > 0,
-     "a larger memory fraction leaves more memory for the KV cache"),
-    ("quantization", lambda b, a: b.lower() in ("-", "none", "") and a.lower() not in ("-", "none", ""),
+    ("gpu_memory_utilization", _raised, "kv_cache_tokens", "a larger memory fraction leaves more memory for the KV cache"),
+    ("quantization", _added, "kv_cache_tokens",
      "quantized weights take less memory, and the engine gives what they free to the KV cache"),
+    ("tensor_parallel_size", _raised, "itl_ms", "more GPUs per replica split each token's work"),
+    ("enforce_eager", lambda b, a: a.lower() == "false" and b.lower() == "true", "itl_ms",
+     "CUDA graphs remove the per-step kernel launch overhead"),
+    ("n_gpu_layers", _raised, "itl_ms", "layers on the GPU run faster than on the CPU"),
+    ("num_speculative_tokens", _added, "itl_ms", "accepted draft tokens arrive several per step"),
 )  # fmt: skip
+FIGURE_TEXT = {"kv_cache_tokens": ("the KV cache did not grow", "KV cache capacity", "tokens"),
+               "itl_ms": ("inter-token latency did not improve", "ITL p50", "ms")}  # fmt: skip
 
 
 def no_effect_findings(c: Comparison, tolerance: float) -> list[Finding]:
-    kb, ka = c.before.kv_cache_tokens, c.after.kv_cache_tokens
-    if kb is None or ka is None:
-        return []
+    """A change that should improve a figure (EXPECTED_EFFECTS) while that figure did not improve
+    beyond the tolerance and the noise: the flag was not applied, or something else caps it."""
     out = []
-    for arg, grows, why in KV_GROWERS:
+    for arg, helps, figure, why in EXPECTED_EFFECTS:
         change = next(((b, a) for n, b, a in c.config_changes if n == arg), None)
-        if change is None or not grows(*change):
+        v = c.verdicts.get(figure)
+        if change is None or not helps(*change) or v is None or v.direction == "better":
             continue
-        if ka > kb * (1 + tolerance):
-            continue
-        out.append(Finding("baseline.no_effect", f"{arg} {change[0]} -> {change[1]}, but the KV cache did not grow ({kb:,} -> {ka:,} tokens)", [
+        did_not, name, unit = FIGURE_TEXT[figure]
+        fb, fa = (c.before.kv_cache_tokens, c.after.kv_cache_tokens) if figure == "kv_cache_tokens" else (
+            c.before.latency[figure][0], c.after.latency[figure][0])  # fmt: skip
+        shown = f"{fb:,.0f} -> {fa:,.0f} {unit}"
+        noise = f" and the ±{v.noise:.0%} noise" if v.noise else ""
+        fixes = [Fix("Check that the engine really applied the flag: its start-up log prints what it runs with", "llm-doctor analyze ENGINE.log")]
+        if figure == "kv_cache_tokens":
+            fixes.append(Fix("If the capacity is capped elsewhere (num_gpu_blocks_override, kv_cache_memory_bytes, max_total_tokens), lift the cap, or drop the flag and its cost"))
+        else:
+            fixes.append(Fix("If the time goes elsewhere (a CPU-bound host, a slow interconnect, batching limits), the flag cannot help: find where",
+                             "llm-doctor run --only perf"))
+        out.append(Finding("baseline.no_effect", f"{arg} {change[0]} -> {change[1]}, but {did_not} ({shown})", [
             f"{arg}: {change[0]} ({c.before.label}) -> {change[1]} ({c.after.label}), as the server reports it",
-            f"KV cache capacity: {kb:,} -> {ka:,} tokens ({ka / kb - 1:+.0%}); expected to grow beyond the {tolerance:.0%} tolerance: {why}",
-        ], [
-            Fix("Check that the engine really applied the flag: its start-up log prints the KV cache size and dtype",
-                "llm-doctor analyze ENGINE.log"),
-            Fix("If the capacity is capped elsewhere (num_gpu_blocks_override, kv_cache_memory_bytes, max_total_tokens), lift the cap, or drop the flag and its cost"),
-        ]))  # fmt: skip
+            f"{name}: {shown} ({v.change:+.0%}); expected to improve beyond the {tolerance:.0%} tolerance{noise}: {why}",
+        ], fixes))  # fmt: skip
     return out
+
+
+TITLES = {"ttft_ms": "TTFT p50", "itl_ms": "ITL p50", "e2e_ms": "end-to-end p50", "kv_cache_tokens": "KV cache tokens",
+          "gpu_memory_mib": "GPU memory MiB"}  # fmt: skip
+
+
+def improved_findings(c: Comparison, tolerance: float) -> list[Finding]:
+    """What got better beyond the tolerance and the noise: "did the change work?" has a yes too."""
+    evidence = []
+    for key, v in c.verdicts.items():
+        if v.direction == "better":
+            name = TITLES.get(key) or f"tokens/s at concurrency {key.split('@')[1]}"
+            evidence.append(f"{name}: {v.change:+.0%}, beyond the {tolerance:.0%} tolerance and the ±{v.noise:.0%} noise")
+    if c.after.right > c.before.right:
+        evidence.append(f"quality score {_score(c.before)} -> {_score(c.after)}")
+    if not evidence:
+        return []
+    return [Finding("baseline.improved", f"improved: {'; '.join(e.split(',')[0] for e in evidence)}", evidence)]
 
 
 def memory_findings(c: Comparison, tolerance: float) -> list[Finding]:
@@ -407,7 +449,7 @@ def unmoved_findings(c: Comparison) -> list[Finding]:
     changes = [(n, x, y) for n, x, y in c.config_changes if n not in MEASURED]
     o = c.outputs
     moved = any(v.direction for v in c.verdicts.values()) or o.similar or o.different or c.before.right != c.after.right
-    if not changes or moved or not c.verdicts or any(f.code == "baseline.no_effect" for f in c.findings):
+    if not changes or moved or not c.verdicts or any(f.code in ("baseline.no_effect", "baseline.improved") for f in c.findings):
         return []
     listed = ", ".join(f"{n} {x} -> {y}" for n, x, y in changes)
     return [Finding("baseline.no_effect", f"configuration changed ({listed}) but nothing measured moved", [
