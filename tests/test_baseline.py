@@ -444,3 +444,11 @@ def test_a_latency_flag_that_did_not_help_and_an_improvement_are_both_named() ->
     assert [(f.code, f.severity) for f in c.findings] == [("baseline.no_effect", "warn"), ("baseline.improved", "info")]
     assert c.findings[0].title == "enforce_eager True -> False, but inter-token latency did not improve (10 -> 10 ms)"
     assert c.findings[1].evidence[0] == "TTFT p50: -40%, beyond the 10% tolerance and the ±0% noise"
+
+
+def test_a_scored_answer_that_became_right_is_an_improvement_not_a_quality_drop() -> None:
+    before, after = synthetic([100.0] * 3), synthetic([100.0] * 3)
+    before.requests[0].expect, after.requests[0].expect = {"kind": "number", "value": 42}, {"kind": "number", "value": 42}
+    before.requests[0].output, after.requests[0].output = "41", "42"
+    c = compare(before, after, 0.10)
+    assert [(f.code, f.evidence) for f in c.findings] == [("baseline.improved", ["quality score 0/1 -> 1/1"])]

@@ -112,7 +112,7 @@ class OutputDiff:
     similar: list[str] = field(default_factory=list)
     different: list[str] = field(default_factory=list)
     unsteady: list[str] = field(default_factory=list)  # repeats disagreed: not deterministic, not compared
-    shown: list[str] = field(default_factory=list)  # word diffs of the first few changed answers
+    diffs: dict[str, str] = field(default_factory=dict)  # request id -> word diff of its changed answer
 
 
 @dataclass
@@ -257,8 +257,7 @@ def diff_outputs(before: Run, after: Run, ids: set[str]) -> OutputDiff:
             continue
         ratio = difflib.SequenceMatcher(None, rb.output, ra.output, autojunk=False).ratio()
         (out.similar if ratio >= SIMILAR_RATIO else out.different).append(rb.id)
-        if len(out.shown) < DIFFS_SHOWN:
-            out.shown.append(f"{rb.id}: {word_diff(rb.output, ra.output)}")
+        out.diffs[rb.id] = word_diff(rb.output, ra.output)
     return out
 
 
@@ -281,7 +280,7 @@ def word_diff(old: str, new: str, limit: int = 300) -> str:
 
 def quality_findings(before: Run, after: Run, c: Comparison, ids: set[str]) -> list[Finding]:
     after_by_id = {r.id: r for r in after.requests}
-    turned_wrong, now_failing = [], []
+    turned_wrong, now_failing, fixed = [], [], set()
     for rb in before.requests:
         ra = after_by_id.get(rb.id)
         if ra is None or rb.id not in ids or not rb.e2e_ms:
@@ -291,16 +290,19 @@ def quality_findings(before: Run, after: Run, c: Comparison, ids: set[str]) -> l
         elif rb.expect is not None and _right(rb) and not _right(ra):
             turned_wrong.append(f"{rb.id}: expected {rb.expect.get('kind')} {rb.expect.get('value')!r}; "
                                 f"was {_quote(rb.output)}, now {_quote(ra.output)}")  # fmt: skip
+        elif rb.expect is not None and _right(ra) and not _right(rb):
+            fixed.add(rb.id)  # a change for the better: `improved` names it
     o = c.outputs
-    changed = len(o.similar) + len(o.different)
+    compared = len(o.identical) + len(o.similar) + len(o.different)
+    changed = len([i for i in o.similar + o.different if i not in fixed])
     if not (turned_wrong or now_failing or changed):
         return []
-    compared = len(o.identical) + changed
     score_line = f"quality score {_score(c.before)} -> {_score(c.after)}"
     share = f"answers: {len(o.identical)} identical, {len(o.similar)} similar, {len(o.different)} different of {compared} compared"
     if o.unsteady:
         share += f" ({len(o.unsteady)} not compared: their repeats already disagreed)"
-    evidence = turned_wrong + now_failing + [score_line, share] + o.shown
+    shown = [f"{i}: {d}" for i, d in o.diffs.items() if i not in fixed][:DIFFS_SHOWN]
+    evidence = turned_wrong + now_failing + [score_line, share] + shown
     fixes = [Fix("Roll the change back, or check the new setup's answers on these requests before it serves users")]
     if turned_wrong or now_failing:
         n = len(turned_wrong) + len(now_failing)
@@ -309,6 +311,8 @@ def quality_findings(before: Run, after: Run, c: Comparison, ids: set[str]) -> l
     fixes.insert(0, Fix("Decoding is deterministic, so changed answers come from the change: read the diffs; "
                         "score them with `expect` in a --prompts file to turn this into a gate"))  # fmt: skip
     title = f"{changed} of {compared} answers changed (no scored answer got worse)"
+    if fixed:
+        title = f"{changed} of {compared} answers changed besides the {len(fixed)} scored ones that became right"
     return [Finding("baseline.quality_drop", title, evidence, fixes, severity="warn")]
 
 
