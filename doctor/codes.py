@@ -237,7 +237,7 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     (
         "baseline.no_effect",
         "warn",
-        "a configuration change that took no measurable effect: one that should improve a figure (kv_cache_dtype fp8, a larger gpu_memory_utilization or quantization: KV cache tokens; more tensor parallelism, CUDA graphs, more GPU layers, speculative tokens: inter-token latency) did not improve it beyond --tolerance and the noise, so the flag was not applied or something else caps it (warn); or nothing measured moved after it (info)",
+        "a configuration change that took no effect: a flag the engine was given (command line, log) that its own /metrics contradicts; or one that should improve a figure (kv_cache_dtype fp8, a larger gpu_memory_utilization or quantization: KV cache tokens; more tensor parallelism, CUDA graphs, more GPU layers, speculative tokens: inter-token latency) did not improve it beyond --tolerance and the noise, so the flag was not applied or something else caps it (warn); or nothing measured moved after it (info)",
     ),
     (
         "baseline.improved",

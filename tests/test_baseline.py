@@ -452,3 +452,17 @@ def test_a_scored_answer_that_became_right_is_an_improvement_not_a_quality_drop(
     before.requests[0].output, after.requests[0].output = "41", "42"
     c = compare(before, after, 0.10)
     assert [(f.code, f.evidence) for f in c.findings] == [("baseline.improved", ["quality score 0/1 -> 1/1"])]
+
+
+def test_a_flag_the_engine_reports_otherwise_was_not_applied(tmp_path: Path) -> None:
+    """The start-up log (a real vLLM 0.10.1.1 log) says gpu_memory_utilization 0.5 was given; the
+    engine's own /metrics says 0.9: the flag is named as not applied."""
+    log = Path(__file__).resolve().parent.parent / "fixtures" / "engine_args" / "v0.10.1.1-v1-1xA100-qwen2-7b-hardwrapped.log"
+    before = record(engine(ttft_s=0.1, cache_config=KV_CONFIG), tmp_path, "before.json")
+    after = record(engine(ttft_s=0.1, cache_config=KV_CONFIG), tmp_path, "after.json", "--log", str(log))
+    assert json.loads(after.read_text())["runs"][0]["server"]["unapplied"] == {"gpu_memory_utilization": "0.5 (log)"}
+    rc, report = compare_files(tmp_path, str(before), str(after), "--tolerance", "0.5")
+    assert (rc, codes(report)) == (0, ["baseline.no_effect"])
+    assert finding(report, "baseline.no_effect")["evidence"] == [
+        "gpu_memory_utilization: asked 0.5 (log), but the engine reports 0.9 (/metrics) in after.json"
+    ]

@@ -187,7 +187,8 @@ def compare(before: Run, after: Run, tolerance: float, labels: tuple[str, str] =
     c.findings += latency_findings(c, tolerance)
     c.findings += throughput_findings(c, tolerance)
     c.findings += quality_findings(before, after, c, ids)
-    c.findings += no_effect_findings(c, tolerance)
+    c.findings += unapplied_findings(after, labels[1])
+    c.findings += no_effect_findings(c, tolerance, skip=set(after.server.unapplied))
     c.findings += memory_findings(c, tolerance)
     c.findings += improved_findings(c, tolerance)
     c.findings += unmoved_findings(c)
@@ -379,14 +380,14 @@ FIGURE_TEXT = {"kv_cache_tokens": ("the KV cache did not grow", "KV cache capaci
                "itl_ms": ("inter-token latency did not improve", "ITL p50", "ms")}  # fmt: skip
 
 
-def no_effect_findings(c: Comparison, tolerance: float) -> list[Finding]:
+def no_effect_findings(c: Comparison, tolerance: float, skip: frozenset[str] | set[str] = frozenset()) -> list[Finding]:
     """A change that should improve a figure (EXPECTED_EFFECTS) while that figure did not improve
     beyond the tolerance and the noise: the flag was not applied, or something else caps it."""
     out = []
     for arg, helps, figure, why in EXPECTED_EFFECTS:
         change = next(((b, a) for n, b, a in c.config_changes if n == arg), None)
         v = c.verdicts.get(figure)
-        if change is None or not helps(*change) or v is None or v.direction == "better":
+        if arg in skip or change is None or not helps(*change) or v is None or v.direction == "better":
             continue
         did_not, name, unit = FIGURE_TEXT[figure]
         fb, fa = (c.before.kv_cache_tokens, c.after.kv_cache_tokens) if figure == "kv_cache_tokens" else (
@@ -404,6 +405,18 @@ def no_effect_findings(c: Comparison, tolerance: float) -> list[Finding]:
             f"{name}: {shown} ({v.change:+.0%}); expected to improve beyond the {tolerance:.0%} tolerance{noise}: {why}",
         ], fixes))  # fmt: skip
     return out
+
+
+def unapplied_findings(after: Run, label: str) -> list[Finding]:
+    """Flags the engine was given but its own /metrics report contradicts: not applied at all."""
+    s = after.server
+    if not s.unapplied:
+        return []
+    evidence = [f"{n}: asked {asked}, but the engine reports {s.args.get(n)} (/metrics) in {label}" for n, asked in s.unapplied.items()]
+    return [Finding("baseline.no_effect", f"{', '.join(s.unapplied)} given but not applied: the engine reports otherwise", evidence, [
+        Fix("Read the engine's start-up log for why it overrode or ignored the flag (an unsupported combination, a later flag, a config file)",
+            "llm-doctor analyze ENGINE.log"),
+    ])]  # fmt: skip
 
 
 TITLES = {"ttft_ms": "TTFT p50", "itl_ms": "ITL p50", "e2e_ms": "end-to-end p50", "kv_cache_tokens": "KV cache tokens",

@@ -55,6 +55,7 @@ class ServerState:
     engine_version: str = ""
     args: dict[str, str] = field(default_factory=dict)  # engine arguments: name -> value
     args_source: dict[str, str] = field(default_factory=dict)  # name -> "metrics" | "process" | "log" | "props"
+    unapplied: dict[str, str] = field(default_factory=dict)  # name -> what the engine was asked, where /metrics says otherwise
     kv_cache_tokens: int | None = None
     kv_cache_tokens_source: str = ""
     gpu_memory_used_mib: list[float] = field(default_factory=list)  # at the start and at the end

@@ -367,10 +367,22 @@ def _metrics_url(base: str) -> str:
 
 
 def _put(state: ServerState, name: str, value: Any, source: str) -> None:
-    if value in (None, "") or name in state.args:
+    """Keep the first source's value. A flag the engine was given (command line, log) that its own
+    report (/metrics) contradicts was not applied: kept in `unapplied` as the evidence."""
+    if value in (None, ""):
         return
-    state.args[name] = str(value)
-    state.args_source[name] = source
+    if name not in state.args:
+        state.args[name] = str(value)
+        state.args_source[name] = source
+    elif state.args_source[name] == "metrics" and source in ("process", "log") and not _same(state.args[name], str(value)):
+        state.unapplied[name] = f"{value} ({'command line' if source == 'process' else 'log'})"
+
+
+def _same(reported: str, asked: str) -> bool:
+    try:
+        return float(reported) == float(asked)
+    except ValueError:
+        return reported.casefold() == asked.casefold()
 
 
 def _kv(state: ServerState, tokens: int | None, source: str) -> None:
