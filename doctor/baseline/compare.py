@@ -192,6 +192,9 @@ def compare(before: Run, after: Run, tolerance: float, labels: tuple[str, str] =
     c.findings += memory_findings(c, tolerance)
     c.findings += improved_findings(c, tolerance)
     c.findings += unmoved_findings(c)
+    unpaired = sorted(set(sb_.tokens_per_s) ^ set(sa_.tokens_per_s))
+    if unpaired:
+        notes.append(f"tokens/s at concurrency {', '.join(map(str, unpaired))} recorded on one side only: not compared")
     if sb_.gpu_memory_mib is not None and sa_.gpu_memory_mib is not None and not same_memory_scope(sb_, sa_):
         notes.append(f"GPU memory not compared: {labels[0]} counted {sb_.gpu_memory_scope}, {labels[1]} {sa_.gpu_memory_scope}")
     for label, s in ((labels[0], sb_), (labels[1], sa_)):
