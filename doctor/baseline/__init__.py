@@ -5,7 +5,10 @@ change had no effect, and what memory grew.
 
 - requests.py  the request set (shipped or --prompts) and how an expected answer is scored
 - model.py     the baseline file: dataclasses, JSON with a schema version, secrets masked
-- compare.py   pure functions: statistics, the comparison, the findings
+- compare.py   pure functions: the two recordings' figures, their verdicts, the findings, from
+               stats.py (percentiles, noise, verdicts), answers.py (scoring, text diffs) and
+               effects.py (configuration changes and whether they took effect)
 - render.py    the side-by-side table and the ranking
+- commands.py  what `record` and `compare` do between the flags and the output
 The recorder itself talks to the endpoint, so it lives in doctor/collect/baseline.py.
 """

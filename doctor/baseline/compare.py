@@ -1,7 +1,6 @@
 """Compare two recordings: pure functions from two baseline Runs to figures and findings.
 
-Honest statistics: p50/p95 come from the samples (linear interpolation between order statistics,
-as numpy's default). A figure has regressed only when its change is beyond `tolerance` AND beyond
+Honest statistics (stats.py): p50/p95 come from the samples. A figure has regressed only when its change is beyond `tolerance` AND beyond
 the noise the recordings themselves show, so a service that wobbles by 15% run to run is not
 called 10% slower. The noise of a latency is the median, over requests, of half the spread of that
 request's repeats relative to its median; of a throughput, half the spread of its per-round
@@ -13,40 +12,16 @@ get pooled into one percentile.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from statistics import median
 
-from doctor.baseline.model import Baseline, RequestResult, Run
-from doctor.baseline.requests import Expect, score
+from doctor.baseline.answers import OutputDiff, diff_outputs, is_right, quality_findings, score_text
+from doctor.baseline.effects import config_changes, no_effect_findings, unapplied_findings, unmoved_findings
+from doctor.baseline.model import Baseline, Run
+from doctor.baseline.stats import Verdict, latency_noise, percentile, spread, verdict
 from doctor.findings import Finding, Fix
 
-SIMILAR_RATIO = 0.9  # difflib ratio at or above which a changed answer counts as "similar"
-DIFFS_SHOWN = 3
 LATENCY = (("ttft_ms", "TTFT"), ("itl_ms", "ITL"), ("e2e_ms", "end-to-end"))
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100
-    lo = int(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
-def spread(values: list[float]) -> float | None:
-    """Half the range relative to the median: how far one sample may stray from the typical one."""
-    if len(values) < 2:
-        return None
-    mid = median(values)
-    return (max(values) - min(values)) / 2 / mid if mid > 0 else None
-
-
-def latency_noise(per_request: list[list[float]]) -> float | None:
-    spreads = [s for s in (spread(v) for v in per_request) if s is not None]
-    return median(spreads) if spreads else None
 
 
 @dataclass
@@ -93,26 +68,12 @@ def summarise(run: Run, label: str, ids: set[str]) -> Summary:
             s.failed.append(r.id)
         elif r.expect is not None:
             s.scored += 1
-            s.right += bool(_right(r))
+            s.right += bool(is_right(r))
     return s
 
 
-def _right(r: RequestResult) -> bool:
-    if r.expect is None:
-        return False
-    try:
-        return score(Expect(str(r.expect.get("kind")), r.expect.get("value")), r.output)
-    except (TypeError, ValueError, AttributeError, KeyError):
-        return False  # a hand-edited expectation that cannot be checked scores nothing
 
 
-@dataclass
-class OutputDiff:
-    identical: list[str] = field(default_factory=list)
-    similar: list[str] = field(default_factory=list)
-    different: list[str] = field(default_factory=list)
-    unsteady: list[str] = field(default_factory=list)  # repeats disagreed: not deterministic, not compared
-    diffs: dict[str, str] = field(default_factory=dict)  # request id -> word diff of its changed answer
 
 
 @dataclass
@@ -126,24 +87,6 @@ class Comparison:
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass
-class Verdict:
-    """How one figure moved: "worse", "better" or "" (within the tolerance or the noise)."""
-
-    direction: str
-    change: float  # relative, after vs before (+0.5 = half again as much)
-    noise: float  # relative noise both recordings show together
-
-
-def verdict(before: float | None, after: float | None, tolerance: float, noise: float, higher_is_better: bool = False) -> Verdict | None:
-    """A move counts only beyond the tolerance AND beyond the noise; None when not measured."""
-    if before is None or after is None or before <= 0:
-        return None
-    change = after / before - 1
-    loss = -change if higher_is_better else change
-    if abs(loss) > tolerance and abs(loss) > noise:
-        return Verdict("worse" if loss > 0 else "better", change, noise)
-    return Verdict("", change, noise)
 
 
 def verdicts(b: Summary, a: Summary, tolerance: float) -> dict[str, Verdict]:
@@ -246,180 +189,8 @@ def _f(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def diff_outputs(before: Run, after: Run, ids: set[str]) -> OutputDiff:
-    out = OutputDiff()
-    after_by_id = {r.id: r for r in after.requests}
-    for rb in before.requests:
-        ra = after_by_id.get(rb.id)
-        if ra is None or rb.id not in ids or not (rb.e2e_ms and ra.e2e_ms):
-            continue
-        if not (rb.consistent and ra.consistent):
-            out.unsteady.append(rb.id)
-            continue
-        if rb.output == ra.output:
-            out.identical.append(rb.id)
-            continue
-        ratio = difflib.SequenceMatcher(None, rb.output, ra.output, autojunk=False).ratio()
-        (out.similar if ratio >= SIMILAR_RATIO else out.different).append(rb.id)
-        out.diffs[rb.id] = word_diff(rb.output, ra.output)
-    return out
 
 
-def word_diff(old: str, new: str, limit: int = 300) -> str:
-    """[-removed-]{+added+} over words, as `git diff --word-diff` shows it, cut at `limit`."""
-    a, b = old.split(), new.split()
-    parts: list[str] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "equal":
-            same = a[i1:i2]
-            parts.append(" ".join(same) if len(same) <= 6 else " ".join(same[:3] + ["…"] + same[-3:]))
-            continue
-        if i2 > i1:
-            parts.append("[-" + " ".join(a[i1:i2]) + "-]")
-        if j2 > j1:
-            parts.append("{+" + " ".join(b[j1:j2]) + "+}")
-    text = " ".join(parts)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def quality_findings(before: Run, after: Run, c: Comparison, ids: set[str]) -> list[Finding]:
-    after_by_id = {r.id: r for r in after.requests}
-    turned_wrong, now_failing, fixed = [], [], set()
-    for rb in before.requests:
-        ra = after_by_id.get(rb.id)
-        if ra is None or rb.id not in ids or not rb.e2e_ms:
-            continue
-        if ra.errors and not ra.e2e_ms:
-            now_failing.append(f"{rb.id}: answered before, fails now: {ra.errors[0]}")
-        elif rb.expect is not None and _right(rb) and not _right(ra):
-            turned_wrong.append(f"{rb.id}: expected {rb.expect.get('kind')} {rb.expect.get('value')!r}; "
-                                f"was {_quote(rb.output)}, now {_quote(ra.output)}")  # fmt: skip
-        elif rb.expect is not None and _right(ra) and not _right(rb):
-            fixed.add(rb.id)  # a change for the better: `improved` names it
-    o = c.outputs
-    compared = len(o.identical) + len(o.similar) + len(o.different)
-    changed = len([i for i in o.similar + o.different if i not in fixed])
-    if not (turned_wrong or now_failing or changed):
-        return []
-    score_line = f"quality score {_score(c.before)} -> {_score(c.after)}"
-    share = f"answers: {len(o.identical)} identical, {len(o.similar)} similar, {len(o.different)} different of {compared} compared"
-    if o.unsteady:
-        share += f" ({len(o.unsteady)} not compared: their repeats already disagreed)"
-    shown = [f"{i}: {d}" for i, d in o.diffs.items() if i not in fixed][:DIFFS_SHOWN]
-    evidence = turned_wrong + now_failing + [score_line, share] + shown
-    fixes = [Fix("Roll the change back, or check the new setup's answers on these requests before it serves users")]
-    if turned_wrong or now_failing:
-        n = len(turned_wrong) + len(now_failing)
-        title = f"{n} answer{'s that were' if n > 1 else ' that was'} right {'are' if n > 1 else 'is'} now wrong or missing ({score_line})"
-        return [Finding("baseline.quality_drop", title, evidence, fixes)]
-    fixes.insert(0, Fix("Decoding is deterministic, so changed answers come from the change: read the diffs; "
-                        "score them with `expect` in a --prompts file to turn this into a gate"))  # fmt: skip
-    title = f"{changed} of {compared} answers changed (no scored answer got worse)"
-    if fixed:
-        title = f"{changed} of {compared} answers changed besides the {len(fixed)} scored ones that became right"
-    return [Finding("baseline.quality_drop", title, evidence, fixes, severity="warn")]
-
-
-def _quote(text: str, limit: int = 80) -> str:
-    t = " ".join(text.split())
-    return repr(t if len(t) <= limit else t[: limit - 1] + "…")
-
-
-def _score(s: Summary) -> str:
-    return f"{s.right}/{s.scored}" if s.scored else "-"
-
-
-def config_changes(before: Run, after: Run) -> list[tuple[str, str, str]]:
-    """(arg, before, after) for every engine argument that differs; "-" where a side does not set
-    it, but only when that side's same source (its command line, log, /metrics) was read, so an
-    unreachable /metrics is not taken for a changed configuration."""
-    b, a = before.server, after.server
-    out = []
-    for name in dict.fromkeys([*b.args, *a.args]):
-        x, y = b.args.get(name), a.args.get(name)
-        if x == y or name == "command_line":
-            continue
-        source = (b.args_source if x is not None else a.args_source).get(name, "")
-        other = a if x is not None else b
-        if (x is None or y is None) and source not in other.args_source.values():
-            continue
-        out.append((name, x if x is not None else "-", y if y is not None else "-"))
-    return out
-
-
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def _raised(b: str, a: str) -> bool:
-    return (_number(a) or 0) > (_number(b) or 0) > 0
-
-
-def _turned_on(b: str, a: str) -> bool:
-    return a.lower() == "true" and b.lower() in ("false", "-", "")
-
-
-def _added(b: str, a: str) -> bool:
-    return b.lower() in ("-", "none", "", "0") and a.lower() not in ("-", "none", "", "0")
-
-
-# (engine argument, "did it change the way that should help", the figure it should improve, why)
-EXPECTED_EFFECTS = (
-    ("kv_cache_dtype", lambda b, a: "fp8" in a.lower() and "fp8" not in b.lower(), "kv_cache_tokens",
-     "an fp8 KV cache stores each token in half the bytes of fp16/bf16, so the same memory holds about twice the tokens"),
-    ("gpu_memory_utilization", _raised, "kv_cache_tokens", "a larger memory fraction leaves more memory for the KV cache"),
-    ("quantization", _added, "kv_cache_tokens",
-     "quantized weights take less memory, and the engine gives what they free to the KV cache"),
-    ("tensor_parallel_size", _raised, "itl_ms", "more GPUs per replica split each token's work"),
-    ("enforce_eager", lambda b, a: a.lower() == "false" and b.lower() == "true", "itl_ms",
-     "CUDA graphs remove the per-step kernel launch overhead"),
-    ("n_gpu_layers", _raised, "itl_ms", "layers on the GPU run faster than on the CPU"),
-    ("num_speculative_tokens", _added, "itl_ms", "accepted draft tokens arrive several per step"),
-)  # fmt: skip
-FIGURE_TEXT = {"kv_cache_tokens": ("the KV cache did not grow", "KV cache capacity", "tokens"),
-               "itl_ms": ("inter-token latency did not improve", "ITL p50", "ms")}  # fmt: skip
-
-
-def no_effect_findings(c: Comparison, tolerance: float, skip: frozenset[str] | set[str] = frozenset()) -> list[Finding]:
-    """A change that should improve a figure (EXPECTED_EFFECTS) while that figure did not improve
-    beyond the tolerance and the noise: the flag was not applied, or something else caps it."""
-    out = []
-    for arg, helps, figure, why in EXPECTED_EFFECTS:
-        change = next(((b, a) for n, b, a in c.config_changes if n == arg), None)
-        v = c.verdicts.get(figure)
-        if arg in skip or change is None or not helps(*change) or v is None or v.direction == "better":
-            continue
-        did_not, name, unit = FIGURE_TEXT[figure]
-        fb, fa = (c.before.kv_cache_tokens, c.after.kv_cache_tokens) if figure == "kv_cache_tokens" else (
-            c.before.latency[figure][0], c.after.latency[figure][0])  # fmt: skip
-        shown = f"{fb:,.0f} -> {fa:,.0f} {unit}"
-        noise = f" and the ±{v.noise:.0%} noise" if v.noise else ""
-        fixes = [Fix("Check that the engine really applied the flag: its start-up log prints what it runs with", "llm-doctor analyze ENGINE.log")]
-        if figure == "kv_cache_tokens":
-            fixes.append(Fix("If the capacity is capped elsewhere (num_gpu_blocks_override, kv_cache_memory_bytes, max_total_tokens), lift the cap, or drop the flag and its cost"))
-        else:
-            fixes.append(Fix("If the time goes elsewhere (a CPU-bound host, a slow interconnect, batching limits), the flag cannot help: find where",
-                             "llm-doctor run --only perf"))
-        out.append(Finding("baseline.no_effect", f"{arg} {change[0]} -> {change[1]}, but {did_not} ({shown})", [
-            f"{arg}: {change[0]} ({c.before.label}) -> {change[1]} ({c.after.label}), as the server reports it",
-            f"{name}: {shown} ({v.change:+.0%}); expected to improve beyond the {tolerance:.0%} tolerance{noise}: {why}",
-        ], fixes))  # fmt: skip
-    return out
-
-
-def unapplied_findings(after: Run, label: str) -> list[Finding]:
-    """Flags the engine was given but its own /metrics report contradicts: not applied at all."""
-    s = after.server
-    if not s.unapplied:
-        return []
-    evidence = [f"{n}: asked {asked}, but the engine reports {s.args.get(n)} (/metrics) in {label}" for n, asked in s.unapplied.items()]
-    return [Finding("baseline.no_effect", f"{', '.join(s.unapplied)} given but not applied: the engine reports otherwise", evidence, [
-        Fix("Read the engine's start-up log for why it overrode or ignored the flag (an unsupported combination, a later flag, a config file)",
-            "llm-doctor analyze ENGINE.log"),
-    ])]  # fmt: skip
 
 
 TITLES = {"ttft_ms": "TTFT p50", "itl_ms": "ITL p50", "e2e_ms": "end-to-end p50", "kv_cache_tokens": "KV cache tokens",
@@ -434,7 +205,7 @@ def improved_findings(c: Comparison, tolerance: float) -> list[Finding]:
             name = TITLES.get(key) or f"tokens/s at concurrency {key.split('@')[1]}"
             evidence.append(f"{name}: {v.change:+.0%}, beyond the {tolerance:.0%} tolerance and the ±{v.noise:.0%} noise")
     if c.after.right > c.before.right:
-        evidence.append(f"quality score {_score(c.before)} -> {_score(c.after)}")
+        evidence.append(f"quality score {score_text(c.before)} -> {score_text(c.after)}")
     if not evidence:
         return []
     return [Finding("baseline.improved", f"improved: {'; '.join(e.split(',')[0] for e in evidence)}", evidence)]
@@ -458,23 +229,3 @@ def memory_findings(c: Comparison, tolerance: float) -> list[Finding]:
     ])]  # fmt: skip
 
 
-# values the server reports about its state, not settings someone chose: they are effects, not causes
-MEASURED = {"num_gpu_blocks", "command_line"}
-
-
-def unmoved_findings(c: Comparison) -> list[Finding]:
-    """A configuration change after which nothing measured moved (no figure beyond the tolerance
-    and noise, the same answers): the change took no visible effect. Info: many changes are meant
-    to change nothing measurable, but "did my change do anything?" is the question asked."""
-    changes = [(n, x, y) for n, x, y in c.config_changes if n not in MEASURED]
-    o = c.outputs
-    moved = any(v.direction for v in c.verdicts.values()) or o.similar or o.different or c.before.right != c.after.right
-    if not changes or moved or not c.verdicts or any(f.code in ("baseline.no_effect", "baseline.improved") for f in c.findings):
-        return []
-    listed = ", ".join(f"{n} {x} -> {y}" for n, x, y in changes)
-    return [Finding("baseline.no_effect", f"configuration changed ({listed}) but nothing measured moved", [
-        f"configuration change: {n} {x} ({c.before.label}) -> {y} ({c.after.label})" for n, x, y in changes
-    ] + ["latency, throughput, KV cache and GPU memory all within the tolerance and the noise; "
-         f"answers: {len(o.identical)} identical of {len(o.identical) + len(o.similar) + len(o.different)}"], [
-        Fix("If the change was meant to move one of these figures, check that the engine applied it (its start-up log and /metrics say what it runs with)"),
-    ], severity="info")]  # fmt: skip
