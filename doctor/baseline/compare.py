@@ -72,10 +72,6 @@ def summarise(run: Run, label: str, ids: set[str]) -> Summary:
     return s
 
 
-
-
-
-
 @dataclass
 class Comparison:
     before: Summary
@@ -85,8 +81,6 @@ class Comparison:
     verdicts: dict[str, Verdict] = field(default_factory=dict)  # figure -> how it moved
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-
 
 
 def verdicts(b: Summary, a: Summary, tolerance: float) -> dict[str, Verdict]:
@@ -189,10 +183,6 @@ def _f(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-
-
-
-
 TITLES = {"ttft_ms": "TTFT p50", "itl_ms": "ITL p50", "e2e_ms": "end-to-end p50", "kv_cache_tokens": "KV cache tokens",
           "gpu_memory_mib": "GPU memory MiB"}  # fmt: skip
 
@@ -227,5 +217,3 @@ def memory_findings(c: Comparison, tolerance: float) -> list[Finding]:
         Fix("If the growth is not what the change was for, roll it back; memory that grows leaves less headroom and invites OOM under peaks"),
         Fix("See what holds the memory now", "llm-doctor run --only load"),
     ])]  # fmt: skip
-
-

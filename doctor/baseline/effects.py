@@ -90,8 +90,6 @@ def no_effect_findings(c: Comparison, tolerance: float, skip: frozenset[str] | s
     return out
 
 
-
-
 def unapplied_findings(after: Run, label: str) -> list[Finding]:
     """Flags the engine was given but its own /metrics report contradicts: not applied at all."""
     s = after.server
