@@ -185,7 +185,7 @@ def explain(code: str) -> None:
     if entry is None:
         close = [c for c in CODES if code.split(".")[-1] in c]
         raise click.UsageError(f"unknown code {code!r}" + (f"; did you mean {', '.join(close)}?" if close else ""))
-    emitters = [s.id for s in load_checks().values() if code in s.codes]
+    emitters = [s.id for s in load_checks().values() if code in s.codes] or (["llm-doctor baseline compare"] if entry.layer == "baseline" else [])
     click.echo(f"{entry.code} ({entry.layer}, default severity {entry.severity})\n  {entry.meaning}")
     click.echo(f"  emitted by: {', '.join(emitters) or '(no check yet)'}")
 
@@ -209,3 +209,45 @@ def list_checks() -> None:
 
 def color_wanted(fmt: str, output: str | None) -> bool:
     return fmt == "text" and output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+@main.group()
+def baseline() -> None:
+    """Did the change work? Record a fixed request set before and after a change, then compare
+    latency, throughput, KV cache, GPU memory and answer quality."""
+
+
+@baseline.command(name="record")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="Write the baseline JSON here.")
+@click.option("--base-url", help="Endpoint base URL, e.g. http://10.0.0.5:8000/v1")
+@click.option("--api-key", help="API key (never written; the file holds its mask).")
+@click.option("--model", "models", multiple=True, help="Model ID; repeat to record several behind one endpoint.")
+@click.option("--protocol", type=click.Choice(["openai", "anthropic", "auto"]), default="auto", show_default=True)
+@click.option("--prompts", type=click.Path(dir_okay=False), help="Your own request set (JSONL; see README).")
+@click.option("--repeat", type=click.IntRange(2, 50), default=3, show_default=True, help="Times each request is sent (noise estimate).")
+@click.option("--concurrency", type=click.IntRange(1, 256), default=4, show_default=True, help="Requests in flight for the throughput rounds.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed sent with every request (temperature is 0).")
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Per-request timeout, seconds.")
+@click.option("--metrics-url", help="Prometheus endpoint (default: the base URL's host + /metrics).")
+@click.option("--log", "logs", multiple=True, help="Engine log to read the KV cache size and arguments from (repeatable).")
+@click.option("--deadline", type=click.FloatRange(1.0), default=900.0, show_default=True, help="Overall time limit, seconds.")
+def baseline_record(**kw: object) -> None:
+    """Send the request set and save outputs, latency, throughput and the server's state."""
+    from doctor.baseline.commands import record_command
+
+    sys.exit(record_command(kw))
+
+
+@baseline.command(name="compare")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--tolerance", type=click.FloatRange(0.0, 10.0), default=0.10, show_default=True,
+              help="Relative change tolerated before a figure counts as regressed (0.10 = 10%).")  # fmt: skip
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report to FILE.")
+@click.option("--fail-on", type=click.Choice(["error", "warn", "never"]), default="error", show_default=True,
+              help="Exit 1 when a finding at or above this severity exists.")  # fmt: skip
+def baseline_compare(files: tuple[str, ...], **kw: object) -> None:
+    """Compare BEFORE.json AFTER.json side by side (or rank the models of one file)."""
+    from doctor.baseline.commands import compare_command
+
+    sys.exit(compare_command(files, kw))

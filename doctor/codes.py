@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LAYERS = ("access", "load", "perf", "doctor")  # `doctor`: the doctor's own state (what was not read or judged)
+LAYERS = ("access", "load", "perf", "baseline", "doctor")  # baseline: `llm-doctor baseline compare`; doctor: what was not read or judged
 
 
 @dataclass(frozen=True)
@@ -228,6 +228,36 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
         "perf.memory_overcommitted",
         "warn",
         "gpu_memory_utilization set too high, leaving no headroom: intermittent OOM under peaks",
+    ),
+    (
+        "baseline.latency_regression",
+        "error",
+        "time to first token or inter-token latency (p50) grew beyond --tolerance and beyond the noise the recordings' repeats show",
+    ),
+    (
+        "baseline.throughput_regression",
+        "error",
+        "tokens/s at concurrency 1 or N fell beyond --tolerance and beyond the noise the recordings' rounds show",
+    ),
+    (
+        "baseline.quality_drop",
+        "error",
+        "scored answers that were right are now wrong, or requests that were answered now fail (error); answers changed under deterministic decoding with no scored loss (warn), with word diffs",
+    ),
+    (
+        "baseline.no_effect",
+        "warn",
+        "a configuration change that took no effect: a flag the engine was given (command line, log) that its own /metrics contradicts; or one that should improve a figure (kv_cache_dtype fp8, a larger gpu_memory_utilization or quantization: KV cache tokens; more tensor parallelism, CUDA graphs, more GPU layers, speculative tokens: inter-token latency) did not improve it beyond --tolerance and the noise, so the flag was not applied or something else caps it (warn); or nothing measured moved after it (info)",
+    ),
+    (
+        "baseline.improved",
+        "info",
+        "a figure got better beyond --tolerance and the noise (latency, tokens/s, KV cache tokens, GPU memory) or more scored answers are right: the change worked",
+    ),
+    (
+        "baseline.memory_growth",
+        "warn",
+        "GPU memory used grew beyond --tolerance and beyond the spread of the readings",
     ),
     (
         "doctor.input_incomplete",
