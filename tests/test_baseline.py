@@ -30,7 +30,7 @@ from tests.servers.streaming_engine import StreamingEngine
 
 pytestmark = pytest.mark.timeout(300)
 
-KEY = "sk-baseline-test-key-5a6b7c8d9e"
+KEY = "sk-Q7vX2mLp9TzR4wB8nK3e5a6b7c8d9e"  # random-looking: fragments of a known key are masked anywhere
 ANSWERS = {"6 times 7": "42", "France": "Paris.", "cat": "The cat sat on the mat and slept all day long"}
 PROMPTS = [
     {"id": "mult", "messages": [{"role": "user", "content": "What is 6 times 7?"}], "max_tokens": 8,
