@@ -82,7 +82,7 @@ def finish(facts: Facts, kw: dict[str, Any], redactor: Redactor, deadline: Deadl
     report = build_report(results, facts, title=title)
     if kw.get("save_bundle"):
         Path(kw["save_bundle"]).write_text(json.dumps(redactor.obj(facts.to_dict()), indent=2) + "\n")
-    text = render(report, kw["fmt"], redactor, color=color_wanted(kw["fmt"], kw["output"]))
+    text = render(report, kw["fmt"], redactor, color=color_wanted(kw["fmt"], kw["output"]), fail_on=kw["fail_on"])
     if kw["output"]:
         Path(kw["output"]).write_text(text)
     else:
