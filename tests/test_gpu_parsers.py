@@ -164,3 +164,18 @@ def test_q_section_excerpts_without_a_gpu_header():
     assert pages.gpus[0].retired_pages_pending is True
     clean = nvidia_smi.parse_query((SMI / "nvidia-smi-q-d-ecc-2x-a100-pcie.txt").read_text().splitlines())
     assert [g.ecc_uncorrected_volatile for g in clean.gpus] == [0, 0]
+
+
+@pytest.mark.parametrize("order", [("topo", "smi"), ("smi", "topo")])
+def test_topo_and_table_of_one_8_gpu_box_count_8_in_either_order(order, tmp_path):
+    """The README's `analyze topo.txt smi.txt`: topo -m names GPUs by index, the table by bus id;
+    the same box must stay 8 GPUs, not 16 (which proposed --tensor-parallel-size 16)."""
+    files = {
+        "topo": TOPO / "h100-8x-nv18-8nic-mlx5-tabs-missing-tab-artifact.txt",
+        "smi": SMI / "nvidia-smi-table-8x-h100-sxm-driver565.txt",
+    }
+    facts = load_paths([str(files[k]) for k in order], Deadline(60))
+    gpus = facts.gpus.gpus
+    assert [g.index for g in gpus] == list(range(8))
+    assert all(g.bus_id and g.name for g in gpus)
+    assert len(facts.gpus.topology) == 8
