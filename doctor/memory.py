@@ -29,6 +29,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from doctor import fp8
 from doctor.facts.deployment import EngineConfig
 from doctor.facts.model import ModelFacts
 from doctor.facts.plan import Change, MemoryPlan
@@ -553,7 +554,8 @@ def _changes(
                     )
                 )
                 break
-        if kv_cache_dtype_bytes(model, cfg) > 1 and base.verdict != "weights_oom":
+        no_fp8 = fp8.supported([], [gpu_name]) is False  # an A100 (8.0) is not offered FP8
+        if kv_cache_dtype_bytes(model, cfg) > 1 and base.verdict != "weights_oom" and not no_fp8:
             trial = fits(kv_cache_dtype=flags["kv_fp8"])
             if trial:
                 out.append(
@@ -583,7 +585,7 @@ def _changes(
                 break
         if not model.quant_method and not cfg.quantization:
             for method, what in (
-                ("fp8", "fp8 weights (Ada/Hopper or newer)"),
+                *([] if no_fp8 else [("fp8", "fp8 weights (Ada/Hopper or newer)")]),
                 ("awq", "a 4-bit AWQ checkpoint"),
             ):
                 trial = fits(quantization=method)

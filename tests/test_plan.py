@@ -98,3 +98,18 @@ def test_vllm_fp8_kv_cache_flag_halves_bytes_per_token() -> None:
     a, f = json.loads(auto)["facts"]["plan"], json.loads(fp8)["facts"]["plan"]
     assert (a["kv_bytes_per_token"], f["kv_bytes_per_token"]) == (131072, 65536)
     assert f["kv_cache_tokens"] == pytest.approx(2 * a["kv_cache_tokens"], abs=16)
+
+
+@pytest.mark.parametrize(("gpu", "offered"), [("A100-40GB", False), ("L40S", True)])
+def test_fp8_weights_are_offered_only_from_compute_capability_8_9(gpu: str, offered: bool) -> None:
+    """Qwen2.5-32B in bf16 does not fit one 40-48 GB GPU; FP8 weights would, but an A100 (8.0)
+    cannot run FP8, so it is told AWQ instead."""
+    rc, out = plan("--model", "Qwen/Qwen2.5-32B-Instruct", "--gpu", gpu, "--gpus", "1", "--max-model-len", "4096",
+                   "--format", "json")
+    assert rc == 1, out
+    report = json.loads(out)
+    values = [c["value"] for c in report["facts"]["plan"]["changes"]]
+    commands = " ".join(x["command"] or "" for f in report["findings"] for x in f["fixes"])
+    assert ("fp8" in values) is offered and ("fp8" in commands) is offered, (values, commands)
+    if not offered:
+        assert "awq" in values
