@@ -47,4 +47,6 @@ def render(report: Report, fail_on: str = "error") -> str:
     suite.set("errors", str(counts["error"]))
     suite.set("skipped", str(counts["skipped"]))
     suite.set("time", f"{sum(c.duration_ms for c in report.checks) / 1000:.3f}")
+    if report.extra_sections:  # collector notes, the memory budget and its assumptions
+        ET.SubElement(suite, "system-out").text = "\n\n".join(f"{h}\n{body}" for h, body in report.extra_sections)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
