@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import click
+
 from doctor.cli import LAYER_NAMES, _csv, color_wanted
 from doctor.engine import Deadline, load_checks, run_checks, select
 from doctor.facts import Facts
@@ -61,6 +63,8 @@ def analyze_command(paths: tuple[str, ...], kw: dict[str, Any]) -> int:
         deadline = Deadline(float(kw["deadline"]))
         facts = load_paths(list(paths), deadline)
         return finish(facts, kw, redactor, deadline, title="llm-doctor analyze")
+    except click.UsageError:  # bad input named by its reader (a bad bundle): exit 2, not 3
+        raise
     except Exception as exc:
         return doctor_failed(exc, redactor)
 
