@@ -179,3 +179,29 @@ def test_topo_and_table_of_one_8_gpu_box_count_8_in_either_order(order, tmp_path
     assert [g.index for g in gpus] == list(range(8))
     assert all(g.bus_id and g.name for g in gpus)
     assert len(facts.gpus.topology) == 8
+
+
+def test_a_table_cut_in_the_middle_says_gpus_may_be_missing(tmp_path):
+    """The 8x H100 table cut inside GPU 3's block: 4 GPUs read, and a note that the rest may be missing."""
+    whole = (SMI / "nvidia-smi-table-8x-h100-sxm-driver565.txt").read_text()
+    cut = tmp_path / "smi.txt"
+    cut.write_text(whole[: whole.index("|   3  NVIDIA") + 100])  # GPU 3's first row and a bit
+    facts = load_paths([str(cut)], Deadline(30))
+    assert [g.index for g in facts.gpus.gpus] == [0, 1, 2, 3]
+    assert f"{cut}: nvidia-smi table: GPU 3: its rows are cut short (no memory figures)" in facts.notes
+    assert (f"{cut}: nvidia-smi table: the table ends after GPU 3 without its Processes section: it is cut, "
+            "and GPUs after GPU 3 may be missing") in facts.notes
+
+
+def test_a_table_with_a_lost_row_names_the_gpu(tmp_path):
+    """The real 8x H100 capture has no row for GPU 6 (lost in the copy): said, not silently 7 GPUs."""
+    facts = load_paths([str(SMI / "nvidia-smi-table-8x-h100-sxm-driver565.txt")], Deadline(30))
+    assert len(facts.gpus.gpus) == 7
+    (note,) = facts.notes
+    assert note.endswith("nvidia-smi table: GPU 6 has no row in the table (7 rows up to GPU 7): lines were lost in "
+                         "the copy (or it was run for selected GPUs with -i)")
+
+
+def test_a_whole_table_has_no_gap_note():
+    facts = load_paths([str(SMI / "nvidia-smi-table-2x-l4-driver550-ray-workers.txt")], Deadline(30))
+    assert facts.notes == [] and len(facts.gpus.gpus) == 2

@@ -298,7 +298,10 @@ def _read_text(path: str, limit: int = 32 * 1024 * 1024) -> str:
 def load_table(path: str, facts: Facts, deadline: Deadline) -> None:
     from doctor.logparse import nvidia_smi
 
-    _merge(facts, nvidia_smi.parse_table(_read_text(path).splitlines()))
+    lines = _read_text(path).splitlines()
+    table = nvidia_smi.parse_table(lines)
+    facts.notes += [f"{path}: nvidia-smi table: {gap}" for gap in nvidia_smi.table_gaps(lines, table)]
+    _merge(facts, table)
 
 
 def load_query(path: str, facts: Facts, deadline: Deadline) -> None:

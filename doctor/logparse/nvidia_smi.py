@@ -135,6 +135,26 @@ def parse_table(lines: Iterable[str]) -> GpuFacts:
     return facts
 
 
+def table_gaps(lines: list[str], facts: GpuFacts) -> list[str]:
+    """What a cut or damaged table lost: GPU indices with no row, rows cut short, and a table that
+    ends before its closing Processes section (GPUs after the last row may be missing)."""
+    indices = sorted(g.index for g in facts.gpus)
+    if not indices:
+        return ["the table has no GPU row: it is cut before the first GPU, so every GPU may be missing"]
+    out = []
+    absent = sorted(set(range(indices[-1] + 1)) - set(indices))
+    if absent:
+        out.append(f"GPU {', '.join(map(str, absent))} has no row in the table ({len(indices)} rows up to GPU {indices[-1]}): "
+                   "lines were lost in the copy (or it was run for selected GPUs with -i)")
+    cut_short = [g.index for g in facts.gpus if g.memory_total_mib is None]
+    if cut_short:
+        out.append(f"GPU {', '.join(map(str, cut_short))}: its rows are cut short (no memory figures)")
+    if not any("Processes:" in line for line in lines):
+        out.append(f"the table ends after GPU {indices[-1]} without its Processes section: it is cut, and GPUs after "
+                   f"GPU {indices[-1]} may be missing")
+    return out
+
+
 # -------------------------------------------------------------------------------------------
 # nvidia-smi -q (text)
 
