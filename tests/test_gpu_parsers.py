@@ -194,12 +194,15 @@ def test_a_table_cut_in_the_middle_says_gpus_may_be_missing(tmp_path):
 
 
 def test_a_table_with_a_lost_row_names_the_gpu(tmp_path):
-    """The real 8x H100 capture has no row for GPU 6 (lost in the copy): said, not silently 7 GPUs."""
-    facts = load_paths([str(SMI / "nvidia-smi-table-8x-h100-sxm-driver565.txt")], Deadline(30))
+    """The 8x H100 table with GPU 6's block lost in the copy: said, not silently 7 GPUs."""
+    lines = (SMI / "nvidia-smi-table-8x-h100-sxm-driver565.txt").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("|   6  NVIDIA"))
+    damaged = tmp_path / "smi.txt"
+    damaged.write_text("\n".join(lines[:at] + lines[at + 4 :]) + "\n")
+    facts = load_paths([str(damaged)], Deadline(30))
     assert len(facts.gpus.gpus) == 7
-    (note,) = facts.notes
-    assert note.endswith("nvidia-smi table: GPU 6 has no row in the table (7 rows up to GPU 7): lines were lost in "
-                         "the copy (or it was run for selected GPUs with -i)")
+    assert facts.notes == [f"{damaged}: nvidia-smi table: GPU 6 has no row in the table (7 rows up to GPU 7): lines were "
+                           "lost in the copy (or it was run for selected GPUs with -i)"]
 
 
 def test_a_whole_table_has_no_gap_note():
