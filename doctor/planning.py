@@ -98,7 +98,10 @@ def resolve_model(name: str, offline: bool) -> tuple[ModelFacts | None, str]:
     config, total, reason = fetch_model_files(name)
     if config is None:
         return None, reason
-    return models.from_config(config, name=name, source="hub", weight_bytes=total), ""
+    try:
+        return models.from_config(config, name=name, source="hub", weight_bytes=total), ""
+    except ValueError as exc:
+        raise ValueError(f"{name} from the hub: {exc}") from None
 
 
 def build_facts(kw: dict[str, Any]) -> Facts:
