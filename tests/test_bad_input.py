@@ -69,7 +69,8 @@ def test_nvidia_smi_text_parsers(text: str) -> None:
     lines = text.splitlines()
     table = nvidia_smi.parse_table(lines)
     assert all(isinstance(g, str) for g in nvidia_smi.table_gaps(lines, table))
-    nvidia_smi.parse_query(lines)
+    query = nvidia_smi.parse_query(lines)
+    assert all(isinstance(g, str) for g in nvidia_smi.attached_gaps(text, query))
     nvidia_smi.parse_nvlink_status(lines)
 
 

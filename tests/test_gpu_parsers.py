@@ -208,3 +208,16 @@ def test_a_table_with_a_lost_row_names_the_gpu(tmp_path):
 def test_a_whole_table_has_no_gap_note():
     facts = load_paths([str(SMI / "nvidia-smi-table-2x-l4-driver550-ray-workers.txt")], Deadline(30))
     assert facts.notes == [] and len(facts.gpus.gpus) == 2
+
+
+def test_a_cut_query_output_says_how_many_attached_gpus_are_missing(tmp_path):
+    """`nvidia-smi -q` names the attached GPUs up front: a copy cut after 5 GPU blocks says so."""
+    lines = (SMI / "nvidia-smi-q-8x-h100-sxm-driver565.txt").read_text().splitlines()
+    sixth = [i for i, line in enumerate(lines) if line.startswith("GPU 0000")][5]
+    cut = tmp_path / "smi-q.txt"
+    cut.write_text("\n".join(lines[:sixth]) + "\n")
+    facts = load_paths([str(cut)], Deadline(30))
+    assert len(facts.gpus.gpus) == 5
+    assert facts.notes == [f"{cut}: nvidia-smi -q: 5 of the 8 attached GPUs are in the output: it is cut (or was run "
+                           "for selected GPUs with -i), so GPUs may be missing"]
+    assert load_paths([str(SMI / "nvidia-smi-q-8x-h100-sxm-driver565.txt")], Deadline(30)).notes == []

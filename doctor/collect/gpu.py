@@ -307,7 +307,10 @@ def load_table(path: str, facts: Facts, deadline: Deadline) -> None:
 def load_query(path: str, facts: Facts, deadline: Deadline) -> None:
     from doctor.logparse import nvidia_smi
 
-    _merge(facts, nvidia_smi.parse_query(_read_text(path).splitlines()))
+    text = _read_text(path)
+    parsed = nvidia_smi.parse_query(text.splitlines())
+    facts.notes += [f"{path}: nvidia-smi -q: {gap}" for gap in nvidia_smi.attached_gaps(text, parsed)]
+    _merge(facts, parsed)
 
 
 def load_xml(path: str, facts: Facts, deadline: Deadline) -> None:
@@ -315,10 +318,14 @@ def load_xml(path: str, facts: Facts, deadline: Deadline) -> None:
 
     from doctor.logparse import nvidia_smi
 
+    text = _read_text(path)
     try:
-        _merge(facts, nvidia_smi.parse_xml(_read_text(path)))
+        parsed = nvidia_smi.parse_xml(text)
     except ET.ParseError as exc:
         facts.notes.append(f"{path}: nvidia-smi -q -x output is not well-formed XML ({exc}); ignored")
+        return
+    facts.notes += [f"{path}: nvidia-smi -q -x: {gap}" for gap in nvidia_smi.attached_gaps(text, parsed)]
+    _merge(facts, parsed)
 
 
 def load_nvlink(path: str, facts: Facts, deadline: Deadline) -> None:

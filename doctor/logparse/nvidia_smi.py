@@ -155,6 +155,17 @@ def table_gaps(lines: list[str], facts: GpuFacts) -> list[str]:
     return out
 
 
+def attached_gaps(text: str, facts: GpuFacts) -> list[str]:
+    """`nvidia-smi -q` (text or XML) says how many GPUs are attached; fewer GPU blocks than that
+    means the output was cut (or run for selected GPUs with -i)."""
+    m = re.search(r"Attached GPUs\s+:\s*(\d+)|<attached_gpus>\s*(\d+)", text)
+    attached = int(m.group(1) or m.group(2)) if m else None
+    if attached is None or len(facts.gpus) >= attached:
+        return []
+    return [f"{len(facts.gpus)} of the {attached} attached GPUs are in the output: it is cut (or was run for "
+            "selected GPUs with -i), so GPUs may be missing"]
+
+
 # -------------------------------------------------------------------------------------------
 # nvidia-smi -q (text)
 
