@@ -178,3 +178,15 @@ def test_plan_with_a_bad_config_json_is_a_usage_error_naming_the_file(tmp_path: 
     assert out.returncode == 2, out.stdout + out.stderr
     assert str(tmp_path) in out.stderr and said in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_non_finite_metric_values_are_ignored_and_said(tmp_path: Path) -> None:
+    """A gauge of 1e3090 (+Inf) is no number to judge, and `Infinity` is not JSON: `| jq` must work."""
+    scrape = tmp_path / "metrics.txt"
+    scrape.write_text("# TYPE tgi_queue_size gauge\ntgi_queue_size 1e3090\n# TYPE tgi_batch_current_size gauge\n"
+                      "tgi_batch_current_size NaN\ntgi_request_count 111\n")
+    out = subprocess.run([sys.executable, "-m", "doctor", "analyze", str(scrape), "--format", "json"],
+                         capture_output=True, text=True, timeout=120)
+    report = json.loads(out.stdout, parse_constant=lambda c: pytest.fail(f"{c} in the JSON report"))
+    assert "waiting" not in report["facts"]["metrics"]["values"]
+    assert f"{scrape}: 2 sample(s) with a NaN or infinite value ignored" in report["facts"]["notes"]
