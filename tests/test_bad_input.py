@@ -113,11 +113,9 @@ def test_engine_start_up_logs(text: str) -> None:
     engine_args.parse_log_args(text)
 
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-10, 10**6) | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=20,
-)
+SCALAR = st.none() | st.booleans() | st.integers(-10, 10**6) | st.floats(allow_nan=False) | st.text(max_size=8)
+NESTED = SCALAR | st.lists(SCALAR, max_size=3) | st.dictionaries(st.text(max_size=8), SCALAR, max_size=3)
+JSON = NESTED | st.lists(NESTED, max_size=4) | st.dictionaries(st.text(max_size=8), NESTED, max_size=4)
 CONFIG_KEYS = st.sampled_from(["num_hidden_layers", "num_attention_heads", "hidden_size", "num_key_value_heads",
                                "head_dim", "vocab_size", "max_position_embeddings", "text_config", "quantization_config",
                                "sliding_window", "sliding_window_pattern", "layer_types", "architectures",
