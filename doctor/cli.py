@@ -149,18 +149,22 @@ def analyze(paths: tuple[str, ...], **kw: object) -> None:
 @click.option("--model", help="Repo id, local model folder, or a served name in the built-in table.")
 @click.option("--gpu", help="GPU name: H100, H200, A100-80GB, A100-40GB, L4, A10G, L40S, RTX4090, ...")
 @click.option("--gpus", type=click.IntRange(1, 1024), help="Number of GPUs (default: TP x PP).")
-@click.option("--gpu-memory", type=float, help="Memory per GPU in GiB as nvidia-smi shows it (instead of --gpu).")
+@click.option(
+    "--gpu-memory",
+    type=click.FloatRange(0, min_open=True),
+    help="Memory per GPU in GiB as nvidia-smi shows it (instead of --gpu).",
+)
 @click.option("--engine", type=click.Choice(["vllm", "sglang", "tgi"]), default="vllm", show_default=True)
-@click.option("--tensor-parallel-size", "--tp", "tensor_parallel_size", type=int)
-@click.option("--pipeline-parallel-size", "--pp", "pipeline_parallel_size", type=int)
-@click.option("--max-model-len", type=int)
-@click.option("--gpu-memory-utilization", type=float)
+@click.option("--tensor-parallel-size", "--tp", "tensor_parallel_size", type=click.IntRange(1, 1024))
+@click.option("--pipeline-parallel-size", "--pp", "pipeline_parallel_size", type=click.IntRange(1, 1024))
+@click.option("--max-model-len", type=click.IntRange(1))
+@click.option("--gpu-memory-utilization", type=click.FloatRange(0, 1, min_open=True))
 @click.option("--kv-cache-dtype")
 @click.option("--quantization")
-@click.option("--max-num-seqs", type=int)
-@click.option("--max-num-batched-tokens", type=int)
+@click.option("--max-num-seqs", type=click.IntRange(1))
+@click.option("--max-num-batched-tokens", type=click.IntRange(1))
 @click.option("--dtype")
-@click.option("--block-size", type=int)
+@click.option("--block-size", type=click.IntRange(1))
 @click.option("--offline", is_flag=True, help="Never ask the Hugging Face hub.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @output_options

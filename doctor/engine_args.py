@@ -40,14 +40,14 @@ def human_int(raw: object) -> int:
         raise ValueError("a boolean is not a number")
     if isinstance(raw, (int, float)):
         return int(raw)
-    text = str(raw).strip().replace("_", "")
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT]?)", text)
+    text = _unquoted(raw).replace("_", "")
+    m = re.fullmatch(r"(-?\d+(?:\.\d+)?)([kKmMgGtT]?)", text)
     if not m:
         raise ValueError(f"not a number: {raw!r}")
     num, suffix = float(m.group(1)), m.group(2)
     power = " kmgt".index(suffix.lower()) if suffix else 0
     base = 1024 if suffix.isupper() else 1000
-    return int(num * base**power)
+    return int(num * base**power)  # a negative number is kept: invalid_values() judges the range
 
 
 def to_bool(raw: object) -> bool:
@@ -64,7 +64,12 @@ def to_bool(raw: object) -> bool:
 def to_float(raw: object) -> float:
     if isinstance(raw, bool):
         raise ValueError("a boolean is not a number")
-    return float(raw)  # type: ignore[arg-type]
+    return float(raw if isinstance(raw, (int, float)) else _unquoted(raw))
+
+
+def _unquoted(raw: object) -> str:
+    """`4`, '0.9' and "8" as a command quoted in Markdown or a ticket carries them."""
+    return str(raw).strip().strip("`'\"")
 
 
 def to_str(raw: object) -> str:
@@ -548,6 +553,57 @@ def _fill_defaults(cfg: EngineConfig) -> EngineConfig:
         cfg.max_num_batched_tokens = max(cfg.max_model_len, 2048)
         cfg.sources["max_num_batched_tokens"] = DEFAULT
     return cfg
+
+
+# --- values no engine accepts ------------------------------------------------------------------
+
+# field -> (is the value valid, what a valid one is); a value given outside is refused by the
+# engine's own argument checks (vLLM's EngineArgs/ParallelConfig, SGLang's ServerArgs)
+AT_LEAST_1 = (lambda v: v >= 1, "at least 1")
+NOT_NEGATIVE = (lambda v: v >= 0, "0 or more")
+RANGES: dict[str, tuple[Callable[[float], bool], str]] = {
+    "tensor_parallel_size": AT_LEAST_1,
+    "pipeline_parallel_size": AT_LEAST_1,
+    "data_parallel_size": AT_LEAST_1,
+    "max_model_len": AT_LEAST_1,
+    "gpu_memory_utilization": (lambda v: 0 < v <= 1, "above 0 and at most 1"),
+    "max_num_seqs": AT_LEAST_1,
+    "max_num_batched_tokens": AT_LEAST_1,
+    "block_size": AT_LEAST_1,
+    "cpu_offload_gb": NOT_NEGATIVE,
+    "swap_space_gb": NOT_NEGATIVE,
+}
+# values outside the range that mean something: llama.cpp `-c 0` takes the model's context,
+# vLLM `--max-model-len -1` its maximum
+SPECIAL = {("llamacpp", "max_model_len", 0), ("vllm", "max_model_len", -1)}
+
+
+LAUNCH_SOURCES = ("cmdline", "process")  # a launch command given, or a live engine's argv
+
+
+def invalid_values(cfg: EngineConfig) -> list[str]:
+    """What in a launch command the engine would refuse: a value out of range (TP 0, a negative
+    context length, a memory share above 1) or one that is not a number. Only a launch command or a
+    live process is judged: defaults are valid, and a command quoted in a log is often cut or
+    wrapped in Markdown."""
+    if not any(cfg.sources.get(name) in LAUNCH_SOURCES for name in ("model", *RANGES)):
+        return []
+    out = [flag for flag in cfg.unknown_flags if _refused_field(cfg.engine, flag) in RANGES]
+    for name, (valid, wanted) in RANGES.items():
+        value = getattr(cfg, name)
+        if value is None or cfg.sources.get(name) not in LAUNCH_SOURCES or (cfg.engine, name, value) in SPECIAL:
+            continue
+        if not valid(value):
+            out.append(f"{name} {value:g}: must be {wanted}")
+    return out
+
+
+def _refused_field(engine: str, entry: str) -> str:
+    """The field of an unknown_flags entry "--flag=value (not a valid value)" / "--flag (no value given)"."""
+    if engine not in FLAGS or not entry.endswith(("(not a valid value)", "(no value given)")):
+        return ""
+    _, flag = _lookup(engine, _normalise(re.split(r"[= ]", entry, maxsplit=1)[0]))
+    return flag.field if flag else ""
 
 
 # --- start-up logs ----------------------------------------------------------------------------

@@ -29,6 +29,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from doctor import fp8
 from doctor.facts.deployment import EngineConfig
 from doctor.facts.model import ModelFacts
 from doctor.facts.plan import Change, MemoryPlan
@@ -62,6 +63,7 @@ QUANT_BYTES_PER_PARAM = {
 # NCCL communicators and custom all-reduce buffers. None of it can be computed offline: the
 # numbers below are what real engines PRINTED, used only when the log at hand prints nothing.
 # A plan built from a log (facts.logs.setup) takes the printed figures instead (`Printed`).
+MODELLED_VLLM = "0.10"  # the release whose memory profiling this module copies (see the docstring)
 NON_TORCH_PROCESS = int(0.18 * GIB)
 """One process, TP=1: vLLM 0.10.1.1, Qwen2-7B on A100-80GB at util 0.25 and 0.5 (real/vllm-startup/
 v0.10.1.1-v1-1xA100-*.txt): total x util - "Model loading took 14.2488 GiB" - "Available KV cache
@@ -372,6 +374,25 @@ def plan(
     return plan_
 
 
+def valid_tp_sizes(heads: int, gpus: int | None, kv_heads: int | None = None) -> list[int]:
+    """TP sizes that divide the heads (KV heads may also be replicated when fewer than TP)."""
+    limit = gpus or heads
+    return [n for n in range(1, min(heads, limit) + 1) if heads % n == 0 and (not kv_heads or kv_heads % n == 0 or n % kv_heads == 0)]
+
+
+def layout_problem(model: ModelFacts, tp: int, pp: int) -> str:
+    """Why vLLM would refuse this TP/PP split of the model, or "": attention heads must divide
+    over TP ranks, KV heads divide or be replicated, and each PP stage needs a layer."""
+    heads, kv = model.num_attention_heads, model.num_kv_heads
+    if heads and (heads % tp or (kv and kv % tp and tp % kv)):
+        valid = ", ".join(map(str, valid_tp_sizes(heads, None, kv)))
+        kv_note = f" and {kv} KV heads" if kv and kv != heads else ""
+        return f"TP={tp} does not divide the {heads} attention heads{kv_note} evenly; valid TP sizes: {valid}"
+    if model.num_layers and pp > model.num_layers:
+        return f"PP={pp} is more pipeline stages than the model's {model.num_layers} layers"
+    return ""
+
+
 @dataclass
 class _Measured:
     """Printed figures in bytes, dropped by a trial change that would make them stale."""
@@ -401,10 +422,15 @@ def _plan_once(
     measured = measured or _Measured()
     tp, pp = max(1, cfg.tensor_parallel_size or 1), max(1, cfg.pipeline_parallel_size or 1)
     util = cfg.gpu_memory_utilization or (0.88 if cfg.engine == "sglang" else 0.9)
-    max_len = cfg.max_model_len or model.max_position_embeddings or 0
+    given_len = cfg.max_model_len if (cfg.max_model_len or 0) > 0 else None  # vLLM -1: the model's maximum
+    max_len = given_len or model.max_position_embeddings or 0
     cfg = dataclasses.replace(cfg, max_model_len=max_len)
     weights = measured.weights if measured.weights is not None else weights_bytes_per_gpu(model, cfg)
     assumptions: list[str] = []
+    if not given_len and max_len:
+        assumptions.append(f"context length not given: the model's maximum, {max_len} tokens (max_position_embeddings)")
+    if cfg.engine in ("vllm", "") and not cfg.engine_version:
+        assumptions.append(f"engine version not given: vLLM {MODELLED_VLLM}'s memory profile (V1)")
     if cfg.engine == "sglang":
         # ModelRunner.profile_max_num_token: rest = free-after-weights - free-at-start x (1 - fraction),
         # i.e. free-at-start x fraction - weights; the start is after the CUDA context is up, and
@@ -450,7 +476,11 @@ def _plan_once(
     conc = max_concurrency(model, cfg, tokens, max_len)
     reasons: list[str] = []
     verdict = "ok"
-    if tp * pp > gpu_count:
+    split = layout_problem(model, tp, pp)
+    if split:
+        verdict = "tp_invalid"
+        reasons.append(split)
+    elif tp * pp > gpu_count:
         verdict = "gpu_count"
         reasons.append(f"TP x PP = {tp * pp} needs {tp * pp} GPUs; {gpu_count} given")
     elif weights > budget and not cfg.kv_cache_memory_bytes:
@@ -527,6 +557,11 @@ def _changes(
         return trial if trial.fits else None
 
     tp = base.tensor_parallel_size
+    if base.verdict == "tp_invalid" and model.num_attention_heads:
+        best = max(valid_tp_sizes(model.num_attention_heads, gpu_count, model.num_kv_heads))
+        trial = _plan_once(model, total, gpu_count, dataclasses.replace(cfg, tensor_parallel_size=best), gpu_name)
+        result = "fits" if trial.fits else f"then: {trial.verdict}"
+        out.append(Change(f"a TP size that divides the heads, on {gpu_count} GPU(s)", flags["tp"], str(best), result))
     if base.verdict == "kv_cache_insufficient" and base.kv_cache_tokens > 0:
         block = cfg.block_size or 16
         longest = _largest_len(model, cfg, base)
@@ -553,7 +588,8 @@ def _changes(
                     )
                 )
                 break
-        if kv_cache_dtype_bytes(model, cfg) > 1 and base.verdict != "weights_oom":
+        no_fp8 = fp8.supported([], [gpu_name]) is False  # an A100 (8.0) is not offered FP8
+        if kv_cache_dtype_bytes(model, cfg) > 1 and base.verdict != "weights_oom" and not no_fp8:
             trial = fits(kv_cache_dtype=flags["kv_fp8"])
             if trial:
                 out.append(
@@ -583,7 +619,7 @@ def _changes(
                 break
         if not model.quant_method and not cfg.quantization:
             for method, what in (
-                ("fp8", "fp8 weights (Ada/Hopper or newer)"),
+                *([] if no_fp8 else [("fp8", "fp8 weights (Ada/Hopper or newer)")]),
                 ("awq", "a 4-bit AWQ checkpoint"),
             ):
                 trial = fits(quantization=method)

@@ -18,33 +18,56 @@ from typing import Any
 
 from doctor.facts.model import ModelFacts
 
+# the config.json keys each ModelFacts field is read from, in the order tried
+KEYS: dict[str, tuple[str, ...]] = {
+    "num_layers": ("num_hidden_layers", "n_layer", "num_layers"),
+    "num_attention_heads": ("num_attention_heads", "n_head"),
+    "hidden_size": ("hidden_size", "n_embd", "d_model"),
+    "intermediate_size": ("intermediate_size", "ffn_hidden_size"),
+    "num_kv_heads": ("num_key_value_heads", "num_kv_heads", "multi_query_group_num"),
+    "head_dim": ("head_dim", "kv_channels"),
+    "vocab_size": ("vocab_size", "padded_vocab_size"),
+    "max_position_embeddings": ("max_position_embeddings", "n_positions", "seq_length"),
+    "num_experts": ("num_local_experts", "n_routed_experts", "num_experts"),
+    "num_experts_per_tok": ("num_experts_per_tok", "experts_per_token", "moe_topk"),
+}
+# sizes the memory arithmetic divides by: a config that gives 0 or a negative one is broken
+POSITIVE = ("num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "vocab_size")
+
 
 def from_config(
     config: dict[str, Any], name: str = "", source: str = "", weight_bytes: int | None = None
 ) -> ModelFacts:
+    """Raises ValueError naming the field when the config is not a model config (a list, a field
+    of the wrong type, zero heads): `plan` turns that into a usage error naming the input."""
+    if not isinstance(config, dict):
+        raise ValueError(f"config.json is not a model config: expected a JSON object, got {type(config).__name__}")
     outer = config
-    cfg = config.get("text_config") or config.get("llm_config") or config
+    inner = config.get("text_config") or config.get("llm_config")
+    cfg = inner if isinstance(inner, dict) else config
     get = lambda *keys: next((cfg[k] for k in keys if cfg.get(k) is not None), None)  # noqa: E731
-    layers = get("num_hidden_layers", "n_layer", "num_layers")
-    heads = get("num_attention_heads", "n_head")
+    layers = get(*KEYS["num_layers"])
+    heads = get(*KEYS["num_attention_heads"])
     quant = outer.get("quantization_config") or cfg.get("quantization_config") or {}
+    quant = quant if isinstance(quant, dict) else {}
+    archs = outer.get("architectures")
     facts = ModelFacts(
         name=name or str(outer.get("_name_or_path", "")),
         source=source,
-        architecture=(outer.get("architectures") or [""])[0],
+        architecture=str(archs[0]) if isinstance(archs, list) and archs else "",
         model_type=str(cfg.get("model_type") or outer.get("model_type") or ""),
         num_layers=layers,
-        hidden_size=get("hidden_size", "n_embd", "d_model"),
-        intermediate_size=get("intermediate_size", "ffn_hidden_size"),
+        hidden_size=get(*KEYS["hidden_size"]),
+        intermediate_size=get(*KEYS["intermediate_size"]),
         num_attention_heads=heads,
-        num_kv_heads=get("num_key_value_heads", "num_kv_heads", "multi_query_group_num") or heads,
-        head_dim=get("head_dim", "kv_channels"),
-        vocab_size=get("vocab_size", "padded_vocab_size") or outer.get("vocab_size"),
-        max_position_embeddings=get("max_position_embeddings", "n_positions", "seq_length"),
+        num_kv_heads=get(*KEYS["num_kv_heads"]) or heads,
+        head_dim=get(*KEYS["head_dim"]),
+        vocab_size=get(*KEYS["vocab_size"]) or outer.get("vocab_size"),
+        max_position_embeddings=get(*KEYS["max_position_embeddings"]),
         torch_dtype=str(get("torch_dtype", "dtype") or outer.get("torch_dtype") or ""),
         tie_word_embeddings=outer.get("tie_word_embeddings", cfg.get("tie_word_embeddings")),
-        num_experts=get("num_local_experts", "n_routed_experts", "num_experts"),
-        num_experts_per_tok=get("num_experts_per_tok", "experts_per_token", "moe_topk"),
+        num_experts=get(*KEYS["num_experts"]),
+        num_experts_per_tok=get(*KEYS["num_experts_per_tok"]),
         moe_intermediate_size=get("moe_intermediate_size"),
         kv_lora_rank=get("kv_lora_rank"),
         qk_rope_head_dim=get("qk_rope_head_dim"),
@@ -57,8 +80,29 @@ def from_config(
     )
     if facts.quant_method == "bitsandbytes" and facts.quant_bits is None:
         facts.quant_bits = 4
+    facts = _checked(facts)
     _sliding(cfg, facts)
     return facts
+
+
+def _checked(facts: ModelFacts) -> ModelFacts:
+    """The facts re-read through their own type hints, so a string where a count belongs fails here,
+    naming the field, instead of deep inside the memory arithmetic."""
+    from doctor.facts import SchemaError, from_dict, to_dict
+
+    try:
+        checked = from_dict(ModelFacts, to_dict(facts))
+    except SchemaError as exc:
+        raise ValueError(f"config.json field {_keys(exc.field)}: {str(exc).split(': ', 1)[1]}") from None
+    for field in POSITIVE:
+        value = getattr(checked, field)
+        if value is not None and value <= 0:
+            raise ValueError(f"config.json field {_keys(field)}: {value} is not a size (must be above 0)")
+    return checked
+
+
+def _keys(field: str) -> str:
+    return " / ".join(KEYS.get(field, (field,)))
 
 
 def _sliding(cfg: dict[str, Any], facts: ModelFacts) -> None:
@@ -70,12 +114,12 @@ def _sliding(cfg: dict[str, Any], facts: ModelFacts) -> None:
     if not window or cfg.get("use_sliding_window") is False:
         return
     layers = facts.num_layers or 0
-    facts.sliding_window = int(window)
+    facts.sliding_window = _count("sliding_window", window)
     types = cfg.get("layer_types")
     if isinstance(types, list) and types:
         facts.num_sliding_layers = sum(1 for t in types if "sliding" in str(t))
     elif cfg.get("sliding_window_pattern"):
-        pattern = int(cfg["sliding_window_pattern"])
+        pattern = _count("sliding_window_pattern", cfg["sliding_window_pattern"])
         facts.num_sliding_layers = layers - layers // pattern
     elif facts.model_type == "gemma2":
         facts.num_sliding_layers = layers // 2
@@ -83,17 +127,38 @@ def _sliding(cfg: dict[str, Any], facts: ModelFacts) -> None:
         facts.num_sliding_layers = layers
 
 
+def _count(field: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 1:
+        raise ValueError(f"config.json field {field}: expected a count of 1 or more, got {value!r}")
+    return int(value)
+
+
 def from_folder(path: str | Path) -> ModelFacts:
     """A local model folder: config.json, and the safetensors index's metadata.total_size."""
     folder = Path(path)
-    config = json.loads((folder / "config.json").read_text())
+    config = _read_json(folder / "config.json")
     total = None
     index = folder / "model.safetensors.index.json"
     if index.is_file():
-        total = (json.loads(index.read_text()).get("metadata") or {}).get("total_size")
+        meta = _read_json(index)
+        meta = meta.get("metadata") if isinstance(meta, dict) else None
+        total = meta.get("total_size") if isinstance(meta, dict) else None
+        total = total if isinstance(total, int) and not isinstance(total, bool) and total > 0 else None
     elif (folder / "model.safetensors").is_file():
         total = (folder / "model.safetensors").stat().st_size
-    return from_config(config, name=folder.name, source="local config.json", weight_bytes=total)
+    try:
+        return from_config(config, name=folder.name, source="local config.json", weight_bytes=total)
+    except ValueError as exc:
+        raise ValueError(f"{folder}: {exc}") from None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes()[: 16 * 1024 * 1024].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"{path}: not a JSON file ({type(exc).__name__}: {str(exc)[:120]})") from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
 @lru_cache(maxsize=1)

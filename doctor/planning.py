@@ -16,6 +16,7 @@ from doctor.facts.model import ModelFacts
 from doctor.facts.plan import MemoryPlan
 
 MIB = 1024**2
+DEFAULT_GPU = "H100"  # planned for when no --gpu / --gpu-memory is given, and said so
 FLAG_OPTIONS = {  # plan's own flags -> engine flags, appended to the parsed command line
     "tensor_parallel_size": "--tensor-parallel-size",
     "pipeline_parallel_size": "--pipeline-parallel-size",
@@ -97,12 +98,15 @@ def resolve_model(name: str, offline: bool) -> tuple[ModelFacts | None, str]:
     config, total, reason = fetch_model_files(name)
     if config is None:
         return None, reason
-    return models.from_config(config, name=name, source="hub", weight_bytes=total), ""
+    try:
+        return models.from_config(config, name=name, source="hub", weight_bytes=total), ""
+    except ValueError as exc:
+        raise ValueError(f"{name} from the hub: {exc}") from None
 
 
 def build_facts(kw: dict[str, Any]) -> Facts:
     from doctor import memory
-    from doctor.engine_args import parse_command
+    from doctor.engine_args import invalid_values, parse_command
 
     command = list(kw.get("command") or ())
     cfg = parse_command(command) if command else EngineConfig()
@@ -124,27 +128,38 @@ def build_facts(kw: dict[str, Any]) -> Facts:
     model_name = kw.get("model") or cfg.model
     if model_name and not cfg.model:
         cfg.model = model_name
-    if kw.get("gpu_memory"):
+    assumed: list[str] = []
+    if kw.get("gpu_memory") is not None:  # click keeps it above 0
         gpu_name, mib = kw.get("gpu") or "", float(kw["gpu_memory"]) * 1024
     else:
-        gpu_name, mib = lookup_gpu(kw.get("gpu") or "H100")
-    count = int(kw.get("gpus") or max(1, (cfg.tensor_parallel_size or 1) * (cfg.pipeline_parallel_size or 1)))
+        gpu_name, mib = lookup_gpu(kw.get("gpu") or DEFAULT_GPU)
+        if not kw.get("gpu"):
+            assumed.append(f"no GPU given (--gpu NAME or --gpu-memory GiB): planned for {gpu_name} ({mib:.0f} MiB)")
+    tp_pp = max(1, (cfg.tensor_parallel_size or 1) * (cfg.pipeline_parallel_size or 1))
+    count = int(kw.get("gpus") or tp_pp)
+    if not kw.get("gpus"):
+        assumed.append(f"no GPU count given (--gpus N): as many as TP x PP = {count}")
     facts = Facts(deployment=cfg)
     facts.gpus = GpuFacts(
         source="plan flags",
         available=True,
         gpus=[Gpu(index=i, name=gpu_name, memory_total_mib=mib) for i in range(count)],
     )
+    refused = invalid_values(cfg)
+    if refused:
+        facts.plan = MemoryPlan(engine=cfg.engine, model=model_name, verdict="config_invalid", reasons=refused)
+        return facts
     model, reason = resolve_model(model_name, bool(kw.get("offline")))
     if model is None:
         facts.plan = MemoryPlan(
-            engine=cfg.engine, model=model_name, verdict="model_unknown", reasons=[reason]
+            engine=cfg.engine, model=model_name, verdict="model_unknown", reasons=[reason], assumptions=assumed
         )
         return facts
     facts.model = model
     total, note = cuda_total_bytes(gpu_name, mib)
     facts.plan = memory.plan(model, total, count, cfg, gpu_name)
     facts.plan.gpu_name = gpu_name
+    facts.plan.assumptions[:0] = assumed
     facts.plan.assumptions.append(note)
     return facts
 

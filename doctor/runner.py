@@ -99,7 +99,7 @@ def finish(facts: Facts, specs: list[CheckSpec], kw: dict[str, Any], redactor: R
     report = build_report(results, facts, title=title)
     if kw.get("save_bundle"):
         Path(kw["save_bundle"]).write_text(json.dumps(redactor.obj(facts.to_dict()), indent=2) + "\n")
-    text = render(report, kw["fmt"], redactor, color=color_wanted(kw["fmt"], kw["output"]))
+    text = render(report, kw["fmt"], redactor, color=color_wanted(kw["fmt"], kw["output"]), fail_on=kw["fail_on"])
     if kw["output"]:
         Path(kw["output"]).write_text(text)
     else:
@@ -109,15 +109,21 @@ def finish(facts: Facts, specs: list[CheckSpec], kw: dict[str, Any], redactor: R
 
 @contextlib.contextmanager
 def live_status(fmt: str, output: str | None) -> Iterator[Any]:
-    """A live status line per layer on stderr while collectors and checks run (TTY only)."""
+    """A live status line per layer on stderr while collectors and checks run (TTY only).
+
+    stdout is never redirected into the display: the report (JSON for `> out.json` or `| jq`)
+    must reach stdout whole and unwrapped while the status line is still on the terminal."""
     if not sys.stderr.isatty():
         yield lambda layer, msg: None
         return
     from rich.console import Console
+    from rich.live import Live
+    from rich.spinner import Spinner
 
     console = Console(stderr=True, no_color="NO_COLOR" in os.environ)
-    with console.status("starting") as status:
-        yield lambda layer, msg: status.update(f"[bold]{layer}[/bold]: {msg}")
+    spinner = Spinner("dots", "starting")
+    with Live(spinner, console=console, transient=True, redirect_stdout=False, redirect_stderr=False):
+        yield lambda layer, msg: spinner.update(text=f"[bold]{layer}[/bold]: {msg}")
 
 
 def doctor_failed(exc: BaseException, redactor: Redactor) -> int:

@@ -138,6 +138,9 @@ def config_files(env: Mapping[str, str], home: Path, cwd: Path, read: list[str])
         block = _json_env_block(path)
         if block is None:
             continue
+        if isinstance(block, str):  # there, but not a settings file: said, and nothing taken from it
+            read.append(f"{shown} ({block}; ignored)")
+            continue
         read.append(shown)
         for name, names in ENV.items():
             var = next((v for v in names if isinstance(block.get(v), str)), None)
@@ -145,11 +148,14 @@ def config_files(env: Mapping[str, str], home: Path, cwd: Path, read: list[str])
                 found[name] = Resolved(block[var], f"file {shown} env.{var}")
     codex_home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else home / ".codex"
     codex = _toml(codex_home / "config.toml")
-    if codex is not None:
-        shown = "$CODEX_HOME/config.toml" if env.get("CODEX_HOME") else "~/.codex/config.toml"
+    shown = "$CODEX_HOME/config.toml" if env.get("CODEX_HOME") else "~/.codex/config.toml"
+    if isinstance(codex, str):
+        read.append(f"{shown} ({codex}; ignored)")
+    elif codex is not None:
         read.append(shown)
         provider_id = codex.get("model_provider")
-        provider = (codex.get("model_providers") or {}).get(provider_id) if isinstance(provider_id, str) else None
+        providers = codex.get("model_providers")
+        provider = providers.get(provider_id) if isinstance(provider_id, str) and isinstance(providers, dict) else None
         if isinstance(codex.get("model"), str) and "model" not in found:
             found["model"] = Resolved(codex["model"], f"file {shown} model")
         if isinstance(provider, dict):
@@ -168,16 +174,25 @@ def _real(path: Path) -> Path:
         return path
 
 
-def _json_env_block(path: Path) -> dict[str, Any] | None:
+def _json_env_block(path: Path) -> dict[str, Any] | str | None:
+    """The file's `env` object; None when there is no such file; a string saying what is wrong
+    with one that is there but unreadable or not a settings object."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(path.read_bytes()[: 4 * 1024 * 1024].decode("utf-8"))
+    except FileNotFoundError:
         return None
-    env = data.get("env") if isinstance(data, dict) else None
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    except (ValueError, RecursionError) as exc:
+        return f"not valid JSON: {type(exc).__name__}"
+    if not isinstance(data, dict):
+        return f"not a JSON object but a {type(data).__name__}"
+    env = data.get("env")
     return env if isinstance(env, dict) else {}
 
 
-def _toml(path: Path) -> dict[str, Any] | None:
+def _toml(path: Path) -> dict[str, Any] | str | None:
+    """Like _json_env_block: the parsed file, None when absent, or what is wrong with it."""
     try:
         import tomllib
     except ImportError:  # Python 3.10: no TOML reader in the standard library; Codex config unread
@@ -185,8 +200,12 @@ def _toml(path: Path) -> dict[str, Any] | None:
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
-    except (OSError, ValueError):
+    except FileNotFoundError:
         return None
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    except (ValueError, RecursionError) as exc:
+        return f"not valid TOML: {str(exc)[:80]}"
 
 
 def clean_key(key: str) -> str:

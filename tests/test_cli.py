@@ -71,3 +71,43 @@ def test_what_could_not_be_checked_is_skip_not_pass() -> None:
     for check_id in ("perf.host_cpu", "perf.clocks", "perf.prefix_cache", "perf.memory_headroom", "access.key"):
         assert status[check_id] in ("skip", "blocked"), check_id
     assert status["load.kv_cache"] == "fail"
+
+
+def run_with_stderr_on_a_terminal(*args: str) -> tuple[int, str]:
+    """`llm-doctor run ... > out` typed at a terminal: stderr is a real pty (so the live status
+    line shows), stdout is a pipe. Returns (exit code, what reached stdout)."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "doctor", "run", *args],
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+        )
+    finally:
+        os.close(slave)
+        os.close(master)
+    return out.returncode, out.stdout.decode()
+
+
+RUN_REFUSED = ("--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--sample", "0.2", "--fail-on", "never")
+
+
+def test_run_json_reaches_stdout_while_the_live_status_is_on_the_terminal() -> None:
+    code, stdout = run_with_stderr_on_a_terminal(*RUN_REFUSED, "--format", "json")
+    assert code == 0
+    report = json.loads(stdout)
+    assert report["schema"] == "llm-doctor.report/1"
+    assert "access.connect_failed" in {f["code"] for f in report["findings"]}
+
+
+def test_run_text_report_is_not_wrapped_at_80_columns_when_piped() -> None:
+    code, stdout = run_with_stderr_on_a_terminal(*RUN_REFUSED, "--format", "text")
+    assert code == 0
+    check_line = next(line for line in stdout.splitlines() if "access.key" in line)
+    assert len(check_line) > 80  # one line per check, whole, however long its detail
+    assert "access.connect_failed" in stdout

@@ -216,3 +216,37 @@ def test_round_trip_through_facts() -> None:
 def test_invalid_values_become_unknown_flags(flag: str) -> None:
     cfg = parse_command(f"vllm serve m {flag}")
     assert cfg.unknown_flags and flag.split("=")[1] in cfg.unknown_flags[0]
+
+
+@pytest.mark.parametrize(
+    ("command", "refused"),
+    [
+        ("vllm serve m --tensor-parallel-size 0 --max-model-len -5",
+         ["tensor_parallel_size 0: must be at least 1", "max_model_len -5: must be at least 1"]),
+        ("vllm serve m --gpu-memory-utilization 1.5", ["gpu_memory_utilization 1.5: must be above 0 and at most 1"]),
+        ("vllm serve m --tensor-parallel-size abc", ["--tensor-parallel-size=abc (not a valid value)"]),
+        ("python -m sglang.launch_server --model-path m --tp 0", ["tensor_parallel_size 0: must be at least 1"]),
+        ("vllm serve m --max-model-len -1", []),  # vLLM: the model's maximum
+        ("llama-server -m m.gguf -c 0 -ngl -1", []),  # llama.cpp: the model's context, every layer
+        ("vllm serve m --tensor-parallel-size `4` --port 8000`", []),  # quoted in Markdown
+    ],
+)
+def test_values_no_engine_accepts(command: str, refused: list[str]) -> None:
+    from doctor.engine_args import invalid_values
+
+    assert invalid_values(parse_command(command)) == refused
+
+
+def test_absurd_launch_command_file_is_config_invalid(tmp_path) -> None:
+    from doctor.collect.files import load_paths
+    from doctor.engine import Deadline, load_checks, run_checks, select
+
+    cmd = tmp_path / "cmd.txt"
+    cmd.write_text("vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 0 --max-model-len -5\n")
+    facts = load_paths([str(cmd)], Deadline(30))
+    results = run_checks(facts, select(load_checks()), Deadline(30))
+    assert not [r.id for r in results if r.status == "error"]  # TP 0 crashes no check
+    findings = [f for r in results for f in r.findings]
+    assert [f.code for f in findings] == ["load.config_invalid"]
+    assert findings[0].evidence == ["launch command: tensor_parallel_size 0: must be at least 1",
+                                    "launch command: max_model_len -5: must be at least 1"]

@@ -169,3 +169,67 @@ def test_q_section_excerpts_without_a_gpu_header():
     assert pages.gpus[0].retired_pages_pending is True
     clean = nvidia_smi.parse_query((SMI / "nvidia-smi-q-d-ecc-2x-a100-pcie.txt").read_text().splitlines())
     assert [g.ecc_uncorrected_volatile for g in clean.gpus] == [0, 0]
+
+
+@pytest.mark.parametrize("order", [("topo", "smi"), ("smi", "topo")])
+def test_topo_and_table_of_one_8_gpu_box_count_8_in_either_order(order, tmp_path):
+    """The README's `analyze topo.txt smi.txt`: topo -m names GPUs by index, the table by bus id;
+    the same box must stay 8 GPUs, not 16 (which proposed --tensor-parallel-size 16)."""
+    files = {
+        "topo": TOPO / "h100-8x-nv18-8nic-mlx5-tabs-missing-tab-artifact.txt",
+        "smi": SMI / "nvidia-smi-table-8x-h100-sxm-driver565.txt",
+    }
+    facts = load_paths([str(files[k]) for k in order], Deadline(60))
+    gpus = facts.gpus.gpus
+    assert [g.index for g in gpus] == list(range(8))
+    assert all(g.bus_id and g.name for g in gpus)
+    assert len(facts.gpus.topology) == 8
+
+
+def gaps(facts) -> list[tuple[str, str]]:
+    """The input gaps (doctor.input_incomplete, status incomplete) a reader recorded."""
+    return [(g.source, g.reason) for g in facts.gaps]
+
+
+def test_a_table_cut_in_the_middle_says_gpus_may_be_missing(tmp_path):
+    """The 8x H100 table cut inside GPU 3's block: 4 GPUs read, and a note that the rest may be missing."""
+    whole = (SMI / "nvidia-smi-table-8x-h100-sxm-driver565.txt").read_text()
+    cut = tmp_path / "smi.txt"
+    cut.write_text(whole[: whole.index("|   3  NVIDIA") + 100])  # GPU 3's first row and a bit
+    facts = load_paths([str(cut)], Deadline(30))
+    assert [g.index for g in facts.gpus.gpus] == [0, 1, 2, 3]
+    assert gaps(facts) == [
+        (str(cut), "nvidia-smi table: GPU 3: its rows are cut short (no memory figures)"),
+        (str(cut), "nvidia-smi table: the table ends after GPU 3 without its Processes section: it is cut, "
+                   "and GPUs after GPU 3 may be missing"),
+    ]
+
+
+def test_a_table_with_a_lost_row_names_the_gpu(tmp_path):
+    """The 8x H100 table with GPU 6's block lost in the copy: said, not silently 7 GPUs."""
+    lines = (SMI / "nvidia-smi-table-8x-h100-sxm-driver565.txt").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("|   6  NVIDIA"))
+    damaged = tmp_path / "smi.txt"
+    damaged.write_text("\n".join(lines[:at] + lines[at + 4 :]) + "\n")
+    facts = load_paths([str(damaged)], Deadline(30))
+    assert len(facts.gpus.gpus) == 7
+    assert gaps(facts) == [(str(damaged), "nvidia-smi table: GPU 6 has no row in the table (7 rows up to GPU 7): lines "
+                                          "were lost in the copy (or it was run for selected GPUs with -i)")]
+
+
+def test_a_whole_table_has_no_gap_note():
+    facts = load_paths([str(SMI / "nvidia-smi-table-2x-l4-driver550-ray-workers.txt")], Deadline(30))
+    assert gaps(facts) == [] and len(facts.gpus.gpus) == 2
+
+
+def test_a_cut_query_output_says_how_many_attached_gpus_are_missing(tmp_path):
+    """`nvidia-smi -q` names the attached GPUs up front: a copy cut after 5 GPU blocks says so."""
+    lines = (SMI / "nvidia-smi-q-8x-h100-sxm-driver565.txt").read_text().splitlines()
+    sixth = [i for i, line in enumerate(lines) if line.startswith("GPU 0000")][5]
+    cut = tmp_path / "smi-q.txt"
+    cut.write_text("\n".join(lines[:sixth]) + "\n")
+    facts = load_paths([str(cut)], Deadline(30))
+    assert len(facts.gpus.gpus) == 5
+    assert gaps(facts) == [(str(cut), "nvidia-smi -q: 5 of the 8 attached GPUs are in the output: it is cut (or was "
+                                      "run for selected GPUs with -i), so GPUs may be missing")]
+    assert gaps(load_paths([str(SMI / "nvidia-smi-q-8x-h100-sxm-driver565.txt")], Deadline(30))) == []

@@ -15,7 +15,11 @@ LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 
 
 def diagnose(name: str) -> list:
-    facts = load_paths([str(LOGS / name)], Deadline(30))
+    return findings_of(LOGS / name)
+
+
+def findings_of(path: Path) -> list:
+    facts = load_paths([str(path)], Deadline(30))
     return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts).findings
 
 
@@ -142,3 +146,15 @@ def test_weights_oom_sizes_the_split_from_the_model_when_known() -> None:
     assert sized and "per GPU at TP=1" in sized[0] and "TP=2 needs" in sized[0], top.evidence
     assert top.fixes[0].command == "--tensor-parallel-size 2"
     assert "smallest split" in top.fixes[0].summary
+
+
+def test_a_404_on_v1_embeddings_is_not_model_not_found(tmp_path) -> None:
+    """uvicorn's access line for a generation model asked for embeddings: the server has no such
+    API (vLLM serves /v1/embeddings only for pooling models); the model ID may be right."""
+    log = tmp_path / "server.log"
+    log.write_text('INFO:     127.0.0.1:53422 - "POST /v1/embeddings HTTP/1.1" 404 Not Found\n')
+    codes = [f.code for f in findings_of(log)]
+    assert "access.model_not_found" not in codes
+    assert codes[0] == "access.protocol_mismatch", codes
+    log.write_text('INFO:     127.0.0.1:53422 - "POST /v1/chat/completions HTTP/1.1" 404 Not Found\n')
+    assert findings_of(log)[0].code == "access.model_not_found"

@@ -194,3 +194,21 @@ def test_runaway_metrics_endpoint_is_capped(monkeypatch):
     finally:
         server.shutdown()
     assert len(text) <= 256 * 1024 and text.startswith("vllm:num_requests_running")
+
+
+def test_kv_pressure_on_an_a100_offers_no_fp8_cache(engine):
+    """The same live scrape on an A100 (compute capability 8.0, from NVML): no --kv-cache-dtype fp8."""
+    from doctor.engine import load_checks, run_checks, select
+    from doctor.facts import Facts
+    from doctor.facts.gpu import Gpu, GpuFacts
+
+    facts = Facts()
+    metrics.merge_into(facts, metrics.collect(engine.url + "/metrics", "sk-metrics-test-key", sample_s=0.3, timeout=5))
+
+    def commands() -> list[str | None]:
+        (res,) = run_checks(facts, select(load_checks(), ["perf.kv_cache_metrics"]))
+        return [x.command for x in res.findings[0].fixes]
+
+    assert "--kv-cache-dtype fp8" in commands()  # GPU unknown: offered, labelled with its requirement
+    facts.gpus = GpuFacts(available=True, gpus=[Gpu(index=0, name="NVIDIA A100-SXM4-80GB", compute_capability="8.0")])
+    assert "--kv-cache-dtype fp8" not in commands()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from doctor.cli import main
@@ -283,3 +284,23 @@ def test_nccl_sockets_on_one_node_or_ib_is_no_finding():
     for name in ("nccl-net-socket-selected.txt", "nccl-net-ib-detected-azure.txt"):
         r = analyze(FIX / "logs" / name)
         assert not [f for f in r["findings"] if f["code"] == "perf.slow_interconnect"], name
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        FIX / "engine_args" / "v0.5.2-v0-medusa-specdecode-stats.log",
+        FIX / "engine_args" / "v0.2.7-era-v0-awq-mixtral-startup-stats.log",
+        FIX / "perf" / "v0.8.0rc3-v0-fallback-tp4-pcie-custom-allreduce-disabled.txt",
+    ],
+)
+def test_the_start_up_advice_to_use_enforce_eager_is_not_eager_mode(log):
+    """Healthy vLLM start-ups print "To run the model in eager mode, set 'enforce_eager=True' or use
+    '--enforce-eager' in the CLI": advice, while the engine config says enforce_eager=False."""
+    assert "use '--enforce-eager'" in log.read_text()
+    assert "perf.eager_mode" not in {f["code"] for f in analyze(log)["findings"]}
+
+
+def test_enforce_eager_in_the_launch_command_is_eager_mode(tmp_path):
+    r = analyze(write(tmp_path, "notes.txt", "$ vllm serve m --enforce-eager \\\n    --gpu-memory-utilization 0.9\n"))
+    assert "perf.eager_mode" in {f["code"] for f in r["findings"]}

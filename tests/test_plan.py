@@ -98,3 +98,91 @@ def test_vllm_fp8_kv_cache_flag_halves_bytes_per_token() -> None:
     a, f = json.loads(auto)["facts"]["plan"], json.loads(fp8)["facts"]["plan"]
     assert (a["kv_bytes_per_token"], f["kv_bytes_per_token"]) == (131072, 65536)
     assert f["kv_cache_tokens"] == pytest.approx(2 * a["kv_cache_tokens"], abs=16)
+
+
+@pytest.mark.parametrize(("gpu", "offered"), [("A100-40GB", False), ("L40S", True)])
+def test_fp8_weights_are_offered_only_from_compute_capability_8_9(gpu: str, offered: bool) -> None:
+    """Qwen2.5-32B in bf16 does not fit one 40-48 GB GPU; FP8 weights would, but an A100 (8.0)
+    cannot run FP8, so it is told AWQ instead."""
+    rc, out = plan("--model", "Qwen/Qwen2.5-32B-Instruct", "--gpu", gpu, "--gpus", "1", "--max-model-len", "4096",
+                   "--format", "json")
+    assert rc == 1, out
+    report = json.loads(out)
+    values = [c["value"] for c in report["facts"]["plan"]["changes"]]
+    commands = " ".join(x["command"] or "" for f in report["findings"] for x in f["fixes"])
+    assert ("fp8" in values) is offered and ("fp8" in commands) is offered, (values, commands)
+    if not offered:
+        assert "awq" in values
+
+
+def test_tp_that_does_not_divide_the_heads_is_tp_invalid_not_fits() -> None:
+    """Llama-3.1-8B has 32 heads and 8 KV heads: TP=3 is refused by vLLM, so it is no 'fits'."""
+    rc, out = plan("--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100", "--tp", "3", "--gpus", "4",
+                   "--format", "json")
+    assert rc == 1, out
+    report = json.loads(out)
+    (first,) = report["findings"]
+    assert first["code"] == "load.tp_invalid"
+    assert first["title"] == "TP=3 does not divide the 32 attention heads and 8 KV heads evenly; valid TP sizes: 1, 2, 4, 8, 16, 32"
+    assert first["fixes"][0]["command"] == "--tensor-parallel-size 4"  # the largest valid size on the 4 GPUs
+    assert report["facts"]["plan"]["fits"] is False and report["facts"]["plan"]["verdict"] == "tp_invalid"
+
+
+def test_more_pipeline_stages_than_layers_is_tp_invalid() -> None:
+    rc, out = plan("--model", "Qwen/Qwen2-7B-Instruct", "--gpu", "H100", "--pp", "64", "--format", "json")
+    assert rc == 1 and json.loads(out)["findings"][0]["title"] == "PP=64 is more pipeline stages than the model's 28 layers"
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--gpu-memory", "0"), ("--gpu-memory", "-3"), ("--tp", "0"), ("--pp", "-1"), ("--max-model-len", "0"),
+     ("--gpu-memory-utilization", "1.5"), ("--gpu-memory-utilization", "0"), ("--max-num-seqs", "0")],
+)
+def test_absurd_plan_flags_are_usage_errors(flag: str, value: str) -> None:
+    rc, out = plan("--model", "Qwen/Qwen2-7B-Instruct", flag, value)
+    assert rc == 2, out
+    assert f"Invalid value for '{flag}'" in out or f"/ '{flag}'" in out
+    assert "Traceback" not in out
+
+
+def test_absurd_values_in_the_engine_command_are_config_invalid() -> None:
+    rc, out = plan("--gpu", "H100", "--format", "json", "--",
+                   "vllm", "serve", "Qwen/Qwen2-7B-Instruct", "--tensor-parallel-size", "0", "--max-model-len", "-5")
+    assert rc == 1, out
+    (first,) = json.loads(out)["findings"]
+    assert first["code"] == "load.config_invalid"
+    assert first["evidence"] == ["launch command: tensor_parallel_size 0: must be at least 1",
+                                 "launch command: max_model_len -5: must be at least 1"]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown", "html", "junit"])
+def test_every_format_says_which_gpu_and_context_were_assumed(fmt: str) -> None:
+    """No --gpu, --gpus or --max-model-len: the plan is for an H100 at the model's own maximum, and
+    every format says so (the engine version too)."""
+    import html
+
+    rc, out = plan("--model", "Qwen/Qwen2-7B-Instruct", "--format", fmt)
+    assert rc == 0, out
+    out = html.unescape(out) if fmt == "html" else out
+    for said in ("no GPU given (--gpu NAME or --gpu-memory GiB): planned for NVIDIA H100 80GB HBM3 (81559 MiB)",
+                 "no GPU count given (--gpus N): as many as TP x PP = 1",
+                 "context length not given: the model's maximum, 32768 tokens (max_position_embeddings)",
+                 "engine version not given: vLLM 0.10's memory profile (V1)"):
+        assert said in out, (fmt, said)
+
+
+def test_given_gpu_and_context_are_not_assumptions() -> None:
+    rc, out = plan("--model", "Qwen/Qwen2-7B-Instruct", "--gpu", "L4", "--gpus", "1", "--max-model-len", "4096",
+                   "--format", "json")
+    assumptions = json.loads(out)["facts"]["plan"]["assumptions"]
+    assert not [a for a in assumptions if a.startswith(("no GPU", "context length not given"))], assumptions
+    assert "engine version not given: vLLM 0.10's memory profile (V1)" in assumptions
+
+
+def test_unknown_model_says_what_to_pass_and_draws_no_budget() -> None:
+    rc, out = plan("--model", "nobody/NoSuchModel-7B", "--gpu", "H100", "--offline")
+    assert rc == 1, out
+    assert "0 x" not in out and "█" not in out
+    assert "no plan: the model nobody/NoSuchModel-7B is unknown" in out
+    for what in ("--model /path/to/model-folder", "config.json", "--gpu H100 --gpus 1 (or --gpu-memory GiB)"):
+        assert what in out, what

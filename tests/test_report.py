@@ -71,10 +71,57 @@ def test_every_format_masks_the_key() -> None:
         assert "sk-...3456" in text, fmt
 
 
-def test_junit_is_valid_xml_with_failure_and_skip() -> None:
+# The Jenkins/Ant junit-10.xsd (jenkinsci/xunit-plugin): what a testsuite and a testcase may carry.
+SUITE_REQUIRED = {"name", "tests", "failures", "errors"}
+SUITE_ALLOWED = SUITE_REQUIRED | {"group", "time", "skipped", "timestamp", "hostname", "id", "package", "file", "log", "url"}
+CASE_CHILDREN = {"skipped", "error", "failure", "system-out", "system-err"}
+SUREFIRE_TIME = r"(([0-9]{0,3},)*[0-9]{3}|[0-9]{0,3})*(\.[0-9]*)?"
+
+
+def assert_junit_10(root: ET.Element) -> None:
+    import re
+
+    assert root.tag == "testsuite"
+    assert SUITE_REQUIRED <= set(root.attrib) <= SUITE_ALLOWED, root.attrib
+    assert re.fullmatch(SUREFIRE_TIME, root.get("time", ""))
+    for case in root:
+        assert case.tag == "testcase" and case.get("name")
+        assert set(case.attrib) <= {"name", "time", "classname", "group"}
+        assert {child.tag for child in case} <= CASE_CHILDREN
+    counted = {tag: len(root.findall(f"testcase/{tag}")) for tag in ("failure", "error", "skipped")}
+    assert (root.get("failures"), root.get("errors"), root.get("skipped")) == tuple(
+        str(counted[t]) for t in ("failure", "error", "skipped")
+    )
+    assert root.get("tests") == str(len(root.findall("testcase")))
+
+
+def test_junit_is_valid_against_junit_10_xsd_with_failure_and_skip() -> None:
     root = ET.fromstring(render(sample_report(), "junit", Redactor()))
+    assert_junit_10(root)
     assert root.get("tests") == "2" and root.get("failures") == "1" and root.get("skipped") == "1"
+    assert root.get("errors") == "0"
     assert root.find("testcase/failure").get("type") == "fail"
+
+
+def test_junit_honours_fail_on_like_the_exit_code() -> None:
+    warn_only = build_report([CheckResult("perf.gpu_util", "perf", "warn", 0, "", [f("perf.low_gpu_util", "warn")])], Facts())
+    gated = ET.fromstring(render(warn_only, "junit", Redactor(), fail_on="warn"))
+    assert_junit_10(gated)
+    assert gated.get("failures") == "1" and warn_only.exit_code("warn") == 1
+    assert "perf.low_gpu_util" in gated.find("testcase/failure").text
+    passed = ET.fromstring(render(warn_only, "junit", Redactor(), fail_on="error"))
+    assert passed.get("failures") == "0" and warn_only.exit_code("error") == 0
+    assert "perf.low_gpu_util" in passed.find("testcase/system-out").text
+    never = ET.fromstring(render(sample_report(), "junit", Redactor(), fail_on="never"))
+    assert never.get("failures") == "0" and never.get("errors") == "0"
+
+
+def test_junit_a_crashed_check_is_an_error() -> None:
+    crashed = build_report([CheckResult("load.x", "load", "error", 0, "check crashed: KeyError: 'x'")], Facts())
+    root = ET.fromstring(render(crashed, "junit", Redactor()))
+    assert_junit_10(root)
+    assert root.get("errors") == "1" and root.get("failures") == "0"
+    assert root.find("testcase/error").text == "check crashed: KeyError: 'x'"
 
 
 def test_exit_codes_follow_fail_on() -> None:

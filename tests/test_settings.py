@@ -57,11 +57,36 @@ def test_project_local_settings_beat_user_settings(tmp_path: Path) -> None:
     assert s.files_read == [".claude/settings.local.json", ".claude/settings.json", "~/.claude/settings.json"]
 
 
-def test_broken_config_file_is_ignored(tmp_path: Path) -> None:
+def test_broken_config_file_is_ignored_and_named(tmp_path: Path) -> None:
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "settings.json").write_bytes(b"\xff\xfe{not json")
     s = resolve(env={}, home=tmp_path, cwd=tmp_path / "nowhere")
-    assert s.base_url.value is None and s.files_read == []
+    assert s.base_url.value is None
+    assert s.files_read == ["~/.claude/settings.json (not valid JSON: UnicodeDecodeError; ignored)"]
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"[1, 2]", "not a JSON object but a list"),
+        (b'{"env": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "not valid JSON: RecursionError"),
+    ],
+)
+def test_settings_json_of_the_wrong_shape_is_named_not_a_traceback(tmp_path: Path, content: bytes, said: str) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_bytes(content)
+    s = resolve(env={}, home=tmp_path, cwd=tmp_path / "nowhere")
+    assert s.files_read == [f"~/.claude/settings.json ({said}; ignored)"]
+
+
+def test_codex_config_of_the_wrong_shape_is_named_not_a_traceback(tmp_path: Path) -> None:
+    pytest.importorskip("tomllib")
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "config.toml").write_text('model_provider = "local"\nmodel_providers = [1, 2]\n')
+    assert resolve(env={}, home=tmp_path, cwd=tmp_path).files_read == ["~/.codex/config.toml"]
+    (tmp_path / ".codex" / "config.toml").write_text('model = "x\n')
+    (read,) = resolve(env={}, home=tmp_path, cwd=tmp_path).files_read
+    assert read.startswith("~/.codex/config.toml (not valid TOML: ") and read.endswith("; ignored)")
 
 
 def test_codex_config_with_env_key(tmp_path: Path) -> None:

@@ -34,7 +34,11 @@ CODES = sorted(set(KIND_CODE.values()) | {"access.base_url_invalid", "access.pro
                                          "access.key_malformed", "access.streaming_broken"})
 OPENAI_PATHS = re.compile(r"^/(?:chat/completions|completions|models|embeddings|responses|messages)\b")
 MODEL_PATHS = re.compile(r"^/v1/(?:chat/completions|completions|embeddings)\b")
-OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages)\b|^/api/(?:chat|generate)\b")
+# a 404 here says the model is not served (vLLM/SGLang answer an unknown model with 404)
+GENERATION_PATHS = re.compile(r"^/v1/(?:chat/completions|completions)\b")
+# a 404 here says the server has no such API: Anthropic/Responses/Ollama routes, and embeddings,
+# which vLLM serves only for pooling models
+OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages|embeddings)\b|^/api/(?:chat|generate)\b")
 KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"]\s)|API key.*(?:whitespace|newline)", re.I)
 
 # a cause the client saw first-hand explains the generic errors its library wrapped it in
@@ -184,7 +188,7 @@ def _code(e: LogEvent) -> str | None:
             return "access.protocol_mismatch"
         if status == 404 and OPENAI_PATHS.search(path):
             return "access.base_url_invalid"
-        if status == 404 and MODEL_PATHS.search(path):
+        if status == 404 and GENERATION_PATHS.search(path):
             return "access.model_not_found"
         if status == 429:
             return "access.rate_limited"

@@ -1,5 +1,6 @@
 """Are the engine arguments valid? (argparse rejects a flag or value; a context length above what
-the model's config allows). The fix names the value the engine itself derived."""
+the model's config allows; a launch command with a value no engine accepts, like TP 0 or a
+negative context length). The fix names the value the engine itself derived."""
 
 from __future__ import annotations
 
@@ -10,15 +11,15 @@ from doctor.findings import Finding, Fix, Outcome
 from doctor.logview import LogView
 
 
-@check("load.config", "load", codes=["load.config_invalid"], events=["config_invalid"])
-def config(facts: Facts, log: LogView) -> Outcome:
+@check("load.config", "load", codes=["load.config_invalid"], any_of=["logs", "deployment"], events=["config_invalid"])
+def config(facts: Facts, log: LogView | None) -> Outcome:
     """The engine accepted its arguments."""
-    found = log.events("config_invalid")
+    found = log.events("config_invalid") if log else []
     if not found:
-        return Outcome(detail="no argument error in the log")
+        return _launch_values(facts)
     e = found[-1]
     v = e.values
-    evidence = le.evidence(found) + log.earlier_runs()
+    evidence = le.evidence(found) + (log.earlier_runs() if log else [])
     engine = le.engine(facts)
     if "derived" in v:
         flag = "--context-length" if v.get("field") == "context_length" else "--max-model-len"
@@ -33,3 +34,15 @@ def config(facts: Facts, log: LogView) -> Outcome:
             fixes.insert(0, Fix("Flags use dashes, not underscores", flag.split()[0].replace("_", "-")))
         title = f"the engine rejected its arguments{f': {flag}' if flag else ''}"
     return Outcome([Finding("load.config_invalid", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)])
+
+
+def _launch_values(facts: Facts) -> Outcome:
+    from doctor.engine_args import invalid_values
+
+    bad = invalid_values(facts.deployment) if facts.deployment else []
+    if not bad:
+        return Outcome(detail="no argument error in the log or the launch command")
+    title = f"the launch command has values the engine refuses: {'; '.join(bad)}"
+    fixes = [Fix("Give each of these a valid value (or drop it to take the engine's default)")]
+    return Outcome([Finding("load.config_invalid", title, [f"launch command: {b}" for b in bad], fixes,
+                            explains=le.CLIENT_SYMPTOMS)])

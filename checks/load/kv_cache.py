@@ -15,14 +15,13 @@ from __future__ import annotations
 import math
 
 from checks.load import log_events as le
+from doctor import fp8
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
 from doctor.logview import LogView
 
 MAX_UTIL = 0.95
-FP8_KV_MIN_CC = 8.9  # Ada / Hopper: fp8 e4m3 KV cache in vLLM's default CUDA backends
-FP8_GPUS = ("H100", "H200", "H800", "H20", "L4", "L40", "4090", "B200", "GB200", "5090")
 
 
 @check("load.kv_cache", "load", codes=["load.kv_cache_insufficient", "load.no_kv_cache_memory"], events=["kv_cache_too_small", "no_kv_memory", "kv_cache_alloc_failed", "ggml_alloc_failed"])
@@ -89,7 +88,7 @@ def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
             fixes.append(Fix(f"Or give the KV cache more of the GPU so {asked} tokens fit", f"--gpu-memory-utilization {wanted:.2f}"))
         else:
             evidence.append(f"no gpu_memory_utilization up to {MAX_UTIL} fits {asked} tokens (it would need {wanted:.2f})")
-    if capacity and asked and _fp8_capable(facts) and _kv_dtype_is_default(facts):
+    if capacity and asked and fp8.from_facts(facts) and _kv_dtype_is_default(facts):
         doubled = capacity * 2
         gives = "enough" if doubled >= asked else "not enough"
         fixes.append(Fix(f"Or store the KV cache in fp8: about {doubled} tokens, {gives} for {asked}", "--kv-cache-dtype fp8"))
@@ -107,15 +106,6 @@ def _model_kv_gib_per_token(facts: Facts) -> float | None:
         return memory.kv_bytes_per_token(facts.model, facts.deployment) / le.GIB
     except (ValueError, ZeroDivisionError, TypeError):
         return None
-
-
-def _fp8_capable(facts: Facts) -> bool:
-    logs = facts.logs
-    cc = logs.setup.compute_capability if logs else None
-    if cc:
-        return float(cc) >= FP8_KV_MIN_CC
-    names = (logs.setup.gpu_names if logs else []) + [g.name for g in (facts.gpus.gpus if facts.gpus else [])]
-    return any(tag in name.upper() for name in names for tag in FP8_GPUS)
 
 
 def _kv_dtype_is_default(facts: Facts) -> bool:

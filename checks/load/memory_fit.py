@@ -15,6 +15,8 @@ CODES = {
     "no_kv_cache_memory": "load.no_kv_cache_memory",
     "kv_cache_insufficient": "load.kv_cache_insufficient",
     "gpu_count": "load.tp_invalid",
+    "tp_invalid": "load.tp_invalid",
+    "config_invalid": "load.config_invalid",
     "model_unknown": "load.model_files",
 }
 
@@ -47,9 +49,17 @@ def plan_of(facts: Facts) -> MemoryPlan:
 def memory_fit(facts: Facts) -> Outcome:
     """The weights, activations and KV cache fit the GPU memory budget."""
     plan = plan_of(facts)
-    evidence = [
+    if plan.verdict in NOT_PLANNED:
+        return Outcome([_not_planned(plan)])
+    layout = (
         f"model {plan.model or '?'} on {plan.gpu_count} x {plan.gpu_name or 'GPU'} ({plan.gpu_total_gib} GiB each), "
-        f"{plan.engine} TP={plan.tensor_parallel_size} PP={plan.pipeline_parallel_size}",
+        f"{plan.engine} TP={plan.tensor_parallel_size} PP={plan.pipeline_parallel_size}"
+    )
+    if plan.verdict == "tp_invalid":  # a budget for a split the engine refuses would mislead
+        fixes = [Fix(f"{c.what}: {c.result}", c.command) for c in plan.changes]
+        return Outcome([Finding("load.tp_invalid", plan.reasons[0], [layout, *plan.reasons], fixes)])
+    evidence = [
+        layout,
         f"budget {plan.budget_gib} GiB per GPU = weights {plan.weights_gib_per_gpu} + activations "
         f"{plan.activation_gib} + non-torch {plan.non_torch_gib} + KV cache {plan.kv_cache_gib}",
         f"KV cache {plan.kv_cache_tokens} tokens at {plan.kv_bytes_per_token} bytes/token; max_model_len "
@@ -75,3 +85,25 @@ def memory_fit(facts: Facts) -> Outcome:
     at = f"{plan.max_concurrency}x at {plan.max_model_len}" if plan.max_model_len else "max_model_len not known"
     detail = f"fits: {plan.kv_cache_tokens} KV tokens, {at}" if plan.fits else ""
     return Outcome(findings, detail)
+
+
+NOT_PLANNED = ("model_unknown", "config_invalid")
+
+
+def _not_planned(plan: MemoryPlan) -> Finding:
+    """No budget could be computed: say why, and what to pass, instead of a plan for "0 x GPU"."""
+    if plan.verdict == "config_invalid":
+        return Finding("load.config_invalid", f"the engine arguments have values the engine refuses: {'; '.join(plan.reasons)}",
+                       [f"launch command: {r}" for r in plan.reasons],
+                       [Fix("Give each of these a valid value (or drop it to take the engine's default)")])
+    name = plan.model or "(none given)"
+    return Finding(
+        "load.model_files",
+        f"no plan: the model {name} is unknown ({'; '.join(plan.reasons)})",
+        [*plan.reasons, *plan.assumptions],
+        [
+            Fix("Give a local model folder that holds its config.json", "--model /path/to/model-folder"),
+            Fix("Or a repo id the Hugging Face hub serves (without --offline; HF_TOKEN for a gated repo)", f"--model {plan.model or 'ORG/NAME'}"),
+            Fix("And the GPUs to plan for: a GPU name (or its memory) and how many", "--gpu H100 --gpus 1 (or --gpu-memory GiB)"),
+        ],
+    )

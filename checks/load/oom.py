@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from checks.load import log_events as le
+from doctor import fp8
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
@@ -83,7 +84,10 @@ def _weights(facts: Facts, log: LogView, e) -> Finding:
     if engine in ("llamacpp", "ollama"):
         fixes.append(Fix("Offload fewer layers to the GPU with -ngl (the rest run on the CPU); the log does not give "
                          "the per-layer size to compute how many fit"))
-    fixes.append(Fix("Or load a quantized checkpoint (AWQ/GPTQ/FP8: 2-4x smaller weights)", "--quantization fp8"))
+    if fp8.from_facts(facts) is False:  # FP8 needs compute capability 8.9+
+        fixes.append(Fix("Or load an AWQ/GPTQ checkpoint (2-4x smaller weights; FP8 needs compute capability 8.9+)"))
+    else:
+        fixes.append(Fix("Or load a quantized checkpoint (AWQ/GPTQ/FP8: 2-4x smaller weights)", "--quantization fp8"))
     return Finding("load.weights_oom", "the model weights do not fit the GPU memory", evidence, fixes, explains=le.CLIENT_SYMPTOMS)
 
 

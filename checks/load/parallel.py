@@ -9,14 +9,9 @@ from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
 from doctor.logview import LogView
+from doctor.memory import valid_tp_sizes
 
 KINDS = ("tp_heads", "tp_gpus", "quant_partition", "not_divisible", "device_ordinal")
-
-
-def valid_tp_sizes(heads: int, gpus: int | None, kv_heads: int | None = None) -> list[int]:
-    """TP sizes that divide the heads (KV heads may also be replicated when fewer than TP)."""
-    limit = gpus or heads
-    return [n for n in range(1, min(heads, limit) + 1) if heads % n == 0 and (not kv_heads or kv_heads % n == 0 or n % kv_heads == 0)]
 
 
 @check("load.parallel", "load", codes=["load.tp_invalid"], events=KINDS)

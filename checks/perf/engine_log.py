@@ -6,6 +6,7 @@ and CUDA graphs turned off. Judged from log events only, so an offline `analyze`
 from __future__ import annotations
 
 from checks.load import log_events as le
+from doctor import fp8
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
@@ -30,7 +31,9 @@ def _kv_pressure(facts: Facts, log: LogView) -> Finding | None:
     fixes = ([Fix("Give the KV pool more memory", "--mem-fraction-static 0.9"), Fix("Or admit fewer requests at once", "--max-running-requests 128")]
              if engine == "sglang" else
              [Fix("Fewer concurrent sequences so the running ones fit the KV cache", "--max-num-seqs 128"),
-              Fix("Or more KV cache: higher utilization, fp8 KV cache or more TP", "--gpu-memory-utilization 0.95 --kv-cache-dtype fp8")])
+              Fix("Or more KV cache: higher utilization, fp8 KV cache or more TP", "--gpu-memory-utilization 0.95 --kv-cache-dtype fp8")
+              if fp8.from_facts(facts) is not False else
+              Fix("Or more KV cache: higher utilization or more TP", "--gpu-memory-utilization 0.95")])
     return Finding("perf.kv_cache_pressure", f"the KV cache runs full: requests were retracted/preempted {total} times",
                    le.evidence(found) + [f"{total} retractions/preemptions in the log"], fixes)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from checks.perf import facts_view as fv
+from doctor import fp8
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, NotApplicable, Outcome
@@ -52,7 +53,7 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
         util = float(m.cache_config["gpu_memory_utilization"])
     if util is not None and util < 0.9:
         fixes.append(Fix(f"Give the KV cache more of the GPU (now {util:g})", f"{fv.flag('mem', engine)} {min(0.92, round(util + 0.05, 2)):.2f}"))
-    if engine == "vllm" and not (cfg and cfg.kv_cache_dtype.startswith("fp8")):
+    if engine == "vllm" and not (cfg and cfg.kv_cache_dtype.startswith("fp8")) and fp8.from_facts(facts) is not False:
         fixes.append(Fix("Or halve the KV cache per token with an fp8 cache (Ada/Hopper or newer)", "--kv-cache-dtype fp8"))
     title = (f"KV cache {usage:.0%} full" if full else "KV cache under pressure") + (
         f", {preempt_total:g} preemptions" if preempting and preempt_total else "") + (

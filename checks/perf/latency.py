@@ -77,7 +77,8 @@ def latency(facts: Facts) -> Outcome:
         p90 = v.get("window_ttft_p90_s", v.get("ttft_p90_s"))
         evidence.append(f"mean TTFT {ttft:.2f} s {ttft_when}" + (f", p90 {p90:.2f} s" if p90 is not None else ""))
     if itl is not None:
-        evidence.append(f"mean inter-token latency {itl * 1000:.0f} ms ({1 / itl:.1f} tokens/s per request) {itl_when}")
+        rate = f" ({1 / itl:.1f} tokens/s per request)" if itl > 0 else ""  # a cut scrape can say 0
+        evidence.append(f"mean inter-token latency {itl * 1000:.0f} ms{rate} {itl_when}")
     if floor and itl is not None:
         evidence.append(f"the hardware floor is about {floor[0] * 1000:.1f} ms per token: {floor[1]}; "
                         f"observed {itl / floor[0]:.0f}x that")

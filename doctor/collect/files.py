@@ -9,11 +9,13 @@ engine logs are the fallback. Folders are walked for *.log, *.txt, *.out, *.json
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from doctor.collect import now
+from doctor.collect.logs import InputError
 from doctor.engine import Deadline
 from doctor.facts import FACTS_SCHEMA, Facts
 from doctor.facts.inputs import InputGap
@@ -29,13 +31,84 @@ class Reader:
     load: Callable[[str, Facts, Deadline], None]
 
 
+MAX_BUNDLE_BYTES = 64 * 1024 * 1024
+MAX_BUNDLE_DEPTH = 64  # the facts tree is about 8 deep; free-form values (env, extra) get the rest
+REPORT_SCHEMA = "llm-doctor.report/"
+# a JSON object that names an llm-doctor schema, or whose first key is "schema" (as --save-bundle writes it)
+BUNDLE_HEAD = re.compile(r'\A\s*\{\s*"schema"\s*:|"schema"\s*:\s*"llm-doctor\.')
+
+
+class BadBundle(InputError):
+    """A bundle that cannot be read as one: a usage error (exit 2), naming the file and the field."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: not a readable llm-doctor bundle: {message}")
+
+
 def _is_bundle(head: str) -> bool:
-    return head.lstrip().startswith("{") and FACTS_SCHEMA in head[:4096]
+    return head.lstrip().startswith("{") and bool(BUNDLE_HEAD.search(head[:4096]))
+
+
+def read_bundle(path: str) -> Facts:
+    """The bundle at `path`, checked against the schema: its version, size, nesting depth and the
+    type of every field. Raises BadBundle naming the field; never reads a bad bundle as a log."""
+    from doctor.facts import SchemaError
+
+    size = Path(path).stat().st_size
+    if size > MAX_BUNDLE_BYTES:
+        raise BadBundle(path, f"{size} bytes; a bundle is at most {MAX_BUNDLE_BYTES} bytes")
+    try:
+        data = json.loads(_read_maybe_gzip(path).decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise BadBundle(path, f"not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise BadBundle(path, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}; cut short?)") from None
+    except RecursionError:
+        raise BadBundle(path, "JSON nested too deeply to read") from None
+    _check_depth(path, data)
+    if isinstance(data, dict) and str(data.get("schema", "")).startswith(REPORT_SCHEMA) and isinstance(data.get("facts"), dict):
+        data = data["facts"]  # a --format json report carries the facts it judged
+    if not isinstance(data, dict):
+        raise BadBundle(path, f"expected a JSON object, got {type(data).__name__}")
+    if data.get("schema") != FACTS_SCHEMA:
+        raise BadBundle(path, f"field schema: {data.get('schema')!r} is not {FACTS_SCHEMA!r}, the bundle version this llm-doctor reads")
+    try:
+        return Facts.from_dict(data)
+    except SchemaError as exc:
+        raise BadBundle(path, f"field {exc}") from None
+
+
+def _read_maybe_gzip(path: str) -> bytes:
+    import gzip
+
+    with open(path, "rb") as fh:
+        raw = fh.read(MAX_BUNDLE_BYTES + 1)
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as gz:
+                raw = gz.read(MAX_BUNDLE_BYTES + 1)
+        except (OSError, EOFError) as exc:
+            raise BadBundle(path, f"a broken gzip file ({exc})") from None
+    if len(raw) > MAX_BUNDLE_BYTES:
+        raise BadBundle(path, f"more than {MAX_BUNDLE_BYTES} bytes; a bundle is at most that")
+    return raw
+
+
+def _check_depth(path: str, data: object) -> None:
+    """Iteratively, so a hostile nesting cannot exhaust the stack of the checks that read it later."""
+    stack: list[tuple[object, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_BUNDLE_DEPTH:
+            raise BadBundle(path, f"nested more than {MAX_BUNDLE_DEPTH} levels deep")
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
 
 
 def _load_bundle(path: str, facts: Facts, deadline: Deadline) -> None:
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    loaded = Facts.from_dict(data)
+    loaded = read_bundle(path)
     for name in ("settings", "endpoint", "logs", "deployment", "model", "gpus", "host", "metrics"):
         if getattr(loaded, name) is not None:
             setattr(facts, name, getattr(loaded, name))

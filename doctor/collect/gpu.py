@@ -17,6 +17,7 @@ from typing import Any
 from doctor.engine import Deadline
 from doctor.facts import Facts
 from doctor.facts.gpu import Gpu, GpuFacts, GpuProcess, Sampled
+from doctor.facts.inputs import InputGap
 
 MIB = 1024 * 1024
 SAMPLE_INTERVAL_S = 0.25
@@ -298,13 +299,19 @@ def _read_text(path: str, limit: int = 32 * 1024 * 1024) -> str:
 def load_table(path: str, facts: Facts, deadline: Deadline) -> None:
     from doctor.logparse import nvidia_smi
 
-    _merge(facts, nvidia_smi.parse_table(_read_text(path).splitlines()))
+    lines = _read_text(path).splitlines()
+    table = nvidia_smi.parse_table(lines)
+    facts.gaps += [InputGap(path, f"nvidia-smi table: {gap}") for gap in nvidia_smi.table_gaps(lines, table)]
+    _merge(facts, table)
 
 
 def load_query(path: str, facts: Facts, deadline: Deadline) -> None:
     from doctor.logparse import nvidia_smi
 
-    _merge(facts, nvidia_smi.parse_query(_read_text(path).splitlines()))
+    text = _read_text(path)
+    parsed = nvidia_smi.parse_query(text.splitlines())
+    facts.gaps += [InputGap(path, f"nvidia-smi -q: {gap}") for gap in nvidia_smi.attached_gaps(text, parsed)]
+    _merge(facts, parsed)
 
 
 def load_xml(path: str, facts: Facts, deadline: Deadline) -> None:
@@ -312,10 +319,14 @@ def load_xml(path: str, facts: Facts, deadline: Deadline) -> None:
 
     from doctor.logparse import nvidia_smi
 
+    text = _read_text(path)
     try:
-        _merge(facts, nvidia_smi.parse_xml(_read_text(path)))
+        parsed = nvidia_smi.parse_xml(text)
     except ET.ParseError as exc:
         facts.notes.append(f"{path}: nvidia-smi -q -x output is not well-formed XML ({exc}); ignored")
+        return
+    facts.gaps += [InputGap(path, f"nvidia-smi -q -x: {gap}") for gap in nvidia_smi.attached_gaps(text, parsed)]
+    _merge(facts, parsed)
 
 
 def load_nvlink(path: str, facts: Facts, deadline: Deadline) -> None:

@@ -64,31 +64,65 @@ def to_dict(obj: Any) -> Any:
     return obj
 
 
+class SchemaError(ValueError):
+    """A value of the wrong type for its field; `field` is its path, like `gpus.gpus[3].index`."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field or '(top)'}: {message}")
+        self.field = field
+
+
 def from_dict(cls: type[T], data: Any) -> T:
-    """Plain values -> the typed dataclass tree, driven by the type hints; unknown keys are ignored
-    so that a bundle written by a newer version still loads."""
-    return _build(cls, data)
+    """Plain values -> the typed dataclass tree, driven by the type hints and checked against them
+    (a wrong type raises SchemaError naming the field); unknown keys are ignored so that a bundle
+    written by a newer version still loads."""
+    return _build(cls, data, "")
 
 
-def _build(tp: Any, data: Any) -> Any:
+SCALARS: dict[type, tuple[type, ...]] = {str: (str,), int: (int,), float: (int, float), bool: (bool,)}
+
+
+def _build(tp: Any, data: Any, path: str) -> Any:
     if data is None:
         return None
     origin = get_origin(tp)
     if origin in (Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]
-        return _build(args[0], data) if len(args) == 1 else data
+        for arg in args[:-1]:
+            try:
+                return _build(arg, data, path)
+            except SchemaError:
+                continue
+        return _build(args[-1], data, path)
     if origin in (list, tuple):
         (arg, *_) = get_args(tp) or (Any,)
-        return [_build(arg, x) for x in data]
+        _expect(data, list, path, "a list")
+        return [_build(arg, x, f"{path}[{i}]") for i, x in enumerate(data)]
     if origin is dict:
         _, val = get_args(tp) or (str, Any)
-        return {k: _build(val, v) for k, v in data.items()}
+        _expect(data, dict, path, "an object")
+        return {k: _build(val, v, f"{path}.{k}") for k, v in data.items()}
     if origin is typing.Literal or tp is Any:
         return data
     if dataclasses.is_dataclass(tp):
+        _expect(data, dict, path, "an object")
         hints = get_type_hints(tp)
         names = {f.name for f in dataclasses.fields(tp) if f.init}
-        return tp(**{k: _build(hints[k], v) for k, v in data.items() if k in names})
-    if tp is float and isinstance(data, int):
-        return float(data)
+        prefix = f"{path}." if path else ""
+        return tp(**{k: _build(hints[k], v, prefix + k) for k, v in data.items() if k in names})
+    if tp in SCALARS:
+        ok = isinstance(data, SCALARS[tp]) and (tp is bool or not isinstance(data, bool))
+        if not ok:
+            raise SchemaError(path, f"expected {tp.__name__}, got {type(data).__name__} {_short(data)}")
+        return float(data) if tp is float else data
     return data
+
+
+def _expect(data: Any, kind: type, path: str, what: str) -> None:
+    if not isinstance(data, kind):
+        raise SchemaError(path, f"expected {what}, got {type(data).__name__} {_short(data)}")
+
+
+def _short(data: Any) -> str:
+    text = repr(data)
+    return text if len(text) <= 40 else text[:37] + "..."

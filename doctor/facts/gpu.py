@@ -86,7 +86,8 @@ class GpuFacts:
 
     def merge(self, other: GpuFacts) -> None:
         """Combine another source (a table, -q, topo -m, nvlink --status of the same box) into
-        this one: GPUs matched by bus id, else by index; a field already known is kept."""
+        this one: GPUs matched by bus id; where one side names no bus id (topo -m, nvlink
+        --status), by index, in either order of the files; a field already known is kept."""
         import dataclasses
 
         if other.available:
@@ -103,8 +104,8 @@ class GpuFacts:
             self.sample_seconds = other.sample_seconds
         for gpu in other.gpus:
             mine = next((g for g in self.gpus if g.bus_id and _bus(g.bus_id) == _bus(gpu.bus_id)), None)
-            if mine is None and not gpu.bus_id:
-                mine = self.by_index(gpu.index)
+            if mine is None and (same := self.by_index(gpu.index)) and not (same.bus_id and gpu.bus_id):
+                mine = same
             if mine is None:
                 self.gpus.append(gpu)
                 continue

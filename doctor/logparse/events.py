@@ -330,7 +330,8 @@ RULES: tuple[Rule, ...] = (
     _r("eval_time", r"^(?:llama_perf_context_print|llama_print_timings):\s+eval time =\s*[\d.]+ ms /\s*\d+ (?:runs|tokens)\s*\(\s*(?P<ms_per_token>[\d.]+) ms per token", False),
     _r("threads", r"n_threads = (?P<threads>\d+) / (?P<hw_threads>\d+)", False),
     _r("offload_layers", r"offloaded (?P<offloaded>\d+)/(?P<layers>\d+) layers to GPU", False),
-    _r("enforce_eager", r"enforce_eager=True|--enforce-eager|CUDA graph is turned off|cuda graph is disabled", False),
+    # quoted, it is vLLM's start-up advice ("set 'enforce_eager=True' or use '--enforce-eager'"), not the setting
+    _r("enforce_eager", r"(?<!')(?:enforce_eager=True|--enforce-eager)|CUDA graph is turned off|cuda graph is disabled", False),
     _r("custom_allreduce_off", r"Custom allreduce is disabled", False),
     # NCCL's network transport: sockets (TCP) where InfiniBand/RoCE/EFA was expected across nodes
     _r("nccl_net_socket", r"(?:(?P<host>[\w.<>-]+):\d+:\d+ \[\d+\] )?NCCL INFO NET/Socket : Using (?P<ifaces>\S.*)", False),

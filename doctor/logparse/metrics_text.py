@@ -9,6 +9,7 @@ mapping is ours. Keyed on *sample* names, so vLLM V1's `*_created` gauges never 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -148,6 +149,10 @@ def parse_samples(text: str) -> tuple[list[Sample], list[str]]:
 
 def summarise(text: str) -> Scrape:
     samples, problems = parse_samples(text)
+    finite = [s for s in samples if math.isfinite(s.value)]
+    if len(finite) < len(samples):  # NaN / +Inf values: nothing to judge, and not valid in JSON
+        problems.append(f"{len(samples) - len(finite)} sample(s) with a NaN or infinite value ignored")
+        samples = finite
     scrape = Scrape(samples=len(samples), problems=problems)
     by_name: dict[str, list[Sample]] = {}
     for s in samples:
@@ -254,4 +259,4 @@ def histogram_values(prefix: str, hist: Histogram) -> dict[str, float]:
 
 
 def _fmt(value: float) -> str:
-    return str(int(value)) if value == int(value) and abs(value) < 1e15 else f"{value:g}"
+    return str(int(value)) if abs(value) < 1e15 and value == int(value) else f"{value:g}"  # inf, nan: as is

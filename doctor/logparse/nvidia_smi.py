@@ -135,6 +135,37 @@ def parse_table(lines: Iterable[str]) -> GpuFacts:
     return facts
 
 
+def table_gaps(lines: list[str], facts: GpuFacts) -> list[str]:
+    """What a cut or damaged table lost: GPU indices with no row, rows cut short, and a table that
+    ends before its closing Processes section (GPUs after the last row may be missing)."""
+    indices = sorted(g.index for g in facts.gpus)
+    if not indices:
+        return ["the table has no GPU row: it is cut before the first GPU, so every GPU may be missing"]
+    out = []
+    absent = sorted(set(range(indices[-1] + 1)) - set(indices))
+    if absent:
+        out.append(f"GPU {', '.join(map(str, absent))} has no row in the table ({len(indices)} rows up to GPU {indices[-1]}): "
+                   "lines were lost in the copy (or it was run for selected GPUs with -i)")
+    cut_short = [g.index for g in facts.gpus if g.memory_total_mib is None]
+    if cut_short:
+        out.append(f"GPU {', '.join(map(str, cut_short))}: its rows are cut short (no memory figures)")
+    if not any("Processes:" in line for line in lines):
+        out.append(f"the table ends after GPU {indices[-1]} without its Processes section: it is cut, and GPUs after "
+                   f"GPU {indices[-1]} may be missing")
+    return out
+
+
+def attached_gaps(text: str, facts: GpuFacts) -> list[str]:
+    """`nvidia-smi -q` (text or XML) says how many GPUs are attached; fewer GPU blocks than that
+    means the output was cut (or run for selected GPUs with -i)."""
+    m = re.search(r"Attached GPUs\s+:\s*(\d+)|<attached_gpus>\s*(\d+)", text)
+    attached = int(m.group(1) or m.group(2)) if m else None
+    if attached is None or len(facts.gpus) >= attached:
+        return []
+    return [f"{len(facts.gpus)} of the {attached} attached GPUs are in the output: it is cut (or was run for "
+            "selected GPUs with -i), so GPUs may be missing"]
+
+
 # -------------------------------------------------------------------------------------------
 # nvidia-smi -q (text)
 

@@ -1,5 +1,6 @@
 """One bar per GPU: weights | activations | KV cache | headroom | over budget, so a person sees
-the budget at a glance (text and markdown reports, via Report.extra_sections)."""
+the budget at a glance (text, markdown, html and junit reports, via Report.extra_sections), with the
+assumptions the plan made (GPU, GPU count, context length, engine version) under it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ PARTS = (
 
 
 def render(plan: MemoryPlan, width: int = 60) -> str:
+    assumed = [f"assumed: {a}" for a in plan.assumptions]
+    if not plan.gpu_total_gib:  # the model or the arguments were unusable: no budget to draw
+        return "\n".join([f"not computed ({plan.verdict}): {'; '.join(plan.reasons)}", *assumed])
     total = max(plan.gpu_total_gib, 0.01)
     over = max(0.0, -plan.kv_cache_gib)
     sizes = [
@@ -35,5 +39,6 @@ def render(plan: MemoryPlan, width: int = 60) -> str:
         legend,
         f"KV cache tokens {plan.kv_cache_tokens}; max concurrency {plan.max_concurrency}x at "
         f"{plan.max_model_len} tokens; fits: {'yes' if plan.fits else 'NO (' + plan.verdict + ')'}",
+        *assumed,
     ]
     return "\n".join(lines)

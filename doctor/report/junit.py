@@ -1,29 +1,52 @@
 """JUnit XML: one testcase per check, so a CI system shows the doctor's verdict natively.
-`fail`/`error` become failures carrying the check's findings; `skip`/`blocked` are skipped."""
+
+Shaped for the Jenkins/Ant schema (junit-10.xsd): the testsuite carries the required `name`,
+`tests`, `failures` and `errors`. The gate is the same as the exit code's: a check fails only
+with a finding at or above `--fail-on`, so a CI reading the XML and one reading the exit code
+agree. A check that crashed is an `error` (nothing was judged); `skip`/`blocked` are skipped;
+findings below the gate are kept as system-out."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from doctor.report import Report
+from doctor.engine import CheckResult
+from doctor.report import FAIL_ON, Report
 
 
-def render(report: Report) -> str:
-    failures = sum(c.status in ("fail", "error") for c in report.checks)
-    skipped = sum(c.status in ("skip", "blocked") for c in report.checks)
-    suite = ET.Element(
-        "testsuite", name="llm-doctor", tests=str(len(report.checks)), failures=str(failures), skipped=str(skipped)
+def _body(c: CheckResult) -> str:
+    return "\n\n".join(
+        "\n".join([f"{f.code}: {f.title}", *f.evidence, *(f"fix: {x.summary} {x.command or ''}" for x in f.fixes)])
+        for f in c.findings
     )
+
+
+def render(report: Report, fail_on: str = "error") -> str:
+    gate = FAIL_ON[fail_on]
+    suite = ET.Element("testsuite", name="llm-doctor")
+    counts = {"failure": 0, "error": 0, "skipped": 0}
     for c in report.checks:
         case = ET.SubElement(suite, "testcase", classname=f"llm-doctor.{c.layer}", name=c.id, time=f"{c.duration_ms / 1000:.3f}")
-        if c.status in ("fail", "error"):
-            body = "\n\n".join(
-                "\n".join([f"{f.code}: {f.title}", *f.evidence, *(f"fix: {x.summary} {x.command or ''}" for x in f.fixes)])
-                for f in c.findings
-            )
-            ET.SubElement(case, "failure", message=c.detail, type=c.status).text = body
+        if c.status == "error":  # the check itself crashed: nothing was judged, whatever the gate
+            kind = "error"
+            ET.SubElement(case, kind, message=c.detail, type=c.status).text = _body(c) or c.detail
+        elif any(f.severity in gate for f in c.findings):
+            kind = "failure"
+            ET.SubElement(case, kind, message=c.detail, type=c.status).text = _body(c)
         elif c.status in ("skip", "blocked"):
-            ET.SubElement(case, "skipped", message=c.detail)
-        elif c.findings:
-            ET.SubElement(case, "system-out").text = "\n".join(f"{f.code}: {f.title}" for f in c.findings)
+            kind = "skipped"
+            ET.SubElement(case, kind, message=c.detail)
+        else:
+            kind = ""
+            if c.findings:
+                ET.SubElement(case, "system-out").text = "\n".join(f"{f.severity}: {f.code}: {f.title}" for f in c.findings)
+        if kind:
+            counts[kind] += 1
+    suite.set("tests", str(len(report.checks)))
+    suite.set("failures", str(counts["failure"]))
+    suite.set("errors", str(counts["error"]))
+    suite.set("skipped", str(counts["skipped"]))
+    suite.set("time", f"{sum(c.duration_ms for c in report.checks) / 1000:.3f}")
+    if report.extra_sections:  # collector notes, the memory budget and its assumptions
+        ET.SubElement(suite, "system-out").text = "\n\n".join(f"{h}\n{body}" for h, body in report.extra_sections)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

@@ -12,7 +12,8 @@ from doctor.report import Report
 FORMATS = ("text", "json", "markdown", "html", "junit")
 
 
-def render(report: Report, fmt: str, redactor: Redactor, color: bool = False) -> str:
+def render(report: Report, fmt: str, redactor: Redactor, color: bool = False, fail_on: str = "error") -> str:
+    """`fail_on` is the exit code's gate; JUnit marks failures by it too."""
     if fmt == "json":
         return json.dumps(redactor.obj(report.to_json()), indent=2, ensure_ascii=False) + "\n"
     report = redacted(report, redactor)
@@ -31,7 +32,7 @@ def render(report: Report, fmt: str, redactor: Redactor, color: bool = False) ->
     if fmt == "junit":
         from doctor.report import junit
 
-        return redactor.text(junit.render(report))
+        return redactor.text(junit.render(report, fail_on))
     raise ValueError(f"unknown format {fmt!r}")
 
 
