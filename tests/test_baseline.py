@@ -356,7 +356,7 @@ def test_bad_baseline_files_are_usage_errors(tmp_path: Path) -> None:
     cases = {
         "notjson.json": "not JSON",
         "report.json": "not a baseline file (schema 'llm-doctor.report/1'",
-        "broken.json": "malformed baseline (run 'm1': request 'mult': ttft_ms)",
+        "broken.json": "malformed baseline (SchemaError: runs[0].requests[0].ttft_ms: expected a list, got str 'fast')",
         "missing.json": "cannot read it",
     }
     for name, message in cases.items():

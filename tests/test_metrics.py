@@ -206,7 +206,7 @@ def test_kv_pressure_on_an_a100_offers_no_fp8_cache(engine):
     metrics.merge_into(facts, metrics.collect(engine.url + "/metrics", "sk-metrics-test-key", sample_s=0.3, timeout=5))
 
     def commands() -> list[str | None]:
-        (res,) = run_checks(facts, select(load_checks(), ["perf.kv_cache_metrics"]))
+        res = next(r for r in run_checks(facts, select(load_checks(), ["perf.kv_cache_metrics"])) if r.id == "perf.kv_cache_metrics")
         return [x.command for x in res.findings[0].fixes]
 
     assert "--kv-cache-dtype fp8" in commands()  # GPU unknown: offered, labelled with its requirement
