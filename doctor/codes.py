@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LAYERS = ("access", "load", "perf", "doctor")  # `doctor`: the doctor's own state (what was not read or judged)
+LAYERS = ("access", "load", "cluster", "perf", "doctor")  # `cluster`: differences between the nodes of a Ray cluster; `doctor`: the doctor's own state
 
 
 @dataclass(frozen=True)
