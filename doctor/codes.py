@@ -230,6 +230,31 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
         "gpu_memory_utilization set too high, leaving no headroom: intermittent OOM under peaks",
     ),
     (
+        "cluster.connect_failed",
+        "error",
+        "`run --ray`: nothing answers at the Ray address (wrong host or port, the head is down, a firewall), or `auto` finds no RAY_ADDRESS and no cluster started on this machine",
+    ),
+    (
+        "cluster.node_unreachable",
+        "error",
+        "a Ray node gave no facts: listed dead, died during the run, its task failed, or it did not answer within the deadline; named by address, node ID and custom resources",
+    ),
+    (
+        "cluster.version_skew",
+        "error",
+        "the NVIDIA driver, CUDA, torch, vLLM, SGLang, NCCL, Python or Ray version differs between nodes; names the nodes that differ from the rest",
+    ),
+    (
+        "cluster.gpu_resources_mismatch",
+        "error",
+        "a node registered a different number of GPUs with Ray than NVML sees there, or the nodes' GPU counts differ (tensor parallelism needs the same count per node)",
+    ),
+    (
+        "cluster.network_interface",
+        "error",
+        "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME names a network interface that does not exist on a node",
+    ),
+    (
         "doctor.input_incomplete",
         "warn",
         "part of the input could not be read or judged: cut by the deadline or a size cap, truncated, unreadable among several; says what was and was not read",

@@ -31,7 +31,11 @@ VERSIONED_PACKAGES = {"ray": "ray", "torch": "torch", "vllm": "vllm", "sglang": 
 def require_ray() -> None:
     """--ray without the `ray` package: a usage error naming the install command (checked without
     importing ray, which costs ~0.7 s)."""
-    if importlib.util.find_spec("ray") is None:
+    try:
+        found = importlib.util.find_spec("ray") is not None
+    except (ImportError, ValueError):  # a broken or blocked install
+        found = False
+    if not found:
         raise RuntimeError(f"--ray needs the Ray client: {INSTALL}")
 
 
