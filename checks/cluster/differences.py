@@ -56,10 +56,10 @@ def version_skew(facts: Facts) -> Outcome:
     keys = [k for k in VERSION_NAMES if any(k in v for v in per_node.values())]
     findings = []
     for key in keys:
-        if key in ("driver", "cuda") and not all(key in per_node[n.node_id] for n in nodes):
-            continue  # a node without NVML says nothing about its driver
+        # a node without NVML (a CPU-only head) says nothing about its driver: compare those with one
+        judged = [n for n in nodes if key in per_node[n.node_id] or key not in ("driver", "cuda")]
         groups: dict[str, list[NodeFacts]] = {}
-        for n in nodes:
+        for n in judged:
             groups.setdefault(per_node[n.node_id].get(key, NOT_INSTALLED), []).append(n)
         if len(groups) < 2:
             continue
@@ -74,7 +74,7 @@ def version_skew(facts: Facts) -> Outcome:
         else:
             fix = Fix(f"On {_names(odd)}: install {VERSION_NAMES[key]} {want}, as on the other nodes"
                       + (" (or use the same container image everywhere)" if key != "python" else ""))
-        findings.append(Finding("cluster.version_skew", f"{VERSION_NAMES[key]} differs between nodes: {want} on most, "
+        findings.append(Finding("cluster.version_skew", f"{VERSION_NAMES[key]} differs between nodes: {want} on most; "
                                 + "; ".join(f"{v} on {_names(ns)}" for v, ns in groups.items() if v != want),
                                 evidence, [fix]))
     return Outcome(findings, detail=f"{len(keys)} version(s) compared over {len(nodes)} nodes")
@@ -108,7 +108,7 @@ def gpu_counts(facts: Facts) -> Outcome:
         evidence = [f"{n.label}: {counts[n.node_id]} GPU(s) registered with Ray" for n in gpu_nodes]
         findings.append(Finding(
             "cluster.gpu_resources_mismatch",
-            f"GPU counts differ between nodes: {common} on most, " + "; ".join(f"{counts[n.node_id]} on {n.label}" for n in odd),
+            f"GPU counts differ between nodes: {common} on most; " + "; ".join(f"{counts[n.node_id]} on {n.label}" for n in odd),
             evidence,
             [Fix(f"Give {_names(odd)} {common} GPU(s) like the others (ray start --num-gpus {common}), or remove them from the cluster"),
              Fix(f"Or keep tensor parallelism inside the smallest node: {least} GPU(s) per node over {len(gpu_nodes)} nodes",

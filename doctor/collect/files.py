@@ -36,7 +36,7 @@ def _is_bundle(head: str) -> bool:
 def _load_bundle(path: str, facts: Facts, deadline: Deadline) -> None:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     loaded = Facts.from_dict(data)
-    for name in ("settings", "endpoint", "logs", "deployment", "model", "gpus", "host", "metrics"):
+    for name in ("settings", "endpoint", "logs", "deployment", "model", "gpus", "host", "metrics", "cluster"):
         if getattr(loaded, name) is not None:
             setattr(facts, name, getattr(loaded, name))
     facts.notes += loaded.notes
