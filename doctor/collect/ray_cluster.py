@@ -9,10 +9,12 @@ with the reason, never waited for.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -78,11 +80,13 @@ def collect(address: str, sample_s: float, deadline: Deadline) -> ClusterFacts:
     import ray
 
     facts.ray_version = ray.__version__
-    ray.init(address=target, log_to_driver=False, logging_level=logging.ERROR, include_dashboard=False)
-    try:
-        _gather(ray, facts, sample_s, deadline)
-    finally:
-        ray.shutdown()
+    # Ray prints cluster events ("(raylet) Raylet is terminated ...") to stdout, which belongs to the report
+    with contextlib.redirect_stdout(sys.stderr):
+        ray.init(address=target, log_to_driver=False, logging_level=logging.ERROR, include_dashboard=False)
+        try:
+            _gather(ray, facts, sample_s, deadline)
+        finally:
+            ray.shutdown()
     facts.seconds = round(time.monotonic() - started, 2)
     return facts
 
