@@ -119,6 +119,21 @@ def test_ray_address_from_the_environment_and_a_wrong_address(cluster: cluster_u
     assert findings(out) == {("cluster.connect_failed", f"the Ray cluster at 127.0.0.1:{port} cannot be reached")}
 
 
+def test_a_port_that_is_not_ray_is_given_up_on_within_the_deadline() -> None:
+    """Ray's connect retries for minutes against something that accepts TCP but is no GCS."""
+    with socket.socket() as listener:  # the kernel completes the handshake; nothing ever answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        started = time.monotonic()
+        out = cli("run", "--ray", f"127.0.0.1:{port}", "--only", "cluster", "--format", "json", "--deadline", "8")
+        TIMES["run --ray NOT_RAY (deadline 8 s)"] = elapsed = time.monotonic() - started
+    assert out.returncode == 1 and elapsed < 8 + 10, out.stderr[-2000:]
+    (finding,) = json.loads(out.stdout)["findings"]
+    assert finding["code"] == "cluster.connect_failed"
+    assert "accepts connections but did not answer as a Ray cluster" in finding["evidence"][0]
+
+
 def test_ray_start_head_as_its_own_process(tmp_path: Path) -> None:
     """The `--ray ADDRESS` path against `ray start --head --block`, stopped by its process group."""
     with socket.socket() as s:

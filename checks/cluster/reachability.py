@@ -33,6 +33,9 @@ def reachable(facts: Facts) -> Outcome:
                      "ray status"),
                  Fix("Look for why it stopped (OOM killer, preemption, a crashed raylet)",
                      "less /tmp/ray/session_latest/logs/raylet.out")]
+        if "No module named 'doctor'" in node.error or "ModuleNotFoundError" in node.error:
+            fixes.insert(0, Fix(f"Install llm-doctor on {node.ip or node.hostname} too, the same version as here",
+                                "pip install llm-doctor"))
         if node.alive and "did not answer" in node.error and cluster.seconds:
             fixes.insert(0, Fix("A node busy or swapping answers late: run again with twice the time this run took",
                                 f"llm-doctor run --ray {cluster.address} --deadline {int(cluster.seconds * 2) + 1}"))

@@ -15,6 +15,7 @@ import logging
 import os
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -82,13 +83,38 @@ def collect(address: str, sample_s: float, deadline: Deadline) -> ClusterFacts:
     facts.ray_version = ray.__version__
     # Ray prints cluster events ("(raylet) Raylet is terminated ...") to stdout, which belongs to the report
     with contextlib.redirect_stdout(sys.stderr):
-        ray.init(address=target, log_to_driver=False, logging_level=logging.ERROR, include_dashboard=False)
+        wait = deadline.remaining() / 2
+        failure = connect(ray, target, wait)
+        if failure:
+            facts.error = failure
+            return facts
         try:
             _gather(ray, facts, sample_s, deadline)
         finally:
             ray.shutdown()
     facts.seconds = round(time.monotonic() - started, 2)
     return facts
+
+
+def connect(ray: Any, target: str, wait: float) -> str:
+    """ray.init, bounded: something that accepts TCP but is not a Ray GCS makes it retry for
+    minutes, so it runs in a daemon thread that is given up on after `wait` seconds.
+    Returns why it failed, or "" once connected."""
+    outcome: list[str] = []
+
+    def init() -> None:
+        try:
+            ray.init(address=target, log_to_driver=False, logging_level=logging.ERROR, include_dashboard=False)
+            outcome.append("")
+        except Exception as exc:  # e.g. the cluster runs another Ray version than this client
+            outcome.append(f"Ray could not connect to {target}: {type(exc).__name__}: {first_line(exc)}")
+
+    thread = threading.Thread(target=init, name="ray-connect", daemon=True)
+    thread.start()
+    thread.join(wait)
+    if not outcome:
+        return f"{target} accepts connections but did not answer as a Ray cluster (GCS) within {wait:.1f} s"
+    return outcome[0]
 
 
 def _gather(ray: Any, facts: ClusterFacts, sample_s: float, deadline: Deadline) -> None:
@@ -116,7 +142,7 @@ def _gather(ray: Any, facts: ClusterFacts, sample_s: float, deadline: Deadline) 
         try:
             _fill(node, ray.get(ref, timeout=max(0.1, deadline.remaining())))
         except Exception as exc:  # the node died, the worker crashed, the task could not start there
-            node.error = f"its task failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            node.error = f"its task failed: {type(exc).__name__}: {first_line(exc)}"
     for ref in pending:
         facts.nodes[refs[ref]].error = f"did not answer within {budget:.1f} s"
         try:
@@ -128,6 +154,11 @@ def _gather(ray: Any, facts: ClusterFacts, sample_s: float, deadline: Deadline) 
         if node.alive and not alive_now.get(node_id, False):
             node.alive = False
             node.error = f"died during the run ({node.error})" if node.error else "died during the run"
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
 
 
 def _fill(node: NodeFacts, report: dict[str, Any]) -> None:
