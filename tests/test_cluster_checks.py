@@ -67,6 +67,8 @@ def test_versions_interfaces_and_a_dead_node(tmp_path: Path) -> None:
     nodes[2].versions["vllm"] = "0.9.2"
     nodes[1].gpus.driver_version = "535.104.05"  # type: ignore[union-attr]
     nodes[0].resources["GPU"] = 7.0
+    for n in nodes[:2]:
+        n.infiniband = ["mlx5_0", "mlx5_1"]
     report = analyze(tmp_path, ClusterFacts(address="10.0.0.1:6379", nodes={n.node_id: n for n in nodes}))
     titles = {(f["code"], f["title"]) for f in report["findings"]}
     assert ("cluster.version_skew", "vLLM differs between nodes: 0.10.1 on most; 0.9.2 on 10.0.0.3 node 33333333 [rack_c]") in titles
@@ -75,6 +77,8 @@ def test_versions_interfaces_and_a_dead_node(tmp_path: Path) -> None:
     assert ("cluster.network_interface", "NCCL_SOCKET_IFNAME=bond0 on 10.0.0.3 node 33333333 [rack_c]: no interface bond0 there") in titles
     assert ("cluster.gpu_resources_mismatch", "Ray node 10.0.0.1 node 11111111 [rack_a] registered 7 GPU(s) but has 8") in titles
     assert ("cluster.node_unreachable", "Ray node 10.0.0.4 node 44444444 gave no facts") in titles
+    assert ("perf.slow_interconnect",
+            "InfiniBand on 2 node(s) but not on 10.0.0.3 node 33333333 [rack_c]: NCCL falls back to sockets") in titles
     assert report["status"] == "error"
 
 

@@ -183,3 +183,23 @@ def shm_sizes(facts: Facts) -> Outcome:
         explains=["load.nccl_failed"],
     ) for n in small]
     return Outcome(findings, detail=f"/dev/shm median {median:.0f} MiB over {len(nodes)} nodes")
+
+
+@check("cluster.infiniband", "cluster", codes=["perf.slow_interconnect"], needs=("cluster",))
+def infiniband(facts: Facts) -> Outcome:
+    """InfiniBand is on every node or on none: NCCL falls back to sockets for the whole job when
+    one node lacks it, so every pipeline or cross-node hop runs at Ethernet speed."""
+    nodes = answered(facts)
+    with_ib = [n for n in nodes if n.infiniband]
+    without = [n for n in nodes if not n.infiniband and n.interfaces]  # a node that listed nothing says nothing
+    if not with_ib or not without:
+        return Outcome(detail=f"InfiniBand on {len(with_ib)} of {len(nodes)} nodes")
+    evidence = [f"{n.label}: InfiniBand {', '.join(n.infiniband)}" for n in with_ib]
+    evidence += [f"{n.label}: no InfiniBand device (/sys/class/infiniband is empty or absent)" for n in without]
+    return Outcome([Finding(
+        "perf.slow_interconnect", f"InfiniBand on {len(with_ib)} node(s) but not on {_names(without)}: NCCL falls back to sockets",
+        evidence,
+        [Fix(f"Give {_names(without)} the InfiniBand devices the others have (container: --device=/dev/infiniband, "
+             "--cap-add=IPC_LOCK; Kubernetes: the RDMA device plugin), or keep those nodes out of the deployment"),
+         Fix("Confirm what NCCL picked on each node", "NCCL_DEBUG=INFO vllm serve ...   # look for 'NET/IB' vs 'NET/Socket'")],
+    )])
