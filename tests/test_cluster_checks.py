@@ -95,3 +95,18 @@ def test_ray_flag_without_ray_is_a_usage_error_naming_the_install() -> None:
     out = subprocess.run([sys.executable, "-c", BLOCKER, "run", "--ray", "auto"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert "pip install 'llm-doctor[ray]'" in out.stderr
+
+
+def test_text_report_shows_a_row_per_node_with_the_odd_values_marked(tmp_path: Path) -> None:
+    nodes = [node("1", "rack_a", 8, 16384.0), node("2", "rack_b", 8, 16384.0), node("3", "rack_c", 8, 64.0)]
+    nodes[2].versions["vllm"] = "0.9.2"
+    bundle = tmp_path / "cluster-bundle.json"
+    bundle.write_text(json.dumps(Facts(cluster=ClusterFacts(address="10.0.0.1:6379", nodes={n.node_id: n for n in nodes})).to_dict()))
+    out = subprocess.run([sys.executable, "-m", "doctor", "analyze", str(bundle), "--only", "cluster"],
+                         capture_output=True, text=True, timeout=120)
+    table = out.stdout.split("Ray cluster 10.0.0.1:6379, a row per node\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert table[0].split()[:3] == ["node", "GPUs", "ray/nvml"]
+    rows = {line.split()[2]: line.split() for line in table[1:4]}
+    assert "0.9.2*" in rows["[rack_c]"] and "64*" in rows["[rack_c]"]
+    assert "0.10.1" in rows["[rack_a]"] and not any(cell.endswith("*") for cell in rows["[rack_a]"])
+    assert table[-1] == "* differs from most nodes"
