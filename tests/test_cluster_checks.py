@@ -106,7 +106,7 @@ def test_text_report_shows_a_row_per_node_with_the_odd_values_marked(tmp_path: P
                          capture_output=True, text=True, timeout=120)
     table = out.stdout.split("Ray cluster 10.0.0.1:6379, a row per node\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert table[0].split()[:3] == ["node", "GPUs", "ray/nvml"]
-    rows = {line.split()[2]: line.split() for line in table[1:4]}
+    rows = {line.split()[3]: line.split() for line in table[1:4]}
     assert "0.9.2*" in rows["[rack_c]"] and "64*" in rows["[rack_c]"]
     assert "0.10.1" in rows["[rack_a]"] and not any(cell.endswith("*") for cell in rows["[rack_a]"])
     assert table[-1] == "* differs from most nodes"
