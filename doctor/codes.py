@@ -255,6 +255,11 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
         "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME names a network interface that does not exist on a node",
     ),
     (
+        "cluster.placement_infeasible",
+        "error",
+        "a placement group (vLLM asks for one GPU bundle per worker) is pending and can never be placed on the nodes Ray has: a bundle fits no node, STRICT_PACK/STRICT_SPREAD cannot be met, or the cluster has too few GPUs in all; says the TP x PP that fits",
+    ),
+    (
         "doctor.input_incomplete",
         "warn",
         "part of the input could not be read or judged: cut by the deadline or a size cap, truncated, unreadable among several; says what was and was not read",

@@ -110,3 +110,21 @@ def test_text_report_shows_a_row_per_node_with_the_odd_values_marked(tmp_path: P
     assert "0.9.2*" in rows["[rack_c]"] and "64*" in rows["[rack_c]"]
     assert "0.10.1" in rows["[rack_a]"] and not any(cell.endswith("*") for cell in rows["[rack_a]"])
     assert table[-1] == "* differs from most nodes"
+
+
+def test_placement_groups_that_can_never_be_placed(tmp_path: Path) -> None:
+    from doctor.facts.cluster import PlacementGroupFacts
+
+    nodes = [node("1", "rack_a", 8, 16384.0), node("2", "rack_b", 8, 16384.0)]
+    pgs = [
+        PlacementGroupFacts(id="aa", name="vllm-tp16-pp2", state="PENDING", strategy="PACK", bundles=[{"GPU": 1.0}] * 32),
+        PlacementGroupFacts(id="bb", state="PENDING", strategy="STRICT_PACK", bundles=[{"GPU": 1.0}] * 16),
+        PlacementGroupFacts(id="cc", state="PENDING", strategy="PACK", bundles=[{"GPU": 1.0}] * 16),  # fits: only busy
+    ]
+    report = analyze(tmp_path, ClusterFacts(address="10.0.0.1:6379", nodes={n.node_id: n for n in nodes}, placement_groups=pgs))
+    placement = [f for f in report["findings"] if f["code"] == "cluster.placement_infeasible"]
+    assert [f["title"] for f in placement] == [
+        "placement group vllm-tp16-pp2 can never be placed: it needs 32 GPU in all; the cluster has 16",
+        "placement group bb can never be placed: STRICT_PACK needs {GPU: 16} on one node; the largest node has {GPU: 8}",
+    ]
+    assert placement[0]["fixes"][0]["command"].endswith("--tensor-parallel-size 8 --pipeline-parallel-size 2")

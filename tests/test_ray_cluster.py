@@ -166,6 +166,22 @@ def test_ray_start_head_as_its_own_process(tmp_path: Path) -> None:
             head.wait(timeout=10)
 
 
+def test_a_placement_group_that_can_never_be_placed(cluster: cluster_utils.Cluster) -> None:
+    """A driver asks for 8 one-GPU bundles (TP 4 x PP 2) on a cluster that registered 6 GPUs."""
+    import ray
+    from ray.util.placement_group import placement_group
+
+    ray.init(address=cluster.address, log_to_driver=False, include_dashboard=False)
+    try:
+        placement_group([{"GPU": 1}] * 8, strategy="PACK", name="vllm-tp4-pp2")
+        out = cli("run", "--ray", cluster.address, "--only", "cluster.placement", "--format", "json", "--sample", "0.2")
+    finally:
+        ray.shutdown()
+    (finding,) = json.loads(out.stdout)["findings"]
+    assert finding["title"] == "placement group vllm-tp4-pp2 can never be placed: it needs 8 GPU in all; the cluster has 6"
+    assert finding["fixes"][0]["command"].endswith("--tensor-parallel-size 2 --pipeline-parallel-size 3")
+
+
 def test_a_node_killed_during_the_run_is_named(cluster: cluster_utils.Cluster) -> None:
     """Runs last: it removes a node. The node's task is killed while it samples its GPU."""
     import psutil

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from doctor.engine import Deadline
-from doctor.facts.cluster import ClusterFacts, NodeFacts
+from doctor.facts.cluster import ClusterFacts, NodeFacts, PlacementGroupFacts
 
 INSTALL = "pip install 'llm-doctor[ray]'"
 DEFAULT_GCS_PORT = 6379
@@ -127,6 +127,12 @@ def _gather(ray: Any, facts: ClusterFacts, sample_s: float, deadline: Deadline) 
             alive=bool(n.get("Alive")), head="node:__internal_head__" in resources, resources=resources,
             error="" if n.get("Alive") else "Ray lists this node as dead",
         )
+    for pg in ray.util.placement_group_table().values():
+        facts.placement_groups.append(PlacementGroupFacts(
+            id=pg.get("placement_group_id", ""), name=pg.get("name", ""), state=pg.get("state", ""),
+            scheduling_state=(pg.get("stats") or {}).get("scheduling_state", ""), strategy=pg.get("strategy", ""),
+            bundles=[{k: float(v) for k, v in b.items()} for _, b in sorted((pg.get("bundles") or {}).items())],
+        ))
     # a tenth of what is left for the driver to gather the answers; the rest for the nodes
     budget = deadline.remaining() * 0.9
     sample = max(0.1, min(sample_s, budget / 3))

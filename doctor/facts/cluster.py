@@ -43,9 +43,22 @@ STANDARD_RESOURCES = ("CPU", "GPU", "memory", "object_store_memory", "accelerato
 
 
 @dataclass
+class PlacementGroupFacts:
+    """A placement group as Ray's GCS lists it: vLLM asks for one bundle per GPU worker."""
+
+    id: str
+    name: str = ""
+    state: str = ""  # PENDING | PREPARED | CREATED | REMOVED | RESCHEDULING
+    scheduling_state: str = ""  # Ray's own verdict, e.g. INFEASIBLE, NO_RESOURCES, FINISHED
+    strategy: str = ""  # PACK | SPREAD | STRICT_PACK | STRICT_SPREAD
+    bundles: list[dict[str, float]] = field(default_factory=list)
+
+
+@dataclass
 class ClusterFacts:
     address: str = ""
     error: str = ""  # why the cluster could not be reached at all (no address, nothing listening)
     ray_version: str = ""  # of the driver that connected
     nodes: dict[str, NodeFacts] = field(default_factory=dict)  # node ID -> facts
+    placement_groups: list[PlacementGroupFacts] = field(default_factory=list)
     seconds: float | None = None  # how long collection across the nodes took
