@@ -125,11 +125,19 @@ def main() -> None:
 @click.option("--metrics-url", help="Prometheus endpoint (default: the base URL's host + /metrics).")
 @click.option("--sample", type=float, default=3.0, show_default=True, help="GPU/metrics sampling window, seconds.")
 @click.option("--probe-load", type=click.IntRange(0, 16), default=0, help="Opt-in concurrency probe with N requests.")
-@click.option("--ray", "ray_address", help="Inspect a Ray cluster at this address.")
+@click.option("--ray", "ray_address", help="Inspect every node of a Ray cluster: ADDRESS (HOST:PORT), or auto (RAY_ADDRESS, else the cluster started on this machine).")
 @output_options
 def run(**kw: object) -> None:
     """Collect everything reachable, check it, and report."""
     from doctor import runner
+
+    if kw["ray_address"]:
+        from doctor.collect.ray_cluster import require_ray
+
+        try:
+            require_ray()
+        except RuntimeError as exc:
+            raise click.UsageError(str(exc)) from None
 
     sys.exit(runner.run_command(kw))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LAYERS = ("access", "load", "perf", "baseline", "doctor")  # baseline: `llm-doctor baseline compare`; doctor: what was not read or judged
+LAYERS = ("access", "load", "cluster", "perf", "baseline", "doctor")  # cluster: differences between Ray nodes; baseline: `baseline compare`; doctor: what was not read or judged
 
 
 @dataclass(frozen=True)
@@ -258,6 +258,36 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
         "baseline.memory_growth",
         "warn",
         "GPU memory used grew beyond --tolerance and beyond the spread of the readings",
+    ),
+    (
+        "cluster.connect_failed",
+        "error",
+        "`run --ray`: nothing answers at the Ray address (wrong host or port, the head is down, a firewall), or `auto` finds no RAY_ADDRESS and no cluster started on this machine",
+    ),
+    (
+        "cluster.node_unreachable",
+        "error",
+        "a Ray node gave no facts: listed dead, died during the run, its task failed, or it did not answer within the deadline; named by address, node ID and custom resources",
+    ),
+    (
+        "cluster.version_skew",
+        "error",
+        "the NVIDIA driver, CUDA, torch, vLLM, SGLang, NCCL, Python or Ray version differs between nodes; names the nodes that differ from the rest",
+    ),
+    (
+        "cluster.gpu_resources_mismatch",
+        "error",
+        "a node registered a different number of GPUs with Ray than NVML sees there, or the nodes' GPU counts differ (tensor parallelism needs the same count per node)",
+    ),
+    (
+        "cluster.network_interface",
+        "error",
+        "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME names a network interface that does not exist on a node",
+    ),
+    (
+        "cluster.placement_infeasible",
+        "error",
+        "a placement group (vLLM asks for one GPU bundle per worker) is pending and can never be placed on the nodes Ray has: a bundle fits no node, STRICT_PACK/STRICT_SPREAD cannot be met, or the cluster has too few GPUs in all; says the TP x PP that fits",
     ),
     (
         "doctor.input_incomplete",

@@ -53,6 +53,7 @@ SECTIONS: dict[str, Callable[[Facts], bool]] = {
     "host": lambda f: f.host is not None,
     "metrics": lambda f: f.metrics is not None,
     "plan": lambda f: f.plan is not None,
+    "cluster": lambda f: f.cluster is not None,
     "gaps": lambda f: True,
 }
 

@@ -25,7 +25,7 @@ def test_help_and_version() -> None:
 
 
 def test_help_does_not_import_heavy_modules() -> None:
-    code = "import sys; from doctor import cli; print(sorted(m for m in ('httpx','rich','pynvml','psutil','prometheus_client') if m in sys.modules))"
+    code = "import sys; from doctor import cli; print(sorted(m for m in ('httpx','rich','pynvml','psutil','prometheus_client','ray') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

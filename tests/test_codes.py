@@ -13,7 +13,7 @@ from tests.conftest import ROOT
 
 def documented_codes() -> set[str]:
     text = (ROOT / "docs" / "codes.md").read_text()
-    return set(re.findall(r"^\| ((?:access|load|perf|baseline|doctor)\.\w+) \|", text, re.M))
+    return set(re.findall(r"^\| ((?:access|load|cluster|perf|baseline|doctor)\.\w+) \|", text, re.M))
 
 
 def test_catalogue_matches_docs() -> None:

@@ -64,6 +64,11 @@ def collect_run(settings: Settings, opts: RunOptions, deadline: Deadline, progre
 
         say("load", "reading engine logs")
         guarded(facts, "logs", lambda: logs.collect(opts.logs, opts.docker, opts.k8s, opts.namespace, opts.previous, facts, deadline))
+    if opts.ray:
+        from doctor.collect import ray_cluster
+
+        say("load", f"collecting from every node of the Ray cluster {opts.ray}")
+        facts.cluster = guarded(facts, "ray", lambda: ray_cluster.collect(opts.ray, opts.sample, deadline))
     if "load" in opts.layers or "perf" in opts.layers:
         from doctor.collect import live
 

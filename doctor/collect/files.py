@@ -109,7 +109,7 @@ def _check_depth(path: str, data: object) -> None:
 
 def _load_bundle(path: str, facts: Facts, deadline: Deadline) -> None:
     loaded = read_bundle(path)
-    for name in ("settings", "endpoint", "logs", "deployment", "model", "gpus", "host", "metrics"):
+    for name in ("settings", "endpoint", "logs", "deployment", "model", "gpus", "host", "metrics", "cluster"):
         if getattr(loaded, name) is not None:
             setattr(facts, name, getattr(loaded, name))
     facts.notes += loaded.notes

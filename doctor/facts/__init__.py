@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from doctor.facts.access import EndpointFacts, SettingsFacts
+from doctor.facts.cluster import ClusterFacts
 from doctor.facts.deployment import EngineConfig
 from doctor.facts.gpu import GpuFacts
 from doctor.facts.host import HostFacts
@@ -42,6 +43,7 @@ class Facts:
     host: HostFacts | None = None
     metrics: MetricsFacts | None = None
     plan: MemoryPlan | None = None
+    cluster: ClusterFacts | None = None  # per-node facts of a Ray cluster (run --ray)
     notes: list[str] = field(default_factory=list)
     gaps: list[InputGap] = field(default_factory=list)  # input not read in full (doctor.input_incomplete)
 

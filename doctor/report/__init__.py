@@ -79,6 +79,10 @@ def build_report(checks: list[CheckResult], facts: Facts, title: str = "llm-doct
         from doctor.report.budget import render as budget_bar
 
         report.extra_sections.append(("Memory budget per GPU", budget_bar(facts.plan)))
+    if facts.cluster is not None and facts.cluster.nodes:
+        from doctor.report.cluster_table import render as cluster_table
+
+        report.extra_sections.append((f"Ray cluster {facts.cluster.address}, a row per node", cluster_table(facts.cluster)))
     return report
 
 

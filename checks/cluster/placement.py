@@ -1,0 +1,78 @@
+"""Can each pending placement group ever be placed? vLLM on Ray reserves one bundle per GPU worker
+(TP x PP of them) before it starts; when the nodes Ray has cannot hold them, the engine waits
+("Waiting for creating a placement group ...") until it times out. Judged against each node's
+total resources as Ray registered them, so "busy" is never mistaken for "impossible"."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from doctor.engine import check
+from doctor.facts import Facts
+from doctor.facts.cluster import PlacementGroupFacts
+from doctor.findings import Finding, Fix, NotApplicable, Outcome
+
+PENDING = ("PENDING", "RESCHEDULING")
+
+
+def fits(bundle: dict[str, float], node: dict[str, float]) -> bool:
+    return all(node.get(k, 0.0) >= v for k, v in bundle.items() if v > 0)
+
+
+def _fmt(resources: dict[str, float]) -> str:
+    return "{" + ", ".join(f"{k}: {v:g}" for k, v in sorted(resources.items()) if v > 0) + "}"
+
+
+def why_infeasible(pg: PlacementGroupFacts, nodes: list[dict[str, float]]) -> str:
+    """Why no placement on these nodes can exist ("" when one might): only certain reasons."""
+    total: Counter[str] = Counter()
+    for b in pg.bundles:
+        total.update(b)
+    if pg.strategy == "STRICT_PACK" and not any(fits(dict(total), n) for n in nodes):
+        best = max(nodes, key=lambda n: n.get("GPU", 0.0), default={})
+        return f"STRICT_PACK needs {_fmt(dict(total))} on one node; the largest node has {_fmt({k: best.get(k, 0.0) for k in total})}"
+    for b in pg.bundles:
+        if not any(fits(b, n) for n in nodes):
+            return f"bundle {_fmt(b)} fits no node"
+    if pg.strategy == "STRICT_SPREAD":
+        biggest = max(pg.bundles, key=lambda b: sum(b.values()), default={})
+        room = sum(1 for n in nodes if fits(biggest, n))
+        if room < len(pg.bundles):
+            return f"STRICT_SPREAD needs {len(pg.bundles)} nodes that each hold {_fmt(biggest)}; {room} do"
+    for key, need in total.items():
+        have = sum(n.get(key, 0.0) for n in nodes)
+        if need > have:
+            return f"it needs {need:g} {key} in all; the cluster has {have:g}"
+    return ""
+
+
+@check("cluster.placement", "cluster", codes=["cluster.placement_infeasible"], needs=("cluster",))
+def placement(facts: Facts) -> Outcome:
+    """Every pending placement group fits the cluster's nodes."""
+    cluster = facts.cluster
+    if cluster is None or not cluster.nodes:
+        raise NotApplicable("no cluster nodes")
+    pending = [pg for pg in cluster.placement_groups if pg.state in PENDING]
+    nodes = [n for n in cluster.nodes.values() if n.alive]
+    totals = [n.resources for n in nodes]
+    gpu_nodes = [int(r.get("GPU", 0)) for r in totals if r.get("GPU", 0) > 0]
+    findings = []
+    for pg in pending:
+        reason = why_infeasible(pg, totals)
+        if not reason and pg.scheduling_state != "INFEASIBLE":
+            continue  # waiting for busy resources, not impossible
+        evidence = [f"placement group {pg.name or pg.id} ({pg.strategy}, {len(pg.bundles)} bundles {_fmt(pg.bundles[0]) if pg.bundles else ''}): "
+                    f"{pg.state}, Ray says {pg.scheduling_state or '?'}",
+                    *(f"{n.label}: {_fmt(n.resources)}" for n in nodes)]
+        fixes = []
+        if any(b.get("GPU") for b in pg.bundles) and gpu_nodes:
+            per_node = min(gpu_nodes)
+            fixes.append(Fix(f"Ask for what the cluster has: {sum(gpu_nodes)} GPU(s) on {len(gpu_nodes)} node(s), at least {per_node} per node "
+                             "(tensor parallel inside a node, pipeline parallel across nodes)",
+                             f"vllm serve MODEL --distributed-executor-backend ray --tensor-parallel-size {per_node} "
+                             f"--pipeline-parallel-size {len(gpu_nodes)}"))
+        fixes.append(Fix("Or add nodes that hold the missing resources (ray start --address HEAD_IP:6379 --num-gpus N on each)"))
+        findings.append(Finding("cluster.placement_infeasible",
+                                f"placement group {pg.name or pg.id} can never be placed: {reason or 'Ray marks it infeasible'}",
+                                evidence, fixes))
+    return Outcome(findings, detail=f"{len(pending)} pending of {len(cluster.placement_groups)} placement group(s)")
