@@ -152,7 +152,7 @@ def sglang_busy(size: int, rng: random.Random) -> Iterator[str]:
 def k8s_crashloop(size: int, rng: random.Random) -> Iterator[str]:
     """The same start-up dying the same way, over and over, as `kubectl logs` of a CrashLoopBackOff pod shows."""
     restart = _real(VLLM_HEADER) + _real(VLLM_CRASH, "(VllmWorker")
-    for _ in range(max(1, size // len(restart.encode()))):
+    for _ in range(max(1, -(-size // len(restart.encode())))):  # rounded up: at least `size` bytes
         yield restart
 
 
