@@ -1,151 +1,127 @@
-"""Streaming scan speed and memory: our log scan vs `grep` on the same synthetic log.
+"""Log scan speed, memory and outcome: `llm-doctor analyze` vs `grep`/`rg` on the same representative logs.
 
-Generates a log of --size-mb (default 1024) into /tmp shaped like a real vLLM V1 server under
-load (line shapes from shared/real: `(APIServer pid=1)` and ANSI-coloured `(VllmWorker rank=N
-pid=M)` prefixes, `Engine 000: Avg prompt throughput` stat lines, uvicorn access lines, request
-logs with user prompts, a few warnings and 4xx answers; a start-up header and one CUDA OOM
-traceback every ~200k lines). Then times, in the same run:
+For each shape of bench/log_shapes.py and each size, one temp file, and in the same run on it:
 
-  - `grep -ciF -f LITERALS`: grep with the very literals our prefilter searches (the fair baseline),
-  - `grep -cE` with a handful of error words (what an engineer would type),
-  - our scan (doctor.collect.logs.read_blocks -> LogScanner.feed_block, as `analyze` runs it),
+  - `grep -E -c` with ten trigger words (the baseline an engineer would type; its output goes to a
+    file, because GNU grep stops at the first match when stdout is /dev/null),
+  - `rg -c` with the same words, when `rg` is on PATH or in this venv (pip package `ripgrep`),
+  - `llm-doctor analyze FILE --format json` (this venv's CLI) with the default --deadline and with
+    --deadline 600.
 
-and prints the ratios and the scan's peak RSS (in a subprocess, so the generator's memory does not
-count). Memory must not grow with the size of the log: compare --size-mb 64 and 1024.
+It prints seconds, MB/s, the ratio to grep (and to rg), the child's peak RSS (os.wait4), the
+report's status and rank-1 code, and the time until the crash was found: the wall time of an
+analyze run whose rank-1 is the crash. The crash's code is not assumed: it is the rank-1 of
+`analyze` on the same shape generated with no steady-state lines (start-up headers and the crash only).
+Nothing is asserted; the numbers are for people.
 
-    .venv/bin/python bench/log_scan.py [--size-mb 1024]
+    .venv/bin/python bench/log_scan.py [--size-mb 10 512 2048] [--shape vllm-busy ...]
 """
 
 from __future__ import annotations
 
 import argparse
-import random
+import json
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from log_shapes import SHAPES, write
 
-PROMPTS = [
-    "Summarise the attached quarterly report in three bullet points.",
-    "Write a haiku about the sea.",
-    "Translate 'good morning' into French and German.",
-    "Explain how a transformer model works to a ten year old.",
-    "Why does my Python script fail with a KeyError when the dict has the key?",
-    "List five uses of baking soda around the house.",
-]
-HEADER = (
-    "(APIServer pid=1) INFO 05-03 18:00:01 [api_server.py:1896] vLLM API server version 0.10.1.1\n"
-    "(APIServer pid=1) INFO 05-03 18:00:01 [utils.py:326] non-default args: {'model': 'meta-llama/Llama-3.1-70B-Instruct', "
-    "'tensor_parallel_size': 4, 'max_model_len': 32768, 'gpu_memory_utilization': 0.92}\n"
-    "(EngineCore_0 pid=311) INFO 05-03 18:00:09 [core.py:74] Initializing a V1 LLM engine (v0.10.1.1) with config: "
-    "model='meta-llama/Llama-3.1-70B-Instruct', tensor_parallel_size=4, max_seq_len=32768\n"
-    "\x1b[1;36m(VllmWorker rank=0 pid=402)\x1b[0;0m INFO 05-03 18:01:12 [gpu_model_runner.py:1892] Model loading took 32.8864 GiB "
-    "and 61.23 seconds\n"
-    "(EngineCore_0 pid=311) INFO 05-03 18:01:40 [kv_cache_utils.py:849] GPU KV cache size: 412,160 tokens\n"
-    "(APIServer pid=1) INFO 05-03 18:02:05 [launcher.py:29] Available routes are:\n"
-    "(APIServer pid=1) INFO:     Application startup complete.\n"
-)
-CRASH = (
-    "\x1b[1;36m(VllmWorker rank=2 pid=404)\x1b[0;0m ERROR 05-03 19:07:26 [multiproc_executor.py:546] Traceback (most recent call last):\n"
-    '\x1b[1;36m(VllmWorker rank=2 pid=404)\x1b[0;0m ERROR 05-03 19:07:26 [multiproc_executor.py:546]   File "/vllm/v1/worker/gpu_model_runner.py", '
-    "line 1570, in execute_model\n"
-    "\x1b[1;36m(VllmWorker rank=2 pid=404)\x1b[0;0m ERROR 05-03 19:07:26 [multiproc_executor.py:546] torch.OutOfMemoryError: CUDA out of memory. "
-    "Tried to allocate 2.00 GiB. GPU 2 has a total capacity of 79.25 GiB of which 1.02 GiB is free. Including non-PyTorch memory, "
-    "this process has 78.21 GiB memory in use.\n"
-)
-GREP_WORDS = r"out of memory|Error|error|NCCL|Killed|No available memory|KV cache \("
+BIN = Path(sys.executable).parent
+TRIGGERS = "Traceback|Error|error|out of memory|OOM|Killed|NCCL|preempted|Exception|FATAL"
+MB = 1024**2
 
 
-def _noise(rng: random.Random, t: int) -> str:
-    r = rng.random()
-    ts = f"{18 + (t // 3600) % 6:02d}:{(t // 60) % 60:02d}:{t % 60:02d}"
-    if r < 0.25:
-        return (f"(APIServer pid=1) INFO 05-03 {ts} [loggers.py:123] Engine 000: Avg prompt throughput: {rng.uniform(0, 9000):.1f} tokens/s, "
-                f"Avg generation throughput: {rng.uniform(0, 3000):.1f} tokens/s, Running: {rng.randint(0, 256)} reqs, Waiting: "
-                f"{rng.randint(0, 40)} reqs, GPU KV cache usage: {rng.uniform(0, 99):.1f}%, Prefix cache hit rate: {rng.uniform(0, 80):.1f}%\n")
-    if r < 0.55:
-        status = "200 OK" if rng.random() < 0.998 else "400 Bad Request"
-        return (f'(APIServer pid=1) INFO:     10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.7:{rng.randint(1024, 65535)} - '
-                f'"POST /v1/chat/completions HTTP/1.1" {status}\n')
-    if r < 0.75:
-        return (f"(APIServer pid=1) INFO 05-03 {ts} [logger.py:39] Received request chatcmpl-{rng.getrandbits(128):032x}: prompt: "
-                f"'<|user|>{rng.choice(PROMPTS)}<|assistant|>', params: SamplingParams(n=1, presence_penalty=0.0, frequency_penalty=0.0, "
-                f"repetition_penalty=1.0, temperature=0.7, top_p=0.95, top_k=-1, min_p=0.0, seed=None, stop=[], stop_token_ids=[], "
-                f"max_tokens=512, min_tokens=0, logprobs=None, skip_special_tokens=True), prompt_token_ids: None, lora_request: None.\n")
-    if r < 0.95:
-        return f"(APIServer pid=1) INFO 05-03 {ts} [async_llm.py:228] Added request chatcmpl-{rng.getrandbits(128):032x}.\n"
-    if r < 0.99:
-        return (f"\x1b[1;36m(VllmWorker rank={rng.randint(0, 3)} pid={402 + rng.randint(0, 3)})\x1b[0;0m INFO 05-03 {ts} "
-                f"[custom_all_reduce.py:196] Registering {rng.randint(1000, 9000)} cuda graph addresses\n")
-    return (f"(APIServer pid=1) WARNING 05-03 {ts} [protocol.py:58] The following fields were present in the request but ignored: "
-            "{'stream_options'}\n")
+@dataclass
+class Run:
+    """One child process: how long it took, its peak memory, and what it printed."""
+
+    tool: str
+    seconds: float
+    rss_mb: float
+    rc: int
+    out: str
+
+    def report(self) -> tuple[str, str]:
+        """(status, rank-1 code) of an analyze run; a report that does not parse says so."""
+        try:
+            doc = json.loads(self.out)
+        except ValueError:
+            return f"rc={self.rc}, no report", "-"
+        findings = doc.get("findings") or []
+        return doc.get("status", "?"), findings[0]["code"] if findings else "-"
 
 
-def generate(path: Path, size: int) -> None:
-    """A 200k-line block of noise, repeated (each copy ends with the crash) until `size` bytes."""
-    rng = random.Random(4)
-    block = ("".join(_noise(rng, t) for t in range(200_000)) + CRASH).encode()
-    with open(path, "wb") as fh:
-        fh.write(HEADER.encode())
-        written = 0
-        while written < size:
-            fh.write(block)
-            written += len(block)
+def run(tool: str, argv: list[str], out: Path) -> Run:
+    """Run argv with stdout to a file; wall time, and peak RSS from /usr/bin/time when present.
+
+    Without it, ru_maxrss of the child (os.wait4) is used: it has a floor of the forked Python
+    (about 16 MB here) because the child's pages before exec count.
+    """
+    rss = out.with_suffix(".rss")
+    timer = ["/usr/bin/time", "-f", "%M", "-o", str(rss)] if Path("/usr/bin/time").exists() else []
+    with open(out, "wb") as fh:
+        start = time.perf_counter()
+        child = subprocess.Popen([*timer, *argv], stdout=fh, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    kb = int(rss.read_text().split()[-1]) if timer else usage.ru_maxrss
+    return Run(tool, seconds, kb / 1024, child.returncode, out.read_text(errors="replace").strip())
 
 
-SCAN = """
-import resource, sys, time
-sys.path.insert(0, {root!r})
-from doctor.collect.logs import read_blocks
-from doctor.logparse.scan import LogScanner
-t = time.perf_counter()
-s = LogScanner(); s.start_source("big.log")
-with open({path!r}, "rb") as fh:
-    for block in read_blocks(fh):
-        s.feed_block(block)
-f = s.finish()
-print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, f.lines_read, len(f.events),
-      sum(e.count for e in f.events), f.engine, f.setup.kv_cache_tokens)
-"""
+def crash_code(shape: str, tmp: Path) -> str:
+    """Rank-1 of analyze on the shape with no steady-state lines: what finding the crash itself is."""
+    path = write(shape, tmp / f"{shape}-crash-only.log", 0)
+    return run("analyze", [str(BIN / "llm-doctor"), "analyze", str(path), "--format", "json"], tmp / "out.json").report()[1]
 
 
-def timed(argv: list[str]) -> tuple[float, str]:
-    t = time.perf_counter()
-    out = subprocess.run(argv, capture_output=True, text=True)
-    return time.perf_counter() - t, out.stdout.strip()
+def measure(shape: str, size_mb: int, tmp: Path, rg: str | None) -> list[Run]:
+    path = write(shape, tmp / f"{shape}-{size_mb}mb.log", size_mb * MB)
+    runs = [run("grep -E -c", ["grep", "-E", "-c", TRIGGERS, str(path)], tmp / "grep.out")]
+    if rg:
+        runs.append(run("rg -c", [rg, "-c", TRIGGERS, str(path)], tmp / "rg.out"))
+    analyze = [str(BIN / "llm-doctor"), "analyze", str(path), "--format", "json"]
+    runs.append(run("analyze", analyze, tmp / "default.json"))
+    runs.append(run("analyze --deadline 600", [*analyze, "--deadline", "600"], tmp / "600.json"))
+    path.unlink()
+    return runs
+
+
+def table(shape: str, size_mb: int, crash: str, runs: list[Run]) -> list[str]:
+    grep = runs[0].seconds
+    rg = next((r.seconds for r in runs if r.tool == "rg -c"), None)
+    rows = []
+    for r in runs:
+        status, code = r.report() if r.tool.startswith("analyze") else (f"{r.out} lines", "")
+        found = "" if not r.tool.startswith("analyze") else f"{r.seconds:.2f}" if code == crash else "not found"
+        rows.append(f"{shape:<14}{size_mb:>6} {r.tool:<23}{r.seconds:>8.3f}{size_mb / r.seconds:>9.1f}{r.seconds / grep:>8.1f}"
+                    f"{(f'{r.seconds / rg:.1f}' if rg else '-'):>8}{r.rss_mb:>9.0f}  {status:<12} {code:<24} {found}")
+    return rows
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size-mb", type=int, default=1024)
+    ap.add_argument("--size-mb", type=int, nargs="+", choices=(10, 512, 2048), default=[10, 512])
+    ap.add_argument("--shape", nargs="+", choices=sorted(SHAPES), default=list(SHAPES))
     args = ap.parse_args()
-    path = Path("/tmp") / f"llm-doctor-bench-vllm-{args.size_mb}mb.log"
-    if not path.exists() or path.stat().st_size < args.size_mb * 1024**2:
-        generate(path, args.size_mb * 1024**2)
-    size_mb = path.stat().st_size / 1024**2
-
-    from doctor.logparse.scan import CANDIDATE_LITERALS
-
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as fh:
-        fh.write("\n".join(CANDIDATE_LITERALS) + "\n")
-        literals = fh.name
-    grep_same_s, grep_same = timed(["grep", "-ciF", "-f", literals, str(path)])
-    grep_words_s, grep_words = timed(["grep", "-cE", GREP_WORDS, str(path)])
-    Path(literals).unlink()
-    out = subprocess.run([sys.executable, "-c", SCAN.format(root=str(ROOT), path=str(path))], capture_output=True, text=True, check=True)
-    scan_s, rss_kb, lines, events, hits, engine, kv = out.stdout.split()
-    scan = float(scan_s)
-    print(f"log: {path} ({size_mb:.0f} MiB, {int(lines)} lines)")
-    print(f"grep -ciF -f <{len(CANDIDATE_LITERALS)} prefilter literals>: {grep_same_s:.2f} s ({grep_same} lines)")
-    print(f"grep -cE '{GREP_WORDS}': {grep_words_s:.2f} s ({grep_words} lines)")
-    print(f"llm-doctor scan: {scan:.2f} s, {events} distinct events ({hits} occurrences), engine {engine}, "
-          f"KV tokens {kv}, peak RSS {int(rss_kb) / 1024:.0f} MiB")
-    print(f"ratio scan / grep same literals: {scan / max(grep_same_s, 1e-9):.1f}x; scan / grep error words: "
-          f"{scan / max(grep_words_s, 1e-9):.1f}x; throughput {size_mb / scan:.0f} MiB/s")
+    rg = shutil.which("rg") or shutil.which("rg", path=str(BIN))
+    print(f"grep: {subprocess.run(['grep', '-V'], capture_output=True, text=True).stdout.splitlines()[0]}; "
+          f"rg: {rg or 'absent'}; trigger words: {TRIGGERS}")
+    print(f"{'shape':<14}{'MB':>6} {'tool':<23}{'s':>8}{'MB/s':>9}{'x grep':>8}{'x rg':>8}{'RSS MB':>9}  "
+          f"{'status':<12} {'rank-1':<24} crash found (s)")
+    with tempfile.TemporaryDirectory(prefix="llm-doctor-bench-") as name:
+        tmp = Path(name)
+        for shape in args.shape:
+            crash = crash_code(shape, tmp)
+            for size_mb in args.size_mb:
+                print("\n".join(table(shape, size_mb, crash, measure(shape, size_mb, tmp, rg))), flush=True)
+            print(f"{'':<14}(the crash alone ranks {crash} first)", flush=True)
     return 0
 
 
