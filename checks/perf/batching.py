@@ -23,7 +23,7 @@ TINY_SEQS = 4  # at or below: a warning, the batch is all but serial
 SCALING_MIN = 1.5  # tokens/s at N concurrent vs 1 below this: no batching
 
 
-@check("perf.batching", "perf", codes=["perf.batching_limited"], running=True)
+@check("perf.batching", "perf", codes=["perf.batching_limited"], any_of=("deployment", "metrics", "host"), running=True)
 def batching(facts: Facts) -> Outcome:
     """Requests are batched: no queue while the KV cache has room, limits not tiny, throughput scales."""
     cfg = fv.maybe_deployment(facts)

@@ -18,7 +18,7 @@ BUSY_CPU = 90.0
 ABSURD_THREADS = 256
 
 
-@check("perf.host_cpu", "perf", codes=["perf.cpu_bound"], running=True)
+@check("perf.host_cpu", "perf", codes=["perf.cpu_bound"], any_of=("host", "deployment"), running=True)
 def host_cpu(facts: Facts) -> Outcome:
     """The host has CPU to spare for the engine (not saturated, not capped below its workers)."""
     cfg = fv.maybe_deployment(facts)

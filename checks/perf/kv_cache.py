@@ -20,7 +20,7 @@ FULL = 0.90
 TARGET = 0.80
 
 
-@check("perf.kv_cache_metrics", "perf", codes=["perf.kv_cache_pressure"], running=True)
+@check("perf.kv_cache_metrics", "perf", codes=["perf.kv_cache_pressure"], needs=("metrics",), running=True)
 def kv_cache_metrics(facts: Facts) -> Outcome:
     """The KV cache has room: usage below 90%, no preemptions, no swapped requests."""
     m = facts.metrics

@@ -47,7 +47,7 @@ def itl_floor_s(facts: Facts, cfg) -> tuple[float, str] | None:
     return weights / (bw * 1e9), f"{weights / 1024**3:.1f} GiB of weights per GPU / {bw} GB/s ({facts.gpus.gpus[0].name})"
 
 
-@check("perf.latency", "perf", codes=["perf.high_latency"], running=True)
+@check("perf.latency", "perf", codes=["perf.high_latency"], needs=("metrics",), running=True)
 def latency(facts: Facts) -> Outcome:
     """TTFT below 2 s and inter-token latency below 100 ms (engine histograms)."""
     m = facts.metrics
