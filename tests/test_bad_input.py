@@ -190,3 +190,34 @@ def test_non_finite_metric_values_are_ignored_and_said(tmp_path: Path) -> None:
     report = json.loads(out.stdout, parse_constant=lambda c: pytest.fail(f"{c} in the JSON report"))
     assert "waiting" not in report["facts"]["metrics"]["values"]
     assert f"{scrape}: 2 sample(s) with a NaN or infinite value ignored" in report["facts"]["notes"]
+
+
+CRASH_LOGS = [p.read_text(errors="replace") for p in sorted((FIX / "logs").glob("*.log"))]
+
+
+@FUZZ
+@given(damaged(CRASH_LOGS + LOGS), st.integers(1, 4096))
+def test_log_scanner_on_damaged_logs(text: str, block: int) -> None:
+    """Cut, garbled and spliced real logs, fed in blocks of any size: typed events, never a traceback,
+    the same events whatever the block size (the prefilter changes no result), and a run number
+    and line number inside the log for each."""
+    from doctor.logparse.scan import LogScanner
+
+    raw = text.encode("utf-8", errors="replace")
+    whole = LogScanner()
+    whole.start_source("x")
+    whole.feed_block(raw)
+    facts = whole.finish()
+    lines = raw.split(b"\n")
+    pieces = LogScanner()
+    pieces.start_source("x")
+    chunk: list[bytes] = []
+    for i, line in enumerate(lines):
+        chunk.append(line + (b"\n" if i < len(lines) - 1 else b""))
+        if sum(map(len, chunk)) >= block:
+            pieces.feed_block(b"".join(chunk))
+            chunk = []
+    pieces.feed_block(b"".join(chunk))
+    other = pieces.finish()
+    assert [(e.kind, e.line_no, e.count) for e in facts.events] == [(e.kind, e.line_no, e.count) for e in other.events]
+    assert all(0 <= e.run < facts.runs and 1 <= e.line_no <= facts.lines_read for e in facts.events)
