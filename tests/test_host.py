@@ -4,9 +4,6 @@ is an engine's, and the launch-command reader for `analyze`."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +11,7 @@ import pytest
 from doctor.collect import host
 from doctor.engine import load_checks, run_checks, select
 from doctor.facts import Facts
+from tests.fake_engine import fake_engine
 
 CORPUS_CMD = Path(__file__).resolve().parents[1] / "fixtures" / "cmdline"
 
@@ -21,20 +19,10 @@ CORPUS_CMD = Path(__file__).resolve().parents[1] / "fixtures" / "cmdline"
 @pytest.fixture
 def fake_llama_server(tmp_path):
     """A real process named llama-server (a sleeping Python script) with a real engine argv and env."""
-    script = tmp_path / "llama-server"
-    script.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(60)\n")
-    script.chmod(0o755)
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="0", NCCL_DEBUG="INFO", LLAMA_API_KEY_X="x", VLLM_API_KEY="sk-canary-host-123456")
-    proc = subprocess.Popen([str(script), "-m", "/models/gemma.gguf", "--parallel", "1", "-t", "4096", "--port", "8081"], env=env)
-    try:
-        for _ in range(50):
-            if any(p.pid == proc.pid for p in host.engine_processes()):
-                break
-            time.sleep(0.1)
+    with fake_engine(tmp_path / "llama-server", ["-m", "/models/gemma.gguf", "--parallel", "1", "-t", "4096", "--port", "8081"],
+                     env) as proc:
         yield proc
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_host_facts_of_this_machine():

@@ -13,12 +13,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.fake_engine import fake_engine
 from tests.servers.http import FakeServer, Reply, Request
 
 KEY = "ck_live_9fT2mQ7xLp4RzW8vNb3HsJ6kYd1GcE5auV0"  # 43 characters, the key the doctor is given
@@ -67,22 +67,8 @@ def gateway() -> Iterator[FakeServer]:
 @pytest.fixture
 def engine_process(tmp_path: Path) -> Iterator[subprocess.Popen]:
     """A real process named vllm with the secret flags on its command line, as `ps` shows it."""
-    from doctor.collect import host
-
-    script = tmp_path / "bin" / "vllm"
-    script.parent.mkdir()
-    script.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(120)\n")
-    script.chmod(0o755)
-    proc = subprocess.Popen([str(script), "serve", "org/model", "--port", "8000", *argv_of(PROCESS_FLAGS)])
-    try:
-        for _ in range(100):
-            if any(p.pid == proc.pid for p in host.engine_processes()):
-                break
-            time.sleep(0.1)
+    with fake_engine(tmp_path / "bin" / "vllm", ["serve", "org/model", "--port", "8000", *argv_of(PROCESS_FLAGS)]) as proc:
         yield proc
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_a_live_engine_process_command_line_is_redacted(engine_process: subprocess.Popen) -> None:
