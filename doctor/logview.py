@@ -67,3 +67,19 @@ class LogView:
             f"the log holds {self.logs.runs} starts of the engine; this is the last failed one "
             f"(start {run + 1}); earlier failed start(s) {'; '.join(x for x in (shown, older) if x)} showed: {', '.join(kinds)}"
         ]
+
+
+def evidence(found: list[LogEvent], limit: int = 4) -> list[str]:
+    """The quoted lines, with where they are and how often they repeat (a repeated message: its
+    first line, and its last when that differs)."""
+    out = []
+    for e in found[:limit]:
+        where = f"{e.source}:{e.line_no}" if e.source else f"line {e.line_no}"
+        times = f" (x{e.count})" if e.count > 1 else ""
+        for line in e.lines:
+            out.append(f"{where}{times}: {line}")
+        if e.last_line:
+            out.append(f"{e.source + ':' if e.source else 'line '}{e.last_line_no} (last of them): {e.last_line}")
+    if len(found) > limit:
+        out.append(f"... and {len(found) - limit} more such lines")
+    return out

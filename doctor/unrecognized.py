@@ -25,6 +25,7 @@ from doctor.facts.logs import LogEvent
 from doctor.findings import Finding, Fix
 from doctor.logparse.failures import KINDS as GENERIC
 from doctor.logparse.lines import normalise
+from doctor.logview import evidence as quote
 from doctor.logview import judged_run
 
 if TYPE_CHECKING:
@@ -88,12 +89,6 @@ def _why(e: LogEvent, registry: dict[str, CheckSpec], by_id: dict[str, CheckResu
     return f"`{e.kind}` is read by {', '.join(states)}, which found no known cause for it"
 
 
-def _quote(e: LogEvent) -> list[str]:
-    where = f"{e.source}:{e.line_no}" if e.source else f"line {e.line_no}"
-    times = f" (x{e.count}, last at line {e.last_line_no})" if e.count > 1 and e.last_line_no else ""
-    return [f"{where}{times}: {line}" for line in e.lines]
-
-
 def _finding(
     facts: Facts,
     unjudged: list[LogEvent],
@@ -112,7 +107,7 @@ def _finding(
     exceptions = [e for e in pool if e.kind == "exception"]
     root = (exceptions or pool)[0]
     quoted = [root] + [e for e in pool[::-1] if e is not root][: MAX_QUOTED - 1]
-    evidence = [line for e in sorted(quoted, key=lambda x: x.line_no) for line in _quote(e)]
+    evidence = quote(sorted(quoted, key=lambda x: x.line_no), limit=MAX_QUOTED)
     evidence += [_why(e, registry, by_id) for e in unjudged[:2]]
     if not ended:
         evidence.append("the engine went on serving after it (it did not end the run)")

@@ -10,25 +10,10 @@ from __future__ import annotations
 
 from doctor.facts import Facts
 from doctor.facts.logs import LogEvent
+from doctor.logview import evidence  # noqa: F401  (the checks quote events through le.evidence)
 
 CLIENT_SYMPTOMS = ["access.connect_failed", "access.server_error", "access.timeout", "access.response_invalid"]
 GIB = 1024**3
-
-
-def evidence(found: list[LogEvent], limit: int = 4) -> list[str]:
-    """The quoted lines, with where they are and how often they repeat (a repeated message: its
-    first line, and its last when that differs)."""
-    out = []
-    for e in found[:limit]:
-        where = f"{e.source}:{e.line_no}" if e.source else f"line {e.line_no}"
-        times = f" (x{e.count})" if e.count > 1 else ""
-        for line in e.lines:
-            out.append(f"{where}{times}: {line}")
-        if e.last_line:
-            out.append(f"{e.source + ':' if e.source else 'line '}{e.last_line_no} (last of them): {e.last_line}")
-    if len(found) > limit:
-        out.append(f"... and {len(found) - limit} more such lines")
-    return out
 
 
 def first_value(found: list[LogEvent], key: str) -> object | None:

@@ -92,14 +92,11 @@ class FailureReader:
     """Per source: follows tracebacks line by line (the scanner feeds every line while `open`)."""
 
     def __init__(self) -> None:
-        self.open = False
-        self._frames: list[str] = []
-        self._expect_code = False
-        self._lines = 0
+        self.reset()
 
     def reset(self) -> None:
         self.open = False
-        self._frames = []
+        self._frames: list[str] = []
         self._expect_code = False
         self._lines = 0
 
@@ -107,7 +104,8 @@ class FailureReader:
         """One normalised message. `recognised`: a rule already read it (then the traceback it ends
         is explained, and nothing generic is said)."""
         if TRACEBACK.search(text):
-            self.open, self._frames, self._expect_code, self._lines = True, [], False, 0
+            self.reset()
+            self.open = True
             return None
         if self.open:
             return self._in_traceback(text, recognised)
