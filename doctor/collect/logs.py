@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -133,8 +133,10 @@ class LogCollector:
         self.facts.gaps.append(InputGap(source, reason, read, total, seconds))
 
     def add_stream(self, name: str, fh: IO[bytes], named: bool = False, total: int | None = None,
-                   scanner: LogScanner | None = None, limit: int | None = None) -> bool:
-        """Scan one stream; False when it was cut (the deadline) or unreadable, after saying so."""
+                   scanner: LogScanner | None = None, limit: int | None = None,
+                   cut: Callable[[int], str] | None = None) -> bool:
+        """Scan one stream; False when it was cut (the deadline) or unreadable, after saying so.
+        `cut` words the gap a deadline leaves from the bytes read (the default: the rest was not read)."""
         scanner = scanner or self.scanner
         scanner.start_source(name)
         before, start = scanner.facts.bytes_read, time.monotonic()
@@ -150,7 +152,8 @@ class LogCollector:
                         return False
                 scanner.feed_block(block, self.deadline.expired)
         except TimeoutError:  # before OSError: TimeoutError is one
-            self.gap(name, "cut by the deadline; the rest was not read", scanner.facts.bytes_read - before, total, start)
+            read = scanner.facts.bytes_read - before
+            self.gap(name, cut(read) if cut else "cut by the deadline; the rest was not read", read, total, start)
             return False
         except (EOFError, gzip.BadGzipFile, OSError) as exc:
             self.gap(name, f"truncated or unreadable ({type(exc).__name__}: {exc}); read what was there",
@@ -191,21 +194,16 @@ class LogCollector:
         skipped = fh.readline()
         tail_at = size - TAIL_BYTES + len(skipped)
         tail = LogScanner()
-        tail_read = self.add_stream(path, fh, named=True, total=size, scanner=tail)
+        self.add_stream(path, fh, named=True, total=size, scanner=tail)
         fh.seek(0)
-        head_read = self.add_stream(path, fh, named=True, total=size, limit=tail_at)
-        if head_read:
-            self.scanner.absorb(tail, continuation=True)
-            return
-        self.scanner.absorb(tail, continuation=False)
-        gap = self.facts.gaps[-1]
-        if not gap.reason.startswith("cut by the deadline"):
-            return
-        gap.reason = (f"cut by the deadline: read the first {(gap.bytes_read or 0) / BLOCK:.1f} MiB and the last "
-                      f"{(size - tail_at) / BLOCK:.1f} MiB (tail first, line numbers there count from its start); "
-                      f"{(tail_at - (gap.bytes_read or 0)) / BLOCK:.1f} MiB in between were not read")
-        gap.bytes_read = (gap.bytes_read or 0) + (size - tail_at if tail_read else 0)
-        self.facts.notes[-1] = f"{path}: {gap.reason}"
+
+        def cut(read: int) -> str:
+            return (f"cut by the deadline: read the first {read / BLOCK:.1f} MiB and the last {(size - tail_at) / BLOCK:.1f} MiB "
+                    f"(tail first, line numbers there count from its start); {(tail_at - read) / BLOCK:.1f} MiB in between "
+                    "were not read")
+
+        whole = self.add_stream(path, fh, named=True, total=size, limit=tail_at, cut=cut)
+        self.scanner.absorb(tail, continuation=whole)
 
     def add_command(self, name: str, argv: list[str]) -> None:
         """Stream a command's output (stdout and stderr together, as `docker logs` splits them)."""
