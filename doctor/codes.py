@@ -290,6 +290,11 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
         "a placement group (vLLM asks for one GPU bundle per worker) is pending and can never be placed on the nodes Ray has: a bundle fits no node, STRICT_PACK/STRICT_SPREAD cannot be met, or the cluster has too few GPUs in all; says the TP x PP that fits",
     ),
     (
+        "cluster.model_missing_on_node",
+        "error",
+        "the model (a local path, or a Hugging Face ID in the node's hub cache) is absent on a node, or its copy there differs in size, weight files or config.json from the other nodes'",
+    ),
+    (
         "doctor.input_incomplete",
         "warn",
         "part of the input could not be read or judged: cut by the deadline or a size cap, truncated, unreadable among several; says what was and was not read",

@@ -21,7 +21,7 @@ import pkgutil
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from doctor.codes import LAYERS, info
@@ -69,6 +69,7 @@ class CheckSpec:
     events: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
     running: bool = False
+    per_node: bool = False
     title: str = ""
 
     def inputs(self) -> str:
@@ -80,6 +81,8 @@ class CheckSpec:
             parts.append("events " + ", ".join(self.events))
         if self.running:
             parts.append("a running engine")
+        if self.per_node:
+            parts.append("also each Ray node's own")
         return "; ".join(parts) or "-"
 
 
@@ -105,12 +108,14 @@ def check(
     events: Iterable[str] = (),
     after: Iterable[str] = (),
     running: bool = False,
+    per_node: bool = False,
 ) -> Callable[[CheckFunc], CheckFunc]:
     """Register a check. `codes`: the finding codes it may emit; `needs`: Facts sections that must all
     be present; `any_of`: sections of which one must be; `events`: the log event kinds it judges (it
     then needs a log, unless `any_of` names another way, and is called as func(facts, log_view));
     `after`: check ids whose failure blocks it; `running`: it judges a running engine, so it is
-    blocked when the log shows the engine failed."""
+    blocked when the log shows the engine failed; `per_node`: it judges one machine's own GPUs and host,
+    so with a Ray cluster (`run --ray`) it also runs on each node's facts and names the node."""
     if layer not in LAYERS:
         raise ValueError(f"layer {layer!r} is not one of {LAYERS}")
     codes, needs, any_of, events = tuple(codes), tuple(needs), tuple(any_of), tuple(events)
@@ -126,7 +131,8 @@ def check(
         if id in REGISTRY and REGISTRY[id].func is not func:
             raise ValueError(f"check {id!r} registered twice")
         doc = (func.__doc__ or "").strip().splitlines()
-        REGISTRY[id] = CheckSpec(id, layer, func, codes, needs, any_of, events, tuple(after), running, doc[0] if doc else "")
+        REGISTRY[id] = CheckSpec(id, layer, func, codes, needs, any_of, events, tuple(after), running, per_node,
+                                 doc[0] if doc else "")
         return func
 
     return register
@@ -226,6 +232,8 @@ def run_checks(
             layer = spec.layer
             on_layer(layer)
         results[spec.id] = _run_one(spec, facts, results, deadline, failed_engine)
+        if spec.per_node and facts.cluster:
+            _add_node_results(results[spec.id], spec, facts, results, deadline, failed_engine)
     results[COVERAGE_ID] = coverage(facts, specs, list(results.values()))
     return list(results.values())
 
@@ -275,6 +283,30 @@ def _run_one(
     status = "fail" if "error" in severities else "warn" if "warn" in severities else "pass"
     detail = out.detail or "; ".join(f.title for f in out.findings) or "ok"
     return result(status, detail, out.findings, ms)
+
+
+def _add_node_results(
+    row: CheckResult, spec: CheckSpec, facts: Facts, done: dict[str, CheckResult], deadline: Deadline | None, failed_engine: str
+) -> None:
+    """Run a node-local check on each answering Ray node's own GPUs and host, and add what it finds
+    to the check's row, each finding named by its node. A node's finding that repeats one from this
+    machine's own facts (the head node is usually this machine) is not added twice."""
+    assert facts.cluster is not None
+    seen = {(f.code, f.title) for f in row.findings}
+    added = False
+    for node in facts.cluster.nodes.values():
+        if node.error or (node.gpus is None and node.host is None):
+            continue
+        one = _run_one(spec, replace(facts, gpus=node.gpus, host=node.host, cluster=None), done, deadline, failed_engine)
+        for f in one.findings:
+            if (f.code, f.title) not in seen:
+                f.node, f.title = node.label, f"{node.label}: {f.title}"
+                row.findings.append(f)
+                added = True
+    if added:
+        severities = {f.severity for f in row.findings}
+        row.status = "fail" if "error" in severities else "warn" if "warn" in severities else "pass"
+        row.detail = "; ".join(f.title for f in row.findings)
 
 
 def crashed(spec: CheckSpec, exc: BaseException) -> Finding:

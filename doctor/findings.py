@@ -29,6 +29,7 @@ class Finding:
     severity: str = ""
     explains: list[str] = field(default_factory=list)
     check: str = ""
+    node: str = ""  # the Ray node whose own facts gave it (run --ray); "" for this machine or a log
 
     def __post_init__(self) -> None:
         entry = info(self.code)  # raises on an unknown code: codes are a contract

@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from checks.cluster.differences import missing_interfaces
+from doctor.collect import model_copy
 from doctor.facts import Facts
-from doctor.facts.cluster import ClusterFacts, NodeFacts
+from doctor.facts.cluster import ClusterFacts, ModelCopy, NodeFacts
 from doctor.facts.gpu import Gpu, GpuFacts
 from doctor.facts.host import HostFacts
 
@@ -128,3 +132,67 @@ def test_placement_groups_that_can_never_be_placed(tmp_path: Path) -> None:
         "placement group bb can never be placed: STRICT_PACK needs {GPU: 16} on one node; the largest node has {GPU: 8}",
     ]
     assert placement[0]["fixes"][0]["command"].endswith("--tensor-parallel-size 8 --pipeline-parallel-size 2")
+
+
+def test_node_local_gpu_checks_run_on_each_node_and_name_it(tmp_path: Path) -> None:
+    nodes = [node("1", "rack_a", 2, 16384.0), node("2", "rack_b", 2, 16384.0)]
+    nodes[1].gpus.gpus[1].ecc_uncorrected_volatile = 3  # type: ignore[union-attr]
+    report = analyze(tmp_path, ClusterFacts(address="10.0.0.1:6379", nodes={n.node_id: n for n in nodes}))
+    faults = [f for f in report["findings"] if f["code"] == "load.gpu_fault"]
+    assert [(f["node"], f["title"]) for f in faults] == [
+        ("10.0.0.2 node 22222222 [rack_b]", "10.0.0.2 node 22222222 [rack_b]: GPU hardware fault on GPU 1")]
+    assert faults[0]["evidence"] == ["GPU1: 3 uncorrectable ECC error(s) since the last driver load"]
+    assert faults[0]["fixes"][0]["command"] == "sudo nvidia-smi -r -i 1"
+    row = next(c for c in report["checks"] if c["id"] == "load.gpu_health")
+    assert row["status"] == "fail" and "rack_b" in row["detail"]
+
+
+def copy(ref: str, path: str, present: bool = True, gib: float = 14.0, config: str = "a1b2c3d4e5f60718") -> ModelCopy:
+    return ModelCopy(ref=ref, path=path, present=present, files=12 if present else 0, weight_files=4 if present else 0,
+                     bytes=int(gib * 1024**3) if present else 0, config_sha256=config if present else "")
+
+
+def test_model_missing_or_different_on_a_node(tmp_path: Path) -> None:
+    path = "/models/Llama-3.1-8B-Instruct"
+    nodes = [node("1", "rack_a", 8, 16384.0, models=[copy(path, path)]),
+             node("2", "rack_b", 8, 16384.0, models=[copy(path, path)]),
+             node("3", "rack_c", 8, 16384.0, models=[copy(path, path, present=False)]),
+             node("4", "rack_d", 8, 16384.0, models=[copy(path, path, gib=7.5, config="ffffffffffffffff")])]
+    report = analyze(tmp_path, ClusterFacts(address="10.0.0.1:6379", nodes={n.node_id: n for n in nodes}))
+    found = {f["title"]: f for f in report["findings"] if f["code"] == "cluster.model_missing_on_node"}
+    missing = found[f"model {path} is missing on 10.0.0.3 node 33333333 [rack_c]"]
+    assert missing["fixes"][0]["command"] == f"rsync -a 10.0.0.1:{path}/ {path}/"
+    differs = found[f"model {path} differs on 10.0.0.4 node 44444444 [rack_d] from the other nodes' copy"]
+    assert differs["evidence"][0].endswith("12 files, 7.50 GiB, 4 weight files, config.json ffffffffffffffff")
+    assert len(found) == 2
+
+
+def test_a_hub_model_missing_on_a_node_is_downloaded_there(tmp_path: Path) -> None:
+    ref, snap = "meta-llama/Llama-3.1-8B-Instruct", "/root/.cache/huggingface/hub/models--meta-llama--Llama-3.1-8B-Instruct/snapshots/0e9e"
+    nodes = [node("1", "rack_a", 8, 16384.0, models=[copy(ref, snap)]),
+             node("2", "rack_b", 8, 16384.0, models=[copy(ref, snap, present=False)])]
+    report = analyze(tmp_path, ClusterFacts(address="10.0.0.1:6379", nodes={n.node_id: n for n in nodes}))
+    (f,) = [f for f in report["findings"] if f["code"] == "cluster.model_missing_on_node"]
+    assert f["title"] == f"model {ref} is missing on 10.0.0.2 node 22222222 [rack_b]"
+    assert f["fixes"][0]["command"] == f"huggingface-cli download {ref}"
+
+
+def test_model_fingerprint_reads_a_hub_cache_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = tmp_path / "hub" / "models--org--tiny"
+    blob = repo / "blobs" / "abc"
+    blob.parent.mkdir(parents=True)
+    blob.write_bytes(b"x" * 1000)
+    snap = repo / "snapshots" / "0123abcd"
+    snap.mkdir(parents=True)
+    (snap / "model.safetensors").symlink_to(blob)
+    (snap / "config.json").write_text('{"model_type": "llama"}')
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0123abcd")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    got = model_copy.fingerprint("org/tiny")
+    assert (got.present, got.path, got.files, got.weight_files) == (True, str(snap), 2, 1)
+    assert got.bytes == 1000 + len('{"model_type": "llama"}')
+    assert got.config_sha256 == hashlib.sha256(b'{"model_type": "llama"}').hexdigest()[:16]
+    assert model_copy.fingerprint("org/absent").present is False
+    assert model_copy.fingerprint("gpt-4o").path == ""  # a served name, not a model location: nothing to compare

@@ -18,7 +18,7 @@ def documented_codes() -> set[str]:
 
 def test_catalogue_matches_docs() -> None:
     assert set(CODES) == documented_codes()
-    assert len(CODES) == 63
+    assert len(CODES) == 64
 
 
 def test_unknown_code_raises() -> None:

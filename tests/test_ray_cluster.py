@@ -46,18 +46,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster_utils.
     nvml_dir = str(build.compile_fake(tmp / "nvml").parent)
     newer = str(fake_dist(tmp / "site-newer", "vllm", "0.10.1"))
     older = str(fake_dist(tmp / "site-older", "vllm", "0.9.2"))
-    gpu_node = {"LD_LIBRARY_PATH": nvml_dir, "FAKE_NVML_GPUS": "2", "NCCL_SOCKET_IFNAME": "lo", "PYTHONPATH": newer}
+    hf_home = str(cached_model(tmp / "hf", MODEL))
+    gpu_node = {"LD_LIBRARY_PATH": nvml_dir, "FAKE_NVML_GPUS": "2", "NCCL_SOCKET_IFNAME": "lo", "PYTHONPATH": newer,
+                "HF_HOME": hf_home}
     saved = {k: os.environ.get(k) for k in RAY_ENV}
     os.environ.update(RAY_ENV)
     started = time.monotonic()
     c = cluster_utils.Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "include_dashboard": False, "resources": {"head": 1}, "env_vars": {"PYTHONPATH": newer},
+        "num_cpus": 1, "include_dashboard": False, "resources": {"head": 1}, "env_vars": {"PYTHONPATH": newer, "HF_HOME": hf_home},
         "_system_config": FAST_HEALTH})
     try:
         c.add_node(num_cpus=1, num_gpus=2, resources={"node_b": 1}, env_vars={
             **gpu_node, "FAKE_NVML_GPUS": "1", "FAKE_NVML_DRIVER": "535.104.05", "NCCL_SOCKET_IFNAME": "ibnowhere0",
-            "PYTHONPATH": older})
-        c.add_node(num_cpus=1, num_gpus=2, resources={"node_c": 1}, env_vars=gpu_node)
+            "PYTHONPATH": older, "HF_HOME": str(tmp / "hf-empty")})
+        c.add_node(num_cpus=1, num_gpus=2, resources={"node_c": 1}, env_vars={**gpu_node, "FAKE_NVML_ECC": "0,2"})
         c.add_node(num_cpus=1, num_gpus=2, resources={"node_d": 1}, env_vars=gpu_node)
         c.wait_for_nodes()
         TIMES["cluster start-up (head + 3 nodes)"] = time.monotonic() - started
@@ -71,6 +73,25 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cluster_utils.
             else:
                 os.environ[k] = v
         print("\nmeasured: " + "; ".join(f"{k} {v:.1f} s" for k, v in TIMES.items()))
+
+
+MODEL = "org/tiny-model"
+
+
+def cached_model(hf_home: Path, ref: str) -> Path:
+    """A Hugging Face hub cache holding `ref` the way huggingface_hub lays it out (a snapshot of
+    symlinks into blobs/, named by refs/main)."""
+    repo = hf_home / "hub" / ("models--" + ref.replace("/", "--"))
+    snapshot = repo / "snapshots" / "5f0b02c75b57c5855da9ae460ce51323ea669d8a"
+    snapshot.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(snapshot.name)
+    (repo / "blobs").mkdir()
+    for name, body in (("config.json", b'{"model_type": "llama"}'), ("model.safetensors", b"\0" * 4096)):
+        blob = repo / "blobs" / name.replace(".", "-")
+        blob.write_bytes(body)
+        (snapshot / name).symlink_to(blob)
+    return hf_home
 
 
 def findings(out: subprocess.CompletedProcess[str]) -> set[tuple[str, str]]:
@@ -100,7 +121,7 @@ def test_each_planted_difference_is_named_with_its_node(cluster: cluster_utils.C
     skew = next(f for f in report["findings"] if "vLLM" in f["title"])
     assert skew["fixes"][0]["command"] == "pip install 'vllm==0.10.1'"
     # the saved bundle gives the same diagnosis offline
-    offline = cli("analyze", str(bundle), "--format", "json")
+    offline = cli("analyze", str(bundle), "--only", "cluster", "--format", "json")
     assert offline.returncode == 1 and findings(offline) == got
 
 
@@ -212,3 +233,24 @@ def test_a_node_killed_during_the_run_is_named(cluster: cluster_utils.Cluster) -
     dead = [f for f in report["findings"] if f["code"] == "cluster.node_unreachable"]
     assert len(dead) == 1 and "[node_e]" in dead[0]["title"], report["findings"]
     assert any("died" in e or "failed" in e or "did not answer" in e for e in dead[0]["evidence"])
+
+
+def test_node_local_checks_and_the_model_on_every_node(cluster: cluster_utils.Cluster) -> None:
+    """load.gpu_health runs on each node's own GPUs (node_c's fake NVML reports ECC errors on GPU 1),
+    and the model asked for is looked up in each node's hub cache (node_b's HF_HOME is empty)."""
+    started = time.monotonic()
+    out = cli("run", "--ray", cluster.address, "--only", "cluster.models,load.gpu_health", "--model", MODEL,
+              "--format", "json", "--sample", "0.3", "--deadline", "60")
+    TIMES["run --ray, node-local and model checks"] = time.monotonic() - started
+    assert out.returncode == 1, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    nodes = report["facts"]["cluster"]["nodes"].values()
+    label = {tag: f"{n['ip']} node {n['node_id'][:8]} [{tag}]" for n in nodes for tag in ("node_b", "node_c") if tag in n["resources"]}
+    got = {(f["code"], f.get("node", ""), f["title"]) for f in report["findings"]}
+    assert got == {
+        ("load.gpu_fault", label["node_c"], f"{label['node_c']}: GPU hardware fault on GPU 1"),
+        ("cluster.model_missing_on_node", "", f"model {MODEL} is missing on {label['node_b']}"),
+    }
+    missing = next(f for f in report["findings"] if f["code"] == "cluster.model_missing_on_node")
+    assert missing["fixes"][0]["command"] == f"huggingface-cli download {MODEL}"
+    assert "4 weight files" not in missing["evidence"][1] and "1 weight files" in missing["evidence"][1]

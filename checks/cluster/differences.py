@@ -39,12 +39,12 @@ def versions(node: NodeFacts) -> dict[str, str]:
     return out
 
 
-def _majority(groups: dict[str, list[NodeFacts]]) -> str:
+def majority(groups: dict[str, list[NodeFacts]]) -> str:
     """The value most nodes have (on a tie, the first node's): the others are the ones that differ."""
     return max(groups, key=lambda v: len(groups[v]))
 
 
-def _names(nodes: list[NodeFacts]) -> str:
+def names(nodes: list[NodeFacts]) -> str:
     return ", ".join(n.label for n in nodes)
 
 
@@ -63,19 +63,19 @@ def version_skew(facts: Facts) -> Outcome:
             groups.setdefault(per_node[n.node_id].get(key, NOT_INSTALLED), []).append(n)
         if len(groups) < 2:
             continue
-        want = _majority(groups)
+        want = majority(groups)
         odd = [n for v, ns in groups.items() if v != want for n in ns]
-        evidence = [f"{VERSION_NAMES[key]} {v} on {_names(ns)}" for v, ns in groups.items()]
+        evidence = [f"{VERSION_NAMES[key]} {v} on {names(ns)}" for v, ns in groups.items()]
         if want == NOT_INSTALLED:
-            fix = Fix(f"Remove {VERSION_NAMES[key]} from {_names(odd)}, or install the same version on every node")
+            fix = Fix(f"Remove {VERSION_NAMES[key]} from {names(odd)}, or install the same version on every node")
         elif key in PIP_NAMES:
-            fix = Fix(f"On {_names(odd)}: install {VERSION_NAMES[key]} {want}, as on the other nodes",
+            fix = Fix(f"On {names(odd)}: install {VERSION_NAMES[key]} {want}, as on the other nodes",
                       f"pip install '{PIP_NAMES[key]}=={want}'")
         else:
-            fix = Fix(f"On {_names(odd)}: install {VERSION_NAMES[key]} {want}, as on the other nodes"
+            fix = Fix(f"On {names(odd)}: install {VERSION_NAMES[key]} {want}, as on the other nodes"
                       + (" (or use the same container image everywhere)" if key != "python" else ""))
         findings.append(Finding("cluster.version_skew", f"{VERSION_NAMES[key]} differs between nodes: {want} on most; "
-                                + "; ".join(f"{v} on {_names(ns)}" for v, ns in groups.items() if v != want),
+                                + "; ".join(f"{v} on {names(ns)}" for v, ns in groups.items() if v != want),
                                 evidence, [fix]))
     return Outcome(findings, detail=f"{len(keys)} version(s) compared over {len(nodes)} nodes")
 
@@ -110,7 +110,7 @@ def gpu_counts(facts: Facts) -> Outcome:
             "cluster.gpu_resources_mismatch",
             f"GPU counts differ between nodes: {common} on most; " + "; ".join(f"{counts[n.node_id]} on {n.label}" for n in odd),
             evidence,
-            [Fix(f"Give {_names(odd)} {common} GPU(s) like the others (ray start --num-gpus {common}), or remove them from the cluster"),
+            [Fix(f"Give {names(odd)} {common} GPU(s) like the others (ray start --num-gpus {common}), or remove them from the cluster"),
              Fix(f"Or keep tensor parallelism inside the smallest node: {least} GPU(s) per node over {len(gpu_nodes)} nodes",
                  f"vllm serve MODEL --distributed-executor-backend ray --tensor-parallel-size {least} "
                  f"--pipeline-parallel-size {len(gpu_nodes)}")],
@@ -197,9 +197,9 @@ def infiniband(facts: Facts) -> Outcome:
     evidence = [f"{n.label}: InfiniBand {', '.join(n.infiniband)}" for n in with_ib]
     evidence += [f"{n.label}: no InfiniBand device (/sys/class/infiniband is empty or absent)" for n in without]
     return Outcome([Finding(
-        "perf.slow_interconnect", f"InfiniBand on {len(with_ib)} node(s) but not on {_names(without)}: NCCL falls back to sockets",
+        "perf.slow_interconnect", f"InfiniBand on {len(with_ib)} node(s) but not on {names(without)}: NCCL falls back to sockets",
         evidence,
-        [Fix(f"Give {_names(without)} the InfiniBand devices the others have (container: --device=/dev/infiniband, "
+        [Fix(f"Give {names(without)} the InfiniBand devices the others have (container: --device=/dev/infiniband, "
              "--cap-add=IPC_LOCK; Kubernetes: the RDMA device plugin), or keep those nodes out of the deployment"),
          Fix("Confirm what NCCL picked on each node", "NCCL_DEBUG=INFO vllm serve ...   # look for 'NET/IB' vs 'NET/Socket'")],
     )])

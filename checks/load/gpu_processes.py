@@ -50,7 +50,7 @@ def gpu_facts(facts: Facts) -> Outcome:
                    detail="GPU checks skipped: " + g.reason)
 
 
-@check("load.gpu_processes", "load", codes=["load.gpu_memory_occupied"], needs=("gpus",))
+@check("load.gpu_processes", "load", codes=["load.gpu_memory_occupied"], needs=("gpus",), per_node=True)
 def gpu_processes(facts: Facts) -> Outcome:
     """No other process holds the GPU memory the engine asks for."""
     g = fv.gpus(facts)
@@ -104,7 +104,7 @@ def gpu_processes(facts: Facts) -> Outcome:
     return Outcome([Finding("load.gpu_memory_occupied", title, evidence, fixes, explains=SYMPTOMS)])
 
 
-@check("load.gpu_health", "load", codes=["load.gpu_fault"], needs=("gpus",))
+@check("load.gpu_health", "load", codes=["load.gpu_fault"], needs=("gpus",), per_node=True)
 def gpu_health(facts: Facts) -> Outcome:
     """No GPU is lost, with uncorrectable ECC errors, or pending page retirement/row remapping."""
     g = fv.gpus(facts)

@@ -20,7 +20,7 @@ IGNORED = {"idle", "gpu_idle", "sync_boost", "display_clock_setting"}
 NEAR_LIMIT = 0.75
 
 
-@check("perf.clocks", "perf", codes=["perf.gpu_throttled"], needs=("gpus",))
+@check("perf.clocks", "perf", codes=["perf.gpu_throttled"], needs=("gpus",), per_node=True)
 def clocks(facts: Facts) -> Outcome:
     """No GPU is held below its clocks by power, heat or a clock limit."""
     g = fv.gpus(facts)

@@ -31,7 +31,7 @@ def gpu_offload(facts: Facts) -> Outcome:
                             [Fix("Offload every layer to the GPU", "-ngl 999")], explains=["perf.cpu_bound"])])
 
 
-@check("perf.gpu_utilization", "perf", codes=["perf.low_gpu_util"], needs=("gpus",), running=True)
+@check("perf.gpu_utilization", "perf", codes=["perf.low_gpu_util"], needs=("gpus",), running=True, per_node=True)
 def gpu_utilization(facts: Facts) -> Outcome:
     """The engine's GPUs are busy (mean utilization >= 50%) while requests run."""
     cfg = fv.maybe_deployment(facts)

@@ -68,7 +68,8 @@ def collect_run(settings: Settings, opts: RunOptions, deadline: Deadline, progre
         from doctor.collect import ray_cluster
 
         say("load", f"collecting from every node of the Ray cluster {opts.ray}")
-        facts.cluster = guarded(facts, "ray", lambda: ray_cluster.collect(opts.ray, opts.sample, deadline))
+        models = tuple(m for m in dict.fromkeys((settings.model.value or "", facts.deployment.model if facts.deployment else "")) if m)
+        facts.cluster = guarded(facts, "ray", lambda: ray_cluster.collect(opts.ray, opts.sample, deadline, models))
     if "load" in opts.layers or "perf" in opts.layers:
         from doctor.collect import live
 

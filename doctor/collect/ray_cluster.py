@@ -63,7 +63,9 @@ def host_port(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def collect(address: str, sample_s: float, deadline: Deadline) -> ClusterFacts:
+def collect(address: str, sample_s: float, deadline: Deadline, models: tuple[str, ...] = ()) -> ClusterFacts:
+    """`models`: the model references (a local path or a Hugging Face ID) each node is asked to
+    locate and fingerprint."""
     started = time.monotonic()
     target = resolve(address)
     facts = ClusterFacts(address=target or address)
@@ -89,7 +91,7 @@ def collect(address: str, sample_s: float, deadline: Deadline) -> ClusterFacts:
             facts.error = failure
             return facts
         try:
-            _gather(ray, facts, sample_s, deadline)
+            _gather(ray, facts, sample_s, deadline, models)
         finally:
             ray.shutdown()
     facts.seconds = round(time.monotonic() - started, 2)
@@ -117,7 +119,7 @@ def connect(ray: Any, target: str, wait: float) -> str:
     return outcome[0]
 
 
-def _gather(ray: Any, facts: ClusterFacts, sample_s: float, deadline: Deadline) -> None:
+def _gather(ray: Any, facts: ClusterFacts, sample_s: float, deadline: Deadline, models: tuple[str, ...]) -> None:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     for n in ray.nodes():
@@ -138,7 +140,7 @@ def _gather(ray: Any, facts: ClusterFacts, sample_s: float, deadline: Deadline) 
     sample = max(0.1, min(sample_s, budget / 3))
     task = ray.remote(num_cpus=0, max_retries=0)(node_report)
     refs = {
-        task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote(sample, budget): node_id
+        task.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False)).remote(sample, budget, models): node_id
         for node_id, node in facts.nodes.items()
         if node.alive
     }
@@ -169,6 +171,7 @@ def first_line(exc: BaseException) -> str:
 
 def _fill(node: NodeFacts, report: dict[str, Any]) -> None:
     from doctor.facts import from_dict
+    from doctor.facts.cluster import ModelCopy
     from doctor.facts.gpu import GpuFacts
     from doctor.facts.host import HostFacts
 
@@ -179,10 +182,11 @@ def _fill(node: NodeFacts, report: dict[str, Any]) -> None:
     node.interfaces = list(report.get("interfaces") or [])
     node.infiniband = list(report.get("infiniband") or [])
     node.env = dict(report.get("env") or {})
+    node.models = [from_dict(ModelCopy, m) for m in report.get("models") or []]
     node.error = "; ".join(report.get("errors") or [])
 
 
-def node_report(sample_s: float, budget_s: float) -> dict[str, Any]:
+def node_report(sample_s: float, budget_s: float, models: tuple[str, ...] = ()) -> dict[str, Any]:
     """Runs ON each node (a Ray task): the same host and GPU collectors a local run uses, plus
     what only matters across nodes. Returns plain values, so driver and node need not share classes.
     The deadline is rebuilt here from seconds: monotonic clocks differ between machines."""
@@ -191,7 +195,7 @@ def node_report(sample_s: float, budget_s: float) -> dict[str, Any]:
 
     import psutil
 
-    from doctor.collect import gpu, host
+    from doctor.collect import gpu, host, model_copy
     from doctor.facts import to_dict
 
     deadline = Deadline(budget_s)
@@ -211,5 +215,6 @@ def node_report(sample_s: float, budget_s: float) -> dict[str, Any]:
     out["interfaces"] = sorted(psutil.net_if_addrs())
     ib = Path("/sys/class/infiniband")
     out["infiniband"] = sorted(p.name for p in ib.iterdir()) if ib.is_dir() else []
+    out["models"] = [to_dict(model_copy.fingerprint(ref)) for ref in models]
     out["env"] = {k: v for k, v in os.environ.items() if k.startswith(NODE_ENV_PREFIXES) and not host.SECRET_ENV.search(k)}
     return out

@@ -15,6 +15,20 @@ from doctor.facts.host import HostFacts
 
 
 @dataclass
+class ModelCopy:
+    """A model as one node has it: where it was looked for, and a fingerprint to compare nodes by."""
+
+    ref: str  # as given: a local path or a Hugging Face ID
+    path: str = ""  # where it was looked for on the node (the path, or its hub-cache snapshot)
+    present: bool = False
+    files: int = 0
+    weight_files: int = 0
+    bytes: int = 0
+    config_sha256: str = ""  # of config.json, the first 16 hex digits
+    error: str = ""  # why it could not be read (permissions, too many files)
+
+
+@dataclass
 class NodeFacts:
     node_id: str
     ip: str = ""
@@ -29,6 +43,7 @@ class NodeFacts:
     interfaces: list[str] = field(default_factory=list)  # network interfaces present on the node
     infiniband: list[str] = field(default_factory=list)  # /sys/class/infiniband devices
     env: dict[str, str] = field(default_factory=dict)  # NCCL_*/GLOO_* socket and IB variables its workers see
+    models: list[ModelCopy] = field(default_factory=list)  # the model the deployment serves, as this node has it
 
     @property
     def label(self) -> str:

@@ -56,6 +56,7 @@ class Report:
                     "severity": f.severity,
                     "layer": f.layer,
                     "check": f.check,
+                    **({"node": f.node} if f.node else {}),
                     "title": f.title,
                     "evidence": list(f.evidence),
                     "fixes": [{"summary": x.summary, "command": x.command} for x in f.fixes],
