@@ -91,3 +91,27 @@ def normalise(no: int, raw: bytes | str) -> Line:
         else:
             break
     return Line(no, text, line, process, level)
+
+
+WRAP_WIDTH = 79  # a terminal cuts a long line at its width, 80 columns at the least (79 when a paste drops the cut space)
+WRAP_MIN = 100  # a message at least this long may have been hard-wrapped by a tool, whatever its prefix
+
+
+def joined(prev: Line, line: Line) -> Line | None:
+    """`line` as the rest of `prev`, a line cut at a terminal's width (or a long message a tool
+    hard-wrapped), as one Line: the halves joined as they are, since a cut falls mid-word as
+    often as on a space (the catalogue's templates match with or without the space). None when
+    `prev` is not cut or `line` has a log prefix of its own: it starts a record then."""
+    if len(prev.raw) < WRAP_WIDTH:
+        return None
+    if line.text != line.raw.strip() and len(prev.text) < WRAP_MIN:
+        return None
+    return Line(prev.no, prev.text + line.text, prev.raw + line.raw, prev.process or line.process, prev.level or line.level)
+
+
+def carried(prev: Line | None, line: Line) -> Line | None:
+    """What to keep, after a line no rule matched, in case the next line continues it: the
+    message so far (`prev` joined with `line` when `line` continues it) when `line` was itself cut."""
+    if len(line.raw) < WRAP_WIDTH:
+        return None
+    return (joined(prev, line) if prev is not None else None) or line
