@@ -215,9 +215,12 @@ class LogScanner:
             self._args_follow = ARGS_FOLLOW_LINES
         self._setup(text)
         found = None if _is_frame(text) else ev.match(text)
-        whole = joined(self._prev, line) if found is None and self._prev is not None else None
-        if whole is not None and (found := ev.match(whole.text)) is not None:
-            line = whole
+        # a line cut by a terminal: the message may go on in this one (an echo names no cause: its rest may)
+        open_ended = found is None or found[0].echo
+        whole = joined(self._prev, line) if open_ended and self._prev is not None else None
+        longer = ev.match(whole.text) if whole is not None else None
+        if longer is not None and (found is None or not longer[0].echo):
+            line, found = whole, longer  # type: ignore[assignment]
             self._take_back()
         self._undo = None
         before = self.tracker.milestone
@@ -232,7 +235,7 @@ class LogScanner:
             self._add(line, signal.kind, True, signal.values, signal.extra)
         elif found is None and not self.failures.open:
             self._note_serving(text.lower().encode())
-        self._prev = carried(self._prev, line) if found is None and not self.failures.open else None
+        self._prev = carried(self._prev, line) if (found is None or found[0].echo) and not self.failures.open else None
 
     def _command(self, text: str) -> None:
         if self._cmd_open:
