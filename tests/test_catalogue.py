@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -195,3 +197,16 @@ def test_templates_compile_tolerantly() -> None:
     assert m is not None and (m.group("flag"), m.group("n")) == ("--foo", "1,024")
     assert compiled.search("argument `--foo` of 12 isbad {x}")  # a wrap that fell on the space
     assert literal == len("argumentofisbad{x}")
+
+
+def test_catalogue_command_counts_templates_per_engine_kind_and_code() -> None:
+    out = subprocess.run([sys.executable, "-m", "doctor", "catalogue", "--format", "json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["templates"] == len(ENTRIES)
+    assert data["per_engine"]["vllm"] == sum(e.engine == "vllm" for e in ENTRIES)
+    # the kind -> code map comes from the checks' declarations: tp_gpus is read by load.parallel
+    assert data["per_kind"]["tp_gpus"] == {"templates": sum(e.kind == "tp_gpus" for e in ENTRIES), "codes": ["load.tp_invalid"]}
+    assert data["per_code"]["load.tp_invalid"] >= data["per_kind"]["tp_gpus"]["templates"]
+    text = subprocess.run([sys.executable, "-m", "doctor", "catalogue"], capture_output=True, text=True, timeout=120)
+    assert text.returncode == 0 and f"{len(ENTRIES)} templates" in text.stdout and "per finding code:" in text.stdout
