@@ -111,12 +111,13 @@ def test_a_hand_rule_with_more_values_keeps_its_line() -> None:
     assert found[1]["tried"] == 1.74 and found[1]["total"] == 94.97
 
 
-def test_a_wrapped_message_is_one_event_with_its_numbers() -> None:
-    """A hand rule's message cut by a terminal at 80 columns, behind a worker prefix: re-joined."""
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_wrapped_message_is_one_event_with_its_numbers(width: int) -> None:
+    """A hand rule's message cut by a terminal at its width, behind a worker prefix: re-joined."""
     line = ("(VllmWorker rank=0 pid=1234) ERROR 12-03 10:00:01 [worker.py:123] ValueError: The model's max seq len (32768) "
             "is larger than the maximum number of tokens that can be stored in KV cache (21248). Try increasing "
             "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
-    events = [e for e in _events(_wrap(line)) if e.kind == "kv_cache_too_small"]
+    events = [e for e in _events(_wrap(line, width)) if e.kind == "kv_cache_too_small"]
     assert len(events) == 1
     assert (events[0].values["max_seq_len"], events[0].values["kv_tokens"]) == (32768, 21248)
     assert events[0].line_no == 1

@@ -107,15 +107,16 @@ def normalise(no: int, raw: bytes | str) -> Line:
     return Line(no, text, line, process, level)
 
 
-TERMINAL_WIDTH = 80  # a terminal cuts a long line at its width: a cut line is exactly this long (79: the paste dropped the cut space)
+# a terminal cuts a long line at its width: a cut line is exactly that long (one less: the paste dropped the cut space)
+TERMINAL_WIDTHS = frozenset(n for w in (80, 100, 120, 132, 160, 200) for n in (w - 1, w))
 WRAP_MIN = 100  # a message at least this long may have been hard-wrapped by a tool, whatever its width
 
 
 def _cut(line: Line) -> bool:
-    """The line may go on in the next one. Only lines of exactly a terminal's width count (not
-    every long line): a steady-state log is all long lines, and each line kept makes the scanner
-    read the next one."""
-    return len(line.raw.rstrip("\r\n")) in (TERMINAL_WIDTH - 1, TERMINAL_WIDTH) or len(line.text) >= WRAP_MIN
+    """The line may go on in the next one. Only lines of exactly a common terminal width count
+    (not every long line): a steady-state log is all long lines, each line kept makes the scanner
+    read the next one, and "every line >= 79" read whole SGLang logs line by line."""
+    return len(line.raw.rstrip("\r\n")) in TERMINAL_WIDTHS or len(line.text) >= WRAP_MIN
 
 
 def joined(prev: Line, line: Line) -> Line | None:
