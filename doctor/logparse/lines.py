@@ -121,12 +121,14 @@ def _cut(line: Line) -> bool:
 
 def joined(prev: Line, line: Line) -> Line | None:
     """`line` as the rest of `prev` (a line carried() kept) as one Line: the halves joined as they
-    are, since a cut falls mid-word as often as on a space (the catalogue's templates match with or
-    without the space). None when `line` has a log prefix of its own (it starts a record) and
+    are, since a cut falls mid-word as often as on a space (with the space when the paste kept it;
+    the catalogue's templates match with or without it). None when `line` has a log prefix of its own (it starts a record) and
     `prev` is not a long message a tool may have wrapped anywhere."""
     if line.text != line.raw.strip() and len(prev.text) < WRAP_MIN:
         return None
-    return Line(prev.no, prev.text + line.text, prev.raw + line.raw, prev.process or line.process, prev.level or line.level)
+    # the cut space survives at the end of the first half or the start of the second when the paste kept it
+    space = " " if prev.raw[-1:].isspace() or line.raw[:1].isspace() else ""
+    return Line(prev.no, prev.text + space + line.text, prev.raw + line.raw, prev.process or line.process, prev.level or line.level)
 
 
 def carried(prev: Line | None, line: Line) -> Line | None:
