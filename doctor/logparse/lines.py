@@ -5,13 +5,14 @@ Engine logs reach us dirty: ANSI colours (sometimes with the ESC byte lost in a 
 or more prefixes stacked in front of the message: a collector's timestamp (`  | 2025-03-07T05:56:27Z
 | `, Cloud Logging's `ERROR 2025-04-05T00:01:19.2Z`), a Ray/multiprocessing process tag
 (`(VllmWorker rank=1 pid=4321)`, `(RayWorkerWrapper pid=N, ip=...)`), torch's `[rank0]:`, mpirun's
-`[1,0]<stderr>:`, and the engine's own record header (vLLM `INFO 05-12 10:11:12 [engine.py:123]`,
+`[1,0]<stderr>:`, a container runtime's `stderr F`, and the engine's own record header (vLLM `INFO 05-12 10:11:12 [engine.py:123]`,
 SGLang `[2025-03-10 16:21:21 TP1]`, TGI `2024-09-03T04:36:57.491823Z  INFO text_generation_launcher:`).
 The grammar in events.py matches the message only, so it does not care which of these were there.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -32,6 +33,8 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("stamp", re.compile(r"(?:\[" + _TS + r"\]|" + _TS + r"(?=[\s|]))\s*\|?\s*")),
+    # a node's container log file (CRI): `<timestamp> stderr F <message>`, after the stamp went
+    ("cri", re.compile(r"(?:stdout|stderr) [FP] ")),
     ("cloud", re.compile(r"(?P<level>DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL)\s+\d{4}-\d\d-\d\dT[\d:.]+Z\s*")),
     ("rank", re.compile(r"\[(?P<proc>rank\d+)\]:\s?")),
     ("mpi", re.compile(r"\[(?P<proc>\d+,\d+)\]<std(?:err|out)>:\s?")),
@@ -73,10 +76,21 @@ def clean(text: str) -> str:
     return CONTROL.sub("", text)
 
 
+def _docker_json(text: str) -> str:
+    """Docker's json-file log line (`{"log":"...\\n","stream":"stderr","time":"..."}`) -> its message."""
+    if not text.startswith('{"log":'):
+        return text
+    try:
+        message = json.loads(text).get("log")
+    except (ValueError, AttributeError):
+        return text
+    return clean(message).strip() if isinstance(message, str) else text
+
+
 def normalise(no: int, raw: bytes | str) -> Line:
     """One physical line -> Line with its prefixes peeled off."""
     line = clean(decode(raw))
-    text, process, level = line.strip(), "", ""
+    text, process, level = _docker_json(line.strip()), "", ""
     for _ in range(8):  # prefixes stack ("(EngineCore pid=1) (RayWorkerWrapper pid=2) INFO ...")
         for _name, pattern in _PREFIXES:
             m = pattern.match(text)
@@ -91,3 +105,35 @@ def normalise(no: int, raw: bytes | str) -> Line:
         else:
             break
     return Line(no, text, line, process, level)
+
+
+# a terminal cuts a long line at its width: a cut line is exactly that long (one less: the paste dropped the cut space)
+TERMINAL_WIDTHS = frozenset(n for w in (80, 100, 120, 132, 160, 200) for n in (w - 1, w))
+WRAP_MIN = 100  # a message at least this long may have been hard-wrapped by a tool, whatever its width
+
+
+def _cut(line: Line) -> bool:
+    """The line may go on in the next one. Only lines of exactly a common terminal width count
+    (not every long line): a steady-state log is all long lines, each line kept makes the scanner
+    read the next one, and "every line >= 79" read whole SGLang logs line by line."""
+    return len(line.raw.rstrip("\r\n")) in TERMINAL_WIDTHS or len(line.text) >= WRAP_MIN
+
+
+def joined(prev: Line, line: Line) -> Line | None:
+    """`line` as the rest of `prev` (a line carried() kept) as one Line: the halves joined as they
+    are, since a cut falls mid-word as often as on a space (with the space when the paste kept it;
+    the catalogue's templates match with or without it). None when `line` has a log prefix of its own (it starts a record) and
+    `prev` is not a long message a tool may have wrapped anywhere."""
+    if line.text != line.raw.strip() and len(prev.text) < WRAP_MIN:
+        return None
+    # the cut space survives at the end of the first half or the start of the second when the paste kept it
+    space = " " if prev.raw[-1:].isspace() or line.raw[:1].isspace() else ""
+    return Line(prev.no, prev.text + space + line.text, prev.raw + line.raw, prev.process or line.process, prev.level or line.level)
+
+
+def carried(prev: Line | None, line: Line) -> Line | None:
+    """What to keep, after a line no rule explained, in case the next line continues it: the
+    message so far (`prev` joined with `line` when `line` continues it) when `line` was itself cut."""
+    if not _cut(line):
+        return None
+    return (joined(prev, line) if prev is not None else None) or line
