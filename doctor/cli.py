@@ -219,6 +219,15 @@ def list_checks() -> None:
     click.echo(f"{'':<39}codes: load.unrecognized_failure, access.unrecognized_failure, doctor.check_crashed, doctor.input_incomplete")
 
 
+@main.command(name="catalogue")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def catalogue_coverage(fmt: str) -> None:
+    """What the message catalogue covers: templates per engine, per event kind and per finding code."""
+    from doctor.catalogue_coverage import coverage, render
+
+    click.echo(render(coverage(), fmt))
+
+
 def color_wanted(fmt: str, output: str | None) -> bool:
     return fmt == "text" and output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
 

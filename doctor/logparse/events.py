@@ -6,6 +6,10 @@ become `values`, converted to numbers where they look like numbers ("1,192,160" 
 "462.00 MiB" -> GiB). No decisions here: which finding an event means is the checks' business.
 The phase an out-of-memory happened in is a fact about the log (where it was), tracked by
 `PhaseTracker` from the start-up milestones and the frames of the traceback around it.
+
+Two sources of rules: the hand regexes below (wordings with several alternatives, tuned on real
+logs) and the message catalogue (doctor/data/catalogue/*.jsonl, compiled by catalogue.py): one
+template per message as the engine's or client's source writes it, with where it comes from.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
-from doctor.logparse import prefilter
+from doctor.logparse import catalogue, prefilter
 
 _NUM = r"\d[\d,]*(?:\.\d+)?"
 _SIZE = _NUM + r"\s*[KMGT]i?B"
@@ -31,6 +35,9 @@ class Rule:
     # the line only echoes a failure stated elsewhere ("failed to load model"): it names no cause,
     # so when nothing else does, the failure reader (failures.py) still reports it
     echo: bool = False
+    # a catalogue template: where its wording comes from (owner/repo@ref:path) and whose it is
+    source: str = ""
+    engine: str = ""
 
 
 def _status(code: int) -> str:
@@ -45,8 +52,8 @@ def _r(kind: str, pattern: str, fatal: bool = True, flags: int = re.I, echo: boo
     return Rule(kind, compiled, fatal, tuple(prefilter.literals([compiled])), echo)
 
 
-# Ordered: the first rule that matches a message wins, so specific wordings come before generic ones.
-RULES: tuple[Rule, ...] = (
+# Ordered: the first hand rule that matches a message wins, so specific wordings come before generic ones.
+HAND_RULES: tuple[Rule, ...] = (
     # --- KV cache capacity ------------------------------------------------------------------
     _r(
         "kv_cache_too_small",
@@ -337,6 +344,22 @@ RULES: tuple[Rule, ...] = (
     _r("nccl_net_socket", r"(?:(?P<host>[\w.<>-]+):\d+:\d+ \[\d+\] )?NCCL INFO NET/Socket : Using (?P<ifaces>\S.*)", False),
 )
 
+
+
+def _catalogue_rules() -> tuple[Rule, ...]:
+    """The catalogue's templates, longest literal text first (the most specific wording wins)."""
+    entries = catalogue.load({r.kind for r in HAND_RULES})
+    rules = []
+    for e in sorted(entries, key=lambda e: -e.literal):
+        # its most telling word: the longest that steady-state noise does not hold
+        word = max(e.words, key=lambda w: (not prefilter.in_noise(w), len(w)))
+        rules.append(Rule(e.kind, re.compile(e.regex, re.I), e.fatal, (word,), e.echo, e.source, e.engine))
+    return tuple(rules)
+
+
+CATALOGUE_RULES = _catalogue_rules()
+RULES: tuple[Rule, ...] = HAND_RULES + CATALOGUE_RULES
+
 # start-up milestones and traceback frames -> the phase an OOM belongs to
 PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -437,24 +460,56 @@ _RULES_OF = {lit: frozenset(i for i, rule in enumerate(RULES) if lit in rule.lit
 
 
 def match(text: str) -> tuple[Rule, dict[str, object]] | None:
-    """The first rule matching this message, with its values (numbers converted)."""
+    """The rule matching this message, with its values (numbers converted).
+
+    The first hand rule that matches and the first catalogue template that matches compete: of two
+    kinds, the match that spells out more fixed text (its span less its captures) wins, a hand
+    rule on a tie; of one kind, the one with more values. So a template for a whole message beats
+    a hand rule's keyword ("Cannot allocate memory" inside an NCCL registration failure), and the
+    hand rules keep the lines they were tuned on."""
     low = text.lower()
     tried: set[int] = set()
     for lit in _LITERALS:
         if lit in low:
             tried |= _RULES_OF[lit]
+    hand: tuple[Rule, re.Match[str]] | None = None
+    listed: tuple[Rule, re.Match[str]] | None = None
     for i in sorted(tried):
         rule = RULES[i]
+        if (listed if rule.source else hand) is not None:
+            continue
         m = rule.pattern.search(text)
-        if m:
-            values: dict[str, object] = {}
-            for key, raw in m.groupdict().items():
-                if raw is None:
-                    continue
-                key = key.rstrip("0123456789") if key[-1].isdigit() and key[:-1] in _BASE_KEYS else key
-                values.setdefault(key, to_number(raw))
-            return rule, values
-    return None
+        if m is None:
+            continue
+        if rule.source:
+            listed = (rule, m)
+            break  # the catalogue comes after every hand rule
+        hand = (rule, m)
+    if hand is None and listed is None:
+        return None
+    best = hand if listed is None else listed if hand is None else _better(hand, listed)
+    rule, m = best
+    values: dict[str, object] = {}
+    for key, raw in m.groupdict().items():
+        if raw is None:
+            continue
+        key = key.rstrip("0123456789") if key[-1].isdigit() and key[:-1] in _BASE_KEYS else key
+        values.setdefault(key, to_number(raw))
+    if rule.source:
+        values["template_source"] = rule.source
+    return rule, values
+
+
+def _fixed(m: re.Match[str]) -> int:
+    """Characters of the match that are not captured values: how much wording it pinned down."""
+    return len(m.group()) - sum(len(v) for v in m.groupdict().values() if v)
+
+
+def _better(hand: tuple[Rule, re.Match[str]], listed: tuple[Rule, re.Match[str]]) -> tuple[Rule, re.Match[str]]:
+    if hand[0].kind == listed[0].kind:
+        count = [sum(v is not None for v in m.groupdict().values()) for _, m in (hand, listed)]
+        return listed if count[1] > count[0] else hand
+    return listed if _fixed(listed[1]) > _fixed(hand[1]) else hand
 
 
 # groups named xxx2/xxx3 are alternatives of xxx (one regex, several wordings)

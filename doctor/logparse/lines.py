@@ -5,13 +5,14 @@ Engine logs reach us dirty: ANSI colours (sometimes with the ESC byte lost in a 
 or more prefixes stacked in front of the message: a collector's timestamp (`  | 2025-03-07T05:56:27Z
 | `, Cloud Logging's `ERROR 2025-04-05T00:01:19.2Z`), a Ray/multiprocessing process tag
 (`(VllmWorker rank=1 pid=4321)`, `(RayWorkerWrapper pid=N, ip=...)`), torch's `[rank0]:`, mpirun's
-`[1,0]<stderr>:`, and the engine's own record header (vLLM `INFO 05-12 10:11:12 [engine.py:123]`,
+`[1,0]<stderr>:`, a container runtime's `stderr F`, and the engine's own record header (vLLM `INFO 05-12 10:11:12 [engine.py:123]`,
 SGLang `[2025-03-10 16:21:21 TP1]`, TGI `2024-09-03T04:36:57.491823Z  INFO text_generation_launcher:`).
 The grammar in events.py matches the message only, so it does not care which of these were there.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -32,6 +33,8 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("stamp", re.compile(r"(?:\[" + _TS + r"\]|" + _TS + r"(?=[\s|]))\s*\|?\s*")),
+    # a node's container log file (CRI): `<timestamp> stderr F <message>`, after the stamp went
+    ("cri", re.compile(r"(?:stdout|stderr) [FP] ")),
     ("cloud", re.compile(r"(?P<level>DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL)\s+\d{4}-\d\d-\d\dT[\d:.]+Z\s*")),
     ("rank", re.compile(r"\[(?P<proc>rank\d+)\]:\s?")),
     ("mpi", re.compile(r"\[(?P<proc>\d+,\d+)\]<std(?:err|out)>:\s?")),
@@ -73,10 +76,21 @@ def clean(text: str) -> str:
     return CONTROL.sub("", text)
 
 
+def _docker_json(text: str) -> str:
+    """Docker's json-file log line (`{"log":"...\\n","stream":"stderr","time":"..."}`) -> its message."""
+    if not text.startswith('{"log":'):
+        return text
+    try:
+        message = json.loads(text).get("log")
+    except (ValueError, AttributeError):
+        return text
+    return clean(message).strip() if isinstance(message, str) else text
+
+
 def normalise(no: int, raw: bytes | str) -> Line:
     """One physical line -> Line with its prefixes peeled off."""
     line = clean(decode(raw))
-    text, process, level = line.strip(), "", ""
+    text, process, level = _docker_json(line.strip()), "", ""
     for _ in range(8):  # prefixes stack ("(EngineCore pid=1) (RayWorkerWrapper pid=2) INFO ...")
         for _name, pattern in _PREFIXES:
             m = pattern.match(text)
@@ -91,3 +105,27 @@ def normalise(no: int, raw: bytes | str) -> Line:
         else:
             break
     return Line(no, text, line, process, level)
+
+
+WRAP_WIDTH = 79  # a terminal cuts a long line at its width, 80 columns at the least (79 when a paste drops the cut space)
+WRAP_MIN = 100  # a message at least this long may have been hard-wrapped by a tool, whatever its prefix
+
+
+def joined(prev: Line, line: Line) -> Line | None:
+    """`line` as the rest of `prev`, a line cut at a terminal's width (or a long message a tool
+    hard-wrapped), as one Line: the halves joined as they are, since a cut falls mid-word as
+    often as on a space (the catalogue's templates match with or without the space). None when
+    `prev` is not cut or `line` has a log prefix of its own: it starts a record then."""
+    if len(prev.raw) < WRAP_WIDTH:
+        return None
+    if line.text != line.raw.strip() and len(prev.text) < WRAP_MIN:
+        return None
+    return Line(prev.no, prev.text + line.text, prev.raw + line.raw, prev.process or line.process, prev.level or line.level)
+
+
+def carried(prev: Line | None, line: Line) -> Line | None:
+    """What to keep, after a line no rule matched, in case the next line continues it: the
+    message so far (`prev` joined with `line` when `line` continues it) when `line` was itself cut."""
+    if len(line.raw) < WRAP_WIDTH:
+        return None
+    return (joined(prev, line) if prev is not None else None) or line

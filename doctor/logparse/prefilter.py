@@ -67,6 +67,11 @@ class _Info:
     factor: frozenset[str] | None  # ... and contains one of these
 
 
+def in_noise(literal: str) -> bool:
+    """Whether real steady-state lines hold this (lower-case) literal: it would admit the whole log."""
+    return literal in _NOISE
+
+
 def _exact(strings: frozenset[str]) -> _Info:
     return _Info(strings, strings, strings, None)
 

@@ -18,7 +18,7 @@ from doctor.logparse import events as ev
 from doctor.logparse import failures as fl
 from doctor.logparse import prefilter as pf
 from doctor.logparse import setup as st
-from doctor.logparse.lines import Line, normalise
+from doctor.logparse.lines import Line, carried, joined, normalise
 
 # Traceback frames carry the phase of an OOM (PhaseTracker) and are never events themselves.
 FRAME_LITERALS = ('file "', "frame #", ") [0x", "traceback (most recent call last)")
@@ -47,7 +47,6 @@ TEMPLATE = re.compile(r"0x[0-9a-fA-F]+|[0-9a-fA-F]{8,}|\d+")
 MAX_ARGS_CHARS = 256 * 1024
 MAX_LINE = 64 * 1024  # a longer line is cut here (a file without newlines cannot fill memory)
 ARGS_FOLLOW_LINES = 120  # TGI pretty-prints `Args {` over many lines
-WRAP_MIN = 100  # a line at least this long that ends unmatched may be hard-wrapped
 MAX_COMMANDS = 8  # engine command lines kept (each with its `\` continuation lines)
 MAX_COMMAND_CHARS = 8192
 ENGINE_SURE = 256  # engine markers after which the engine is known (see _detect)
@@ -216,11 +215,13 @@ class LogScanner:
             self._args_follow = ARGS_FOLLOW_LINES
         self._setup(text)
         found = None if _is_frame(text) else ev.match(text)
-        if found is None and self._prev is not None and len(self._prev.text) >= WRAP_MIN:
-            found = ev.match(self._prev.text + text)
-            if found is not None:
-                line = Line(self._prev.no, self._prev.text + text, self._prev.raw + line.raw, line.process, line.level)
-                self._take_back()
+        # a line cut by a terminal: the message may go on in this one (an echo names no cause: its rest may)
+        open_ended = found is None or found[0].echo
+        whole = joined(self._prev, line) if open_ended and self._prev is not None else None
+        longer = ev.match(whole.text) if whole is not None else None
+        if longer is not None and (found is None or not longer[0].echo):
+            line, found = whole, longer  # type: ignore[assignment]
+            self._take_back()
         self._undo = None
         before = self.tracker.milestone
         self.tracker.feed(text)
@@ -234,8 +235,7 @@ class LogScanner:
             self._add(line, signal.kind, True, signal.values, signal.extra)
         elif found is None and not self.failures.open:
             self._note_serving(text.lower().encode())
-        keep = found is None and len(text) >= WRAP_MIN and not self.failures.open
-        self._prev = line if keep else None
+        self._prev = carried(self._prev, line) if (found is None or found[0].echo) and not self.failures.open else None
 
     def _command(self, text: str) -> None:
         if self._cmd_open:
