@@ -107,25 +107,30 @@ def normalise(no: int, raw: bytes | str) -> Line:
     return Line(no, text, line, process, level)
 
 
-WRAP_WIDTH = 79  # a terminal cuts a long line at its width, 80 columns at the least (79 when a paste drops the cut space)
-WRAP_MIN = 100  # a message at least this long may have been hard-wrapped by a tool, whatever its prefix
+TERMINAL_WIDTH = 80  # a terminal cuts a long line at its width: a cut line is exactly this long (79: the paste dropped the cut space)
+WRAP_MIN = 100  # a message at least this long may have been hard-wrapped by a tool, whatever its width
+
+
+def _cut(line: Line) -> bool:
+    """The line may go on in the next one. Only lines of exactly a terminal's width count (not
+    every long line): a steady-state log is all long lines, and each line kept makes the scanner
+    read the next one."""
+    return len(line.raw.rstrip("\r\n")) in (TERMINAL_WIDTH - 1, TERMINAL_WIDTH) or len(line.text) >= WRAP_MIN
 
 
 def joined(prev: Line, line: Line) -> Line | None:
-    """`line` as the rest of `prev`, a line cut at a terminal's width (or a long message a tool
-    hard-wrapped), as one Line: the halves joined as they are, since a cut falls mid-word as
-    often as on a space (the catalogue's templates match with or without the space). None when
-    `prev` is not cut or `line` has a log prefix of its own: it starts a record then."""
-    if len(prev.raw) < WRAP_WIDTH:
-        return None
+    """`line` as the rest of `prev` (a line carried() kept) as one Line: the halves joined as they
+    are, since a cut falls mid-word as often as on a space (the catalogue's templates match with or
+    without the space). None when `line` has a log prefix of its own (it starts a record) and
+    `prev` is not a long message a tool may have wrapped anywhere."""
     if line.text != line.raw.strip() and len(prev.text) < WRAP_MIN:
         return None
     return Line(prev.no, prev.text + line.text, prev.raw + line.raw, prev.process or line.process, prev.level or line.level)
 
 
 def carried(prev: Line | None, line: Line) -> Line | None:
-    """What to keep, after a line no rule matched, in case the next line continues it: the
+    """What to keep, after a line no rule explained, in case the next line continues it: the
     message so far (`prev` joined with `line` when `line` continues it) when `line` was itself cut."""
-    if len(line.raw) < WRAP_WIDTH:
+    if not _cut(line):
         return None
     return (joined(prev, line) if prev is not None else None) or line

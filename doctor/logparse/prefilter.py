@@ -51,6 +51,7 @@ NOISE_SAMPLE = (
     "[16:43:29 TP0] Prefill batch. #new-seq: 1, #new-token: 2062, #cached-token: 0, cache hit rate: 0.00%, token usage: 0.00, "
     "#running-req: 0, #queue-req: 0",
     "(VllmWorker rank=1 pid=4321) INFO 05-03 18:07:25 [custom_all_reduce.py:196] Registering 8855 cuda graph addresses",
+    "(EngineCore_0 pid=2881) INFO 09-04 01:29:00 [core.py:636] Waiting for init message from front-end.",
     "(APIServer pid=1) WARNING 05-03 18:07:25 [protocol.py:58] The following fields were present in the request but ignored: {'stream_options'}",
     "slot update_slots: id  0 | task 0 | new prompt, n_ctx_slot = 4096, n_keep = 0, n_prompt_tokens = 12",
 )
