@@ -69,17 +69,32 @@ class LogView:
         ]
 
 
+def tier(e: LogEvent) -> str:
+    """How the event was recognised: a rule's template (maybe inside a wrapper, see
+    doctor.logparse.chains), a keyword family, or nothing (`unrecognised`)."""
+    if e.values.get("tier"):
+        return str(e.values["tier"])
+    return "unrecognised" if e.kind in GENERIC_KINDS else "template"
+
+
+def where(e: LogEvent) -> str:
+    """`source:line` of an event, as its quoted lines start."""
+    return f"{e.source}:{e.line_no}" if e.source else f"line {e.line_no}"
+
+
 def evidence(found: list[LogEvent], limit: int = 4) -> list[str]:
     """The quoted lines, with where they are and how often they repeat (a repeated message: its
-    first line, and its last when that differs)."""
+    first line, and its last when that differs), then which tier recognised them."""
     out = []
     for e in found[:limit]:
-        where = f"{e.source}:{e.line_no}" if e.source else f"line {e.line_no}"
         times = f" (x{e.count})" if e.count > 1 else ""
         for line in e.lines:
-            out.append(f"{where}{times}: {line}")
+            out.append(f"{where(e)}{times}: {line}")
         if e.last_line:
             out.append(f"{e.source + ':' if e.source else 'line '}{e.last_line_no} (last of them): {e.last_line}")
     if len(found) > limit:
         out.append(f"... and {len(found) - limit} more such lines")
+    tiers = list(dict.fromkeys(tier(e) for e in found[:limit]))
+    if tiers:
+        out.append(f"recognised by: {'; '.join(tiers)}")
     return out

@@ -10,13 +10,18 @@ new exception class, another engine's wording or a crash without a message still
 - a line logged at ERROR / CRITICAL / FATAL level.
 The scanner turns these into events of the kinds `exception`, `crash_signal` and `error_line`,
 only for lines no specific rule matched; the engine (doctor/unrecognized.py) reports them when no
-check recognised the failure.
+check recognised the failure. Before that, the failure is read as a chain (doctor/logparse/chains.py):
+a wrapper printed because something else failed first is marked `cascade` (never the root), and a
+line whose words belong to a keyword family ("out of memory", "NCCL", "certificate" ...) becomes an
+event of the family's kind, so the check that knows its fix judges it.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from doctor.logparse import chains
 
 KINDS = ("exception", "crash_signal", "error_line")
 # lower-case literals one of which every line this module reacts to contains (the scanner's prefilter)
@@ -103,6 +108,10 @@ class FailureReader:
     def feed(self, text: str, level: str, recognised: bool) -> Signal | None:
         """One normalised message. `recognised`: a rule already read it (then the traceback it ends
         is explained, and nothing generic is said)."""
+        signal = self._read(text, level, recognised)
+        return None if signal is None else classify(signal, text)
+
+    def _read(self, text: str, level: str, recognised: bool) -> Signal | None:
         if TRACEBACK.search(text):
             self.reset()
             self.open = True
@@ -150,6 +159,18 @@ def _exception_values(m: re.Match[str], frames: list[str]) -> dict[str, object]:
         if last:
             values["frame"] = f"{last.group('file').rsplit('/', 1)[-1]}:{last.group('line')} in {last.group('func') or '?'}"
     return values
+
+
+def classify(signal: Signal, text: str) -> Signal:
+    """A wrapper is marked as the cascade it is; a failure whose words belong to a keyword family
+    becomes an event of the family's kind (the tier it was recognised by is kept in its values)."""
+    wrapper = chains.cascade(text)
+    if wrapper:
+        return Signal(signal.kind, {**signal.values, "cascade": wrapper}, signal.extra)
+    found = chains.family(text)
+    if found is None:
+        return signal
+    return Signal(found.kind, {**signal.values, "tier": f"family: {found.name}"}, signal.extra)
 
 
 def line_signal(text: str, level: str) -> Signal | None:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from doctor.facts.logs import LogEvent, LogFacts
+from doctor.logparse import chains
 from doctor.logparse import events as ev
 from doctor.logparse import failures as fl
 from doctor.logparse import prefilter as pf
@@ -215,9 +216,9 @@ class LogScanner:
             self._keep_args(raw)
             self._args_follow = ARGS_FOLLOW_LINES
         self._setup(text)
-        found = None if _is_frame(text) else ev.match(text)
+        found = None if _is_frame(text) else chains.match(text)
         if found is None and self._prev is not None and len(self._prev.text) >= WRAP_MIN:
-            found = ev.match(self._prev.text + text)
+            found = chains.match(self._prev.text + text)
             if found is not None:
                 line = Line(self._prev.no, self._prev.text + text, self._prev.raw + line.raw, line.process, line.level)
                 self._take_back()

@@ -1,0 +1,194 @@
+"""A failure read the way an engineer reads it: the error inside its wrappers, the first error
+before its cascade, and the kind of failure its words name when no template knows the wording.
+
+Three tables, all data:
+- INNER: where a layer quotes the error it caught (an HTTP error's JSON body, `Caused by:`, Go's
+  `cause:`, vLLM's "Worker failed with error '...'", a Rust error enum's string). The quoted text is
+  read with the same rules (doctor.logparse.events) before the wrapper's own words, so the engine's
+  CUDA error inside a gateway's 503 is the engine's finding, not a server error.
+- WRAPPERS: the messages a layer prints *because* something below it failed ("Engine core
+  initialization failed. See root cause above", "Received sigquit from a child process", NCCL's
+  watchdog after the first collective failed). They are the cascade: never the root of a run.
+- FAMILIES: when no template matches a failure line (the final exception of a traceback, an ERROR
+  line, a crash), the keywords it is stated in name the cause's family ("out of memory", "NCCL",
+  "certificate" ...) and the event kind whose check knows the fix. The families are tried in order
+  and a cause's own context comes before the symptom words it shares with others ("Cannot allocate
+  memory" from ibv_reg_mr is InfiniBand memory registration, i.e. NCCL, not host RAM).
+
+Each event keeps how it was recognised in `values["tier"]` when it was not a plain template match
+("template (inside ...)", "family: out of memory"); doctor.logview.evidence quotes it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from doctor.logparse import events as ev
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One entry of a table: its name, the regular expression and where the wording comes from."""
+
+    name: str
+    pattern: re.Pattern[str]
+    kind: str = ""  # FAMILIES: the event kind the family means
+
+
+def _p(name: str, pattern: str, kind: str = "", flags: int = re.I) -> Pattern:
+    return Pattern(name, re.compile(pattern, flags), kind)
+
+
+# The error a wrapper quotes; group `inner` is read again with the rules.
+INNER: tuple[Pattern, ...] = (
+    # vllm/v1/executor/multiproc_executor.py: RuntimeError(f"Worker failed with error '{e}', please check the stack trace above for the root cause")
+    _p("vLLM worker", r"Worker failed with error '(?P<inner>.+)', please check"),
+    # openai-python _exceptions.py / anthropic-sdk: f"Error code: {status} - {body}"; LiteLLM, gateways and
+    # vLLM's own ErrorResponse put the engine's message in "message" (or FastAPI's "detail")
+    _p("HTTP error body", r"""['"](?:message|detail|msg)['"]\s*:\s*(?P<q>['"])(?P<inner>.+?)(?<!\\)(?P=q)\s*[,}]"""),
+    # Rust anyhow / Java / Python urllib3 ("(Caused by SSLError(...))"), Go's errors ("cause: ..."), undici's `[cause]:`
+    _p("caused by", r"(?:\bCaused by\b:?|\[cause\]:|\bcause:)\s*(?P<inner>\S.*)"),
+    # Ray: RayTaskError(OutOfMemoryError): ray::RayWorkerWrapper.execute_method() -- the worker's exception class
+    _p("Ray task", r"RayTaskError\((?P<inner>\w+)\)"),
+    # TGI launcher (router/src/lib.rs, launcher/src/main.rs): Error: Warmup(Generation("Not enough memory ..."))
+    _p("error enum", r"^Error: \w+\((?:\w+\()*\"(?P<inner>[^\"]+)\""),
+)
+
+# Messages printed because something else failed first: the cascade, never the root cause.
+WRAPPERS: tuple[Pattern, ...] = (
+    # vllm/v1/engine/core.py: logger.exception("EngineCore failed to start.")
+    _p("vLLM EngineCore", r"EngineCore failed to start"),
+    # vllm/v1/engine/utils.py wait_for_engine_startup: RuntimeError("Engine core initialization failed. See root cause above. ...")
+    _p("vLLM engine core", r"Engine core initialization failed\. See root cause above"),
+    # vllm/v1/executor/multiproc_executor.py: "Worker failed with error '...', please check the stack trace above for the root cause"
+    _p("vLLM worker", r"Worker failed with error .*please check the stack trace above"),
+    # vllm/engine/multiprocessing/engine.py (V0 MQLLMEngine): RuntimeError("Engine process failed to start. See stack trace for the root cause.")
+    _p("vLLM engine process", r"Engine process failed to start"),
+    # vllm/v1/engine/core_client.py: "Got fatal signal from worker processes, shutting down. See stack trace above for root cause issue."
+    _p("vLLM core client", r"fatal signal from worker processes|See stack trace above for root cause"),
+    # vllm/v1/executor/multiproc_executor.py: "WorkerProc failed to start." / "Worker proc ... died unexpectedly"
+    _p("vLLM worker process", r"WorkerProc failed to start|Worker proc \S+ died unexpectedly"),
+    # sglang/srt/entrypoints/engine.py (sigquit_handler): "Received sigquit from a child process. It usually means the child failed."
+    _p("SGLang launcher", r"Received sigquit from a child proce|It usually means the child failed"),
+    # sglang/srt/entrypoints/engine.py _launch_subprocesses: "Rank 0 scheduler is dead. Please check if there are relevant logs."
+    _p("SGLang scheduler", r"scheduler is dead|Initialization failed\. (?:warmup|detoken)|detokenizer_manager .*died"),
+    # torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: the watchdog reports collectives that could not finish after one failed
+    _p("NCCL watchdog", r"Watchdog caught collective operation timeout|ProcessGroupNCCL.*(?:Some NCCL operations have failed|"
+       r"To avoid data inconsistency, we are taking the entire process down)|Process group watchdog thread terminated"),
+    # ray/exceptions.py RayTaskError / ActorDiedError: the worker's own exception is printed with it
+    _p("Ray actor", r"RayTaskError\(|The actor died because of an error raised in its creation task|ActorDiedError|RayActorError"),
+    # TGI launcher/src/main.rs: "Shard N failed to start" / Error: ShardCannotStart / "Shard complete standard error output"
+    _p("TGI launcher", r"Shard \d+ failed to start|ShardCannotStart|Shard process was signaled to shutdown|WebserverFailed"),
+    # llama.cpp tools/server: "failed to load model" after the loader's own error (the rule grammar's `echo` kind)
+    _p("llama.cpp loader", r"^(?:\w+: )?(?:error: )?(?:failed|unable) to load model\b"),
+    # Ollama llm/server.go: "llama runner process has terminated: <the runner's last error>"
+    _p("Ollama runner", r"llama runner process has terminated|error starting the external llama server"),
+    # Python's multiprocessing / shells reporting a child's death
+    _p("child exit", r"^Process (?:Process|SpawnProcess|ForkProcess)-\d+:$|exited with (?:exit )?code [1-9]|non-zero exit status"),
+)
+
+# an HTTP status as clients state it ("HTTP 401", "status code 403", "Error code: 429", "401 Unauthorized"),
+# not any number ("request 401 failed")
+_STATUS = r"(?:HTTP|status|code|error)\W{0,3}(?:%s)\b"
+
+# Keyword families over a failure line no template matched: name, words, the event kind it means.
+# Order matters: a cause's own context first, the symptom words other causes share after it.
+FAMILIES: tuple[Pattern, ...] = (
+    # NCCL / InfiniBand: ibv_reg_mr/ibv_create_cq fail with ENOMEM ("Cannot allocate memory") when the
+    # memlock limit is low (nccl docs, troubleshooting: InfiniBand); it is not host RAM
+    _p("NCCL", r"\bNCCL\b|\bibv_\w+|NET/IB|InfiniBand|\bRDMA\b|\bmlx5_|ProcessGroupNCCL|c10d\b.*(?:timeout|failed)", "nccl_error"),
+    _p("shared memory", r"/dev/shm|\bshm[ _-]?size\b|shared memory segment", "shm_too_small"),
+    # host RAM before the GPU's "out of memory": Ray's memory monitor (ray/_private/memory_monitor.py) and
+    # the kernel's OOM killer say "out of memory" too
+    _p("host memory", r"ray-oom-prevention|running low on memory|(?:system|host|CPU) (?:memory|RAM)|\bMemoryError\b|"
+       r"std::bad_alloc|oom[-_ ]kill|\bOOMKilled\b", "host_oom"),
+    _p("out of memory", r"out of (?:device |GPU )?memory|OutOfMemory|OutOfDeviceMemory|\bOOM\b|"
+       r"(?:insufficient|not enough|no more|ran out of) (?:GPU |device |VRAM |CUDA )?memory|cuda ?Malloc failed|"
+       r"CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation|(?:memory )?allocation (?:of size \d+ )?failed", "cuda_oom"),
+    _p("certificate", r"certificate|\bSSL\b|\bTLS\b|\bx509\b|handshake", "client_tls"),
+    _p("name resolution", r"name resolution|resolve host|getaddrinfo|\bENOTFOUND\b|\bEAI_AGAIN\b|no such host|"
+       r"Name or service not known|nodename nor servname|could not resolve", "client_dns"),
+    _p("connection refused", r"refused|\bECONNREFUSED\b|No route to host|(?:could ?n[o']t|cannot|can't|unable to|failed to) connect\b|"
+       r"\bconnect(?:ion)? error\b", "client_refused"),
+    _p("401/403", _STATUS % "40[13]" + r"|unauthori[sz]ed|forbidden|invalid (?:api[ _-]?)?(?:key|token)|authentication (?:failed|error)", "client_auth"),
+    _p("quota", r"\bquota\b|billing|insufficient (?:credit|balance|funds)|payment required|" + _STATUS % "402", "client_quota"),
+    _p("rate limit", r"rate[ _-]?limit|too many requests|" + _STATUS % "429", "client_rate_limit"),
+    # a wait for the engine's own start (workers, shards, the engine core) vs. a client's request
+    _p("start-up timeout", r"(?:time[d ]?[ -]?out|timeout)\b[^.]*\b(?:start|ready|initiali[sz]|engine|worker|shard|warm ?up)|"
+       r"\b(?:start|ready|initiali[sz]\w*|engine|worker|shard|warm ?up)\w*\b[^.]*\b(?:time[d ]?[ -]?out|timeout)\b", "startup_timeout"),
+    # a client's request (httpx/requests ReadTimeout, Go's Client.Timeout, undici's HeadersTimeoutError); an
+    # engine's internal wait that timed out (a Ray channel, a lock) is no client timeout and stays unrecognised
+    _p("timeout", r"\b(?:request|http|headers?|response|API|client|socket|connect(?:ion)?|read)\w*\b[^.]*\b(?:time[d ]?[ -]?out|timeout)|"
+       r"(?:time[d ]?[ -]?out|timeout)\b[^.]*\b(?:request|headers|response)\b|deadline exceeded|\bETIMEDOUT\b", "client_timeout"),
+    _p("permission denied", r"permission denied|\bEACCES\b|\bEPERM\b|operation not permitted", "model_missing"),
+    _p("no such file", r"no such file|FileNotFoundError|\bENOENT\b|(?:model|weights?|checkpoint|config|tokenizer|gguf|safetensors)\b"
+       r"[^.]*\b(?:not found|does not exist|missing|cannot be (?:found|opened))", "model_missing"),
+    _p("GPU not visible", r"no (?:CUDA |NVIDIA |ROCm |HIP )?(?:GPUs?|devices?) (?:found|available|detected)|"
+       r"CUDA (?:is )?not available|no CUDA-capable", "gpu_not_visible"),
+    _p("CUDA/driver", r"undefined symbol|\bptxas\b|driver version|CUDA version|compiled (?:with|for) CUDA|invalid device function|"
+       r"no kernel image|unsupported (?:PTX|toolchain)", "cuda_mismatch"),
+    _p("unsupported model", r"(?:architecture|model[ _]type|pre-tokenizer|tokenizer type)\b[^.]*\b(?:not supported|unsupported|"
+       r"unknown|not recogni[sz]ed)|unknown (?:model )?architecture", "arch_unsupported"),
+    _p("quantization", r"(?:quantiz\w*|quant_method|\bAWQ\b|\bGPTQ\b|\bFP8\b|bitsandbytes|marlin|tensor type)[^.]*"
+       r"\b(?:not supported|unsupported|unknown|unrecogni[sz]ed|invalid)", "quant_unsupported"),
+)
+
+# A template's symptom word inside another cause's context: (the symptom's kind, the context, the owner kind).
+# "Cannot allocate memory" is errno ENOMEM; from ibv_reg_mr / NET/IB it is InfiniBand's memlock limit (NCCL).
+OWNERS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("host_oom", re.compile(r"\bibv_\w+|NET/IB|\bNCCL\b|InfiniBand|\bRDMA\b|\bmlx5_|ibvwrap", re.I), "nccl_error"),
+)
+_OWNER_RULES = {owner: ev.Rule(owner, re.compile("(?!)"), True) for _, _, owner in OWNERS}
+
+
+def inner_message(text: str) -> tuple[str, str] | None:
+    """The error a wrapper quotes inside this line, and the wrapper's name, if it quotes one."""
+    for entry in INNER:
+        m = entry.pattern.search(text)
+        if m and m.group("inner").strip():
+            return m.group("inner").strip(), entry.name
+    return None
+
+
+def cascade(text: str) -> str:
+    """The wrapper this message is (its name), or "" when it is no known wrapper."""
+    for entry in WRAPPERS:
+        if entry.pattern.search(text):
+            return entry.name
+    return ""
+
+
+def family(text: str) -> Pattern | None:
+    """The keyword family a failure line no template matched belongs to, with the text it quotes
+    read first (the wrapped error states the cause, the wrapper only that something failed)."""
+    inner = inner_message(text)
+    for candidate in ([inner[0]] if inner else []) + [text]:
+        for entry in FAMILIES:
+            if entry.pattern.search(candidate):
+                return entry
+    return None
+
+
+# kinds that say only that a request failed (a status, a page instead of JSON): the error a wrapper
+# quotes inside such a line says why
+_WRAPPER_KINDS = {"http_response", "client_bad_response", "client_not_found"}
+
+
+def match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:
+    """The rule grammar (doctor.logparse.events.match), read the way a chain is: the whole line,
+    then, when the line only says that a request failed (or nothing a rule knows), the error quoted
+    inside it; a symptom word that belongs to another cause's context is that cause."""
+    found = ev.match(text)
+    if found is None or found[0].kind in _WRAPPER_KINDS:
+        inner = inner_message(text)
+        quoted = ev.match(inner[0]) if inner else None
+        if inner is not None and quoted is not None and quoted[0].kind not in _WRAPPER_KINDS:
+            found = quoted[0], {**quoted[1], "tier": f"template (inside the {inner[1]})"}
+    if found is None:
+        return None
+    rule, values = found
+    for symptom, context, owner in OWNERS:
+        if rule.kind == symptom and context.search(text):
+            return _OWNER_RULES[owner], {**values, "tier": f"template, owned by its context ({owner})"}
+    return found
