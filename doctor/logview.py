@@ -46,11 +46,14 @@ class LogView:
         return {e.kind for e in self.events() if e.fatal}
 
     def other_failures(self) -> set[str]:
-        """Fatal kinds of the judged run that this check did not declare and that a rule recognised
-        (not the generic exception/ERROR signals): "is something else the cause?" without reading it."""
+        """Fatal kinds of the judged run that this check did not declare and that a rule recognised,
+        and the generic kinds that say another failure happened: an uncaught exception no rule knows
+        that ended the run, or a wrapper saying a child failed ("Received sigquit from a child
+        process"): "is something else the cause?" without reading it (a shell's `Killed` after a
+        child's exception is the launcher killing itself, not the kernel's OOM killer)."""
         run = self.run
         return {e.kind for e in self.logs.events if e.run == run and e.fatal and e.kind not in self.declared
-                and e.kind not in GENERIC_KINDS}
+                and (e.kind not in GENERIC_KINDS or _another_failure(e))}
 
     def earlier_runs(self) -> list[str]:
         """One evidence line about failed earlier starts in the same log, if any."""
@@ -67,6 +70,12 @@ class LogView:
             f"the log holds {self.logs.runs} starts of the engine; this is the last failed one "
             f"(start {run + 1}); earlier failed start(s) {'; '.join(x for x in (shown, older) if x)} showed: {', '.join(kinds)}"
         ]
+
+
+def _another_failure(e: LogEvent) -> bool:
+    if e.values.get("cascade"):
+        return True
+    return e.kind == "exception" and not e.values.get("then_served")
 
 
 def tier(e: LogEvent) -> str:
