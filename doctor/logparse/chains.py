@@ -134,12 +134,35 @@ FAMILIES: tuple[Pattern, ...] = (
        r"\b(?:not supported|unsupported|unknown|unrecogni[sz]ed|invalid)", "quant_unsupported"),
 )
 
+# When the log's milestones and frames do not place an out-of-memory (the tracker says "startup"), the
+# words of the message do: what it was allocating for (PHASES of doctor.logparse.events).
+PHASE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("cuda_graph", re.compile(r"cuda ?graph|graph capture", re.I)),
+    ("serving", re.compile(r"\brequest|\bgenerat|\bdecod|\bsampl|\bforward\b", re.I)),
+    ("profiling", re.compile(r"prefill|\btokens\b|\bbatch|warm ?up|executor|KV ?cache|kv_cache|compute buffer|workspace|"
+                             r"activation|cuBLAS", re.I)),
+    ("weights", re.compile(r"\bweights?\b|load(?:ing)? (?:the )?model|checkpoint|safetensors|\btensors?\b|\blayers?\b", re.I)),
+)
+
 # A template's symptom word inside another cause's context: (the symptom's kind, the context, the owner kind).
 # "Cannot allocate memory" is errno ENOMEM; from ibv_reg_mr / NET/IB it is InfiniBand's memlock limit (NCCL).
 OWNERS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("host_oom", re.compile(r"\bibv_\w+|NET/IB|\bNCCL\b|InfiniBand|\bRDMA\b|\bmlx5_|ibvwrap", re.I), "nccl_error"),
 )
 _OWNER_RULES = {owner: ev.Rule(owner, re.compile("(?!)"), True) for _, _, owner in OWNERS}
+
+
+def phase_hint(text: str) -> str:
+    """The phase an out-of-memory message names by what it was allocating for, or ""."""
+    for phase, words in PHASE_WORDS:
+        if words.search(text):
+            return phase
+    return ""
+
+
+def phase(tracked: str, values: dict[str, object]) -> str:
+    """The tracker's phase, unless it knows none ("startup") and the message's words name one."""
+    return str(values.get("phase_hint") or tracked) if tracked == "startup" else tracked
 
 
 def inner_message(text: str) -> tuple[str, str] | None:

@@ -170,7 +170,11 @@ def classify(signal: Signal, text: str) -> Signal:
     found = chains.family(text)
     if found is None:
         return signal
-    return Signal(found.kind, {**signal.values, "tier": f"family: {found.name}"}, signal.extra)
+    values = {**signal.values, "tier": f"family: {found.name}"}
+    hint = chains.phase_hint(text) if found.kind == "cuda_oom" else ""
+    if hint:
+        values["phase_hint"] = hint
+    return Signal(found.kind, values, signal.extra)
 
 
 def line_signal(text: str, level: str) -> Signal | None:

@@ -353,7 +353,7 @@ class LogScanner:
             values=dict(values),
             run=run,
             process=line.process,
-            phase=self.tracker.phase() if kind in _PHASED else "",
+            phase=chains.phase(self.tracker.phase(), values) if kind in _PHASED else "",
             fatal=fatal,
         )
         variants.append(event)
