@@ -211,7 +211,10 @@ def match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:
     if found is None:
         return None
     rule, values = found
+    wrapper = cascade(text)
+    if wrapper:  # NCCL's watchdog after the first failed collective, an echo of a failed load
+        values = {**values, "cascade": wrapper}
     for symptom, context, owner in OWNERS:
         if rule.kind == symptom and context.search(text):
             return _OWNER_RULES[owner], {**values, "tier": f"template, owned by its context ({owner})"}
-    return found
+    return rule, values
