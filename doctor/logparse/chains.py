@@ -68,7 +68,11 @@ WRAPPERS: tuple[Pattern, ...] = (
     # vllm/v1/engine/core_client.py: "Got fatal signal from worker processes, shutting down. See stack trace above for root cause issue."
     _p("vLLM core client", r"fatal signal from worker processes|See stack trace above for root cause"),
     # vllm/v1/executor/multiproc_executor.py: "WorkerProc failed to start." / "Worker proc ... died unexpectedly"
-    _p("vLLM worker process", r"WorkerProc failed to start|Worker proc \S+ died unexpectedly"),
+    # vllm/v1/executor/multiproc_executor.py: "WorkerProc initialization failed due to an exception in a background
+    # process. See stack trace for root cause." / "WorkerProc failed to start." / "Worker proc ... died unexpectedly"
+    _p("vLLM worker process", r"WorkerProc (?:initialization failed|failed to start)|Worker proc \S+ died unexpectedly"),
+    # vllm/v1/engine/exceptions.py EngineDeadError: "EngineCore encountered an issue. See stack trace (above) for the root cause."
+    _p("vLLM engine dead", r"EngineDeadError|EngineCore encountered (?:an issue|a fatal error)|See stack trace \(above\) for the root cause"),
     # sglang/srt/entrypoints/engine.py (sigquit_handler): "Received sigquit from a child process. It usually means the child failed."
     _p("SGLang launcher", r"Received sigquit from a child proce|It usually means the child failed"),
     # sglang/srt/entrypoints/engine.py _launch_subprocesses: "Rank 0 scheduler is dead. Please check if there are relevant logs."

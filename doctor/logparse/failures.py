@@ -162,15 +162,16 @@ def _exception_values(m: re.Match[str], frames: list[str]) -> dict[str, object]:
 
 
 def classify(signal: Signal, text: str) -> Signal:
-    """A wrapper is marked as the cascade it is; a failure whose words belong to a keyword family
-    becomes an event of the family's kind (the tier it was recognised by is kept in its values)."""
+    """A failure whose words (or the words of the error it quotes) belong to a keyword family
+    becomes an event of the family's kind, with the tier it was recognised by; a wrapper is marked
+    as the cascade it is (vLLM's "Worker failed with error '<the worker's error>'" is both: the
+    worker's own traceback may not be in the log, its error is)."""
     wrapper = chains.cascade(text)
-    if wrapper:
-        return Signal(signal.kind, {**signal.values, "cascade": wrapper}, signal.extra)
-    found = chains.family(text)
+    found = chains.family(text) if not wrapper or chains.inner_message(text) else None
+    values = {**signal.values, "cascade": wrapper} if wrapper else dict(signal.values)
     if found is None:
-        return signal
-    values = {**signal.values, "tier": f"family: {found.name}"}
+        return Signal(signal.kind, values, signal.extra)
+    values["tier"] = f"family: {found.name}"
     hint = chains.phase_hint(text) if found.kind == "cuda_oom" else ""
     if hint:
         values["phase_hint"] = hint
