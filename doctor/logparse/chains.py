@@ -47,6 +47,10 @@ INNER: tuple[Pattern, ...] = (
     # openai-python _exceptions.py / anthropic-sdk: f"Error code: {status} - {body}"; LiteLLM, gateways and
     # vLLM's own ErrorResponse put the engine's message in "message" (or FastAPI's "detail")
     _p("HTTP error body", r"""['"](?:message|detail|msg)['"]\s*:\s*(?P<q>['"])(?P<inner>.+?)(?<!\\)(?P=q)\s*[,}]"""),
+    # Ollama llm/server.go: "llama runner process has terminated: <the runner's last error>", logged by the
+    # scheduler as logfmt `error="..."` (Go's slog/logrus: msg="..." error="...")
+    _p("Ollama runner", r"llama runner process has terminated: (?P<inner>[^\"]+)"),
+    _p("Go error field", r"\berr(?:or)?=\"(?P<inner>(?:[^\"\\]|\\.)+)\""),
     # Rust anyhow / Java / Python urllib3 ("(Caused by SSLError(...))"), Go's errors ("cause: ..."), undici's `[cause]:`
     _p("caused by", r"(?:\bCaused by\b:?|\[cause\]:|\bcause:)\s*(?P<inner>\S.*)"),
     # Ray: RayTaskError(OutOfMemoryError): ray::RayWorkerWrapper.execute_method() -- the worker's exception class
@@ -54,6 +58,9 @@ INNER: tuple[Pattern, ...] = (
     # TGI launcher (router/src/lib.rs, launcher/src/main.rs): Error: Warmup(Generation("Not enough memory ..."))
     _p("error enum", r"^Error: \w+\((?:\w+\()*\"(?P<inner>[^\"]+)\""),
 )
+
+# the wrappers that are a server's answer to a request: what they quote happened while serving
+ANSWERED = ("HTTP error body",)
 
 # Messages printed because something else failed first: the cascade, never the root cause.
 WRAPPERS: tuple[Pattern, ...] = (
@@ -109,7 +116,8 @@ FAMILIES: tuple[Pattern, ...] = (
        r"std::bad_alloc|oom[-_ ]kill|\bOOMKilled\b", "host_oom"),
     _p("out of memory", r"out of (?:device |GPU )?memory|OutOfMemory|OutOfDeviceMemory|\bOOM\b|"
        r"(?:insufficient|not enough|no more|ran out of) (?:GPU |device |VRAM |CUDA )?memory|cuda ?Malloc failed|"
-       r"CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation|(?:memory )?allocation (?:of size \d+ )?failed", "cuda_oom"),
+       r"CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation|(?:memory )?allocation (?:of size \d+ )?failed|"
+       r"(?:unable|failed) to allocate (?:\w+ )?buffer", "cuda_oom"),
     _p("certificate", r"certificate|\bSSL\b|\bTLS\b|\bx509\b|handshake", "client_tls"),
     _p("name resolution", r"name resolution|resolve host|getaddrinfo|\bENOTFOUND\b|\bEAI_AGAIN\b|no such host|"
        r"Name or service not known|nodename nor servname|could not resolve", "client_dns"),
@@ -203,15 +211,18 @@ _WRAPPER_KINDS = {"http_response", "client_bad_response", "client_not_found"}
 
 
 def match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:
-    """The rule grammar (doctor.logparse.events.match), read the way a chain is: the whole line,
-    then, when the line only says that a request failed (or nothing a rule knows), the error quoted
-    inside it; a symptom word that belongs to another cause's context is that cause."""
+    """The rule grammar (doctor.logparse.events.match), read the way a chain is: the error quoted
+    inside a wrapper when the rules read it as the line's cause, or when the line itself only says
+    that a request failed; a symptom word that belongs to another cause's context is that cause."""
     found = ev.match(text)
-    if found is None or found[0].kind in _WRAPPER_KINDS:
-        inner = inner_message(text)
-        quoted = ev.match(inner[0]) if inner else None
-        if inner is not None and quoted is not None and quoted[0].kind not in _WRAPPER_KINDS:
-            found = quoted[0], {**quoted[1], "tier": f"template (inside the {inner[1]})"}
+    inner = inner_message(text)
+    quoted = ev.match(inner[0]) if inner else None
+    if inner is not None and quoted is not None and quoted[0].kind not in _WRAPPER_KINDS and (
+            found is None or found[0].kind in _WRAPPER_KINDS or found[0].kind == quoted[0].kind):
+        values = {**quoted[1], "tier": f"template (inside the {inner[1]})"}
+        if inner[1] in ANSWERED:  # the server answered a request with it: it failed while serving
+            values["phase_hint"] = "serving"
+        found = quoted[0], values
     if found is None:
         return None
     rule, values = found

@@ -41,9 +41,10 @@ FRAME = re.compile(r'^File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func
 CHAIN = re.compile(r"^(?:The above exception was the direct cause|During handling of the above exception)")
 CARET = re.compile(r"^[\^~\s]+$")
 # `pkg.mod.SomeError: message`, `KeyboardInterrupt`, `SystemExit: 1`, Rust's `Error: ShardCannotStart`
+# `triton.runtime.errors.OutOfResources: ...`: any class raised from a module named errors/exceptions
 EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure|Abort)|Error|"
-    r"[A-Z]\w*(?:Error|Exception)\w*))(?::\s*(?P<message>.*)|\s*)$"
+    r"[A-Z]\w*(?:Error|Exception)\w*)|(?:[A-Za-z_]\w*\.)+(?:errors?|exceptions?|exc)\.[A-Z]\w*)(?::\s*(?P<message>.*)|\s*)$"
 )
 # after a traceback's frames any dotted name ending the traceback is its exception (torch._dynamo.exc.Unsupported)
 EXCEPTION_AFTER_FRAMES = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s*(?P<message>.*)|\s*)$")
