@@ -22,9 +22,11 @@ Each event keeps how it was recognised in `values["tier"]` when it was not a pla
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from doctor.logparse import events as ev
+from doctor.logparse import prefilter
 
 
 @dataclass(frozen=True)
@@ -34,14 +36,43 @@ class Pattern:
     name: str
     pattern: re.Pattern[str]
     kind: str = ""  # FAMILIES: the event kind the family means
+    # lower-case literals one of which every match contains (doctor.logparse.prefilter)
+    literals: tuple[str, ...] = ()
 
 
 def _p(name: str, pattern: str, kind: str = "", flags: int = re.I) -> Pattern:
-    return Pattern(name, re.compile(pattern, flags), kind)
+    compiled = re.compile(pattern, flags)
+    return Pattern(name, compiled, kind, tuple(prefilter.literals([compiled])))
+
+
+class Table:
+    """Entries tried in order; a line is searched only with the entries one of whose literals it
+    holds (each literal tested once per line, as doctor.logparse.events does for the rules)."""
+
+    def __init__(self, *entries: Pattern) -> None:
+        self.entries = entries
+        self._always = frozenset(i for i, e in enumerate(entries) if not e.literals)
+        lits = sorted({lit for e in entries for lit in e.literals})
+        self._of = {lit: frozenset(i for i, e in enumerate(entries) if lit in e.literals) for lit in lits}
+
+    def __iter__(self) -> Iterator[Pattern]:
+        return iter(self.entries)
+
+    def first(self, text: str) -> tuple[Pattern, re.Match[str]] | None:
+        low = text.lower()
+        tried = set(self._always)
+        for lit, ids in self._of.items():
+            if lit in low:
+                tried |= ids
+        for i in sorted(tried):
+            m = self.entries[i].pattern.search(text)
+            if m:
+                return self.entries[i], m
+        return None
 
 
 # The error a wrapper quotes; group `inner` is read again with the rules.
-INNER: tuple[Pattern, ...] = (
+INNER = Table(
     # vllm/v1/executor/multiproc_executor.py: RuntimeError(f"Worker failed with error '{e}', please check the stack trace above for the root cause")
     _p("vLLM worker", r"Worker failed with error '(?P<inner>.+)', please check"),
     # openai-python _exceptions.py / anthropic-sdk: f"Error code: {status} - {body}"; LiteLLM, gateways and
@@ -63,7 +94,7 @@ INNER: tuple[Pattern, ...] = (
 ANSWERED = ("HTTP error body",)
 
 # Messages printed because something else failed first: the cascade, never the root cause.
-WRAPPERS: tuple[Pattern, ...] = (
+WRAPPERS = Table(
     # vllm/v1/engine/core.py: logger.exception("EngineCore failed to start.")
     _p("vLLM EngineCore", r"EngineCore failed to start"),
     # vllm/v1/engine/utils.py wait_for_engine_startup: RuntimeError("Engine core initialization failed. See root cause above. ...")
@@ -79,7 +110,9 @@ WRAPPERS: tuple[Pattern, ...] = (
     # process. See stack trace for root cause." / "WorkerProc failed to start." / "Worker proc ... died unexpectedly"
     _p("vLLM worker process", r"WorkerProc (?:initialization failed|failed to start)|Worker proc \S+ died unexpectedly"),
     # vllm/v1/engine/exceptions.py EngineDeadError: "EngineCore encountered an issue. See stack trace (above) for the root cause."
-    _p("vLLM engine dead", r"EngineDeadError|EngineCore encountered (?:an issue|a fatal error)|See stack trace \(above\) for the root cause"),
+    # vllm/v1/engine/async_llm.py: logger.exception("AsyncLLM output_handler failed.") when the engine core died
+    _p("vLLM engine dead", r"EngineDeadError|EngineCore encountered (?:an issue|a fatal error)|See stack trace \(above\) for the root cause|"
+       r"AsyncLLM output_handler failed"),
     # sglang/srt/entrypoints/engine.py (sigquit_handler): "Received sigquit from a child process. It usually means the child failed."
     _p("SGLang launcher", r"Received sigquit from a child proce|It usually means the child failed"),
     # sglang/srt/entrypoints/engine.py _launch_subprocesses: "Rank 0 scheduler is dead. Please check if there are relevant logs."
@@ -105,7 +138,7 @@ _STATUS = r"(?:HTTP|status|code|error)\W{0,3}(?:%s)\b"
 
 # Keyword families over a failure line no template matched: name, words, the event kind it means.
 # Order matters: a cause's own context first, the symptom words other causes share after it.
-FAMILIES: tuple[Pattern, ...] = (
+FAMILIES = Table(
     # NCCL / InfiniBand: ibv_reg_mr/ibv_create_cq fail with ENOMEM ("Cannot allocate memory") when the
     # memlock limit is low (nccl docs, troubleshooting: InfiniBand); it is not host RAM
     _p("NCCL", r"\bNCCL\b|\bibv_\w+|NET/IB|InfiniBand|\bRDMA\b|\bmlx5_|ProcessGroupNCCL|c10d\b.*(?:timeout|failed)", "nccl_error"),
@@ -141,9 +174,11 @@ FAMILIES: tuple[Pattern, ...] = (
     _p("CUDA/driver", r"undefined symbol|\bptxas\b|driver version|CUDA version|compiled (?:with|for) CUDA|invalid device function|"
        r"no kernel image|unsupported (?:PTX|toolchain)", "cuda_mismatch"),
     _p("unsupported model", r"(?:architecture|model[ _]type|pre-tokenizer|tokenizer type)\b[^.]*\b(?:not supported|unsupported|"
-       r"unknown|not recogni[sz]ed)|unknown (?:model )?architecture", "arch_unsupported"),
+       r"unknown|not recogni[sz]ed)|(?:unknown|unsupported|unrecogni[sz]ed) (?:model )?(?:architecture|model type|pre-tokenizer)",
+       "arch_unsupported"),
     _p("quantization", r"(?:quantiz\w*|quant_method|\bAWQ\b|\bGPTQ\b|\bFP8\b|bitsandbytes|marlin|tensor type)[^.]*"
-       r"\b(?:not supported|unsupported|unknown|unrecogni[sz]ed|invalid)", "quant_unsupported"),
+       r"\b(?:not supported|unsupported|unknown|unrecogni[sz]ed|invalid)|"
+       r"(?:unknown|unsupported|unrecogni[sz]ed|invalid) (?:\w+ )?(?:tensor|quanti[sz]ation|ggml) type", "quant_unsupported"),
 )
 
 # When the log's milestones and frames do not place an out-of-memory (the tracker says "startup"), the
@@ -179,29 +214,27 @@ def phase(tracked: str, values: dict[str, object]) -> str:
 
 def inner_message(text: str) -> tuple[str, str] | None:
     """The error a wrapper quotes inside this line, and the wrapper's name, if it quotes one."""
-    for entry in INNER:
-        m = entry.pattern.search(text)
-        if m and m.group("inner").strip():
-            return m.group("inner").strip(), entry.name
+    found = INNER.first(text)
+    if found and found[1].group("inner").strip():
+        return found[1].group("inner").strip(), found[0].name
     return None
 
 
 def cascade(text: str) -> str:
     """The wrapper this message is (its name), or "" when it is no known wrapper."""
-    for entry in WRAPPERS:
-        if entry.pattern.search(text):
-            return entry.name
-    return ""
+    found = WRAPPERS.first(text)
+    return found[0].name if found else ""
 
 
-def family(text: str) -> Pattern | None:
+def family(text: str, inner: tuple[str, str] | None = None) -> Pattern | None:
     """The keyword family a failure line no template matched belongs to, with the text it quotes
-    read first (the wrapped error states the cause, the wrapper only that something failed)."""
-    inner = inner_message(text)
+    (`inner`, else found here) read first: the wrapped error states the cause, the wrapper only
+    that something failed."""
+    inner = inner or inner_message(text)
     for candidate in ([inner[0]] if inner else []) + [text]:
-        for entry in FAMILIES:
-            if entry.pattern.search(candidate):
-                return entry
+        found = FAMILIES.first(candidate)
+        if found:
+            return found[0]
     return None
 
 

@@ -168,7 +168,8 @@ def classify(signal: Signal, text: str) -> Signal:
     as the cascade it is (vLLM's "Worker failed with error '<the worker's error>'" is both: the
     worker's own traceback may not be in the log, its error is)."""
     wrapper = chains.cascade(text)
-    found = chains.family(text) if not wrapper or chains.inner_message(text) else None
+    inner = chains.inner_message(text)
+    found = chains.family(text, inner) if not wrapper or inner else None
     values = {**signal.values, "cascade": wrapper} if wrapper else dict(signal.values)
     if found is None:
         return Signal(signal.kind, values, signal.extra)
