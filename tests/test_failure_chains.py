@@ -208,6 +208,11 @@ def test_the_first_nccl_error_is_quoted_before_its_watchdog_cascade() -> None:
     ("llama_model_load: error loading model: error loading model vocabulary: unknown pre-tokenizer type: 'deepseek-r1-qwen'",
      "unsupported model", "arch_unsupported"),  # corpus/z013 (llama.cpp)
     ("error loading model: unrecognized tensor type 5", "quantization", "quant_unsupported"),  # corpus/z020 (llama.cpp)
+    ("ImportError: Please install bitsandbytes>=0.44.0 via `pip install bitsandbytes>=0.44.0` to use bitsandbytes quantizer.",
+     "quantization", "quant_unsupported"),  # corpus/z186 (sglang)
+    ("llama_model_load: error loading model: invalid split file: ../models/command-r-plus-104b-Q2_K_S.gguf", "model files",
+     "model_missing"),  # corpus/z018 (llama.cpp)
+    ("ValueError: No supported config format found in mistralai/Mistral-7B-v0.1", "model files", "model_missing"),  # corpus/z120
     # NVIDIA/nccl#1191 (title): ENOMEM from the verbs library is InfiniBand's memlock limit
     ("misc/ibvwrap.cc:190 NCCL WARN Call to ibv_create_cq failed with error Cannot allocate memory", "NCCL", "nccl_error"),
 ])

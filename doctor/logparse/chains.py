@@ -169,6 +169,10 @@ FAMILIES = Table(
     _p("permission denied", r"permission denied|\bEACCES\b|\bEPERM\b|operation not permitted", "model_missing"),
     _p("no such file", r"no such file|FileNotFoundError|\bENOENT\b|(?:model|weights?|checkpoint|config|tokenizer|gguf|safetensors)\b"
        r"[^.]*\b(?:not found|does not exist|missing|cannot be (?:found|opened))", "model_missing"),
+    # a model file that is there but not one the loader can read (llama.cpp "invalid split file", vLLM
+    # "No supported config format found", a truncated or foreign checkpoint)
+    _p("model files", r"(?:invalid|corrupt(?:ed)?|truncated|unsupported|unknown) (?:\w+ )?(?:model|split|gguf|checkpoint|config|weights?) "
+       r"(?:file|format)|no (?:supported|valid) (?:config|model|checkpoint|weights?)\b", "model_missing"),
     _p("GPU not visible", r"no (?:CUDA |NVIDIA |ROCm |HIP )?(?:GPUs?|devices?) (?:found|available|detected)|"
        r"CUDA (?:is )?not available|no CUDA-capable", "gpu_not_visible"),
     _p("CUDA/driver", r"undefined symbol|\bptxas\b|driver version|CUDA version|compiled (?:with|for) CUDA|invalid device function|"
@@ -178,7 +182,9 @@ FAMILIES = Table(
        "arch_unsupported"),
     _p("quantization", r"(?:quantiz\w*|quant_method|\bAWQ\b|\bGPTQ\b|\bFP8\b|bitsandbytes|marlin|tensor type)[^.]*"
        r"\b(?:not supported|unsupported|unknown|unrecogni[sz]ed|invalid)|"
-       r"(?:unknown|unsupported|unrecogni[sz]ed|invalid) (?:\w+ )?(?:tensor|quanti[sz]ation|ggml) type", "quant_unsupported"),
+       r"(?:unknown|unsupported|unrecogni[sz]ed|invalid) (?:\w+ )?(?:tensor|quanti[sz]ation|ggml) type|"
+       # transformers' quantizers: "Please install bitsandbytes>=0.44.0 ... to use bitsandbytes quantizer"
+       r"\binstall\b.{0,120}?\bquantizer\b|\bquantizer\b[^.]*\brequires?\b", "quant_unsupported"),
 )
 
 # When the log's milestones and frames do not place an out-of-memory (the tracker says "startup"), the
