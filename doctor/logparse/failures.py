@@ -82,6 +82,9 @@ FAILURE_WORDS = re.compile(
     re.I,
 )
 ERROR_LEVELS = ("ERROR", "CRITICAL", "FATAL")
+# a line saying the engine carries on without something: a degraded start, not a failure's cause
+GOES_ON = re.compile(r"sub-?optimal|\busing (?:the )?default\b|\bfall(?:ing|s)? ?back\b|\bdefaulting\b|\bskipp(?:ing|ed)\b|"
+                     r"\bignor(?:ing|ed)\b|\bretrying\b|\bwill (?:be )?(?:use|retry)", re.I)
 WARNING = re.compile(r"\bwarning\b|\bwarn\b", re.I)  # a message that calls itself a warning is not a failure
 QUIET_LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "TRACE", "NOTICE")
 MAX_TRACEBACK_LINES = 400  # a traceback longer than this is not one (or the rest does not matter)
@@ -110,7 +113,7 @@ class FailureReader:
         """One normalised message. `recognised`: a rule already read it (then the traceback it ends
         is explained, and nothing generic is said)."""
         signal = self._read(text, level, recognised)
-        return None if signal is None else classify(signal, text)
+        return None if signal is None else classify(signal, text, level)
 
     def _read(self, text: str, level: str, recognised: bool) -> Signal | None:
         if TRACEBACK.search(text):
@@ -162,14 +165,18 @@ def _exception_values(m: re.Match[str], frames: list[str]) -> dict[str, object]:
     return values
 
 
-def classify(signal: Signal, text: str) -> Signal:
+def classify(signal: Signal, text: str, level: str = "") -> Signal:
     """A failure whose words (or the words of the error it quotes) belong to a keyword family
     becomes an event of the family's kind, with the tier it was recognised by; a wrapper is marked
     as the cascade it is (vLLM's "Worker failed with error '<the worker's error>'" is both: the
-    worker's own traceback may not be in the log, its error is)."""
+    worker's own traceback may not be in the log, its error is). A line that is a failure only by
+    its words and says the engine goes on ("Config file not found ... Performance might be
+    sub-optimal", "falling back to ...") names no cause."""
     wrapper = chains.cascade(text)
     inner = chains.inner_message(text)
-    found = chains.family(text, inner) if not wrapper or inner else None
+    stated = signal.kind != "error_line" or level in ERROR_LEVELS or bool(ERROR_LEVEL.search(text) or ERROR_IN_LINE.search(text))
+    goes_on = not stated and bool(GOES_ON.search(text))
+    found = chains.family(text, inner) if not goes_on and (not wrapper or inner) else None
     values = {**signal.values, "cascade": wrapper} if wrapper else dict(signal.values)
     if found is None:
         return Signal(signal.kind, values, signal.extra)
