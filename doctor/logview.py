@@ -46,11 +46,14 @@ class LogView:
         return {e.kind for e in self.events() if e.fatal}
 
     def other_failures(self) -> set[str]:
-        """Fatal kinds of the judged run that this check did not declare and that a rule recognised
-        (not the generic exception/ERROR signals): "is something else the cause?" without reading it."""
+        """Fatal kinds of the judged run that this check did not declare and that a rule recognised,
+        and the generic kinds that say another failure happened: an uncaught exception no rule knows
+        that ended the run, or a wrapper saying a child failed ("Received sigquit from a child
+        process"): "is something else the cause?" without reading it (a shell's `Killed` after a
+        child's exception is the launcher killing itself, not the kernel's OOM killer)."""
         run = self.run
         return {e.kind for e in self.logs.events if e.run == run and e.fatal and e.kind not in self.declared
-                and e.kind not in GENERIC_KINDS}
+                and (e.kind not in GENERIC_KINDS or _another_failure(e))}
 
     def earlier_runs(self) -> list[str]:
         """One evidence line about failed earlier starts in the same log, if any."""
@@ -69,17 +72,38 @@ class LogView:
         ]
 
 
+def _another_failure(e: LogEvent) -> bool:
+    if e.values.get("cascade"):
+        return True
+    return e.kind == "exception" and not e.values.get("then_served")
+
+
+def tier(e: LogEvent) -> str:
+    """How the event was recognised: a rule's template (maybe inside a wrapper, see
+    doctor.logparse.chains), a keyword family, or nothing (`unrecognised`)."""
+    if e.values.get("tier"):
+        return str(e.values["tier"])
+    return "unrecognised" if e.kind in GENERIC_KINDS else "template"
+
+
+def where(e: LogEvent) -> str:
+    """`source:line` of an event, as its quoted lines start."""
+    return f"{e.source}:{e.line_no}" if e.source else f"line {e.line_no}"
+
+
 def evidence(found: list[LogEvent], limit: int = 4) -> list[str]:
     """The quoted lines, with where they are and how often they repeat (a repeated message: its
-    first line, and its last when that differs)."""
+    first line, and its last when that differs), then which tier recognised them."""
     out = []
     for e in found[:limit]:
-        where = f"{e.source}:{e.line_no}" if e.source else f"line {e.line_no}"
         times = f" (x{e.count})" if e.count > 1 else ""
         for line in e.lines:
-            out.append(f"{where}{times}: {line}")
+            out.append(f"{where(e)}{times}: {line}")
         if e.last_line:
             out.append(f"{e.source + ':' if e.source else 'line '}{e.last_line_no} (last of them): {e.last_line}")
     if len(found) > limit:
         out.append(f"... and {len(found) - limit} more such lines")
+    tiers = list(dict.fromkeys(tier(e) for e in found[:limit]))
+    if tiers:
+        out.append(f"recognised by: {'; '.join(tiers)}")
     return out

@@ -104,8 +104,7 @@ def _finding(
     # the first failure that ended the run is its cause; what follows is mostly its cascade ("Engine
     # core initialization failed. See root cause above"), quoted after it
     pool = sorted(ended or unjudged + generic, key=lambda e: e.line_no)
-    exceptions = [e for e in pool if e.kind == "exception"]
-    root = (exceptions or pool)[0]
+    root = first_root(pool)
     quoted = [root] + [e for e in pool[::-1] if e is not root][: MAX_QUOTED - 1]
     evidence = quote(sorted(quoted, key=lambda x: x.line_no), limit=MAX_QUOTED)
     evidence += [_why(e, registry, by_id) for e in unjudged[:2]]
@@ -116,6 +115,14 @@ def _finding(
     title = f"{who} failed and no known cause matches: {summary}" if ended else f"{who} logged an error no known cause matches: {summary}"
     code = "access.unrecognized_failure" if client else "load.unrecognized_failure"
     return Finding(code, title, evidence, _fixes(facts, root, quoted, client), severity=severity)
+
+
+def first_root(pool: list[LogEvent]) -> LogEvent:
+    """The root of a failure among events in log order: the first exception that is no wrapper's
+    cascade (doctor.logparse.chains.WRAPPERS), else the first failure that is none, else the first."""
+    roots = [e for e in pool if not e.values.get("cascade")] or pool
+    exceptions = [e for e in roots if e.kind == "exception"]
+    return (exceptions or roots)[0]
 
 
 def _summary(e: LogEvent) -> str:

@@ -10,13 +10,18 @@ new exception class, another engine's wording or a crash without a message still
 - a line logged at ERROR / CRITICAL / FATAL level.
 The scanner turns these into events of the kinds `exception`, `crash_signal` and `error_line`,
 only for lines no specific rule matched; the engine (doctor/unrecognized.py) reports them when no
-check recognised the failure.
+check recognised the failure. Before that, the failure is read as a chain (doctor/logparse/chains.py):
+a wrapper printed because something else failed first is marked `cascade` (never the root), and a
+line whose words belong to a keyword family ("out of memory", "NCCL", "certificate" ...) becomes an
+event of the family's kind, so the check that knows its fix judges it.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from doctor.logparse import chains
 
 KINDS = ("exception", "crash_signal", "error_line")
 # lower-case literals one of which every line this module reacts to contains (the scanner's prefilter)
@@ -36,9 +41,10 @@ FRAME = re.compile(r'^File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func
 CHAIN = re.compile(r"^(?:The above exception was the direct cause|During handling of the above exception)")
 CARET = re.compile(r"^[\^~\s]+$")
 # `pkg.mod.SomeError: message`, `KeyboardInterrupt`, `SystemExit: 1`, Rust's `Error: ShardCannotStart`
+# `triton.runtime.errors.OutOfResources: ...`: any class raised from a module named errors/exceptions
 EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure|Abort)|Error|"
-    r"[A-Z]\w*(?:Error|Exception)\w*))(?::\s*(?P<message>.*)|\s*)$"
+    r"[A-Z]\w*(?:Error|Exception)\w*)|(?:[A-Za-z_]\w*\.)+(?:errors?|exceptions?|exc)\.[A-Z]\w*)(?::\s*(?P<message>.*)|\s*)$"
 )
 # after a traceback's frames any dotted name ending the traceback is its exception (torch._dynamo.exc.Unsupported)
 EXCEPTION_AFTER_FRAMES = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s*(?P<message>.*)|\s*)$")
@@ -76,6 +82,9 @@ FAILURE_WORDS = re.compile(
     re.I,
 )
 ERROR_LEVELS = ("ERROR", "CRITICAL", "FATAL")
+# a line saying the engine carries on without something: a degraded start, not a failure's cause
+GOES_ON = re.compile(r"sub-?optimal|\busing (?:the )?default\b|\bfall(?:ing|s)? ?back\b|\bdefaulting\b|\bskipp(?:ing|ed)\b|"
+                     r"\bignor(?:ing|ed)\b|\bretrying\b|\bwill (?:be )?(?:use|retry)", re.I)
 WARNING = re.compile(r"\bwarning\b|\bwarn\b", re.I)  # a message that calls itself a warning is not a failure
 QUIET_LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "TRACE", "NOTICE")
 MAX_TRACEBACK_LINES = 400  # a traceback longer than this is not one (or the rest does not matter)
@@ -103,6 +112,10 @@ class FailureReader:
     def feed(self, text: str, level: str, recognised: bool) -> Signal | None:
         """One normalised message. `recognised`: a rule already read it (then the traceback it ends
         is explained, and nothing generic is said)."""
+        signal = self._read(text, level, recognised)
+        return None if signal is None else classify(signal, text, level)
+
+    def _read(self, text: str, level: str, recognised: bool) -> Signal | None:
         if TRACEBACK.search(text):
             self.reset()
             self.open = True
@@ -150,6 +163,28 @@ def _exception_values(m: re.Match[str], frames: list[str]) -> dict[str, object]:
         if last:
             values["frame"] = f"{last.group('file').rsplit('/', 1)[-1]}:{last.group('line')} in {last.group('func') or '?'}"
     return values
+
+
+def classify(signal: Signal, text: str, level: str = "") -> Signal:
+    """A failure whose words (or the words of the error it quotes) belong to a keyword family
+    becomes an event of the family's kind, with the tier it was recognised by; a wrapper is marked
+    as the cascade it is (vLLM's "Worker failed with error '<the worker's error>'" is both: the
+    worker's own traceback may not be in the log, its error is). A line that is a failure only by
+    its words and says the engine goes on ("Config file not found ... Performance might be
+    sub-optimal", "falling back to ...") names no cause."""
+    wrapper = chains.cascade(text)
+    inner = chains.inner_message(text)
+    stated = signal.kind != "error_line" or level in ERROR_LEVELS or bool(ERROR_LEVEL.search(text) or ERROR_IN_LINE.search(text))
+    goes_on = not stated and bool(GOES_ON.search(text))
+    found = chains.family(text, inner) if not goes_on and (not wrapper or inner) else None
+    values = {**signal.values, "cascade": wrapper} if wrapper else dict(signal.values)
+    if found is None:
+        return Signal(signal.kind, values, signal.extra)
+    values["tier"] = f"family: {found.name}"
+    hint = chains.phase_hint(text) if found.kind == "cuda_oom" else ""
+    if hint:
+        values["phase_hint"] = hint
+    return Signal(found.kind, values, signal.extra)
 
 
 def line_signal(text: str, level: str) -> Signal | None:

@@ -24,6 +24,8 @@ _TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 # prefixes, tried in a loop until none applies; each captures the useful bit (process, level)
 _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("quote", re.compile(r"(?:>\s?)+|`+|\s*\|\s+(?=\d{4}-)")),
+    # docker compose's service column: `qwen3-vl-32b  | (EngineCore_DP0 pid=413) ERROR ...`
+    ("compose", re.compile(r"[a-z0-9][\w.-]*\s+\|\s(?=\S)")),
     ("sglang", re.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d+)?(?: (?P<proc>(?:TP|DP|PP|EP)\d+[\w ]*))?\]\s?")),
     (
         "tgi",

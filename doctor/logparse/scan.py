@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from doctor.facts.logs import LogEvent, LogFacts
+from doctor.logparse import chains
 from doctor.logparse import events as ev
 from doctor.logparse import failures as fl
 from doctor.logparse import prefilter as pf
@@ -214,11 +215,11 @@ class LogScanner:
             self._keep_args(raw)
             self._args_follow = ARGS_FOLLOW_LINES
         self._setup(text)
-        found = None if _is_frame(text) else ev.match(text)
+        found = None if _is_frame(text) else chains.match(text)
         # a line cut by a terminal: the message may go on in this one (an echo names no cause: its rest may)
         open_ended = found is None or found[0].echo
         whole = joined(self._prev, line) if open_ended and self._prev is not None else None
-        longer = ev.match(whole.text) if whole is not None else None
+        longer = chains.match(whole.text) if whole is not None else None
         if longer is not None and (found is None or not longer[0].echo):
             line, found = whole, longer  # type: ignore[assignment]
             self._take_back()
@@ -352,7 +353,7 @@ class LogScanner:
             values=dict(values),
             run=run,
             process=line.process,
-            phase=self.tracker.phase() if kind in _PHASED else "",
+            phase=chains.phase(self.tracker.phase(), values) if kind in _PHASED else "",
             fatal=fatal,
         )
         variants.append(event)

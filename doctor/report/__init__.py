@@ -2,7 +2,9 @@
 
 Ranking: a root cause comes before the symptoms it explains; then errors before warnings before
 info; a recognised cause before what the doctor could not place (`*.unrecognized_failure`, its own
-`doctor.*` state); then earlier layers first; then the order the checks ran in.
+`doctor.*` state); then earlier layers first; then causal order in the log (the finding that quotes
+the earliest root error of the judged run: a failure comes before the ones it set off, whichever
+check ran first); then the order the checks ran in.
 
 Status: the worst severity, or `incomplete` when part of the input was not read or judged
 (doctor.input_incomplete), which fails the gate like an error: a pipeline must not pass on input
@@ -11,6 +13,7 @@ the doctor could not finish.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +76,7 @@ class Report:
 
 def build_report(checks: list[CheckResult], facts: Facts, title: str = "llm-doctor") -> Report:
     findings = [f for c in checks for f in c.findings]
-    report = Report(rank(findings), checks, facts, title)
+    report = Report(rank(findings, causal_order(findings, facts)), checks, facts, title)
     if facts.notes:
         report.extra_sections.append(("Collector notes", "\n".join(facts.notes)))
     if facts.plan is not None:
@@ -92,11 +95,39 @@ def _unplaced(f: Finding) -> bool:
     return f.code.endswith(".unrecognized_failure") or f.layer == "doctor"
 
 
-def rank(findings: list[Finding]) -> list[Finding]:
-    order = {id(f): i for i, f in enumerate(findings)}
+def causal_order(findings: list[Finding], facts: Facts) -> dict[int, tuple[int, int, int]]:
+    """Where in the log each finding's cause is: the earliest event of the judged run that its
+    evidence quotes (doctor.logview.evidence writes `source:line: ...`), a root error before a
+    wrapper's cascade (doctor.logparse.chains.WRAPPERS). Findings quoting no log line are absent."""
+    from doctor.logview import judged_run, where
 
-    def base(f: Finding) -> tuple[int, int, int, int]:
-        return (SEVERITIES.index(f.severity), int(_unplaced(f)), LAYERS.index(f.layer), order[id(f)])
+    logs = facts.logs
+    if logs is None or not logs.events:
+        return {}
+    run = judged_run(logs)
+    at: dict[str, tuple[int, int, int]] = {}
+    for e in logs.events:
+        if e.run == run and e.fatal:
+            source = logs.sources.index(e.source) if e.source in logs.sources else 0
+            at.setdefault(where(e), (int(bool(e.values.get("cascade"))), source, e.line_no))
+    out = {}
+    for f in findings:
+        quoted = [at[m.group(1)] for line in f.evidence if (m := QUOTED.match(line)) and m.group(1) in at]
+        if quoted:
+            out[id(f)] = min(quoted)
+    return out
+
+
+QUOTED = re.compile(r"^(.+?:\d+|line \d+)(?: \(x\d+\))?: ")
+NOWHERE = (2, 0, 0)  # a finding that quotes no log line: after those that do, among equals
+
+
+def rank(findings: list[Finding], causal: dict[int, tuple[int, int, int]] | None = None) -> list[Finding]:
+    order = {id(f): i for i, f in enumerate(findings)}
+    causal = causal or {}
+
+    def base(f: Finding) -> tuple[int, int, int, tuple[int, int, int], int]:
+        return (SEVERITIES.index(f.severity), int(_unplaced(f)), LAYERS.index(f.layer), causal.get(id(f), NOWHERE), order[id(f)])
 
     by_code: dict[str, list[Finding]] = {}
     for f in findings:

@@ -1,0 +1,274 @@
+"""A failure read the way an engineer reads it: the error inside its wrappers, the first error
+before its cascade, and the kind of failure its words name when no template knows the wording.
+
+Three tables, all data:
+- INNER: where a layer quotes the error it caught (an HTTP error's JSON body, `Caused by:`, Go's
+  `cause:`, vLLM's "Worker failed with error '...'", a Rust error enum's string). The quoted text is
+  read with the same rules (doctor.logparse.events) before the wrapper's own words, so the engine's
+  CUDA error inside a gateway's 503 is the engine's finding, not a server error.
+- WRAPPERS: the messages a layer prints *because* something below it failed ("Engine core
+  initialization failed. See root cause above", "Received sigquit from a child process", NCCL's
+  watchdog after the first collective failed). They are the cascade: never the root of a run.
+- FAMILIES: when no template matches a failure line (the final exception of a traceback, an ERROR
+  line, a crash), the keywords it is stated in name the cause's family ("out of memory", "NCCL",
+  "certificate" ...) and the event kind whose check knows the fix. The families are tried in order
+  and a cause's own context comes before the symptom words it shares with others ("Cannot allocate
+  memory" from ibv_reg_mr is InfiniBand memory registration, i.e. NCCL, not host RAM).
+
+Each event keeps how it was recognised in `values["tier"]` when it was not a plain template match
+("template (inside ...)", "family: out of memory"); doctor.logview.evidence quotes it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from doctor.logparse import events as ev
+from doctor.logparse import prefilter
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One entry of a table: its name, the regular expression and where the wording comes from."""
+
+    name: str
+    pattern: re.Pattern[str]
+    kind: str = ""  # FAMILIES: the event kind the family means
+    # lower-case literals one of which every match contains (doctor.logparse.prefilter)
+    literals: tuple[str, ...] = ()
+
+
+def _p(name: str, pattern: str, kind: str = "", flags: int = re.I) -> Pattern:
+    compiled = re.compile(pattern, flags)
+    return Pattern(name, compiled, kind, tuple(prefilter.literals([compiled])))
+
+
+class Table:
+    """Entries tried in order; a line is searched only with the entries one of whose literals it
+    holds (each literal tested once per line, as doctor.logparse.events does for the rules)."""
+
+    def __init__(self, *entries: Pattern) -> None:
+        self.entries = entries
+        self._always = frozenset(i for i, e in enumerate(entries) if not e.literals)
+        lits = sorted({lit for e in entries for lit in e.literals})
+        self._of = {lit: frozenset(i for i, e in enumerate(entries) if lit in e.literals) for lit in lits}
+
+    def __iter__(self) -> Iterator[Pattern]:
+        return iter(self.entries)
+
+    def first(self, text: str) -> tuple[Pattern, re.Match[str]] | None:
+        low = text.lower()
+        tried = set(self._always)
+        for lit, ids in self._of.items():
+            if lit in low:
+                tried |= ids
+        for i in sorted(tried):
+            m = self.entries[i].pattern.search(text)
+            if m:
+                return self.entries[i], m
+        return None
+
+
+# The error a wrapper quotes; group `inner` is read again with the rules.
+INNER = Table(
+    # vllm/v1/executor/multiproc_executor.py: RuntimeError(f"Worker failed with error '{e}', please check the stack trace above for the root cause")
+    _p("vLLM worker", r"Worker failed with error '(?P<inner>.+)', please check"),
+    # openai-python _exceptions.py / anthropic-sdk: f"Error code: {status} - {body}"; LiteLLM, gateways and
+    # vLLM's own ErrorResponse put the engine's message in "message" (or FastAPI's "detail")
+    _p("HTTP error body", r"""['"](?:message|detail|msg)['"]\s*:\s*(?P<q>['"])(?P<inner>.+?)(?<!\\)(?P=q)\s*[,}]"""),
+    # Ollama llm/server.go: "llama runner process has terminated: <the runner's last error>", logged by the
+    # scheduler as logfmt `error="..."` (Go's slog/logrus: msg="..." error="...")
+    _p("Ollama runner", r"llama runner process has terminated: (?P<inner>[^\"]+)"),
+    _p("Go error field", r"\berr(?:or)?=\"(?P<inner>(?:[^\"\\]|\\.)+)\""),
+    # Rust anyhow / Java / Python urllib3 ("(Caused by SSLError(...))"), Go's errors ("cause: ..."), undici's `[cause]:`
+    _p("caused by", r"(?:\bCaused by\b:?|\[cause\]:|\bcause:)\s*(?P<inner>\S.*)"),
+    # Ray: RayTaskError(OutOfMemoryError): ray::RayWorkerWrapper.execute_method() -- the worker's exception class
+    _p("Ray task", r"RayTaskError\((?P<inner>\w+)\)"),
+    # TGI launcher (router/src/lib.rs, launcher/src/main.rs): Error: Warmup(Generation("Not enough memory ..."))
+    _p("error enum", r"^Error: \w+\((?:\w+\()*\"(?P<inner>[^\"]+)\""),
+)
+
+# the wrappers that are a server's answer to a request: what they quote happened while serving
+ANSWERED = ("HTTP error body",)
+
+# Messages printed because something else failed first: the cascade, never the root cause.
+WRAPPERS = Table(
+    # vllm/v1/engine/core.py: logger.exception("EngineCore failed to start.")
+    _p("vLLM EngineCore", r"EngineCore failed to start"),
+    # vllm/v1/engine/utils.py wait_for_engine_startup: RuntimeError("Engine core initialization failed. See root cause above. ...")
+    _p("vLLM engine core", r"Engine core initialization failed\. See root cause above"),
+    # vllm/v1/executor/multiproc_executor.py: "Worker failed with error '...', please check the stack trace above for the root cause"
+    _p("vLLM worker", r"Worker failed with error .*please check the stack trace above"),
+    # vllm/engine/multiprocessing/engine.py (V0 MQLLMEngine): RuntimeError("Engine process failed to start. See stack trace for the root cause.")
+    _p("vLLM engine process", r"Engine process failed to start"),
+    # vllm/v1/engine/core_client.py: "Got fatal signal from worker processes, shutting down. See stack trace above for root cause issue."
+    _p("vLLM core client", r"fatal signal from worker processes|See stack trace above for root cause"),
+    # vllm/v1/executor/multiproc_executor.py: "WorkerProc failed to start." / "Worker proc ... died unexpectedly"
+    # vllm/v1/executor/multiproc_executor.py: "WorkerProc initialization failed due to an exception in a background
+    # process. See stack trace for root cause." / "WorkerProc failed to start." / "Worker proc ... died unexpectedly"
+    _p("vLLM worker process", r"WorkerProc (?:initialization failed|failed to start)|Worker proc \S+ died unexpectedly"),
+    # vllm/v1/engine/exceptions.py EngineDeadError: "EngineCore encountered an issue. See stack trace (above) for the root cause."
+    # vllm/v1/engine/async_llm.py: logger.exception("AsyncLLM output_handler failed.") when the engine core died
+    _p("vLLM engine dead", r"EngineDeadError|EngineCore encountered (?:an issue|a fatal error)|See stack trace \(above\) for the root cause|"
+       r"AsyncLLM output_handler failed"),
+    # sglang/srt/entrypoints/engine.py (sigquit_handler): "Received sigquit from a child process. It usually means the child failed."
+    _p("SGLang launcher", r"Received sigquit from a child proce|It usually means the child failed"),
+    # sglang/srt/entrypoints/engine.py _launch_subprocesses: "Rank 0 scheduler is dead. Please check if there are relevant logs."
+    _p("SGLang scheduler", r"scheduler is dead|Initialization failed\. (?:warmup|detoken)|detokenizer_manager .*died"),
+    # torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: the watchdog reports collectives that could not finish after one failed
+    _p("NCCL watchdog", r"Watchdog caught collective operation timeout|ProcessGroupNCCL.*(?:Some NCCL operations have failed|"
+       r"To avoid data inconsistency, we are taking the entire process down)|Process group watchdog thread terminated"),
+    # ray/exceptions.py RayTaskError / ActorDiedError: the worker's own exception is printed with it
+    _p("Ray actor", r"RayTaskError\(|The actor died because of an error raised in its creation task|ActorDiedError|RayActorError"),
+    # TGI launcher/src/main.rs: "Shard N failed to start" / Error: ShardCannotStart / "Shard complete standard error output"
+    _p("TGI launcher", r"Shard \d+ failed to start|ShardCannotStart|Shard process was signaled to shutdown|WebserverFailed"),
+    # llama.cpp tools/server: "failed to load model" after the loader's own error (the rule grammar's `echo` kind)
+    _p("llama.cpp loader", r"^(?:\w+: )?(?:error: )?(?:failed|unable) to load model\b"),
+    # Ollama llm/server.go: "llama runner process has terminated: <the runner's last error>"
+    _p("Ollama runner", r"llama runner process has terminated|error starting the external llama server"),
+    # Python's multiprocessing / shells reporting a child's death
+    _p("child exit", r"^Process (?:Process|SpawnProcess|ForkProcess)-\d+:$|exited with (?:exit )?code [1-9]|non-zero exit status"),
+)
+
+# an HTTP status as clients state it ("HTTP 401", "status code 403", "Error code: 429", "401 Unauthorized"),
+# not any number ("request 401 failed")
+_STATUS = r"(?:HTTP|status|code|error)\W{0,3}(?:%s)\b"
+
+# Keyword families over a failure line no template matched: name, words, the event kind it means.
+# Order matters: a cause's own context first, the symptom words other causes share after it.
+FAMILIES = Table(
+    # NCCL / InfiniBand: ibv_reg_mr/ibv_create_cq fail with ENOMEM ("Cannot allocate memory") when the
+    # memlock limit is low (nccl docs, troubleshooting: InfiniBand); it is not host RAM
+    _p("NCCL", r"\bNCCL\b|\bibv_\w+|NET/IB|InfiniBand|\bRDMA\b|\bmlx5_|ProcessGroupNCCL|c10d\b.*(?:timeout|failed)", "nccl_error"),
+    _p("shared memory", r"/dev/shm|\bshm[ _-]?size\b|shared memory segment", "shm_too_small"),
+    # host RAM before the GPU's "out of memory": Ray's memory monitor (ray/_private/memory_monitor.py) and
+    # the kernel's OOM killer say "out of memory" too
+    _p("host memory", r"ray-oom-prevention|running low on memory|(?:system|host|CPU) (?:memory|RAM)|\bMemoryError\b|"
+       r"std::bad_alloc|oom[-_ ]kill|\bOOMKilled\b", "host_oom"),
+    _p("out of memory", r"out of (?:device |GPU )?memory|OutOfMemory|OutOfDeviceMemory|\bOOM\b|"
+       r"(?:insufficient|not enough|no more|ran out of) (?:GPU |device |VRAM |CUDA )?memory|cuda ?Malloc failed|"
+       r"CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation|(?:memory )?allocation (?:of size \d+ )?failed|"
+       r"(?:unable|failed) to allocate (?:\w+ )?buffer", "cuda_oom"),
+    _p("certificate", r"certificate|\bSSL\b|\bTLS\b|\bx509\b|handshake", "client_tls"),
+    _p("name resolution", r"name resolution|resolve host|getaddrinfo|\bENOTFOUND\b|\bEAI_AGAIN\b|no such host|"
+       r"Name or service not known|nodename nor servname|could not resolve", "client_dns"),
+    _p("connection refused", r"refused|\bECONNREFUSED\b|No route to host|(?:could ?n[o']t|cannot|can't|unable to|failed to) connect\b|"
+       r"\bconnect(?:ion)? error\b", "client_refused"),
+    _p("401/403", _STATUS % "40[13]" + r"|unauthori[sz]ed|forbidden|invalid (?:api[ _-]?)?(?:key|token)|authentication (?:failed|error)", "client_auth"),
+    _p("quota", r"\bquota\b|billing|insufficient (?:credit|balance|funds)|payment required|" + _STATUS % "402", "client_quota"),
+    _p("rate limit", r"rate[ _-]?limit|too many requests|" + _STATUS % "429", "client_rate_limit"),
+    # a wait for the engine's own start (workers, shards, the engine core) vs. a client's request
+    _p("start-up timeout", r"(?:time[d ]?[ -]?out|timeout)\b[^.]*\b(?:start|ready|initiali[sz]|engine|worker|shard|warm ?up)|"
+       r"\b(?:start|ready|initiali[sz]\w*|engine|worker|shard|warm ?up)\w*\b[^.]*\b(?:time[d ]?[ -]?out|timeout)\b", "startup_timeout"),
+    # a client's request (httpx/requests ReadTimeout, Go's Client.Timeout, undici's HeadersTimeoutError); an
+    # engine's internal wait that timed out (a Ray channel, a lock) is no client timeout and stays unrecognised
+    _p("timeout", r"\b(?:request|http|headers?|response|API|client|socket|connect(?:ion)?|read)\w*\b[^.]*\b(?:time[d ]?[ -]?out|timeout)|"
+       r"(?:time[d ]?[ -]?out|timeout)\b[^.]*\b(?:request|headers|response)\b|deadline exceeded|\bETIMEDOUT\b", "client_timeout"),
+    _p("permission denied", r"permission denied|\bEACCES\b|\bEPERM\b|operation not permitted", "model_missing"),
+    _p("no such file", r"no such file|FileNotFoundError|\bENOENT\b|(?:model|weights?|checkpoint|config|tokenizer|gguf|safetensors)\b"
+       r"[^.]*\b(?:not found|does not exist|missing|cannot be (?:found|opened))", "model_missing"),
+    # a model file that is there but not one the loader can read (llama.cpp "invalid split file", vLLM
+    # "No supported config format found", a truncated or foreign checkpoint)
+    _p("model files", r"(?:invalid|corrupt(?:ed)?|truncated|unsupported|unknown) (?:\w+ )?(?:model|split|gguf|checkpoint|config|weights?) "
+       r"(?:file|format)|no (?:supported|valid) (?:config|model|checkpoint|weights?)\b", "model_missing"),
+    _p("GPU not visible", r"no (?:CUDA |NVIDIA |ROCm |HIP )?(?:GPUs?|devices?) (?:found|available|detected)|"
+       r"CUDA (?:is )?not available|no CUDA-capable", "gpu_not_visible"),
+    _p("CUDA/driver", r"undefined symbol|\bptxas\b|driver version|CUDA version|compiled (?:with|for) CUDA|invalid device function|"
+       r"no kernel image|unsupported (?:PTX|toolchain)", "cuda_mismatch"),
+    _p("unsupported model", r"(?:architecture|model[ _]type|pre-tokenizer|tokenizer type)\b[^.]*\b(?:not supported|unsupported|"
+       r"unknown|not recogni[sz]ed)|(?:unknown|unsupported|unrecogni[sz]ed) (?:model )?(?:architecture|model type|pre-tokenizer)",
+       "arch_unsupported"),
+    _p("quantization", r"(?:quantiz\w*|quant_method|\bAWQ\b|\bGPTQ\b|\bFP8\b|bitsandbytes|marlin|tensor type)[^.]*"
+       r"\b(?:not supported|unsupported|unknown|unrecogni[sz]ed|invalid)|"
+       r"(?:unknown|unsupported|unrecogni[sz]ed|invalid) (?:\w+ )?(?:tensor|quanti[sz]ation|ggml) type|"
+       # transformers' quantizers: "Please install bitsandbytes>=0.44.0 ... to use bitsandbytes quantizer"
+       r"\binstall\b.{0,120}?\bquantizer\b|\bquantizer\b[^.]*\brequires?\b", "quant_unsupported"),
+)
+
+# When the log's milestones and frames do not place an out-of-memory (the tracker says "startup"), the
+# words of the message do: what it was allocating for (PHASES of doctor.logparse.events).
+PHASE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("cuda_graph", re.compile(r"cuda ?graph|graph capture", re.I)),
+    ("serving", re.compile(r"\brequest|\bgenerat|\bdecod|\bsampl|\bforward\b", re.I)),
+    ("profiling", re.compile(r"prefill|\btokens\b|\bbatch|warm ?up|executor|KV ?cache|kv_cache|compute buffer|workspace|"
+                             r"activation|cuBLAS", re.I)),
+    ("weights", re.compile(r"\bweights?\b|load(?:ing)? (?:the )?model|checkpoint|safetensors|\btensors?\b|\blayers?\b", re.I)),
+)
+
+# A template's symptom word inside another cause's context: (the symptom's kind, the context, the owner kind).
+# "Cannot allocate memory" is errno ENOMEM; from ibv_reg_mr / NET/IB it is InfiniBand's memlock limit (NCCL).
+OWNERS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("host_oom", re.compile(r"\bibv_\w+|NET/IB|\bNCCL\b|InfiniBand|\bRDMA\b|\bmlx5_|ibvwrap", re.I), "nccl_error"),
+)
+_OWNER_RULES = {owner: ev.Rule(owner, re.compile("(?!)"), True) for _, _, owner in OWNERS}
+
+
+def phase_hint(text: str) -> str:
+    """The phase an out-of-memory message names by what it was allocating for, or ""."""
+    for phase, words in PHASE_WORDS:
+        if words.search(text):
+            return phase
+    return ""
+
+
+def phase(tracked: str, values: dict[str, object]) -> str:
+    """The tracker's phase, unless it knows none ("startup") and the message's words name one."""
+    return str(values.get("phase_hint") or tracked) if tracked == "startup" else tracked
+
+
+def inner_message(text: str) -> tuple[str, str] | None:
+    """The error a wrapper quotes inside this line, and the wrapper's name, if it quotes one."""
+    found = INNER.first(text)
+    if found and found[1].group("inner").strip():
+        return found[1].group("inner").strip(), found[0].name
+    return None
+
+
+def cascade(text: str) -> str:
+    """The wrapper this message is (its name), or "" when it is no known wrapper."""
+    found = WRAPPERS.first(text)
+    return found[0].name if found else ""
+
+
+def family(text: str, inner: tuple[str, str] | None = None) -> Pattern | None:
+    """The keyword family a failure line no template matched belongs to, with the text it quotes
+    (`inner`, else found here) read first: the wrapped error states the cause, the wrapper only
+    that something failed."""
+    inner = inner or inner_message(text)
+    for candidate in ([inner[0]] if inner else []) + [text]:
+        found = FAMILIES.first(candidate)
+        if found:
+            return found[0]
+    return None
+
+
+# kinds that say only that a request failed (a status, a page instead of JSON): the error a wrapper
+# quotes inside such a line says why
+_WRAPPER_KINDS = {"http_response", "client_bad_response", "client_not_found"}
+
+
+def match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:
+    """The rule grammar (doctor.logparse.events.match), read the way a chain is: the error quoted
+    inside a wrapper when the rules read it as the line's cause, or when the line itself only says
+    that a request failed; a symptom word that belongs to another cause's context is that cause."""
+    found = ev.match(text)
+    inner = inner_message(text)
+    quoted = ev.match(inner[0]) if inner else None
+    if inner is not None and quoted is not None and quoted[0].kind not in _WRAPPER_KINDS and (
+            found is None or found[0].kind in _WRAPPER_KINDS or found[0].kind == quoted[0].kind):
+        values = {**quoted[1], "tier": f"template (inside the {inner[1]})"}
+        if inner[1] in ANSWERED:  # the server answered a request with it: it failed while serving
+            values["phase_hint"] = "serving"
+        found = quoted[0], values
+    if found is None:
+        return None
+    rule, values = found
+    wrapper = cascade(text)
+    if wrapper:  # NCCL's watchdog after the first failed collective, an echo of a failed load
+        values = {**values, "cascade": wrapper}
+    for symptom, context, owner in OWNERS:
+        if rule.kind == symptom and context.search(text):
+            return _OWNER_RULES[owner], {**values, "tier": f"template, owned by its context ({owner})"}
+    return rule, values

@@ -1,0 +1,278 @@
+"""A failure read the way an engineer reads it (doctor/logparse/chains.py): the error inside its
+wrapper, the first error before its cascade, keyword families when no template knows the wording,
+the tier each finding was recognised by, and ties broken by causal order in the log.
+
+Every log line here is real (fixtures/logs/chains/*.log with their sources in the sidecars, or the
+source named next to the line); the one composed line is marked as such and says what it is made of.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from doctor.collect.files import load_paths
+from doctor.engine import Deadline, load_checks, run_checks, select
+from doctor.findings import Finding
+from doctor.logparse import chains
+from doctor.logparse.scan import scan_lines
+from doctor.report import build_report, rank
+
+CHAINS = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "chains"
+LOGS = CHAINS.parent
+OOM_CODES = {"load.weights_oom", "load.runtime_oom"}
+
+
+def analyze(path: Path):
+    facts = load_paths([str(path)], Deadline(30))
+    return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts), facts
+
+
+def events_of(text: str):
+    return scan_lines(io.BytesIO(text.encode()).readlines(), "t.log")[0].events
+
+
+# --- wrapped errors: each chain shape ---------------------------------------------------------
+
+
+def test_the_worker_error_vllm_quotes_is_the_finding_and_engine_dead_is_its_cascade() -> None:
+    """vLLM V1: RuntimeError("Worker failed with error '<the worker's error>'") carries the worker's
+    NPU OOM; the API server's EngineDeadError after it is the cascade, never the root."""
+    report, facts = analyze(CHAINS / "vllm-ascend-v1-worker-failed-npu-oom.log")
+    top = report.findings[0]
+    assert top.code in OOM_CODES, [f.code for f in report.findings]
+    assert any("NPU out of memory. Tried to allocate 326.00 MiB" in line for line in top.evidence)
+    assert "recognised by: family: out of memory" in top.evidence
+    dead = [e for e in facts.logs.events if "EngineDeadError" in e.lines[0]]
+    assert dead and dead[0].values["cascade"] == "vLLM engine dead"
+
+
+def test_during_handling_the_first_exception_is_the_cause() -> None:
+    """LangChain raises "Could not import vllm" while handling vllm's own ImportError: the inner
+    libcudart.so.12 error is the cause."""
+    report, _ = analyze(CHAINS / "langchain-vllm-libcudart-during-handling.log")
+    top = report.findings[0]
+    assert top.code == "load.cuda_mismatch"
+    assert any("libcudart.so.12: cannot open shared object file" in line for line in top.evidence)
+    assert "recognised by: template" in top.evidence
+
+
+def test_undici_cause_names_the_timeout_that_fetch_failed_hides() -> None:
+    report, _ = analyze(CHAINS / "node-undici-fetch-failed-cause-headers-timeout.log")
+    top = report.findings[0]
+    assert top.code == "access.timeout"
+    assert any("[cause]: HeadersTimeoutError: Headers Timeout Error" in line for line in top.evidence)
+    assert "recognised by: family: timeout" in top.evidence
+
+
+def test_ollama_runner_death_carries_the_runners_error_in_its_error_field() -> None:
+    """Ollama's scheduler logs `error="llama runner process has terminated: ... cudaMalloc failed: out
+    of memory"`; the 500 the API answered after it is a symptom."""
+    report, facts = analyze(CHAINS / "ollama-runner-terminated-cudamalloc-oom.log")
+    top = report.findings[0]
+    assert top.code in OOM_CODES, [f.code for f in report.findings]
+    (oom,) = [e for e in facts.logs.events if e.kind == "cuda_oom"]
+    assert oom.values["tier"] == "family: out of memory" and oom.values["cascade"] == "Ollama runner"
+
+
+# openai-python formats an HTTP error as f"Error code: {status} - {body}" (openai/_client.py,
+# _make_status_error_from_response); vLLM's ErrorResponse body has object/message/type/param/code
+# (vllm/entrypoints/openai/protocol.py). COMPOSED from those two formats and the real CUDA OOM message
+# of fixtures/logs/vllm-mllama-tp4-profile-run-oom.log line 50 (vllm-project/vllm#8903).
+GATEWAY_503 = ("openai.InternalServerError: Error code: 503 - {'object': 'error', 'message': 'CUDA out of memory. Tried to "
+               "allocate 19.63 GiB. GPU 3 has a total capacity of 79.15 GiB of which 17.73 GiB is free.', 'type': "
+               "'InternalServerError', 'param': None, 'code': 503}\n")
+
+
+def test_the_engines_cuda_error_inside_a_503_body_is_the_engines_finding(tmp_path: Path) -> None:
+    log = tmp_path / "client.log"
+    log.write_text(GATEWAY_503)
+    report, facts = analyze(log)
+    top = report.findings[0]
+    assert top.code == "load.runtime_oom", [f.code for f in report.findings]  # it answered a request: serving
+    assert "access.server_error" not in [f.code for f in report.findings[:1]]
+    (oom,) = [e for e in facts.logs.events if e.kind == "cuda_oom"]
+    assert oom.values["tier"] == "template (inside the HTTP error body)" and oom.values["tried"] == 19.63
+    assert "recognised by: template (inside the HTTP error body)" in top.evidence
+
+
+# ray/exceptions.py RayTaskError: the worker's exception class in parentheses; the task's name after it
+# (Simple-Efficient/RL-Factory#8, description)
+RAY_TASK = ("ray.exceptions.RayTaskError(ActorDiedError): ray::TaskRunner.run() (pid=18948, ip=10.164.37.106, "
+            "actor_id=2dbcd32867b5c511f131cbb201000000, repr=<main_ppo.TaskRunner object at 0x7f852c0b7490>)")
+
+
+@pytest.mark.parametrize(("line", "inner", "wrapper"), [
+    (RAY_TASK, "ActorDiedError", "Ray task"),
+    # vllm-project/vllm#29943 (title)
+    ("RuntimeError: Worker failed with error 'DeepGEMM backend is not available or outdated.', please check the stack trace "
+     "above for the root cause", "DeepGEMM backend is not available or outdated.", "vLLM worker"),
+    # ollama/ollama-js#144 (fixture line 9)
+    ("[cause]: HeadersTimeoutError: Headers Timeout Error", "HeadersTimeoutError: Headers Timeout Error", "caused by"),
+    # shared/corpus/d037.log line 41 (vllm-project/vllm#1824): urllib3's "(Caused by SSLError(...))"
+    ("urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded with url: "
+     "/TheBloke/Yi-34B-Chat-AWQ/resolve/main/config.json (Caused by SSLError(SSLEOFError(8, '[SSL: UNEXPECTED_EOF_WHILE_READING] "
+     "EOF occurred in violation of protocol (_ssl.c:1007)')))", "SSLError(SSLEOFError(8,", "caused by"),
+    # corpus/z106.log (huggingface/text-generation-inference, TGI launcher): a Rust error enum quoting its message
+    ("Error: Warmup(Generation(\"Not enough memory to handle 4096 prefill tokens. You need to decrease "
+     "`--max-batch-prefill-tokens`\"))", "Not enough memory to handle 4096 prefill tokens.", "error enum"),
+])
+def test_each_wrapper_shape_quotes_its_inner_error(line: str, inner: str, wrapper: str) -> None:
+    found = chains.inner_message(line)
+    assert found is not None and found[0].startswith(inner) and found[1] == wrapper
+
+
+def test_a_more_specific_wrapper_match_is_kept_over_the_quoted_symptom() -> None:
+    """huggingface.co + SSLError is the hub being unreachable (the outer line says where), not a
+    client TLS problem: the quoted error is read only when the rules agree or the line says nothing."""
+    line = ("requests.exceptions.SSLError: (MaxRetryError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Max retries "
+            "exceeded with url: /TheBloke/Yi-34B-Chat-AWQ/resolve/main/config.json (Caused by SSLError(SSLEOFError(8, "
+            "'[SSL: UNEXPECTED_EOF_WHILE_READING] EOF occurred in violation of protocol (_ssl.c:1007)')))\"), "
+            "'(Request ID: 91b68885-d0ae-4e19-bb51-63855c72ce75)')")  # shared/corpus/d037.log line 88
+    rule, values = chains.match(line)  # type: ignore[misc]
+    assert rule.kind == "hub_unreachable" and "tier" not in values
+
+
+# --- cascades: the first error, not what it set off ---------------------------------------------
+
+
+def test_vllm_v1_engine_core_failure_is_the_cascade_of_the_workers_error() -> None:
+    report, _ = analyze(CHAINS / "vllm-0.9.2-v1-passmanager-engine-core-cascade.log")
+    top = report.findings[0]
+    assert top.code == "load.unrecognized_failure"
+    assert top.title.endswith("RuntimeError: PassManager::run failed")
+    assert "recognised by: unrecognised" in top.evidence
+    assert top.fixes[0].command == 'gh search issues --repo vllm-project/vllm "RuntimeError: PassManager::run failed"'
+
+
+def test_sglang_scheduler_exception_then_sigquit() -> None:
+    report, facts = analyze(CHAINS / "sglang-scheduler-libcuda-importerror-sigquit.log")
+    assert report.findings[0].code == "load.cuda_mismatch"
+    assert any("libcuda.so.1: cannot open shared object file" in line for line in report.findings[0].evidence)
+    (sigquit,) = [e for e in facts.logs.events if "Received sigquit" in e.lines[0]]
+    assert sigquit.values["cascade"] == "SGLang launcher"
+
+
+def test_killed_after_a_childs_failure_is_the_launcher_not_the_oom_killer() -> None:
+    """SGLang's sigquit handler kills its own process tree (sglang/srt/entrypoints/engine.py): the
+    shell's `Killed` after it is no host OOM; the scheduler's Triton error is the failure."""
+    report, _ = analyze(CHAINS / "sglang-triton-out-of-resources-sigquit-killed.log")
+    codes = [f.code for f in report.findings]
+    assert "load.host_oom" not in codes
+    assert codes[0] == "load.unrecognized_failure"
+    assert "triton.runtime.errors.OutOfResources: out of resource: shared memory" in report.findings[0].title
+
+
+# vllm/v1/engine/core.py (EngineCore failed to start), utils.py (Engine core initialization failed),
+# multiproc_executor.py (WorkerProc initialization failed), sglang engine.py (sigquit), torch's
+# ProcessGroupNCCL watchdog, TGI launcher: each line from the engine's source or a log quoting it
+@pytest.mark.parametrize(("line", "wrapper"), [
+    ("ERROR 06-30 13:53:19 [core.py:515] EngineCore failed to start.", "vLLM EngineCore"),  # shared/corpus/d011.log
+    ("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}", "vLLM engine core"),
+    ("Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.",
+     "vLLM worker process"),  # shared/corpus/d011.log
+    ("[2025-02-09 21:23:00] Received sigquit from a child proces. It usually means the child failed.", "SGLang launcher"),
+    ("[rank0]:[E ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+     "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600033 milliseconds before timing out.", "NCCL watchdog"),
+    ("Error: ShardCannotStart", "TGI launcher"),
+])
+def test_wrapper_messages_are_data(line: str, wrapper: str) -> None:
+    assert chains.cascade(line) == wrapper
+
+
+def test_the_first_nccl_error_is_quoted_before_its_watchdog_cascade() -> None:
+    text = (CHAINS / "nccl-ibv-create-cq-enomem.log").read_text() + (
+        # the watchdog's wording (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp), repeated per rank
+        "[rank1]:[E ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+        "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600033 milliseconds before timing out.\n") * 3
+    nccl = [e for e in events_of(text) if e.kind == "nccl_error"]
+    assert [bool(e.values.get("cascade")) for e in nccl] == [False, True]
+    assert nccl[1].count == 3 and "ibv_create_cq" in nccl[0].lines[0]
+
+
+# --- keyword families --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("line", "family", "kind"), [
+    ("Error: could not connect to ollama app, is it running?", "connection refused", "client_refused"),  # corpus/z029 (ollama)
+    ("Error: pull model manifest: Get \"https://registry.ollama.ai/v2/library/llama2/manifests/latest\": dial tcp: lookup "
+     "registry.ollama.ai on <PRIVATE_IP_1>:53: no such host", "name resolution", "client_dns"),  # corpus/z179
+    ("Post \"http://localhost:11434/api/chat\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
+     "timeout", "client_timeout"),  # corpus/z112
+    ("ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory", "out of memory", "cuda_oom"),  # corpus/z172
+    ("Refer to the documentation on how to address the out of memory issue: https://docs.ray.io/en/latest/ray-core/scheduling/"
+     "ray-oom-prevention.html.", "host memory", "host_oom"),  # shared/corpus/d016.log (Ray's memory monitor)
+    ("RuntimeError: HIP error: invalid device function", "CUDA/driver", "cuda_mismatch"),  # corpus/z141 (sglang)
+    ("llama_model_load: error loading model: error loading model vocabulary: unknown pre-tokenizer type: 'deepseek-r1-qwen'",
+     "unsupported model", "arch_unsupported"),  # corpus/z013 (llama.cpp)
+    ("error loading model: unrecognized tensor type 5", "quantization", "quant_unsupported"),  # corpus/z020 (llama.cpp)
+    ("ImportError: Please install bitsandbytes>=0.44.0 via `pip install bitsandbytes>=0.44.0` to use bitsandbytes quantizer.",
+     "quantization", "quant_unsupported"),  # corpus/z186 (sglang)
+    ("llama_model_load: error loading model: invalid split file: ../models/command-r-plus-104b-Q2_K_S.gguf", "model files",
+     "model_missing"),  # corpus/z018 (llama.cpp)
+    ("ValueError: No supported config format found in mistralai/Mistral-7B-v0.1", "model files", "model_missing"),  # corpus/z120
+    # NVIDIA/nccl#1191 (title): ENOMEM from the verbs library is InfiniBand's memlock limit
+    ("misc/ibvwrap.cc:190 NCCL WARN Call to ibv_create_cq failed with error Cannot allocate memory", "NCCL", "nccl_error"),
+])
+def test_keyword_families_name_the_cause(line: str, family: str, kind: str) -> None:
+    found = chains.family(line)
+    assert found is not None and (found.name, found.kind) == (family, kind)
+
+
+def test_no_family_for_a_failure_that_names_no_cause() -> None:
+    assert chains.family("Error generating article: TypeError: fetch failed") is None  # ollama/ollama-js#144
+    # an internal wait of the engine is no client's request timing out (the fixture of test_load_checks)
+    assert chains.family("ray.exceptions.RayChannelTimeoutError: System error: Timed out waiting for object available to read.") is None
+
+
+def test_a_degraded_start_is_no_family_cause() -> None:
+    """SGLang says a tuned kernel config file is missing and goes on with defaults: "not found" in
+    that line names no missing model file (shared/real/other-engines/sglang-0.4.3-deepseek-r1-tp8-
+    startup-decode-batches.txt line 146, sgl-project/sglang#4161)."""
+    line = ("[2025-03-07 09:25:33 TP4] Using default MoE config. Performance might be sub-optimal! Config file not found at "
+            "/root/miniconda3/envs/deepseekr1/lib/python3.12/site-packages/sglang/srt/layers/moe/fused_moe_triton/configs/"
+            "E=256,N=128,device_name=NVIDIA_H800,dtype=fp8_w8a8,block_shape=[128, 128].json\n")
+    assert [e.kind for e in events_of(line)] == ["error_line"]
+
+
+def test_memory_registration_enomem_is_nccl_not_host_oom() -> None:
+    """ibv_reg_mr / ibv_create_cq fail with "Cannot allocate memory" when the locked-memory limit is
+    low: the rule's symptom word (host OOM) belongs to NCCL's InfiniBand transport here."""
+    report, _ = analyze(CHAINS / "nccl-ibv-create-cq-enomem.log")
+    codes = [f.code for f in report.findings]
+    assert codes[0] == "load.nccl_failed" and "load.host_oom" not in codes
+    assert "recognised by: template, owned by its context (nccl_error)" in report.findings[0].evidence
+    # NVIDIA/nccl-tests#206 (title): the registration call itself
+    rule, _ = chains.match("misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory")  # type: ignore[misc]
+    assert rule.kind == "nccl_error"
+    # the same words without InfiniBand's context stay host memory (corpus/z165, SGLang faulthandler)
+    rule, _ = chains.match("OSError: [Errno 12] Cannot allocate memory")  # type: ignore[misc]
+    assert rule.kind == "host_oom"
+
+
+# --- causal order breaks ties -------------------------------------------------------------------
+
+NCCL_LINE = (CHAINS / "nccl-ibv-create-cq-enomem.log").read_text().splitlines()[0]
+OOM_LINE = (LOGS / "vllm-mllama-tp4-profile-run-oom.log").read_text().splitlines()[49]
+
+
+@pytest.mark.parametrize(("lines", "nccl_first"), [([NCCL_LINE, OOM_LINE], True), ([OOM_LINE, NCCL_LINE], False)])
+def test_the_earliest_root_error_wins_among_equals(tmp_path: Path, lines: list[str], nccl_first: bool) -> None:
+    """load.gpu_oom runs before load.nccl; both are errors of the load layer and neither explains
+    the other: the one whose error came first in the log ranks first."""
+    log = tmp_path / "engine.log"
+    log.write_text("\n".join(lines) + "\n")
+    report, _ = analyze(log)
+    codes = [f.code for f in report.findings]
+    assert len(codes) == 2 and "load.nccl_failed" in codes and set(codes) & OOM_CODES, codes
+    assert (codes[0] == "load.nccl_failed") is nccl_first
+
+
+def test_rank_uses_causal_order_only_among_equals() -> None:
+    late_error, early_warn = Finding("load.nccl_failed", "x"), Finding("load.shm_insufficient", "y", severity="warn")
+    early_error, nowhere = Finding("load.runtime_oom", "z"), Finding("load.cuda_mismatch", "w")
+    causal = {id(late_error): (0, 0, 9), id(early_warn): (0, 0, 1), id(early_error): (0, 0, 2)}
+    ranked = rank([nowhere, late_error, early_warn, early_error], causal)
+    assert [f.code for f in ranked] == ["load.runtime_oom", "load.nccl_failed", "load.cuda_mismatch", "load.shm_insufficient"]
