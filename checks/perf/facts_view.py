@@ -92,5 +92,25 @@ def engine_gpus(cfg: EngineConfig | None, g: GpuFacts) -> list[Gpu]:
     return [x for x in chosen if x is not None]
 
 
+SUSTAINED = 0.10  # doctor/logparse/stat_lines.py: a state of at least this share of a log's samples
+
+
+def from_log(m) -> bool:
+    """Metrics read from a log's stat lines (a series), not a /metrics scrape (one reading)."""
+    return m is not None and m.origin == "log"
+
+
+def sustained(m, count_name: str) -> bool:
+    """In a log: the state counted by `count_name` held in at least SUSTAINED of the stat lines
+    (and twice), so it describes the run, not one busy moment."""
+    count, total = m.values.get(count_name, 0), m.values.get("stat_samples", 0)
+    return count >= max(2, SUSTAINED * total)
+
+
+def share(m, count_name: str) -> str:
+    """"12 of 40 stat lines" for the evidence."""
+    return f"{m.values.get(count_name, 0):g} of {m.values.get('stat_samples', 0):g} stat lines"
+
+
 def gib(mib: float | None) -> str:
     return f"{(mib or 0) / 1024:.1f} GiB"

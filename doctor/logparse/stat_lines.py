@@ -1,0 +1,380 @@
+"""Engines' periodic stat lines and benchmark summaries -> the metrics facts a /metrics scrape fills.
+
+A log on its own says how loaded the engine was: vLLM prints a stat line every few seconds, SGLang
+one per prefill and every few decode steps, TGI one per finished request, llama-server a timing
+block per request, and `vllm bench serve` / `benchmark_serving.py` a summary. Read into the same
+engine-neutral names doctor/logparse/metrics_text.py gives a scrape (`running`, `waiting`,
+`kv_cache_usage`, `ttft_mean_s`, `itl_mean_s`, ...), the perf checks judge a log exactly as they
+judge a scrape. A log is a series, not one reading: the checks need to know whether the cache was
+full for a moment or for the whole run, so we keep counts over all samples (samples with the cache
+>= 90%, with requests waiting, both at once), peaks, and the busiest sample as the snapshot (its
+line is the evidence). Memory is flat: a few numbers, whatever the length of the log.
+
+The formats, as the engines' sources write them:
+- vLLM V0 (vllm/engine/metrics.py, llm_engine.py in 0.2.x): "Avg prompt throughput: %.1f tokens/s,
+  Avg generation throughput: %.1f tokens/s, Running: %d reqs, Swapped: %d reqs, Pending: %d reqs,
+  GPU KV cache usage: %.1f%%, CPU KV cache usage: %.1f%%."
+- vLLM V1 (vllm/v1/metrics/loggers.py): "Engine %03d: Avg prompt throughput: ... Running: %d reqs,
+  Waiting: %d reqs, [Preemptions: %d, ]GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%"
+  (newer ones print "n/a" for an unknown usage).
+- SGLang (srt/managers/scheduler.py): "Decode batch. #running-req: %d, #token: %d, token usage:
+  %.2f, [cuda graph: ..., ]gen throughput (token/s): %.2f, #queue-req: %d" and "Prefill batch.
+  #new-seq: ..., #new-token: ..., #cached-token: ..., token usage: %.2f, #running-req: %d,
+  #queue-req: %d"; newer: "Decode batch," and "#full token: ..., full token usage: ...".
+- TGI (router/src/server.rs): the span of each finished request, `queue_time="1.2ms"
+  ... time_per_token="41.3ms"` (Rust's Debug format of a Duration).
+- llama.cpp / llama-server (print_timings / llama_perf_context_print): "eval time = %.2f ms / %d
+  tokens (%.2f ms per token, %.2f tokens per second)".
+- Ollama (llm/memory.go): "offload to cuda" with memory.required.full / memory.available, next to
+  llama.cpp's "offloaded 29/41 layers to GPU" (an event of doctor/logparse/events.py).
+- vLLM `benchmark_serving.py` / `vllm bench serve` and SGLang `bench_serving`: "Mean TTFT (ms):",
+  "Median TPOT (ms):", "P99 ITL (ms):", "Request throughput (req/s):", "Max request concurrency:".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from doctor.facts import Facts
+from doctor.facts.metrics import MetricsFacts
+
+# a block without any of these bytes holds no stat line: one C-speed `in` per anchor per block
+ANCHORS = (b"throughput", b"batch", b"time_per_token", b"(ms)", b"eval time", b"memory.required", b"concurrency")
+TRIGGER = re.compile(
+    rb"avg prompt throughput|decode batch|prefill batch|time_per_token=|eval time +=|offload to \w+\" .*memory\.required"
+    rb"|^(?:mean|median|p\d+(?:\.\d+)?) (?:ttft|tpot|itl|e2el|e2e latency) \(ms\):|^request throughput \(req/s\):"
+    rb"|^output token throughput \(tok/s\):|^max request concurrency:|^concurrency:",
+    re.M,
+)
+
+FULL = 0.90  # KV usage at or above: the cache is full (what perf.kv_cache_metrics calls full)
+ROOM = 0.70  # KV usage below: the cache has room (what perf.batching calls room)
+SUSTAINED = 0.10  # share of the samples a state must hold to be the run's, not a moment's
+MAX_LINE = 4096
+
+_NUM = r"(\d+(?:\.\d+)?)"
+_VLLM = {
+    "prompt_throughput": re.compile(r"Avg prompt throughput: " + _NUM),
+    "gen_throughput": re.compile(r"Avg generation throughput: " + _NUM),
+    "running": re.compile(r"Running: (\d+) reqs"),
+    "waiting": re.compile(r"(?:Waiting|Pending): (\d+) reqs"),
+    "swapped": re.compile(r"Swapped: (\d+) reqs"),
+    "preemptions": re.compile(r"Preemptions: (\d+)"),
+    "kv_pct": re.compile(r"GPU KV cache usage: (?:active )?" + _NUM + "%"),
+    "prefix_pct": re.compile(r"Prefix cache hit rate: (?:GPU: )?" + _NUM + "%"),
+}
+_SGLANG = {
+    "running": re.compile(r"#running-req: (\d+)"),
+    "waiting": re.compile(r"#queue-req: (\d+)"),
+    "kv": re.compile(r"(?<![\w#])(?:full )?token usage: " + _NUM),
+    "gen_throughput": re.compile(r"gen throughput \(token/s\): " + _NUM),
+    "prompt_throughput": re.compile(r"input throughput \(token/s\): " + _NUM),
+}
+_TGI_DURATION = re.compile(r'(?P<name>time_per_token|queue_time)="?(?P<value>\d+(?:\.\d+)?)(?P<unit>ns|µs|us|ms|s)"?')
+_UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+_LLAMACPP = re.compile(r"(?P<prompt>prompt )?eval time =\s*[\d.]+ ms /\s*(?P<n>\d+) (?:tokens|runs)\s*\(\s*(?P<ms>[\d.]+) ms per token")
+_OLLAMA = re.compile(r'msg="offload to \w+".*?memory\.available="\[(?P<avail>[^\]]*)\]".*?memory\.required\.full="(?P<full>[\d.]+ [KMGT]i?B)"')
+_BENCH = re.compile(
+    r"^(?P<stat>Mean|Median|P\d+(?:\.\d+)?) (?P<what>TTFT|TPOT|ITL|E2EL|E2E Latency) \(ms\):\s+(?P<value>[\d.]+)"
+    r"|^(?P<name>Request throughput \(req/s\)|Output token throughput \(tok/s\)|Max request concurrency|Concurrency):\s+(?P<v2>[\d.]+)",
+    re.I,
+)
+_BENCH_NAMES = {"ttft": "ttft", "tpot": "itl", "itl": "itl_token", "e2el": "e2e", "e2e latency": "e2e"}
+_BENCH_VALUES = {
+    "request throughput (req/s)": "request_throughput",
+    "output token throughput (tok/s)": "bench_output_throughput",
+    "max request concurrency": "bench_concurrency",
+    "concurrency": "bench_concurrency",
+}
+_SIZE = re.compile(r"([\d.]+) ([KMGT])i?B")
+
+
+@dataclass
+class Sample:
+    """One engine stat line: where it is and what it says."""
+
+    where: str
+    text: str
+    running: float | None = None
+    waiting: float | None = None
+    kv: float | None = None  # fraction
+    swapped: float | None = None
+
+    @property
+    def load(self) -> tuple[float, float]:
+        return (self.waiting or 0.0, self.kv or 0.0)
+
+
+@dataclass
+class StatLines:
+    """Aggregates over every stat line of a log (counts, peaks, the busiest sample)."""
+
+    engine: str = ""
+    samples: int = 0  # stat lines that report a batch (running / waiting / KV usage)
+    kv_samples: int = 0
+    kv_full: int = 0  # ... with KV usage >= FULL
+    queued: int = 0  # ... with requests waiting
+    pressed: int = 0  # ... both: the cache is full and requests wait for it
+    capped: int = 0  # decode-time samples with requests waiting while the cache has room
+    kv_max: float = 0.0
+    waiting_max: float = 0.0
+    running_max: float = 0.0
+    swapped_max: float = 0.0
+    preemptions: float = 0.0
+    gen_sum: float = 0.0
+    gen_n: int = 0
+    gen_max: float = 0.0
+    prompt_max: float = 0.0
+    prefix_hit: float | None = None  # the last one the engine printed (its own running window)
+    # the busiest sample of all, of the pressed ones and of the capped ones (most waiting, then fullest)
+    peaks: dict[str, Sample] = field(default_factory=dict)
+    itl_sum: float = 0.0  # per-request time per output token (TGI, llama.cpp): seconds
+    itl_n: int = 0
+    itl_max: float = 0.0
+    itl_where: str = ""
+    queue_sum: float = 0.0
+    queue_n: int = 0
+    bench: dict[str, float] = field(default_factory=dict)  # the last benchmark summary's numbers
+    bench_where: dict[str, str] = field(default_factory=dict)
+    offload: dict[str, float] = field(default_factory=dict)  # Ollama's memory estimate at load
+    offload_where: str = ""
+
+    def feed_block(self, block: bytes, low: bytes, source: str, first_no: int) -> None:
+        """Every stat line in a block of whole lines (`low` is it lower-cased; `first_no` the
+        number of its first line). The common case, a block without any anchor, costs a few
+        memchr-speed `in` tests."""
+        if not any(a in low for a in ANCHORS):
+            return
+        no, counted = first_no, 0
+        pos = 0
+        while (m := TRIGGER.search(low, pos)) is not None:
+            start = low.rfind(b"\n", 0, m.start()) + 1
+            end = low.find(b"\n", m.end())
+            end = len(low) if end < 0 else end
+            no += low.count(b"\n", counted, start)
+            counted = start
+            self.feed_line(block[start : min(end, start + MAX_LINE)].decode("utf-8", errors="replace").strip(), f"{source}:{no}")
+            pos = end + 1
+
+    def feed_line(self, text: str, where: str) -> None:
+        if "Avg prompt throughput" in text or "Avg generation throughput" in text:
+            self._vllm(text, where)
+        elif "Decode batch" in text or "Prefill batch" in text:
+            self._sglang(text, where)
+        elif "time_per_token=" in text or "queue_time=" in text:
+            self._tgi(text, where)
+        elif "eval time" in text:
+            self._llamacpp(text, where)
+        elif "memory.required" in text:
+            self._ollama(text, where)
+        else:
+            self._bench(text, where)
+
+    def _vllm(self, text: str, where: str) -> None:
+        got = {k: float(m.group(1)) for k, rx in _VLLM.items() if (m := rx.search(text))}
+        self.engine = self.engine or "vllm"
+        self._throughput(got.get("gen_throughput"), got.get("prompt_throughput"))
+        self.preemptions += got.get("preemptions", 0.0)
+        if "prefix_pct" in got:
+            self.prefix_hit = got["prefix_pct"] / 100
+        kv = got["kv_pct"] / 100 if "kv_pct" in got else None
+        self._sample(Sample(where, text, got.get("running"), got.get("waiting"), kv, got.get("swapped")), decode=True)
+
+    def _sglang(self, text: str, where: str) -> None:
+        got = {k: float(m.group(1)) for k, rx in _SGLANG.items() if (m := rx.search(text))}
+        self.engine = self.engine or "sglang"
+        self._throughput(got.get("gen_throughput"), got.get("prompt_throughput"))
+        # a prefill line with a queue is a burst being admitted chunk by chunk, not a capped batch
+        self._sample(Sample(where, text, got.get("running"), got.get("waiting"), got.get("kv")), decode="Decode batch" in text)
+
+    def _tgi(self, text: str, where: str) -> None:
+        self.engine = self.engine or "tgi"
+        for m in _TGI_DURATION.finditer(text):
+            seconds = float(m.group("value")) * _UNITS[m.group("unit")]
+            if m.group("name") == "time_per_token":
+                self._itl(seconds, where)
+            else:
+                self.queue_sum += seconds
+                self.queue_n += 1
+
+    def _llamacpp(self, text: str, where: str) -> None:
+        m = _LLAMACPP.search(text)
+        if m is None or m.group("prompt") or int(m.group("n")) < 2:
+            return  # the prompt's time is prefill, and one token says nothing about decode
+        self.engine = self.engine or "llamacpp"
+        self._itl(float(m.group("ms")) / 1000, where)
+
+    def _ollama(self, text: str, where: str) -> None:
+        m = _OLLAMA.search(text)
+        if m is None:
+            return
+        avail = [_gib(x) for x in m.group("avail").split(",")]
+        full = _gib(m.group("full"))
+        if full is not None and all(a is not None for a in avail) and avail:
+            self.offload = {"offload_required_gib": full, "offload_available_gib": sum(a for a in avail if a is not None)}
+            self.offload_where = f"{where}: {text[:300]}"
+
+    def _bench(self, text: str, where: str) -> None:
+        m = _BENCH.search(text)
+        if m is None:
+            return
+        if m.group("stat"):
+            stat = m.group("stat").lower()
+            label = "mean" if stat == "mean" else "p50" if stat == "median" else stat
+            name = f"{_BENCH_NAMES[m.group('what').lower()]}_{label}_s"
+            self.bench[name] = float(m.group("value")) / 1000
+        else:
+            name = _BENCH_VALUES[m.group("name").lower()]
+            self.bench[name] = float(m.group("v2"))
+        self.bench_where[name] = f"{where}: {text}"
+
+    def _throughput(self, gen: float | None, prompt: float | None) -> None:
+        if gen:
+            self.gen_sum += gen
+            self.gen_n += 1
+            self.gen_max = max(self.gen_max, gen)
+        if prompt:
+            self.prompt_max = max(self.prompt_max, prompt)
+
+    def _itl(self, seconds: float, where: str) -> None:
+        self.itl_sum += seconds
+        self.itl_n += 1
+        if seconds >= self.itl_max:
+            self.itl_max, self.itl_where = seconds, where
+
+    def _sample(self, s: Sample, decode: bool) -> None:
+        if s.running is None and s.waiting is None and s.kv is None:
+            return
+        self.samples += 1
+        waiting = (s.waiting or 0) > 0
+        self.queued += waiting
+        if s.kv is not None:
+            self.kv_samples += 1
+            self.kv_full += s.kv >= FULL
+            self.pressed += s.kv >= FULL and waiting
+            self.capped += decode and waiting and bool(s.running) and s.kv < ROOM
+            self.kv_max = max(self.kv_max, s.kv)
+        self.waiting_max = max(self.waiting_max, s.waiting or 0)
+        self.running_max = max(self.running_max, s.running or 0)
+        self.swapped_max = max(self.swapped_max, s.swapped or 0)
+        kinds = ["busiest"]
+        if s.kv is not None and s.kv >= FULL and waiting:
+            kinds.append("pressed")
+        if decode and waiting and s.running and s.kv is not None and s.kv < ROOM:
+            kinds.append("capped")
+        for kind in kinds:
+            if kind not in self.peaks or s.load > self.peaks[kind].load:
+                self.peaks[kind] = s
+
+    def absorb(self, other: StatLines) -> None:
+        """Add what another scanner of the same source found (a big log is read tail first)."""
+        for name in ("samples", "kv_samples", "kv_full", "queued", "pressed", "capped", "preemptions", "gen_sum", "gen_n",
+                     "itl_sum", "itl_n", "queue_sum", "queue_n"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name in ("kv_max", "waiting_max", "running_max", "swapped_max", "gen_max", "prompt_max"):
+            setattr(self, name, max(getattr(self, name), getattr(other, name)))
+        if other.itl_max >= self.itl_max and other.itl_n:
+            self.itl_max, self.itl_where = other.itl_max, other.itl_where
+        for kind, sample in other.peaks.items():
+            if kind not in self.peaks or sample.load > self.peaks[kind].load:
+                self.peaks[kind] = sample
+        self.engine = self.engine or other.engine
+        self.prefix_hit = other.prefix_hit if other.prefix_hit is not None else self.prefix_hit
+        self.bench.update(other.bench)
+        self.bench_where.update(other.bench_where)
+        if other.offload:
+            self.offload, self.offload_where = other.offload, other.offload_where
+
+    def sustained(self, count: int) -> bool:
+        """A state seen in at least SUSTAINED of the samples (and twice): not one busy moment."""
+        return count >= max(2, SUSTAINED * self.samples)
+
+    def snapshot(self) -> Sample | None:
+        """The sample the checks read as "the" reading: the fullest moment of a sustained
+        pressure, else the worst moment of a sustained capped queue, else the busiest."""
+        if self.sustained(self.pressed) and "pressed" in self.peaks:
+            return self.peaks["pressed"]
+        if self.sustained(self.capped) and "capped" in self.peaks:
+            return self.peaks["capped"]
+        return self.peaks.get("busiest")
+
+    def metrics(self, engine: str = "") -> MetricsFacts | None:
+        """The metrics facts these lines give; None when the log held none."""
+        if not (self.samples or self.itl_n or self.queue_n or self.bench or self.offload):
+            return None
+        v: dict[str, float] = {}
+        raw: dict[str, str] = {}
+        s = self.snapshot()
+        if s is not None:
+            for name, value in (("running", s.running), ("waiting", s.waiting), ("kv_cache_usage", s.kv), ("swapped", s.swapped)):
+                if value is not None:
+                    v[name] = value
+                    raw[name] = f"{s.where}: {s.text}"
+            v.update(stat_samples=self.samples, kv_samples=self.kv_samples, kv_full_samples=self.kv_full,
+                     queued_samples=self.queued, pressed_samples=self.pressed, capped_samples=self.capped,
+                     waiting_max=self.waiting_max, running_max=self.running_max)
+            if self.kv_samples:
+                v["kv_cache_usage_max"] = self.kv_max
+            if self.swapped_max:
+                v["swapped_max"] = self.swapped_max
+        if self.preemptions:
+            v["preemptions_total"] = self.preemptions
+        if self.gen_n:
+            v["gen_throughput"] = self.gen_sum / self.gen_n
+            v["gen_throughput_max"] = self.gen_max
+        if self.prompt_max:
+            v["prompt_throughput_max"] = self.prompt_max
+        if self.prefix_hit is not None:
+            v["prefix_cache_hit_rate"] = self.prefix_hit
+        if self.itl_n:
+            v.update(itl_count=self.itl_n, itl_mean_s=self.itl_sum / self.itl_n, itl_max_s=self.itl_max)
+            raw["itl"] = f"{self.itl_where} (the slowest of {self.itl_n} request(s))"
+        if self.queue_n:
+            v.update(queue_count=self.queue_n, queue_mean_s=self.queue_sum / self.queue_n)
+        v.update(self.bench)
+        raw.update({f"bench:{k}": w for k, w in self.bench_where.items()})
+        v.update(self.offload)
+        if self.offload_where:
+            raw["offload"] = self.offload_where
+        return MetricsFacts(source="log", engine=engine or self.engine, available=True, values=v, raw=raw,
+                            origin="log")
+
+
+def into_facts(facts: Facts, found: MetricsFacts | None) -> None:
+    """Put what a log's stat lines say into facts.metrics. A real scrape stays what it is (the log
+    only fills the names it lacks); two logs add up: counts add, peaks take the larger, the busier
+    snapshot wins."""
+    if found is None:
+        return
+    m = facts.metrics
+    if m is None or not m.available:
+        facts.metrics = found
+        return
+    if m.origin != "log":
+        for k, val in found.values.items():
+            m.values.setdefault(k, val)
+        for k, text in found.raw.items():
+            m.raw.setdefault(k, text)
+        return
+    old, new = m.values, found.values
+    busier = (new.get("waiting", 0), new.get("kv_cache_usage", 0)) > (old.get("waiting", 0), old.get("kv_cache_usage", 0))
+    merged = dict(new if busier else old)
+    for k in old.keys() | new.keys():
+        a, b = old.get(k), new.get(k)
+        if a is None or b is None:
+            merged[k] = b if a is None else a
+        elif k.endswith(("_samples", "_count", "preemptions_total")):
+            merged[k] = a + b
+        elif k.endswith("_max") or k.endswith("_max_s"):
+            merged[k] = max(a, b)
+    m.values = merged
+    m.raw = {**m.raw, **found.raw} if busier else {**found.raw, **m.raw}
+    m.engine = m.engine or found.engine
+
+
+def _gib(text: str) -> float | None:
+    m = _SIZE.search(text)
+    if m is None:
+        return None
+    return float(m.group(1)) * {"K": 1 / 1024**2, "M": 1 / 1024, "G": 1.0, "T": 1024.0}[m.group(2)]
