@@ -92,19 +92,17 @@ def engine_gpus(cfg: EngineConfig | None, g: GpuFacts) -> list[Gpu]:
     return [x for x in chosen if x is not None]
 
 
-SUSTAINED = 0.10  # doctor/logparse/stat_lines.py: a state of at least this share of a log's samples
-
-
 def from_log(m) -> bool:
     """Metrics read from a log's stat lines (a series), not a /metrics scrape (one reading)."""
     return m is not None and m.origin == "log"
 
 
 def sustained(m, count_name: str) -> bool:
-    """In a log: the state counted by `count_name` held in at least SUSTAINED of the stat lines
-    (and twice), so it describes the run, not one busy moment."""
-    count, total = m.values.get(count_name, 0), m.values.get("stat_samples", 0)
-    return count >= max(2, SUSTAINED * total)
+    """In a log: the state counted by `count_name` held over a share of the stat lines, so it
+    describes the run, not one busy moment (doctor/logparse/stat_lines.is_sustained)."""
+    from doctor.logparse.stat_lines import is_sustained
+
+    return is_sustained(m.values.get(count_name, 0), m.values.get("stat_samples", 0))
 
 
 def share(m, count_name: str) -> str:

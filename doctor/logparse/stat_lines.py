@@ -7,8 +7,8 @@ engine-neutral names doctor/logparse/metrics_text.py gives a scrape (`running`, 
 `kv_cache_usage`, `ttft_mean_s`, `itl_mean_s`, ...), the perf checks judge a log exactly as they
 judge a scrape. A log is a series, not one reading: the checks need to know whether the cache was
 full for a moment or for the whole run, so we keep counts over all samples (samples with the cache
->= 90%, with requests waiting, both at once), peaks, and the busiest sample as the snapshot (its
-line is the evidence). Memory is flat: a few numbers, whatever the length of the log.
+>= 90%, with requests waiting, both at once), peaks, and one sample as the snapshot (the fullest
+moment of a sustained pressure, else the busiest; its line is the evidence). Memory is flat: a few numbers, whatever the length of the log.
 
 The formats, as the engines' sources write them:
 - vLLM V0 (vllm/engine/metrics.py, llm_engine.py in 0.2.x): "Avg prompt throughput: %.1f tokens/s,
@@ -40,11 +40,13 @@ from doctor.facts import Facts
 from doctor.facts.metrics import MetricsFacts
 
 # a block without any of these bytes holds no stat line: one C-speed `in` per anchor per block
-ANCHORS = (b"throughput", b"batch", b"time_per_token", b"(ms)", b"eval time", b"memory.required", b"concurrency")
+ANCHORS = (b"throughput", b"batch", b"time_per_token", b"(ms)", b"eval time", b"memory.required", b"concurrency",
+           b"request rate", b"bench")
 TRIGGER = re.compile(
     rb"avg prompt throughput|decode batch|prefill batch|time_per_token=|eval time +=|offload to \w+\" .*memory\.required"
     rb"|^(?:mean|median|p\d+(?:\.\d+)?) (?:ttft|tpot|itl|e2el|e2e latency) \(ms\):|^request throughput \(req/s\):"
-    rb"|^output token throughput \(tok/s\):|^max request concurrency:|^concurrency:",
+    rb"|^output token throughput \(tok/s\):|^max request concurrency:|^concurrency:|^traffic request rate:"
+    rb"|benchmark_serving\.py|bench serve|bench_serving",
     re.M,
 )
 
@@ -87,7 +89,18 @@ _BENCH_VALUES = {
     "max request concurrency": "bench_concurrency",
     "concurrency": "bench_concurrency",
 }
+# a benchmark that sends every request at once (request rate inf, no concurrency cap) measures its own
+# queue in TTFT; the command line and the summary's header say which it was
+_RATE = re.compile(r"^Traffic request rate:\s+(?P<rate>\S+)|^Max request concurrency:\s+(?P<cap>\S+)", re.I)
+_BENCH_COMMAND = re.compile(r"benchmark_serving\.py|vllm bench serve|sglang\.bench_serving|bench_serving\.py")
+_BOUNDED = re.compile(r"--request[-_]rate[ =](?!inf\b)\d|--max[-_]concurrency[ =]\d")
 _SIZE = re.compile(r"([\d.]+) ([KMGT])i?B")
+
+
+def is_sustained(count: float, samples: float) -> bool:
+    """A state seen in at least SUSTAINED of the samples (and twice, when there are two or more):
+    the run's state, not one busy moment. A single pasted stat line is all the log says: it stands."""
+    return count >= max(min(2, samples), SUSTAINED * samples, 1)
 
 
 @dataclass
@@ -168,6 +181,17 @@ class StatLines:
             self._llamacpp(text, where)
         elif "memory.required" in text:
             self._ollama(text, where)
+        elif _BENCH_COMMAND.search(text):
+            if "bench_burst" not in self.bench or self.bench_where.get("bench_burst", "").endswith("(command)"):
+                self.bench["bench_burst"] = 0.0 if _BOUNDED.search(text) else 1.0
+                self.bench_where["bench_burst"] = f"{where}: {text[:300]} (command)"
+        elif m := _RATE.search(text):
+            value = (m.group("rate") or m.group("cap") or "").lower()
+            if value == "inf" or value.replace(".", "", 1).isdigit():
+                self.bench["bench_burst"] = 1.0 if value == "inf" else 0.0
+                self.bench_where["bench_burst"] = f"{where}: {text}"
+            if m.group("cap") and value.isdigit():
+                self._bench(text, where)
         else:
             self._bench(text, where)
 
@@ -286,16 +310,12 @@ class StatLines:
         if other.offload:
             self.offload, self.offload_where = other.offload, other.offload_where
 
-    def sustained(self, count: int) -> bool:
-        """A state seen in at least SUSTAINED of the samples (and twice): not one busy moment."""
-        return count >= max(2, SUSTAINED * self.samples)
-
     def snapshot(self) -> Sample | None:
         """The sample the checks read as "the" reading: the fullest moment of a sustained
         pressure, else the worst moment of a sustained capped queue, else the busiest."""
-        if self.sustained(self.pressed) and "pressed" in self.peaks:
+        if is_sustained(self.pressed, self.samples) and "pressed" in self.peaks:
             return self.peaks["pressed"]
-        if self.sustained(self.capped) and "capped" in self.peaks:
+        if is_sustained(self.capped, self.samples) and "capped" in self.peaks:
             return self.peaks["capped"]
         return self.peaks.get("busiest")
 
