@@ -201,8 +201,8 @@ class StatLines:
         self._throughput(got.get("gen_throughput"), got.get("prompt_throughput"))
         self.preemptions += got.get("preemptions", 0.0)
         if "prefix_pct" in got:
-            self.prefix_hit = got["prefix_pct"] / 100
-        kv = got["kv_pct"] / 100 if "kv_pct" in got else None
+            self.prefix_hit = round(got["prefix_pct"] / 100, 6)
+        kv = round(got["kv_pct"] / 100, 6) if "kv_pct" in got else None  # printed with one decimal
         self._sample(Sample(where, text, got.get("running"), got.get("waiting"), kv, got.get("swapped")), decode=True)
 
     def _sglang(self, text: str, where: str) -> None:
