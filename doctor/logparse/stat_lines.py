@@ -38,41 +38,48 @@ from dataclasses import dataclass, field
 
 from doctor.facts import Facts
 from doctor.facts.metrics import MetricsFacts
+from doctor.logparse import prefilter as pf
 
-# a block without any of these bytes holds no stat line: one C-speed `in` per anchor per block
-ANCHORS = (b"throughput", b"batch", b"time_per_token", b"(ms)", b"eval time", b"memory.required", b"concurrency",
-           b"request rate", b"bench")
-TRIGGER = re.compile(
-    rb"avg prompt throughput|decode batch|prefill batch|time_per_token=|eval time +=|offload to \w+\" .*memory\.required"
-    rb"|^(?:mean|median|p\d+(?:\.\d+)?) (?:ttft|tpot|itl|e2el|e2e latency) \(ms\):|^request throughput \(req/s\):"
-    rb"|^output token throughput \(tok/s\):|^max request concurrency:|^concurrency:|^traffic request rate:"
-    rb"|benchmark_serving\.py|bench serve|bench_serving",
-    re.M,
+# the literals every stat line holds (lower-cased); searched the way the scanner's prefilter searches,
+# one single-first-byte regex per group, so a block without stat lines costs a few C-speed passes
+LITERALS = (
+    "avg prompt throughput", "decode batch", "prefill batch", "time_per_token=", "eval time", "memory.required",
+    " (ms):", "(req/s):", "(tok/s):", "concurrency:", "request rate:", "benchmark_serving", "bench serve", "bench_serving",
 )
+TRIGGERS = pf.compile_groups(LITERALS)
 
 FULL = 0.90  # KV usage at or above: the cache is full (what perf.kv_cache_metrics calls full)
 ROOM = 0.70  # KV usage below: the cache has room (what perf.batching calls room)
 SUSTAINED = 0.10  # share of the samples a state must hold to be the run's, not a moment's
 MAX_LINE = 4096
 
-_NUM = r"(\d+(?:\.\d+)?)"
-_VLLM = {
-    "prompt_throughput": re.compile(r"Avg prompt throughput: " + _NUM),
-    "gen_throughput": re.compile(r"Avg generation throughput: " + _NUM),
-    "running": re.compile(r"Running: (\d+) reqs"),
-    "waiting": re.compile(r"(?:Waiting|Pending): (\d+) reqs"),
-    "swapped": re.compile(r"Swapped: (\d+) reqs"),
-    "preemptions": re.compile(r"Preemptions: (\d+)"),
-    "kv_pct": re.compile(r"GPU KV cache usage: (?:active )?" + _NUM + "%"),
-    "prefix_pct": re.compile(r"Prefix cache hit rate: (?:GPU: )?" + _NUM + "%"),
-}
-_SGLANG = {
-    "running": re.compile(r"#running-req: (\d+)"),
-    "waiting": re.compile(r"#queue-req: (\d+)"),
-    "kv": re.compile(r"(?<![\w#])(?:full )?token usage: " + _NUM),
-    "gen_throughput": re.compile(r"gen throughput \(token/s\): " + _NUM),
-    "prompt_throughput": re.compile(r"input throughput \(token/s\): " + _NUM),
-}
+# the "Name: number" fields each engine prints, found by name (a C-speed find, then a match at that
+# spot), so their order and the fields a version adds or drops do not matter (V1 dropped Swapped and
+# added Preemptions; SGLang added "cuda graph", "full"/"swa" token usage: the first is the full one)
+_VLLM = (
+    ("Avg prompt throughput: ", "prompt_throughput"), ("Avg generation throughput: ", "gen_throughput"),
+    ("Running: ", "running"), ("Waiting: ", "waiting"), ("Pending: ", "waiting"), ("Swapped: ", "swapped"),
+    ("Preemptions: ", "preemptions"), ("GPU KV cache usage: ", "kv_pct"), ("Prefix cache hit rate: ", "prefix_pct"),
+)
+_SGLANG = (
+    ("#running-req: ", "running"), ("#queue-req: ", "waiting"), ("token usage: ", "kv"),
+    ("gen throughput (token/s): ", "gen_throughput"), ("input throughput (token/s): ", "prompt_throughput"),
+)
+_NUMBER = re.compile(r"(?:active |GPU: )?(\d+(?:\.\d+)?)")
+# ... and, first, the wordings the sources print most (one search instead of one per field: stat lines
+# are a big share of a busy log); a line they do not fit is read field by field
+_N = r"(\d+(?:\.\d+)?)"
+_VLLM_LINE = re.compile(
+    r"Avg prompt throughput: " + _N + r" tokens/s, Avg generation throughput: " + _N + r" tokens/s, Running: (\d+) reqs, "
+    r"(?:Swapped: (\d+) reqs, )?(?:Pending|Waiting): (\d+) reqs, (?:Preemptions: (\d+), )?GPU KV cache usage: " + _N + "%"
+    r"(?:, (?:CPU KV cache usage: [\d.]+%, )?Prefix cache hit rate: (?:GPU: )?" + _N + "%)?"
+)
+_VLLM_KEYS = ("prompt_throughput", "gen_throughput", "running", "swapped", "waiting", "preemptions", "kv_pct", "prefix_pct")
+_SGLANG_DECODE = re.compile(
+    r"#running-req: (\d+), #(?:full )?token: \d+, (?:full )?token usage: " + _N + r",.*?gen throughput \(token/s\): " + _N
+    + r", #queue-req: (\d+)"
+)
+_SGLANG_DECODE_KEYS = ("running", "kv", "gen_throughput", "waiting")
 _TGI_DURATION = re.compile(r'(?P<name>time_per_token|queue_time)="?(?P<value>\d+(?:\.\d+)?)(?P<unit>ns|µs|us|ms|s)"?')
 _UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 _LLAMACPP = re.compile(r"(?P<prompt>prompt )?eval time =\s*[\d.]+ ms /\s*(?P<n>\d+) (?:tokens|runs)\s*\(\s*(?P<ms>[\d.]+) ms per token")
@@ -155,20 +162,22 @@ class StatLines:
 
     def feed_block(self, block: bytes, low: bytes, source: str, first_no: int) -> None:
         """Every stat line in a block of whole lines (`low` is it lower-cased; `first_no` the
-        number of its first line). The common case, a block without any anchor, costs a few
-        memchr-speed `in` tests."""
-        if not any(a in low for a in ANCHORS):
-            return
+        number of its first line)."""
+        starts: set[int] = set()
+        for rx in TRIGGERS:
+            pos = 0
+            while (m := rx.search(low, pos)) is not None:
+                starts.add(low.rfind(b"\n", 0, m.start()) + 1)
+                pos = low.find(b"\n", m.end()) + 1
+                if pos == 0:
+                    break
         no, counted = first_no, 0
-        pos = 0
-        while (m := TRIGGER.search(low, pos)) is not None:
-            start = low.rfind(b"\n", 0, m.start()) + 1
-            end = low.find(b"\n", m.end())
-            end = len(low) if end < 0 else end
+        for start in sorted(starts):
             no += low.count(b"\n", counted, start)
             counted = start
+            end = low.find(b"\n", start)
+            end = len(low) if end < 0 else end
             self.feed_line(block[start : min(end, start + MAX_LINE)].decode("utf-8", errors="replace").strip(), f"{source}:{no}")
-            pos = end + 1
 
     def feed_line(self, text: str, where: str) -> None:
         if "Avg prompt throughput" in text or "Avg generation throughput" in text:
@@ -196,21 +205,21 @@ class StatLines:
             self._bench(text, where)
 
     def _vllm(self, text: str, where: str) -> None:
-        got = {k: float(m.group(1)) for k, rx in _VLLM.items() if (m := rx.search(text))}
+        got = _template(_VLLM_LINE, _VLLM_KEYS, text) or _fields(text, _VLLM)
         self.engine = self.engine or "vllm"
         self._throughput(got.get("gen_throughput"), got.get("prompt_throughput"))
         self.preemptions += got.get("preemptions", 0.0)
         if "prefix_pct" in got:
             self.prefix_hit = round(got["prefix_pct"] / 100, 6)
         kv = round(got["kv_pct"] / 100, 6) if "kv_pct" in got else None  # printed with one decimal
-        self._sample(Sample(where, text, got.get("running"), got.get("waiting"), kv, got.get("swapped")), decode=True)
+        self._sample(where, text, got.get("running"), got.get("waiting"), kv, got.get("swapped"), decode=True)
 
     def _sglang(self, text: str, where: str) -> None:
-        got = {k: float(m.group(1)) for k, rx in _SGLANG.items() if (m := rx.search(text))}
+        got = _template(_SGLANG_DECODE, _SGLANG_DECODE_KEYS, text) or _fields(text, _SGLANG)
         self.engine = self.engine or "sglang"
         self._throughput(got.get("gen_throughput"), got.get("prompt_throughput"))
         # a prefill line with a queue is a burst being admitted chunk by chunk, not a capped batch
-        self._sample(Sample(where, text, got.get("running"), got.get("waiting"), got.get("kv")), decode="Decode batch" in text)
+        self._sample(where, text, got.get("running"), got.get("waiting"), got.get("kv"), None, decode="Decode batch" in text)
 
     def _tgi(self, text: str, where: str) -> None:
         self.engine = self.engine or "tgi"
@@ -267,29 +276,31 @@ class StatLines:
         if seconds >= self.itl_max:
             self.itl_max, self.itl_where = seconds, where
 
-    def _sample(self, s: Sample, decode: bool) -> None:
-        if s.running is None and s.waiting is None and s.kv is None:
+    def _sample(self, where: str, text: str, running: float | None, waiting: float | None, kv: float | None,
+                swapped: float | None, decode: bool) -> None:
+        if running is None and waiting is None and kv is None:
             return
         self.samples += 1
-        waiting = (s.waiting or 0) > 0
-        self.queued += waiting
-        if s.kv is not None:
-            self.kv_samples += 1
-            self.kv_full += s.kv >= FULL
-            self.pressed += s.kv >= FULL and waiting
-            self.capped += decode and waiting and bool(s.running) and s.kv < ROOM
-            self.kv_max = max(self.kv_max, s.kv)
-        self.waiting_max = max(self.waiting_max, s.waiting or 0)
-        self.running_max = max(self.running_max, s.running or 0)
-        self.swapped_max = max(self.swapped_max, s.swapped or 0)
+        queued = (waiting or 0) > 0
+        self.queued += queued
         kinds = ["busiest"]
-        if s.kv is not None and s.kv >= FULL and waiting:
-            kinds.append("pressed")
-        if decode and waiting and s.running and s.kv is not None and s.kv < ROOM:
-            kinds.append("capped")
-        for kind in kinds:
-            if kind not in self.peaks or s.load > self.peaks[kind].load:
-                self.peaks[kind] = s
+        if kv is not None:
+            self.kv_samples += 1
+            self.kv_full += kv >= FULL
+            self.kv_max = max(self.kv_max, kv)
+            if kv >= FULL and queued:
+                self.pressed += 1
+                kinds.append("pressed")
+            elif decode and queued and running and kv < ROOM:
+                self.capped += 1
+                kinds.append("capped")
+        self.waiting_max = max(self.waiting_max, waiting or 0)
+        self.running_max = max(self.running_max, running or 0)
+        self.swapped_max = max(self.swapped_max, swapped or 0)
+        load = (waiting or 0.0, kv or 0.0)
+        for kind in kinds:  # a Sample is built only for a new peak: most lines cost a few comparisons
+            if kind not in self.peaks or load > self.peaks[kind].load:
+                self.peaks[kind] = Sample(where, text, running, waiting, kv, swapped)
 
     def absorb(self, other: StatLines) -> None:
         """Add what another scanner of the same source found (a big log is read tail first)."""
@@ -391,6 +402,20 @@ def into_facts(facts: Facts, found: MetricsFacts | None) -> None:
     m.values = merged
     m.raw = {**m.raw, **found.raw} if busier else {**found.raw, **m.raw}
     m.engine = m.engine or found.engine
+
+
+def _template(rx: re.Pattern[str], keys: tuple[str, ...], text: str) -> dict[str, float] | None:
+    m = rx.search(text)
+    return None if m is None else {k: float(x) for k, x in zip(keys, m.groups(), strict=True) if x is not None}
+
+
+def _fields(text: str, names: tuple[tuple[str, str], ...]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for label, key in names:
+        at = text.find(label)
+        if at >= 0 and (m := _NUMBER.match(text, at + len(label))):
+            out[key] = float(m.group(1))
+    return out
 
 
 def _gib(text: str) -> float | None:
