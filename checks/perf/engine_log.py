@@ -56,16 +56,18 @@ def _no_offload(facts: Facts, log: LogView) -> Finding | None:
                        le.evidence([last]), [Fix(f"Offload all {layers} layers to the GPU", f"-ngl {layers + 1}")],
                        explains=["perf.cpu_bound"])
     evidence = le.evidence([last])
+    # Ollama takes the layer count as its num_gpu option (a Modelfile line, or the request's options), llama.cpp as -ngl
+    command = f"PARAMETER num_gpu {layers}" if le.engine(facts) == "ollama" else f"-ngl {layers}"
     m = facts.metrics
     need, have = (m.values.get("offload_required_gib"), m.values.get("offload_available_gib")) if m else (None, None)
     if need and have:
         evidence.append(f"the model needs {need:g} GiB on the GPU for all layers, {have:g} GiB are free: "
                         f"{need - have:.1f} GiB short" + (f" ({m.raw['offload']})" if m and "offload" in m.raw else ""))
         fix = Fix(f"Make the whole model fit: free {need - have:.1f} GiB of GPU memory (a shorter context, a smaller "
-                  f"quantization, or a GPU with at least {need:g} GiB), then offload all {layers} layers", f"-ngl {layers}")
+                  f"quantization, or a GPU with at least {need:g} GiB), then offload all {layers} layers", command)
     else:
         fix = Fix(f"Offload all {layers} layers once they fit (a shorter context or a smaller quantization frees GPU memory)",
-                  f"-ngl {layers}")
+                  command)
     return Finding("perf.low_gpu_util", f"{layers - done} of {layers} layers run on the CPU: each token waits for them",
                    evidence, [fix], explains=["perf.cpu_bound", "perf.high_latency"])
 
