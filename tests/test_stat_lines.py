@@ -169,3 +169,23 @@ def test_blocks_and_lines_give_the_same_series_and_memory_stays_flat():
         assert s.peaks["pressed"].where == "x.log:1"
     # a later line of the same series is numbered right in a later block
     assert by_block.metrics().values == by_line.metrics().values
+
+
+def test_a_big_log_read_tail_first_quotes_the_right_line_numbers(tmp_path, monkeypatch):
+    from doctor.collect import logs
+    from doctor.engine import Deadline
+    from doctor.facts import Facts
+
+    idle = (FIX / "stat_lines/vllm-0.2-v0-stat-lines.log").read_text().splitlines(keepends=True)[0]
+    busy = (STAT / "vllm-v1-kv-full-43-waiting.log").read_text()
+    path = tmp_path / "big.log"
+    path.write_text(idle * 60 + busy)  # the busy lines are 61..65, in the tail
+    monkeypatch.setattr(logs, "TAIL_BYTES", 2048)
+    monkeypatch.setattr(logs, "BLOCK", 1024)
+    facts = Facts()
+    collector = logs.LogCollector(facts, Deadline(60))
+    collector.add_path(str(path))
+    collector.finish()
+    m = facts.metrics
+    assert m.values["stat_samples"] == 65 and m.values["pressed_samples"] == 4
+    assert m.raw["kv_cache_usage"].startswith(f"{path}:61: (APIServer pid=3646)")

@@ -423,7 +423,7 @@ class LogScanner:
         f.engine_version = f.engine_version or t.engine_version
         self.commands += tail.commands[: max(0, MAX_COMMANDS - len(self.commands))]
         self._args += tail._args
-        self.stats.absorb(tail.stats)
+        self.stats.absorb(tail.stats, offset)
 
     def finish(self) -> LogFacts:
         f = self.facts

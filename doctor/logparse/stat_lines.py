@@ -302,8 +302,11 @@ class StatLines:
             if kind not in self.peaks or load > self.peaks[kind].load:
                 self.peaks[kind] = Sample(where, text, running, waiting, kv, swapped)
 
-    def absorb(self, other: StatLines) -> None:
-        """Add what another scanner of the same source found (a big log is read tail first)."""
+    def absorb(self, other: StatLines, offset: int = 0) -> None:
+        """Add what another scanner of the same source found (a big log is read tail first); its
+        line numbers move by `offset` (the head's lines, when the head was read up to the tail)."""
+        if offset:
+            other.shift(offset)
         for name in ("samples", "kv_samples", "kv_full", "queued", "pressed", "capped", "preemptions", "gen_sum", "gen_n",
                      "itl_sum", "itl_n", "queue_sum", "queue_n"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
@@ -320,6 +323,14 @@ class StatLines:
         self.bench_where.update(other.bench_where)
         if other.offload:
             self.offload, self.offload_where = other.offload, other.offload_where
+
+    def shift(self, offset: int) -> None:
+        """Move every quoted "source:line" by `offset` lines."""
+        for sample in self.peaks.values():
+            sample.where = _shift(sample.where, offset)
+        self.itl_where = _shift(self.itl_where, offset)
+        self.bench_where = {k: _shift(w, offset) for k, w in self.bench_where.items()}
+        self.offload_where = _shift(self.offload_where, offset)
 
     def snapshot(self) -> Sample | None:
         """The sample the checks read as "the" reading: the fullest moment of a sustained
@@ -402,6 +413,13 @@ def into_facts(facts: Facts, found: MetricsFacts | None) -> None:
     m.values = merged
     m.raw = {**m.raw, **found.raw} if busier else {**found.raw, **m.raw}
     m.engine = m.engine or found.engine
+
+
+def _shift(where: str, offset: int) -> str:
+    """"src:12" or "src:12: text" -> the line number plus offset."""
+    head, sep, text = where.partition(": ")
+    source, colon, no = head.rpartition(":")
+    return f"{source}:{int(no) + offset}{sep}{text}" if colon and no.isdigit() else where
 
 
 def _template(rx: re.Pattern[str], keys: tuple[str, ...], text: str) -> dict[str, float] | None:
