@@ -189,3 +189,14 @@ def test_a_big_log_read_tail_first_quotes_the_right_line_numbers(tmp_path, monke
     m = facts.metrics
     assert m.values["stat_samples"] == 65 and m.values["pressed_samples"] == 4
     assert m.raw["kv_cache_usage"].startswith(f"{path}:61: (APIServer pid=3646)")
+
+
+def test_a_key_on_a_quoted_bench_command_is_masked(tmp_path):
+    secret = "sk-abcdefghijklmnop1234567890"
+    bench = tmp_path / "bench.txt"
+    bench.write_text(f"vllm bench serve --model m --api-key {secret} --max-concurrency 4\n"
+                     + (STAT / "vllm-bench-serve-burst.txt").read_text().split("\n", 1)[1])
+    res = CliRunner().invoke(main, ["analyze", str(bench), "--format", "json", "--fail-on", "never"])
+    assert secret not in res.output and secret[:20] not in res.output
+    m = json.loads(res.output)["facts"]["metrics"]
+    assert m["values"]["bench_burst"] == 0.0  # --max-concurrency: the TTFT is judged

@@ -389,6 +389,10 @@ def into_facts(facts: Facts, found: MetricsFacts | None) -> None:
     snapshot wins."""
     if found is None:
         return
+    from doctor.redact import Redactor
+
+    redactor = Redactor()  # the quoted lines are log text: a bench command may carry --api-key
+    found.raw = {k: redactor.text(text) for k, text in found.raw.items()}
     m = facts.metrics
     if m is None or not m.available:
         facts.metrics = found
