@@ -45,16 +45,17 @@ def _kv_pressure(facts: Facts, log: LogView) -> Finding | None:
 
 def _no_offload(facts: Facts, log: LogView) -> Finding | None:
     found = [e for e in log.events("offload_layers") if isinstance(e.values.get("offloaded"), int) and isinstance(e.values.get("layers"), int)]
-    if not found:
-        return None
-    last = found[-1]  # the model loaded last is the one serving
-    done, layers = int(last.values["offloaded"]), int(last.values["layers"])  # type: ignore[call-overload]
-    if done >= layers:
-        return None
-    if done == 0:
+    zero = [e for e in found if e.values["offloaded"] == 0]
+    if zero:  # any load that ran on the CPU (a pasted log often holds the slow attempt and the fixed one)
+        layers = int(zero[0].values["layers"])  # type: ignore[call-overload]
         return Finding("perf.low_gpu_util", "no layer is offloaded to the GPU: the model runs on the CPU",
-                       le.evidence([last]), [Fix(f"Offload all {layers} layers to the GPU", f"-ngl {layers + 1}")],
-                       explains=["perf.cpu_bound"])
+                       le.evidence(zero[:1]), [Fix(f"Offload all {layers} layers to the GPU", f"-ngl {layers + 1}")],
+                       explains=["perf.cpu_bound", "perf.high_latency"])
+    partial = [e for e in found if e.values["offloaded"] < e.values["layers"]]  # type: ignore[operator]
+    if not partial:
+        return None
+    last = partial[-1]
+    done, layers = int(last.values["offloaded"]), int(last.values["layers"])  # type: ignore[call-overload]
     evidence = le.evidence([last])
     # Ollama takes the layer count as its num_gpu option (a Modelfile line, or the request's options), llama.cpp as -ngl
     command = f"PARAMETER num_gpu {layers}" if le.engine(facts) == "ollama" else f"-ngl {layers}"
