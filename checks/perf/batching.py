@@ -42,6 +42,8 @@ def _queue(cfg, m) -> Finding | None:
     running, waiting, usage = v.get("running"), v.get("waiting"), v.get("kv_cache_usage")
     if not running or not waiting or usage is None or usage >= ROOM:
         return None
+    if fv.from_log(m) and not fv.sustained(m, "capped_samples"):
+        return None  # a log: a queue while the cache had room for a moment is a burst being admitted
     engine = (cfg.engine if cfg else "") or m.engine
     cap = int(v["max_running_requests"]) if "max_running_requests" in v else (cfg.max_num_seqs if cfg else None)
     # the number of sequences the cache would hold at 80% at the observed tokens per sequence
@@ -49,10 +51,12 @@ def _queue(cfg, m) -> Finding | None:
     target = max(int(running) * 2, min(fits, int(running + waiting)))
     if cap:
         target = max(target, cap * 2) if running >= cap * 0.9 else target
-    evidence = [m.raw[k] for k in ("running", "waiting", "kv_cache_usage") if k in m.raw]
+    evidence = list(dict.fromkeys(m.raw[k] for k in ("running", "waiting", "kv_cache_usage") if k in m.raw))
     if cap:
         evidence.append(f"batch cap ({fv.flag('max_seqs', engine).lstrip('-')}) = {cap}")
     evidence.append(f"{waiting:g} requests wait while the KV cache is only {usage:.0%} used: about {fits} sequences would fit at 80%")
+    if fv.from_log(m):
+        evidence.append(f"requests waited while the cache had room in {fv.share(m, 'capped_samples')}")
     return Finding("perf.batching_limited", f"{waiting:g} requests queue while the KV cache is {usage:.0%} used: the batch is capped",
                    evidence, [Fix(f"Let more requests into the batch (the cache holds about {fits})", f"{fv.flag('max_seqs', engine)} {min(target, fits)}")],
                    explains=["perf.high_latency", "perf.low_gpu_util"])

@@ -5,6 +5,8 @@ and CUDA graphs turned off. Judged from log events only, so an offline `analyze`
 
 from __future__ import annotations
 
+import re
+
 from checks.load import log_events as le
 from doctor import fp8
 from doctor.engine import check
@@ -12,6 +14,9 @@ from doctor.facts import Facts
 from doctor.findings import Finding, Fix, Outcome
 from doctor.logview import LogView
 
+# vLLM's start-up advice names the flag without setting it ("To run the model in eager mode, set
+# 'enforce_eager=True' or use '--enforce-eager' in the CLI"), with or without its quotes
+ADVICE = re.compile(r"eager mode, set|or use .?--enforce-eager.? in the CLI|consider (?:using|setting) .?(?:--enforce-eager|enforce_eager)", re.I)
 SAMPLING_SHARE = 0.1  # sampling above 10% of a token's time: the sampler, not the model, is the cost
 
 
@@ -39,13 +44,33 @@ def _kv_pressure(facts: Facts, log: LogView) -> Finding | None:
 
 
 def _no_offload(facts: Facts, log: LogView) -> Finding | None:
-    zero = [e for e in log.events("offload_layers") if e.values.get("offloaded") == 0]
-    if not zero:
+    found = [e for e in log.events("offload_layers") if isinstance(e.values.get("offloaded"), int) and isinstance(e.values.get("layers"), int)]
+    zero = [e for e in found if e.values["offloaded"] == 0]
+    if zero:  # any load that ran on the CPU (a pasted log often holds the slow attempt and the fixed one)
+        layers = int(zero[0].values["layers"])  # type: ignore[call-overload]
+        return Finding("perf.low_gpu_util", "no layer is offloaded to the GPU: the model runs on the CPU",
+                       le.evidence(zero[:1]), [Fix(f"Offload all {layers} layers to the GPU", f"-ngl {layers + 1}")],
+                       explains=["perf.cpu_bound", "perf.high_latency"])
+    partial = [e for e in found if e.values["offloaded"] < e.values["layers"]]  # type: ignore[operator]
+    if not partial:
         return None
-    layers = zero[0].values.get("layers")
-    return Finding("perf.low_gpu_util", "no layer is offloaded to the GPU: the model runs on the CPU",
-                   le.evidence(zero[:1]), [Fix(f"Offload all {layers} layers to the GPU", f"-ngl {int(layers) + 1 if isinstance(layers, int) else 999}")],
-                   explains=["perf.cpu_bound"])
+    last = partial[-1]
+    done, layers = int(last.values["offloaded"]), int(last.values["layers"])  # type: ignore[call-overload]
+    evidence = le.evidence([last])
+    # Ollama takes the layer count as its num_gpu option (a Modelfile line, or the request's options), llama.cpp as -ngl
+    command = f"PARAMETER num_gpu {layers}" if le.engine(facts) == "ollama" else f"-ngl {layers}"
+    m = facts.metrics
+    need, have = (m.values.get("offload_required_gib"), m.values.get("offload_available_gib")) if m else (None, None)
+    if need and have:
+        evidence.append(f"the model needs {need:g} GiB on the GPU for all layers, {have:g} GiB are free: "
+                        f"{need - have:.1f} GiB short" + (f" ({m.raw['offload']})" if m and "offload" in m.raw else ""))
+        fix = Fix(f"Make the whole model fit: free {need - have:.1f} GiB of GPU memory (a shorter context, a smaller "
+                  f"quantization, or a GPU with at least {need:g} GiB), then offload all {layers} layers", command)
+    else:
+        fix = Fix(f"Offload all {layers} layers once they fit (a shorter context or a smaller quantization frees GPU memory)",
+                  command)
+    return Finding("perf.low_gpu_util", f"{layers - done} of {layers} layers run on the CPU: each token waits for them",
+                   evidence, [fix], explains=["perf.cpu_bound", "perf.high_latency"])
 
 
 def _cpu_bound(facts: Facts, log: LogView) -> Finding | None:
@@ -64,11 +89,9 @@ def _cpu_bound(facts: Facts, log: LogView) -> Finding | None:
 
 
 def _eager(facts: Facts, log: LogView) -> Finding | None:
-    if facts.deployment is None or facts.deployment.enforce_eager is not True or not facts.deployment.is_set("enforce_eager"):
-        found = log.events("enforce_eager")
-        if not found:
-            return None
-    else:
-        found = log.events("enforce_eager")
+    found = [e for e in log.events("enforce_eager") if not any(ADVICE.search(x) for x in e.lines[:1])]
+    set_by_config = facts.deployment is not None and facts.deployment.enforce_eager is True and facts.deployment.is_set("enforce_eager")
+    if not found and not set_by_config:
+        return None
     return Finding("perf.eager_mode", "CUDA graphs are off (enforce-eager): decode is slower", le.evidence(found[:2]) or ["enforce_eager=True"],
                    [Fix("Drop --enforce-eager so the engine captures CUDA graphs (costs some memory and start-up time)")])

@@ -92,5 +92,23 @@ def engine_gpus(cfg: EngineConfig | None, g: GpuFacts) -> list[Gpu]:
     return [x for x in chosen if x is not None]
 
 
+def from_log(m) -> bool:
+    """Metrics read from a log's stat lines (a series), not a /metrics scrape (one reading)."""
+    return m is not None and m.origin == "log"
+
+
+def sustained(m, count_name: str) -> bool:
+    """In a log: the state counted by `count_name` held over a share of the stat lines, so it
+    describes the run, not one busy moment (doctor/logparse/stat_lines.is_sustained)."""
+    from doctor.logparse.stat_lines import is_sustained
+
+    return is_sustained(m.values.get(count_name, 0), m.values.get("stat_samples", 0))
+
+
+def share(m, count_name: str) -> str:
+    """"12 of 40 stat lines" for the evidence."""
+    return f"{m.values.get(count_name, 0):g} of {m.values.get('stat_samples', 0):g} stat lines"
+
+
 def gib(mib: float | None) -> str:
     return f"{(mib or 0) / 1024:.1f} GiB"

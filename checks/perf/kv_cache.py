@@ -22,31 +22,50 @@ TARGET = 0.80
 
 @check("perf.kv_cache_metrics", "perf", codes=["perf.kv_cache_pressure"], needs=("metrics",), running=True)
 def kv_cache_metrics(facts: Facts) -> Outcome:
-    """The KV cache has room: usage below 90%, no preemptions, no swapped requests."""
+    """The KV cache has room: usage below 90%, no preemptions, no swapped requests (from a log:
+    not full while requests wait in a sustained share of its stat lines)."""
     m = facts.metrics
     if m is None or not m.available:
         raise NotApplicable(f"no /metrics scrape: {m.reason}" if m is not None and m.reason else "no /metrics scrape")
     v = m.values
     usage = v.get("kv_cache_usage")
     preempt_total, preempt_rate = v.get("preemptions_total"), v.get("preemptions_per_s")
-    swapped, running, waiting = v.get("swapped", 0.0), v.get("running", 0.0), v.get("waiting", 0.0)
+    swapped, running, waiting = v.get("swapped_max", v.get("swapped", 0.0)), v.get("running", 0.0), v.get("waiting", 0.0)
     if usage is None and preempt_total is None:
-        raise NotApplicable("the scrape has no KV-cache usage or preemption metric")
+        raise NotApplicable("no KV-cache usage or preemption figure (scrape or stat lines)")
     preempting = (preempt_rate or 0) > 0 if preempt_rate is not None else (preempt_total or 0) > 0
-    full = usage is not None and usage >= FULL
+    log = fv.from_log(m)
+    # a log is a series: one full moment is a busy engine doing its job, a full cache with a queue
+    # over a share of the run is pressure
+    full = fv.sustained(m, "pressed_samples") if log else usage is not None and usage >= FULL
     if not (full or preempting or swapped > 0):
+        if log and usage is not None:
+            return Outcome(detail=f"KV cache peak {v.get('kv_cache_usage_max', usage):.0%}, full with requests waiting in "
+                                  f"{fv.share(m, 'pressed_samples')}")
         return Outcome(detail=f"KV cache usage {usage:.0%}" if usage is not None else "no preemptions")
     evidence = [m.raw[k] for k in ("kv_cache_usage", "preemptions_total", "swapped", "running", "waiting") if k in m.raw]
+    evidence = list(dict.fromkeys(evidence))  # a log quotes one stat line for several values
+    if log:
+        evidence.append(f"the KV cache was >= {FULL:.0%} full with requests waiting in {fv.share(m, 'pressed_samples')} "
+                        f"(peak usage {v.get('kv_cache_usage_max', 0):.0%}, at most {v.get('waiting_max', 0):g} waiting)")
     if preempt_rate is not None:
         evidence.append(f"preemptions in the {m.window_s:g} s window: {preempt_rate:g}/s")
     cfg = fv.maybe_deployment(facts)
     engine = (cfg.engine if cfg else "") or m.engine or "vllm"
     fixes = []
-    if running and usage:
+    if full and running and usage and waiting:
+        # R running hold U of the cache; R + W requests want U * (R + W) / R of it, at TARGET each copy
+        need = usage * (running + waiting) / running
+        copies = math.ceil(need / TARGET)
+        if copies > 1:
+            fixes.append(Fix(f"Serve the queue: {running:g} running fill {usage:.0%} of the KV cache and {waiting:g} more wait, "
+                             f"so this load needs about {need:.1f}x the cache: {copies} replicas (or {copies}x the KV memory "
+                             "with more TP)", f"{fv.flag('dp', engine)} {copies}"))
+    if running and usage and (preempting or swapped > 0 or not fixes):
         seqs = max(1, math.floor(running * TARGET / max(usage, 0.01)))
         fixes.append(Fix(f"Admit fewer sequences at once: {running:g} running use {usage:.0%} of the cache, "
                          f"{seqs} would keep it near {TARGET:.0%}", f"{fv.flag('max_seqs', engine)} {seqs}"))
-    elif cfg and cfg.max_num_seqs:
+    elif cfg and cfg.max_num_seqs and not fixes:
         fixes.append(Fix("Admit fewer sequences at once", f"{fv.flag('max_seqs', engine)} {max(1, cfg.max_num_seqs // 2)}"))
     util = cfg.gpu_memory_utilization if cfg else None
     if util is None and m.cache_config.get("gpu_memory_utilization"):
@@ -55,7 +74,7 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
         fixes.append(Fix(f"Give the KV cache more of the GPU (now {util:g})", f"{fv.flag('mem', engine)} {min(0.92, round(util + 0.05, 2)):.2f}"))
     if engine == "vllm" and not (cfg and cfg.kv_cache_dtype.startswith("fp8")) and fp8.from_facts(facts) is not False:
         fixes.append(Fix("Or halve the KV cache per token with an fp8 cache (Ada/Hopper or newer)", "--kv-cache-dtype fp8"))
-    title = (f"KV cache {usage:.0%} full" if full else "KV cache under pressure") + (
+    title = (f"KV cache {usage:.0%} full" if full and usage is not None else "KV cache under pressure") + (
         f", {preempt_total:g} preemptions" if preempting and preempt_total else "") + (
         f", {swapped:g} requests swapped out" if swapped else "") + (f", {waiting:g} waiting" if waiting else "")
     return Outcome([Finding("perf.kv_cache_pressure", title, evidence, fixes,

@@ -28,6 +28,7 @@ from doctor.engine import Deadline
 from doctor.facts import Facts
 from doctor.facts.inputs import InputGap
 from doctor.facts.logs import LogFacts
+from doctor.logparse import stat_lines
 from doctor.logparse.scan import LogScanner
 from doctor.redact import Redactor
 
@@ -236,6 +237,7 @@ class LogCollector:
             event.lines = [redactor.text(x) for x in event.lines]
         self.facts.logs = logs
         _deployment(self.facts, self.scanner.args_text(), self.scanner.commands)
+        stat_lines.into_facts(self.facts, self.scanner.stats.metrics(logs.engine))
         return logs
 
 

@@ -20,6 +20,7 @@ from doctor.logparse import failures as fl
 from doctor.logparse import prefilter as pf
 from doctor.logparse import setup as st
 from doctor.logparse.lines import Line, carried, joined, normalise
+from doctor.logparse.stat_lines import StatLines
 
 # Traceback frames carry the phase of an OOM (PhaseTracker) and are never events themselves.
 FRAME_LITERALS = ('file "', "frame #", ") [0x", "traceback (most recent call last)")
@@ -79,6 +80,7 @@ class LogScanner:
         self.source = ""
         self._source_no = 0
         self._detect_left = DETECT_BYTES
+        self.stats = StatLines()  # the engine's periodic stat lines: series kept as counts and peaks
 
     def start_source(self, name: str) -> None:
         self.source = name
@@ -126,6 +128,7 @@ class LogScanner:
         self.facts.bytes_read += len(raw)
         if self._detecting:
             self._detect(raw)
+        self.stats.feed_block(raw, raw.lower(), self.source, self._source_no)
         if self._must_read or _any(CANDIDATE, raw.lower()):
             self._line(self._source_no, raw)
             return
@@ -142,6 +145,7 @@ class LogScanner:
         if self._detecting:
             self._detect(block)
         low = block.lower()
+        self.stats.feed_block(block, low, self.source, self._source_no + 1)
         starts: set[int] = set()
         for rx in CANDIDATE:
             pos = 0
@@ -420,6 +424,7 @@ class LogScanner:
         f.engine_version = f.engine_version or t.engine_version
         self.commands += tail.commands[: max(0, MAX_COMMANDS - len(self.commands))]
         self._args += tail._args
+        self.stats.absorb(tail.stats, offset)
 
     def finish(self) -> LogFacts:
         f = self.facts

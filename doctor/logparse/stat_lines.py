@@ -1,0 +1,447 @@
+"""Engines' periodic stat lines and benchmark summaries -> the metrics facts a /metrics scrape fills.
+
+A log on its own says how loaded the engine was: vLLM prints a stat line every few seconds, SGLang
+one per prefill and every few decode steps, TGI one per finished request, llama-server a timing
+block per request, and `vllm bench serve` / `benchmark_serving.py` a summary. Read into the same
+engine-neutral names doctor/logparse/metrics_text.py gives a scrape (`running`, `waiting`,
+`kv_cache_usage`, `ttft_mean_s`, `itl_mean_s`, ...), the perf checks judge a log exactly as they
+judge a scrape. A log is a series, not one reading: the checks need to know whether the cache was
+full for a moment or for the whole run, so we keep counts over all samples (samples with the cache
+>= 90%, with requests waiting, both at once), peaks, and one sample as the snapshot (the fullest
+moment of a sustained pressure, else the busiest; its line is the evidence). Memory is flat: a few numbers, whatever the length of the log.
+
+The formats, as the engines' sources write them:
+- vLLM V0 (vllm/engine/metrics.py, llm_engine.py in 0.2.x): "Avg prompt throughput: %.1f tokens/s,
+  Avg generation throughput: %.1f tokens/s, Running: %d reqs, Swapped: %d reqs, Pending: %d reqs,
+  GPU KV cache usage: %.1f%%, CPU KV cache usage: %.1f%%."
+- vLLM V1 (vllm/v1/metrics/loggers.py): "Engine %03d: Avg prompt throughput: ... Running: %d reqs,
+  Waiting: %d reqs, [Preemptions: %d, ]GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%"
+  (newer ones print "n/a" for an unknown usage).
+- SGLang (srt/managers/scheduler.py): "Decode batch. #running-req: %d, #token: %d, token usage:
+  %.2f, [cuda graph: ..., ]gen throughput (token/s): %.2f, #queue-req: %d" and "Prefill batch.
+  #new-seq: ..., #new-token: ..., #cached-token: ..., token usage: %.2f, #running-req: %d,
+  #queue-req: %d"; newer: "Decode batch," and "#full token: ..., full token usage: ...".
+- TGI (router/src/server.rs): the span of each finished request, `queue_time="1.2ms"
+  ... time_per_token="41.3ms"` (Rust's Debug format of a Duration).
+- llama.cpp / llama-server (print_timings / llama_perf_context_print): "eval time = %.2f ms / %d
+  tokens (%.2f ms per token, %.2f tokens per second)".
+- Ollama (llm/memory.go): "offload to cuda" with memory.required.full / memory.available, next to
+  llama.cpp's "offloaded 29/41 layers to GPU" (an event of doctor/logparse/events.py).
+- vLLM `benchmark_serving.py` / `vllm bench serve` and SGLang `bench_serving`: "Mean TTFT (ms):",
+  "Median TPOT (ms):", "P99 ITL (ms):", "Request throughput (req/s):", "Max request concurrency:".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from doctor.facts import Facts
+from doctor.facts.metrics import MetricsFacts
+from doctor.logparse import prefilter as pf
+
+# the literals every stat line holds (lower-cased); searched the way the scanner's prefilter searches,
+# one single-first-byte regex per group, so a block without stat lines costs a few C-speed passes
+LITERALS = (
+    "avg prompt throughput", "decode batch", "prefill batch", "time_per_token=", "eval time", "memory.required",
+    " (ms):", "(req/s):", "(tok/s):", "concurrency:", "request rate:", "benchmark_serving", "bench serve", "bench_serving",
+)
+TRIGGERS = pf.compile_groups(LITERALS)
+
+FULL = 0.90  # KV usage at or above: the cache is full (what perf.kv_cache_metrics calls full)
+ROOM = 0.70  # KV usage below: the cache has room (what perf.batching calls room)
+SUSTAINED = 0.10  # share of the samples a state must hold to be the run's, not a moment's
+MAX_LINE = 4096
+
+# the "Name: number" fields each engine prints, found by name (a C-speed find, then a match at that
+# spot), so their order and the fields a version adds or drops do not matter (V1 dropped Swapped and
+# added Preemptions; SGLang added "cuda graph", "full"/"swa" token usage: the first is the full one)
+_VLLM = (
+    ("Avg prompt throughput: ", "prompt_throughput"), ("Avg generation throughput: ", "gen_throughput"),
+    ("Running: ", "running"), ("Waiting: ", "waiting"), ("Pending: ", "waiting"), ("Swapped: ", "swapped"),
+    ("Preemptions: ", "preemptions"), ("GPU KV cache usage: ", "kv_pct"), ("Prefix cache hit rate: ", "prefix_pct"),
+)
+_SGLANG = (
+    ("#running-req: ", "running"), ("#queue-req: ", "waiting"), ("token usage: ", "kv"),
+    ("gen throughput (token/s): ", "gen_throughput"), ("input throughput (token/s): ", "prompt_throughput"),
+)
+_NUMBER = re.compile(r"(?:active |GPU: )?(\d+(?:\.\d+)?)")
+# ... and, first, the wordings the sources print most (one search instead of one per field: stat lines
+# are a big share of a busy log); a line they do not fit is read field by field
+_N = r"(\d+(?:\.\d+)?)"
+_VLLM_LINE = re.compile(
+    r"Avg prompt throughput: " + _N + r" tokens/s, Avg generation throughput: " + _N + r" tokens/s, Running: (\d+) reqs, "
+    r"(?:Swapped: (\d+) reqs, )?(?:Pending|Waiting): (\d+) reqs, (?:Preemptions: (\d+), )?GPU KV cache usage: " + _N + "%"
+    r"(?:, (?:CPU KV cache usage: [\d.]+%, )?Prefix cache hit rate: (?:GPU: )?" + _N + "%)?"
+)
+_VLLM_KEYS = ("prompt_throughput", "gen_throughput", "running", "swapped", "waiting", "preemptions", "kv_pct", "prefix_pct")
+_SGLANG_DECODE = re.compile(
+    r"#running-req: (\d+), #(?:full )?token: \d+, (?:full )?token usage: " + _N + r",.*?gen throughput \(token/s\): " + _N
+    + r", #queue-req: (\d+)"
+)
+_SGLANG_DECODE_KEYS = ("running", "kv", "gen_throughput", "waiting")
+_TGI_DURATION = re.compile(r'(?P<name>time_per_token|queue_time)="?(?P<value>\d+(?:\.\d+)?)(?P<unit>ns|µs|us|ms|s)"?')
+_UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+_LLAMACPP = re.compile(r"(?P<prompt>prompt )?eval time =\s*[\d.]+ ms /\s*(?P<n>\d+) (?:tokens|runs)\s*\(\s*(?P<ms>[\d.]+) ms per token")
+_OLLAMA = re.compile(r'msg="offload to \w+".*?memory\.available="\[(?P<avail>[^\]]*)\]".*?memory\.required\.full="(?P<full>[\d.]+ [KMGT]i?B)"')
+_BENCH = re.compile(
+    r"^(?P<stat>Mean|Median|P\d+(?:\.\d+)?) (?P<what>TTFT|TPOT|ITL|E2EL|E2E Latency) \(ms\):\s+(?P<value>[\d.]+)"
+    r"|^(?P<name>Request throughput \(req/s\)|Output token throughput \(tok/s\)|Max request concurrency|Concurrency):\s+(?P<v2>[\d.]+)",
+    re.I,
+)
+_BENCH_NAMES = {"ttft": "ttft", "tpot": "itl", "itl": "itl_token", "e2el": "e2e", "e2e latency": "e2e"}
+_BENCH_VALUES = {
+    "request throughput (req/s)": "request_throughput",
+    "output token throughput (tok/s)": "bench_output_throughput",
+    "max request concurrency": "bench_concurrency",
+    "concurrency": "bench_concurrency",
+}
+# a benchmark that sends every request at once (request rate inf, no concurrency cap) measures its own
+# queue in TTFT; the command line and the summary's header say which it was
+_RATE = re.compile(r"^Traffic request rate:\s+(?P<rate>\S+)|^Max request concurrency:\s+(?P<cap>\S+)", re.I)
+_BENCH_COMMAND = re.compile(r"benchmark_serving\.py|vllm bench serve|sglang\.bench_serving|bench_serving\.py")
+_BOUNDED = re.compile(r"--request[-_]rate[ =](?!inf\b)\d|--max[-_]concurrency[ =]\d")
+_SIZE = re.compile(r"([\d.]+) ([KMGT])i?B")
+
+
+def is_sustained(count: float, samples: float) -> bool:
+    """A state seen in at least SUSTAINED of the samples (and twice, when there are two or more):
+    the run's state, not one busy moment. A single pasted stat line is all the log says: it stands."""
+    return count >= max(min(2, samples), SUSTAINED * samples, 1)
+
+
+@dataclass
+class Sample:
+    """One engine stat line: where it is and what it says."""
+
+    where: str
+    text: str
+    running: float | None = None
+    waiting: float | None = None
+    kv: float | None = None  # fraction
+    swapped: float | None = None
+
+    @property
+    def load(self) -> tuple[float, float]:
+        return (self.waiting or 0.0, self.kv or 0.0)
+
+
+@dataclass
+class StatLines:
+    """Aggregates over every stat line of a log (counts, peaks, the busiest sample)."""
+
+    engine: str = ""
+    samples: int = 0  # stat lines that report a batch (running / waiting / KV usage)
+    kv_samples: int = 0
+    kv_full: int = 0  # ... with KV usage >= FULL
+    queued: int = 0  # ... with requests waiting
+    pressed: int = 0  # ... both: the cache is full and requests wait for it
+    capped: int = 0  # decode-time samples with requests waiting while the cache has room
+    kv_max: float = 0.0
+    waiting_max: float = 0.0
+    running_max: float = 0.0
+    swapped_max: float = 0.0
+    preemptions: float = 0.0
+    gen_sum: float = 0.0
+    gen_n: int = 0
+    gen_max: float = 0.0
+    prompt_max: float = 0.0
+    prefix_hit: float | None = None  # the last one the engine printed (its own running window)
+    # the busiest sample of all, of the pressed ones and of the capped ones (most waiting, then fullest)
+    peaks: dict[str, Sample] = field(default_factory=dict)
+    itl_sum: float = 0.0  # per-request time per output token (TGI, llama.cpp): seconds
+    itl_n: int = 0
+    itl_max: float = 0.0
+    itl_where: str = ""
+    queue_sum: float = 0.0
+    queue_n: int = 0
+    bench: dict[str, float] = field(default_factory=dict)  # the last benchmark summary's numbers
+    bench_where: dict[str, str] = field(default_factory=dict)
+    offload: dict[str, float] = field(default_factory=dict)  # Ollama's memory estimate at load
+    offload_where: str = ""
+
+    def feed_block(self, block: bytes, low: bytes, source: str, first_no: int) -> None:
+        """Every stat line in a block of whole lines (`low` is it lower-cased; `first_no` the
+        number of its first line)."""
+        starts: set[int] = set()
+        for rx in TRIGGERS:
+            pos = 0
+            while (m := rx.search(low, pos)) is not None:
+                starts.add(low.rfind(b"\n", 0, m.start()) + 1)
+                pos = low.find(b"\n", m.end()) + 1
+                if pos == 0:
+                    break
+        no, counted = first_no, 0
+        for start in sorted(starts):
+            no += low.count(b"\n", counted, start)
+            counted = start
+            end = low.find(b"\n", start)
+            end = len(low) if end < 0 else end
+            self.feed_line(block[start : min(end, start + MAX_LINE)].decode("utf-8", errors="replace").strip(), f"{source}:{no}")
+
+    def feed_line(self, text: str, where: str) -> None:
+        if "Avg prompt throughput" in text or "Avg generation throughput" in text:
+            self._vllm(text, where)
+        elif "Decode batch" in text or "Prefill batch" in text:
+            self._sglang(text, where)
+        elif "time_per_token=" in text or "queue_time=" in text:
+            self._tgi(text, where)
+        elif "eval time" in text:
+            self._llamacpp(text, where)
+        elif "memory.required" in text:
+            self._ollama(text, where)
+        elif _BENCH_COMMAND.search(text):
+            if "bench_burst" not in self.bench or self.bench_where.get("bench_burst", "").endswith("(command)"):
+                self.bench["bench_burst"] = 0.0 if _BOUNDED.search(text) else 1.0
+                self.bench_where["bench_burst"] = f"{where}: {text[:300]} (command)"
+        elif m := _RATE.search(text):
+            value = (m.group("rate") or m.group("cap") or "").lower()
+            if value == "inf" or value.replace(".", "", 1).isdigit():
+                self.bench["bench_burst"] = 1.0 if value == "inf" else 0.0
+                self.bench_where["bench_burst"] = f"{where}: {text}"
+            if m.group("cap") and value.isdigit():
+                self._bench(text, where)
+        else:
+            self._bench(text, where)
+
+    def _vllm(self, text: str, where: str) -> None:
+        got = _template(_VLLM_LINE, _VLLM_KEYS, text) or _fields(text, _VLLM)
+        self.engine = self.engine or "vllm"
+        self._throughput(got.get("gen_throughput"), got.get("prompt_throughput"))
+        self.preemptions += got.get("preemptions", 0.0)
+        if "prefix_pct" in got:
+            self.prefix_hit = round(got["prefix_pct"] / 100, 6)
+        kv = round(got["kv_pct"] / 100, 6) if "kv_pct" in got else None  # printed with one decimal
+        self._sample(where, text, got.get("running"), got.get("waiting"), kv, got.get("swapped"), decode=True)
+
+    def _sglang(self, text: str, where: str) -> None:
+        got = _template(_SGLANG_DECODE, _SGLANG_DECODE_KEYS, text) or _fields(text, _SGLANG)
+        self.engine = self.engine or "sglang"
+        self._throughput(got.get("gen_throughput"), got.get("prompt_throughput"))
+        # a prefill line with a queue is a burst being admitted chunk by chunk, not a capped batch
+        self._sample(where, text, got.get("running"), got.get("waiting"), got.get("kv"), None, decode="Decode batch" in text)
+
+    def _tgi(self, text: str, where: str) -> None:
+        self.engine = self.engine or "tgi"
+        for m in _TGI_DURATION.finditer(text):
+            seconds = float(m.group("value")) * _UNITS[m.group("unit")]
+            if m.group("name") == "time_per_token":
+                self._itl(seconds, where)
+            else:
+                self.queue_sum += seconds
+                self.queue_n += 1
+
+    def _llamacpp(self, text: str, where: str) -> None:
+        m = _LLAMACPP.search(text)
+        if m is None or m.group("prompt") or int(m.group("n")) < 2:
+            return  # the prompt's time is prefill, and one token says nothing about decode
+        self.engine = self.engine or "llamacpp"
+        self._itl(float(m.group("ms")) / 1000, where)
+
+    def _ollama(self, text: str, where: str) -> None:
+        m = _OLLAMA.search(text)
+        if m is None:
+            return
+        avail = [_gib(x) for x in m.group("avail").split(",")]
+        full = _gib(m.group("full"))
+        if full is not None and all(a is not None for a in avail) and avail:
+            self.offload = {"offload_required_gib": full, "offload_available_gib": sum(a for a in avail if a is not None)}
+            self.offload_where = f"{where}: {text[:300]}"
+
+    def _bench(self, text: str, where: str) -> None:
+        m = _BENCH.search(text)
+        if m is None:
+            return
+        if m.group("stat"):
+            stat = m.group("stat").lower()
+            label = "mean" if stat == "mean" else "p50" if stat == "median" else stat
+            name = f"{_BENCH_NAMES[m.group('what').lower()]}_{label}_s"
+            self.bench[name] = float(m.group("value")) / 1000
+        else:
+            name = _BENCH_VALUES[m.group("name").lower()]
+            self.bench[name] = float(m.group("v2"))
+        self.bench_where[name] = f"{where}: {text}"
+
+    def _throughput(self, gen: float | None, prompt: float | None) -> None:
+        if gen:
+            self.gen_sum += gen
+            self.gen_n += 1
+            self.gen_max = max(self.gen_max, gen)
+        if prompt:
+            self.prompt_max = max(self.prompt_max, prompt)
+
+    def _itl(self, seconds: float, where: str) -> None:
+        self.itl_sum += seconds
+        self.itl_n += 1
+        if seconds >= self.itl_max:
+            self.itl_max, self.itl_where = seconds, where
+
+    def _sample(self, where: str, text: str, running: float | None, waiting: float | None, kv: float | None,
+                swapped: float | None, decode: bool) -> None:
+        if running is None and waiting is None and kv is None:
+            return
+        self.samples += 1
+        queued = (waiting or 0) > 0
+        self.queued += queued
+        kinds = ["busiest"]
+        if kv is not None:
+            self.kv_samples += 1
+            self.kv_full += kv >= FULL
+            self.kv_max = max(self.kv_max, kv)
+            if kv >= FULL and queued:
+                self.pressed += 1
+                kinds.append("pressed")
+            elif decode and queued and running and kv < ROOM:
+                self.capped += 1
+                kinds.append("capped")
+        self.waiting_max = max(self.waiting_max, waiting or 0)
+        self.running_max = max(self.running_max, running or 0)
+        self.swapped_max = max(self.swapped_max, swapped or 0)
+        load = (waiting or 0.0, kv or 0.0)
+        for kind in kinds:  # a Sample is built only for a new peak: most lines cost a few comparisons
+            if kind not in self.peaks or load > self.peaks[kind].load:
+                self.peaks[kind] = Sample(where, text, running, waiting, kv, swapped)
+
+    def absorb(self, other: StatLines, offset: int = 0) -> None:
+        """Add what another scanner of the same source found (a big log is read tail first); its
+        line numbers move by `offset` (the head's lines, when the head was read up to the tail)."""
+        if offset:
+            other.shift(offset)
+        for name in ("samples", "kv_samples", "kv_full", "queued", "pressed", "capped", "preemptions", "gen_sum", "gen_n",
+                     "itl_sum", "itl_n", "queue_sum", "queue_n"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name in ("kv_max", "waiting_max", "running_max", "swapped_max", "gen_max", "prompt_max"):
+            setattr(self, name, max(getattr(self, name), getattr(other, name)))
+        if other.itl_max >= self.itl_max and other.itl_n:
+            self.itl_max, self.itl_where = other.itl_max, other.itl_where
+        for kind, sample in other.peaks.items():
+            if kind not in self.peaks or sample.load > self.peaks[kind].load:
+                self.peaks[kind] = sample
+        self.engine = self.engine or other.engine
+        self.prefix_hit = other.prefix_hit if other.prefix_hit is not None else self.prefix_hit
+        self.bench.update(other.bench)
+        self.bench_where.update(other.bench_where)
+        if other.offload:
+            self.offload, self.offload_where = other.offload, other.offload_where
+
+    def shift(self, offset: int) -> None:
+        """Move every quoted "source:line" by `offset` lines."""
+        for sample in self.peaks.values():
+            sample.where = _shift(sample.where, offset)
+        self.itl_where = _shift(self.itl_where, offset)
+        self.bench_where = {k: _shift(w, offset) for k, w in self.bench_where.items()}
+        self.offload_where = _shift(self.offload_where, offset)
+
+    def snapshot(self) -> Sample | None:
+        """The sample the checks read as "the" reading: the fullest moment of a sustained
+        pressure, else the worst moment of a sustained capped queue, else the busiest."""
+        if is_sustained(self.pressed, self.samples) and "pressed" in self.peaks:
+            return self.peaks["pressed"]
+        if is_sustained(self.capped, self.samples) and "capped" in self.peaks:
+            return self.peaks["capped"]
+        return self.peaks.get("busiest")
+
+    def metrics(self, engine: str = "") -> MetricsFacts | None:
+        """The metrics facts these lines give; None when the log held none."""
+        if not (self.samples or self.itl_n or self.queue_n or self.bench or self.offload):
+            return None
+        v: dict[str, float] = {}
+        raw: dict[str, str] = {}
+        s = self.snapshot()
+        if s is not None:
+            for name, value in (("running", s.running), ("waiting", s.waiting), ("kv_cache_usage", s.kv), ("swapped", s.swapped)):
+                if value is not None:
+                    v[name] = value
+                    raw[name] = f"{s.where}: {s.text}"
+            v.update(stat_samples=self.samples, kv_samples=self.kv_samples, kv_full_samples=self.kv_full,
+                     queued_samples=self.queued, pressed_samples=self.pressed, capped_samples=self.capped,
+                     waiting_max=self.waiting_max, running_max=self.running_max)
+            if self.kv_samples:
+                v["kv_cache_usage_max"] = self.kv_max
+            if self.swapped_max:
+                v["swapped_max"] = self.swapped_max
+        if self.preemptions:
+            v["preemptions_total"] = self.preemptions
+        if self.gen_n:
+            v["gen_throughput"] = self.gen_sum / self.gen_n
+            v["gen_throughput_max"] = self.gen_max
+        if self.prompt_max:
+            v["prompt_throughput_max"] = self.prompt_max
+        if self.prefix_hit is not None:
+            v["prefix_cache_hit_rate"] = self.prefix_hit
+        if self.itl_n:
+            v.update(itl_count=self.itl_n, itl_mean_s=self.itl_sum / self.itl_n, itl_max_s=self.itl_max)
+            raw["itl"] = f"{self.itl_where} (the slowest of {self.itl_n} request(s))"
+        if self.queue_n:
+            v.update(queue_count=self.queue_n, queue_mean_s=self.queue_sum / self.queue_n)
+        v.update(self.bench)
+        raw.update({f"bench:{k}": w for k, w in self.bench_where.items()})
+        v.update(self.offload)
+        if self.offload_where:
+            raw["offload"] = self.offload_where
+        return MetricsFacts(source="log", engine=engine or self.engine, available=True, values=v, raw=raw,
+                            origin="log")
+
+
+def into_facts(facts: Facts, found: MetricsFacts | None) -> None:
+    """Put what a log's stat lines say into facts.metrics. A real scrape stays what it is (the log
+    only fills the names it lacks); two logs add up: counts add, peaks take the larger, the busier
+    snapshot wins."""
+    if found is None:
+        return
+    from doctor.redact import Redactor
+
+    redactor = Redactor()  # the quoted lines are log text: a bench command may carry --api-key
+    found.raw = {k: redactor.text(text) for k, text in found.raw.items()}
+    m = facts.metrics
+    if m is None or not m.available:
+        facts.metrics = found
+        return
+    if m.origin != "log":
+        for k, val in found.values.items():
+            m.values.setdefault(k, val)
+        for k, text in found.raw.items():
+            m.raw.setdefault(k, text)
+        return
+    old, new = m.values, found.values
+    busier = (new.get("waiting", 0), new.get("kv_cache_usage", 0)) > (old.get("waiting", 0), old.get("kv_cache_usage", 0))
+    merged = dict(new if busier else old)
+    for k in old.keys() | new.keys():
+        a, b = old.get(k), new.get(k)
+        if a is None or b is None:
+            merged[k] = b if a is None else a
+        elif k.endswith(("_samples", "_count", "preemptions_total")):
+            merged[k] = a + b
+        elif k.endswith("_max") or k.endswith("_max_s"):
+            merged[k] = max(a, b)
+    m.values = merged
+    m.raw = {**m.raw, **found.raw} if busier else {**found.raw, **m.raw}
+    m.engine = m.engine or found.engine
+
+
+def _shift(where: str, offset: int) -> str:
+    """"src:12" or "src:12: text" -> the line number plus offset."""
+    head, sep, text = where.partition(": ")
+    source, colon, no = head.rpartition(":")
+    return f"{source}:{int(no) + offset}{sep}{text}" if colon and no.isdigit() else where
+
+
+def _template(rx: re.Pattern[str], keys: tuple[str, ...], text: str) -> dict[str, float] | None:
+    m = rx.search(text)
+    return None if m is None else {k: float(x) for k, x in zip(keys, m.groups(), strict=True) if x is not None}
+
+
+def _fields(text: str, names: tuple[tuple[str, str], ...]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for label, key in names:
+        at = text.find(label)
+        if at >= 0 and (m := _NUMBER.match(text, at + len(label))):
+            out[key] = float(m.group(1))
+    return out
+
+
+def _gib(text: str) -> float | None:
+    m = _SIZE.search(text)
+    if m is None:
+        return None
+    return float(m.group(1)) * {"K": 1 / 1024**2, "M": 1 / 1024, "G": 1.0, "T": 1024.0}[m.group(2)]

@@ -1,0 +1,202 @@
+"""Perf from logs alone: each engine's real stat lines -> the metrics facts a /metrics scrape fills,
+the perf checks judging them, and healthy start-up logs staying quiet.
+
+Every fixture is a verbatim excerpt of a public log (fixtures/stat_lines/*.source.txt says where).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from doctor.cli import main
+from doctor.logparse.scan import LogScanner
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+STAT = FIX / "stat_lines"
+
+
+def analyze(*paths: str | Path) -> dict:
+    res = CliRunner().invoke(main, ["analyze", *map(str, paths), "--format", "json", "--fail-on", "never"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def metrics(path: Path) -> dict:
+    m = analyze(path)["facts"]["metrics"]
+    assert m["origin"] == "log" and m["available"]
+    return m
+
+
+def perf(report: dict, loud: bool = True) -> list[dict]:
+    return [f for f in report["findings"] if f["code"].startswith("perf.") and (not loud or f["severity"] in ("warn", "error"))]
+
+
+def test_vllm_v0_stat_lines_fill_the_neutral_names():
+    m = metrics(STAT / "vllm-0.2-v0-stat-lines.log")
+    v = m["values"]
+    # the busiest of the two lines: Running 4, Pending 0, Swapped 0, 0.3% of the KV cache
+    assert (v["running"], v["waiting"], v["swapped"], v["kv_cache_usage"]) == (4, 0, 0, 0.003)
+    assert v["stat_samples"] == 2 and v["gen_throughput_max"] == 45.3 and v["prompt_throughput_max"] == 1.6
+    assert m["engine"] == "vllm"
+    # each value quotes its line, with the file and the line number
+    assert m["raw"]["kv_cache_usage"].endswith("vllm-0.2-v0-stat-lines.log:2: INFO 01-24 10:56:14 llm_engine.py:706] Avg prompt "
+                                               "throughput: 0.0 tokens/s, Avg generation throughput: 45.3 tokens/s, Running: 4 reqs, "
+                                               "Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 0.3%, CPU KV cache usage: 0.0%")
+
+
+def test_vllm_v1_series_is_counted_not_just_the_last_line():
+    v = metrics(STAT / "vllm-v1-kv-full-43-waiting.log")["values"]
+    # five lines: four with the cache >= 90% while requests wait (87.7% is not), all with a queue
+    assert (v["stat_samples"], v["pressed_samples"], v["queued_samples"], v["kv_full_samples"]) == (5, 4, 5, 4)
+    assert (v["waiting_max"], v["running_max"], v["kv_cache_usage_max"]) == (43, 21, 0.984)
+    assert v["prefix_cache_hit_rate"] == 0.0
+    # the snapshot is the fullest moment of the pressure: 18 running, 43 waiting, 95.9%
+    assert (v["running"], v["waiting"], v["kv_cache_usage"]) == (18, 43, 0.959)
+
+
+def test_sustained_kv_pressure_with_a_queue_gives_the_computed_relief():
+    r = analyze(STAT / "vllm-v1-kv-full-43-waiting.log")
+    (f,) = perf(r)
+    assert f["code"] == "perf.kv_cache_pressure" and f["title"] == "KV cache 96% full, 43 waiting"
+    assert "in 4 of 5 stat lines (peak usage 98%, at most 43 waiting)" in f["evidence"][-1]
+    # 18 running fill 95.9%; 18 + 43 want 0.959 * 61 / 18 = 3.25x the cache, at 80% each: 5 copies
+    assert [x["command"] for x in f["fixes"]][0] == "--data-parallel-size 5"
+    assert "about 3.2x the cache" in f["fixes"][0]["summary"]
+
+
+def test_sglang_decode_line_with_thousands_queued_is_kv_pressure():
+    m = metrics(STAT / "sglang-decode-queue-12279.log")
+    v = m["values"]
+    assert (v["running"], v["waiting"], v["kv_cache_usage"], v["gen_throughput"]) == (1010, 12279, 0.93, 1397.13)
+    assert m["engine"] == "sglang"
+    (f,) = perf(analyze(STAT / "sglang-decode-queue-12279.log"))
+    assert f["code"] == "perf.kv_cache_pressure"
+    # 0.93 * (1010 + 12279) / 1010 = 12.2x the cache, at 80% each: 16 replicas, in SGLang's flag
+    assert f["fixes"][0]["command"] == "--dp 16"
+
+
+def test_sglang_newer_decode_wording_is_read_and_a_healthy_run_is_quiet():
+    path = STAT / "sglang-decode-comma-cuda-graph.log"
+    v = metrics(path)["values"]
+    assert (v["stat_samples"], v["running"], v["waiting"], v["kv_cache_usage"], v["gen_throughput_max"]) == (8, 5, 0, 0.29, 157.64)
+    assert perf(analyze(path)) == []
+
+
+def test_tgi_success_line_gives_time_per_token_and_queue_time():
+    v = metrics(STAT / "tgi-success-line.log")["values"]
+    assert v["itl_mean_s"] == pytest.approx(0.036708605) and v["itl_count"] == 1
+    assert v["queue_mean_s"] == pytest.approx(73.176e-6)
+
+
+def test_llama_server_timings_are_judged_as_inter_token_latency():
+    r = analyze(STAT / "llama-server-timings.log")
+    v = r["facts"]["metrics"]["values"]
+    assert v["itl_mean_s"] == pytest.approx(0.42853)  # the decode line; the prompt's 88.68 ms is prefill
+    (f,) = perf(r)
+    assert f["code"] == "perf.high_latency" and f["title"].startswith("429 ms per output token")
+    assert "llama-server-timings.log:2" in f["evidence"][0]
+
+
+def test_ollama_partial_offload_names_the_layers_on_the_cpu_and_the_missing_memory():
+    r = analyze(STAT / "ollama-offload-29-of-41.log")
+    v = r["facts"]["metrics"]["values"]
+    assert (v["offload_required_gib"], v["offload_available_gib"]) == (9.6, 6.9)
+    (f,) = perf(r)
+    assert f["code"] == "perf.low_gpu_util" and f["title"].startswith("12 of 41 layers run on the CPU")
+    assert any("9.6 GiB on the GPU for all layers, 6.9 GiB are free: 2.7 GiB short" in e for e in f["evidence"])
+
+
+def test_bench_summary_fills_latency_and_a_burst_is_not_judged_on_ttft():
+    path = STAT / "vllm-bench-serve-burst.txt"
+    v = metrics(path)["values"]
+    assert v["ttft_mean_s"] == pytest.approx(9.62613) and v["ttft_p99_s"] == pytest.approx(12.66673)
+    assert v["itl_mean_s"] == pytest.approx(0.07786)  # TPOT, what the engines' own histograms call itl
+    assert v["itl_token_mean_s"] == pytest.approx(0.03813) and v["request_throughput"] == 32.42
+    # 1000 requests fired at once (no --request-rate): the 9.6 s TTFT is the benchmark's own queue
+    assert v["bench_burst"] == 1.0
+    assert perf(analyze(path)) == []
+
+
+@pytest.mark.parametrize("name", [
+    "engine_args/v0.2.7-era-v0-awq-mixtral-startup-stats.log",
+    "engine_args/v0.5.2-v0-medusa-specdecode-stats.log",
+    "engine_args/v0.10.1.1-v1-1xA100-0.25gmu.log",
+    "engine_args/v0.10.1.1-v1-1xA100-qwen2-7b-hardwrapped.log",
+])
+def test_healthy_vllm_startup_logs_give_no_perf_warning(name):
+    r = analyze(FIX / name)
+    assert perf(r) == []
+    assert "perf.eager_mode" not in [f["code"] for f in r["findings"]]
+
+
+def test_the_eager_mode_advice_is_not_eager_mode_even_with_its_quotes_eaten(tmp_path):
+    advice = next(x for x in (FIX / "engine_args/v0.5.2-v0-medusa-specdecode-stats.log").read_text().splitlines()
+                  if "To run the model in eager mode" in x)
+    assert "'--enforce-eager'" in advice
+    log = tmp_path / "pasted.log"
+    log.write_text(advice.replace("'", "") + "\n")  # a markdown paste drops the quotes
+    assert "perf.eager_mode" not in [f["code"] for f in analyze(log)["findings"]]
+
+
+def test_enforce_eager_in_the_launch_command_is_eager_mode():
+    folder = Path(__file__).resolve().parents[1] / "corpus/perf/vllm-l20-tp2-enforce-eager-slow"
+    r = analyze(folder / "launch.sh", folder / "engine.log")
+    assert "perf.eager_mode" in [f["code"] for f in perf(r)]
+
+
+def test_blocks_and_lines_give_the_same_series_and_memory_stays_flat():
+    lines = (STAT / "vllm-v1-kv-full-43-waiting.log").read_bytes().splitlines(keepends=True) * 2000  # 10,000 stat lines
+
+    def stats(in_blocks: bool):
+        scanner = LogScanner()
+        scanner.start_source("x.log")
+        if in_blocks:  # whole lines, as the collector reads them
+            for i in range(0, len(lines), 777):
+                scanner.feed_block(b"".join(lines[i : i + 777]))
+        else:
+            for raw in lines:
+                scanner.feed(raw)
+        return scanner.stats
+
+    by_line, by_block = stats(False), stats(True)
+    for s in (by_line, by_block):
+        assert (s.samples, s.pressed, s.queued, s.waiting_max) == (10000, 8000, 10000, 43)
+        assert len(s.peaks) <= 3  # the busiest / pressed / capped samples: nothing else is kept per line
+        assert s.peaks["pressed"].where == "x.log:1"
+    # a later line of the same series is numbered right in a later block
+    assert by_block.metrics().values == by_line.metrics().values
+
+
+def test_a_big_log_read_tail_first_quotes_the_right_line_numbers(tmp_path, monkeypatch):
+    from doctor.collect import logs
+    from doctor.engine import Deadline
+    from doctor.facts import Facts
+
+    idle = (FIX / "stat_lines/vllm-0.2-v0-stat-lines.log").read_text().splitlines(keepends=True)[0]
+    busy = (STAT / "vllm-v1-kv-full-43-waiting.log").read_text()
+    path = tmp_path / "big.log"
+    path.write_text(idle * 60 + busy)  # the busy lines are 61..65, in the tail
+    monkeypatch.setattr(logs, "TAIL_BYTES", 2048)
+    monkeypatch.setattr(logs, "BLOCK", 1024)
+    facts = Facts()
+    collector = logs.LogCollector(facts, Deadline(60))
+    collector.add_path(str(path))
+    collector.finish()
+    m = facts.metrics
+    assert m.values["stat_samples"] == 65 and m.values["pressed_samples"] == 4
+    assert m.raw["kv_cache_usage"].startswith(f"{path}:61: (APIServer pid=3646)")
+
+
+def test_a_key_on_a_quoted_bench_command_is_masked(tmp_path):
+    secret = "sk-abcdefghijklmnop1234567890"
+    bench = tmp_path / "bench.txt"
+    bench.write_text(f"vllm bench serve --model m --api-key {secret} --max-concurrency 4\n"
+                     + (STAT / "vllm-bench-serve-burst.txt").read_text().split("\n", 1)[1])
+    res = CliRunner().invoke(main, ["analyze", str(bench), "--format", "json", "--fail-on", "never"])
+    assert secret not in res.output and secret[:20] not in res.output
+    m = json.loads(res.output)["facts"]["metrics"]
+    assert m["values"]["bench_burst"] == 0.0  # --max-concurrency: the TTFT is judged
