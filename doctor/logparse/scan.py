@@ -18,6 +18,7 @@ from doctor.logparse import events as ev
 from doctor.logparse import failures as fl
 from doctor.logparse import prefilter as pf
 from doctor.logparse import setup as st
+from doctor.logparse import template_cache as tc
 from doctor.logparse.lines import Line, normalise
 
 # Traceback frames carry the phase of an OOM (PhaseTracker) and are never events themselves.
@@ -29,6 +30,9 @@ CANDIDATE_LITERALS = pf.literals(GRAMMAR, FRAME_LITERALS + fl.LITERALS)
 CANDIDATE = pf.compile_groups(CANDIDATE_LITERALS)
 # steady-state lines (stats, batches, access log) only say "serving": they move the phase, nothing else
 SERVING = pf.compile_groups(pf.literals([pattern for phase, pattern in ev.PHASES if phase == "serving"]))
+_FRAME = re.compile(r'^File "[^"]*", line \d+|^\S+\.py:\d+ in \w|^frame #\d+:|^[\w.]+\(\S*\) \[0x')
+# the patterns besides the rules that decide how a line is parsed (see template_cache)
+TEMPLATE_DECIDERS = [st.COMMAND, st.STARTS, st.ARGS, _FRAME, *(p for _, p in st._SETUP), *(p for _, p in ev.PHASES)]
 # the server said it is up (a start that never says so stopped during start-up) ...
 UP = rb"application startup complete|uvicorn running|the server is fired up|server is listening|all slots are idle|listening on|(?m:^connected\r?$)"
 READY = re.compile(UP + rb"|avg prompt throughput|decode batch|generation throughput")
@@ -79,6 +83,7 @@ class LogScanner:
         self.source = ""
         self._source_no = 0
         self._detect_left = DETECT_BYTES
+        self.templates = tc.TemplateCache(TEMPLATE_DECIDERS)
 
     def start_source(self, name: str) -> None:
         self.source = name
@@ -92,6 +97,11 @@ class LogScanner:
     def _must_read(self) -> bool:
         """The next line is read whatever it holds: a continuation, pretty-printed args, a traceback."""
         return self._args_follow > 0 or self._prev is not None or self._cmd_open or self.failures.open
+
+    @property
+    def _watching(self) -> bool:
+        """Lines the prefilter skipped still matter (see _note_serving)."""
+        return self.tracker.milestone != "serving" or not self.facts.ready or bool(self._unserved)
 
     def _note_serving(self, low: bytes, start: int = 0, end: int | None = None) -> None:
         """Lines the prefilter skipped: they may move the phase to serving, prove the server up, and
@@ -132,26 +142,21 @@ class LogScanner:
         self._note_serving(raw.lower())
         self._prev = None
 
-    def feed_block(self, block: bytes, expired: Callable[[], bool] | None = None) -> None:
+    def feed_block(self, block: bytes, expired: Callable[[], bool] | None = None, hits: list[int] | None = None) -> None:
         """Whole lines (the last may lack its newline): only the lines the prefilter hits are
-        decoded and parsed, found by a few regex passes over the lower-cased block. `expired` is
-        asked every EXPIRY_LINES parsed lines: a block of lines that all need parsing can take
-        seconds, and the deadline must cut inside it (TimeoutError, with what was read counted)."""
+        decoded and parsed, found by a few regex passes over the lower-cased block, or given as
+        `hits`, the offsets of the prefilter's literals in the block that an external tool found
+        (doctor.logparse.external_prefilter). `expired` is asked every EXPIRY_LINES parsed lines: a
+        block of lines that all need parsing can take seconds, and the deadline must cut inside it
+        (TimeoutError, with what was read counted)."""
         if not block:
             return
         if self._detecting:
             self._detect(block)
-        low = block.lower()
-        starts: set[int] = set()
-        for rx in CANDIDATE:
-            pos = 0
-            while (m := rx.search(low, pos)) is not None:
-                start = low.rfind(b"\n", 0, m.start()) + 1
-                starts.add(start)
-                end = low.find(b"\n", m.end())
-                if end < 0:
-                    break
-                pos = end + 1
+        if hits is None:
+            starts, low = _candidates(block)
+        else:  # lower-cased only if a skipped line must be looked at (_watching)
+            starts, low = {block.rfind(b"\n", 0, at) + 1 for at in hits}, None
         no, pos = self._source_no, 0  # line number of the line before `pos`, byte offset of a line start
         size = len(block)
         for parsed, start in enumerate(sorted(starts)):
@@ -166,7 +171,9 @@ class LogScanner:
             if start > pos:  # lines nobody needs: they only end a hard-wrap and may say "serving"
                 pos, no = self._follow(block, pos, start, no)
                 if pos < start:
-                    self._note_serving(low, pos, start)
+                    if self._watching:
+                        low = low or block.lower()
+                        self._note_serving(low, pos, start)
                     no += block.count(b"\n", pos, start)
                     self._prev = None
                     pos = start
@@ -178,7 +185,9 @@ class LogScanner:
         if pos < size:
             pos, no = self._follow(block, pos, size, no)
             if pos < size:
-                self._note_serving(low, pos, size)
+                if self._watching:
+                    low = low or block.lower()
+                    self._note_serving(low, pos, size)
                 no += block.count(b"\n", pos, size) + (0 if block.endswith(b"\n") else 1)
                 self._prev = None
         self.facts.lines_read += no - self._source_no
@@ -197,6 +206,10 @@ class LogScanner:
         return pos, no
 
     def _line(self, no: int, raw: bytes) -> None:
+        plain = not self._must_read  # nothing open before it: the line may be served by its template's plan
+        if plain and (recalled := self.templates.recall(no, raw)) is not None:
+            self._recalled(*recalled)
+            return
         if self._args_follow > 0:
             self._keep_args(raw)
             self._args_follow -= 1
@@ -206,16 +219,19 @@ class LogScanner:
             self._prev = None
             self._cmd_open = False
             return
-        self._command(text)
+        plain = not self._command(text) and plain
         if st.STARTS.search(text):
+            plain = False
             if self._run_fatal:
                 self._new_run()
             self.facts.started = True
         if st.ARGS.search(text) and self._args_follow == 0:
+            plain = False
             self._keep_args(raw)
             self._args_follow = ARGS_FOLLOW_LINES
-        self._setup(text)
-        found = None if _is_frame(text) else ev.match(text)
+        plain = not self._setup(text) and plain
+        frame = _is_frame(text)
+        found = None if frame else ev.match(text)
         if found is None and self._prev is not None and len(self._prev.text) >= WRAP_MIN:
             found = ev.match(self._prev.text + text)
             if found is not None:
@@ -230,22 +246,48 @@ class LogScanner:
         signal = self.failures.feed(text, line.level, rule is not None and not rule.echo)
         if found is not None:
             self._add(line, rule.kind, rule.fatal, found[1])  # type: ignore[union-attr]
+        self._conclude(line, found is not None, signal)
+        if plain and not frame and not self.failures.open and not (rule is not None and rule.echo):
+            self.templates.learn(raw, line, None if rule is None else ev.RULES.index(rule))
+
+    def _recalled(self, line: Line, plan: tc.Plan, m: re.Match[str] | None) -> None:
+        """A line its template's plan parses: what _line would do, without the patterns whose
+        answer the plan already knows."""
+        self._undo = None
+        before = self.tracker.milestone
+        if plan.tracker == "frame":
+            self.tracker.feed(line.text)
+        elif plan.tracker is not None:
+            self.tracker.milestone = plan.tracker
+        if self.tracker.milestone != before and self._unserved:
+            self._progress()
+        if m is not None:  # a rule's line: the failure reader, closed, has nothing to say about it
+            rule = ev.RULES[plan.rule]  # type: ignore[index]
+            self._add(line, rule.kind, rule.fatal, tc.values(m))
+            self._prev = None
+            return
+        self._conclude(line, False, self.failures.feed(line.text, line.level, False))
+
+    def _conclude(self, line: Line, found: bool, signal: fl.Signal | None) -> None:
+        """After the rules: the failure reader's signal, signs of serving, and the line kept for a hard-wrap."""
         if signal is not None:
             self._add(line, signal.kind, True, signal.values, signal.extra)
-        elif found is None and not self.failures.open:
-            self._note_serving(text.lower().encode())
-        keep = found is None and len(text) >= WRAP_MIN and not self.failures.open
+        elif not found and not self.failures.open:
+            self._note_serving(line.text.lower().encode())
+        keep = not found and len(line.text) >= WRAP_MIN and not self.failures.open
         self._prev = line if keep else None
 
-    def _command(self, text: str) -> None:
+    def _command(self, text: str) -> bool:
+        """Keep an engine command line quoted in the log; True if this line is (part of) one."""
         if self._cmd_open:
             self.commands[-1] = (self.commands[-1] + " " + text.rstrip("\\ "))[:MAX_COMMAND_CHARS]
             self._cmd_open = text.endswith("\\")
-            return
+            return True
         m = st.COMMAND.search(text)
         if m and len(self.commands) < MAX_COMMANDS:
             self.commands.append(m.group("cmd").rstrip("\\ ")[:MAX_COMMAND_CHARS])
             self._cmd_open = text.endswith("\\")
+        return m is not None
 
     def _keep_args(self, raw: bytes) -> None:
         if self._args_chars < MAX_ARGS_CHARS:
@@ -280,9 +322,11 @@ class LogScanner:
         s = self.facts.setup  # capacities belong to the run that printed them
         s.gpu_blocks = s.kv_cache_tokens = s.available_kv_gib = s.max_concurrency = None
 
-    def _setup(self, text: str) -> None:
+    def _setup(self, text: str) -> bool:
+        """The setup facts this message states; True if it states any."""
         s = self.facts.setup
-        for name, value, extra in st.extract(text):
+        found = st.extract(text)
+        for name, value, extra in found:
             if name == "gpu_name":
                 if value not in s.gpu_names and len(s.gpu_names) < 64:
                     s.gpu_names.append(str(value))
@@ -311,6 +355,7 @@ class LogScanner:
                 s.cpu_blocks = extra["cpu_blocks"]  # type: ignore[assignment]
             if hasattr(s, name) and (name in _LAST_WINS or getattr(s, name) in (None, "")):
                 setattr(s, name, value)
+        return bool(found)
 
     def _fold(self, run: int) -> None:
         """Fold one old start of a crash loop into counts: its fatal kinds are remembered, its events go."""
@@ -437,11 +482,26 @@ class LogScanner:
 
 
 _PHASED = {"cuda_oom", "ggml_alloc_failed", "host_oom", "killed"}
-_FRAME = re.compile(r'^File "[^"]*", line \d+|^\S+\.py:\d+ in \w|^frame #\d+:|^[\w.]+\(\S*\) \[0x')
 
 
 def _same(a: dict[str, object], b: dict[str, object]) -> bool:
     return {k: v for k, v in a.items() if k != "then_served"} == b
+
+
+def _candidates(block: bytes) -> tuple[set[int], bytes]:
+    """Offsets of the lines of the block that hold a literal of the grammar (the Python prefilter),
+    and the lower-cased block."""
+    low = block.lower()
+    starts: set[int] = set()
+    for rx in CANDIDATE:
+        pos = 0
+        while (m := rx.search(low, pos)) is not None:
+            starts.add(low.rfind(b"\n", 0, m.start()) + 1)
+            end = low.find(b"\n", m.end())
+            if end < 0:
+                break
+            pos = end + 1
+    return starts, low
 
 
 def _is_frame(text: str) -> bool:
