@@ -48,6 +48,7 @@ def _any(regexes: tuple[re.Pattern[bytes], ...], low: bytes, start: int = 0, end
 MAX_VARIANTS = 8  # events kept per template with different values ("offloaded 0/33" vs "33/33"); more repeats count on the last
 MAX_RUNS_KEPT = 32  # starts of the engine whose events are kept one by one; older ones are folded into counts
 TEMPLATE = re.compile(r"0x[0-9a-fA-F]+|[0-9a-fA-F]{8,}|\d+")
+_TEMPLATE_BYTES = re.compile(TEMPLATE.pattern.encode())
 MAX_ARGS_CHARS = 256 * 1024
 MAX_LINE = 64 * 1024  # a longer line is cut here (a file without newlines cannot fill memory)
 ARGS_FOLLOW_LINES = 120  # TGI pretty-prints `Args {` over many lines
@@ -83,6 +84,7 @@ class LogScanner:
         self.source = ""
         self._source_no = 0
         self._detect_left = DETECT_BYTES
+        self._detected: set[bytes] = set()  # templates of the lines _detect has seen in this source
         self.templates = tc.TemplateCache(TEMPLATE_DECIDERS)
 
     def start_source(self, name: str) -> None:
@@ -92,6 +94,7 @@ class LogScanner:
         self._prev = None
         self.failures.reset()
         self._detect_left = DETECT_BYTES
+        self._detected = set()
 
     @property
     def _must_read(self) -> bool:
@@ -298,9 +301,16 @@ class LogScanner:
     def _detect(self, raw: bytes) -> None:
         """Which engine (and vLLM generation) wrote this: marker counts over each source's first
         DETECT_BYTES until ENGINE_SURE markers are seen (the markers are in prefixes, paths and
-        the start-up header, not in error lines, and one engine writes the whole log)."""
+        the start-up header, not in error lines, and one engine writes the whole log). Only the
+        first line of each template counts: the markers' case-insensitive alternations read a few
+        MB/s, and a busy log is the same few messages again and again."""
         self._detect_left -= len(raw)
-        text = raw.decode("utf-8", errors="replace")
+        new = []
+        for key, line in zip(_TEMPLATE_BYTES.sub(b"#", raw).split(b"\n"), raw.split(b"\n"), strict=True):
+            if key not in self._detected:
+                self._detected.add(key)
+                new.append(line)
+        text = b"\n".join(new).decode("utf-8", errors="replace")
         for engine, pattern in st.ENGINE_MARKERS:
             n = len(pattern.findall(text))
             if n:

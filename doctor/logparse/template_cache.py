@@ -34,6 +34,7 @@ from doctor.logparse.lines import Line
 MAX_TEMPLATES = 4096
 MAX_KEY = 4096  # a longer line is parsed in full (plans stay small)
 _BYTES_MASK = bytes.maketrans(b"0123456789", b"0000000000")
+_TEXT_MASK = str.maketrans("0123456789", "0000000000")
 _DIGITS = frozenset(range(ord("0"), ord("9") + 1))
 _ALL_DIGITS = frozenset("0123456789")
 
@@ -168,23 +169,32 @@ class TemplateCache:
         tracker.feed(line.text)
         moved = "frame" if tracker.frames else tracker.milestone if tracker.milestone != "startup" else None
         text, low = line.text, line.text.lower()
-        checks = [Check(gate, p, False) for i, (gate, p) in self._rule_checks(rule, low)]
-        checks += [Check(gate, p, (gate is None or any(x in low for x in gate)) and p.search(text) is not None)
+        checks = [_check(gate, p, False, low) for gate, p in self._rule_checks(rule)]
+        checks += [_check(gate, p, (gate is None or any(x in low for x in gate)) and p.search(text) is not None, low)
                    for gate, p in self._others]
         if len(self._plans) >= MAX_TEMPLATES:
             self._plans.clear()
-        self._plans[raw.translate(_BYTES_MASK)] = Plan(len(stripped) - len(text), process, line.level, rule, moved, tuple(checks))
+        self._plans[raw.translate(_BYTES_MASK)] = Plan(len(stripped) - len(text), process, line.level, rule, moved, tuple(c for c in checks if c))
 
-    def _rule_checks(self, rule: int | None, low: str) -> list[tuple[int, tuple[tuple[str, ...], re.Pattern[str]]]]:
-        """Rules before the one that matched (all of them when none did) that another line of the
-        template could match: not digit-blind, and one of their literals holds a digit or is here."""
-        out = []
-        for i, r in self._rules:
-            if rule is not None and i >= rule:
-                break
-            if any(lit in low or any(ch.isdigit() for ch in lit) for lit in r.literals):
-                out.append((i, (r.literals, r.pattern)))
-        return out
+    def _rule_checks(self, rule: int | None) -> list[tuple[tuple[str, ...], re.Pattern[str]]]:
+        """The rules before the one that matched (all of them when none did) that are not digit-blind."""
+        return [(r.literals, r.pattern) for i, r in self._rules if rule is None or i < rule]
+
+
+def _check(gate: tuple[str, ...] | None, pattern: re.Pattern[str], matched: bool, low: str) -> Check | None:
+    """The check of a pattern on the lines of this template (`low`: the message, lower-cased),
+    with its gate cut to what can differ between them; None when it cannot match any of them.
+    A literal without digits is in all of them or in none; one with digits only where the
+    message has digits in the same places."""
+    if gate is None or any(lit in low and not _has_digit(lit) for lit in gate):
+        return Check(None, pattern, matched)
+    masked = low.translate(_TEXT_MASK)
+    gate = tuple(lit for lit in gate if _has_digit(lit) and lit.translate(_TEXT_MASK) in masked)
+    return Check(gate, pattern, matched) if gate or matched else None
+
+
+def _has_digit(text: str) -> bool:
+    return any(ch in _ALL_DIGITS for ch in text)
 
 
 def values(m: re.Match[str]) -> dict[str, object]:
