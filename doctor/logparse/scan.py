@@ -209,13 +209,15 @@ class LogScanner:
         return pos, no
 
     def _line(self, no: int, raw: bytes) -> None:
-        plain = not self._must_read  # nothing open before it: the line may be served by its template's plan
-        if plain and (recalled := self.templates.recall(no, raw)) is not None:
-            self._recalled(*recalled)
-            return
         if self._args_follow > 0:
             self._keep_args(raw)
             self._args_follow -= 1
+        # nothing open before it (pretty-printed arguments aside: they are kept, then parsed as any
+        # line): the line may be served by its template's plan
+        plain = self._prev is None and not self._cmd_open and not self.failures.open
+        if plain and (recalled := self.templates.recall(no, raw)) is not None:
+            self._recalled(*recalled)
+            return
         line = normalise(no, raw)
         text = line.text
         if not text:
@@ -251,7 +253,7 @@ class LogScanner:
             self._add(line, rule.kind, rule.fatal, found[1])  # type: ignore[union-attr]
         self._conclude(line, found is not None, signal)
         if plain and not frame and not self.failures.open and not (rule is not None and rule.echo):
-            self.templates.learn(raw, line, None if rule is None else ev.RULES.index(rule))
+            self.templates.learn(raw, line, None if rule is None else ev.RULES.index(rule), found is None and signal is None)
 
     def _recalled(self, line: Line, plan: tc.Plan, m: re.Match[str] | None) -> None:
         """A line its template's plan parses: what _line would do, without the patterns whose
@@ -269,7 +271,7 @@ class LogScanner:
             self._add(line, rule.kind, rule.fatal, tc.values(m))
             self._prev = None
             return
-        self._conclude(line, False, self.failures.feed(line.text, line.level, False))
+        self._conclude(line, False, None if plan.quiet else self.failures.feed(line.text, line.level, False))
 
     def _conclude(self, line: Line, found: bool, signal: fl.Signal | None) -> None:
         """After the rules: the failure reader's signal, signs of serving, and the line kept for a hard-wrap."""

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from doctor.logparse import events as ev
+from doctor.logparse import failures as fl
 from doctor.logparse import lines as ln
 from doctor.logparse import prefilter as pf
 from doctor.logparse.lines import Line
@@ -111,6 +112,7 @@ class Plan:
     level: str
     rule: int | None  # index in ev.RULES of the rule that matched; None: none did
     tracker: str | None  # "frame" (a frame the tracker keeps), a phase it moves to, or None
+    quiet: bool  # no rule matched and the failure reader said nothing either
     checks: tuple[Check, ...]
 
 
@@ -125,8 +127,11 @@ class TemplateCache:
 
     def __init__(self, others: Iterable[re.Pattern[str]]) -> None:
         self._plans: dict[bytes, Plan] = {}
-        self._others = [(_gate(p), p) for p in others if not digit_blind(p)]
-        self._rules = [(i, rule) for i, rule in enumerate(ev.RULES) if not digit_blind(rule.pattern)]
+        self._others = [_Gated.of(_gate(p), p) for p in others if not digit_blind(p)]
+        # what the failure reader reads a line with (every pattern of doctor.logparse.failures)
+        self._failures = [_Gated.of(_gate(p), p) for p in vars(fl).values() if isinstance(p, re.Pattern) and not digit_blind(p)]
+        self._rules = [(i, _Gated.of(rule.literals, rule.pattern)) for i, rule in enumerate(ev.RULES)
+                       if not digit_blind(rule.pattern)]
         # the cleaning and prefix peeling must be digit-blind too, or no line can be served
         self.usable = all(digit_blind(p) for p in (ln.ANSI, ln.CONTROL, *(p for _, p in ln._PREFIXES)))
 
@@ -154,8 +159,9 @@ class TemplateCache:
         process = stripped[plan.process[0] : plan.process[1]] if plan.process else ""
         return Line(no, text, cleaned, process, plan.level), plan, m
 
-    def learn(self, raw: bytes, line: Line, rule: int | None) -> None:
-        """Make the plan of a line that was just parsed in full (a plain message, see the module)."""
+    def learn(self, raw: bytes, line: Line, rule: int | None, quiet: bool) -> None:
+        """Make the plan of a line that was just parsed in full (a plain message, see the module);
+        `quiet`: no rule matched and the failure reader said nothing."""
         if len(raw) > MAX_KEY or not self.usable:
             return
         stripped = line.raw.strip()
@@ -169,32 +175,43 @@ class TemplateCache:
         tracker.feed(line.text)
         moved = "frame" if tracker.frames else tracker.milestone if tracker.milestone != "startup" else None
         text, low = line.text, line.text.lower()
-        checks = [_check(gate, p, False, low) for gate, p in self._rule_checks(rule)]
-        checks += [_check(gate, p, (gate is None or any(x in low for x in gate)) and p.search(text) is not None, low)
-                   for gate, p in self._others]
+        masked = low.translate(_TEXT_MASK)
+        checks = [g.check(False, low, masked) for i, g in self._rules if rule is None or i < rule]
+        checks += [g.check(g.matches(text, low), low, masked) for g in self._others + (self._failures if quiet else [])]
         if len(self._plans) >= MAX_TEMPLATES:
             self._plans.clear()
-        self._plans[raw.translate(_BYTES_MASK)] = Plan(len(stripped) - len(text), process, line.level, rule, moved, tuple(c for c in checks if c))
-
-    def _rule_checks(self, rule: int | None) -> list[tuple[tuple[str, ...], re.Pattern[str]]]:
-        """The rules before the one that matched (all of them when none did) that are not digit-blind."""
-        return [(r.literals, r.pattern) for i, r in self._rules if rule is None or i < rule]
+        self._plans[raw.translate(_BYTES_MASK)] = Plan(len(stripped) - len(text), process, line.level, rule, moved, quiet,
+                                                           tuple(c for c in checks if c))
 
 
-def _check(gate: tuple[str, ...] | None, pattern: re.Pattern[str], matched: bool, low: str) -> Check | None:
-    """The check of a pattern on the lines of this template (`low`: the message, lower-cased),
-    with its gate cut to what can differ between them; None when it cannot match any of them.
-    A literal without digits is in all of them or in none; one with digits only where the
-    message has digits in the same places."""
-    if gate is None or any(lit in low and not _has_digit(lit) for lit in gate):
-        return Check(None, pattern, matched)
-    masked = low.translate(_TEXT_MASK)
-    gate = tuple(lit for lit in gate if _has_digit(lit) and lit.translate(_TEXT_MASK) in masked)
-    return Check(gate, pattern, matched) if gate or matched else None
 
+@dataclass(frozen=True)
+class _Gated:
+    """A pattern that is not digit-blind, with its literals split: those without digits are in
+    all the lines of a template or in none, those with digits only where the line has digits."""
 
-def _has_digit(text: str) -> bool:
-    return any(ch in _ALL_DIGITS for ch in text)
+    plain: tuple[str, ...] | None  # None: the pattern has no literal gate
+    digits: tuple[tuple[str, str], ...]  # (literal, literal with its digits made 0)
+    pattern: re.Pattern[str]
+
+    @staticmethod
+    def of(gate: tuple[str, ...] | None, pattern: re.Pattern[str]) -> _Gated:
+        if gate is None:
+            return _Gated(None, (), pattern)
+        digits = tuple((x, x.translate(_TEXT_MASK)) for x in gate if any(ch in _ALL_DIGITS for ch in x))
+        return _Gated(tuple(x for x in gate if not any(ch in _ALL_DIGITS for ch in x)), digits, pattern)
+
+    def matches(self, text: str, low: str) -> bool:
+        gate = self.plain is None or any(x in low for x in self.plain) or any(x in low for x, _ in self.digits)
+        return gate and self.pattern.search(text) is not None
+
+    def check(self, matched: bool, low: str, masked: str) -> Check | None:
+        """Its check on the lines of this template (`low`, `masked`: this one's message lower-cased,
+        and with its digits made 0); None when it cannot match any of them."""
+        if self.plain is None or any(x in low for x in self.plain):
+            return Check(None, self.pattern, matched)
+        gate = tuple(x for x, m in self.digits if m in masked)
+        return Check(gate, self.pattern, matched) if gate or matched else None
 
 
 def values(m: re.Match[str]) -> dict[str, object]:
