@@ -32,14 +32,17 @@ _READ = 1 << 16
 def find_tool() -> list[str] | None:
     """The command (without the patterns file) of the fastest tool here: rg on PATH or next to
     this Python (the `ripgrep` wheel installs it there), else grep; None when neither exists."""
-    rg = shutil.which("rg") or shutil.which("rg", path=str(Path(sys.executable).parent))
-    if rg:
-        return [rg, "--no-config", "--fixed-strings", "--ignore-case", "--no-unicode", "--text", "--no-encoding",
+    found = shutil.which("rg") or shutil.which("rg", path=str(Path(sys.executable).parent)) or shutil.which("grep")
+    return command(found) if found else None
+
+
+def command(exe: str) -> list[str]:
+    """rg's or GNU grep's arguments for: these literals, ASCII case folding, bytes as they are,
+    the byte offset of every match."""
+    if Path(exe).name.startswith("rg"):
+        return [exe, "--no-config", "--fixed-strings", "--ignore-case", "--no-unicode", "--text", "--no-encoding",
                 "--byte-offset", "--only-matching", "--no-line-number", "--color", "never", "--no-messages"]
-    grep = shutil.which("grep")
-    if grep:
-        return [grep, "--text", "--fixed-strings", "--ignore-case", "--byte-offset", "--only-matching", "--no-messages"]
-    return None
+    return [exe, "--text", "--fixed-strings", "--ignore-case", "--byte-offset", "--only-matching", "--no-messages"]
 
 
 class ExternalPrefilter:

@@ -63,7 +63,8 @@ _LAST_WINS = {"gpu_blocks", "kv_cache_tokens", "available_kv_gib", "max_concurre
 
 
 class LogScanner:
-    def __init__(self) -> None:
+    def __init__(self, templates: bool = True) -> None:
+        """`templates`: serve repeated messages from their template's plan (template_cache)."""
         self.facts = LogFacts()
         self.tracker = ev.PhaseTracker()
         self._events: dict[tuple[int, str, str], list[LogEvent]] = {}  # (run, kind, template) -> its variants
@@ -85,7 +86,7 @@ class LogScanner:
         self._source_no = 0
         self._detect_left = DETECT_BYTES
         self._detected: set[bytes] = set()  # templates of the lines _detect has seen in this source
-        self.templates = tc.TemplateCache(TEMPLATE_DECIDERS)
+        self.templates = tc.TemplateCache(TEMPLATE_DECIDERS, enabled=templates)
 
     def start_source(self, name: str) -> None:
         self.source = name

@@ -125,15 +125,16 @@ class TemplateCache:
     """Plans by template, for one scanner. `others`: the patterns besides the rules that decide
     how a line is parsed (commands, starts, arguments, setup, phases, frames)."""
 
-    def __init__(self, others: Iterable[re.Pattern[str]]) -> None:
+    def __init__(self, others: Iterable[re.Pattern[str]], enabled: bool = True) -> None:
         self._plans: dict[bytes, Plan] = {}
+        self.served = 0  # lines served by a plan
         self._others = [_Gated.of(_gate(p), p) for p in others if not digit_blind(p)]
         # what the failure reader reads a line with (every pattern of doctor.logparse.failures)
         self._failures = [_Gated.of(_gate(p), p) for p in vars(fl).values() if isinstance(p, re.Pattern) and not digit_blind(p)]
         self._rules = [(i, _Gated.of(rule.literals, rule.pattern)) for i, rule in enumerate(ev.RULES)
                        if not digit_blind(rule.pattern)]
         # the cleaning and prefix peeling must be digit-blind too, or no line can be served
-        self.usable = all(digit_blind(p) for p in (ln.ANSI, ln.CONTROL, *(p for _, p in ln._PREFIXES)))
+        self.usable = enabled and all(digit_blind(p) for p in (ln.ANSI, ln.CONTROL, *(p for _, p in ln._PREFIXES)))
 
     def __len__(self) -> int:
         return len(self._plans)
@@ -157,6 +158,7 @@ class TemplateCache:
             if m is None:
                 return None
         process = stripped[plan.process[0] : plan.process[1]] if plan.process else ""
+        self.served += 1
         return Line(no, text, cleaned, process, plan.level), plan, m
 
     def learn(self, raw: bytes, line: Line, rule: int | None, quiet: bool) -> None:
