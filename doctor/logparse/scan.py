@@ -5,7 +5,9 @@ is one event with its count and its first and last lines, the starts of a long c
 the last MAX_RUNS_KEPT are folded into counts, and the argument text handed to doctor.engine_args is
 capped, so a 1 GB log costs the same memory as a 1 MB one and the last fatal error is always kept. A cheap byte-level
 prefilter skips the lines no rule can match (throughput stats, request logs) before they are
-decoded and normalised: most of a big log is such lines.
+decoded and normalised: most of a big log is such lines. A big file on disk can have that
+prefilter run by rg or grep on another core (external_prefilter), and a message repeated with other
+numbers is served by the plan of its template (template_cache): both give the same facts.
 """
 
 from __future__ import annotations
