@@ -14,7 +14,10 @@ analyze run whose rank-1 is the crash. The crash's code is not assumed: it is th
 `analyze` on the same shape generated with no steady-state lines (start-up headers and the crash only).
 Nothing is asserted; the numbers are for people.
 
-    .venv/bin/python bench/log_scan.py [--size-mb 10 512 2048] [--shape vllm-busy ...]
+`analyze` prefilters a big file with rg (this venv's, from the `ripgrep` wheel, or PATH's) or grep when
+there is one (doctor/logparse/external_prefilter.py): the header says which.
+
+    .venv/bin/python bench/log_scan.py [--size-mb 10 512] [--big] [--shape vllm-busy ...]
 """
 
 from __future__ import annotations
@@ -108,18 +111,23 @@ def table(shape: str, size_mb: int, crash: str, runs: list[Run]) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=int, nargs="+", choices=(10, 512, 2048), default=[10, 512])
+    ap.add_argument("--big", action="store_true", help="also 2 GB (2048 MB) logs")
     ap.add_argument("--shape", nargs="+", choices=sorted(SHAPES), default=list(SHAPES))
     args = ap.parse_args()
+    sizes = sorted(set(args.size_mb) | ({2048} if args.big else set()))
     rg = shutil.which("rg") or shutil.which("rg", path=str(BIN))
     print(f"grep: {subprocess.run(['grep', '-V'], capture_output=True, text=True).stdout.splitlines()[0]}; "
           f"rg: {rg or 'absent'}; trigger words: {TRIGGERS}")
+    which = "from doctor.logparse import external_prefilter as x; print((x.find_tool() or ['python'])[0], x.MIN_BYTES >> 20)"
+    tool, least = subprocess.run([sys.executable, "-c", which], capture_output=True, text=True).stdout.split()
+    print(f"analyze prefilters files of {least} MB and more with: {tool}")
     print(f"{'shape':<14}{'MB':>6} {'tool':<23}{'s':>8}{'MB/s':>9}{'x grep':>8}{'x rg':>8}{'RSS MB':>9}  "
           f"{'status':<12} {'rank-1':<24} crash found (s)")
     with tempfile.TemporaryDirectory(prefix="llm-doctor-bench-") as name:
         tmp = Path(name)
         for shape in args.shape:
             crash = crash_code(shape, tmp)
-            for size_mb in args.size_mb:
+            for size_mb in sizes:
                 print("\n".join(table(shape, size_mb, crash, measure(shape, size_mb, tmp, rg))), flush=True)
             print(f"{'':<14}(the crash alone ranks {crash} first)", flush=True)
     return 0

@@ -17,6 +17,7 @@ import gzip
 import io
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -28,14 +29,17 @@ from doctor.engine import Deadline
 from doctor.facts import Facts
 from doctor.facts.inputs import InputGap
 from doctor.facts.logs import LogFacts
+from doctor.logparse import external_prefilter as xp
 from doctor.logparse import stat_lines
-from doctor.logparse.scan import LogScanner
+from doctor.logparse.scan import CANDIDATE_LITERALS, LogScanner
 from doctor.redact import Redactor
 
 BLOCK = 1024 * 1024  # read size: big enough that per-read costs vanish, small enough to stay flat
 CHUNK_CHECK = 64 * 1024  # bytes looked at to tell a log from binary data
 WALK_SUFFIXES = {".log", ".txt", ".out", ".gz"}
 TAIL_BYTES = 16 * BLOCK  # a file bigger than this (and a block) is read tail first
+PROGRESS_AFTER = 1.0  # seconds of scanning after which progress is shown (on a terminal)
+_AUTO: list[str] = []  # LogCollector(tool=...): pick the external prefilter tool found here
 
 
 class InputError(ValueError):
@@ -116,13 +120,48 @@ def _open(path: str) -> IO[bytes]:
     return fh
 
 
-class LogCollector:
-    """One scan over several sources; `finish` puts the result into facts."""
+class Progress:
+    """`reading engine.log: 212 of 512 MiB` on stderr, redrawn in place, once a scan has taken more
+    than PROGRESS_AFTER seconds, and only when stderr is a terminal (never in a pipeline's output)."""
 
-    def __init__(self, facts: Facts, deadline: Deadline) -> None:
+    def __init__(self, name: str, total: int | None, stream: IO[str] | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.on = self.stream.isatty()
+        self.name, self.total, self.done = name, total, 0
+        self.start = self.shown = time.monotonic()
+        self.width = 0
+
+    def add(self, size: int) -> None:
+        self.done += size
+        now = time.monotonic()
+        if not self.on or now - self.start < PROGRESS_AFTER or now - self.shown < 0.1:
+            return
+        self.shown = now
+        of = f" of {self.total / BLOCK:.0f}" if self.total else ""
+        text = f"reading {self.name}: {self.done / BLOCK:.0f}{of} MiB"
+        self.stream.write("\r" + text.ljust(self.width))
+        self.stream.flush()
+        self.width = len(text)
+
+    def close(self) -> None:
+        """Erase the line (the report follows on stdout)."""
+        if self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0
+
+
+class LogCollector:
+    """One scan over several sources; `finish` puts the result into facts. A big file on disk is
+    prefiltered by `tool` (doctor.logparse.external_prefilter; found here by default, None: the
+    scanner's own prefilter) when its range is at least `external_min` bytes."""
+
+    def __init__(self, facts: Facts, deadline: Deadline, tool: list[str] | None = _AUTO) -> None:
         self.facts = facts
         self.deadline = deadline
         self.scanner = LogScanner()
+        self.tool = xp.find_tool() if tool is _AUTO else tool
+        self.external_min = xp.MIN_BYTES
 
     def problem(self, text: str) -> None:
         self.scanner.facts.problems.append(text)
@@ -135,13 +174,17 @@ class LogCollector:
 
     def add_stream(self, name: str, fh: IO[bytes], named: bool = False, total: int | None = None,
                    scanner: LogScanner | None = None, limit: int | None = None,
-                   cut: Callable[[int], str] | None = None) -> bool:
+                   cut: Callable[[int], str] | None = None, hits: xp.Hits | None = None,
+                   progress: Progress | None = None) -> bool:
         """Scan one stream; False when it was cut (the deadline) or unreadable, after saying so.
-        `cut` words the gap a deadline leaves from the bytes read (the default: the rest was not read)."""
+        `cut` words the gap a deadline leaves from the bytes read (the default: the rest was not read).
+        `hits`: the external prefilter's search of the same range."""
         scanner = scanner or self.scanner
         scanner.start_source(name)
         before, start = scanner.facts.bytes_read, time.monotonic()
-        first = True
+        first, whole = True, True  # whole: the next block starts a line
+        own = progress is None
+        progress = progress or Progress(name, total)
         try:
             for block in read_blocks(fh, self.deadline, limit):
                 if first:
@@ -151,7 +194,11 @@ class LogCollector:
                             raise InputError(f"{name}: binary data, not a text log (nor gzip)")
                         self.gap(name, "binary data, not a text log; skipped")
                         return False
-                scanner.feed_block(block, self.deadline.expired)
+                found = hits.take(len(block)) if hits is not None else None
+                ends = block.endswith(b"\n")  # else a piece of a line longer than a block: see external_prefilter
+                scanner.feed_block(block, self.deadline.expired, found if whole and ends else None)
+                whole = ends
+                progress.add(len(block))
         except TimeoutError:  # before OSError: TimeoutError is one
             read = scanner.facts.bytes_read - before
             self.gap(name, cut(read) if cut else "cut by the deadline; the rest was not read", read, total, start)
@@ -160,6 +207,11 @@ class LogCollector:
             self.gap(name, f"truncated or unreadable ({type(exc).__name__}: {exc}); read what was there",
                      scanner.facts.bytes_read - before, total, start)
             return False
+        finally:
+            if hits is not None:
+                hits.close()
+            if own:
+                progress.close()
         if scanner.facts.bytes_read == before and limit is None:
             self.gap(name, "empty: nothing to read")
         return True
@@ -178,24 +230,33 @@ class LogCollector:
                 raise InputError(f"{path}: cannot open ({exc.strerror or exc})") from None
             self.gap(path, f"cannot open ({exc.strerror or exc})")
             return
+        plain = isinstance(fh, io.BufferedReader) and path != "-" and stat.S_ISREG(os.fstat(fh.fileno()).st_mode)
+        size = os.fstat(fh.fileno()).st_size if plain else None
+        external = xp.ExternalPrefilter(self.tool, CANDIDATE_LITERALS) if plain and self.tool and size >= self.external_min else None
+        progress = Progress("<stdin>" if path == "-" else path, size)
         try:
-            size = os.fstat(fh.fileno()).st_size if isinstance(fh, io.BufferedReader) and path != "-" else None
             if size is not None and size > TAIL_BYTES + BLOCK:
-                self._tail_first(path, fh, size)
+                self._tail_first(path, fh, size, external, progress)
             else:
-                self.add_stream("<stdin>" if path == "-" else path, fh, named=named or path == "-", total=size)
+                self.add_stream("<stdin>" if path == "-" else path, fh, named=named or path == "-", total=size,
+                                hits=external.search(path) if external else None, progress=progress)
         finally:
+            progress.close()
+            if external:
+                external.close()
             if path != "-":
                 fh.close()
 
-    def _tail_first(self, path: str, fh: IO[bytes], size: int) -> None:
+    def _tail_first(self, path: str, fh: IO[bytes], size: int, external: xp.ExternalPrefilter | None,
+                    progress: Progress) -> None:
         """The last TAIL_BYTES first (from the first whole line), then the rest; when the rest is cut
         by the deadline, the tail still stands, its lines counted from where it starts."""
         fh.seek(size - TAIL_BYTES)
         skipped = fh.readline()
         tail_at = size - TAIL_BYTES + len(skipped)
         tail = LogScanner()
-        self.add_stream(path, fh, named=True, total=size, scanner=tail)
+        self.add_stream(path, fh, named=True, total=size, scanner=tail,
+                        hits=external.search(path, tail_at) if external else None, progress=progress)
         fh.seek(0)
 
         def cut(read: int) -> str:
@@ -203,7 +264,9 @@ class LogCollector:
                     f"(tail first, line numbers there count from its start); {(tail_at - read) / BLOCK:.1f} MiB in between "
                     "were not read")
 
-        whole = self.add_stream(path, fh, named=True, total=size, limit=tail_at, cut=cut)
+        whole = self.add_stream(path, fh, named=True, total=size, limit=tail_at, cut=cut,
+                                hits=external.search(path) if external and tail_at >= self.external_min else None,
+                                progress=progress)
         self.scanner.absorb(tail, continuation=whole)
 
     def add_command(self, name: str, argv: list[str]) -> None:

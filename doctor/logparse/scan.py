@@ -5,7 +5,9 @@ is one event with its count and its first and last lines, the starts of a long c
 the last MAX_RUNS_KEPT are folded into counts, and the argument text handed to doctor.engine_args is
 capped, so a 1 GB log costs the same memory as a 1 MB one and the last fatal error is always kept. A cheap byte-level
 prefilter skips the lines no rule can match (throughput stats, request logs) before they are
-decoded and normalised: most of a big log is such lines.
+decoded and normalised: most of a big log is such lines. A big file on disk can have that
+prefilter run by rg or grep on another core (external_prefilter), and a message repeated with other
+numbers is served by the plan of its template (template_cache): both give the same facts.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from doctor.logparse import events as ev
 from doctor.logparse import failures as fl
 from doctor.logparse import prefilter as pf
 from doctor.logparse import setup as st
+from doctor.logparse import template_cache as tc
 from doctor.logparse.lines import Line, carried, joined, normalise
 from doctor.logparse.stat_lines import StatLines
+
+CHAIN_KEYS = frozenset({"tier", "cascade", "phase_hint"})  # values doctor.logparse.chains adds to a rule's match
 
 # Traceback frames carry the phase of an OOM (PhaseTracker) and are never events themselves.
 FRAME_LITERALS = ('file "', "frame #", ") [0x", "traceback (most recent call last)")
@@ -31,6 +36,9 @@ CANDIDATE_LITERALS = pf.literals(GRAMMAR, FRAME_LITERALS + fl.LITERALS)
 CANDIDATE = pf.compile_groups(CANDIDATE_LITERALS)
 # steady-state lines (stats, batches, access log) only say "serving": they move the phase, nothing else
 SERVING = pf.compile_groups(pf.literals([pattern for phase, pattern in ev.PHASES if phase == "serving"]))
+_FRAME = re.compile(r'^File "[^"]*", line \d+|^\S+\.py:\d+ in \w|^frame #\d+:|^[\w.]+\(\S*\) \[0x')
+# the patterns besides the rules that decide how a line is parsed (see template_cache)
+TEMPLATE_DECIDERS = [st.COMMAND, st.STARTS, st.ARGS, _FRAME, *(p for _, p in st._SETUP), *(p for _, p in ev.PHASES)]
 # the server said it is up (a start that never says so stopped during start-up) ...
 UP = rb"application startup complete|uvicorn running|the server is fired up|server is listening|all slots are idle|listening on|(?m:^connected\r?$)"
 READY = re.compile(UP + rb"|avg prompt throughput|decode batch|generation throughput")
@@ -46,6 +54,7 @@ def _any(regexes: tuple[re.Pattern[bytes], ...], low: bytes, start: int = 0, end
 MAX_VARIANTS = 8  # events kept per template with different values ("offloaded 0/33" vs "33/33"); more repeats count on the last
 MAX_RUNS_KEPT = 32  # starts of the engine whose events are kept one by one; older ones are folded into counts
 TEMPLATE = re.compile(r"0x[0-9a-fA-F]+|[0-9a-fA-F]{8,}|\d+")
+_TEMPLATE_BYTES = re.compile(TEMPLATE.pattern.encode())
 MAX_ARGS_CHARS = 256 * 1024
 MAX_LINE = 64 * 1024  # a longer line is cut here (a file without newlines cannot fill memory)
 ARGS_FOLLOW_LINES = 120  # TGI pretty-prints `Args {` over many lines
@@ -59,7 +68,8 @@ _LAST_WINS = {"gpu_blocks", "kv_cache_tokens", "available_kv_gib", "max_concurre
 
 
 class LogScanner:
-    def __init__(self) -> None:
+    def __init__(self, templates: bool = True) -> None:
+        """`templates`: serve repeated messages from their template's plan (template_cache)."""
         self.facts = LogFacts()
         self.tracker = ev.PhaseTracker()
         self._events: dict[tuple[int, str, str], list[LogEvent]] = {}  # (run, kind, template) -> its variants
@@ -81,6 +91,8 @@ class LogScanner:
         self._source_no = 0
         self._detect_left = DETECT_BYTES
         self.stats = StatLines()  # the engine's periodic stat lines: series kept as counts and peaks
+        self._detected: set[bytes] = set()  # templates of the lines _detect has seen in this source
+        self.templates = tc.TemplateCache(TEMPLATE_DECIDERS, enabled=templates)
 
     def start_source(self, name: str) -> None:
         self.source = name
@@ -89,11 +101,17 @@ class LogScanner:
         self._prev = None
         self.failures.reset()
         self._detect_left = DETECT_BYTES
+        self._detected = set()
 
     @property
     def _must_read(self) -> bool:
         """The next line is read whatever it holds: a continuation, pretty-printed args, a traceback."""
         return self._args_follow > 0 or self._prev is not None or self._cmd_open or self.failures.open
+
+    @property
+    def _watching(self) -> bool:
+        """Lines the prefilter skipped still matter (see _note_serving)."""
+        return self.tracker.milestone != "serving" or not self.facts.ready or bool(self._unserved)
 
     def _note_serving(self, low: bytes, start: int = 0, end: int | None = None) -> None:
         """Lines the prefilter skipped: they may move the phase to serving, prove the server up, and
@@ -135,27 +153,22 @@ class LogScanner:
         self._note_serving(raw.lower())
         self._prev = None
 
-    def feed_block(self, block: bytes, expired: Callable[[], bool] | None = None) -> None:
+    def feed_block(self, block: bytes, expired: Callable[[], bool] | None = None, hits: list[int] | None = None) -> None:
         """Whole lines (the last may lack its newline): only the lines the prefilter hits are
-        decoded and parsed, found by a few regex passes over the lower-cased block. `expired` is
-        asked every EXPIRY_LINES parsed lines: a block of lines that all need parsing can take
-        seconds, and the deadline must cut inside it (TimeoutError, with what was read counted)."""
+        decoded and parsed, found by a few regex passes over the lower-cased block, or given as
+        `hits`, the offsets of the prefilter's literals in the block that an external tool found
+        (doctor.logparse.external_prefilter). `expired` is asked every EXPIRY_LINES parsed lines: a
+        block of lines that all need parsing can take seconds, and the deadline must cut inside it
+        (TimeoutError, with what was read counted)."""
         if not block:
             return
         if self._detecting:
             self._detect(block)
-        low = block.lower()
-        self.stats.feed_block(block, low, self.source, self._source_no + 1)
-        starts: set[int] = set()
-        for rx in CANDIDATE:
-            pos = 0
-            while (m := rx.search(low, pos)) is not None:
-                start = low.rfind(b"\n", 0, m.start()) + 1
-                starts.add(start)
-                end = low.find(b"\n", m.end())
-                if end < 0:
-                    break
-                pos = end + 1
+        if hits is None:
+            starts, low = _candidates(block)
+        else:  # lower-cased only if a skipped line must be looked at (_watching)
+            starts, low = {block.rfind(b"\n", 0, at) + 1 for at in hits}, None
+        self.stats.feed_block(block, low if low is not None else block.lower(), self.source, self._source_no + 1)
         no, pos = self._source_no, 0  # line number of the line before `pos`, byte offset of a line start
         size = len(block)
         for parsed, start in enumerate(sorted(starts)):
@@ -170,7 +183,9 @@ class LogScanner:
             if start > pos:  # lines nobody needs: they only end a hard-wrap and may say "serving"
                 pos, no = self._follow(block, pos, start, no)
                 if pos < start:
-                    self._note_serving(low, pos, start)
+                    if self._watching:
+                        low = low or block.lower()
+                        self._note_serving(low, pos, start)
                     no += block.count(b"\n", pos, start)
                     self._prev = None
                     pos = start
@@ -182,7 +197,9 @@ class LogScanner:
         if pos < size:
             pos, no = self._follow(block, pos, size, no)
             if pos < size:
-                self._note_serving(low, pos, size)
+                if self._watching:
+                    low = low or block.lower()
+                    self._note_serving(low, pos, size)
                 no += block.count(b"\n", pos, size) + (0 if block.endswith(b"\n") else 1)
                 self._prev = None
         self.facts.lines_read += no - self._source_no
@@ -204,22 +221,31 @@ class LogScanner:
         if self._args_follow > 0:
             self._keep_args(raw)
             self._args_follow -= 1
+        # nothing open before it (pretty-printed arguments aside: they are kept, then parsed as any
+        # line): the line may be served by its template's plan
+        plain = self._prev is None and not self._cmd_open and not self.failures.open
+        if plain and (recalled := self.templates.recall(no, raw)) is not None:
+            self._recalled(*recalled)
+            return
         line = normalise(no, raw)
         text = line.text
         if not text:
             self._prev = None
             self._cmd_open = False
             return
-        self._command(text)
+        plain = not self._command(text) and plain
         if st.STARTS.search(text):
+            plain = False
             if self._run_fatal:
                 self._new_run()
             self.facts.started = True
         if st.ARGS.search(text) and self._args_follow == 0:
+            plain = False
             self._keep_args(raw)
             self._args_follow = ARGS_FOLLOW_LINES
-        self._setup(text)
-        found = None if _is_frame(text) else chains.match(text)
+        plain = not self._setup(text) and plain
+        frame = _is_frame(text)
+        found = None if frame else chains.match(text)
         # a line cut by a terminal: the message may go on in this one (an echo names no cause: its rest may)
         open_ended = found is None or found[0].echo
         whole = joined(self._prev, line) if open_ended and self._prev is not None else None
@@ -236,21 +262,49 @@ class LogScanner:
         signal = self.failures.feed(text, line.level, rule is not None and not rule.echo)
         if found is not None:
             self._add(line, rule.kind, rule.fatal, found[1])  # type: ignore[union-attr]
+        self._conclude(line, found is not None, signal, echo=found is not None and found[0].echo)
+        # a line read through its chain (a quoted error, a cascade) is not its rule's plain match: not cached
+        read_as_chain = found is not None and not CHAIN_KEYS.isdisjoint(found[1])
+        if plain and not frame and not self.failures.open and not (rule is not None and rule.echo) and not read_as_chain:
+            self.templates.learn(raw, line, None if rule is None else ev.RULES.index(rule), found is None and signal is None)
+
+    def _recalled(self, line: Line, plan: tc.Plan, m: re.Match[str] | None) -> None:
+        """A line its template's plan parses: what _line would do, without the patterns whose
+        answer the plan already knows."""
+        self._undo = None
+        before = self.tracker.milestone
+        if plan.tracker == "frame":
+            self.tracker.feed(line.text)
+        elif plan.tracker is not None:
+            self.tracker.milestone = plan.tracker
+        if self.tracker.milestone != before and self._unserved:
+            self._progress()
+        if m is not None:  # a rule's line: the failure reader, closed, has nothing to say about it
+            rule = ev.RULES[plan.rule]  # type: ignore[index]
+            self._add(line, rule.kind, rule.fatal, tc.values(m))
+            self._prev = None
+            return
+        self._conclude(line, False, None if plan.quiet else self.failures.feed(line.text, line.level, False))
+
+    def _conclude(self, line: Line, found: bool, signal: fl.Signal | None, echo: bool = False) -> None:
+        """After the rules: the failure reader's signal, signs of serving, and the line kept for a hard-wrap."""
         if signal is not None:
             self._add(line, signal.kind, True, signal.values, signal.extra)
-        elif found is None and not self.failures.open:
-            self._note_serving(text.lower().encode())
-        self._prev = carried(self._prev, line) if (found is None or found[0].echo) and not self.failures.open else None
+        elif not found and not self.failures.open:
+            self._note_serving(line.text.lower().encode())
+        self._prev = carried(self._prev, line) if (not found or echo) and not self.failures.open else None
 
-    def _command(self, text: str) -> None:
+    def _command(self, text: str) -> bool:
+        """Keep an engine command line quoted in the log; True if this line is (part of) one."""
         if self._cmd_open:
             self.commands[-1] = (self.commands[-1] + " " + text.rstrip("\\ "))[:MAX_COMMAND_CHARS]
             self._cmd_open = text.endswith("\\")
-            return
+            return True
         m = st.COMMAND.search(text)
         if m and len(self.commands) < MAX_COMMANDS:
             self.commands.append(m.group("cmd").rstrip("\\ ")[:MAX_COMMAND_CHARS])
             self._cmd_open = text.endswith("\\")
+        return m is not None
 
     def _keep_args(self, raw: bytes) -> None:
         if self._args_chars < MAX_ARGS_CHARS:
@@ -261,9 +315,16 @@ class LogScanner:
     def _detect(self, raw: bytes) -> None:
         """Which engine (and vLLM generation) wrote this: marker counts over each source's first
         DETECT_BYTES until ENGINE_SURE markers are seen (the markers are in prefixes, paths and
-        the start-up header, not in error lines, and one engine writes the whole log)."""
+        the start-up header, not in error lines, and one engine writes the whole log). Only the
+        first line of each template counts: the markers' case-insensitive alternations read a few
+        MB/s, and a busy log is the same few messages again and again."""
         self._detect_left -= len(raw)
-        text = raw.decode("utf-8", errors="replace")
+        new = []
+        for key, line in zip(_TEMPLATE_BYTES.sub(b"#", raw).split(b"\n"), raw.split(b"\n"), strict=True):
+            if key not in self._detected:
+                self._detected.add(key)
+                new.append(line)
+        text = b"\n".join(new).decode("utf-8", errors="replace")
         for engine, pattern in st.ENGINE_MARKERS:
             n = len(pattern.findall(text))
             if n:
@@ -285,9 +346,11 @@ class LogScanner:
         s = self.facts.setup  # capacities belong to the run that printed them
         s.gpu_blocks = s.kv_cache_tokens = s.available_kv_gib = s.max_concurrency = None
 
-    def _setup(self, text: str) -> None:
+    def _setup(self, text: str) -> bool:
+        """The setup facts this message states; True if it states any."""
         s = self.facts.setup
-        for name, value, extra in st.extract(text):
+        found = st.extract(text)
+        for name, value, extra in found:
             if name == "gpu_name":
                 if value not in s.gpu_names and len(s.gpu_names) < 64:
                     s.gpu_names.append(str(value))
@@ -316,6 +379,7 @@ class LogScanner:
                 s.cpu_blocks = extra["cpu_blocks"]  # type: ignore[assignment]
             if hasattr(s, name) and (name in _LAST_WINS or getattr(s, name) in (None, "")):
                 setattr(s, name, value)
+        return bool(found)
 
     def _fold(self, run: int) -> None:
         """Fold one old start of a crash loop into counts: its fatal kinds are remembered, its events go."""
@@ -443,11 +507,26 @@ class LogScanner:
 
 
 _PHASED = {"cuda_oom", "ggml_alloc_failed", "host_oom", "killed"}
-_FRAME = re.compile(r'^File "[^"]*", line \d+|^\S+\.py:\d+ in \w|^frame #\d+:|^[\w.]+\(\S*\) \[0x')
 
 
 def _same(a: dict[str, object], b: dict[str, object]) -> bool:
     return {k: v for k, v in a.items() if k != "then_served"} == b
+
+
+def _candidates(block: bytes) -> tuple[set[int], bytes]:
+    """Offsets of the lines of the block that hold a literal of the grammar (the Python prefilter),
+    and the lower-cased block."""
+    low = block.lower()
+    starts: set[int] = set()
+    for rx in CANDIDATE:
+        pos = 0
+        while (m := rx.search(low, pos)) is not None:
+            starts.add(low.rfind(b"\n", 0, m.start()) + 1)
+            end = low.find(b"\n", m.end())
+            if end < 0:
+                break
+            pos = end + 1
+    return starts, low
 
 
 def _is_frame(text: str) -> bool:

@@ -1,0 +1,132 @@
+"""The scanner's prefilter run by `rg` or `grep -F`, in another process, over a file on disk.
+
+The pure-Python prefilter (doctor.logparse.scan.CANDIDATE) lower-cases every block and runs a few
+dozen regex passes over it: on a big log that is most of the work, done on the same core as the
+parsing. A file on disk can instead be searched by ripgrep (or GNU grep) for the same literals,
+case-insensitive in ASCII only (`--no-unicode`, `LC_ALL=C`: exactly what bytes.lower() folds),
+reading the file as bytes (`-a`, no transcoding): it reports the byte offset of every literal it
+finds, and the scanner parses the lines holding them. Same literals, same folding, same bytes:
+the same lines, while the search runs on another core.
+
+Where the two could differ, the scanner falls back to its own prefilter for that block: a block
+that does not start a line or does not end with a newline (a line longer than the read size is cut
+into pieces, and a literal across the cut is one match for the tool but none for the scanner). A
+tool that fails or dies is noticed at the end of its output; the blocks from then on use the
+Python prefilter.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+MIN_BYTES = 4 * 1024 * 1024  # a smaller range is not worth starting a process for
+_READ = 1 << 16
+
+
+def find_tool() -> list[str] | None:
+    """The command (without the patterns file) of the fastest tool here: rg on PATH or next to
+    this Python (the `ripgrep` wheel installs it there), else grep; None when neither exists."""
+    found = shutil.which("rg") or shutil.which("rg", path=str(Path(sys.executable).parent)) or shutil.which("grep")
+    return command(found) if found else None
+
+
+def command(exe: str) -> list[str]:
+    """rg's or GNU grep's arguments for: these literals, ASCII case folding, bytes as they are,
+    the byte offset of every match."""
+    if Path(exe).name.startswith("rg"):
+        return [exe, "--no-config", "--fixed-strings", "--ignore-case", "--no-unicode", "--text", "--no-encoding",
+                "--byte-offset", "--only-matching", "--no-line-number", "--color", "never", "--no-messages"]
+    return [exe, "--text", "--fixed-strings", "--ignore-case", "--byte-offset", "--only-matching", "--no-messages"]
+
+
+class ExternalPrefilter:
+    """One tool and one patterns file for every range a scan searches (the file is removed at close)."""
+
+    def __init__(self, tool: list[str], literals: Iterable[str]) -> None:
+        self.tool = tool
+        fd, name = tempfile.mkstemp(prefix="llm-doctor-literals-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write("".join(lit + "\n" for lit in literals))
+        self.patterns = name
+
+    def search(self, path: str, start: int = 0) -> Hits:
+        """The hits in `path` from byte `start` on (the tool reads its own descriptor of the file)."""
+        return Hits([*self.tool, "--file", self.patterns], path, start)
+
+    def close(self) -> None:
+        Path(self.patterns).unlink(missing_ok=True)
+
+
+class Hits:
+    """The offsets the tool reports, handed out block by block as the scanner reads the same range."""
+
+    def __init__(self, argv: list[str], path: str, start: int) -> None:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.lseek(fd, start, os.SEEK_SET)
+            env = {**os.environ, "LC_ALL": "C"}  # grep: ASCII case folding, bytes, no locale errors
+            self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+                [*argv, "-"], stdin=fd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        except OSError:
+            self.proc = None
+        finally:
+            os.close(fd)
+        self.pos = 0  # offset (from `start`) of the next block
+        self._rows: list[bytes] = []
+        self._row = 0
+        self._rest = b""
+        self.failed = self.proc is None
+
+    def take(self, size: int) -> list[int] | None:
+        """Offsets (from the block's start) of the hits in the next `size` bytes; None when the tool
+        failed before it had certainly covered them (the caller prefilters that block itself)."""
+        end, out = self.pos + size, []
+        while not self.failed:
+            while self._row < len(self._rows):
+                at = self._offset(self._rows[self._row])
+                if at >= end:
+                    self.pos = end
+                    return out
+                self._row += 1
+                if at >= self.pos:
+                    out.append(at - self.pos)
+            if not self._more():
+                break
+        self.pos = end
+        return None if self.failed else out
+
+    @staticmethod
+    def _offset(row: bytes) -> int:
+        return int(row[: row.index(b":")])
+
+    def _more(self) -> bool:
+        """Read more rows; False at the end of the output (failed is set if the tool did not succeed)."""
+        assert self.proc is not None and self.proc.stdout is not None
+        data = self.proc.stdout.read1(_READ)  # type: ignore[attr-defined]
+        if not data:
+            if self._rest:
+                self._rows, self._row, self._rest = [self._rest], 0, b""
+                return True
+            self.failed = self.proc.wait() not in (0, 1)  # 1: nothing found
+            self._rows, self._row = [], 0
+            return False
+        rows = (self._rest + data).split(b"\n")
+        self._rest = rows.pop()
+        self._rows, self._row = rows, 0
+        return True
+
+    def close(self) -> None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+        self.proc = None

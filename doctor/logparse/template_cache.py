@@ -1,0 +1,227 @@
+"""A repeated message is parsed once: its template's plan, then only the numbers are read again.
+
+A busy server repeats a few hundred messages millions of times with other numbers (preemption
+warnings, request lines, restarts). Parsing one costs the prefix peeling, the command/start/argument
+patterns, the setup patterns, the rule grammar and the phase tracker: all of it gives the same
+answer for a line that differs only in its digits, as long as each pattern treats every digit alike
+(`\\d`, `\\w`, `.`, `[0-9]`, not `[1-9]`, `429`, `1\\.[01]`): such a pattern is "digit-blind", and on
+two lines with the same characters but digits (same places, any values) it matches at the same
+places with the same groups. So the key of a line is the line with every ASCII digit made `0`
+(same length, same structure), and its plan records what parsing it decided:
+
+- where the message starts in the line (the prefixes peeled) and where the process tag is,
+- which rule matched (it is run again on every line: its values are the line's own numbers),
+- what the phase tracker did with it,
+- and the patterns that are NOT digit-blind (a rule with a status code, `python3?`, ...) that could
+  decide otherwise on another line: they are tried again and any other answer parses the line in full.
+
+Only plain messages get a plan: not the engine's start, its arguments or command line, setup facts,
+traceback frames or a line that opens one, a wrapped line, an echo rule; the scanner parses those
+in full every time. The cache holds at most MAX_TEMPLATES plans (then starts afresh).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from doctor.logparse import events as ev
+from doctor.logparse import failures as fl
+from doctor.logparse import lines as ln
+from doctor.logparse import prefilter as pf
+from doctor.logparse.lines import Line
+
+MAX_TEMPLATES = 4096
+MAX_KEY = 4096  # a longer line is parsed in full (plans stay small)
+_BYTES_MASK = bytes.maketrans(b"0123456789", b"0000000000")
+_TEXT_MASK = str.maketrans("0123456789", "0000000000")
+_DIGITS = frozenset(range(ord("0"), ord("9") + 1))
+_ALL_DIGITS = frozenset("0123456789")
+
+
+def digit_blind(pattern: re.Pattern[str] | re.Pattern[bytes]) -> bool:
+    """Does every piece of the pattern that can match an ASCII digit match every ASCII digit?"""
+    return _blind(pf.sre_parse.parse(pattern.pattern, pattern.flags))
+
+
+def _blind(items: Iterable) -> bool:
+    c = pf.sre_constants
+    for op, av in items:
+        if op in (c.LITERAL, c.NOT_LITERAL):
+            if av in _DIGITS:
+                return False
+        elif op == c.IN:
+            if not _class_blind(av):
+                return False
+        elif op == c.SUBPATTERN:
+            if not _blind(av[-1]):
+                return False
+        elif op == c.BRANCH:
+            if not all(_blind(branch) for branch in av[1]):
+                return False
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)):
+            if not _blind(av[2]):
+                return False
+        elif op in (c.ASSERT, c.ASSERT_NOT):
+            if not _blind(av[1]):
+                return False
+        elif op == getattr(c, "ATOMIC_GROUP", None):
+            if not _blind(av):
+                return False
+        elif op == c.GROUPREF_EXISTS:
+            if not all(_blind(branch) for branch in av[1:] if branch is not None):
+                return False
+        elif op == c.GROUPREF:
+            return False  # a back-reference compares digits
+        # ANY, AT (boundaries: digits are word characters), CATEGORY: blind
+    return True
+
+
+def _class_blind(items: list) -> bool:
+    """A character class accepts all ASCII digits or none of them."""
+    c = pf.sre_constants
+    accepted: set[str] = set()  # a negated class accepts the complement: all-or-none either way
+    for op, av in items:
+        if op == c.LITERAL:
+            accepted |= {chr(av)} & _ALL_DIGITS
+        elif op == c.RANGE:
+            accepted |= {chr(x) for x in range(av[0], av[1] + 1)} & _ALL_DIGITS
+        elif op == c.CATEGORY and av in (c.CATEGORY_DIGIT, c.CATEGORY_WORD, c.CATEGORY_UNI_DIGIT, c.CATEGORY_UNI_WORD):
+            accepted |= _ALL_DIGITS
+    return not accepted or accepted == _ALL_DIGITS
+
+
+@dataclass(frozen=True)
+class Check:
+    """A pattern that is not digit-blind and what it answered on the line the plan was made from."""
+
+    gate: tuple[str, ...] | None  # literals one of which every match holds (None: always try)
+    pattern: re.Pattern[str]
+    matched: bool
+
+    def holds(self, text: str, low: str) -> bool:
+        found = (self.gate is None or any(lit in low for lit in self.gate)) and self.pattern.search(text) is not None
+        return found == self.matched
+
+
+@dataclass(frozen=True)
+class Plan:
+    cut: int  # the message starts this far into the stripped line
+    process: tuple[int, int] | None  # where the process tag is in the stripped line
+    level: str
+    rule: int | None  # index in ev.RULES of the rule that matched; None: none did
+    tracker: str | None  # "frame" (a frame the tracker keeps), a phase it moves to, or None
+    quiet: bool  # no rule matched and the failure reader said nothing either
+    checks: tuple[Check, ...]
+
+
+def _gate(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    found = pf.factors(pattern)
+    return tuple(sorted(found)) if found else None
+
+
+class TemplateCache:
+    """Plans by template, for one scanner. `others`: the patterns besides the rules that decide
+    how a line is parsed (commands, starts, arguments, setup, phases, frames)."""
+
+    def __init__(self, others: Iterable[re.Pattern[str]], enabled: bool = True) -> None:
+        self._plans: dict[bytes, Plan] = {}
+        self.served = 0  # lines served by a plan
+        self._others = [_Gated.of(_gate(p), p) for p in others if not digit_blind(p)]
+        # what the failure reader reads a line with (every pattern of doctor.logparse.failures)
+        self._failures = [_Gated.of(_gate(p), p) for p in vars(fl).values() if isinstance(p, re.Pattern) and not digit_blind(p)]
+        self._rules = [(i, _Gated.of(rule.literals, rule.pattern)) for i, rule in enumerate(ev.RULES)
+                       if not digit_blind(rule.pattern)]
+        # the cleaning and prefix peeling must be digit-blind too, or no line can be served
+        self.usable = enabled and all(digit_blind(p) for p in (ln.ANSI, ln.CONTROL, *(p for _, p in ln._PREFIXES)))
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def recall(self, no: int, raw: bytes) -> tuple[Line, Plan, re.Match[str] | None] | None:
+        """The parsed line, its plan and its rule's match, when a plan for its template holds for it."""
+        if len(raw) > MAX_KEY or not self._plans:
+            return None
+        plan = self._plans.get(raw.translate(_BYTES_MASK))
+        if plan is None:
+            return None
+        cleaned = ln.clean(ln.decode(raw))
+        stripped = cleaned.strip()
+        text = stripped[plan.cut :]
+        low = text.lower()
+        if not all(check.holds(text, low) for check in plan.checks):
+            return None
+        m = None
+        if plan.rule is not None:
+            m = ev.RULES[plan.rule].pattern.search(text)
+            if m is None:
+                return None
+        process = stripped[plan.process[0] : plan.process[1]] if plan.process else ""
+        self.served += 1
+        return Line(no, text, cleaned, process, plan.level), plan, m
+
+    def learn(self, raw: bytes, line: Line, rule: int | None, quiet: bool) -> None:
+        """Make the plan of a line that was just parsed in full (a plain message, see the module);
+        `quiet`: no rule matched and the failure reader said nothing."""
+        if len(raw) > MAX_KEY or not self.usable:
+            return
+        stripped = line.raw.strip()
+        process = None
+        if line.process:
+            at = stripped.find(line.process)
+            if at < 0 or stripped.find(line.process, at + 1) >= 0:
+                return  # not one place: another line's tag cannot be cut out the same way
+            process = (at, at + len(line.process))
+        tracker = ev.PhaseTracker()
+        tracker.feed(line.text)
+        moved = "frame" if tracker.frames else tracker.milestone if tracker.milestone != "startup" else None
+        text, low = line.text, line.text.lower()
+        masked = low.translate(_TEXT_MASK)
+        checks = [g.check(False, low, masked) for i, g in self._rules if rule is None or i < rule]
+        checks += [g.check(g.matches(text, low), low, masked) for g in self._others + (self._failures if quiet else [])]
+        if len(self._plans) >= MAX_TEMPLATES:
+            self._plans.clear()
+        self._plans[raw.translate(_BYTES_MASK)] = Plan(len(stripped) - len(text), process, line.level, rule, moved, quiet,
+                                                           tuple(c for c in checks if c))
+
+
+
+@dataclass(frozen=True)
+class _Gated:
+    """A pattern that is not digit-blind, with its literals split: those without digits are in
+    all the lines of a template or in none, those with digits only where the line has digits."""
+
+    plain: tuple[str, ...] | None  # None: the pattern has no literal gate
+    digits: tuple[tuple[str, str], ...]  # (literal, literal with its digits made 0)
+    pattern: re.Pattern[str]
+
+    @staticmethod
+    def of(gate: tuple[str, ...] | None, pattern: re.Pattern[str]) -> _Gated:
+        if gate is None:
+            return _Gated(None, (), pattern)
+        digits = tuple((x, x.translate(_TEXT_MASK)) for x in gate if any(ch in _ALL_DIGITS for ch in x))
+        return _Gated(tuple(x for x in gate if not any(ch in _ALL_DIGITS for ch in x)), digits, pattern)
+
+    def matches(self, text: str, low: str) -> bool:
+        gate = self.plain is None or any(x in low for x in self.plain) or any(x in low for x, _ in self.digits)
+        return gate and self.pattern.search(text) is not None
+
+    def check(self, matched: bool, low: str, masked: str) -> Check | None:
+        """Its check on the lines of this template (`low`, `masked`: this one's message lower-cased,
+        and with its digits made 0); None when it cannot match any of them."""
+        if self.plain is None or any(x in low for x in self.plain):
+            return Check(None, self.pattern, matched)
+        gate = tuple(x for x, m in self.digits if m in masked)
+        return Check(gate, self.pattern, matched) if gate or matched else None
+
+
+def values(m: re.Match[str]) -> dict[str, object]:
+    """A rule's values from its match, as doctor.logparse.events.match gives them."""
+    out: dict[str, object] = {}
+    for key, raw in m.groupdict().items():
+        if raw is None:
+            continue
+        key = key.rstrip("0123456789") if key[-1].isdigit() and key[:-1] in ev._BASE_KEYS else key
+        out.setdefault(key, ev.to_number(raw))
+    return out

@@ -1,0 +1,215 @@
+"""The log scanner's fast paths change nothing but speed (issue #10).
+
+- The template cache (doctor.logparse.template_cache) serves a repeated message from the plan of
+  its template: the typed events, setup facts and counts are identical with and without it, on every
+  fixture log, the repository's corpus, and generated busy / worst-case / crash-loop logs.
+- The external prefilter (rg or grep -F, doctor.logparse.external_prefilter) passes exactly the
+  lines the Python prefilter passes: the same facts on the same logs, read tail first, with lines
+  longer than a block, and with a tool that fails.
+- `analyze` shows its progress on stderr when that is a terminal (a real pty) and not otherwise.
+Nothing here is timed: speed is bench/log_scan.py's business.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import pty
+import select
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from doctor.collect import logs
+from doctor.engine import Deadline
+from doctor.facts import Facts
+from doctor.logparse import external_prefilter as xp
+from doctor.logparse import template_cache as tc
+from doctor.logparse.scan import LogScanner
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("log_shapes", ROOT / "bench" / "log_shapes.py")
+assert _spec and _spec.loader
+shapes = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(shapes)
+
+FIXTURE_LOGS = sorted((ROOT / "fixtures" / "logs").glob("*.log")) + sorted((ROOT / "corpus").glob("*.log"))
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> list[Path]:
+    """Small logs of the benchmark's shapes (repeats are what the fast paths are for)."""
+    folder = tmp_path_factory.mktemp("shapes")
+    return [shapes.write(shape, folder / f"{shape}.log", 300 * 1024) for shape in shapes.SHAPES]
+
+
+def _facts(logfacts) -> dict:
+    d = dataclasses.asdict(logfacts)
+    d.pop("sources")
+    return d
+
+
+def _scan(path: Path, templates: bool) -> tuple[dict, int]:
+    scanner = LogScanner(templates=templates)
+    scanner.start_source(path.name)
+    with open(path, "rb") as fh:
+        for block in logs.read_blocks(fh):
+            scanner.feed_block(block)
+    return _facts(scanner.finish()), scanner.templates.served
+
+
+def test_template_cache_changes_no_event(generated) -> None:
+    served = 0
+    for path in FIXTURE_LOGS + generated:
+        without, none = _scan(path, templates=False)
+        with_cache, n = _scan(path, templates=True)
+        assert none == 0
+        assert with_cache == without, path.name
+        served += n
+    assert served > 1_000  # the generated logs repeat their messages: the cache did serve them
+
+
+def test_template_cache_key_is_the_line_with_its_digits_masked() -> None:
+    """Two preemption warnings with other numbers (as many digits): the second is served, with its own values."""
+    text = (
+        b"INFO 09-10 23:40:01 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s, Running: 3 reqs\n"
+        b"WARNING 09-10 23:40:02 [scheduler.py:1560] Sequence group 17 is preempted by PreemptionMode.RECOMPUTE mode "
+        b"because there is not enough KV cache space. total_num_cumulative_preemption=52\n"
+        b"WARNING 09-10 23:40:09 [scheduler.py:1560] Sequence group 93 is preempted by PreemptionMode.RECOMPUTE mode "
+        b"because there is not enough KV cache space. total_num_cumulative_preemption=61\n"
+    )
+    scanner = LogScanner()
+    scanner.start_source("x")
+    scanner.feed_block(text)
+    (event,) = scanner.finish().events
+    assert scanner.templates.served == 1
+    assert event.kind == "preemption" and event.count == 2 and event.last_line_no == 3
+    assert event.last_line.endswith("total_num_cumulative_preemption=61")
+
+
+def test_a_status_code_is_read_again_on_every_line() -> None:
+    """`HTTP 200` and `HTTP 429` share a template, but a rule names 429: the 429 line is parsed in full."""
+    text = b"".join(f"client: got HTTP {code} from the proxy, retrying\n".encode() for code in (200, 200, 429, 200))
+    served = {}
+    for templates in (False, True):
+        scanner = LogScanner(templates=templates)
+        scanner.start_source("x")
+        scanner.feed_block(text)
+        served[templates] = (_facts(scanner.finish()), scanner.templates.served)
+    assert served[True][0] == served[False][0]
+    assert [e["kind"] for e in served[True][0]["events"]] == ["client_rate_limit"]
+    assert served[True][1] >= 1  # the second line (the 429 was parsed in full: its event is there)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "blind"),
+    [(r"\d+ reqs", True), (r"[0-9a-f]{8,}", True), (r"\w+\.py:\d+", True), (r"pid=[^,]+", True),
+     (r"running: [1-9]", False), (r"HTTP 429", False), (r"[^0]x", False), (r"(a)\1", False), (r"python3?", False)],
+)
+def test_digit_blind(pattern: str, blind: bool) -> None:
+    import re
+
+    assert tc.digit_blind(re.compile(pattern)) is blind
+
+
+def test_the_prefix_peeling_is_digit_blind() -> None:
+    """Otherwise no line could be served (the cache would only cost)."""
+    assert LogScanner().templates.usable
+
+
+def _tools() -> list[tuple[str, list[str]]]:
+    """Both arms where they exist (grep always does here; rg comes with the `test` extra)."""
+    rg = shutil.which("rg") or shutil.which("rg", path=str(Path(sys.executable).parent))
+    return [(name, xp.command(exe)) for name, exe in (("rg", rg), ("grep", shutil.which("grep"))) if exe]
+
+
+def _collect(path: Path, tool: list[str] | None) -> dict:
+    facts = Facts()
+    collector = logs.LogCollector(facts, Deadline(600), tool=tool)
+    collector.external_min = 0
+    collector.add_path(str(path))
+    return {"logs": _facts(collector.finish()), "gaps": [dataclasses.asdict(g) | {"seconds": None} for g in facts.gaps]}
+
+
+@pytest.mark.parametrize(("name", "tool"), _tools(), ids=[name for name, _ in _tools()])
+def test_external_prefilter_passes_the_same_lines(name, tool, generated, tmp_path, monkeypatch) -> None:
+    # small blocks and a small tail: every file is read in many blocks, the big ones tail first
+    monkeypatch.setattr(logs, "BLOCK", 16 * 1024)
+    monkeypatch.setattr(logs, "TAIL_BYTES", 64 * 1024)
+    long_line = tmp_path / "long-line.log"  # a line longer than a block, with literals across the cut
+    long_line.write_bytes(b"INFO start\n" + b"x" * 16380 + b"CUDA out of memory. " * 2000 + b"\nERROR done: failed\n")
+    used: list[bool] = []
+    feed = LogScanner.feed_block
+
+    def spying(self, block, expired=None, hits=None):
+        used.append(hits is not None)
+        return feed(self, block, expired, hits)
+
+    monkeypatch.setattr(LogScanner, "feed_block", spying)
+    for path in FIXTURE_LOGS[::7] + generated + [long_line]:
+        python = _collect(path, None)
+        del used[:]
+        assert _collect(path, tool) == python, path.name
+        assert all(used) or path == long_line
+    assert not all(used)  # the long line's pieces were prefiltered in Python
+
+
+def test_a_failing_tool_falls_back_to_the_python_prefilter(generated, monkeypatch) -> None:
+    monkeypatch.setattr(logs, "BLOCK", 16 * 1024)
+    failing = [sys.executable, "-c", "import sys; sys.exit(2)"]
+    for path in generated:
+        assert _collect(path, failing) == _collect(path, None), path.name
+
+
+def _analyze_stdin(stderr_tty: bool, chunks: list[bytes], pause: float) -> tuple[str, str, int]:
+    """Run `llm-doctor analyze -` with the log written in chunks, `pause` seconds apart."""
+    argv = [str(Path(sys.executable).parent / "llm-doctor"), "analyze", "-", "--format", "json"]
+    if stderr_tty:
+        master, slave = pty.openpty()
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=slave)
+        os.close(slave)
+    else:
+        master = None
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    err = b""
+    for i, chunk in enumerate(chunks):
+        if i:
+            time.sleep(pause)
+        proc.stdin.write(chunk)
+        proc.stdin.flush()
+    proc.stdin.close()
+    out = proc.stdout.read() if proc.stdout else b""  # type: ignore[union-attr]
+    proc.wait(timeout=120)
+    if master is not None:
+        while select.select([master], [], [], 0.5)[0]:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the other end is closed
+                break
+            if not data:
+                break
+            err += data
+        os.close(master)
+    elif proc.stderr is not None:
+        err = proc.stderr.read()
+    return out.decode(errors="replace"), err.decode(errors="replace"), proc.returncode
+
+
+@pytest.mark.timeout(300)
+def test_progress_is_shown_on_a_terminal_only(generated) -> None:
+    """A scan that takes longer than a second (the writer pauses 1.5 s) says how far it is, on a
+    terminal; the same scan into a pipe says nothing on stderr. The report is on stdout either way."""
+    data = generated[0].read_bytes()
+    half = data.rfind(b"\n", 0, len(data) // 2) + 1
+    chunks = [data[:half], data[half:]]
+    out, err, rc = _analyze_stdin(True, chunks, 1.5)
+    assert '"findings"' in out, (rc, err)
+    assert "reading <stdin>: " in err and " MiB" in err
+    out, err, rc = _analyze_stdin(False, chunks, 1.5)
+    assert '"findings"' in out and "reading" not in err
