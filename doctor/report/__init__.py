@@ -32,6 +32,7 @@ class Report:
     facts: Facts
     title: str = "llm-doctor"
     extra_sections: list[tuple[str, str]] = field(default_factory=list)  # (heading, markdown/plain text)
+    ignored: list[tuple[Finding, str]] = field(default_factory=list)  # findings the configuration ignores, and why
 
     @property
     def status(self) -> str:
@@ -45,7 +46,7 @@ class Report:
         return 1 if self.status in failing or any(f.severity in failing for f in self.findings) else 0
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "schema": REPORT_SCHEMA,
             "tool": {"name": "llm-doctor", "version": __version__},
             "status": self.status,
@@ -68,11 +69,21 @@ class Report:
             ],
             "facts": self.facts.to_dict(),
         }
+        if self.ignored:  # only when the configuration ignores a code that came up: the contract's keys stay as they are
+            out["ignored"] = [{"code": f.code, "severity": f.severity, "check": f.check, "title": f.title, "reason": why}
+                              for f, why in self.ignored]  # fmt: skip
+        return out
 
 
-def build_report(checks: list[CheckResult], facts: Facts, title: str = "llm-doctor") -> Report:
+def build_report(checks: list[CheckResult], facts: Facts, title: str = "llm-doctor",
+                 ignored: list[tuple[Finding, str]] | None = None) -> Report:
     findings = [f for c in checks for f in c.findings]
-    report = Report(rank(findings), checks, facts, title)
+    report = Report(rank(findings), checks, facts, title, ignored=list(ignored or []))
+    if facts.gate is not None:
+        report.extra_sections.append((f"Configuration ({facts.gate.config_file})", _configuration(facts)))
+    if report.ignored:
+        report.extra_sections.append(("Ignored by the configuration", "\n".join(
+            f"{f.code} ({f.severity}): {f.title} — reason: {why}" for f, why in report.ignored)))
     if facts.notes:
         report.extra_sections.append(("Collector notes", "\n".join(facts.notes)))
     if facts.plan is not None:
@@ -84,6 +95,18 @@ def build_report(checks: list[CheckResult], facts: Facts, title: str = "llm-doct
 
         report.extra_sections.append((f"Ray cluster {facts.cluster.address}, a row per node", cluster_table(facts.cluster)))
     return report
+
+
+def _configuration(facts: Facts) -> str:
+    """Each option the run used and where its value came from: flag, the configuration file, default."""
+    rows = []
+    if facts.settings is not None:
+        for name, setting in (("endpoint", facts.settings.base_url), ("model", facts.settings.model), ("api key", facts.settings.api_key)):
+            rows.append(f"{name} = {setting.value or '(none)'}  ({setting.source or 'not set'})")
+    if facts.gate is not None:
+        rows += [f"{v.name} = {v.value}  ({v.source})" for v in facts.gate.values if v.name not in ("endpoint", "model")]
+        rows += [f"ignore {code}: {why}" for code, why in facts.gate.ignore.items()]
+    return "\n".join(rows)
 
 
 def _unplaced(f: Finding) -> bool:
