@@ -86,7 +86,7 @@ def resolve_model(name: str, offline: bool) -> tuple[ModelFacts | None, str]:
 
     if name and Path(name).is_dir() and (Path(name) / "config.json").is_file():
         return models.from_folder(name), ""
-    found = models.from_table(name) if name else None
+    found = models.known(name) if name else None  # the Hugging Face cache, then the shipped table
     if found:
         return found, ""
     if not name:
