@@ -48,9 +48,9 @@ OPTIONS = {
 PATHS = ("api_key_file", "ca_bundle", "log")  # relative to the configuration file's folder
 # requirement -> (type, lowest allowed, highest allowed)
 REQUIREMENTS: dict[str, tuple[type, float, float]] = {
-    "min_kv_cache_tokens": (int, 1, 1e12),
+    "min_kv_cache_tokens": (int, 0, 1e12),
     "min_concurrency": (float, 0.0, 1e6),
-    "context_length": (int, 1, 1e9),
+    "context_length": (int, 0, 1e9),
     "max_ttft_ms": (float, 0.0, 1e7),
     "min_tokens_per_s": (float, 0.0, 1e9),
     "max_gpu_memory_fraction": (float, 0.0, 1.0),

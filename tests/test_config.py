@@ -126,7 +126,7 @@ def test_endpoint_model_and_key_variable_from_the_file_rank_above_the_environmen
         ("deadline = -1\n", "llm-doctor.toml: deadline: -1 must be above 0 and at most 86400 seconds"),
         ('fail_on = "sometimes"\n', "llm-doctor.toml: fail_on: 'sometimes' is not one of 'error', 'warn', 'never'."),
         ("[requirements]\nmax_gpu_memory_fraction = 1.5\n", "requirements.max_gpu_memory_fraction: expected a number above 0 and at most 1, got 1.5"),
-        ("[requirements]\nmin_kv_cache_tokens = 1.5\n", "expected a whole number above 1 and at most 1e+12, got 1.5"),
+        ("[requirements]\nmin_kv_cache_tokens = 1.5\n", "expected a whole number above 0 and at most 1e+12, got 1.5"),
         ('[ignore]\n"perf.low_gpu_util" = ""\n', 'ignore: perf.low_gpu_util needs a reason'),
         ('[ignore]\n"perf.low_gpu_utilisation" = "x"\n', "unknown finding code 'perf.low_gpu_utilisation'; the closest valid key is 'perf.low_gpu_util'"),
         ('[ignore]\n"doctor.input_incomplete" = "x"\n', "doctor.input_incomplete cannot be ignored"),

@@ -3,7 +3,7 @@
 Shaped for the Jenkins/Ant schema (junit-10.xsd): the testsuite carries the required `name`,
 `tests`, `failures` and `errors`. The gate is the same as the exit code's: a check fails only
 with a finding at or above `--fail-on`, so a CI reading the XML and one reading the exit code
-agree. A check that crashed is an `error` (nothing was judged); `skip`/`blocked` are skipped;
+agree. A check that crashed is an `error` (nothing was judged) unless `--fail-on never`; `skip`/`blocked` are skipped;
 findings below the gate are kept as system-out. Characters XML 1.0 cannot hold (terminal escapes,
 NUL, other control bytes a server or a log may send) are replaced, or the file would not parse."""
 
@@ -35,10 +35,11 @@ def render(report: Report, fail_on: str = "error") -> str:
     counts = {"failure": 0, "error": 0, "skipped": 0}
     for c in report.checks:
         case = ET.SubElement(suite, "testcase", classname=f"llm-doctor.{c.layer}", name=c.id, time=f"{c.duration_ms / 1000:.3f}")
-        if c.status == "error":  # the check itself crashed: nothing was judged, whatever the gate
+        failing = any(f.severity in gate for f in c.findings)
+        if c.status == "error" and gate:  # the check itself crashed: nothing was judged (its doctor.check_crashed fails the exit code too)
             kind = "error"
             ET.SubElement(case, kind, message=c.detail, type=c.status).text = _body(c) or c.detail
-        elif any(f.severity in gate for f in c.findings):
+        elif failing:
             kind = "failure"
             ET.SubElement(case, kind, message=c.detail, type=c.status).text = _body(c)
         elif c.status in ("skip", "blocked"):
