@@ -46,6 +46,7 @@ OPTIONS = {
     "deadline": "deadline",
 }
 PATHS = ("api_key_file", "ca_bundle", "log")  # relative to the configuration file's folder
+KEY_PARAMS = ("api_key", "api_key_env", "api_key_file")
 # requirement -> (type, lowest allowed, highest allowed)
 REQUIREMENTS: dict[str, tuple[type, float, float]] = {
     "min_kv_cache_tokens": (int, 0, 1e12),
@@ -87,13 +88,15 @@ def apply(ctx: click.Context, kw: dict[str, Any], cwd: Path | None = None) -> di
     params = {p.name: p for p in ctx.command.params if p.name}
     out = dict(kw)
     values: list[ConfigValue] = []
+    # a key given on the command line in any form replaces the file's way to the key
+    key_flag = any(n in params and ctx.get_parameter_source(n) in FROM_COMMAND_LINE for n in KEY_PARAMS)
     for key, name in OPTIONS.items():
         param = params.get(name)
         if param is None:  # a key this command does not use (endpoint for analyze)
             continue
         if ctx.get_parameter_source(name) in FROM_COMMAND_LINE:
             source = f"flag {_flag(param)}"
-        elif key in table:
+        elif key in table and not (key_flag and name in KEY_PARAMS):
             out[name] = _convert(ctx, param, key, table[key], shown, path)
             source = f"file {shown}"
         else:

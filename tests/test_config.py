@@ -157,3 +157,12 @@ def test_ignored_codes_leave_the_findings_and_the_gate_with_their_reason(tmp_pat
 def test_no_configuration_leaves_the_report_as_it_was(tmp_path: Path) -> None:
     rc, report, _ = doctor(tmp_path, *PLAN, "--format", "json")
     assert rc == 0 and report["facts"]["gate"] is None and "ignored" not in report
+
+
+def test_a_key_flag_replaces_the_files_way_to_the_key(tmp_path: Path) -> None:
+    (tmp_path / "llm-doctor.toml").write_text('endpoint = "http://127.0.0.1:9/v1"\napi_key_env = "GATE_KEY"\n')
+    (tmp_path / "key").write_text("sk-from-file-0123456789\n")
+    rc, report, _ = doctor(tmp_path, "run", "--only", "access", "--timeout", "1", "--format", "json", "--api-key-file", "key",
+                           env={"GATE_KEY": "sk-gate-key-0123456789"})  # fmt: skip
+    assert report["facts"]["settings"]["api_key"]["source"] == "file key (flag --api-key-file)"
+    assert ("key", "flag --api-key-file") in values(report).values()
