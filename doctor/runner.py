@@ -32,6 +32,7 @@ def run_command(kw: dict[str, Any]) -> int:
             kw["base_url"], kw["api_key"], kw["model"], kw["protocol"], ca_bundle=kw["ca_bundle"],
             given=from_config(kw), api_key_env=kw["api_key_env"], api_key_file=kw["api_key_file"],
         )  # fmt: skip
+        settings.key_on_command_line = kw["api_key"] is not None  # only the flag sets it: the file names a variable or a file
         redactor = Redactor([settings.api_key.value, os.environ.get("HF_TOKEN")])
         ready = wait_ready(settings, kw, redactor) if kw["wait_ready"] else None
         deadline = Deadline(float(kw["deadline"]))  # starts when the server is up: waiting is not diagnosing

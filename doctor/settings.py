@@ -67,6 +67,7 @@ class Settings:
     ca_bundle: Resolved = field(default_factory=Resolved)
     files_read: list[str] = field(default_factory=list)
     proxy_env: dict[str, str] = field(default_factory=dict)  # raw values; redacted in to_facts
+    key_on_command_line: bool = False  # set by the CLI when --api-key was typed (visible in `ps`)
 
     def to_facts(self) -> SettingsFacts:
         key = self.api_key.value
@@ -80,6 +81,7 @@ class Settings:
             proxy_env={k: redactor.text(v) for k, v in self.proxy_env.items()},
             files_read=list(self.files_read),
             ca_bundle=Setting(self.ca_bundle.value, self.ca_bundle.source),
+            key_on_command_line=self.key_on_command_line and self.api_key.source == "flag --api-key",
         )
 
 

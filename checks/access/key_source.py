@@ -15,7 +15,7 @@ def key_source(facts: Facts) -> Outcome:
     key = facts.settings.api_key if facts.settings else None
     if key is None or not key.value:
         raise NotApplicable("no API key configured")
-    if key.source != "flag --api-key":
+    if not facts.settings.key_on_command_line:
         return Outcome(detail=f"key from {key.source}")
     return Outcome([Finding(
         "access.key_on_command_line",
