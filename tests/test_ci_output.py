@@ -148,3 +148,13 @@ def test_an_unreadable_key_file_is_a_usage_error(tmp_path: Path, vllm: FakeServe
     out = doctor(tmp_path, "run", "--only", "access", "--base-url", vllm.url + "/v1", "--api-key-file", str(tmp_path / "nope"))
     assert out.returncode == 2
     assert f"--api-key-file {tmp_path / 'nope'}: cannot read the key (No such file or directory)" in out.stderr
+
+
+
+def test_the_key_warning_ranks_after_the_services_own_warnings() -> None:
+    from doctor.report import rank
+
+    hygiene = Finding("access.key_on_command_line", "key on the command line", check="access.key_source")
+    service = [Finding("access.model_not_found", "any name answered", severity="warn", check="access.model"),
+               Finding("perf.low_gpu_util", "idle GPUs", check="perf.gpu_utilization")]  # fmt: skip
+    assert [f.code for f in rank([hygiene, *service])] == ["access.model_not_found", "perf.low_gpu_util", "access.key_on_command_line"]

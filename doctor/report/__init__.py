@@ -1,8 +1,8 @@
-"""One Report object, ranked once, rendered by every format (text, json, markdown, html, junit).
+"""One Report object, ranked once, rendered by every format (text, json, markdown, html, junit, codequality).
 
 Ranking: a root cause comes before the symptoms it explains; then errors before warnings before
 info; a recognised cause before what the doctor could not place (`*.unrecognized_failure`, its own
-`doctor.*` state); then earlier layers first; then the order the checks ran in.
+`doctor.*` state) and what is about how it was run (a key typed on its command line); then earlier layers first; then the order the checks ran in.
 
 Status: the worst severity, or `incomplete` when part of the input was not read or judged
 (doctor.input_incomplete), which fails the gate like an error: a pipeline must not pass on input
@@ -109,9 +109,13 @@ def _configuration(facts: Facts) -> str:
     return "\n".join(rows)
 
 
+ABOUT_THE_RUN = ("access.key_on_command_line",)  # how the doctor was invoked, not what is wrong with the service
+
+
 def _unplaced(f: Finding) -> bool:
-    """What the doctor could not place comes after every recognised cause of the same severity."""
-    return f.code.endswith(".unrecognized_failure") or f.layer == "doctor"
+    """What the doctor could not place, and what is about its own invocation, comes after every
+    recognised cause of the same severity."""
+    return f.code.endswith(".unrecognized_failure") or f.layer == "doctor" or f.code in ABOUT_THE_RUN
 
 
 def rank(findings: list[Finding]) -> list[Finding]:
