@@ -82,7 +82,8 @@ def wait_ready(settings: Any, kw: dict[str, Any], redactor: Redactor) -> Any:
         raise click.UsageError("--wait-ready needs the endpoint: --base-url, or `endpoint` in llm-doctor.toml")
     verify = net.ssl_context(settings.ca_bundle.value, bool(kw["insecure"]))
     say = lambda msg: click.echo(redactor.text(f"wait-ready: {msg}"), err=True)  # noqa: E731
-    return ready.wait(settings.base_url.value, settings.api_key.value, float(kw["wait_ready"]), verify, say)
+    gone = ready.container_gone(kw["docker"], kw["k8s"], kw["namespace"])
+    return ready.wait(settings.base_url.value, settings.api_key.value, float(kw["wait_ready"]), verify, say, gone)
 
 
 def analyze_command(paths: tuple[str, ...], kw: dict[str, Any]) -> int:

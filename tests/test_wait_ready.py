@@ -145,3 +145,28 @@ def test_waits_for_a_real_llama_server_that_is_starting(tmp_path: Path) -> None:
     assert report["facts"]["settings"]["api_key"]["source"] == "env LLAMA_TEST_KEY (flag --api-key-env)"
     assert "access.key_on_command_line" not in [f["code"] for f in report["findings"]]
     assert out.returncode == 0, report["findings"]
+
+
+def test_a_container_that_exited_ends_the_wait_at_once_with_its_crash(tmp_path: Path) -> None:
+    """`--docker NAME`: between polls the doctor asks `docker inspect` whether the container died. No
+    Docker daemon exists here, so `docker` is a stand-in on PATH that answers as Docker does for a
+    container that exited with 1 and prints the real crash log for `docker logs`."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "docker"
+    fake.write_text(f'#!/bin/sh\ncase "$1" in\n  inspect) echo "exited 1" ;;\n  logs) cat "{KV_LOG}" ;;\n  *) exit 1 ;;\nesac\n')
+    fake.chmod(0o755)
+    port = free_port()
+    out = subprocess.run(command("--base-url", f"http://127.0.0.1:{port}/v1", "--model", MODEL, "--wait-ready", "600", "--docker", "vllm",
+                                 only="access,load"),
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env={**env(tmp_path), "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"})  # fmt: skip
+    assert out.returncode == 1, out.stderr
+    report = report_of(out.stdout)
+    ready = report["facts"]["ready"]
+    assert ready["stopped"] == "container vllm exited (exit code 1)" and ready["polls"] == 1
+    assert "wait-ready: container vllm exited (exit code 1)" in out.stderr
+    ranked = [f["code"] for f in report["findings"]]
+    assert ranked[0] == "load.kv_cache_insufficient", ranked
+    not_ready = next(f for f in report["findings"] if f["code"] == "access.not_ready")
+    assert not_ready["title"].startswith("the server stopped while --wait-ready waited (container vllm exited (exit code 1) after ")

@@ -5,11 +5,14 @@ minutes, so the first probe would only ever see "connection refused". This polls
 health route (`/health`: vLLM, SGLang, TGI and llama-server have one; llama-server answers 503
 while it loads) and then `/v1/models`, with a growing pause between polls, and says on stderr what
 it sees each time that changes. Ready means both answer with a status below 500 (a 401 is a
-server that is up: the access layer judges the key). It only records; `access.ready` judges.
+server that is up: the access layer judges the key). With --docker/--k8s it also asks, between
+polls, whether the container or pod has died (exited, CrashLoopBackOff): a crashed server is reported
+at once, not after the whole wait. It only records; `access.ready` judges.
 """
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
@@ -37,7 +40,9 @@ def wait(
     timeout_s: float,
     verify: bool | str = True,
     say: Callable[[str], None] = lambda msg: None,
+    gone: Callable[[], str] = lambda: "",
 ) -> ReadyFacts:
+    """`gone`: why the server can no longer come up ("" while it may), asked after each failed poll."""
     import httpx
 
     from doctor.collect import safe_http
@@ -73,6 +78,10 @@ def wait(
             if (h is None or _up(h)) and _up(poll(client, models)):
                 facts.ready = True
                 break
+            facts.stopped = gone()
+            if facts.stopped:
+                say(facts.stopped)
+                break
             left = end - time.monotonic()
             if left <= 0:
                 break
@@ -81,6 +90,45 @@ def wait(
     facts.waited_s = round(time.monotonic() - start, 2)
     say(f"ready after {facts.waited_s:.1f} s" if facts.ready else f"not ready after {facts.waited_s:.1f} s")
     return facts
+
+
+DEAD_STATES = ("exited", "dead")
+# kubectl container states from which a pod does not come up by itself
+DEAD_REASONS = ("CrashLoopBackOff", "Error", "OOMKilled", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError",
+                "CreateContainerError", "InvalidImageName", "Completed")  # fmt: skip
+
+
+def container_gone(docker: str | None, k8s: str | None, namespace: str | None) -> Callable[[], str]:
+    """A `gone` for wait(): asks `docker inspect` or `kubectl get pod` whether the server's container
+    has stopped. A tool that is missing or fails counts as "not known to be gone" (keep waiting)."""
+
+    def ask(argv: list[str]) -> str:
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        return out.stdout.strip() if out.returncode == 0 else ""
+
+    def docker_gone() -> str:
+        state = ask(["docker", "inspect", "-f", "{{.State.Status}} {{.State.ExitCode}}", docker or ""]).split()
+        if len(state) == 2 and state[0] in DEAD_STATES:
+            return f"container {docker} {state[0]} (exit code {state[1]})"
+        return ""
+
+    def pod_gone() -> str:
+        path = "{.status.phase}{range .status.containerStatuses[*]} {.state.waiting.reason}{.state.terminated.reason}{end}"
+        argv = ["kubectl", "get", "pod", k8s or "", "-o", f"jsonpath={path}"] + (["--namespace", namespace] if namespace else [])
+        phase, *reasons = ask(argv).split() or [""]
+        dead = [r for r in reasons if r in DEAD_REASONS]
+        if phase in ("Failed", "Succeeded") or dead:
+            return f"pod {k8s} is {phase}" + (f" ({', '.join(dead)})" if dead else "")
+        return ""
+
+    if docker:
+        return docker_gone
+    if k8s:
+        return pod_gone
+    return lambda: ""
 
 
 def _up(seen: ReadyPoll) -> bool:

@@ -51,3 +51,4 @@ class ReadyFacts:
     polls: int = 0
     health_route: bool | None = None  # False when the server answers 404 there (no such route)
     seen: list[ReadyPoll] = field(default_factory=list)  # each change of what was seen, and the last poll
+    stopped: str = ""  # why waiting ended early: the container or pod the server runs in is gone
