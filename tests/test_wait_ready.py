@@ -170,3 +170,18 @@ def test_a_container_that_exited_ends_the_wait_at_once_with_its_crash(tmp_path: 
     assert ranked[0] == "load.kv_cache_insufficient", ranked
     not_ready = next(f for f in report["findings"] if f["code"] == "access.not_ready")
     assert not_ready["title"].startswith("the server stopped while --wait-ready waited (container vllm exited (exit code 1) after ")
+
+
+def test_a_pod_in_crash_loop_is_gone(tmp_path: Path, monkeypatch: Any) -> None:
+    """`kubectl get pod -o jsonpath=...` as kubectl prints it for a crash-looping pod and a running one
+    (a stand-in on PATH: no cluster here)."""
+    from doctor.collect.ready import container_gone
+
+    fake = tmp_path / "kubectl"
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+    fake.write_text('#!/bin/sh\necho "Running CrashLoopBackOff"\n')
+    fake.chmod(0o755)
+    assert container_gone(None, "vllm-0", "llm")() == "pod vllm-0 is Running (CrashLoopBackOff)"
+    fake.write_text('#!/bin/sh\necho "Running "\n')
+    assert container_gone(None, "vllm-0", "llm")() == ""
+    assert container_gone(None, None, None)() == ""
