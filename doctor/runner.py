@@ -71,7 +71,7 @@ def from_config(kw: dict[str, Any]) -> dict[str, str]:
     from doctor.config import OPTIONS
 
     gate = kw.get("gate")
-    return {OPTIONS[v.name]: f"{v.source} {v.name}" for v in (gate.values if gate else []) if v.source.startswith("file ")}
+    return {OPTIONS[v.name]: f"{v.source} {v.name}" for v in (gate.values if gate else []) if v.source.startswith("file ") and v.name in OPTIONS}
 
 
 def wait_ready(settings: Any, kw: dict[str, Any], redactor: Redactor) -> Any:

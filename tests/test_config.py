@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
+from tests.servers.http import FakeServer, Reply, Request
+from tests.servers.openai_like import VllmLike
 
 PLAN = ["plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100", "--max-model-len", "32768", "--offline"]
 RAY_LOG = str(ROOT / "fixtures" / "logs" / "vllm-0.8.4-v1-ray-tp16-cgraph-channel-timeout.log")
@@ -166,3 +168,39 @@ def test_a_key_flag_replaces_the_files_way_to_the_key(tmp_path: Path) -> None:
                            env={"GATE_KEY": "sk-gate-key-0123456789"})  # fmt: skip
     assert report["facts"]["settings"]["api_key"]["source"] == "file key (flag --api-key-file)"
     assert ("key", "flag --api-key-file") in values(report).values()
+
+
+class WithMetrics(VllmLike):
+    """vLLM's API plus its /metrics (a real scrape: 81,767 GPU blocks of 16 tokens = 1,308,272 tokens)."""
+
+    def __call__(self, req: Request) -> Reply:
+        if req.path == "/metrics":
+            return Reply(200, (ROOT / "fixtures" / "metrics" / "vllm-v0-metrics-excerpt-cache-config-info-aibrix.txt").read_bytes(),
+                         content_type="text/plain; version=0.0.4")  # fmt: skip
+        return super().__call__(req)
+
+
+@pytest.mark.parametrize(
+    ("model", "min_kv", "rc", "failing"),
+    [
+        ("meta-llama/Llama-3.1-8B-Instruct", 1_000_000, 0, []),
+        ("meta-llama/Llama-3.1-8B-Instruct", 1_500_000, 1, ["gate.kv_cache_tokens_below"]),
+        ("meta-llama/Llama-3.1-8B", 1_000_000, 1, ["access.model_not_found"]),
+    ],
+)
+def test_a_pipeline_gate_against_a_live_server(tmp_path: Path, model: str, min_kv: int, rc: int, failing: list[str]) -> None:
+    """The gate as a pipeline runs it: only a config file and the key in a variable; a planted problem
+    (a KV cache below the requirement, a wrong model) fails it, and it passes without one."""
+    key = "sk-pipeline-0123456789abcdef"
+    with FakeServer(WithMetrics(key=key, models=["meta-llama/Llama-3.1-8B-Instruct"])) as srv:
+        (tmp_path / "llm-doctor.toml").write_text(
+            f'endpoint = "{srv.url}/v1"\nmodel = "{model}"\napi_key_env = "SERVING_KEY"\nwait_ready = 60\n'
+            f'only = ["access", "perf"]\n\n[requirements]\nmin_kv_cache_tokens = {min_kv}\n'
+        )
+        code, report, err = doctor(tmp_path, "run", "--format", "json", env={"SERVING_KEY": key})
+    assert code == rc, report["findings"]
+    assert [f["code"] for f in report["findings"] if f["severity"] == "error"] == failing
+    assert report["facts"]["ready"]["ready"] is True and "wait-ready: ready after" in err
+    if "gate.kv_cache_tokens_below" in failing:
+        assert report["findings"][0]["title"] == "the KV cache holds 1,308,272 tokens; the gate requires at least 1,500,000"
+    assert key not in json.dumps(report) + err
