@@ -12,17 +12,15 @@ from __future__ import annotations
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.facts.gate import ReadyFacts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from doctor.findings import Finding, Fix, Outcome
 
 SHOWN = 8  # the last observations quoted
 
 
-@check("access.ready", "access", codes=["access.not_ready"])
+@check("access.ready", "access", codes=["access.not_ready"], needs=("ready",))
 def ready(facts: Facts) -> Outcome:
     """The endpoint answered its health route and /models within --wait-ready."""
-    r = facts.ready
-    if r is None:
-        raise NotApplicable("--wait-ready was not given")
+    r = facts.ready or ReadyFacts()
     if r.ready:
         return Outcome(detail=f"ready after {r.waited_s:g} s ({r.polls} poll(s))")
     last = r.seen[-1] if r.seen else None
