@@ -62,6 +62,8 @@ def run_command(kw: dict[str, Any]) -> int:
             return finish(facts, specs, kw, redactor, deadline, title="llm-doctor run", say=say)
     except (UnknownSelection, InputError, settings_mod.KeyFileError) as exc:
         raise click.UsageError(str(exc)) from None
+    except click.UsageError:
+        raise
     except Exception as exc:  # the doctor itself failed: exit 3, with a message and no traceback
         return doctor_failed(exc, locals().get("redactor") or Redactor())
 

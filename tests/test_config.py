@@ -204,3 +204,8 @@ def test_a_pipeline_gate_against_a_live_server(tmp_path: Path, model: str, min_k
     if "gate.kv_cache_tokens_below" in failing:
         assert report["findings"][0]["title"] == "the KV cache holds 1,308,272 tokens; the gate requires at least 1,500,000"
     assert key not in json.dumps(report) + err
+
+
+def test_wait_ready_without_an_endpoint_is_a_usage_error(tmp_path: Path) -> None:
+    rc, _, err = doctor(tmp_path, "run", "--only", "access", "--wait-ready", "5")
+    assert rc == 2 and "--wait-ready needs the endpoint: --base-url, or `endpoint` in llm-doctor.toml" in err

@@ -169,7 +169,8 @@ def test_a_container_that_exited_ends_the_wait_at_once_with_its_crash(tmp_path: 
     ranked = [f["code"] for f in report["findings"]]
     assert ranked[0] == "load.kv_cache_insufficient", ranked
     not_ready = next(f for f in report["findings"] if f["code"] == "access.not_ready")
-    assert not_ready["title"].startswith("the server stopped while --wait-ready waited (container vllm exited (exit code 1) after ")
+    assert not_ready["title"].startswith("--wait-ready stopped waiting after ")
+    assert not_ready["title"].endswith(f"s: container vllm exited (exit code 1); last seen http://127.0.0.1:{port}/health: connection refused")
 
 
 def test_a_pod_in_crash_loop_is_gone(tmp_path: Path, monkeypatch: Any) -> None:
@@ -185,3 +186,12 @@ def test_a_pod_in_crash_loop_is_gone(tmp_path: Path, monkeypatch: Any) -> None:
     fake.write_text('#!/bin/sh\necho "Running "\n')
     assert container_gone(None, "vllm-0", "llm")() == ""
     assert container_gone(None, None, None)() == ""
+
+
+def test_a_base_url_that_cannot_be_requested_is_not_waited_for(tmp_path: Path) -> None:
+    out = subprocess.run(command("--base-url", "ftp://models.internal/v1", "--model", MODEL, "--wait-ready", "600"),
+                         capture_output=True, text=True, env=env(tmp_path), cwd=tmp_path, timeout=120)  # fmt: skip
+    report = report_of(out.stdout)
+    assert report["facts"]["ready"]["polls"] == 1
+    assert report["facts"]["ready"]["stopped"].startswith("the base URL cannot be requested (UnsupportedProtocol")
+    assert "access.base_url_invalid" in [f["code"] for f in report["findings"]]

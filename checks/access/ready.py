@@ -29,7 +29,7 @@ def ready(facts: Facts) -> Outcome:
     evidence += _log_state(facts)
     title = f"the endpoint was not ready after {r.waited_s:g} s of --wait-ready {r.timeout_s:g}: last seen {seen}"
     if r.stopped:
-        title = f"the server stopped while --wait-ready waited ({r.stopped} after {r.waited_s:g} s): last seen {seen}"
+        title = f"--wait-ready stopped waiting after {r.waited_s:g} s: {r.stopped}; last seen {seen}"
         evidence.insert(0, r.stopped)
     return Outcome([Finding("access.not_ready", title, evidence, _fixes(r, facts),
                             explains=["access.connect_failed", "access.server_error", "access.timeout"])])  # fmt: skip
@@ -58,6 +58,8 @@ def _fixes(r: ReadyFacts, facts: Facts) -> list[Fix]:
     longer = Fix(f"If it is still loading, wait longer (this wait: {r.timeout_s:g} s)", f"--wait-ready {r.timeout_s * 2:g}")
     if facts.logs is not None and any(e.fatal for e in facts.logs.events):
         return [Fix("Fix the start-up failure ranked above; the server will not come up until then")]
+    if r.stopped.startswith("the base URL"):
+        return [Fix("Fix the base URL (see access.base_url)")]
     if r.stopped:
         return [Fix("Read why it stopped: its log (it was read when --docker/--k8s names it; --previous for a restarted pod)")]
     if last is not None and last.status is not None:  # answering, but not ready (503 while loading, 5xx)

@@ -48,7 +48,12 @@ def wait(
     from doctor.collect import safe_http
 
     facts = ReadyFacts(timeout_s=timeout_s)
-    health, models = routes(base_url)
+    try:
+        health, models = routes(base_url)
+    except ValueError as exc:  # nothing to wait for: access.base_url judges the URL
+        facts.stopped = f"the base URL cannot be parsed ({exc})"
+        say(facts.stopped)
+        return facts
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     start = time.monotonic()
     end = start + timeout_s
@@ -59,8 +64,10 @@ def wait(
         try:
             left = max(0.2, min(MOST_REQUEST_S, end - time.monotonic()))
             seen.status = safe_http.fetch(client, "GET", url, left, MAX_BODY, headers=headers).status
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:  # a malformed URL is seen, and judged by access.base_url
             seen.error = _reason(exc)
+            if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL, ValueError)):
+                facts.stopped = f"the base URL cannot be requested ({seen.error})"
         last = facts.seen[-1] if facts.seen else None
         if last is None or (last.url, last.seen) != (url, seen.seen):
             facts.seen.append(seen)
@@ -78,7 +85,7 @@ def wait(
             if (h is None or _up(h)) and _up(poll(client, models)):
                 facts.ready = True
                 break
-            facts.stopped = gone()
+            facts.stopped = facts.stopped or gone()
             if facts.stopped:
                 say(facts.stopped)
                 break
