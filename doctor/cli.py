@@ -15,6 +15,7 @@ import click
 from doctor import __version__
 
 FORMATS = ("text", "json", "markdown", "html", "junit")
+REPORT_FORMATS = (*FORMATS, "codequality")  # run/analyze/plan; GitLab Code Quality is a report of findings
 LAYER_NAMES = ("access", "load", "perf")
 
 
@@ -41,7 +42,7 @@ class Seconds(click.ParamType):
 def output_options(f: Callable) -> Callable:
     for opt in reversed(
         [
-            click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True),
+            click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="text", show_default=True),
             click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report to FILE."),
             click.option("--save-bundle", type=click.Path(dir_okay=False), help="Save the collected facts (redacted JSON)."),
             click.option(
@@ -58,6 +59,47 @@ def output_options(f: Callable) -> Callable:
     ):
         f = opt(f)
     return f
+
+
+# --- the deploy gate: configuration file, waiting for a starting server, keys off the command line ---
+
+
+def config_option(f: Callable) -> Callable:
+    return click.option(
+        "--config",
+        type=click.Path(exists=True, dir_okay=False),
+        help="Configuration file (default: ./llm-doctor.toml, else [tool.llm-doctor] in ./pyproject.toml). Flags override it.",
+    )(f)
+
+
+def gate_options(f: Callable) -> Callable:
+    for opt in reversed(
+        [
+            click.option("--api-key-env", metavar="NAME", help="Read the API key from this environment variable."),
+            click.option(
+                "--api-key-file",
+                type=click.Path(dir_okay=False),
+                help="Read the API key from this file (a mounted secret; one trailing newline is dropped).",
+            ),
+            click.option(
+                "--wait-ready",
+                type=Seconds(),
+                help="Poll the server's /health, then /models, for up to SECONDS until it answers, before diagnosing it.",
+            ),
+        ]
+    ):
+        f = opt(f)
+    return config_option(f)
+
+
+def with_config(kw: dict[str, object]) -> dict[str, object]:
+    """The command's options with the configuration file filled in (doctor/config.py)."""
+    from doctor import config
+
+    return config.apply(click.get_current_context(), kw)
+
+
+# --- end of the deploy gate's options ---
 
 
 SECRET_FLAGS = ("--api-key",)
@@ -111,7 +153,7 @@ def main() -> None:
 
 @main.command()
 @click.option("--base-url", help="Endpoint base URL, e.g. http://10.0.0.5:8000/v1")
-@click.option("--api-key", help="API key (shown only masked).")
+@click.option("--api-key", help="API key (shown only masked; visible in `ps`: prefer --api-key-env or --api-key-file).")
 @click.option("--model", help="Model ID the client asks for.")
 @click.option("--protocol", type=click.Choice(["openai", "anthropic", "auto"]), default="auto", show_default=True)
 @click.option("--timeout", type=Seconds(), default=10.0, show_default=True, help="Per-request timeout, seconds.")
@@ -127,9 +169,12 @@ def main() -> None:
 @click.option("--probe-load", type=click.IntRange(0, 16), default=0, help="Opt-in concurrency probe with N requests.")
 @click.option("--ray", "ray_address", help="Inspect every node of a Ray cluster: ADDRESS (HOST:PORT), or auto (RAY_ADDRESS, else the cluster started on this machine).")
 @output_options
+@gate_options
 def run(**kw: object) -> None:
     """Collect everything reachable, check it, and report."""
     from doctor import runner
+
+    kw = with_config(kw)
 
     if kw["ray_address"]:
         from doctor.collect.ray_cluster import require_ray
@@ -145,10 +190,13 @@ def run(**kw: object) -> None:
 @main.command()
 @click.argument("paths", nargs=-1, required=True)
 @output_options
+@config_option
 def analyze(paths: tuple[str, ...], **kw: object) -> None:
     """Offline diagnosis of saved artefacts: logs (.gz, folders, - for stdin), bundles,
     nvidia-smi outputs, topo matrices, /metrics scrapes, engine command lines."""
     from doctor import runner
+
+    kw = with_config(kw)
 
     sys.exit(runner.analyze_command(paths, kw))
 
@@ -176,6 +224,7 @@ def analyze(paths: tuple[str, ...], **kw: object) -> None:
 @click.option("--offline", is_flag=True, help="Never ask the Hugging Face hub.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @output_options
+@config_option
 def plan(**kw: object) -> None:
     """Pre-flight memory fit: will MODEL fit these GPUs with these engine args?
 
@@ -183,7 +232,7 @@ def plan(**kw: object) -> None:
     """
     from doctor.planning import plan_command
 
-    sys.exit(plan_command(kw))
+    sys.exit(plan_command(with_config(kw)))
 
 
 @main.command()
@@ -241,7 +290,9 @@ def baseline() -> None:
 @baseline.command(name="record")
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="Write the baseline JSON here.")
 @click.option("--base-url", help="Endpoint base URL, e.g. http://10.0.0.5:8000/v1")
-@click.option("--api-key", help="API key (never written; the file holds its mask).")
+@click.option("--api-key", help="API key (never written; the file holds its mask; visible in `ps`: prefer --api-key-env).")
+@click.option("--api-key-env", metavar="NAME", help="Read the API key from this environment variable.")
+@click.option("--api-key-file", type=click.Path(dir_okay=False), help="Read the API key from this file (one trailing newline is dropped).")
 @click.option("--model", "models", multiple=True, help="Model ID; repeat to record several behind one endpoint.")
 @click.option("--protocol", type=click.Choice(["openai", "anthropic", "auto"]), default="auto", show_default=True)
 @click.option("--prompts", type=click.Path(dir_okay=False), help="Your own request set (JSONL; see README).")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LAYERS = ("access", "load", "cluster", "perf", "baseline", "doctor")  # cluster: differences between Ray nodes; baseline: `baseline compare`; doctor: what was not read or judged
+LAYERS = ("access", "load", "cluster", "perf", "gate", "baseline", "doctor")  # cluster: differences between Ray nodes; gate: requirements a pipeline sets (llm-doctor.toml); baseline: `baseline compare`; doctor: what was not read or judged
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,16 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
         "non-streaming works but SSE streaming stalls, is buffered, or is malformed",
     ),
     ("access.timeout", "error", "request accepted but no answer within the deadline"),
+    (
+        "access.key_on_command_line",
+        "warn",
+        "the API key was given with --api-key: it is in `ps` for every user of the machine and in shell history; use --api-key-env NAME or --api-key-file PATH",
+    ),
+    (
+        "access.not_ready",
+        "error",
+        "--wait-ready: the endpoint did not answer its health route and /models within the wait; says the last status seen (a crash the start-up log shows ranks before it)",
+    ),
     (
         "access.unrecognized_failure",
         "error",
@@ -228,6 +238,32 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
         "perf.memory_overcommitted",
         "warn",
         "gpu_memory_utilization set too high, leaving no headroom: intermittent OOM under peaks",
+    ),
+    (
+        "gate.kv_cache_tokens_below",
+        "error",
+        "the KV cache holds fewer tokens than the gate's `min_kv_cache_tokens` (from `plan`, the engine log or its /metrics)",
+    ),
+    (
+        "gate.concurrency_below",
+        "error",
+        "fewer requests of the gate's `context_length` fit the KV cache at once than its `min_concurrency`",
+    ),
+    ("gate.ttft_above", "error", "time to first token measured by --probe-load is above the gate's `max_ttft_ms`"),
+    (
+        "gate.tokens_per_s_below",
+        "error",
+        "generated tokens/s at --probe-load N concurrency are below the gate's `min_tokens_per_s`",
+    ),
+    (
+        "gate.gpu_memory_above",
+        "error",
+        "a GPU's used memory fraction is above the gate's `max_gpu_memory_fraction`",
+    ),
+    (
+        "gate.requirement_unmeasured",
+        "error",
+        "a gate requirement could not be judged: the figure it needs was not collected; says what would collect it",
     ),
     (
         "baseline.latency_regression",

@@ -54,6 +54,8 @@ SECTIONS: dict[str, Callable[[Facts], bool]] = {
     "metrics": lambda f: f.metrics is not None,
     "plan": lambda f: f.plan is not None,
     "cluster": lambda f: f.cluster is not None,
+    "gate": lambda f: f.gate is not None and bool(f.gate.requirements),  # llm-doctor.toml [requirements]
+    "ready": lambda f: f.ready is not None,  # --wait-ready
     "gaps": lambda f: True,
 }
 

@@ -1,5 +1,6 @@
-"""Model facts from a config.json: a local folder, the hub (doctor/collect/hub.py), or the table
-shipped in doctor/data/models.json, so `plan` works offline.
+"""Model facts from a config.json: a local folder, the standard Hugging Face cache (where the engine
+that served the model downloaded it: `HF_HUB_CACHE`, `HF_HOME/hub`, `~/.cache/huggingface/hub`), the
+hub (doctor/collect/hub.py), or the table shipped in doctor/data/models.json, so `plan` works offline.
 
 `from_config` is a pure function of the config dict (what the engines read too): it resolves
 multimodal wrappers (`text_config`), explicit `head_dim`, GQA/MQA KV heads, MLA latents,
@@ -133,7 +134,7 @@ def _count(field: str, value: Any) -> int:
     return int(value)
 
 
-def from_folder(path: str | Path) -> ModelFacts:
+def from_folder(path: str | Path, name: str | None = None, source: str = "local config.json") -> ModelFacts:
     """A local model folder: config.json, and the safetensors index's metadata.total_size."""
     folder = Path(path)
     config = _read_json(folder / "config.json")
@@ -147,7 +148,7 @@ def from_folder(path: str | Path) -> ModelFacts:
     elif (folder / "model.safetensors").is_file():
         total = (folder / "model.safetensors").stat().st_size
     try:
-        return from_config(config, name=folder.name, source="local config.json", weight_bytes=total)
+        return from_config(config, name=name or folder.name, source=source, weight_bytes=total)
     except ValueError as exc:
         raise ValueError(f"{folder}: {exc}") from None
 
@@ -199,6 +200,52 @@ def _resolved(table: dict[str, dict[str, Any]], repo: str, source: str) -> Model
     while "same_as" in entry:
         entry = table[entry["same_as"]]
     return from_config(entry, name=repo, source=source)
+
+
+def hf_cache_root(env: dict[str, str] | None = None) -> Path:
+    """Where huggingface_hub keeps downloads: HF_HUB_CACHE, else HF_HOME/hub, else
+    $XDG_CACHE_HOME/huggingface/hub (default ~/.cache/huggingface/hub)."""
+    import os
+
+    env = dict(os.environ) if env is None else env
+    if env.get("HF_HUB_CACHE"):
+        return Path(env["HF_HUB_CACHE"]).expanduser()
+    if env.get("HF_HOME"):
+        return Path(env["HF_HOME"]).expanduser() / "hub"
+    return Path(env.get("XDG_CACHE_HOME") or Path("~/.cache").expanduser()) / "huggingface" / "hub"
+
+
+def hf_cache_snapshot(repo_id: str, revision: str = "main", env: dict[str, str] | None = None) -> Path | None:
+    """The cached snapshot folder of a repo that holds its config.json: the one `refs/<revision>`
+    names, else the most recently written one; None when the repo is not in the cache."""
+    if repo_id.count("/") != 1 or ".." in repo_id:
+        return None
+    repo = hf_cache_root(env) / f"models--{repo_id.replace('/', '--')}"
+    ref = repo / "refs" / revision
+    try:
+        named = repo / "snapshots" / ref.read_text().strip() if ref.is_file() else None
+        if named is not None and (named / "config.json").is_file():
+            return named
+        snapshots = [p for p in (repo / "snapshots").iterdir() if (p / "config.json").is_file()]
+    except OSError:
+        return None
+    return max(snapshots, key=lambda p: (p / "config.json").lstat().st_mtime, default=None)
+
+
+def from_hf_cache(repo_id: str, env: dict[str, str] | None = None) -> ModelFacts | None:
+    """The model's own config.json from the Hugging Face cache; None when not cached or unreadable."""
+    snapshot = hf_cache_snapshot(repo_id, env=env)
+    if snapshot is None:
+        return None
+    try:
+        return from_folder(snapshot, name=repo_id, source=f"Hugging Face cache {snapshot}/config.json")
+    except ValueError:
+        return None
+
+
+def known(name: str) -> ModelFacts | None:
+    """The model's facts from what is on this machine: the Hugging Face cache, else the shipped table."""
+    return from_hf_cache(name) or from_table(name)
 
 
 def builtin_names() -> list[str]:

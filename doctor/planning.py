@@ -86,13 +86,13 @@ def resolve_model(name: str, offline: bool) -> tuple[ModelFacts | None, str]:
 
     if name and Path(name).is_dir() and (Path(name) / "config.json").is_file():
         return models.from_folder(name), ""
-    found = models.from_table(name) if name else None
+    found = models.known(name) if name else None  # the Hugging Face cache, then the shipped table
     if found:
         return found, ""
     if not name:
         return None, "no model given (--model or the engine command's model)"
     if offline or os.environ.get("HF_HUB_OFFLINE") == "1":
-        return None, f"{name} is not in the built-in table and the hub is off (offline)"
+        return None, f"{name} is neither in the Hugging Face cache ({models.hf_cache_root()}) nor in the built-in table, and the hub is off (offline)"
     from doctor.collect.hub import fetch_model_files
 
     config, total, reason = fetch_model_files(name)

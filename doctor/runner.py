@@ -28,11 +28,14 @@ def run_command(kw: dict[str, Any]) -> int:
     from doctor.collect import RunOptions, collect_run
 
     try:
-        deadline = Deadline(float(kw["deadline"]))
         settings = settings_mod.resolve(
-            kw["base_url"], kw["api_key"], kw["model"], kw["protocol"], ca_bundle=kw["ca_bundle"]
-        )
+            kw["base_url"], kw["api_key"], kw["model"], kw["protocol"], ca_bundle=kw["ca_bundle"],
+            given=from_config(kw), api_key_env=kw["api_key_env"], api_key_file=kw["api_key_file"],
+        )  # fmt: skip
+        settings.key_on_command_line = kw["api_key"] is not None  # only the flag sets it: the file names a variable or a file
         redactor = Redactor([settings.api_key.value, os.environ.get("HF_TOKEN")])
+        ready = wait_ready(settings, kw, redactor) if kw["wait_ready"] else None
+        deadline = Deadline(float(kw["deadline"]))  # starts when the server is up: waiting is not diagnosing
         only = _csv(kw["only"])
         specs = selected(kw)
         from doctor.collect.logs import check_named
@@ -55,11 +58,34 @@ def run_command(kw: dict[str, Any]) -> int:
         )
         with live_status(kw["fmt"], kw["output"]) as say:
             facts = collect_run(settings, opts, deadline.reserving(), say)
+            facts.ready = ready
             return finish(facts, specs, kw, redactor, deadline, title="llm-doctor run", say=say)
-    except (UnknownSelection, InputError) as exc:
+    except (UnknownSelection, InputError, settings_mod.KeyFileError) as exc:
         raise click.UsageError(str(exc)) from None
+    except click.UsageError:
+        raise
     except Exception as exc:  # the doctor itself failed: exit 3, with a message and no traceback
         return doctor_failed(exc, locals().get("redactor") or Redactor())
+
+
+def from_config(kw: dict[str, Any]) -> dict[str, str]:
+    """Where the settings given to `resolve` came from, for those the configuration file set."""
+    from doctor.config import OPTIONS
+
+    gate = kw.get("gate")
+    return {OPTIONS[v.name]: f"{v.source} {v.name}" for v in (gate.values if gate else []) if v.source.startswith("file ") and v.name in OPTIONS}
+
+
+def wait_ready(settings: Any, kw: dict[str, Any], redactor: Redactor) -> Any:
+    """Poll the endpoint until it answers (--wait-ready), saying on stderr what it sees."""
+    from doctor.collect import net, ready
+
+    if not settings.base_url.value:
+        raise click.UsageError("--wait-ready needs the endpoint: --base-url, or `endpoint` in llm-doctor.toml")
+    verify = net.ssl_context(settings.ca_bundle.value, bool(kw["insecure"]))
+    say = lambda msg: click.echo(redactor.text(f"wait-ready: {msg}"), err=True)  # noqa: E731
+    gone = ready.container_gone(kw["docker"], kw["k8s"], kw["namespace"])
+    return ready.wait(settings.base_url.value, settings.api_key.value, float(kw["wait_ready"]), verify, say, gone)
 
 
 def analyze_command(paths: tuple[str, ...], kw: dict[str, Any]) -> int:
@@ -85,18 +111,27 @@ def _layers(only: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def selected(kw: dict[str, Any]) -> list[CheckSpec]:
-    """The checks --only/--skip ask for; a name that is neither a layer nor a check is a usage error."""
-    return select(load_checks(), _csv(kw["only"]), _csv(kw["skip"]))
+    """The checks --only/--skip ask for; a name that is neither a layer nor a check is a usage error.
+    The gate's own check always runs when the configuration sets requirements."""
+    only = _csv(kw["only"])
+    gate = kw.get("gate")
+    if only and gate is not None and gate.requirements and "gate" not in only:
+        only += ("gate",)
+    return select(load_checks(), only, _csv(kw["skip"]))
 
 
 def finish(facts: Facts, specs: list[CheckSpec], kw: dict[str, Any], redactor: Redactor, deadline: Deadline, title: str,
            say: Any = None) -> int:
+    from doctor.config import apply_ignores
     from doctor.report import build_report
     from doctor.report.render import render
 
+    if kw.get("gate") is not None:
+        facts.gate = kw["gate"]
     on_layer = (lambda layer: say(layer, "checking")) if say else None
     results = run_checks(facts, specs, deadline, on_layer=on_layer)
-    report = build_report(results, facts, title=title)
+    results, ignored = apply_ignores(results, facts.gate.ignore if facts.gate else {})
+    report = build_report(results, facts, title=title, ignored=ignored)
     if kw.get("save_bundle"):
         Path(kw["save_bundle"]).write_text(json.dumps(redactor.obj(facts.to_dict()), indent=2) + "\n")
     text = render(report, kw["fmt"], redactor, color=color_wanted(kw["fmt"], kw["output"]), fail_on=kw["fail_on"])
@@ -104,6 +139,10 @@ def finish(facts: Facts, specs: list[CheckSpec], kw: dict[str, Any], redactor: R
         Path(kw["output"]).write_text(text)
     else:
         sys.stdout.write(text)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        from doctor.report import github
+
+        github.publish(report, redactor, os.environ.get("GITHUB_STEP_SUMMARY"))
     return report.exit_code(kw["fail_on"])
 
 

@@ -67,6 +67,7 @@ class Settings:
     ca_bundle: Resolved = field(default_factory=Resolved)
     files_read: list[str] = field(default_factory=list)
     proxy_env: dict[str, str] = field(default_factory=dict)  # raw values; redacted in to_facts
+    key_on_command_line: bool = False  # set by the CLI when --api-key was typed (visible in `ps`)
 
     def to_facts(self) -> SettingsFacts:
         key = self.api_key.value
@@ -80,6 +81,7 @@ class Settings:
             proxy_env={k: redactor.text(v) for k, v in self.proxy_env.items()},
             files_read=list(self.files_read),
             ca_bundle=Setting(self.ca_bundle.value, self.ca_bundle.source),
+            key_on_command_line=self.key_on_command_line and self.api_key.source == "flag --api-key",
         )
 
 
@@ -92,15 +94,26 @@ def resolve(
     home: Path | None = None,
     cwd: Path | None = None,
     ca_bundle: str | None = None,
+    given: Mapping[str, str] | None = None,
+    api_key_env: str | None = None,
+    api_key_file: str | None = None,
 ) -> Settings:
+    """`given`: where a value passed in came from when it was not a flag (`file llm-doctor.toml`):
+    the pipeline's own configuration ranks with the flags, above the environment.
+    `api_key_env`/`api_key_file` name where the key is, so that it never is on the command line."""
     env = os.environ if env is None else env
     home = home or Path(env.get("HOME") or Path.home())
     cwd = cwd or Path.cwd()
+    given = given or {}
     s = Settings()
     files = config_files(env, home, cwd, s.files_read)
+    if api_key is None and (api_key_file or api_key_env):
+        s.api_key = named_key(env, api_key_env, api_key_file, given)
     for name, flag in (("base_url", base_url), ("api_key", api_key), ("model", model)):
         if flag is not None:
-            setattr(s, name, Resolved(flag, f"flag --{name.replace('_', '-')}"))
+            setattr(s, name, Resolved(flag, given.get(name) or f"flag --{name.replace('_', '-')}"))
+            continue
+        if name == "api_key" and s.api_key.source:
             continue
         for var in ENV[name]:
             if var in env:
@@ -117,12 +130,33 @@ def resolve(
         s.protocol = Resolved("anthropic" if anthropic_style else "openai", "auto")
     s.proxy_env = {v: env[v] for v in PROXY_VARS if env.get(v)}
     if ca_bundle:
-        s.ca_bundle = Resolved(ca_bundle, "flag --ca-bundle")
+        s.ca_bundle = Resolved(ca_bundle, given.get("ca_bundle") or "flag --ca-bundle")
     else:
         var = next((v for v in CA_VARS if env.get(v)), None)
         if var:
             s.ca_bundle = Resolved(env[var], f"env {var}")
     return s
+
+
+class KeyFileError(ValueError):
+    """--api-key-file names a file that cannot be read (a usage error)."""
+
+
+def named_key(env: Mapping[str, str], var: str | None, path: str | None, given: Mapping[str, str]) -> Resolved:
+    """The key from the file or variable the user named; a file that cannot be read is a usage
+    error (ValueError), a variable that is not set leaves the key missing with the reason as its source."""
+    if path:
+        where = given.get("api_key_file") or "flag --api-key-file"
+        try:
+            raw = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise KeyFileError(f"--api-key-file {path}: cannot read the key ({getattr(exc, 'strerror', None) or exc})") from None
+        # a secret file mounted by Kubernetes or written by `echo` ends in one newline: not part of the key
+        return Resolved(raw.removesuffix("\n").removesuffix("\r"), f"file {path} ({where})")
+    where = given.get("api_key_env") or "flag --api-key-env"
+    if var not in env:
+        return Resolved(None, f"env {var} ({where}), which is not set")
+    return Resolved(env[var], f"env {var} ({where})")
 
 
 def config_files(env: Mapping[str, str], home: Path, cwd: Path, read: list[str]) -> dict[str, Resolved]:
@@ -195,8 +229,8 @@ def _toml(path: Path) -> dict[str, Any] | str | None:
     """Like _json_env_block: the parsed file, None when absent, or what is wrong with it."""
     try:
         import tomllib
-    except ImportError:  # Python 3.10: no TOML reader in the standard library; Codex config unread
-        return None
+    except ImportError:  # Python 3.10: the same parser, from PyPI (a dependency there)
+        import tomli as tomllib
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)

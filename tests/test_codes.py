@@ -13,12 +13,12 @@ from tests.conftest import ROOT
 
 def documented_codes() -> set[str]:
     text = (ROOT / "docs" / "codes.md").read_text()
-    return set(re.findall(r"^\| ((?:access|load|cluster|perf|baseline|doctor)\.\w+) \|", text, re.M))
+    return set(re.findall(r"^\| ((?:access|load|cluster|perf|gate|baseline|doctor)\.\w+) \|", text, re.M))
 
 
 def test_catalogue_matches_docs() -> None:
     assert set(CODES) == documented_codes()
-    assert len(CODES) == 64
+    assert len(CODES) == 72
 
 
 def test_unknown_code_raises() -> None:

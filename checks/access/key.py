@@ -40,8 +40,10 @@ def key(facts: Facts) -> Outcome:
         if rejected is not None:
             return Outcome([Finding(
                 "access.key_missing", "no API key is configured, and the server asks for one",
-                ["no key in --api-key, OPENAI_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_API_KEY or client config files", t.line(rejected)],
-                [Fix("Pass the key the server was started with (vLLM: the value of VLLM_API_KEY or of its `--api-key`)", "--api-key <KEY>"),
+                [f"no key: {settings.api_key.source}" if settings.api_key.source else
+                 "no key in --api-key, OPENAI_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_API_KEY or client config files", t.line(rejected)],
+                [Fix("Pass the key the server was started with (vLLM: the value of VLLM_API_KEY or of its `--api-key`), "
+                     "from a variable or a file, never on the command line", f"--api-key-env {var}"),
                  Fix("Or set it for clients", f"export {var}=<KEY>")],
                 explains=["access.key_rejected"],
             )])  # fmt: skip

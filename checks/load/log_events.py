@@ -12,7 +12,7 @@ from doctor.facts import Facts
 from doctor.facts.logs import LogEvent
 from doctor.logview import evidence  # noqa: F401  (the checks quote events through le.evidence)
 
-CLIENT_SYMPTOMS = ["access.connect_failed", "access.server_error", "access.timeout", "access.response_invalid"]
+CLIENT_SYMPTOMS = ["access.connect_failed", "access.server_error", "access.timeout", "access.response_invalid", "access.not_ready"]
 GIB = 1024**3
 
 

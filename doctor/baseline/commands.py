@@ -28,7 +28,11 @@ def record_command(kw: dict[str, Any]) -> int:
     from doctor.collect.baseline import RecordOptions, record
     from doctor.engine import Deadline
 
-    settings = settings_mod.resolve(kw["base_url"], kw["api_key"], None, kw["protocol"])
+    try:
+        settings = settings_mod.resolve(kw["base_url"], kw["api_key"], None, kw["protocol"],
+                                        api_key_env=kw["api_key_env"], api_key_file=kw["api_key_file"])  # fmt: skip
+    except settings_mod.KeyFileError as exc:
+        raise click.UsageError(str(exc)) from None
     redactor = Redactor([settings.api_key.value, os.environ.get("HF_TOKEN")])
     models = list(dict.fromkeys(kw["models"])) or ([settings.model.value] if settings.model.value else [])
     if not settings.base_url.value:

@@ -223,4 +223,4 @@ def load_command(path: str, facts: Facts, deadline: Deadline) -> None:
     if facts.model is None and cfg.model:
         from doctor import models
 
-        facts.model = models.from_table(cfg.model)  # the shipped architecture table; None when unknown
+        facts.model = models.known(cfg.model)  # the Hugging Face cache, else the shipped table; None when unknown

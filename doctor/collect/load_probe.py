@@ -8,6 +8,7 @@ bounded; the probe is never run unless asked for.
 
 from __future__ import annotations
 
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -41,6 +42,41 @@ def _llamacpp_slots(client: Any, base_url: str, headers: dict[str, str], timeout
     except (httpx.HTTPError, ValueError, AttributeError):
         return None
     return slots if isinstance(slots, int) else None
+
+
+def _ttft(client: Any, url: str, body: dict[str, Any], headers: dict[str, str], seconds: float) -> float | None:
+    """Milliseconds from sending one streamed request to its first generated text (an SSE event
+    with delta content), within `seconds` of wall-clock time; None when none came."""
+    import httpx
+
+    from doctor.collect.safe_http import Watchdog
+
+    if seconds <= 0.2:
+        return None
+    start = time.perf_counter()
+    try:
+        with Watchdog(seconds, grace=0.0) as dog, client.stream(
+            "POST", url, json={**body, "stream": True}, headers=headers, timeout=httpx.Timeout(seconds), extensions=dog.extensions
+        ) as resp:
+            if resp.status_code != 200:
+                return None
+            for line in resp.iter_lines():
+                if _has_text(line):
+                    return round((time.perf_counter() - start) * 1000, 1)
+    except httpx.HTTPError:
+        return None
+    return None
+
+
+def _has_text(line: str) -> bool:
+    if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+        return False
+    try:
+        event = json.loads(line[5:])
+        choice = event["choices"][0]
+        return bool((choice.get("delta") or {}).get("content") or choice.get("text"))
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return False
 
 
 def probe(base_url: str, api_key: str | None, model: str | None, concurrency: int, deadline: Deadline | None = None) -> ProbeFacts:
@@ -102,6 +138,7 @@ def probe(base_url: str, api_key: str | None, model: str | None, concurrency: in
         result.tps_1 = phase(1, 2)
         if result.tps_1 is not None:
             result.tps_n = phase(n, 1)
+            result.ttft_ms = _ttft(client, url, body, headers, end - time.monotonic())
         result.seconds = round(time.monotonic() - t0, 2)
         if result.server_hint == "llamacpp":
             result.slots = _llamacpp_slots(client, base_url, headers, max(0.5, end - time.monotonic()))

@@ -347,7 +347,7 @@ def _deployment(facts: Facts, args_text: str, commands: list[str] | None = None)
         from doctor import models
 
         try:
-            facts.model = models.from_table(facts.deployment.model)
+            facts.model = models.known(facts.deployment.model)
         except (OSError, ValueError, KeyError):
             facts.model = None
 

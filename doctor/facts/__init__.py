@@ -17,6 +17,7 @@ from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 from doctor.facts.access import EndpointFacts, SettingsFacts
 from doctor.facts.cluster import ClusterFacts
 from doctor.facts.deployment import EngineConfig
+from doctor.facts.gate import GateFacts, ReadyFacts
 from doctor.facts.gpu import GpuFacts
 from doctor.facts.host import HostFacts
 from doctor.facts.inputs import InputGap
@@ -44,6 +45,8 @@ class Facts:
     metrics: MetricsFacts | None = None
     plan: MemoryPlan | None = None
     cluster: ClusterFacts | None = None  # per-node facts of a Ray cluster (run --ray)
+    gate: GateFacts | None = None  # the pipeline's requirements and where each option came from
+    ready: ReadyFacts | None = None  # what --wait-ready saw while the server was starting
     notes: list[str] = field(default_factory=list)
     gaps: list[InputGap] = field(default_factory=list)  # input not read in full (doctor.input_incomplete)
 

@@ -39,6 +39,7 @@ class SettingsFacts:
     proxy_env: dict[str, str] = field(default_factory=dict)  # name -> redacted value
     files_read: list[str] = field(default_factory=list)
     ca_bundle: Setting = field(default_factory=Setting)  # --ca-bundle, SSL_CERT_FILE, REQUESTS_CA_BUNDLE
+    key_on_command_line: bool = False  # the key was an argument of this process (--api-key): `ps` shows it
 
 
 @dataclass

@@ -32,6 +32,7 @@ class ProbeFacts:
     concurrency: int = 0
     tps_1: float | None = None
     tps_n: float | None = None
+    ttft_ms: float | None = None  # time to the first generated token of one streamed request, alone
     requests: int = 0
     errors: int = 0
     seconds: float = 0.0

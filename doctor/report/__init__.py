@@ -1,8 +1,8 @@
-"""One Report object, ranked once, rendered by every format (text, json, markdown, html, junit).
+"""One Report object, ranked once, rendered by every format (text, json, markdown, html, junit, codequality).
 
 Ranking: a root cause comes before the symptoms it explains; then errors before warnings before
 info; a recognised cause before what the doctor could not place (`*.unrecognized_failure`, its own
-`doctor.*` state); then earlier layers first; then causal order in the log (the finding that quotes
+`doctor.*` state) and what is about how it was run (a key typed on its command line); then earlier layers first; then causal order in the log (the finding that quotes
 the earliest root error of the judged run: a failure comes before the ones it set off, whichever
 check ran first); then the order the checks ran in.
 
@@ -35,6 +35,7 @@ class Report:
     facts: Facts
     title: str = "llm-doctor"
     extra_sections: list[tuple[str, str]] = field(default_factory=list)  # (heading, markdown/plain text)
+    ignored: list[tuple[Finding, str]] = field(default_factory=list)  # findings the configuration ignores, and why
 
     @property
     def status(self) -> str:
@@ -48,7 +49,7 @@ class Report:
         return 1 if self.status in failing or any(f.severity in failing for f in self.findings) else 0
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "schema": REPORT_SCHEMA,
             "tool": {"name": "llm-doctor", "version": __version__},
             "status": self.status,
@@ -72,11 +73,21 @@ class Report:
             ],
             "facts": self.facts.to_dict(),
         }
+        if self.ignored:  # only when the configuration ignores a code that came up: the contract's keys stay as they are
+            out["ignored"] = [{"code": f.code, "severity": f.severity, "check": f.check, "title": f.title, "reason": why}
+                              for f, why in self.ignored]  # fmt: skip
+        return out
 
 
-def build_report(checks: list[CheckResult], facts: Facts, title: str = "llm-doctor") -> Report:
+def build_report(checks: list[CheckResult], facts: Facts, title: str = "llm-doctor",
+                 ignored: list[tuple[Finding, str]] | None = None) -> Report:
     findings = [f for c in checks for f in c.findings]
-    report = Report(rank(findings, causal_order(findings, facts)), checks, facts, title)
+    report = Report(rank(findings, causal_order(findings, facts)), checks, facts, title, ignored=list(ignored or []))
+    if facts.gate is not None:
+        report.extra_sections.append((f"Configuration ({facts.gate.config_file})", _configuration(facts)))
+    if report.ignored:
+        report.extra_sections.append(("Ignored by the configuration", "\n".join(
+            f"{f.code} ({f.severity}): {f.title} — reason: {why}" for f, why in report.ignored)))
     if facts.notes:
         report.extra_sections.append(("Collector notes", "\n".join(facts.notes)))
     if facts.plan is not None:
@@ -90,9 +101,25 @@ def build_report(checks: list[CheckResult], facts: Facts, title: str = "llm-doct
     return report
 
 
+def _configuration(facts: Facts) -> str:
+    """Each option the run used and where its value came from: flag, the configuration file, default."""
+    rows = []
+    if facts.settings is not None:
+        for name, setting in (("endpoint", facts.settings.base_url), ("model", facts.settings.model), ("api key", facts.settings.api_key)):
+            rows.append(f"{name} = {setting.value or '(none)'}  ({setting.source or 'not set'})")
+    if facts.gate is not None:
+        rows += [f"{v.name} = {v.value}  ({v.source})" for v in facts.gate.values if v.name not in ("endpoint", "model")]
+        rows += [f"ignore {code}: {why}" for code, why in facts.gate.ignore.items()]
+    return "\n".join(rows)
+
+
+ABOUT_THE_RUN = ("access.key_on_command_line",)  # how the doctor was invoked, not what is wrong with the service
+
+
 def _unplaced(f: Finding) -> bool:
-    """What the doctor could not place comes after every recognised cause of the same severity."""
-    return f.code.endswith(".unrecognized_failure") or f.layer == "doctor"
+    """What the doctor could not place, and what is about its own invocation, comes after every
+    recognised cause of the same severity."""
+    return f.code.endswith(".unrecognized_failure") or f.layer == "doctor" or f.code in ABOUT_THE_RUN
 
 
 def causal_order(findings: list[Finding], facts: Facts) -> dict[int, tuple[int, int, int]]:

@@ -3,15 +3,23 @@
 Shaped for the Jenkins/Ant schema (junit-10.xsd): the testsuite carries the required `name`,
 `tests`, `failures` and `errors`. The gate is the same as the exit code's: a check fails only
 with a finding at or above `--fail-on`, so a CI reading the XML and one reading the exit code
-agree. A check that crashed is an `error` (nothing was judged); `skip`/`blocked` are skipped;
-findings below the gate are kept as system-out."""
+agree. A check that crashed is an `error` (nothing was judged) unless `--fail-on never`; `skip`/`blocked` are skipped;
+findings below the gate are kept as system-out. Characters XML 1.0 cannot hold (terminal escapes,
+NUL, other control bytes a server or a log may send) are replaced, or the file would not parse."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from doctor.engine import CheckResult
 from doctor.report import FAIL_ON, Report
+
+NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(text: str) -> str:
+    return NOT_XML.sub("\ufffd", text)
 
 
 def _body(c: CheckResult) -> str:
@@ -27,10 +35,11 @@ def render(report: Report, fail_on: str = "error") -> str:
     counts = {"failure": 0, "error": 0, "skipped": 0}
     for c in report.checks:
         case = ET.SubElement(suite, "testcase", classname=f"llm-doctor.{c.layer}", name=c.id, time=f"{c.duration_ms / 1000:.3f}")
-        if c.status == "error":  # the check itself crashed: nothing was judged, whatever the gate
+        failing = any(f.severity in gate for f in c.findings)
+        if c.status == "error" and gate:  # the check itself crashed: nothing was judged (its doctor.check_crashed fails the exit code too)
             kind = "error"
             ET.SubElement(case, kind, message=c.detail, type=c.status).text = _body(c) or c.detail
-        elif any(f.severity in gate for f in c.findings):
+        elif failing:
             kind = "failure"
             ET.SubElement(case, kind, message=c.detail, type=c.status).text = _body(c)
         elif c.status in ("skip", "blocked"):
@@ -49,4 +58,8 @@ def render(report: Report, fail_on: str = "error") -> str:
     suite.set("time", f"{sum(c.duration_ms for c in report.checks) / 1000:.3f}")
     if report.extra_sections:  # collector notes, the memory budget and its assumptions
         ET.SubElement(suite, "system-out").text = "\n\n".join(f"{h}\n{body}" for h, body in report.extra_sections)
+    for element in suite.iter():
+        element.text = _xml(element.text) if element.text else element.text
+        for name, value in element.attrib.items():
+            element.set(name, _xml(value))
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

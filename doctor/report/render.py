@@ -9,7 +9,7 @@ from doctor.findings import Finding
 from doctor.redact import Redactor
 from doctor.report import Report
 
-FORMATS = ("text", "json", "markdown", "html", "junit")
+FORMATS = ("text", "json", "markdown", "html", "junit", "codequality")
 
 
 def render(report: Report, fmt: str, redactor: Redactor, color: bool = False, fail_on: str = "error") -> str:
@@ -17,6 +17,10 @@ def render(report: Report, fmt: str, redactor: Redactor, color: bool = False, fa
     if fmt == "json":
         return json.dumps(redactor.obj(report.to_json()), indent=2, ensure_ascii=False) + "\n"
     report = redacted(report, redactor)
+    if fmt == "codequality":
+        from doctor.report import codequality
+
+        return redactor.text(codequality.render(report))
     if fmt == "text":
         from doctor.report import text
 

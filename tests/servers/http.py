@@ -60,7 +60,7 @@ App = Callable[[Request], Reply]
 
 
 class FakeServer:
-    def __init__(self, app: App, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(self, app: App, ssl_context: ssl.SSLContext | None = None, port: int = 0) -> None:
         self.app = app
         self.requests: list[Request] = []
         self.stop_event = threading.Event()
@@ -107,7 +107,7 @@ class FakeServer:
 
             do_GET = do_POST = do_PUT = do_DELETE = handle_one  # noqa: N815
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)  # port: one a client already waits on
         self.httpd.daemon_threads = True
         if ssl_context is not None:
             self.httpd.socket = ssl_context.wrap_socket(self.httpd.socket, server_side=True)

@@ -1,0 +1,1 @@
+"""gate-layer checks: the requirements a deploy pipeline sets in llm-doctor.toml."""
