@@ -22,10 +22,12 @@ def nccl(facts: Facts, log: LogView) -> Outcome:
     fixes = [Fix("Rerun with NCCL's own diagnosis to see which call failed", "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET")]
     if timeout:
         v = timeout[0].values
-        evidence.append(f"only {v.get('joined')}/{v.get('world')} ranks joined within {v.get('timeout')} s")
+        if v.get("joined") is not None and v.get("world") is not None:
+            evidence.append(f"only {v['joined']}/{v['world']} ranks joined" + (f" within {v['timeout']} s" if v.get("timeout") else ""))
         fixes.insert(0, Fix("Start every rank/node (same --nnodes, --dist-init-addr reachable from all of them) and check the other ranks' logs"))
     fixes += [
-        Fix("Pin the network interface NCCL uses between hosts", "NCCL_SOCKET_IFNAME=<interface, e.g. eth0>"),
+        Fix("Pin the network interface NCCL uses between hosts: set NCCL_SOCKET_IFNAME to the interface on the "
+            "network the nodes reach each other by (list them with `ip -br addr`)"),
         Fix("If GPUs cannot talk peer-to-peer (VMs, some PCIe setups)", "NCCL_P2P_DISABLE=1"),
     ]
     return Outcome([Finding("load.nccl_failed", "NCCL / distributed initialisation failed", evidence, fixes, explains=le.CLIENT_SYMPTOMS)])

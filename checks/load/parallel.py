@@ -44,8 +44,9 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
             fixes.append(Fix(f"Or run {gpus // best} replicas of TP {best}, or add pipeline parallelism over the rest",
                              f"{flag} {best} --pipeline-parallel-size {gpus // best}" if gpus % best == 0 and flag == "--tensor-parallel-size" else None))
     elif e.kind == "tp_gpus":
-        n = e.values.get("gpus")
-        fixes.append(Fix(f"Use at most the {n} visible GPUs", f"{flag} {n}"))
+        n = e.values.get("gpus") or le.gpu_count(facts)
+        fixes.append(Fix(f"Use at most the {n} visible GPUs", f"{flag} {n}") if n else
+                     Fix("Use at most as many GPUs as are visible (count them with `nvidia-smi -L`)"))
     elif e.kind in ("quant_partition", "not_divisible"):
         a, b = e.values.get("size") or e.values.get("a"), e.values.get("block") or e.values.get("b")
         if isinstance(tp, int) and tp > 1:
