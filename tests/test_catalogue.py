@@ -17,7 +17,7 @@ from doctor.logparse import catalogue as cat
 from doctor.logparse import events as ev
 from doctor.logparse.scan import scan_lines
 
-KINDS = {r.kind for r in ev.HAND_RULES}
+KINDS = ev.KINDS
 ENTRIES = cat.load(KINDS)
 REAL = Path("/work/shared/real")
 

@@ -196,3 +196,25 @@ def test_model_fingerprint_reads_a_hub_cache_snapshot(tmp_path: Path, monkeypatc
     assert got.config_sha256 == hashlib.sha256(b'{"model_type": "llama"}').hexdigest()[:16]
     assert model_copy.fingerprint("org/absent").present is False
     assert model_copy.fingerprint("gpt-4o").path == ""  # a served name, not a model location: nothing to compare
+
+
+def test_ray_failures_in_an_engine_log_are_cluster_findings(tmp_path: Path) -> None:
+    """vLLM's Ray executor waits for its placement group, then gives up (vllm/executor/ray_utils.py,
+    v0.6.3 wording, as the catalogue records it): the cluster cannot place the bundles, which is the
+    cause of the start-up failure, not a TP sizing error."""
+    log = tmp_path / "vllm-ray.log"
+    log.write_text(
+        "INFO 09-02 10:11:02 api_server.py:528] vLLM API server version 0.6.3\n"
+        "INFO 09-02 10:11:12 ray_utils.py:202] Waiting for creating a placement group of specs for 10 seconds. "
+        "specs=[{'GPU': 1.0, 'node:10.0.0.5': 0.001}, {'GPU': 1.0}]. Check `ray status` to see if you have enough resources.\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.10/dist-packages/vllm/executor/ray_utils.py", line 240, in initialize_ray_cluster\n'
+        "ValueError: Cannot provide a placement group of placement_group_specs=[{'GPU': 1.0, 'node:10.0.0.5': 0.001}, "
+        "{'GPU': 1.0}] within 1800 seconds. See `ray status` to make sure the cluster has enough resources.\n")
+    out = subprocess.run([sys.executable, "-m", "doctor", "analyze", str(log), "--format", "json"],
+                         capture_output=True, text=True, timeout=120)
+    report = json.loads(out.stdout)
+    top = report["findings"][0]
+    assert out.returncode == 1 and top["code"] == "cluster.placement_infeasible" and top["severity"] == "error"
+    assert any("Cannot provide a placement group" in line for line in top["evidence"])
+    assert top["fixes"][0]["command"] == "ray status"

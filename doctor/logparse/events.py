@@ -346,9 +346,15 @@ HAND_RULES: tuple[Rule, ...] = (
 
 
 
+# kinds only catalogue templates produce (no hand rule has them): Ray's own cluster failures, which
+# checks/cluster/ray_log.py turns into cluster.* findings
+CATALOGUE_KINDS = ("ray_placement_infeasible", "ray_cluster_unreachable", "ray_node_dead")
+KINDS = frozenset({r.kind for r in HAND_RULES} | set(CATALOGUE_KINDS))  # what a catalogue entry may name
+
+
 def _catalogue_rules() -> tuple[Rule, ...]:
     """The catalogue's templates, longest literal text first (the most specific wording wins)."""
-    entries = catalogue.load({r.kind for r in HAND_RULES})
+    entries = catalogue.load(KINDS)
     rules = []
     for e in sorted(entries, key=lambda e: -e.literal):
         # its most telling word: the longest that steady-state noise does not hold
