@@ -136,6 +136,9 @@ def _summary(e: LogEvent) -> str:
 def _fixes(facts: Facts, root: LogEvent, quoted: list[LogEvent], client: bool) -> list[Fix]:
     logs = facts.logs
     engine = (facts.deployment.engine if facts.deployment and facts.deployment.engine else "") or (logs.engine if logs else "")
+    if root.values.get("cut"):  # the exception line itself is missing: nothing to search for yet
+        return [Fix("Get the rest of the log: the traceback stops before the line naming the error",
+                    f"tail -n 60 {root.source}" if root.source and root.source != "-" else None)]
     query = search_query(_summary(root))
     said = " ".join(_summary(e) for e in quoted).lower()
     fixes = []

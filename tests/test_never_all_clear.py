@@ -273,3 +273,19 @@ def test_incomplete_fails_the_gate_unless_told_never(tmp_path: Path, fail_on: st
     (tmp_path / "engine.log").write_bytes(KV_LOG.read_bytes())
     code, report = analyze_json(str(tmp_path), "--fail-on", fail_on)
     assert report["status"] == "incomplete" and code == rc
+
+
+def test_a_traceback_cut_before_its_exception_line_is_a_failure(tmp_path: Path) -> None:
+    """A paste that stops inside a traceback (lmdeploy#1008's log ends at a frame) names no error,
+    but a traceback is a failure: never 'No problems found'."""
+    log = tmp_path / "cut.log"
+    log.write_text("Traceback (most recent call last):\n"
+                   '  File "/envs/lmdeploy/bin/lmdeploy", line 8, in <module>\n'
+                   "    sys.exit(run())\n"
+                   '  File "/envs/lmdeploy/lib/python3.8/site-packages/lmdeploy/cli/entrypoint.py", line 18, in run\n'
+                   "    args.run(args)\n")
+    code, report = analyze_json(str(log))
+    top = report["findings"][0]
+    assert code == 1 and top["code"] == "load.unrecognized_failure"
+    assert top["title"].endswith("a traceback the input cuts before its exception line")
+    assert top["fixes"][0]["command"] == f"tail -n 60 {log}"

@@ -126,6 +126,20 @@ class FailureReader:
             return None
         return line_signal(text, level)
 
+    def cut(self) -> Signal | None:
+        """The input ends inside a traceback that has frames but no exception line yet (a paste or
+        a log cut short): a failure all the same, never silence. Closes the traceback."""
+        frames = self._frames if self.open else []
+        self.reset()
+        if not frames:
+            return None
+        last = FRAME.match(frames[-1])
+        where = f"{last.group('file').rsplit('/', 1)[-1]}:{last.group('line')} in {last.group('func') or '?'}" if last else ""
+        values: dict[str, object] = {"exc_type": "", "summary": "a traceback the input cuts before its exception line", "cut": True}
+        if where:
+            values["frame"] = where
+        return Signal("exception", values, [f"last frame: {frames[-1]}"])
+
     def _in_traceback(self, text: str, recognised: bool) -> Signal | None:
         self._lines += 1
         if self._lines > MAX_TRACEBACK_LINES:

@@ -75,6 +75,7 @@ class LogScanner:
         self._events: dict[tuple[int, str, str], list[LogEvent]] = {}  # (run, kind, template) -> its variants
         self._undo: tuple[tuple[int, str, str], LogEvent, bool] | None = None  # the last generic event added
         self.failures = fl.FailureReader()
+        self._traceback_line: Line | None = None  # the last line read inside an open traceback
         # failures not yet followed by a sign the engine went on, with the start-up milestone they happened at
         self._unserved: dict[int, tuple[LogEvent, int]] = {}
         self._run_fatal = False
@@ -99,7 +100,7 @@ class LogScanner:
         self.facts.sources.append(name)
         self._source_no = 0
         self._prev = None
-        self.failures.reset()
+        self._end_of_source()
         self._detect_left = DETECT_BYTES
         self._detected = set()
 
@@ -260,6 +261,7 @@ class LogScanner:
             self._progress()
         rule = found[0] if found is not None else None
         signal = self.failures.feed(text, line.level, rule is not None and not rule.echo)
+        self._traceback_line = line if self.failures.open else None
         if found is not None:
             self._add(line, rule.kind, rule.fatal, found[1])  # type: ignore[union-attr]
         self._conclude(line, found is not None, signal, echo=found is not None and found[0].echo)
@@ -490,7 +492,15 @@ class LogScanner:
         self._args += tail._args
         self.stats.absorb(tail.stats, offset)
 
+    def _end_of_source(self) -> None:
+        """A source that ends inside a traceback still reports it (FailureReader.cut)."""
+        signal = self.failures.cut()
+        if signal is not None and self._traceback_line is not None:
+            self._add(self._traceback_line, signal.kind, True, signal.values, signal.extra)
+        self._traceback_line = None
+
     def finish(self) -> LogFacts:
+        self._end_of_source()
         f = self.facts
         f.events = sorted((e for variants in self._events.values() for e in variants), key=lambda e: (e.run, f.sources.index(e.source), e.line_no))
         hits = {k: v for k, v in self._engine_hits.items() if k != "client"}
