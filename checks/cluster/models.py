@@ -14,7 +14,7 @@ from collections import defaultdict
 from checks.cluster.differences import answered, majority, names
 from doctor.engine import check
 from doctor.facts import Facts
-from doctor.facts.cluster import ModelCopy, NodeFacts
+from doctor.facts.cluster import ModelCopy, NodeFacts, is_local
 from doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 GiB = 1024**3
@@ -25,7 +25,7 @@ def _shape(copy: ModelCopy) -> str:
 
 
 def _fetch(ref: str, source: NodeFacts, copy: ModelCopy) -> Fix:
-    if ref.startswith(("/", "./", "../", "~")):
+    if is_local(ref):
         return Fix(f"Copy the model from {source.label}, which has the others' copy", f"rsync -a {source.ip}:{copy.path}/ {copy.path}/")
     return Fix(f"Download {ref} into that node's hub cache (the others have it at {copy.path})", f"huggingface-cli download {ref}")
 
@@ -43,7 +43,7 @@ def model_copies(facts: Facts) -> Outcome:
         have = [n for n in nodes if copies[n.node_id] and copies[n.node_id].present]  # type: ignore[union-attr]
         lack = [n for n in nodes if n not in have]
         if not have:
-            if ref.startswith(("/", "./", "../", "~")):
+            if is_local(ref):
                 findings.append(Finding("cluster.model_missing_on_node", f"model {ref} is on none of the {len(nodes)} nodes",
                                         [f"{n.label}: no folder {copies[n.node_id].path}" for n in nodes if copies[n.node_id]],  # type: ignore[union-attr]
                                         [Fix("Put the model at that path on every node (or on shared storage mounted there)")]))

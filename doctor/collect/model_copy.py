@@ -15,25 +15,12 @@ import os
 import re
 from pathlib import Path
 
-from doctor.facts.cluster import ModelCopy
+from doctor.facts.cluster import ModelCopy, is_local
+from doctor.models import hf_cache_root
 
 MAX_FILES = 20_000
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
-
-
-def hub_cache() -> Path:
-    """The hub cache folder, as huggingface_hub resolves it."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
-    if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
-    base = Path(os.environ["XDG_CACHE_HOME"]).expanduser() if os.environ.get("XDG_CACHE_HOME") else Path.home() / ".cache"
-    return base / "huggingface" / "hub"
-
-
-def is_local(ref: str) -> bool:
-    return ref.startswith(("/", "./", "../", "~"))
 
 
 def where(ref: str) -> Path | None:
@@ -42,7 +29,7 @@ def where(ref: str) -> Path | None:
         return Path(ref).expanduser()
     if not HUB_ID.fullmatch(ref):
         return None
-    repo = hub_cache() / ("models--" + ref.replace("/", "--"))
+    repo = hf_cache_root() / ("models--" + ref.replace("/", "--"))
     snapshots = repo / "snapshots"
     try:
         return snapshots / (repo / "refs" / "main").read_text().strip()

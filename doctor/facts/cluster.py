@@ -14,6 +14,11 @@ from doctor.facts.gpu import GpuFacts
 from doctor.facts.host import HostFacts
 
 
+def is_local(ref: str) -> bool:
+    """A model reference that is a path on the node (else a Hugging Face ID or a served name)."""
+    return ref.startswith(("/", "./", "../", "~"))
+
+
 @dataclass
 class ModelCopy:
     """A model as one node has it: where it was looked for, and a fingerprint to compare nodes by."""
