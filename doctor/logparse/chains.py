@@ -249,6 +249,9 @@ def family(text: str, inner: tuple[str, str] | None = None) -> Pattern | None:
 _WRAPPER_KINDS = {"http_response", "client_bad_response", "client_not_found"}
 
 
+ADDED_KEYS = frozenset({"tier", "cascade", "phase_hint"})  # what match() adds to a rule's own values
+
+
 def match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:
     """The rule grammar (doctor.logparse.events.match), read the way a chain is: the error quoted
     inside a wrapper when the rules read it as the line's cause, or when the line itself only says

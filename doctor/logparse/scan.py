@@ -25,8 +25,6 @@ from doctor.logparse import template_cache as tc
 from doctor.logparse.lines import Line, carried, joined, normalise
 from doctor.logparse.stat_lines import StatLines
 
-CHAIN_KEYS = frozenset({"tier", "cascade", "phase_hint"})  # values doctor.logparse.chains adds to a rule's match
-
 # Traceback frames carry the phase of an OOM (PhaseTracker) and are never events themselves.
 FRAME_LITERALS = ('file "', "frame #", ") [0x", "traceback (most recent call last)")
 _PHASE_PATTERNS = [pattern for phase, pattern in ev.PHASES if phase != "serving"]
@@ -266,7 +264,7 @@ class LogScanner:
             self._add(line, rule.kind, rule.fatal, found[1])  # type: ignore[union-attr]
         self._conclude(line, found is not None, signal, echo=found is not None and found[0].echo)
         # a line read through its chain (a quoted error, a cascade) is not its rule's plain match: not cached
-        read_as_chain = found is not None and not CHAIN_KEYS.isdisjoint(found[1])
+        read_as_chain = found is not None and not chains.ADDED_KEYS.isdisjoint(found[1])
         if plain and not frame and not self.failures.open and not (rule is not None and rule.echo) and not read_as_chain:
             self.templates.learn(raw, line, None if rule is None else ev.RULES.index(rule), found is None and signal is None)
 
