@@ -17,6 +17,7 @@ from doctor.facts import Facts
 from doctor.facts.cluster import ClusterFacts, ModelCopy, NodeFacts
 from doctor.facts.gpu import Gpu, GpuFacts
 from doctor.facts.host import HostFacts
+from doctor.models import hf_cache_snapshot
 
 BLOCKER = """
 import sys
@@ -218,3 +219,19 @@ def test_ray_failures_in_an_engine_log_are_cluster_findings(tmp_path: Path) -> N
     assert out.returncode == 1 and top["code"] == "cluster.placement_infeasible" and top["severity"] == "error"
     assert any("Cannot provide a placement group" in line for line in top["evidence"])
     assert top["fixes"][0]["command"] == "ray status"
+
+
+def test_the_node_copy_and_the_config_lookup_resolve_the_same_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """refs/main names a download that stopped before config.json: the engine's config lookup falls
+    back to the complete snapshot, and the node's fingerprint must describe that same folder."""
+    repo = tmp_path / "hub" / "models--org--tiny"
+    old, new = repo / "snapshots" / "old", repo / "snapshots" / "new"
+    old.mkdir(parents=True)
+    new.mkdir()
+    (old / "config.json").write_text('{"model_type": "llama"}')
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("new")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    assert model_copy.where("org/tiny") == hf_cache_snapshot("org/tiny") == old
+    assert model_copy.where("org/absent") == tmp_path / "hub" / "models--org--absent" / "snapshots"

@@ -4,8 +4,9 @@ their own disk, and a node without the model (or with another revision of it) fa
 worse, serves another model.
 
 A local path is read as given; a Hugging Face ID is looked up in the node's hub cache (HF_HUB_CACHE,
-else HF_HOME/hub, else ~/.cache/huggingface/hub), in the snapshot `refs/main` names. Bounded: a
-folder of more than MAX_FILES files is reported as such, never walked for minutes.
+else HF_HOME/hub, else ~/.cache/huggingface/hub), in the snapshot `refs/main` names (else the newest
+holding a config.json). Bounded: a folder of more than MAX_FILES files is reported as such, never
+walked for minutes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import re
 from pathlib import Path
 
 from doctor.facts.cluster import ModelCopy, is_local
-from doctor.models import hf_cache_root
+from doctor.models import hf_cache_root, hf_cache_snapshot
 
 MAX_FILES = 20_000
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
@@ -24,22 +25,14 @@ HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
 
 
 def where(ref: str) -> Path | None:
-    """The folder holding `ref`'s files here, or None when `ref` is neither a path nor a hub ID."""
+    """The folder holding `ref`'s files here, or None when `ref` is neither a path nor a hub ID. A hub ID
+    resolves as the engine's own config lookup does (doctor.models.hf_cache_snapshot); when this node
+    has no such snapshot, the snapshots folder that should hold it, so the report names where it looked."""
     if is_local(ref):
         return Path(ref).expanduser()
     if not HUB_ID.fullmatch(ref):
         return None
-    repo = hf_cache_root() / ("models--" + ref.replace("/", "--"))
-    snapshots = repo / "snapshots"
-    try:
-        return snapshots / (repo / "refs" / "main").read_text().strip()
-    except OSError:
-        pass
-    try:
-        newest = max(snapshots.iterdir(), key=lambda p: p.stat().st_mtime)
-    except (OSError, ValueError):
-        return snapshots
-    return newest
+    return hf_cache_snapshot(ref) or hf_cache_root() / ("models--" + ref.replace("/", "--")) / "snapshots"
 
 
 def fingerprint(ref: str) -> ModelCopy:
