@@ -9,6 +9,7 @@ from the facts; everything else is the same Report every format renders."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from html import escape
 
 from doctor import __version__
@@ -59,6 +60,7 @@ table.topo{width:auto}table.topo td,table.topo th{text-align:center;border:1px s
 .lk-phb{background:#fff59d}.lk-sys{background:#ef9a9a}.lk-other{background:#eee}
 td.odd,.leg-odd{background:#ffe082;font-weight:700}
 .muted{color:var(--muted)}.allclear{font-size:1.05rem;color:var(--ok);font-weight:600}
+details>summary{cursor:pointer;margin:.6rem 0;color:var(--muted)}
 footer{margin-top:2.5rem;color:var(--muted);font-size:.8rem}
 """
 
@@ -77,6 +79,7 @@ LINK_CLASSES = (("X", "lk-self"), ("NV", "lk-nv"), ("PIX", "lk-pix"), ("PXB", "l
                 ("NODE", "lk-phb"), ("SYS", "lk-sys"))  # fmt: skip
 LINK_LEGEND = (("lk-nv", "NV# NVLink (# bonded links)"), ("lk-pix", "PIX/PXB PCIe bridges"),
                ("lk-phb", "PHB/NODE PCIe host bridge"), ("lk-sys", "SYS across NUMA nodes"))  # fmt: skip
+WORDS = {"error": ("error", "errors"), "warn": ("warning", "warnings"), "info": ("note", "notes")}
 SEGMENT_CLASSES = {"weights": "seg-weights", "activations+non-torch": "seg-act", "KV cache": "seg-kv",
                    "headroom": "seg-free", "over budget": "seg-over"}  # fmt: skip
 
@@ -107,10 +110,12 @@ def render(report: Report) -> str:
 
 def _summary(report: Report) -> str:
     counts = {s: sum(f.severity == s for f in report.findings) for s in ("error", "warn", "info")}
-    said = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings"
+    said = ", ".join(f"{n} {WORDS[s][n > 1]}" for s, n in counts.items() if n) or "no findings"
     rows = [("findings", said),
             ("tool", f"llm-doctor {escape(__version__)}"),
-            ("collected", escape(report.facts.collected_at or "(not recorded)"))]  # fmt: skip
+            ("generated", datetime.now(timezone.utc).isoformat(timespec="seconds"))]  # fmt: skip
+    if report.facts.collected_at:
+        rows.append(("collected", escape(report.facts.collected_at)))
     rows += [(name, escape(value)) for name, value in inputs(report.facts)]
     cells = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
     return (f"<h1>{escape(report.title)}</h1><div class='summary'>"
@@ -250,10 +255,21 @@ def _cluster(report: Report) -> str:
 
 
 def _checks(report: Report) -> str:
-    rows = "".join(
-        f"<tr class='st-{c.status}'><td><code>{escape(c.id)}</code></td><td>{escape(c.layer)}</td>"
-        f"<td><span class='badge {c.status}'>{c.status}</span></td><td>{c.duration_ms:g}</td><td>{escape(c.detail)}</td></tr>"
-        for c in report.checks
-    )
-    return ("<h2>Checks</h2><table class='checks'><tr><th>check</th><th>layer</th><th>status</th><th>ms</th><th>detail</th></tr>"
-            f"{rows}</table>")
+    """Checks that warned, failed, crashed or were blocked in the open; passed and skipped ones
+    folded under a summary line, as in the text report."""
+    folded = [c for c in report.checks if c.status in ("pass", "skip")]
+    listed = [c for c in report.checks if c not in folded]
+    head = "<tr><th>check</th><th>layer</th><th>status</th><th>ms</th><th>detail</th></tr>"
+
+    def table(rows: list) -> str:
+        return f"<table class='checks'>{head}" + "".join(
+            f"<tr class='st-{c.status}'><td><code>{escape(c.id)}</code></td><td>{escape(c.layer)}</td>"
+            f"<td><span class='badge {c.status}'>{c.status}</span></td><td>{c.duration_ms:g}</td><td>{escape(c.detail)}</td></tr>"
+            for c in rows
+        ) + "</table>"
+
+    passed, skipped = sum(c.status == "pass" for c in folded), sum(c.status == "skip" for c in folded)
+    out = "<h2>Checks</h2>" + (table(listed) if listed else "")
+    if folded:
+        out += f"<details><summary>{passed} passed, {skipped} skipped</summary>{table(folded)}</details>"
+    return out
