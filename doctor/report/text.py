@@ -9,15 +9,17 @@ without NO_COLOR."""
 from __future__ import annotations
 
 import io
+import re
 from collections import Counter
 
 from doctor.codes import LAYERS
-from doctor.report import Report
+from doctor.report import CLUSTER_HEADING, Report
 
 MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "error": "✗", "skip": "-", "blocked": "~"}
 STYLES = {"pass": "green", "warn": "yellow", "fail": "red", "error": "magenta", "skip": "dim", "blocked": "dim"}
 SEV_STYLES = {"error": "bold red", "incomplete": "bold magenta", "warn": "yellow", "info": "cyan"}
 FOLDED = {"pass": "passed", "skip": "skipped"}  # listed only with --verbose
+ODD = re.compile(r"(?<!\S)(\S+\*)(?=\s|$)")
 UNWRAPPED = 1 << 20  # a width no line reaches: to a file or pipe nothing wraps
 
 
@@ -27,15 +29,16 @@ def render(report: Report, color: bool = False, width: int | None = None, verbos
     from rich.text import Text
 
     buf = io.StringIO()
-    console = Console(file=buf, force_terminal=color, no_color=not color, width=width or UNWRAPPED, highlight=False,
-                      soft_wrap=width is None)  # fmt: skip
+    # soft_wrap: rich never wraps a line by itself; p() wraps, on a terminal only
+    console = Console(file=buf, force_terminal=color, no_color=not color, width=width or UNWRAPPED, highlight=False, soft_wrap=True)
 
-    def p(markup: str = "", indent: int = 0, lead: str = "") -> None:
+    def p(markup: str = "", indent: int = 0, lead: str = "", wrap: bool = True) -> None:
         """One line: `indent` spaces, the `lead` markup, then `markup`; when it wraps (on a
-        terminal), its continuation lines start under the text after the lead."""
+        terminal), its continuation lines start under the text after the lead. Tables and bars
+        (`wrap=False`) keep their columns: the terminal folds what is wider."""
         first = Text(" " * indent) + Text.from_markup(lead)
         text = Text.from_markup(markup)
-        if width is None:
+        if width is None or not wrap:
             console.print(first + text)
             return
         hang = first.cell_len
@@ -60,7 +63,10 @@ def render(report: Report, color: bool = False, width: int | None = None, verbos
         p()
         p(f"[bold]{escape(heading)}[/bold]")
         for line in body.splitlines():
-            p(escape(line))
+            if heading.startswith(CLUSTER_HEADING):  # a value that differs from most nodes (marked *) stands out on a terminal
+                p(ODD.sub(r"[bold yellow]\1[/]", escape(line)), wrap=False)
+            else:
+                p(escape(line), wrap=False)
     p()
     p("[bold]Checks[/bold]" + ("" if verbose else " [dim](passed and skipped folded; --verbose lists each)[/dim]"))
     for layer in LAYERS:
