@@ -111,3 +111,18 @@ def test_a_terminal_gets_lines_wrapped_to_its_width_with_hanging_indents() -> No
     assert lines[start + 1].startswith("       ") and not lines[start + 1].startswith("        ")
     words = " ".join(line.strip().removeprefix("| ") for line in lines[start:start + 12])
     assert "Try increasing `gpu_memory_utilization` or decreasing `max_model_len`" in words
+
+
+def test_the_cluster_table_marks_the_odd_values_in_text_and_markdown() -> None:
+    from doctor.facts.cluster import ClusterFacts, NodeFacts
+
+    nodes = [NodeFacts(node_id=n * 8, ip=f"10.0.0.{n}", resources={"GPU": 8.0}, versions={"vllm": v, "torch": "2.7.1"})
+             for n, v in (("1", "0.10.1"), ("2", "0.10.1"), ("3", "0.9.2"))]  # fmt: skip
+    report = build_report([], Facts(cluster=ClusterFacts(address="10.0.0.1:6379", nodes={n.node_id: n for n in nodes})))
+    plain = render(report, "text", Redactor()).splitlines()
+    vllm = [line.split()[4] for line in plain if line.startswith("10.0.0.")]  # node, id, GPUs, (no driver), vllm
+    assert vllm == ["0.10.1", "0.10.1", "0.9.2*"]
+    assert "\x1b[1;33m0.9.2*" in render(report, "text", Redactor(), color=True)  # bold on a terminal
+    md = render(report, "markdown", Redactor()).splitlines()
+    assert "| 10.0.0.3 node 33333333 | 8/? |  | **0.9.2** | 2.7.1 | - | - | - |  | - |  |" in md
+    assert "| 10.0.0.1 node 11111111 | 8/? |  | 0.10.1 | 2.7.1 | - | - | - |  | - |  |" in md
