@@ -268,8 +268,8 @@ def _checks(report: Report) -> str:
             for c in rows
         ) + "</table>"
 
-    passed, skipped = sum(c.status == "pass" for c in folded), sum(c.status == "skip" for c in folded)
+    counts = [(sum(c.status == s for c in folded), word) for s, word in (("pass", "passed"), ("skip", "skipped"))]
     out = "<h2>Checks</h2>" + (table(listed) if listed else "")
     if folded:
-        out += f"<details><summary>{passed} passed, {skipped} skipped</summary>{table(folded)}</details>"
+        out += f"<details><summary>{', '.join(f'{n} {word}' for n, word in counts if n)}</summary>{table(folded)}</details>"
     return out
