@@ -112,13 +112,10 @@ def derived_plan(facts: Facts) -> MemoryPlan | None:
     """The budget load.memory_fit judges in a run or an analysis (the model, the engine arguments
     and the GPUs are all known), so the report draws it too; None when the facts lack a part."""
     from checks.load.memory_fit import plan_of
-    from doctor.findings import NotApplicable
 
     try:
         return plan_of(facts)
-    except NotApplicable:
-        return None
-    except Exception:  # noqa: BLE001 - the check itself reports the crash (doctor.check_crashed); the report goes on
+    except Exception:  # NotApplicable: a part is missing; anything else the check reports itself (doctor.check_crashed)
         return None
 
 
