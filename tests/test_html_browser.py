@@ -2,7 +2,8 @@
 package; .ci/run installs it), checked in the DOM the browser built, and saved as a screenshot.
 
 Real inputs: a corpus log whose KV cache is too small, a `nvidia-smi topo -m` matrix from a real
-A800 box, a plan whose budget bars are computed, and a Ray cluster bundle with one odd node.
+A800 box, a plan whose budget bars are computed, a Ray cluster bundle with one odd node, and
+`run` reading 8 GPUs through nvidia-ml-py from the fake libnvidia-ml (tests/nvml).
 Chromium re-serialises the page (double-quoted attributes), so what the asserts find is what the
 browser parsed, not the file's text. Skipped only when chromium is absent and
 LLM_DOCTOR_REQUIRE_PEERS is unset (CI sets it, so CI must have chromium)."""
@@ -42,10 +43,10 @@ def chromium() -> str:
     return found
 
 
-def report(tmp_path: Path, *argv: str) -> Path:
+def report(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> Path:
     page = tmp_path / "report.html"
     out = subprocess.run([sys.executable, "-m", "doctor", *argv, "--format", "html", "-o", str(page)],
-                         capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})  # fmt: skip
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})})  # fmt: skip
     assert out.returncode in (0, 1), out.stderr
     return page
 
@@ -118,3 +119,16 @@ def test_the_cluster_table_highlights_the_odd_node(chromium: str, tmp_path: Path
     assert len(rows) == 3
     odd = [re.findall(r'<td class="odd" title="differs from most nodes">([^<]*)</td>', row) for row in rows]
     assert odd == [[], [], ["0.9.2", "64"]]
+
+
+def test_run_draws_the_live_gpus_topology_and_memory_in_use(chromium: str, tmp_path: Path) -> None:
+    from tests.nvml import build
+
+    lib = build.compile_fake(tmp_path / "nvml")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_NVML_")}
+    env.update(LD_LIBRARY_PATH=str(lib.parent), FAKE_NVML_GPUS="8", FAKE_NVML_NVLINKS="18", FAKE_NVML_UTIL="85")
+    dom = browse(chromium, report(tmp_path, "run", "--only", "load,perf", "--sample", "0.3", env=env), tmp_path)
+    assert "<dt>GPUs</dt><dd>8 GPU(s) NVIDIA H100 80GB HBM3 via nvml, driver 550.90.07</dd>" in dom
+    cells = re.findall(r'<td class="(lk-[a-z]+)">([^<]*)</td>', section(dom, "GPU topology"))
+    assert len(cells) == 64 and cells.count(("lk-nv", "NV18")) == 56  # NVSwitch: every pair over 18 links
+    assert section(dom, "GPU memory in use (nvml)").count('<div class="bar">') == 8

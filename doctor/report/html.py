@@ -48,7 +48,7 @@ table{border-collapse:collapse;width:100%;font-size:.9rem}
 th,td{border-bottom:1px solid var(--line);padding:.3rem .6rem;text-align:left;vertical-align:top}
 th{background:var(--bg);font-weight:600}
 tr.st-fail td,tr.st-error td{background:#fdecea}tr.st-warn td{background:#fff6e0}tr.st-blocked td,tr.st-skip td{color:var(--muted)}
-.bars{display:grid;grid-template-columns:max-content 1fr;gap:.35rem .8rem;align-items:center}
+.bars{display:grid;grid-template-columns:max-content 1fr max-content;gap:.35rem .8rem;align-items:center}
 .bar{display:flex;height:1.4rem;border-radius:5px;overflow:hidden;border:1px solid #ccc;background:#fafafa}
 .bar span{display:block;height:100%}
 .seg-weights{background:#3f51b5}.seg-act{background:#00897b}.seg-kv{background:#7cb342}.seg-free{background:#e0e0e0}
@@ -194,7 +194,8 @@ def _budget(plan: MemoryPlan) -> str:
         return head + f"<p>not computed ({escape(plan.verdict)}): {escape('; '.join(plan.reasons))}</p>" + assumed
     parts = [(SEGMENT_CLASSES[name], name, size) for _, name, size in segments(plan)]
     scale = max(plan.gpu_total_gib, sum(size for _, _, size in parts))
-    rows = "".join(f"<span class='mono'>GPU {i}</span>{_bar(parts, scale)}" for i in range(max(1, plan.gpu_count)))
+    used = f"<span class='muted'>budget {plan.budget_gib:.2f} of {plan.gpu_total_gib:.2f} GiB</span>"
+    rows = "".join(f"<span class='mono'>GPU {i}</span>{_bar(parts, scale)}{used}" for i in range(max(1, plan.gpu_count)))
     fits = "yes" if plan.fits else f"NO ({plan.verdict})"
     return (head + f"<p>{plan.gpu_count} x {escape(plan.gpu_name or 'GPU')}, {plan.gpu_total_gib:.2f} GiB each, "
             f"{escape(plan.engine or 'engine')} TP={plan.tensor_parallel_size} PP={plan.pipeline_parallel_size}</p>"
@@ -213,7 +214,8 @@ def _memory_now(gpus: GpuFacts) -> str:
     for g in known:
         total, used = g.memory_total_mib / 1024, g.memory_used_mib / 1024  # type: ignore[operator]
         rows += (f"<span class='mono'>GPU {g.index}</span>"
-                 + _bar([("seg-used", "in use", used), ("seg-free", "free", max(0.0, total - used))], max(total, used)))  # fmt: skip
+                 + _bar([("seg-used", "in use", used), ("seg-free", "free", max(0.0, total - used))], max(total, used))
+                 + f"<span class='muted'>{used:.2f} of {total:.2f} GiB</span>")  # fmt: skip
     return (f"<h2>GPU memory in use ({escape(gpus.source)})</h2><div class='bars'>{rows}</div>"
             + _legend([("seg-used", "in use"), ("seg-free", "free")]))
 
