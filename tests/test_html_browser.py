@@ -132,3 +132,23 @@ def test_run_draws_the_live_gpus_topology_and_memory_in_use(chromium: str, tmp_p
     cells = re.findall(r'<td class="(lk-[a-z]+)">([^<]*)</td>', section(dom, "GPU topology"))
     assert len(cells) == 64 and cells.count(("lk-nv", "NV18")) == 56  # NVSwitch: every pair over 18 links
     assert section(dom, "GPU memory in use (nvml)").count('<div class="bar">') == 8
+
+
+CLICK = ("<script>setTimeout(function(){var b=document.querySelector('button.copy');b.click();"
+         "setTimeout(function(){document.title='after click: '+b.textContent},300)},100)</script></body>")  # fmt: skip
+
+
+def test_a_copy_button_copies_without_a_script_error(chromium: str, tmp_path: Path) -> None:
+    """The page with a click on the first copy button added; virtual time lets the timers run
+    however busy the machine is."""
+    page = report(tmp_path, "analyze", str(KV_LOG))
+    clicked = tmp_path / "clicked.html"
+    clicked.write_text(page.read_text().replace("</body>", CLICK))
+    out = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+         "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--enable-logging=stderr",
+         "--dump-dom", clicked.as_uri()],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert "<title>after click: Copied</title>" in out.stdout
+    assert "Uncaught" not in out.stderr
