@@ -55,6 +55,7 @@ def output_options(f: Callable) -> Callable:
             click.option("--only", multiple=True, help="Layers or check ids to run (comma-separated)."),
             click.option("--skip", multiple=True, help="Check ids or layers to skip (comma-separated)."),
             click.option("--deadline", type=Seconds(), default=60.0, show_default=True, help="Overall time limit, seconds."),
+            click.option("--verbose", "-v", is_flag=True, help="Text report: list every check (passed and skipped ones fold into a line per layer)."),
         ]
     ):
         f = opt(f)

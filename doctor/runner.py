@@ -134,7 +134,8 @@ def finish(facts: Facts, specs: list[CheckSpec], kw: dict[str, Any], redactor: R
     report = build_report(results, facts, title=title, ignored=ignored)
     if kw.get("save_bundle"):
         Path(kw["save_bundle"]).write_text(json.dumps(redactor.obj(facts.to_dict()), indent=2) + "\n")
-    text = render(report, kw["fmt"], redactor, color=color_wanted(kw["fmt"], kw["output"]), fail_on=kw["fail_on"])
+    text = render(report, kw["fmt"], redactor, color=color_wanted(kw["fmt"], kw["output"]), fail_on=kw["fail_on"],
+                  width=terminal_width(kw["output"]), verbose=bool(kw.get("verbose")))
     if kw["output"]:
         Path(kw["output"]).write_text(text)
     else:
@@ -144,6 +145,15 @@ def finish(facts: Facts, specs: list[CheckSpec], kw: dict[str, Any], redactor: R
 
         github.publish(report, redactor, os.environ.get("GITHUB_STEP_SUMMARY"))
     return report.exit_code(kw["fail_on"])
+
+
+def terminal_width(output: str | None) -> int | None:
+    """The terminal's width when the report goes to one; None (never wrap) to a file or a pipe."""
+    if output or not sys.stdout.isatty():
+        return None
+    import shutil
+
+    return shutil.get_terminal_size().columns
 
 
 @contextlib.contextmanager

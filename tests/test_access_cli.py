@@ -78,7 +78,7 @@ def test_missing_key(tmp_path: Path, vllm: FakeServer) -> None:
     f = top(report)
     assert rc == 1 and f["code"] == "access.key_missing"
     assert f"GET {vllm.url}/v1/models -> 401 Unauthorized" in f["evidence"]
-    assert "export OPENAI_API_KEY=<KEY>" in commands(f)
+    assert "read -rs OPENAI_API_KEY && export OPENAI_API_KEY" in commands(f)
 
 
 def test_malformed_key_with_newline_from_env(tmp_path: Path, vllm: FakeServer) -> None:

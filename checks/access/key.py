@@ -44,14 +44,14 @@ def key(facts: Facts) -> Outcome:
                  "no key in --api-key, OPENAI_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_API_KEY or client config files", t.line(rejected)],
                 [Fix("Pass the key the server was started with (vLLM: the value of VLLM_API_KEY or of its `--api-key`), "
                      "from a variable or a file, never on the command line", f"--api-key-env {var}"),
-                 Fix("Or set it for clients", f"export {var}=<KEY>")],
+                 Fix("Or set it for clients (type the key at the prompt: it stays out of the shell history)", f"read -rs {var} && export {var}")],
                 explains=["access.key_rejected"],
             )])  # fmt: skip
         host = t.host_of(ep.base_url) if ep else ""
         if host in PROVIDER_HOSTS:
             return Outcome([Finding(
                 "access.key_missing", f"no API key is configured for {host}", ["no key in flags, environment or client config files"],
-                [Fix("Set the provider's key", f"export {var}=<KEY>")],
+                [Fix("Set the provider's key (type it at the prompt: it stays out of the shell history)", f"read -rs {var} && export {var}")],
             )])  # fmt: skip
         if ep is None or not t.http_steps(ep):
             return Outcome([], "no key configured (not needed unless the server asks; it was not reached)")
@@ -83,7 +83,8 @@ def key(facts: Facts) -> Outcome:
         title = "the server rejected the API key" if status == 401 else "the key is not allowed to use this route or model (403)"
         return Outcome([Finding(
             "access.key_rejected", f"{title}: {t.server_says(rejected)}"[:300], evidence,
-            [Fix("Use the key the server expects (vLLM: the value of VLLM_API_KEY or of its `--api-key`; a gateway: a key it issued)", f"export {var}=<KEY>"),
+            [Fix("Use the key the server expects (vLLM: the value of VLLM_API_KEY or of its `--api-key`; a gateway: a key it issued); "
+                 "type it at the prompt", f"read -rs {var} && export {var}"),
              Fix("Check which key is in effect and where it comes from", f"llm-doctor run --only access.key --base-url {ep.base_url if ep else 'URL'}")],
         )])  # fmt: skip
     accepted = _accepted(ep)

@@ -34,7 +34,8 @@ def model(facts: Facts) -> Outcome:
             fixes.append(Fix("Ask for a served model", f"--model {served[0]}"))
             fixes.append(Fix("Same for clients", f"export {var}={served[0]}"))
         else:
-            fixes.append(Fix("Give the served model name (GET /v1/models lists them)", "--model <MODEL>"))
+            base = (ep.working_base_url or ep.base_url).rstrip("/") if ep else ""
+            fixes.append(Fix("Give the served model name with --model: GET /v1/models lists them", f"curl -sS {base}/models" if base else None))
         return Outcome([Finding("access.model_id_missing", "no model ID is configured", evidence, fixes)])
     answer = _answer(ep)
     said_missing = answer is not None and bool(answer.detail.get("model_error"))

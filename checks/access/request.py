@@ -108,7 +108,8 @@ def _status(step: ProbeStep) -> Finding | None:
     if status >= 500:
         server = step.headers.get("server", "")
         gateway = status in (502, 503, 504) and (step.detail.get("html") or server)
-        fixes = [Fix("Read the engine's log around this request", "llm-doctor run --log <engine log>")]
+        fixes = [Fix("Read the engine's log around this request (its file, `docker logs` or `kubectl logs`): "
+                     "`llm-doctor analyze` finds the exception in it, or pass it to `run` with --log, --docker or --k8s")]
         if gateway:
             fixes.insert(0, Fix(f"The gateway{' (' + server + ')' if server else ''} cannot reach the model server behind it: check that it is up and the upstream address"))
         if status == 503:

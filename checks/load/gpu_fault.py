@@ -21,7 +21,26 @@ def gpu_fault(facts: Facts, log: LogView) -> Outcome:
     fixes = [
         Fix("Check the GPU's ECC counters and retired pages", "nvidia-smi -q -d ECC,PAGE_RETIREMENT"),
         Fix("Check the kernel log for Xid errors", "dmesg -T | grep -i xid"),
-        Fix("Drain the node and reset the GPU (or have it replaced if errors repeat)", "nvidia-smi -r -i <gpu index>"),
+        _reset(facts, le.first_value(found, "pci")),
     ]
     title = f"GPU hardware/driver fault{f' (Xid {xid})' if xid else ''}"
     return Outcome([Finding("load.gpu_fault", title, evidence, fixes, explains=["load.nccl_failed", "load.runtime_oom", *le.CLIENT_SYMPTOMS])])
+
+
+def _reset(facts: Facts, pci: object) -> Fix:
+    """Reset the faulty GPU: the one NVML shows lost or with uncorrected ECC errors, else the bus id
+    the Xid line names (nvidia-smi -i takes either); without one, say how to find it."""
+    gpus = facts.gpus.gpus if facts.gpus else []
+    bad = next((g for g in gpus if g.lost or g.ecc_uncorrected_volatile), None)
+    target = str(bad.index) if bad else _bus_id(str(pci or ""))
+    summary = "Drain the node and reset the GPU (or have it replaced if errors repeat)"
+    if target:
+        return Fix(summary, f"nvidia-smi -r -i {target}")
+    return Fix(summary + ": the faulty one is the GPU whose ECC counters above show uncorrected errors, or whose bus id "
+               "the kernel's Xid line names; `nvidia-smi -r -i` takes its index or bus id")
+
+
+def _bus_id(pci: str) -> str:
+    """`PCI:0000:3b:00` (an Xid line) -> `0000:3b:00.0`, the form nvidia-smi -i takes."""
+    pci = pci.removeprefix("PCI:").strip()
+    return pci if not pci or "." in pci else pci + ".0"

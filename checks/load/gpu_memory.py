@@ -39,10 +39,21 @@ def gpu_memory_free(facts: Facts, log: LogView) -> Outcome:
     return Outcome([finding] if finding else [], "" if finding else "no sign of memory held by other processes")
 
 
+def _move(facts: Facts) -> Fix:
+    """Stop the other process, or move to a GPU that NVML shows with no process on it (the one
+    with the most free memory); without GPU facts, the command that lists them."""
+    stop = "Stop the other process on this GPU (see `nvidia-smi --query-compute-apps=pid,used_memory --format=csv`) or move this engine to a free GPU"
+    gpus = facts.gpus.gpus if facts.gpus else []
+    idle = [g for g in gpus if not g.processes and g.memory_free_mib is not None and not g.lost]
+    if idle:
+        best = max(idle, key=lambda g: g.memory_free_mib or 0)
+        return Fix(f"{stop}: GPU {best.index} has no process and {best.memory_free_mib:.0f} MiB free", f"CUDA_VISIBLE_DEVICES={best.index}")
+    return Fix(f"{stop}: a free GPU shows little memory used and no process", "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv")
+
+
 def _fixes(facts: Facts, free_gib: float, total_gib: float) -> list[Fix]:
     fit = math.floor((free_gib / total_gib - 0.02) * 100) / 100 if total_gib else 0
-    fixes = [Fix("Stop the other process on this GPU (see `nvidia-smi --query-compute-apps=pid,used_memory --format=csv`) "
-                 "or move this engine to a free GPU", "CUDA_VISIBLE_DEVICES=<free GPU index>")]
+    fixes = [_move(facts)]
     if fit > 0.05:
         fixes.append(Fix(f"Or ask only for what is free ({free_gib:.2f} of {total_gib:.2f} GiB)",
                          f"--gpu-memory-utilization {fit:.2f}"))

@@ -20,7 +20,7 @@ def gpu_visibility(facts: Facts, log: LogView) -> Outcome:
     ordinal = all(e.kind == "device_ordinal" for e in found)
     fixes = [
         Fix("Docker: run with the NVIDIA runtime and a GPU request", "docker run --gpus all ..."),
-        Fix("Kubernetes: request the GPUs in the pod spec", "resources.limits: nvidia.com/gpu: <n>"),
+        _k8s_request(facts),
         Fix("Check what the process sees", "nvidia-smi -L; python -c 'import torch; print(torch.cuda.device_count())'"),
     ]
     if ordinal:
@@ -28,3 +28,13 @@ def gpu_visibility(facts: Facts, log: LogView) -> Outcome:
         fixes.insert(0, Fix("A worker asked for a GPU index it cannot see: give each worker its GPUs (CUDA_VISIBLE_DEVICES / Ray num_gpus)"
                             + (f" or lower TP {tp} to the GPUs visible" if tp else "")))
     return Outcome([Finding("load.gpu_not_visible", "the engine does not see the GPU(s)", evidence, fixes, explains=le.CLIENT_SYMPTOMS)])
+
+
+def _k8s_request(facts: Facts) -> Fix:
+    """The pod spec's GPU request: TP x PP GPUs when the launch command says so, else the rule."""
+    tp, pp = le.deployment_value(facts, "tensor_parallel_size"), le.deployment_value(facts, "pipeline_parallel_size")
+    if tp:
+        return Fix("Kubernetes: request the GPUs in the pod spec (tensor x pipeline parallel size)",
+                   f"resources.limits: nvidia.com/gpu: {int(tp) * int(pp or 1)}")  # type: ignore[call-overload]
+    return Fix("Kubernetes: request the GPUs in the pod spec under resources.limits, nvidia.com/gpu: as many as the "
+               "engine's tensor-parallel size x pipeline-parallel size")

@@ -25,8 +25,11 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
     if access:
         findings.append(Finding("load.model_files", "the model repository refused access (gated or needs a token)",
                                 le.evidence(access) + log.earlier_runs(),
-                                [Fix(f"Accept the licence on https://huggingface.co/{model or '<repo>'} and pass a token", "HF_TOKEN=<your token>"),
-                                 Fix("Or download it once and serve the local folder", f"huggingface-cli download {model or '<repo>'} --local-dir ./model")],
+                                [Fix(f"Accept the licence on {f'https://huggingface.co/{model}' if model else 'the model’s Hugging Face page'} and log in "
+                                     "with a token from https://huggingface.co/settings/tokens (or set HF_TOKEN in the engine's environment)",
+                                     "huggingface-cli login"),
+                                 Fix("Or download it once and serve the local folder",
+                                     f"huggingface-cli download {model} --local-dir ./model" if model else None)],
                                 explains=le.CLIENT_SYMPTOMS))
     if arch:
         e = arch[0]
@@ -57,8 +60,8 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
         fixes = []
         if hub:
             fixes.append(Fix("The Hub cannot be reached from here: download the model elsewhere and pass the local folder",
-                              f"huggingface-cli download {model or '<repo>'} --local-dir /models/<name>"))
-            fixes.append(Fix("Or set a mirror / proxy for the download", "HF_ENDPOINT=<mirror> HTTPS_PROXY=<proxy>"))
+                              f"huggingface-cli download {model} --local-dir /models/{model.rstrip('/').split('/')[-1]}" if model else None))
+            fixes.append(Fix("Or give the engine's environment a Hub mirror (HF_ENDPOINT set to its URL) or a proxy (HTTPS_PROXY)"))
         else:
             fixes.append(Fix(f"Check the model path exists inside the container/host{f' ({path})' if path else ''} and holds config.json "
                              "and the weights; a path that does not exist is treated as a Hub repo id"))

@@ -149,9 +149,9 @@ def _degraded_links(g) -> Finding | None:
     if not bad:
         return None
     first = bad[0][0]
-    bus = first.bus_id.split(":", 1)[-1] if first.bus_id else "<bus id>"
+    device = f"-s {first.bus_id.split(':', 1)[-1]}" if first.bus_id else "-d 10de:"  # else every NVIDIA device
     fixes = [Fix("Confirm the trained link (LnkSta vs LnkCap), then reseat the GPU or riser, use an x16 slot, "
-                 "and check the BIOS PCIe generation setting", f"sudo lspci -vv -s {bus} | grep -E 'LnkCap|LnkSta'")]
+                 "and check the BIOS PCIe generation setting", f"sudo lspci -vv {device} | grep -E 'LnkCap|LnkSta'")]
     if not confirmed:
         fixes.insert(0, Fix("The GPU was idle: read the link again under load (idle GPUs may train down to save power)",
                             f"nvidia-smi -i {first.index} --query-gpu=pcie.link.gen.current,pcie.link.width.current --format=csv"))

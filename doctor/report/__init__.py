@@ -21,6 +21,7 @@ from doctor import __version__
 from doctor.codes import LAYERS
 from doctor.engine import CheckResult
 from doctor.facts import Facts
+from doctor.facts.plan import MemoryPlan
 from doctor.findings import SEVERITIES, Finding
 
 REPORT_SCHEMA = "llm-doctor.report/1"
@@ -36,6 +37,7 @@ class Report:
     title: str = "llm-doctor"
     extra_sections: list[tuple[str, str]] = field(default_factory=list)  # (heading, markdown/plain text)
     ignored: list[tuple[Finding, str]] = field(default_factory=list)  # findings the configuration ignores, and why
+    plan: MemoryPlan | None = None  # the memory budget per GPU, when the facts hold one (HTML draws its bars)
 
     @property
     def status(self) -> str:
@@ -90,15 +92,31 @@ def build_report(checks: list[CheckResult], facts: Facts, title: str = "llm-doct
             f"{f.code} ({f.severity}): {f.title} — reason: {why}" for f, why in report.ignored)))
     if facts.notes:
         report.extra_sections.append(("Collector notes", "\n".join(facts.notes)))
-    if facts.plan is not None:
+    report.plan = facts.plan or derived_plan(facts)
+    if report.plan is not None:
         from doctor.report.budget import render as budget_bar
 
-        report.extra_sections.append(("Memory budget per GPU", budget_bar(facts.plan)))
+        report.extra_sections.append((BUDGET_HEADING, budget_bar(report.plan)))
     if facts.cluster is not None and facts.cluster.nodes:
         from doctor.report.cluster_table import render as cluster_table
 
-        report.extra_sections.append((f"Ray cluster {facts.cluster.address}, a row per node", cluster_table(facts.cluster)))
+        report.extra_sections.append((f"{CLUSTER_HEADING} {facts.cluster.address}, a row per node", cluster_table(facts.cluster)))
     return report
+
+
+BUDGET_HEADING = "Memory budget per GPU"
+CLUSTER_HEADING = "Ray cluster"  # the HTML report draws these two sections from the facts, not as text
+
+
+def derived_plan(facts: Facts) -> MemoryPlan | None:
+    """The budget load.memory_fit judges in a run or an analysis (the model, the engine arguments
+    and the GPUs are all known), so the report draws it too; None when the facts lack a part."""
+    from checks.load.memory_fit import plan_of
+
+    try:
+        return plan_of(facts)
+    except Exception:  # NotApplicable: a part is missing; anything else the check reports itself (doctor.check_crashed)
+        return None
 
 
 def _configuration(facts: Facts) -> str:

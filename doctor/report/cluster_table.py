@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from doctor.facts.cluster import ClusterFacts, NodeFacts
 
@@ -38,22 +39,34 @@ COLUMNS: tuple[tuple[str, Callable[[NodeFacts], str]], ...] = (
 )
 
 
-def render(cluster: ClusterFacts) -> str:
+@dataclass
+class Cell:
+    value: str
+    odd: bool = False  # differs from the value most nodes have
+
+
+def table(cluster: ClusterFacts) -> tuple[list[str], list[list[Cell]]]:
+    """The header and a row per node; the text and HTML reports draw the same cells."""
     nodes = list(cluster.nodes.values())
     answered = [n for n in nodes if not n.error]
     header = ["node", *(name for name, _ in COLUMNS)]
     rows = []
     for n in nodes:
         if n.error:
-            rows.append([n.label, f"({n.error})", *[""] * (len(COLUMNS) - 1)])
+            rows.append([Cell(n.label), Cell(f"({n.error})", odd=True), *[Cell("")] * (len(COLUMNS) - 1)])
             continue
-        row = [n.label]
+        row = [Cell(n.label)]
         for _, get in COLUMNS:
             values = Counter(get(m) for m in answered if get(m))
             value = get(n)
-            odd = len(values) > 1 and value != values.most_common(1)[0][0]
-            row.append(value + ("*" if odd else ""))
+            row.append(Cell(value, len(values) > 1 and value != values.most_common(1)[0][0]))
         rows.append(row)
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
+    return header, rows
+
+
+def render(cluster: ClusterFacts) -> str:
+    header, rows = table(cluster)
+    cells = [header, *([c.value + ("*" if c.odd and not c.value.startswith("(") else "") for c in r] for r in rows)]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in cells]
     return "\n".join([*lines, "* differs from most nodes"])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from doctor import __version__
-from doctor.report import Report
+from doctor.report import CLUSTER_HEADING, Report
 
 
 def _cell(s: str) -> str:
@@ -28,8 +28,26 @@ def render(report: Report) -> str:
     else:
         out += ["No problems found.", ""]
     for heading, body in report.extra_sections:
-        out += [f"## {heading}", "", "```", body, "```", ""]
+        if heading.startswith(CLUSTER_HEADING) and report.facts.cluster is not None:
+            out += [f"## {heading}", "", *_cluster(report), ""]
+        else:
+            out += [f"## {heading}", "", "```", body, "```", ""]
     out += ["## Checks", "", "| check | layer | status | ms | detail |", "| --- | --- | --- | ---: | --- |"]
     for c in report.checks:
         out.append(f"| `{c.id}` | {c.layer} | {c.status} | {c.duration_ms:g} | {_cell(c.detail)} |")
     return "\n".join(out) + "\n"
+
+
+def _cluster(report: Report) -> list[str]:
+    """The cluster as a Markdown table, a value that differs from most nodes in bold."""
+    from doctor.report.cluster_table import table
+
+    assert report.facts.cluster is not None
+    header, rows = table(report.facts.cluster)
+    return [
+        "| " + " | ".join(_cell(h) for h in header) + " |",
+        "|" + " --- |" * len(header),
+        *("| " + " | ".join(f"**{_cell(c.value)}**" if c.odd and c.value else _cell(c.value) for c in row) + " |" for row in rows),
+        "",
+        "**bold**: differs from most nodes",
+    ]

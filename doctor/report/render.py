@@ -12,8 +12,10 @@ from doctor.report import Report
 FORMATS = ("text", "json", "markdown", "html", "junit", "codequality")
 
 
-def render(report: Report, fmt: str, redactor: Redactor, color: bool = False, fail_on: str = "error") -> str:
-    """`fail_on` is the exit code's gate; JUnit marks failures by it too."""
+def render(report: Report, fmt: str, redactor: Redactor, color: bool = False, fail_on: str = "error",
+           width: int | None = None, verbose: bool = False) -> str:
+    """`fail_on` is the exit code's gate; JUnit marks failures by it too. `width` (a terminal's) and
+    `verbose` shape the text report only."""
     if fmt == "json":
         return json.dumps(redactor.obj(report.to_json()), indent=2, ensure_ascii=False) + "\n"
     report = redacted(report, redactor)
@@ -24,7 +26,7 @@ def render(report: Report, fmt: str, redactor: Redactor, color: bool = False, fa
     if fmt == "text":
         from doctor.report import text
 
-        return redactor.text(text.render(report, color=color))
+        return redactor.text(text.render(report, color=color, width=width, verbose=verbose))
     if fmt == "markdown":
         from doctor.report import markdown
 
