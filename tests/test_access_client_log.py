@@ -34,6 +34,9 @@ CASES = [
     ("client-llmvm-openai-0.28-no-api-key.log", "access.key_missing", "No API key provided.", "export OPENAI_API_KEY=<KEY>"),
     # h11's ChunkedReader: the streamed answer ended before its last chunk
     ("client-jrdev-httpx-incomplete-chunked-read.log", "access.streaming_broken", "(incomplete chunked read)", None),
+    # the status of an error answer as the client quotes it: Claude Code's "API Error (529 {...})", llama-server's body
+    ("client-claude-code-529-overloaded.log", "access.server_error", "API Error (529", None),
+    ("client-llama-server-500-image-unsupported.log", "access.server_error", '{"code":500,', None),
 ]
 
 
@@ -66,3 +69,27 @@ def test_a_body_cut_short_of_its_content_length_is_no_stream(tmp_path: Path) -> 
     # h11 ContentLengthReader.read_eof (v0.14.0): a plain JSON answer cut short, not a stream
     line = "httpx.RemoteProtocolError: peer closed connection without sending complete message body (received 512 bytes, expected 2048)\n"
     assert findings_of(written(tmp_path, line))[0].code == "access.response_invalid"
+
+
+def test_a_client_tools_catch_all_leaves_the_cause_to_the_servers_own_line() -> None:
+    # Cline's lmstudio.ts catch-all names no cause: LM Studio's [ERROR] line is the failure quoted
+    found = findings_of(LOGS / "client-cline-lmstudio-context-overflow.log")
+    assert found[0].code == "access.unrecognized_failure"
+    assert "Trying to keep the first 10136 tokens" in found[0].title
+    assert not any(f.code.startswith("load.") for f in found)
+
+
+def test_an_anthropic_error_answer_keeps_its_status(tmp_path: Path) -> None:
+    # Claude Code prints the API's answer after "API Error": the status decides the code
+    line = 'API Error: 401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}\n'
+    assert findings_of(written(tmp_path, line))[0].code == "access.key_rejected"
+    line = ('API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has '
+            'exceeded your per-minute rate limit"}}\n')
+    assert findings_of(written(tmp_path, line))[0].code == "access.rate_limited"
+
+
+def test_a_clients_failure_no_rule_knows_is_the_access_layers() -> None:
+    # decided by what the input is (Claude Code's "API Error: 400" around a vLLM context-length refusal), not load.*
+    found = findings_of(LOGS / "client-claude-code-proxy-400-context-length.log")
+    assert found[0].code == "access.unrecognized_failure"
+    assert any("API Error: 400" in line for line in found[0].evidence)

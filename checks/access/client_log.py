@@ -81,7 +81,9 @@ STREAM_CUT = ("the streamed answer was cut off before its last chunk",
               "(nginx proxy_read_timeout, a load balancer's idle timeout); a long answer outlives a short one")
 
 
-EVENTS = [*KIND_CODE, "http_response", "client_route_not_found", "client_not_found"]
+# client_failed: a tool's catch-all ("Please check the LM Studio developer logs"): read, but it names no
+# cause, so unless another line does the failure stays access.unrecognized_failure
+EVENTS = [*KIND_CODE, "http_response", "client_route_not_found", "client_not_found", "client_failed"]
 
 
 @check("access.client_log", "access", codes=CODES, events=EVENTS)
