@@ -34,6 +34,8 @@ CASES = [
     ("client-llmvm-openai-0.28-no-api-key.log", "access.key_missing", "No API key provided.", "export OPENAI_API_KEY=<KEY>"),
     # h11's ChunkedReader: the streamed answer ended before its last chunk
     ("client-jrdev-httpx-incomplete-chunked-read.log", "access.streaming_broken", "(incomplete chunked read)", None),
+    # OkHttp's whole-call timeout, as LangChain4j's Ollama client hits it on a long streamed answer
+    ("client-langchain4j-okhttp-timeout.log", "access.timeout", "Caused by: java.io.InterruptedIOException: timeout", None),
     # the status of an error answer as the client quotes it: Claude Code's "API Error (529 {...})", llama-server's body
     ("client-claude-code-529-overloaded.log", "access.server_error", "API Error (529", None),
     ("client-llama-server-500-image-unsupported.log", "access.server_error", '{"code":500,', None),
