@@ -48,6 +48,12 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+# a value under a name ending in `token` that is a plain count (stat lines: `#token: 8192`) is no secret;
+# keys, secrets and passwords are masked even when they are digits (`--api-key 123456` is a real key)
+_COUNT_NAME = re.compile(r"token$", re.I)
+_COUNT = re.compile(r"\d{1,10}")
+
+
 def is_secret_name(name: str) -> bool:
     """`api_key`, `--hf-token`, `VLLM_API_KEY`, `client_secret`: a name whose value is a secret."""
     return len(name) <= 200 and bool(_SECRET_END.search(name))
@@ -61,6 +67,8 @@ def _hit(m: re.Match[str], kind: str) -> str:
         return m.group(0)
     if kind in ("flag", "named") and not is_secret_name(name or ""):
         return m.group(0)
+    if kind in ("flag", "named") and _COUNT_NAME.search(name or "") and _COUNT.fullmatch(m.group("secret")):
+        return m.group(0)  # SGLang's `#token: 8192`, `#new-token: 512`: a count of tokens, not a token
     if kind == "query" and not (is_secret_name(name or "") or _QUERY_END.search(name or "")):
         return m.group(0)
     return m.group("pre") + _masked(m.group("secret"), kind)

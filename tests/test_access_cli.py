@@ -280,3 +280,16 @@ def test_deadline_shorter_than_timeout_still_reports_the_hang(tmp_path: Path) ->
     f = top(report)
     assert rc == 1 and f["code"] == "access.timeout"
     assert report["facts"]["endpoint"]["steps"][-1]["detail"]["timeout_s"] <= 2.5
+
+
+def test_the_engines_error_inside_a_503_names_the_cause(tmp_path: Path) -> None:
+    # a gateway's 503 quoting vLLM's CUDA OOM (the body shape of vLLM's ErrorResponse; tests/test_failure_chains.py GATEWAY_503)
+    body = {"object": "error", "message": "CUDA out of memory. Tried to allocate 19.63 GiB. GPU 3 has a total capacity of 79.15 GiB "
+            "of which 17.73 GiB is free.", "type": "InternalServerError", "param": None, "code": 503}
+    with FakeServer(VllmLike(key=KEY, models=[MODEL], chat_override=Reply(503, body))) as srv:
+        rc, report, _ = doctor(tmp_path, "--base-url", srv.url + "/v1", "--api-key", KEY, "--model", MODEL)
+    f = top(report)
+    assert rc == 1 and f["code"] == "access.server_error"
+    assert f["title"].startswith("the server answered 503 with the engine's error (cuda_oom): CUDA out of memory. Tried to allocate 19.63 GiB")
+    assert "the body names the engine's failure: cuda_oom (recognised by: template)" in f["evidence"]
+    assert f["fixes"][0]["summary"].startswith("The engine behind it failed (cuda_oom)")

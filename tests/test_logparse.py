@@ -225,3 +225,24 @@ def test_ollama_cpu_fallback_and_cgo_crash() -> None:
     facts = _scan('time=2025-07-01T17:59:51.470Z level=INFO source=gpu.go:377 msg="no compatible GPUs were discovered"\n'
                   "signal arrived during cgo execution\n")
     assert [e.kind for e in facts.events] == ["gpu_not_visible", "crash_signal"]
+
+
+def test_go_slog_heads_are_peeled_and_their_level_kept() -> None:
+    # corpus/z030.log (Ollama's scheduler): the record's head goes, msg= and error= stay
+    raw = ('time=2025-01-10T22:05:24.824+08:00 level=ERROR source=sched.go:455 msg="error loading llama server" '
+           'error="llama runner process has terminated: GGML_ASSERT(hparams.n_swa > 0) failed"')
+    line = normalise(1, raw)
+    assert line.text.startswith('msg="error loading llama server" error="llama runner process')
+    assert line.level == "ERROR"
+    # logrus writes the time quoted and the level in lower case
+    line = normalise(1, 'time="2024-05-01T10:00:00Z" level=error msg="pull model manifest: file does not exist"')
+    assert (line.level, line.text) == ("ERROR", 'msg="pull model manifest: file does not exist"')
+    # an INFO record is an INFO line (not a failure for its words)
+    assert normalise(1, 'time=2024-05-01T10:00:00.000Z level=INFO source=routes.go:1 msg="Listening on 127.0.0.1:11434"').level == "INFO"
+
+
+def test_a_slog_message_is_read_as_a_line_of_its_own() -> None:
+    from doctor.logparse import chains
+
+    # anchored wordings (a `^Killed`, an error enum) are found inside msg="..." too
+    assert chains.inner_message('msg="Killed" pid=12') == ("Killed", "Go slog message")

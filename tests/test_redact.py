@@ -127,3 +127,31 @@ def test_long_runs_cost_linear_time(text: str) -> None:
 def test_prose_after_a_flag_name_is_not_its_value() -> None:
     text = "key sk-...cdef (from flag --api-key, 21 characters); see --token\n\nnext"
     assert Redactor().text(text) == text
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # shared/real/other-engines/sglang-0.3.x-2024-10-prefill-decode-near-full-kv.txt
+        "[16:43:35 TP0] Decode batch. #running-req: 26, #token: 53692, token usage: 0.96, gen throughput (token/s): 81.25, #queue-req: 17",
+        "[16:43:29 TP0] Prefill batch. #new-seq: 4, #new-token: 8192, #cached-token: 291, cache hit rate: 2.76%, token usage: 0.04, "
+        "#running-req: 1, #queue-req: 38",
+    ],
+)
+def test_a_count_of_tokens_in_a_stat_line_is_not_a_secret(line: str) -> None:
+    assert Redactor().text(line) == line
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("#token: hf_abcdefghijklmnopqrstuvwx", "hf_abcdefghijklmnopqrstuvwx"),  # a secret in the same shape is still masked
+        ("token: abcdEFGH1234xyz", "abcdEFGH1234xyz"),
+        ("--api-key 123456", "123456"),  # a key, a secret or a password made of digits is still a secret
+        ("VLLM_API_KEY=8192", "8192"),
+        ("password: 1234", "1234"),
+        ("--hf-token 12345678901234", "12345678901234"),  # longer than any count
+    ],
+)
+def test_secrets_shaped_like_the_count_are_still_masked(text: str, value: str) -> None:
+    assert value not in Redactor().text(text)

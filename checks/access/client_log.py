@@ -21,6 +21,8 @@ KIND_CODE = {
     "client_quota": "access.quota_exceeded",
     "client_rate_limit": "access.rate_limited",
     "client_auth": "access.key_rejected",
+    "client_key_missing": "access.key_missing",
+    "client_stream_cut": "access.streaming_broken",
     "client_tls": "access.tls_failed",
     "client_dns": "access.dns_failed",
     "client_proxy": "access.proxy_failed",
@@ -47,6 +49,7 @@ EXPLAINS = {
     "access.tls_failed": ["access.connect_failed"],
     "access.dns_failed": ["access.connect_failed"],
     "access.key_malformed": ["access.key_rejected"],
+    "access.key_missing": ["access.key_rejected"],
     "access.quota_exceeded": ["access.rate_limited"],
     "access.base_url_invalid": ["access.model_not_found", "access.response_invalid"],
     "access.protocol_mismatch": ["access.model_not_found"],
@@ -54,6 +57,8 @@ EXPLAINS = {
 TITLES = {
     "access.quota_exceeded": ("the account's quota or credit is exhausted", "Add credit / raise the quota for this key's account, or use another key"),
     "access.rate_limited": ("the provider rate-limited the requests (429)", "Send fewer requests/tokens per minute (lower concurrency) and retry with backoff"),
+    "access.key_missing": ("the client has no API key to send (none passed, the variable unset)",
+                           "Give the client the key the server expects; a server started without --api-key accepts any non-empty value"),
     "access.key_rejected": ("the server rejected the API key (401/403)", "Use the key the server expects (vLLM: the value of --api-key / VLLM_API_KEY)"),
     "access.key_malformed": ("the API key is not a key (URL, masked value, prefix or whitespace)", "Set the key itself, without 'Bearer ', quotes, spaces or a URL"),
     "access.tls_failed": ("TLS certificate verification failed", "Trust the server's CA: SSL_CERT_FILE=/path/ca.pem (or REQUESTS_CA_BUNDLE), or use http:// for a plain-HTTP server"),
@@ -70,8 +75,15 @@ TITLES = {
     "access.streaming_broken": ("the SSE stream ends without `data: [DONE]`", "Upgrade the server (the stream must end with `data: [DONE]`), or disable streaming in the client"),
 }
 
+# the stream's connection closed before its last chunk: the server (or a proxy between) hung up mid-answer
+STREAM_CUT = ("the streamed answer was cut off before its last chunk",
+              "Read the server's log at that moment (a crash or restart ends streams), and any proxy's read timeout in between "
+              "(nginx proxy_read_timeout, a load balancer's idle timeout); a long answer outlives a short one")
 
-EVENTS = [*KIND_CODE, "http_response", "client_route_not_found", "client_not_found"]
+
+# client_failed: a tool's catch-all ("Please check the LM Studio developer logs"): read, but it names no
+# cause, so unless another line does the failure stays access.unrecognized_failure
+EVENTS = [*KIND_CODE, "http_response", "client_route_not_found", "client_not_found", "client_failed"]
 
 
 @check("access.client_log", "access", codes=CODES, events=EVENTS)
@@ -96,6 +108,11 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         fixes = [Fix(fix)]
         if code == "access.base_url_invalid":
             fixes, evidence = _base_url_fixes(s.base_url, events, fix), evidence + _base_url_evidence(s.base_url)
+        if code == "access.key_missing":
+            fixes = [Fix(fix, f"export {var}=<KEY>") if (var := _key_variable(events)) else Fix(fix)]
+        if code == "access.streaming_broken" and any(e.kind == "client_stream_cut" for e in events):
+            title, fix = STREAM_CUT
+            fixes = [Fix(fix)]
         findings.append(Finding(code, title, evidence, fixes, explains=EXPLAINS.get(code, [])))
     return Outcome(findings, "" if findings else "no client-side error in the log")
 
@@ -167,6 +184,25 @@ def _base_url_evidence(base_url: str) -> list[str]:
         return []
     fixed = _corrected(base_url)
     return [f"configured base URL {base_url}" + (f": the server serves its API under {fixed}" if fixed else "")]
+
+
+# the variable a client reads its key from, as its own message names it ("... setting the OPENAI_API_KEY
+# environment variable"); else the SDK's documented one, known from the template's source repository
+KEY_VARIABLE = re.compile(r"\b[A-Z][A-Z0-9]*_(?:API_KEY|AUTH_TOKEN)\b")
+SDK_KEY_VARIABLE = {"anthropic-sdk": "ANTHROPIC_API_KEY", "openai-": "OPENAI_API_KEY"}
+
+
+def _key_variable(events: list[LogEvent]) -> str | None:
+    for e in events:
+        for line in e.lines:
+            if m := KEY_VARIABLE.search(line):
+                return m.group()
+    for e in events:
+        source = str(e.values.get("template_source", ""))
+        for repo, var in SDK_KEY_VARIABLE.items():
+            if f"/{repo}" in source:
+                return var
+    return None
 
 
 def _code(e: LogEvent) -> str | None:

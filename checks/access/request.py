@@ -114,8 +114,29 @@ def _status(step: ProbeStep) -> Finding | None:
             fixes.insert(0, Fix(f"The gateway{' (' + server + ')' if server else ''} cannot reach the model server behind it: check that it is up and the upstream address"))
         if status == 503:
             fixes.insert(0, Fix("503: the server is loading or overloaded; retry after it reports ready (GET /health)"))
-        return Finding("access.server_error", f"the server answered {status}: {said}"[:200], [t.line(step)], fixes)
+        evidence = [t.line(step)]
+        cause = _engine_cause(said)
+        if cause:  # a gateway's 503 quoting the engine's CUDA error: the engine's failure is the cause, not the gateway
+            kind, tier = cause
+            fixes.insert(0, Fix(f"The engine behind it failed ({kind}): diagnose the engine, its log holds the whole error",
+                                "llm-doctor run --log <engine log>"))
+            evidence.append(f"the body names the engine's failure: {kind} (recognised by: {tier})")
+            return Finding("access.server_error", f"the server answered {status} with the engine's error ({kind}): {said}"[:200], evidence, fixes)
+        return Finding("access.server_error", f"the server answered {status}: {said}"[:200], evidence, fixes)
     return None
+
+
+def _engine_cause(said: str) -> tuple[str, str] | None:
+    """The engine failure a 5xx body states, read with the log grammar the way a log line is (the
+    error inside its wrapper first): (event kind, how it was recognised), or None. An answer that
+    only says that a request failed (a status, a page) names no cause."""
+    from doctor.logparse import chains
+
+    found = chains.match(said) if said else None
+    if found is None or not found[0].fatal or found[0].kind.startswith("client_") or found[0].kind == "http_response":
+        return None
+    rule, values = found
+    return rule.kind, str(values.get("tier") or "template")
 
 
 def _shape(ep: EndpointFacts, step: ProbeStep) -> Finding | str | None:

@@ -82,6 +82,8 @@ INNER = Table(
     # scheduler as logfmt `error="..."` (Go's slog/logrus: msg="..." error="...")
     _p("Ollama runner", r"llama runner process has terminated: (?P<inner>[^\"]+)"),
     _p("Go error field", r"\berr(?:or)?=\"(?P<inner>(?:[^\"\\]|\\.)+)\""),
+    # the message of a Go slog record (its head peeled by doctor.logparse.lines): read as a line of its own
+    _p("Go slog message", r"^msg=\"(?P<inner>(?:[^\"\\]|\\.)+)\""),
     # Rust anyhow / Java / Python urllib3 ("(Caused by SSLError(...))"), Go's errors ("cause: ..."), undici's `[cause]:`
     _p("caused by", r"(?:\bCaused by\b:?|\[cause\]:|\bcause:)\s*(?P<inner>\S.*)"),
     # Ray: RayTaskError(OutOfMemoryError): ray::RayWorkerWrapper.execute_method() -- the worker's exception class

@@ -347,8 +347,11 @@ HAND_RULES: tuple[Rule, ...] = (
 
 
 # kinds only catalogue templates produce (no hand rule has them): Ray's own cluster failures, which
-# checks/cluster/ray_log.py turns into cluster.* findings
-CATALOGUE_KINDS = ("ray_placement_infeasible", "ray_cluster_unreachable", "ray_node_dead")
+# checks/cluster/ray_log.py turns into cluster.* findings; a client that refuses to send a request
+# without a key, a chunked (streamed) answer cut before its last chunk, and a client tool's catch-all
+# that says only that a request failed (checks/access/client_log.py)
+CATALOGUE_KINDS = ("ray_placement_infeasible", "ray_cluster_unreachable", "ray_node_dead", "client_key_missing",
+                   "client_stream_cut", "client_failed")
 KINDS = frozenset({r.kind for r in HAND_RULES} | set(CATALOGUE_KINDS))  # what a catalogue entry may name
 
 

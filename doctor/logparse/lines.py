@@ -6,7 +6,8 @@ or more prefixes stacked in front of the message: a collector's timestamp (`  | 
 | `, Cloud Logging's `ERROR 2025-04-05T00:01:19.2Z`), a Ray/multiprocessing process tag
 (`(VllmWorker rank=1 pid=4321)`, `(RayWorkerWrapper pid=N, ip=...)`), torch's `[rank0]:`, mpirun's
 `[1,0]<stderr>:`, a container runtime's `stderr F`, and the engine's own record header (vLLM `INFO 05-12 10:11:12 [engine.py:123]`,
-SGLang `[2025-03-10 16:21:21 TP1]`, TGI `2024-09-03T04:36:57.491823Z  INFO text_generation_launcher:`).
+SGLang `[2025-03-10 16:21:21 TP1]`, TGI `2024-09-03T04:36:57.491823Z  INFO text_generation_launcher:`, Ollama's
+slog `time=... level=ERROR source=sched.go:455`).
 The grammar in events.py matches the message only, so it does not care which of these were there.
 """
 
@@ -35,6 +36,9 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("stamp", re.compile(r"(?:\[" + _TS + r"\]|" + _TS + r"(?=[\s|]))\s*\|?\s*")),
+    # Go's log/slog text handler and logrus (Ollama): `time=... level=ERROR source=server.go:145 msg="..."`:
+    # the record's head goes, `msg="..."` and the attributes after it (`error="..."`) stay the message
+    ("slog", re.compile(r"time=\S+\s+level=(?P<level>[A-Za-z]+)(?:\s+source=\S+)?\s+(?=msg=)")),
     # a node's container log file (CRI): `<timestamp> stderr F <message>`, after the stamp went
     ("cri", re.compile(r"(?:stdout|stderr) [FP] ")),
     ("cloud", re.compile(r"(?P<level>DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL)\s+\d{4}-\d\d-\d\dT[\d:.]+Z\s*")),
@@ -101,7 +105,7 @@ def normalise(no: int, raw: bytes | str) -> Line:
                 if groups.get("proc"):
                     process = groups["proc"].strip() if not process else process
                 if groups.get("level"):
-                    level = groups["level"]
+                    level = groups["level"].upper()
                 text = text[m.end() :].lstrip()
                 break
         else:

@@ -88,7 +88,11 @@ ENGINE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "client",
         re.compile(
             r"openai\.|httpx|httpcore|APIConnectionError|requests\.exceptions|APIStatusError|aiohttp|"
-            r"litellm|anthropic\.", re.I
+            r"litellm|anthropic\.|OpenAIError|"
+            # the words of client tools and HTTP clients (never an engine's server log): Claude Code's "API Error: 400",
+            # openai/anthropic SDKs' "Error code: 400 - {body}", Cline's "API Request Failed", node's fetch/axios, curl
+            r"\bAPI Error\b|\bError code: \d{3}\b|API Request Failed|FetchError|AxiosError|\bfetch failed\b|\bundici\b|"
+            r"node-fetch|\bcurl: \(\d+\)|langchain|\bCline\b|Claude Code|open-webui", re.I
         ),
     ),
 )

@@ -1,0 +1,97 @@
+"""Client output in a log, judged by checks/access/client_log.py: the code at rank 1, the quoted
+line, and the fix's exact value, on real lines (fixtures/logs/*.source.txt says where each is from)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from doctor.collect.files import load_paths
+from doctor.engine import Deadline, load_checks, run_checks, select
+from doctor.findings import Finding
+from doctor.report import build_report
+
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+
+
+def findings_of(path: Path) -> list[Finding]:
+    facts = load_paths([str(path)], Deadline(30))
+    return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts).findings
+
+
+def written(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "client.log"
+    path.write_text(text)
+    return path
+
+
+# (fixture, rank-1 code, a substring of its evidence, its first fix's exact command or None)
+CASES = [
+    # the SDK refuses to build a client without a key: nothing was sent, so no server rejected anything
+    ("client-finrobot-openai-no-api-key.log", "access.key_missing", "The api_key client option must be set",
+     "export OPENAI_API_KEY=<KEY>"),
+    ("client-llmvm-openai-0.28-no-api-key.log", "access.key_missing", "No API key provided.", "export OPENAI_API_KEY=<KEY>"),
+    # h11's ChunkedReader: the streamed answer ended before its last chunk
+    ("client-jrdev-httpx-incomplete-chunked-read.log", "access.streaming_broken", "(incomplete chunked read)", None),
+    # OkHttp's whole-call timeout, as LangChain4j's Ollama client hits it on a long streamed answer
+    ("client-langchain4j-okhttp-timeout.log", "access.timeout", "Caused by: java.io.InterruptedIOException: timeout", None),
+    # the status of an error answer as the client quotes it: Claude Code's "API Error (529 {...})", llama-server's body
+    ("client-claude-code-529-overloaded.log", "access.server_error", "API Error (529", None),
+    ("client-llama-server-500-image-unsupported.log", "access.server_error", '{"code":500,', None),
+]
+
+
+@pytest.mark.parametrize(("name", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
+def test_rank_one(name: str, code: str, evidence: str, command: str | None) -> None:
+    found = findings_of(LOGS / name)
+    assert found and found[0].code == code, [f.code for f in found]
+    assert any(evidence in line for line in found[0].evidence), found[0].evidence
+    assert found[0].fixes[0].command == command
+
+
+def test_key_missing_names_the_sdk_variable_when_the_message_does_not(tmp_path: Path) -> None:
+    # anthropic-sdk-python src/anthropic/_client.py (v0.30.0) _validate_headers: the message names no variable
+    line = ('TypeError: "Could not resolve authentication method. Expected either api_key or auth_token to be set. '
+            'Or for one of the `X-Api-Key` or `Authorization` headers to be explicitly omitted"\n')
+    found = findings_of(written(tmp_path, line))
+    assert found[0].code == "access.key_missing"
+    assert found[0].fixes[0].command == "export ANTHROPIC_API_KEY=<KEY>"
+
+
+def test_a_key_the_server_refused_is_still_rejected_not_missing(tmp_path: Path) -> None:
+    # openai-python's 401 for a wrong key (the server did get a key)
+    line = ("openai.AuthenticationError: Error code: 401 - {'error': {'message': 'Incorrect API key provided: sk-abc*****xyz. "
+            "You can find your API key at https://platform.openai.com/account/api-keys.', 'type': 'invalid_request_error', "
+            "'param': None, 'code': 'invalid_api_key'}}\n")
+    assert findings_of(written(tmp_path, line))[0].code == "access.key_rejected"
+
+
+def test_a_body_cut_short_of_its_content_length_is_no_stream(tmp_path: Path) -> None:
+    # h11 ContentLengthReader.read_eof (v0.14.0): a plain JSON answer cut short, not a stream
+    line = "httpx.RemoteProtocolError: peer closed connection without sending complete message body (received 512 bytes, expected 2048)\n"
+    assert findings_of(written(tmp_path, line))[0].code == "access.response_invalid"
+
+
+def test_a_client_tools_catch_all_leaves_the_cause_to_the_servers_own_line() -> None:
+    # Cline's lmstudio.ts catch-all names no cause: LM Studio's [ERROR] line is the failure quoted
+    found = findings_of(LOGS / "client-cline-lmstudio-context-overflow.log")
+    assert found[0].code == "access.unrecognized_failure"
+    assert "Trying to keep the first 10136 tokens" in found[0].title
+    assert not any(f.code.startswith("load.") for f in found)
+
+
+def test_an_anthropic_error_answer_keeps_its_status(tmp_path: Path) -> None:
+    # Claude Code prints the API's answer after "API Error": the status decides the code
+    line = 'API Error: 401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}\n'
+    assert findings_of(written(tmp_path, line))[0].code == "access.key_rejected"
+    line = ('API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has '
+            'exceeded your per-minute rate limit"}}\n')
+    assert findings_of(written(tmp_path, line))[0].code == "access.rate_limited"
+
+
+def test_a_clients_failure_no_rule_knows_is_the_access_layers() -> None:
+    # decided by what the input is (Claude Code's "API Error: 400" around a vLLM context-length refusal), not load.*
+    found = findings_of(LOGS / "client-claude-code-proxy-400-context-length.log")
+    assert found[0].code == "access.unrecognized_failure"
+    assert any("API Error: 400" in line for line in found[0].evidence)
