@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from doctor.facts import Facts
 from doctor.facts.logs import LogEvent
 from doctor.findings import Finding, Fix
+from doctor.logparse.failures import CLIENT, GOES_ON
 from doctor.logparse.failures import KINDS as GENERIC
 from doctor.logparse.lines import normalise
 from doctor.logview import evidence as quote
@@ -62,13 +63,19 @@ def findings(
     log_checks = [s for s in specs if s.events and s.id in by_id]
     recognised = any(f.severity == "error" for s in log_checks for f in by_id[s.id].findings)
     unjudged = [e for e in here if e.fatal and e.kind not in GENERIC and _unjudged(e, registry, by_id)]
-    generic = [] if recognised else [e for e in here if e.kind in GENERIC]
-    client = logs.engine == "client"
+    generic = [] if recognised else [e for e in here if e.kind in GENERIC and not _recovered(e)]
     if unjudged or generic:
-        return [_finding(facts, unjudged, generic, registry, by_id, client)]
-    if not recognised and logs.started and not logs.ready and not client and not any(r.findings for r in results):
+        return [_finding(facts, unjudged, generic, registry, by_id, logs.engine)]
+    if not recognised and logs.started and not logs.ready and logs.engine != "client" and not any(r.findings for r in results):
         return [_stopped_in_startup(facts)]
     return []
+
+
+def _recovered(e: LogEvent) -> bool:
+    """An error line that says the engine goes on ("... retrying 1 of 2", "falling back to ...") and
+    after which it did (vLLM's ERROR "Error retrieving safetensors: ..., retrying" on a healthy start):
+    the retry worked. One that nothing followed is still the failure it may be."""
+    return e.kind == "error_line" and bool(e.values.get("then_served")) and bool(GOES_ON.search(_summary(e)))
 
 
 def _unjudged(e: LogEvent, registry: dict[str, CheckSpec], by_id: dict[str, CheckResult]) -> bool:
@@ -95,7 +102,7 @@ def _finding(
     generic: list[LogEvent],
     registry: dict[str, CheckSpec],
     by_id: dict[str, CheckResult],
-    client: bool,
+    engine: str,
 ) -> Finding:
     logs = facts.logs
     assert logs is not None
@@ -105,6 +112,9 @@ def _finding(
     # core initialization failed. See root cause above"), quoted after it
     pool = sorted(ended or unjudged + generic, key=lambda e: e.line_no)
     root = first_root(pool)
+    # a client's output, or output of no known engine whose failure only a client prints (an HTTP
+    # answer, a refused connection): the access layer's
+    client = engine == "client" or (not engine and bool(CLIENT.search(_summary(root))))
     quoted = [root] + [e for e in pool[::-1] if e is not root][: MAX_QUOTED - 1]
     evidence = quote(sorted(quoted, key=lambda x: x.line_no), limit=MAX_QUOTED)
     evidence += [_why(e, registry, by_id) for e in unjudged[:2]]

@@ -31,6 +31,7 @@ from doctor.facts.inputs import InputGap
 from doctor.facts.logs import LogFacts
 from doctor.logparse import external_prefilter as xp
 from doctor.logparse import stat_lines
+from doctor.logparse.failures import stated
 from doctor.logparse.scan import CANDIDATE_LITERALS, LogScanner
 from doctor.redact import Redactor
 
@@ -361,9 +362,10 @@ def load_log(path: str, facts: Facts, deadline: Deadline, only_if_events: bool =
     collector = LogCollector(facts, deadline)
     collector.add_path(path, named=named and not only_if_events)
     logs = collector.finish()
-    # tool output with a failure pasted into it: a rule recognised something, or an exception or crash
-    # (a word like "Not Supported" in an nvidia-smi -q listing is no failure)
-    if only_if_events and not any(e.kind != "error_line" for e in logs.events):
+    # tool output with a failure pasted into it: a rule recognised something, an exception or crash, or
+    # a line that states a failure by its shape (an error object, a 5xx answer); a word like "Not
+    # Supported" in an nvidia-smi -q listing is no failure
+    if only_if_events and not any(e.kind != "error_line" or stated(str(e.values.get("summary", ""))) for e in logs.events):
         facts.logs, facts.deployment, facts.model = previous, deployment, model
         del facts.notes[notes:], facts.gaps[gaps:]
         return
