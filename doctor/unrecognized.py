@@ -63,7 +63,7 @@ def findings(
     log_checks = [s for s in specs if s.events and s.id in by_id]
     recognised = any(f.severity == "error" for s in log_checks for f in by_id[s.id].findings)
     unjudged = [e for e in here if e.fatal and e.kind not in GENERIC and _unjudged(e, registry, by_id)]
-    generic = [] if recognised else [e for e in here if e.kind in GENERIC and not _recovered(e)]
+    generic = [] if recognised else [e for e in here if (e.kind in GENERIC and not _recovered(e)) or _answered(e, registry, by_id)]
     if unjudged or generic:
         return [_finding(facts, unjudged, generic, registry, by_id, logs.engine)]
     if not recognised and logs.started and not logs.ready and logs.engine != "client" and not any(r.findings for r in results):
@@ -76,6 +76,12 @@ def _recovered(e: LogEvent) -> bool:
     after which it did (vLLM's ERROR "Error retrieving safetensors: ..., retrying" on a healthy start):
     the retry worked. One that nothing followed is still the failure it may be."""
     return e.kind == "error_line" and bool(e.values.get("then_served")) and bool(GOES_ON.search(_summary(e)))
+
+
+def _answered(e: LogEvent, registry: dict[str, CheckSpec], by_id: dict[str, CheckResult]) -> bool:
+    """A line a rule read as harmless by itself (an access log's 4xx: someone asked for /favicon.ico)
+    that is a client's own failure by its shape (`< HTTP/2 409` from curl -v) and no check judged."""
+    return not e.fatal and e.kind not in GENERIC and bool(CLIENT.search(_summary(e))) and _unjudged(e, registry, by_id)
 
 
 def _unjudged(e: LogEvent, registry: dict[str, CheckSpec], by_id: dict[str, CheckResult]) -> bool:

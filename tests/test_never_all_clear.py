@@ -303,8 +303,6 @@ CLIENT_SHAPES = [
     "⏺ API Error: 400 Prompt exceeds maximum context length",
     # curl -i: the status line of the answer
     "HTTP/1.1 422 Unprocessable Entity",
-    # curl -v: the answer's status line behind `< `
-    "< HTTP/2 409",
     # llama.cpp tools/server/utils.hpp format_error_response: {"code", "message", "type": "<x>_error"}
     '{"code": 501, "message": "This server does not support embeddings. Start it with `--embeddings`", "type": "not_supported_error"}',
 ]
@@ -319,6 +317,22 @@ def test_a_client_failure_no_rule_names_is_an_access_finding(tmp_path: Path, lin
     assert (f["code"], f["severity"]) == ("access.unrecognized_failure", "error")
     assert f["evidence"] == [f"{log}:1: {line}", "recognised by: unrecognised"]
     assert f["fixes"][0]["summary"] == "Search for this exact error message"
+
+
+def test_an_answer_a_rule_reads_as_harmless_is_the_clients_failure(tmp_path: Path) -> None:
+    """curl -v's status line of the answer (`< HTTP/2 409`): the rule reads it as an HTTP answer,
+    harmless by itself in a server's access log, but in a client's output it is the failure."""
+    log = write(tmp_path, "curl.log", "< HTTP/2 409\n")
+    rc, report = analyze_json(log)
+    assert (rc, report["status"]) == (1, "error")
+    (f,) = report["findings"]
+    assert (f["code"], f["severity"]) == ("access.unrecognized_failure", "error")
+    assert f["evidence"] == [f"{log}:1: < HTTP/2 409", "recognised by: template"]
+    # the same status in a server's access log is someone's request, not the server failing
+    access = write(tmp_path, "access.log", 'INFO:     127.0.0.1:0 - "GET /favicon.ico HTTP/1.1" 409 Conflict\n'
+                                           "INFO:     Application startup complete.\n")
+    rc, report = analyze_json(access)
+    assert (rc, report["status"]) == (0, "ok")
 
 
 ENGINE_SHAPES = [
@@ -409,3 +423,32 @@ def test_a_retry_the_engine_got_past_is_no_failure(tmp_path: Path) -> None:
                 "(APIServer pid=1009) INFO:     Application startup complete.\n")
     rc, report = analyze_json(log)
     assert (rc, report["status"], report["findings"]) == (0, "ok", [])
+
+
+# --- a text of which nothing was read is not judged: never "No problems found" on it ------------
+
+
+def test_a_text_with_nothing_the_doctor_reads_is_incomplete(tmp_path: Path) -> None:
+    """Notes pasted instead of a log (corpus/z155, a perf report in words): no line is a log record,
+    an error, a stat line or a launch command, so nothing was judged and "ok" would claim it was."""
+    notes = write(tmp_path, "notes.txt", "`start.sh` never passes `--enable-prefix-caching`, so every request re-prefills\n"
+                                         "the full prompt — including identical system prompts and multi-turn history.\n")
+    rc, report = analyze_json(notes)
+    assert (rc, report["status"]) == (1, "incomplete")
+    (f,) = report["findings"]
+    assert f["code"] == "doctor.input_incomplete"
+    assert f["evidence"] == [f"{notes}: nothing in it is output the doctor reads (no engine or client log line, error, crash, "
+                             "stat line or launch command), so it could not be judged: pass the engine's or client's own log"]
+
+
+@pytest.mark.skipif(not (ROOT.parent / "shared" / "real").is_dir(), reason="shared/real is not here")
+@pytest.mark.parametrize("name", [
+    "nccl/net-ib-detected-azure.txt",  # one NCCL INFO line: a log record the failure reader read, no failure in it
+    "vllm-startup/v0.10.1.1-v1-1xA100-0.25gmu.txt",  # a healthy start to "Application startup complete"
+    "other-engines/sglang-0.4.3-deepseek-r1-tp8-startup-decode-batches.txt",  # its degraded-start lines are no failure
+])
+def test_healthy_real_logs_are_judged_and_stay_quiet(name: str) -> None:
+    path = ROOT.parent / "shared" / "real" / name
+    rc, report = analyze_json(str(path))
+    failures = [f["code"] for f in report["findings"] if f["layer"] in ("doctor", "load", "access") or f["severity"] == "error"]
+    assert (rc, failures) == (0, []), report["findings"]  # a perf warning (prefix caching off) may stay
