@@ -362,8 +362,9 @@ NOT_UNDERSTOOD = ("nothing in it is output the doctor reads (no engine or client
 
 
 def _understood_nothing(logs: LogFacts) -> bool:
-    """No line of the scanned text was anything: no event, no engine, no start or serving, no setup fact."""
-    return not (logs.events or logs.engine or logs.started or logs.ready or logs.setup != LogSetup())
+    """No line of the scanned text was anything: no event, no start or serving, no setup fact (an engine
+    named in a sentence is no line of its log)."""
+    return not (logs.events or logs.started or logs.ready or logs.setup != LogSetup())
 
 
 def _log_shaped(path: str) -> bool:
@@ -396,7 +397,9 @@ def load_log(path: str, facts: Facts, deadline: Deadline, only_if_events: bool =
     collector = LogCollector(facts, deadline)
     collector.add_path(path, named=named and not only_if_events)
     logs = collector.finish()
-    contributed = (facts.deployment, facts.metrics) != (deployment, metrics)
+    # a deployment that only names the engine came from a word ("vLLM" in a sentence), not from its arguments
+    argued = facts.deployment is not None and facts.deployment != deployment and bool(facts.deployment.model or facts.deployment.sources)
+    contributed = argued or facts.metrics != metrics
     if not only_if_events and len(facts.gaps) == gaps and not contributed and _understood_nothing(logs) and not _log_shaped(path):
         facts.gaps.append(InputGap(path, NOT_UNDERSTOOD))
     # tool output with a failure pasted into it: a rule recognised something, an exception or crash, or
