@@ -9,7 +9,11 @@ log) or `access.unrecognized_failure` (a client's output):
   line of an uncaught exception and its last frames, an ERROR/FATAL line, a panic, an abort, a
   non-zero exit; judged only when no check that reads the log found an error, because a
   recognised cause explains the cascade around it ("Engine core initialization failed");
+- an answer a rule reads as harmless by itself (an access log's 4xx) printed in a client's own
+  shape (curl -v's `< HTTP/2 409`), that no check judged;
 - a start-up that the log shows beginning but never reaching "ready", with nothing else wrong.
+An engine log is `load.`, a client's output `access.`; output of no known engine is `access.` when its
+failure is one only a client prints (an HTTP answer, a refused connection: failures.CLIENT).
 Severity: error when the failure ended its run (nothing was served after it), else warn. The
 report ranks these after every recognised root cause.
 """
