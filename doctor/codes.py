@@ -333,7 +333,7 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     (
         "doctor.input_incomplete",
         "warn",
-        "part of the input could not be read or judged: cut by the deadline or a size cap, truncated, unreadable among several; says what was and was not read",
+        "part of the input could not be read or judged: cut by the deadline or a size cap, truncated, unreadable among several, or a text of which nothing is output the doctor reads; says what was and was not read",
     ),
     ("doctor.check_crashed", "error", "a check raised; the rest went on, but its question is unanswered"),
 )

@@ -9,7 +9,11 @@ log) or `access.unrecognized_failure` (a client's output):
   line of an uncaught exception and its last frames, an ERROR/FATAL line, a panic, an abort, a
   non-zero exit; judged only when no check that reads the log found an error, because a
   recognised cause explains the cascade around it ("Engine core initialization failed");
+- an answer a rule reads as harmless by itself (an access log's 4xx) printed in a client's own
+  shape (curl -v's `< HTTP/2 409`), that no check judged;
 - a start-up that the log shows beginning but never reaching "ready", with nothing else wrong.
+An engine log is `load.`, a client's output `access.`; output of no known engine is `access.` when its
+failure is one only a client prints (an HTTP answer, a refused connection: failures.CLIENT).
 Severity: error when the failure ended its run (nothing was served after it), else warn. The
 report ranks these after every recognised root cause.
 """
@@ -23,6 +27,7 @@ from typing import TYPE_CHECKING
 from doctor.facts import Facts
 from doctor.facts.logs import LogEvent
 from doctor.findings import Finding, Fix
+from doctor.logparse.failures import CLIENT, GOES_ON
 from doctor.logparse.failures import KINDS as GENERIC
 from doctor.logparse.lines import normalise
 from doctor.logview import evidence as quote
@@ -62,13 +67,25 @@ def findings(
     log_checks = [s for s in specs if s.events and s.id in by_id]
     recognised = any(f.severity == "error" for s in log_checks for f in by_id[s.id].findings)
     unjudged = [e for e in here if e.fatal and e.kind not in GENERIC and _unjudged(e, registry, by_id)]
-    generic = [] if recognised else [e for e in here if e.kind in GENERIC]
-    client = logs.engine == "client"
+    generic = [] if recognised else [e for e in here if (e.kind in GENERIC and not _recovered(e)) or _answered(e, registry, by_id)]
     if unjudged or generic:
-        return [_finding(facts, unjudged, generic, registry, by_id, client)]
-    if not recognised and logs.started and not logs.ready and not client and not any(r.findings for r in results):
+        return [_finding(facts, unjudged, generic, registry, by_id, logs.engine)]
+    if not recognised and logs.started and not logs.ready and logs.engine != "client" and not any(r.findings for r in results):
         return [_stopped_in_startup(facts)]
     return []
+
+
+def _recovered(e: LogEvent) -> bool:
+    """An error line that says the engine goes on ("... retrying 1 of 2", "falling back to ...") and
+    after which it did (vLLM's ERROR "Error retrieving safetensors: ..., retrying" on a healthy start):
+    the retry worked. One that nothing followed is still the failure it may be."""
+    return e.kind == "error_line" and bool(e.values.get("then_served")) and bool(GOES_ON.search(_summary(e)))
+
+
+def _answered(e: LogEvent, registry: dict[str, CheckSpec], by_id: dict[str, CheckResult]) -> bool:
+    """A line a rule read as harmless by itself (an access log's 4xx: someone asked for /favicon.ico)
+    that is a client's own failure by its shape (`< HTTP/2 409` from curl -v) and no check judged."""
+    return not e.fatal and e.kind not in GENERIC and bool(CLIENT.search(_summary(e))) and _unjudged(e, registry, by_id)
 
 
 def _unjudged(e: LogEvent, registry: dict[str, CheckSpec], by_id: dict[str, CheckResult]) -> bool:
@@ -95,7 +112,7 @@ def _finding(
     generic: list[LogEvent],
     registry: dict[str, CheckSpec],
     by_id: dict[str, CheckResult],
-    client: bool,
+    engine: str,
 ) -> Finding:
     logs = facts.logs
     assert logs is not None
@@ -105,6 +122,9 @@ def _finding(
     # core initialization failed. See root cause above"), quoted after it
     pool = sorted(ended or unjudged + generic, key=lambda e: e.line_no)
     root = first_root(pool)
+    # a client's output, or output of no known engine whose failure only a client prints (an HTTP
+    # answer, a refused connection): the access layer's
+    client = engine == "client" or (not engine and bool(CLIENT.search(_summary(root))))
     quoted = [root] + [e for e in pool[::-1] if e is not root][: MAX_QUOTED - 1]
     evidence = quote(sorted(quoted, key=lambda x: x.line_no), limit=MAX_QUOTED)
     evidence += [_why(e, registry, by_id) for e in unjudged[:2]]

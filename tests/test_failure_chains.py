@@ -227,14 +227,14 @@ def test_no_family_for_a_failure_that_names_no_cause() -> None:
     assert chains.family("ray.exceptions.RayChannelTimeoutError: System error: Timed out waiting for object available to read.") is None
 
 
-def test_a_degraded_start_is_no_family_cause() -> None:
+def test_a_degraded_start_is_no_failure() -> None:
     """SGLang says a tuned kernel config file is missing and goes on with defaults: "not found" in
-    that line names no missing model file (shared/real/other-engines/sglang-0.4.3-deepseek-r1-tp8-
-    startup-decode-batches.txt line 146, sgl-project/sglang#4161)."""
+    that line names no missing model file, and no failure at all (shared/real/other-engines/sglang-0.4.3-
+    deepseek-r1-tp8-startup-decode-batches.txt line 146, sgl-project/sglang#4161): the healthy log is ok."""
     line = ("[2025-03-07 09:25:33 TP4] Using default MoE config. Performance might be sub-optimal! Config file not found at "
             "/root/miniconda3/envs/deepseekr1/lib/python3.12/site-packages/sglang/srt/layers/moe/fused_moe_triton/configs/"
             "E=256,N=128,device_name=NVIDIA_H800,dtype=fp8_w8a8,block_shape=[128, 128].json\n")
-    assert [e.kind for e in events_of(line)] == ["error_line"]
+    assert events_of(line) == []
 
 
 def test_memory_registration_enomem_is_nccl_not_host_oom() -> None:

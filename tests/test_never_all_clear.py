@@ -21,6 +21,7 @@ from doctor.engine import CheckSpec, Deadline, load_checks, run_checks, select
 from doctor.facts import Facts
 from doctor.logparse import failures
 from doctor.logparse.events import RULES
+from doctor.logparse.scan import scan_lines
 from doctor.report import build_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -289,3 +290,165 @@ def test_a_traceback_cut_before_its_exception_line_is_a_failure(tmp_path: Path) 
     assert code == 1 and top["code"] == "load.unrecognized_failure"
     assert top["title"].endswith("a traceback the input cuts before its exception line")
     assert top["fixes"][0]["command"] == f"tail -n 60 {log}"
+
+
+# --- the fallback: a failure in the shape its program prints, that no rule names ----------------
+# Each line is the program's own format (where it comes from beside it); none is a wording a rule
+# knows, so only the shape says it failed. The report must say so, quoting the line and its place.
+
+CLIENT_SHAPES = [
+    # openai-node src/core/error.ts APIError.makeMessage: `${status} status code (no body)`, as Cline showed it (cline/cline#375)
+    'OpenAI Compatible API returning "404 status code (no body)" -',
+    # Claude Code: "API Error: <status> <message>" (ddalcu/mlx-serve#66)
+    "⏺ API Error: 400 Prompt exceeds maximum context length",
+    # curl -i: the status line of the answer
+    "HTTP/1.1 422 Unprocessable Entity",
+    # llama.cpp tools/server/utils.hpp format_error_response: {"code", "message", "type": "<x>_error"}
+    '{"code": 501, "message": "This server does not support embeddings. Start it with `--embeddings`", "type": "not_supported_error"}',
+]
+
+
+@pytest.mark.parametrize("line", CLIENT_SHAPES)
+def test_a_client_failure_no_rule_names_is_an_access_finding(tmp_path: Path, line: str) -> None:
+    log = write(tmp_path, "client.log", line + "\n")
+    rc, report = analyze_json(log)
+    assert (rc, report["status"]) == (1, "error")
+    (f,) = report["findings"]
+    assert (f["code"], f["severity"]) == ("access.unrecognized_failure", "error")
+    assert f["evidence"] == [f"{log}:1: {line}", "recognised by: unrecognised"]
+    assert f["fixes"][0]["summary"] == "Search for this exact error message"
+
+
+def test_an_answer_a_rule_reads_as_harmless_is_the_clients_failure(tmp_path: Path) -> None:
+    """curl -v's status line of the answer (`< HTTP/2 409`): the rule reads it as an HTTP answer,
+    harmless by itself in a server's access log, but in a client's output it is the failure."""
+    log = write(tmp_path, "curl.log", "< HTTP/2 409\n")
+    rc, report = analyze_json(log)
+    assert (rc, report["status"]) == (1, "error")
+    (f,) = report["findings"]
+    assert (f["code"], f["severity"]) == ("access.unrecognized_failure", "error")
+    assert f["evidence"] == [f"{log}:1: < HTTP/2 409", "recognised by: template"]
+    # the same status in a server's access log is someone's request, not the server failing
+    access = write(tmp_path, "access.log", 'INFO:     127.0.0.1:0 - "GET /favicon.ico HTTP/1.1" 409 Conflict\n'
+                                           "INFO:     Application startup complete.\n")
+    rc, report = analyze_json(access)
+    assert (rc, report["status"]) == (0, "ok")
+
+
+ENGINE_SHAPES = [
+    # bash reports a child the kernel killed with SIGKILL (bash's jobs.c, the signal's strsignal() name)
+    ("bash: line 1:  4242 Killed                  python3 -m sglang.launch_server --model-path /models/x", "crash_signal"),
+    # JVM: java.lang.Throwable#printStackTrace prints a chain's cause as `Caused by: <class>: <message>` (langchain4j#1425)
+    ("Caused by: java.io.InterruptedIOException: timeout", "exception"),
+    # JVM: the default uncaught-exception handler: `Exception in thread "<name>" <class>: <message>`
+    ('Exception in thread "main" java.lang.IllegalStateException: widget registry is closed', "exception"),
+]
+
+
+@pytest.mark.parametrize(("line", "kind"), ENGINE_SHAPES)
+def test_a_crash_shape_no_rule_names_is_a_load_finding(tmp_path: Path, line: str, kind: str) -> None:
+    log = write(tmp_path, "engine.log", line + "\n")
+    facts = load_paths([log], Deadline(60))
+    assert [e.kind for e in facts.logs.events] == [kind]  # type: ignore[union-attr]
+    rc, report = analyze_json(log)
+    assert (rc, report["status"]) == (1, "error")
+    (f,) = report["findings"]
+    assert (f["code"], f["severity"]) == ("load.unrecognized_failure", "error")
+    assert f["evidence"][0].startswith(f"{log}:1: ") and f["evidence"][-1] == "recognised by: unrecognised"
+
+
+def test_an_error_pasted_under_a_launch_command_is_not_dropped(tmp_path: Path) -> None:
+    """A short paste that starts with the launch command is read as a command line; the error
+    object pasted under it is a failure all the same (ggml-org/llama.cpp#13566)."""
+    log = write(tmp_path, "paste.log", "`./build/bin/llama-server -m ../../_models/SmolVLM-500M-Instruct-Q8_0.gguf`\n"
+                                       "Got this error:\n"
+                                       'got exception: {"code":500,"message":"image input is not supported by this server",'
+                                       '"type":"server_error"}\n')
+    rc, report = analyze_json(log)
+    assert (rc, report["status"]) == (1, "error")
+    (f,) = report["findings"]
+    assert f["code"] == "load.unrecognized_failure"
+    assert f["evidence"][0] == (f'{log}:3: got exception: {{"code":500,"message":"image input is not supported by this server",'
+                                f'"type":"server_error"}}')
+
+
+# --- ... and healthy lines that hold error words stay quiet -------------------------------------
+
+HEALTHY_LINES = [
+    # SGLang goes on with its default kernel config (shared/real/other-engines/sglang-0.4.3-deepseek-r1-tp8-startup-decode-batches.txt:146)
+    "[2025-03-07 09:25:33 TP4] Using default MoE config. Performance might be sub-optimal! Config file not found at "
+    "/root/miniconda3/envs/deepseekr1/lib/python3.12/site-packages/sglang/srt/layers/moe/fused_moe_triton/configs/"
+    "E=256,N=128,device_name=NVIDIA_H800,dtype=fp8_w8a8,block_shape=[128, 128].json",
+    # transformers' deprecation notice (shared/real/vllm-startup/v0.10.1.1-v1-1xA100-0.25gmu.txt:6)
+    "(APIServer pid=1671) `torch_dtype` is deprecated! Use `dtype` instead!",
+    # vLLM's warning with "failed" in it (shared/real/vllm-startup/v0.10.1.1-v1-tp2-a100-0.25gmu.txt:23)
+    "(VllmWorker TP0 pid=1430) WARNING 09-03 00:36:44 [custom_all_reduce.py:147] Custom allreduce is disabled because your "
+    "platform lacks GPU P2P capability or P2P test failed. To silence this warning, specify disable_custom_all_reduce=True explicitly.",
+    # torch c10d's C10D_WARNING while the store's server comes up (torch/csrc/distributed/c10d/socket.cpp; vllm-project/vllm#3771)
+    "[W socket.cpp:663] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - Cannot assign requested address).",
+    # ... in torch >= 2.4's glog header, behind torchrun's rank prefix
+    "[rank1]:[W1015 10:00:00.123456 123 torch/csrc/distributed/c10d/socket.cpp:697] [c10d] The client socket has failed to "
+    "connect to [localhost]:29500 (errno: 99 - Cannot assign requested address).",
+    # NCCL's INFO lines name what it did not find on its way to a transport (nccl src/net.cc, src/misc/ibvwrap.cc)
+    "node1:1234:1234 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v6 symbol.",
+    "node1:1234:1234 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: cannot open shared "
+    "object file: No such file or directory",
+    "node1:1234:1234 [0] NCCL INFO Failed to open libibverbs.so[.1]",
+    # openai-python's retry notice (src/openai/_base_client.py: "Retrying request to %s in %f seconds")
+    "Retrying request to /chat/completions in 0.482 seconds",
+    # a count of zero errors
+    "# Out of bounds values : 0 OK",
+    "this is a significant load on the GPU",
+]
+
+
+@pytest.mark.parametrize("line", HEALTHY_LINES)
+def test_a_healthy_line_with_error_words_is_no_failure(line: str) -> None:
+    facts, _ = scan_lines([line.encode() + b"\n"], "healthy.log")
+    assert [(e.kind, e.lines[0]) for e in facts.events if e.fatal] == []
+
+
+# vLLM retries a lookup and goes on (shared/real/vllm-startup/v0.10.1.1-v1-tp4-ray-4nodes-gptoss120b-ansi.txt:6)
+RETRY = ("(APIServer pid=1009) ERROR 09-10 23:26:29 [config.py:130] Error retrieving safetensors: 'gpt-oss-120b' is not a "
+         "safetensors repo. Couldn't find 'model.safetensors.index.json' or 'model.safetensors' files., retrying 1 of 2")
+
+
+def test_a_retry_the_engine_got_past_is_no_failure(tmp_path: Path) -> None:
+    """An ERROR line that says it retries, after which the server came up: the retry worked. Without
+    the server coming up it is the failure it may be."""
+    rc, report = analyze_json(write(tmp_path, "stuck.log", RETRY + "\n"))
+    assert (rc, [f["code"] for f in report["findings"]]) == (1, ["load.unrecognized_failure"])
+    log = write(tmp_path, "engine.log", RETRY + "\n"
+                "(APIServer pid=1009) INFO 09-10 23:50:30 [launcher.py:44] Route: /v1/models, Methods: GET\n"
+                "(APIServer pid=1009) INFO:     Application startup complete.\n")
+    rc, report = analyze_json(log)
+    assert (rc, report["status"], report["findings"]) == (0, "ok", [])
+
+
+# --- a text of which nothing was read is not judged: never "No problems found" on it ------------
+
+
+def test_a_text_with_nothing_the_doctor_reads_is_incomplete(tmp_path: Path) -> None:
+    """Notes pasted instead of a log (corpus/z155, a perf report in words): no line is a log record,
+    an error, a stat line or a launch command, so nothing was judged and "ok" would claim it was."""
+    notes = write(tmp_path, "notes.txt", "`start.sh` never passes `--enable-prefix-caching`, so every request re-prefills\n"
+                                         "the full prompt — including identical system prompts and multi-turn history.\n")
+    rc, report = analyze_json(notes)
+    assert (rc, report["status"]) == (1, "incomplete")
+    (f,) = report["findings"]
+    assert f["code"] == "doctor.input_incomplete"
+    assert f["evidence"] == [f"{notes}: nothing in it is output the doctor reads (no engine or client log line, error, crash, "
+                             "stat line or launch command), so it could not be judged: pass the engine's or client's own log"]
+
+
+@pytest.mark.skipif(not (ROOT.parent / "shared" / "real").is_dir(), reason="shared/real is not here")
+@pytest.mark.parametrize("name", [
+    "nccl/net-ib-detected-azure.txt",  # one NCCL INFO line: a log record the failure reader read, no failure in it
+    "vllm-startup/v0.10.1.1-v1-1xA100-0.25gmu.txt",  # a healthy start to "Application startup complete"
+    "other-engines/sglang-0.4.3-deepseek-r1-tp8-startup-decode-batches.txt",  # its degraded-start lines are no failure
+])
+def test_healthy_real_logs_are_judged_and_stay_quiet(name: str) -> None:
+    path = ROOT.parent / "shared" / "real" / name
+    rc, report = analyze_json(str(path))
+    failures = [f["code"] for f in report["findings"] if f["layer"] in ("doctor", "load", "access") or f["severity"] == "error"]
+    assert (rc, failures) == (0, []), report["findings"]  # a perf warning (prefix caching off) may stay

@@ -1,7 +1,7 @@
 """Was all of the input read? A cut log is judged on what was read, and the report says what was not.
 
 The collectors record every gap (facts.gaps): a log cut by the deadline, a truncated gzip, an
-unreadable file among several. The report status becomes `incomplete` through this finding, so a
+unreadable file among several, a text of which no line is anything the doctor reads. The report status becomes `incomplete` through this finding, so a
 deploy gate never passes on input it could not finish. Where the collector measured its speed, the
 fix is the deadline that would have read it all.
 """
@@ -31,7 +31,7 @@ def inputs(facts: Facts) -> Outcome:
     files = [g.source for g in facts.gaps if g.bytes_total]
     if files:
         fixes.append(Fix("Or hand over only the end, where the crash is", f"tail -c 64M {files[0]} > last.log && llm-doctor analyze last.log"))
-    title = f"part of the input was not read ({len(facts.gaps)} source(s)): the diagnosis rests on what was"
+    title = f"part of the input was not read or could not be judged ({len(facts.gaps)} source(s)): the diagnosis rests on the rest"
     return Outcome([Finding("doctor.input_incomplete", title, evidence, fixes)])
 
 

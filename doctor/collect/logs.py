@@ -28,9 +28,11 @@ from typing import IO
 from doctor.engine import Deadline
 from doctor.facts import Facts
 from doctor.facts.inputs import InputGap
-from doctor.facts.logs import LogFacts
+from doctor.facts.logs import LogFacts, LogSetup
 from doctor.logparse import external_prefilter as xp
 from doctor.logparse import stat_lines
+from doctor.logparse.failures import own_level, stated
+from doctor.logparse.lines import STAMP, normalise
 from doctor.logparse.scan import CANDIDATE_LITERALS, LogScanner
 from doctor.redact import Redactor
 
@@ -39,6 +41,7 @@ CHUNK_CHECK = 64 * 1024  # bytes looked at to tell a log from binary data
 WALK_SUFFIXES = {".log", ".txt", ".out", ".gz"}
 TAIL_BYTES = 16 * BLOCK  # a file bigger than this (and a block) is read tail first
 PROGRESS_AFTER = 1.0  # seconds of scanning after which progress is shown (on a terminal)
+SHAPE_BYTES, SHAPE_LINES = 256 * 1024, 2000  # how much of a text nothing was found in is looked at for log records
 _AUTO: list[str] = []  # LogCollector(tool=...): pick the external prefilter tool found here
 
 
@@ -352,18 +355,57 @@ def _deployment(facts: Facts, args_text: str, commands: list[str] | None = None)
             facts.model = None
 
 
+# "ok" says that everything was read and judged: a text of which no line is anything the doctor reads
+# was not judged, and an all-clear on it would claim what nobody looked at
+NOT_UNDERSTOOD = ("nothing in it is output the doctor reads (no engine or client log line, error, crash, stat line or launch "
+                  "command), so it could not be judged: pass the engine's or client's own log")
+
+
+def _understood_nothing(logs: LogFacts) -> bool:
+    """No line of the scanned text was anything: no event, no start or serving, no setup fact (an engine
+    named in a sentence is no line of its log)."""
+    return not (logs.events or logs.started or logs.ready or logs.setup != LogSetup())
+
+
+def _log_shaped(path: str) -> bool:
+    """Some line of the file's head is a log record (a level, a timestamp, a process tag: NCCL's INFO
+    lines, an unknown program's log): the failure reader read every such record for the shapes a
+    failure takes and found none, so the log was judged. Prose, a table, a paste of notes: not.
+    stdin cannot be read again: counted as a log."""
+    if path == "-":
+        return True
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(SHAPE_BYTES)
+    except OSError:
+        return True
+    if head[:2] == b"\x1f\x8b":
+        return True  # a gzip the collector read: its text is not here to look at again
+    for no, raw in enumerate(head.splitlines()[:SHAPE_LINES], 1):
+        line = normalise(no, raw)
+        if line.level or line.process or own_level(line.text) or STAMP.match(line.raw.strip()):
+            return True
+    return False
+
+
 def load_log(path: str, facts: Facts, deadline: Deadline, only_if_events: bool = False, named: bool = True) -> None:
     """`analyze` fallback for a file no other reader claims: scan it into facts.logs (merging with
     logs read before, so several files make one diagnosis). With `only_if_events` (a file another
     reader already took, e.g. an nvidia-smi table), the scan is kept only if it found log events."""
-    previous, deployment, model = facts.logs, facts.deployment, facts.model
+    previous, deployment, model, metrics = facts.logs, facts.deployment, facts.model, facts.metrics
     notes, gaps = len(facts.notes), len(facts.gaps)
     collector = LogCollector(facts, deadline)
     collector.add_path(path, named=named and not only_if_events)
     logs = collector.finish()
-    # tool output with a failure pasted into it: a rule recognised something, or an exception or crash
-    # (a word like "Not Supported" in an nvidia-smi -q listing is no failure)
-    if only_if_events and not any(e.kind != "error_line" for e in logs.events):
+    # a deployment that only names the engine came from a word ("vLLM" in a sentence), not from its arguments
+    argued = facts.deployment is not None and facts.deployment != deployment and bool(facts.deployment.model or facts.deployment.sources)
+    contributed = argued or facts.metrics != metrics
+    if not only_if_events and len(facts.gaps) == gaps and not contributed and _understood_nothing(logs) and not _log_shaped(path):
+        facts.gaps.append(InputGap(path, NOT_UNDERSTOOD))
+    # tool output with a failure pasted into it: a rule recognised something, an exception or crash, or
+    # a line that states a failure by its shape (an error object, a 5xx answer); a word like "Not
+    # Supported" in an nvidia-smi -q listing is no failure
+    if only_if_events and not any(e.kind != "error_line" or stated(str(e.values.get("summary", ""))) for e in logs.events):
         facts.logs, facts.deployment, facts.model = previous, deployment, model
         del facts.notes[notes:], facts.gaps[gaps:]
         return

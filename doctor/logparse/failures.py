@@ -34,6 +34,9 @@ LITERALS = (
     "out of memory", "outofdevicememory", "failed", "unable to", "cannot ", "can't ", "terminated", "crash",
     "failure", "supported", "permission denied", "no such file", "timed out", "not found", "incompatible", "mismatch",
     "refused", "unreachable", "signal arrived",
+    # the shapes of CRASH / ERROR_IN_LINE / ERROR_LEVEL below that hold none of the words above
+    "killed", "status code", "http/1.0 4", "http/1.0 5", "http/1.1 4", "http/1.1 5", "http/2 4", "http/2 5", "severe:",
+    "cant ", "couldnt ",
 )
 
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
@@ -46,6 +49,9 @@ EXCEPTION = re.compile(
     r"^(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure|Abort)|Error|"
     r"[A-Z]\w*(?:Error|Exception)\w*)|(?:[A-Za-z_]\w*\.)+(?:errors?|exceptions?|exc)\.[A-Z]\w*)(?::\s*(?P<message>.*)|\s*)$"
 )
+# the JVM prints an uncaught exception as `Exception in thread "main" java.net.ConnectException: ...` and each
+# cause of a chain as `Caused by: java.io.InterruptedIOException: timeout` (java.lang.Throwable#printStackTrace)
+JAVA_PREFIX = re.compile(r'^(?:Caused by: |Exception in thread "[^"]*" )(?=[a-z][\w$]*\.)')
 # after a traceback's frames any dotted name ending the traceback is its exception (torch._dynamo.exc.Unsupported)
 EXCEPTION_AFTER_FRAMES = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s*(?P<message>.*)|\s*)$")
 CRASH = re.compile(
@@ -55,25 +61,48 @@ CRASH = re.compile(
     r"GGML_ASSERT\b|GGML_ABORT|\b(?:CUDA|ROCm|HIP|Vulkan|cuBLAS|CUBLAS|cuDNN|Metal|SYCL) error\b|"
     r"(?:exited with (?:exit )?(?:code|status)|exit (?:code|status):?|returned non-zero exit status|returncode=|"
     r"code=exited, status=)\s*(?P<exit>-?[1-9]\d*|0x[0-9a-fA-F]+)|Result: exit-code|result 'exit-code'|"
-    r"CrashLoopBackOff|Back-off restarting failed container|"
+    r"CrashLoopBackOff|Back-off restarting failed container|\bOOMKilled\b|"
+    # bash reports a child it lost to SIGKILL (the kernel's OOM killer leaves no line in the program's
+    # own output): `Killed`, `bash: line 1:  4242 Killed  python -m ...`, job control's `[1]+  Killed`
+    r"^Killed$|^(?:[\w/.-]+: )?(?:line \d+: )?\s*\d+ Killed\s|^\[\d+\][+-]?\s+Killed\s|"
     # Ollama's runner (llm/status.go errorPrefixes): a Go crash inside the C++ runner
     r"signal arrived during cgo execution",
     re.I,
 )
 ERROR_LEVEL = re.compile(
     r"^(?:ERROR|FATAL|CRITICAL)\b[:\s]|\blevel=(?:ERROR|FATAL|error|fatal)\b|\"level\":\s*\"(?:error|fatal)\"|"
-    r"\[(?:E|ERROR|FATAL|error|fatal)\]|(?:^|: )error(?: \w+){0,3}: \S"
+    r"\[(?:E|ERROR|FATAL|error|fatal)\]|(?:^|: )error(?: \w+){0,3}: \S|"
+    # Java: logback/log4j's default layout (`[main] ERROR com.x.Client - msg`), java.util.logging's `SEVERE: msg`
+    r"\] (?:ERROR|FATAL)\s+[\w.$]+\s+- |^SEVERE: "
 )
-# a failure stated inside a line: a JSON error body, `... Error: msg` (JavaScript, wrapped Python),
-# curl's `curl: (N)`, a 5xx status a client reports
+# a 4xx/5xx answer or an error object as clients state them: the status line (`curl -i`, `< HTTP/1.1 500`
+# of `curl -v`), openai-node / anthropic-sdk-typescript APIError ("404 status code (no body)"),
+# openai-python and anthropic-sdk-python ("Error code: 400 - {...}"), Claude Code ("API Error: 400 ..."),
+# axios ("Request failed with status code 502"), requests' raise_for_status ("404 Client Error: Not
+# Found for url"), httpx's ("Client error '404 Not Found' for url"); an error object's type (OpenAI,
+# Anthropic, llama.cpp: `"type": "invalid_request_error"`, `"type":"server_error"`)
+_ANSWER = (
+    r"^(?:< )?HTTP/\d(?:\.\d)? [45]\d\d\b|\b[45]\d\d status code \(no body\)|\b(?:Error code|API Error|status code):? [45]\d\d\b|"
+    r"\b[45]\d\d (?:Client|Server) Error\b|\b(?:Client|Server) error '[45]\d\d\b|['\"]type['\"]\s*:\s*['\"]\w*_error['\"]|"
+    r"^\{\s*\"error\"\s*:|^curl: \(\d+\)"
+)
+# a failure stated inside a line: a client's answer (above), a JSON error body, `... Error: msg`
+# (JavaScript, wrapped Python), a 5xx status
 ERROR_IN_LINE = re.compile(
-    r"^\{\s*\"(?:error|detail)\"\s*:|\"object\"\s*:\s*\"error\"|\berror=\{|['\"]error['\"]\s*:\s*[{'\"]|"
+    _ANSWER + r"|^\{\s*\"detail\"\s*:|\"object\"\s*:\s*\"error\"|\berror=\{|['\"]error['\"]\s*:\s*[{'\"]|"
     r"(?:^|[\s:(\[`'\"])(?P<type>[A-Z]\w*(?:Error|Exception)|Error): \S|\b(?:got |unhandled |uncaught )?exception: \S|"
-    r"^curl: \(\d+\)|\b(?:HTTP|status code:?)\s*5\d\d\b"
+    r"\b(?:HTTP|status code:?)\s*5\d\d\b"
+)
+# a failure only a client prints: the server's answer to its request or the request's connection
+# failing (errno names of node and libc, openai-node's "Connection error.", node-fetch's FetchError,
+# node's "socket hang up")
+CLIENT = re.compile(
+    _ANSWER + r"|\bE(?:CONNREFUSED|CONNRESET|TIMEDOUT|NOTFOUND|AI_AGAIN|HOSTUNREACH)\b|\bFetchError\b|socket hang up|"
+    r"^Connection error\."
 )
 # the words a failure is stated in when no rule knows its wording (a line at INFO/WARNING level never counts)
 FAILURE_WORDS = re.compile(
-    r"deadline exceeded|(?:couldn't|could not|can't|cannot|unable to|failed to) (?:connect|load|allocate|start|open|create|"
+    r"deadline exceeded|\b(?:couldn'?t|could not|can'?t|cannot|unable to|failed to) (?:connect|load|allocate|start|open|create|"
     r"initiali[sz]e|find|read)\b|\b(?:request|allocation|load|startup|initiali[sz]ation) failed\b|Allocation of size \d+ failed|"
     r"is not possible!|exceeds the maximum|not enough memory|out of (?:device )?memory|OutOfDeviceMemory|"
     r"(?:process|runner|server|worker) (?:has )?(?:terminated|crashed|died)\b|"
@@ -87,6 +116,13 @@ GOES_ON = re.compile(r"sub-?optimal|\busing (?:the )?default\b|\bfall(?:ing|s)? 
                      r"\bignor(?:ing|ed)\b|\bretrying\b|\bwill (?:be )?(?:use|retry)", re.I)
 WARNING = re.compile(r"\bwarning\b|\bwarn\b", re.I)  # a message that calls itself a warning is not a failure
 QUIET_LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "TRACE", "NOTICE")
+# levels in shapes the normaliser leaves in the message: glog's severity letter as torch (c10d's `[W
+# socket.cpp:663]`, `[W1015 10:00:00.123456 123 socket.cpp:697]`) and Kubernetes' klog (`E1015
+# 10:00:00.123456  1 main.go:42]`) print it, and NCCL's `host:pid:tid [dev] NCCL INFO` (src/debug.cc: NCCL
+# has no error level, its failures are WARN lines, so only INFO and TRACE are quiet)
+GLOG_LEVEL = re.compile(r"^\[?(?P<glog>[IWEF])(?:\d{3,4} \d\d:\d\d:\d\d\.\d+(?:\s+\d+)?\s+| ?)[\w./\\-]+:\d+\]|"
+                        r"^(?:\S+:\d+:\d+ \[\d+\] )?NCCL (?P<nccl>INFO|TRACE)\b")
+GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
 MAX_TRACEBACK_LINES = 400  # a traceback longer than this is not one (or the rest does not matter)
 
 
@@ -113,7 +149,7 @@ class FailureReader:
         """One normalised message. `recognised`: a rule already read it (then the traceback it ends
         is explained, and nothing generic is said)."""
         signal = self._read(text, level, recognised)
-        return None if signal is None else classify(signal, text, level)
+        return None if signal is None else classify(signal, text)
 
     def _read(self, text: str, level: str, recognised: bool) -> Signal | None:
         if TRACEBACK.search(text):
@@ -179,18 +215,14 @@ def _exception_values(m: re.Match[str], frames: list[str]) -> dict[str, object]:
     return values
 
 
-def classify(signal: Signal, text: str, level: str = "") -> Signal:
+def classify(signal: Signal, text: str) -> Signal:
     """A failure whose words (or the words of the error it quotes) belong to a keyword family
     becomes an event of the family's kind, with the tier it was recognised by; a wrapper is marked
     as the cascade it is (vLLM's "Worker failed with error '<the worker's error>'" is both: the
-    worker's own traceback may not be in the log, its error is). A line that is a failure only by
-    its words and says the engine goes on ("Config file not found ... Performance might be
-    sub-optimal", "falling back to ...") names no cause."""
+    worker's own traceback may not be in the log, its error is)."""
     wrapper = chains.cascade(text)
     inner = chains.inner_message(text)
-    stated = signal.kind != "error_line" or level in ERROR_LEVELS or bool(ERROR_LEVEL.search(text) or ERROR_IN_LINE.search(text))
-    goes_on = not stated and bool(GOES_ON.search(text))
-    found = chains.family(text, inner) if not goes_on and (not wrapper or inner) else None
+    found = chains.family(text, inner) if not wrapper or inner else None
     values = {**signal.values, "cascade": wrapper} if wrapper else dict(signal.values)
     if found is None:
         return Signal(signal.kind, values, signal.extra)
@@ -210,12 +242,29 @@ def line_signal(text: str, level: str) -> Signal | None:
             code = m.group("exit")
             values["exit_code"] = int(code, 16) if code.lower().startswith("0x") else int(code)
         return Signal("crash_signal", values)
+    level = level or own_level(text)
     if level in QUIET_LEVELS:
         return None
-    m = EXCEPTION.match(text)
+    m = EXCEPTION.match(JAVA_PREFIX.sub("", text, count=1))
     if m and (m.group("message") or level in ERROR_LEVELS or m.group("type").endswith(("Error", "Exception"))):
         return Signal("exception", _exception_values(m, []))
-    words = FAILURE_WORDS.search(text) and not WARNING.search(text)
-    if level in ERROR_LEVELS or ERROR_LEVEL.search(text) or ERROR_IN_LINE.search(text) or words:
+    # a line that is a failure only by its words and says the engine goes on ("Config file not found ...
+    # Performance might be sub-optimal", "falling back to ...") is a degraded start, not a failure
+    words = FAILURE_WORDS.search(text) and not WARNING.search(text) and not GOES_ON.search(text)
+    if stated(text, level) or words:
         return Signal("error_line", {"summary": text[:200]})
     return None
+
+
+def own_level(text: str) -> str:
+    """The level a glog/klog or NCCL line gives itself, or ""."""
+    m = GLOG_LEVEL.match(text)
+    if m is None:
+        return ""
+    return m.group("nccl") or GLOG_LEVELS[m.group("glog")]
+
+
+def stated(text: str, level: str = "") -> bool:
+    """The line states a failure by its shape (an error level, an error object, a 4xx/5xx answer, an
+    `Error:`), not only by words that a healthy line may hold too ("not found", "failed")."""
+    return (level or own_level(text)) in ERROR_LEVELS or bool(ERROR_LEVEL.search(text) or ERROR_IN_LINE.search(text))

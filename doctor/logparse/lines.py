@@ -21,6 +21,7 @@ ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]*[A-Za-z]|(?<![\w\]])\[(?:\d{1,3};)*\d
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 _TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+STAMP = re.compile(r"\[?" + _TS)  # a record that starts with its time (doctor.collect.logs: is a text a log at all)
 
 # prefixes, tried in a loop until none applies; each captures the useful bit (process, level)
 _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
