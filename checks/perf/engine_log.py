@@ -52,14 +52,21 @@ def _no_offload(facts: Facts, log: LogView) -> Finding | None:
                        le.evidence(zero[:1]), [Fix(f"Offload all {layers} layers to the GPU", f"-ngl {layers + 1}")],
                        explains=["perf.cpu_bound", "perf.high_latency"])
     partial = [e for e in found if e.values["offloaded"] < e.values["layers"]]  # type: ignore[operator]
-    if not partial:
+    m = facts.metrics
+    planned = m.values if m and "offload_layers_model" in m.values else {}
+    if partial:
+        last = partial[-1]
+        done, layers = int(last.values["offloaded"]), int(last.values["layers"])  # type: ignore[call-overload]
+        evidence = le.evidence([last])
+    elif planned and planned["offload_layers_gpu"] < planned["offload_layers_model"]:
+        # Ollama's own plan ("offload to cuda ... layers.model=43 layers.offload=42"), when the runner's
+        # "offloaded 42/43 layers" line is not in the paste
+        done, layers = int(planned["offload_layers_gpu"]), int(planned["offload_layers_model"])
+        evidence = [f"Ollama offloads {done} of the model's {layers} layers to the GPU"]
+    else:
         return None
-    last = partial[-1]
-    done, layers = int(last.values["offloaded"]), int(last.values["layers"])  # type: ignore[call-overload]
-    evidence = le.evidence([last])
     # Ollama takes the layer count as its num_gpu option (a Modelfile line, or the request's options), llama.cpp as -ngl
     command = f"PARAMETER num_gpu {layers}" if le.engine(facts) == "ollama" else f"-ngl {layers}"
-    m = facts.metrics
     need, have = (m.values.get("offload_required_gib"), m.values.get("offload_available_gib")) if m else (None, None)
     if need and have:
         evidence.append(f"the model needs {need:g} GiB on the GPU for all layers, {have:g} GiB are free: "
