@@ -304,3 +304,13 @@ def test_the_start_up_advice_to_use_enforce_eager_is_not_eager_mode(log):
 def test_enforce_eager_in_the_launch_command_is_eager_mode(tmp_path):
     r = analyze(write(tmp_path, "notes.txt", "$ vllm serve m --enforce-eager \\\n    --gpu-memory-utilization 0.9\n"))
     assert "perf.eager_mode" in {f["code"] for f in r["findings"]}
+
+
+def test_a_topo_matrix_pasted_after_the_engine_output_is_read():
+    # one paste: the benchmark, `--tp 4`, then the environment report ending in "NVIDIA Topology:" (all PHB)
+    r = analyze(FIX / "perf" / "sglang-0.2.13-tp4-a100-pcie-bench-env-topo.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.slow_interconnect" and top["title"].startswith("TP=4 all-reduces cross PCIe (PHB)")
+    assert any("GPU0<->GPU1 = PHB" in e for e in top["evidence"])
+    assert "--tp 2 --dp 2" in commands(top)  # SGLang's spelling of the replicas fix
+    assert r["facts"]["gpus"]["topology"][3] == ["PHB", "PHB", "PHB", "X"]
