@@ -314,3 +314,25 @@ def test_a_topo_matrix_pasted_after_the_engine_output_is_read():
     assert any("GPU0<->GPU1 = PHB" in e for e in top["evidence"])
     assert "--tp 2 --dp 2" in commands(top)  # SGLang's spelling of the replicas fix
     assert r["facts"]["gpus"]["topology"][3] == ["PHB", "PHB", "PHB", "X"]
+
+
+def test_sglang_cutting_its_batch_cap_is_batching_limited():
+    r = analyze(FIX / "perf" / "sglang-max-running-requests-reduced-128-to-50.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.batching_limited"
+    assert top["title"] == "the engine cut its batch cap to 50 of the 128 requested: the KV cache holds no more"
+    assert "max_running_requests was reduced from requested 128 to 50" in top["evidence"][0]
+    # 128 asked for, 50 per replica: ceil(128 / 50) = 3 replicas, in SGLang's flags
+    assert commands(top) == ["--dp 3", "--max-running-requests 50"]
+
+
+def test_the_mamba_cache_cap_wording_takes_the_requested_cap_from_the_command(tmp_path):
+    # SGLang's other wording (the same file): no requested value in the line, the launch command gives it
+    log = write(tmp_path, "sglang.log",
+                "python -m sglang.launch_server --model-path Qwen/Qwen3-Next-80B-A3B-Instruct --max-running-requests 64\n"
+                "max_running_requests is capped to 24 by the mamba state cache (max_mamba_cache_size=72, 3 state slots per "
+                "request). To raise it: increase --mamba-full-memory-ratio or --max-mamba-cache-size, or halve the state "
+                "size with --mamba-ssm-dtype bfloat16.\n")
+    (f,) = [f for f in analyze(log)["findings"] if f["code"] == "perf.batching_limited"]
+    assert f["title"].startswith("the engine cut its batch cap to 24 of the 64 requested: the mamba state cache")
+    assert commands(f) == ["--dp 3", "--max-running-requests 24"]

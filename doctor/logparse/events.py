@@ -340,6 +340,11 @@ HAND_RULES: tuple[Rule, ...] = (
     # quoted, it is vLLM's start-up advice ("set 'enforce_eager=True' or use '--enforce-eager'"), not the setting
     _r("enforce_eager", r"(?<!')(?:enforce_eager=True|--enforce-eager)|CUDA graph is turned off|cuda graph is disabled", False),
     _r("custom_allreduce_off", r"Custom allreduce is disabled", False),
+    # SGLang sizing its batch cap to the KV pool (mem_cache/kv_cache_configurator.py, model_runner.py before it):
+    # "max_running_requests was reduced from the requested 128 to 50 (per dp worker) due to the available KV
+    # cache capacity." / "max_running_requests is capped to 50 by the mamba state cache (...)"
+    _r("batch_cap_reduced", r"max_running_requests (?:was reduced from (?:the )?requested (?P<requested>\d+) to (?P<reduced>\d+)"
+       r"|is capped to (?P<capped>\d+) by the (?P<by>mamba state cache))", False),
     # NCCL's network transport: sockets (TCP) where InfiniBand/RoCE/EFA was expected across nodes
     _r("nccl_net_socket", r"(?:(?P<host>[\w.<>-]+):\d+:\d+ \[\d+\] )?NCCL INFO NET/Socket : Using (?P<ifaces>\S.*)", False),
 )
