@@ -336,3 +336,19 @@ def test_the_mamba_cache_cap_wording_takes_the_requested_cap_from_the_command(tm
     (f,) = [f for f in analyze(log)["findings"] if f["code"] == "perf.batching_limited"]
     assert f["title"].startswith("the engine cut its batch cap to 24 of the 64 requested: the mamba state cache")
     assert commands(f) == ["--dp 3", "--max-running-requests 24"]
+
+
+def test_nccl_channels_through_shared_memory_are_slow_interconnect():
+    r = analyze(FIX / "perf" / "vllm-0.4.1-tp2-nccl-channels-via-shm.txt")
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.slow_interconnect"]
+    assert f["title"] == "NCCL runs without GPU peer-to-peer: every all-reduce goes through host memory"
+    assert "Channel 00 : 0[73000] -> 1[d5000] via SHM/direct/direct" in f["evidence"][0]
+    # tensor_parallel_size=2 in the engine config: TP 1 x DP 2
+    assert commands(f) == ["nvidia-smi topo -p2p r", "--tensor-parallel-size 1 --data-parallel-size 2"]
+
+
+def test_nccl_p2p_disable_named_in_a_log_is_slow_interconnect():
+    r = analyze(FIX / "perf" / "vllm-tp2-rtx3090-nccl-p2p-disable-launcher.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.slow_interconnect" and "NCCL_P2P_DISABLE=1" in top["evidence"][0]
+    assert commands(top) == ["nvidia-smi topo -p2p r"]  # no TP size in the paste: no replica count to compute

@@ -36,18 +36,18 @@ def rank(level: str) -> int:
 
 
 @check("perf.interconnect", "perf", codes=["perf.slow_interconnect"], any_of=("gpus", "logs"),
-       events=["custom_allreduce_off", "nccl_net_socket"])
+       events=["custom_allreduce_off", "nccl_net_socket", "nccl_p2p_off"])
 def interconnect(facts: Facts, log: LogView | None) -> Outcome:
     """TP traffic runs over NVLink or P2P, PCIe links run at their full width, NCCL keeps its fast transports."""
     cfg = fv.maybe_deployment(facts)
-    logged = _logged_no_p2p(facts, log) if log else None
+    logged = (_logged_no_p2p(facts, log) or _nccl_p2p_off(facts, log)) if log else None
     sockets = _nccl_sockets_across_nodes(facts, log, cfg) if log else None
     g = fv.maybe_gpus(facts)
     if g is None:
         findings = [f for f in (sockets, logged) if f]
         return Outcome(findings, "" if findings else "no GPU facts, and the log shows no interconnect signal")
     findings = [f for f in (_tp_over_pcie(g, cfg), _degraded_links(g), _nccl_env(cfg, g), sockets) if f]
-    if logged is not None and not any("PCIe (" in f.title for f in findings):
+    if logged is not None and not any("PCIe (" in f.title or "NCCL_P2P_DISABLE" in f.title for f in findings):
         findings.append(logged)
     if not findings and not g.topology and all(x.pcie_width_current is None for x in g.gpus):
         raise NotApplicable("no topology or PCIe link facts (nvidia-smi topo -m, -q, or NVML)")
@@ -72,6 +72,28 @@ def _logged_no_p2p(facts: Facts, log: LogView) -> Finding | None:
                          f"{fv.flag('tp', engine)} {tp // 2} {fv.flag('dp', engine)} 2"))
     fixes.append(Fix("Check the link between the GPUs (NV# for NVLink, PIX/PXB share a PCIe switch)", "nvidia-smi topo -m"))
     return Finding("perf.slow_interconnect", "the engine found no P2P/NVLink path between its GPUs: TP all-reduce runs over PCIe",
+                   le.evidence(found[:1]), fixes, explains=["perf.low_gpu_util", "perf.high_latency"])
+
+
+def _nccl_p2p_off(facts: Facts, log: LogView) -> Finding | None:
+    """NCCL runs without GPU peer-to-peer: NCCL_P2P_DISABLE=1 in its environment, or its channels
+    between GPUs of one node go through shared host memory (SHM). Every TP all-reduce then makes a
+    round trip through host RAM. Often a workaround for boards whose P2P hangs, so the first fix is
+    to test P2P, the second to need less all-reduce (replicas instead of TP)."""
+    from checks.load import log_events as le
+
+    found = log.events("nccl_p2p_off")
+    if not found:
+        return None
+    cfg = fv.maybe_deployment(facts)
+    tp = (cfg.tensor_parallel_size if cfg else None) or 0
+    engine = cfg.engine if cfg and cfg.engine else "vllm"
+    fixes = [Fix("Test peer-to-peer between the GPUs (OK in every cell: P2P works, so drop NCCL_P2P_DISABLE)",
+                 "nvidia-smi topo -p2p r")]
+    if tp >= 2:
+        fixes.append(Fix(f"Without P2P prefer replicas: TP {tp // 2} x DP 2 halves the all-reduce traffic (if the model fits)",
+                         f"{fv.flag('tp', engine)} {tp // 2} {fv.flag('dp', engine)} 2"))
+    return Finding("perf.slow_interconnect", "NCCL runs without GPU peer-to-peer: every all-reduce goes through host memory",
                    le.evidence(found[:1]), fixes, explains=["perf.low_gpu_util", "perf.high_latency"])
 
 

@@ -345,6 +345,11 @@ HAND_RULES: tuple[Rule, ...] = (
     # cache capacity." / "max_running_requests is capped to 50 by the mamba state cache (...)"
     _r("batch_cap_reduced", r"max_running_requests (?:was reduced from (?:the )?requested (?P<requested>\d+) to (?P<reduced>\d+)"
        r"|is capped to (?P<capped>\d+) by the (?P<by>mamba state cache))", False),
+    # NCCL without peer-to-peer between the GPUs of one node: told so (misc/param.cc prints "NCCL_P2P_DISABLE set by
+    # environment to 1."; a launch line or launcher sets NCCL_P2P_DISABLE=1), or its channels fall back to shared host
+    # memory (transport.cc: "Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct")
+    _r("nccl_p2p_off", r"\bNCCL_P2P_DISABLE(?:\s+set by environment to\s+|=)['\"]?(?:1|true)\b"
+       r"|NCCL INFO Channel \d+(?:/\d+)? : \d+\[\w+\] -> \d+\[\w+\].{0,40}? via SHM/", False),
     # NCCL's network transport: sockets (TCP) where InfiniBand/RoCE/EFA was expected across nodes
     _r("nccl_net_socket", r"(?:(?P<host>[\w.<>-]+):\d+:\d+ \[\d+\] )?NCCL INFO NET/Socket : Using (?P<ifaces>\S.*)", False),
 )
