@@ -352,3 +352,12 @@ def test_nccl_p2p_disable_named_in_a_log_is_slow_interconnect():
     top = r["findings"][0]
     assert top["code"] == "perf.slow_interconnect" and "NCCL_P2P_DISABLE=1" in top["evidence"][0]
     assert commands(top) == ["nvidia-smi topo -p2p r"]  # no TP size in the paste: no replica count to compute
+
+
+def test_llama_cli_quoted_in_a_report_with_thousands_of_threads_is_cpu_bound():
+    r = analyze(FIX / "perf" / "llama-cli-t-6912-a100.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.cpu_bound" and top["title"] == "-t 6912 asks for more CPU threads than the host has physical cores"
+    assert top["evidence"] == ["llama.cpp threads (-t) = 6912"]
+    # the host's cores are not in the paste: the fix is llama.cpp's own default, not a guessed count
+    assert top["fixes"][0]["summary"].startswith("Drop -t 6912") and top["fixes"][0].get("command") is None
