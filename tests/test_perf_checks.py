@@ -361,3 +361,45 @@ def test_llama_cli_quoted_in_a_report_with_thousands_of_threads_is_cpu_bound():
     assert top["evidence"] == ["llama.cpp threads (-t) = 6912"]
     # the host's cores are not in the paste: the fix is llama.cpp's own default, not a guessed count
     assert top["fixes"][0]["summary"].startswith("Drop -t 6912") and top["fixes"][0].get("command") is None
+
+
+@pytest.mark.parametrize(("command", "fix"), [
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 8", "--tensor-parallel-size 1 --data-parallel-size 8"),
+    ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 8", "--tp 1 --dp 8"),
+    # TGI has no data-parallel flag: replicas are separate launchers, the fix sets what each one takes
+    ("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct --num-shard 8", "--num-shard 1"),
+])
+def test_a_tp_fix_speaks_the_flags_of_the_engine_it_came_from(tmp_path, command, fix):
+    r = analyze(write(tmp_path, "cmd.txt", command + "\n"), FIX / "smi" / "nvidia-smi-table-8x-h100-sxm-driver565.txt")
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.tp_mismatch"]
+    assert f["title"] == "TP=8 is more than this model needs: TP 1 holds it, 8 replicas would serve more"
+    assert commands(f) == [fix]
+
+
+@pytest.mark.parametrize(("engine", "settings", "want"), [
+    ("vllm", [("tp", 2), ("dp", 2)], "--tensor-parallel-size 2 --data-parallel-size 2"),
+    ("sglang", [("tp", 2), ("dp", 2)], "--tp 2 --dp 2"),
+    ("tgi", [("tp", 2), ("dp", 2)], "--num-shard 2"),
+    ("llamacpp", [("tp", 2), ("dp", 2)], None),  # llama.cpp splits layers: neither knob exists
+    ("llamacpp", [("kv_dtype", ""), ("ctx", 8192), ("max_seqs", 4)], "-ctk q8_0 -ctv q8_0 -c 8192 --parallel 4"),
+    ("sglang", [("kv_dtype", ""), ("ctx", 8192), ("mem", 0.85)], "--kv-cache-dtype fp8_e5m2 --context-length 8192 --mem-fraction-static 0.85"),
+    ("tgi", [("kv_dtype", ""), ("ctx", 8192), ("batched_tokens", 4096)], "--kv-cache-dtype fp8_e5m2 --max-total-tokens 8192 --max-batch-prefill-tokens 4096"),
+    ("ollama", [("max_seqs", 4)], None),  # Ollama's knobs are environment variables, not these flags
+    ("", [("tp", 2)], "--tensor-parallel-size 2"),  # the engine not known: vLLM's spelling
+])
+def test_each_engine_gets_its_own_flags_or_none(engine, settings, want):
+    from checks.perf import facts_view as fv
+
+    assert fv.command(engine, *settings) == want
+
+
+def test_sglang_retractions_get_sglang_fixes_computed_from_its_command(tmp_path):
+    log = FIX / "logs" / "sglang-decode-retract.log"
+    (alone,) = [f for f in analyze(log)["findings"] if f["code"] == "perf.kv_cache_pressure"]
+    # no command line: SGLang's own retract line says the engine; no cap or fraction to compute from
+    assert commands(alone) == ["--kv-cache-dtype fp8_e5m2"]
+    cmd = write(tmp_path, "cmd.txt", "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 16 "
+                                     "--max-running-requests 64 --mem-fraction-static 0.8\n")
+    (f,) = [f for f in analyze(cmd, log)["findings"] if f["code"] == "perf.kv_cache_pressure"]
+    # half the cap it was given, the fraction 0.05 higher
+    assert commands(f) == ["--max-running-requests 32", "--mem-fraction-static 0.85", "--kv-cache-dtype fp8_e5m2"]

@@ -60,7 +60,7 @@ def _reduced_cap(cfg, found: list) -> Finding | None:
         replicas = math.ceil(requested / reduced)
         evidence.append(f"{requested} concurrent requests asked for, {reduced} admitted: {requested - reduced} more queue")
         fixes.insert(0, Fix(f"Serve {requested} at once with {replicas} replicas of {reduced} (data parallelism, or more GPUs for the KV pool)",
-                            f"{fv.flag('dp', engine)} {replicas}"))
+                            fv.command(engine, ("dp", replicas))))
     return Finding("perf.batching_limited",
                    f"the engine cut its batch cap to {reduced}"
                    + (f" of the {requested} requested" if requested else "") + f": {by} holds no more",

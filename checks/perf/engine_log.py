@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from checks.load import log_events as le
+from checks.perf import facts_view as fv
 from doctor import fp8
 from doctor.engine import check
 from doctor.facts import Facts
@@ -17,7 +18,8 @@ from doctor.logview import LogView
 # vLLM's start-up advice names the flag without setting it ("To run the model in eager mode, set
 # 'enforce_eager=True' or use '--enforce-eager' in the CLI"), with or without its quotes
 ADVICE = re.compile(r"eager mode, set|or use .?--enforce-eager.? in the CLI|consider (?:using|setting) .?(?:--enforce-eager|enforce_eager)", re.I)
-SAMPLING_SHARE = 0.1  # sampling above 10% of a token's time: the sampler, not the model, is the cost
+SAMPLING_SHARE = 0.1
+HEADROOM = 0.92  # the memory fraction a fix raises to at most (perf.kv_cache_metrics keeps the same bound)  # sampling above 10% of a token's time: the sampler, not the model, is the cost
 
 
 @check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "threads", "sampling_time", "eval_time", "enforce_eager"], running=True)
@@ -32,13 +34,23 @@ def _kv_pressure(facts: Facts, log: LogView) -> Finding | None:
     if not found:
         return None
     total = sum(e.count for e in found)
-    engine = le.engine(facts)
-    fixes = ([Fix("Give the KV pool more memory", "--mem-fraction-static 0.9"), Fix("Or admit fewer requests at once", "--max-running-requests 128")]
-             if engine == "sglang" else
-             [Fix("Fewer concurrent sequences so the running ones fit the KV cache", "--max-num-seqs 128"),
-              Fix("Or more KV cache: higher utilization, fp8 KV cache or more TP", "--gpu-memory-utilization 0.95 --kv-cache-dtype fp8")
-              if fp8.from_facts(facts) is not False else
-              Fix("Or more KV cache: higher utilization or more TP", "--gpu-memory-utilization 0.95")])
+    # "Decode out of memory happened ... #retracted_reqs" is SGLang's own line, whatever else the paste holds
+    engine = le.engine(facts) or ("sglang" if any(e.kind == "decode_retract" for e in found) else "vllm")
+    cfg = fv.maybe_deployment(facts)
+    fixes = []
+    # the engine's own cap (given or its default), halved: the running sequences then fit the cache they overran
+    if cfg is not None and cfg.max_num_seqs and cfg.max_num_seqs > 1:
+        fixes.append(Fix(f"Admit fewer sequences at once (now {cfg.max_num_seqs}), so the running ones fit the KV cache",
+                         fv.command(engine, ("max_seqs", cfg.max_num_seqs // 2))))
+    util = cfg.gpu_memory_utilization if cfg is not None else None
+    if util is not None and util < HEADROOM:
+        fixes.append(Fix(f"Give the KV cache more of the GPU (now {util:g})", fv.command(engine, ("mem", f"{min(HEADROOM, round(util + 0.05, 2)):.2f}"))))
+    if (halve := fv.command(engine, ("kv_dtype", ""))) and fp8.from_facts(facts) is not False and not (
+        cfg is not None and cfg.kv_cache_dtype.startswith(("fp8", "q8", "q4"))
+    ):
+        fixes.append(Fix(f"{'Or h' if fixes else 'H'}alve the KV cache per token with an 8-bit cache", halve))
+    if not fixes:
+        fixes.append(Fix("More KV cache per request: fewer concurrent sequences, more GPU memory for the cache, or more GPUs (TP)"))
     return Finding("perf.kv_cache_pressure", f"the KV cache runs full: requests were retracted/preempted {total} times",
                    le.evidence(found) + [f"{total} retractions/preemptions in the log"], fixes)
 

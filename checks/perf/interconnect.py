@@ -69,7 +69,7 @@ def _logged_no_p2p(facts: Facts, log: LogView) -> Finding | None:
     fixes = []
     if tp >= 4:
         fixes.append(Fix(f"On PCIe GPUs prefer replicas: TP {tp // 2} x DP 2 halves the all-reduce traffic (if the model fits)",
-                         f"{fv.flag('tp', engine)} {tp // 2} {fv.flag('dp', engine)} 2"))
+                         fv.command(engine, ("tp", tp // 2), ("dp", 2))))
     fixes.append(Fix("Check the link between the GPUs (NV# for NVLink, PIX/PXB share a PCIe switch)", "nvidia-smi topo -m"))
     return Finding("perf.slow_interconnect", "the engine found no P2P/NVLink path between its GPUs: TP all-reduce runs over PCIe",
                    le.evidence(found[:1]), fixes, explains=["perf.low_gpu_util", "perf.high_latency"])
@@ -92,7 +92,7 @@ def _nccl_p2p_off(facts: Facts, log: LogView) -> Finding | None:
                  "nvidia-smi topo -p2p r")]
     if tp >= 2:
         fixes.append(Fix(f"Without P2P prefer replicas: TP {tp // 2} x DP 2 halves the all-reduce traffic (if the model fits)",
-                         f"{fv.flag('tp', engine)} {tp // 2} {fv.flag('dp', engine)} 2"))
+                         fv.command(engine, ("tp", tp // 2), ("dp", 2))))
     return Finding("perf.slow_interconnect", "NCCL runs without GPU peer-to-peer: every all-reduce goes through host memory",
                    le.evidence(found[:1]), fixes, explains=["perf.low_gpu_util", "perf.high_latency"])
 
@@ -132,7 +132,7 @@ def _tp_over_pcie(g, cfg) -> Finding | None:
     engine = cfg.engine if cfg else "vllm"
     if tp >= 2:
         fixes.append(Fix(f"Over PCIe, prefer replicas to TP: TP {tp // 2} with data parallel 2 halves the all-reduce traffic "
-                         "(if the model fits)", f"{fv.flag('tp', engine)} {tp // 2} {fv.flag('dp', engine)} 2"))
+                         "(if the model fits)", fv.command(engine, ("tp", tp // 2), ("dp", 2))))
     fixes.append(Fix("For TP across GPUs, NVLink/NVSwitch (SXM) or NVLink-bridged GPUs give the all-reduce bandwidth TP needs"))
     return Finding("perf.slow_interconnect",
                    f"TP={tp} all-reduces cross PCIe ({worst[2]}){' without P2P' if p2p_bad else ''}: no NVLink between the TP GPUs",
@@ -214,7 +214,7 @@ def _tp_in_node_fix(facts: Facts, cfg, nodes: int) -> list[Fix]:
         return []
     engine = cfg.engine if cfg and cfg.engine else "vllm"
     return [Fix(f"Or keep TP inside a node and split across the {nodes} nodes with PP (far less traffic between nodes)",
-                f"{fv.flag('tp', engine)} {per_node} {fv.flag('pp', engine)} {tp // per_node}")]
+                fv.command(engine, ("tp", per_node), ("pp", tp // per_node)))]
 
 
 def _nccl_env(cfg, g) -> Finding | None:
