@@ -403,3 +403,28 @@ def test_sglang_retractions_get_sglang_fixes_computed_from_its_command(tmp_path)
     (f,) = [f for f in analyze(cmd, log)["findings"] if f["code"] == "perf.kv_cache_pressure"]
     # half the cap it was given, the fraction 0.05 higher
     assert commands(f) == ["--max-running-requests 32", "--mem-fraction-static 0.85", "--kv-cache-dtype fp8_e5m2"]
+
+
+def test_nvidia_smi_q_pasted_after_an_engine_log_is_read(tmp_path):
+    """An engine log, then `nvidia-smi -q` as reporters paste it: the real H200 -q with its HW slowdown
+    reasons switched on (as in test_throttled_under_load), after real vLLM V1 stat lines."""
+    q = (FIX / "smi" / "nvidia-smi-q-1x-h200-driver550.txt").read_text()
+    hot = (q.replace("        HW Slowdown                       : Not Active", "        HW Slowdown                       : Active")
+           .replace("        SM                                : 345 MHz", "        SM                                : 1110 MHz"))
+    log = (FIX / "stat_lines" / "vllm-v1-kv-full-43-waiting.log").read_text()
+    r = analyze(write(tmp_path, "issue.txt", log + "\n$ nvidia-smi -q\n" + hot + "\nThe server is slow after an hour.\n"))
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.gpu_throttled"]
+    assert "hw_slowdown" in f["title"] and "SM 1110 of 1980 MHz" in f["evidence"][0]
+
+
+def test_a_pasted_clocks_event_section_alone_is_read():
+    # one GPU's block of the real 2x A100 `-q -d PERFORMANCE`, its SW thermal slowdown switched on, after a log line
+    section = (FIX / "smi" / "nvidia-smi-q-d-performance-2x-a100-pcie-clocks-event-reasons.txt").read_text().replace(
+        "        SW Thermal Slowdown               : Not Active", "        SW Thermal Slowdown               : Active", 1)
+    from doctor.logparse import nvidia_smi
+
+    lines = nvidia_smi.embedded_query("INFO 06-13 17:51:20 engine.py:300] Avg prompt throughput: 0.0 tokens/s\n"
+                                      + section.split("GPU 00000000:8A:00.0")[0].split("GPU 00000000:12:00.0\n")[1])
+    assert lines[0] == "    Clocks Event Reasons" and lines[-1].strip().startswith("Sparse Operation Mode")
+    (gpu,) = nvidia_smi.parse_query(lines).gpus
+    assert gpu.throttle_reasons == ["sw_thermal_slowdown"]  # Idle (active too) is not throttling

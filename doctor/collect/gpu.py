@@ -350,14 +350,20 @@ EMBEDDED_BYTES = 4 * 1024 * 1024  # a paste with attachments (an issue, a ticket
 
 def load_embedded(path: str, facts: Facts, deadline: Deadline) -> None:
     """GPU artefacts pasted inside a log (a `topo -m` matrix after the engine's output, as issue
-    reports and vLLM's collect_env give it): read them as if they were their own file, so the
-    perf checks see the links the reporter's GPUs have. Only the head of a big log is looked at."""
-    from doctor.logparse import topo
+    reports and vLLM's collect_env give it; an `nvidia-smi -q` dump or its clocks-event section):
+    read as if they were their own file, so the perf checks see the links and clocks the reporter's
+    GPUs have. (A pasted `nvidia-smi` table the log scan reads itself.) Only the head of a big log
+    is looked at."""
+    from doctor.logparse import nvidia_smi, topo
 
     text = _read_text(path, EMBEDDED_BYTES)
     at = topo.embedded_at(text)
     if at is not None and (facts.gpus is None or not facts.gpus.topology):
         _topo_facts(text[at:], facts)
+    if facts.gpus is None or not facts.gpus.gpus or all(x.name == "" for x in facts.gpus.gpus):
+        lines = nvidia_smi.embedded_query(text)
+        if lines and (found := nvidia_smi.parse_query(lines)).gpus:
+            _merge(facts, found)
 
 
 def _topo_facts(text: str, facts: Facts) -> bool:

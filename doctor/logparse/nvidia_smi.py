@@ -40,6 +40,28 @@ def is_query(head: str) -> bool:
     return bool(_Q_HEADER.search(head)) or len(_Q_KEYS.findall(head)) >= 2 or bool(_Q_EXCERPT.match(head.lstrip("\n")))
 
 
+_Q_SECTION = re.compile(r"^[ \t]*Clocks (?:Event|Throttle) Reasons[ \t]*\r?$", re.M)
+
+
+def embedded_query(text: str) -> list[str]:
+    """An `nvidia-smi -q` dump, or its clocks-event section, pasted inside a longer text: its lines
+    from the header (or the section) to the first line that is not part of the key : value tree."""
+    m = _Q_HEADER.search(text) or _Q_SECTION.search(text)
+    if m is None:
+        return []
+    start = text.rfind("\n", 0, m.start()) + 1
+    first, *rest = text[start:].split("\n")
+    lines = [first.rstrip("\r")]  # the header or section line, indented or not as pasted
+    for line in rest:
+        plain = line.rstrip("\r")
+        if plain and not plain[0].isspace() and not (_Q_HEADER.match(plain) or _Q_GPU.match(plain.strip()) or _Q_LINE.match(plain)):
+            break
+        lines.append(plain)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
 def is_xml(head: str) -> bool:
     return "<nvidia_smi_log" in head[:4096]
 
