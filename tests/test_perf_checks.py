@@ -428,3 +428,13 @@ def test_a_pasted_clocks_event_section_alone_is_read():
     assert lines[0] == "    Clocks Event Reasons" and lines[-1].strip().startswith("Sparse Operation Mode")
     (gpu,) = nvidia_smi.parse_query(lines).gpus
     assert gpu.throttle_reasons == ["sw_thermal_slowdown"]  # Idle (active too) is not throttling
+
+
+def test_llama_cpp_rpc_servers_are_the_interconnect():
+    r = analyze(FIX / "perf" / "llama-server-rpc-4-remote-gpus.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.slow_interconnect"
+    assert top["title"] == "layers run on 4 RPC server(s) on 1 other host(s): each token crosses the network"
+    # the link to measure is the one the --rpc list names; the slow tokens are this finding's symptom
+    assert commands(top) == [None, "iperf3 -c <PRIVATE_IP_2>"]
+    assert [f["code"] for f in r["findings"]][:2] == ["perf.slow_interconnect", "perf.high_latency"]

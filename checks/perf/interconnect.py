@@ -42,11 +42,12 @@ def interconnect(facts: Facts, log: LogView | None) -> Outcome:
     cfg = fv.maybe_deployment(facts)
     logged = (_logged_no_p2p(facts, log) or _nccl_p2p_off(facts, log)) if log else None
     sockets = _nccl_sockets_across_nodes(facts, log, cfg) if log else None
+    rpc = _llamacpp_rpc(cfg)
     g = fv.maybe_gpus(facts)
     if g is None:
-        findings = [f for f in (sockets, logged) if f]
+        findings = [f for f in (sockets, logged, rpc) if f]
         return Outcome(findings, "" if findings else "no GPU facts, and the log shows no interconnect signal")
-    findings = [f for f in (_tp_over_pcie(g, cfg), _degraded_links(g), _nccl_env(cfg, g), sockets) if f]
+    findings = [f for f in (_tp_over_pcie(g, cfg), _degraded_links(g), _nccl_env(cfg, g), sockets, rpc) if f]
     if logged is not None and not any("PCIe (" in f.title or "NCCL_P2P_DISABLE" in f.title for f in findings):
         findings.append(logged)
     if not findings and not g.topology and all(x.pcie_width_current is None for x in g.gpus):
@@ -95,6 +96,26 @@ def _nccl_p2p_off(facts: Facts, log: LogView) -> Finding | None:
                          fv.command(engine, ("tp", tp // 2), ("dp", 2))))
     return Finding("perf.slow_interconnect", "NCCL runs without GPU peer-to-peer: every all-reduce goes through host memory",
                    le.evidence(found[:1]), fixes, explains=["perf.low_gpu_util", "perf.high_latency"])
+
+
+def _llamacpp_rpc(cfg) -> Finding | None:
+    """llama.cpp's RPC backend (`--rpc host:port,...`) puts layers on other machines' GPUs: every
+    token's activations cross the network at each boundary between local and remote layers, so
+    the network link, not the GPUs, sets the speed."""
+    if cfg is None or cfg.engine != "llamacpp":
+        return None
+    servers = [x.strip() for x in str(cfg.extra.get("--rpc") or cfg.extra.get("rpc") or "").split(",") if x.strip()]
+    if not servers:
+        return None
+    hosts = list(dict.fromkeys(x.rsplit(":", 1)[0] for x in servers))
+    return Finding(
+        "perf.slow_interconnect",
+        f"layers run on {len(servers)} RPC server(s) on {len(hosts)} other host(s): each token crosses the network",
+        [f"--rpc {','.join(servers)} ({cfg.sources.get('rpc', 'command line')})"],
+        [Fix("If the model fits the local GPUs, serve it without --rpc (a shorter context or a smaller quantization helps it fit)"),
+         Fix("Otherwise measure the link to the RPC host: llama.cpp RPC wants a fast LAN, not a VPN or Wi-Fi", f"iperf3 -c {hosts[0]}")],
+        explains=["perf.high_latency", "perf.low_gpu_util"],
+    )
 
 
 def _tp_over_pcie(g, cfg) -> Finding | None:
