@@ -438,3 +438,18 @@ def test_llama_cpp_rpc_servers_are_the_interconnect():
     # the link to measure is the one the --rpc list names; the slow tokens are this finding's symptom
     assert commands(top) == [None, "iperf3 -c <PRIVATE_IP_2>"]
     assert [f["code"] for f in r["findings"]][:2] == ["perf.slow_interconnect", "perf.high_latency"]
+
+
+def test_ollama_ps_saying_the_model_runs_on_the_cpu_is_low_gpu_util(tmp_path):
+    top = analyze(FIX / "perf" / "ollama-num-ctx-131072-100-cpu.txt")["findings"][0]
+    assert top["code"] == "perf.low_gpu_util" and top["title"].startswith("Ollama runs 100% of the model on the CPU")
+    assert "100%CPU" in top["evidence"][0]
+    # `ollama ps` as cmd/cmd.go prints a split model ("%d%%/%d%% CPU/GPU")
+    ps = write(tmp_path, "ps.txt", "NAME            ID              SIZE     PROCESSOR          UNTIL\n"
+                                   "llama3.1:70b    711a9e8463af    49 GB    36%/64% CPU/GPU    4 minutes from now\n")
+    (f,) = [f for f in analyze(ps)["findings"] if f["code"] == "perf.low_gpu_util"]
+    assert f["title"].startswith("Ollama runs 36% of the model on the CPU") and commands(f) == ["ollama ps"]
+    # "100% CPU" outside an Ollama paste is `top` or prose about the host, not this
+    top_out = write(tmp_path, "top.txt", "  PID USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM\n"
+                                        "python3 is at 100% CPU on one core while the vllm server waits\n")
+    assert "perf.low_gpu_util" not in [f["code"] for f in analyze(top_out)["findings"]]

@@ -22,7 +22,7 @@ SAMPLING_SHARE = 0.1
 HEADROOM = 0.92  # the memory fraction a fix raises to at most (perf.kv_cache_metrics keeps the same bound)  # sampling above 10% of a token's time: the sampler, not the model, is the cost
 
 
-@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "threads", "sampling_time", "eval_time", "enforce_eager"], running=True)
+@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "ollama_cpu_share", "threads", "sampling_time", "eval_time", "enforce_eager"], running=True)
 def engine_log(facts: Facts, log: LogView) -> Outcome:
     """The log shows no KV-cache thrashing, CPU-bound generation or disabled CUDA graphs."""
     findings = [f for f in (_kv_pressure(facts, log), _no_offload(facts, log), _cpu_bound(facts, log), _eager(facts, log)) if f]
@@ -76,7 +76,7 @@ def _no_offload(facts: Facts, log: LogView) -> Finding | None:
         done, layers = int(planned["offload_layers_gpu"]), int(planned["offload_layers_model"])
         evidence = [f"Ollama offloads {done} of the model's {layers} layers to the GPU"]
     else:
-        return None
+        return _ollama_on_cpu(facts, log)
     # Ollama takes the layer count as its num_gpu option (a Modelfile line, or the request's options), llama.cpp as -ngl
     command = f"PARAMETER num_gpu {layers}" if le.engine(facts) == "ollama" else f"-ngl {layers}"
     need, have = (m.values.get("offload_required_gib"), m.values.get("offload_available_gib")) if m else (None, None)
@@ -90,6 +90,23 @@ def _no_offload(facts: Facts, log: LogView) -> Finding | None:
                   command)
     return Finding("perf.low_gpu_util", f"{layers - done} of {layers} layers run on the CPU: each token waits for them",
                    evidence, [fix], explains=["perf.cpu_bound", "perf.high_latency"])
+
+
+def _ollama_on_cpu(facts: Facts, log: LogView) -> Finding | None:
+    """`ollama ps` says how much of the loaded model runs on the CPU ("100% CPU", "36%/64% CPU/GPU"):
+    Ollama puts on the GPU only the layers that fit with the KV cache of the model's num_ctx."""
+    # a bare "100% CPU" is Ollama's only in an Ollama paste (elsewhere it is `top` or prose about the host)
+    ollama = le.engine(facts) == "ollama"
+    found = [e for e in log.events("ollama_cpu_share") if ollama or not e.values.get("all_cpu")]
+    if not found:
+        return None
+    v = found[-1].values
+    cpu = 100 if v.get("all_cpu") else int(v.get("cpu") or 0)  # type: ignore[call-overload]
+    fixes = [Fix("Lower num_ctx (the KV cache grows with it) or pick a smaller quantization, until `ollama ps` says 100% GPU",
+                 "ollama ps")]
+    return Finding("perf.low_gpu_util", f"Ollama runs {cpu}% of the model on the CPU: each token waits for it",
+                   le.evidence(found[-1:]), fixes,
+                   explains=["perf.cpu_bound", "perf.high_latency"])
 
 
 def _cpu_bound(facts: Facts, log: LogView) -> Finding | None:

@@ -350,6 +350,8 @@ HAND_RULES: tuple[Rule, ...] = (
     # memory (transport.cc: "Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct")
     _r("nccl_p2p_off", r"\bNCCL_P2P_DISABLE(?:\s+set by environment to\s+|=)['\"]?(?:1|true)\b"
        r"|NCCL INFO Channel \d+(?:/\d+)? : \d+\[\w+\] -> \d+\[\w+\].{0,40}? via SHM/", False),
+    # `ollama ps` PROCESSOR column (cmd/cmd.go): "100% CPU", "36%/64% CPU/GPU" (a model not wholly on the GPU)
+    _r("ollama_cpu_share", r"\b(?:(?P<cpu>\d{1,2})%/(?P<gpu>\d{1,2})% CPU/GPU|(?P<all_cpu>100)% ?CPU)\b", False),
     # NCCL's network transport: sockets (TCP) where InfiniBand/RoCE/EFA was expected across nodes
     _r("nccl_net_socket", r"(?:(?P<host>[\w.<>-]+):\d+:\d+ \[\d+\] )?NCCL INFO NET/Socket : Using (?P<ifaces>\S.*)", False),
 )
