@@ -243,7 +243,13 @@ def test_geforce_tp_has_no_p2p(tmp_path):
     top = r["findings"][0]
     assert top["code"] == "perf.slow_interconnect" and "without P2P" in top["title"]
     assert any("GeForce" in e for e in top["evidence"])
-    assert "--tensor-parallel-size 1 --data-parallel-size 2" in commands(top)
+    # Qwen2.5-14B's bf16 weights do not fit one 24 GB card: no TP 1 x DP 2 replicas offered
+    assert "--tensor-parallel-size 1 --data-parallel-size 2" not in commands(top)
+    cmd.write_text("vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2\n")
+    r = analyze(cmd, FIX / "smi" / "nvidia-smi-table-8x-rtx4090-driver550.txt", FIX / "topo" / "rtx4090-8x-pix-sys-no-nic.txt")
+    (fix,) = [f for f in r["findings"][0]["fixes"] if f.get("command")]
+    assert fix["command"] == "--tensor-parallel-size 1 --data-parallel-size 2"
+    assert "GiB of weights per GPU at TP 1, of 24 GiB" in fix["summary"]
 
 
 def test_llamacpp_with_no_gpu_layers(tmp_path):

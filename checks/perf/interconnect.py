@@ -47,7 +47,7 @@ def interconnect(facts: Facts, log: LogView | None) -> Outcome:
     if g is None:
         findings = [f for f in (sockets, logged, rpc) if f]
         return Outcome(findings, "" if findings else "no GPU facts, and the log shows no interconnect signal")
-    findings = [f for f in (_tp_over_pcie(g, cfg), _degraded_links(g), _nccl_env(cfg, g), sockets, rpc) if f]
+    findings = [f for f in (_tp_over_pcie(facts, g, cfg), _degraded_links(g), _nccl_env(cfg, g), sockets, rpc) if f]
     if logged is not None and not any("PCIe (" in f.title or "NCCL_P2P_DISABLE" in f.title for f in findings):
         findings.append(logged)
     if not findings and not g.topology and all(x.pcie_width_current is None for x in g.gpus):
@@ -68,9 +68,8 @@ def _logged_no_p2p(facts: Facts, log: LogView) -> Finding | None:
     tp = (cfg.tensor_parallel_size if cfg else None) or 0
     engine = cfg.engine if cfg and cfg.engine else "vllm"
     fixes = []
-    if tp >= 4:
-        fixes.append(Fix(f"On PCIe GPUs prefer replicas: TP {tp // 2} x DP 2 halves the all-reduce traffic (if the model fits)",
-                         fv.command(engine, ("tp", tp // 2), ("dp", 2))))
+    if tp >= 4 and (fix := _replicas_fix(facts, cfg, engine, tp, "On PCIe GPUs prefer replicas")):
+        fixes.append(fix)
     fixes.append(Fix("Check the link between the GPUs (NV# for NVLink, PIX/PXB share a PCIe switch)", "nvidia-smi topo -m"))
     return Finding("perf.slow_interconnect", "the engine found no P2P/NVLink path between its GPUs: TP all-reduce runs over PCIe",
                    le.evidence(found[:1]), fixes, explains=["perf.low_gpu_util", "perf.high_latency"])
@@ -91,11 +90,30 @@ def _nccl_p2p_off(facts: Facts, log: LogView) -> Finding | None:
     engine = cfg.engine if cfg and cfg.engine else "vllm"
     fixes = [Fix("Test peer-to-peer between the GPUs (OK in every cell: P2P works, so drop NCCL_P2P_DISABLE)",
                  "nvidia-smi topo -p2p r")]
-    if tp >= 2:
-        fixes.append(Fix(f"Without P2P prefer replicas: TP {tp // 2} x DP 2 halves the all-reduce traffic (if the model fits)",
-                         fv.command(engine, ("tp", tp // 2), ("dp", 2))))
+    if tp >= 2 and (fix := _replicas_fix(facts, cfg, engine, tp, "Without P2P prefer replicas")):
+        fixes.append(fix)
     return Finding("perf.slow_interconnect", "NCCL runs without GPU peer-to-peer: every all-reduce goes through host memory",
                    le.evidence(found[:1]), fixes, explains=["perf.low_gpu_util", "perf.high_latency"])
+
+
+def _replicas_fix(facts: Facts, cfg, engine: str, tp: int, why: str) -> Fix | None:
+    """TP/2 x DP 2: half the all-reduce traffic per token, if the model's weights fit TP/2. With the
+    model and the GPU size known the weights per GPU say so (no fix when they do not fit at all);
+    without them the fix says what to check."""
+    from checks.load import log_events as le
+    from checks.perf.parallelism import smaller_weights
+
+    half = tp // 2
+    command = fv.command(engine, ("tp", half), ("dp", 2))
+    total = le.gpu_total_gib(facts)
+    if facts.model is None or cfg is None or not total:
+        return Fix(f"{why}: TP {half} x DP 2 halves the all-reduce traffic (if the model fits TP {half})", command)
+    weights = smaller_weights(facts, cfg, half)
+    budget = (cfg.gpu_memory_utilization or 0.9) * total
+    if weights >= budget:
+        return None
+    return Fix(f"{why}: TP {half} x DP 2 halves the all-reduce traffic ({facts.model.name}: {weights:.1f} GiB of weights "
+               f"per GPU at TP {half}, of {total:.0f} GiB)", command)
 
 
 def _llamacpp_rpc(cfg) -> Finding | None:
@@ -118,7 +136,7 @@ def _llamacpp_rpc(cfg) -> Finding | None:
     )
 
 
-def _tp_over_pcie(g, cfg) -> Finding | None:
+def _tp_over_pcie(facts: Facts, g, cfg) -> Finding | None:
     tp = (cfg.tensor_parallel_size or 1) if cfg else 1
     if tp < 2 or not g.topology:
         return None
@@ -151,9 +169,8 @@ def _tp_over_pcie(g, cfg) -> Finding | None:
         fixes.append(Fix(f"Run TP on GPUs joined by {'/'.join(levels)} instead of {worst[2]}",
                          f"CUDA_VISIBLE_DEVICES={','.join(map(str, best))}"))
     engine = cfg.engine if cfg else "vllm"
-    if tp >= 2:
-        fixes.append(Fix(f"Over PCIe, prefer replicas to TP: TP {tp // 2} with data parallel 2 halves the all-reduce traffic "
-                         "(if the model fits)", fv.command(engine, ("tp", tp // 2), ("dp", 2))))
+    if tp >= 2 and (fix := _replicas_fix(facts, cfg, engine, tp, "Over PCIe, prefer replicas to TP")):
+        fixes.append(fix)
     fixes.append(Fix("For TP across GPUs, NVLink/NVSwitch (SXM) or NVLink-bridged GPUs give the all-reduce bandwidth TP needs"))
     return Finding("perf.slow_interconnect",
                    f"TP={tp} all-reduces cross PCIe ({worst[2]}){' without P2P' if p2p_bad else ''}: no NVLink between the TP GPUs",
