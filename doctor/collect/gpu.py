@@ -356,7 +356,10 @@ def load_embedded(path: str, facts: Facts, deadline: Deadline) -> None:
     is looked at."""
     from doctor.logparse import nvidia_smi, topo
 
-    text = _read_text(path, EMBEDDED_BYTES)
+    try:
+        text = _read_text(path, EMBEDDED_BYTES)
+    except (OSError, EOFError):  # a cut .gz or an unreadable file: the log reader already said so
+        return
     at = topo.embedded_at(text)
     if at is not None and (facts.gpus is None or not facts.gpus.topology):
         _topo_facts(text[at:], facts)
