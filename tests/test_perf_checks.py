@@ -459,3 +459,20 @@ def test_ollama_ps_saying_the_model_runs_on_the_cpu_is_low_gpu_util(tmp_path):
     top_out = write(tmp_path, "top.txt", "  PID USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM\n"
                                         "python3 is at 100% CPU on one core while the vllm server waits\n")
     assert "perf.low_gpu_util" not in [f["code"] for f in analyze(top_out)["findings"]]
+
+
+def test_nvidia_smi_query_gpu_csv_samples_are_read_and_an_idle_gpu_is_not_throttled(tmp_path):
+    csv = FIX / "smi" / "nvidia-smi-query-gpu-csv-t4-idle-throttle-reasons.txt"
+    r = analyze(csv)
+    (gpu,) = r["facts"]["gpus"]["gpus"]
+    assert gpu["util_gpu"] == {"min": 0, "mean": 0, "max": 0, "samples": 6}
+    assert (gpu["sm_clock_mhz"], gpu["power_draw_w"], gpu["throttle_reasons"]) == (1695, 75.10, [])  # gpu_idle is not throttling
+    assert "perf.gpu_throttled" not in [f["code"] for f in r["findings"]]
+    # the same sampling, busy and power-capped (utilization, power and the sw_power_cap flag switched on), pasted in a report
+    text = csv.read_text()
+    busy = text.replace("0, 0 %, 71, 75.32 W, 1695 MHz, 6250 MHz, Not Active, Not Active, Not Active, Not Active, Active",
+                        "0, 99 %, 83, 69.80 W, 1035 MHz, 6250 MHz, Not Active, Not Active, Active, Not Active, Not Active")
+    r = analyze(write(tmp_path, "issue.txt", "Decode got slower after a few minutes. nvidia-smi while serving:\n" + busy))
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.gpu_throttled"]
+    assert f["title"] == "1 GPU(s) throttled: sw_power_cap"
+    assert f["evidence"] == ["GPU0: active sw_power_cap, 83 C"]

@@ -350,7 +350,8 @@ EMBEDDED_BYTES = 4 * 1024 * 1024  # a paste with attachments (an issue, a ticket
 
 def load_embedded(path: str, facts: Facts, deadline: Deadline) -> None:
     """GPU artefacts pasted inside a log (a `topo -m` matrix after the engine's output, as issue
-    reports and vLLM's collect_env give it; an `nvidia-smi -q` dump or its clocks-event section):
+    reports and vLLM's collect_env give it; an `nvidia-smi -q` dump or its clocks-event section; an
+    `nvidia-smi --query-gpu ... --format=csv` sampling):
     read as if they were their own file, so the perf checks see the links and clocks the reporter's
     GPUs have. (A pasted `nvidia-smi` table the log scan reads itself.) Only the head of a big log
     is looked at."""
@@ -367,6 +368,9 @@ def load_embedded(path: str, facts: Facts, deadline: Deadline) -> None:
         lines = nvidia_smi.embedded_query(text)
         if lines and (found := nvidia_smi.parse_query(lines)).gpus:
             _merge(facts, found)
+    header, rows = nvidia_smi.embedded_csv(text)
+    if rows and (facts.gpus is None or not facts.gpus.gpus or all(x.util_gpu is None for x in facts.gpus.gpus)):
+        _merge(facts, nvidia_smi.parse_csv(header, rows))
 
 
 def _topo_facts(text: str, facts: Facts) -> bool:
