@@ -46,6 +46,8 @@ _Q_SECTION = re.compile(r"^[ \t]*Clocks (?:Event|Throttle) Reasons[ \t]*\r?$", r
 def embedded_query(text: str) -> list[str]:
     """An `nvidia-smi -q` dump, or its clocks-event section, pasted inside a longer text: its lines
     from the header (or the section) to the first line that is not part of the key : value tree."""
+    if "NVSMI LOG" not in text and " Reasons" not in text:  # a C-speed look first: most logs hold neither
+        return []
     m = _Q_HEADER.search(text) or _Q_SECTION.search(text)
     if m is None:
         return []
@@ -417,12 +419,16 @@ _CSV_FIELDS = {  # query field -> Gpu attribute
     "pcie.link.gen.current": "pcie_gen_current", "pcie.link.gen.max": "pcie_gen_max",
     "pcie.link.width.current": "pcie_width_current", "pcie.link.width.max": "pcie_width_max",
 }
+_CSV_LITERALS = ("utilization.", "clocks.", "clocks_", "power.draw", "power.limit", "temperature.gpu", "memory.used",
+                 "memory.total", "pcie.link")
 _CSV_REASON = re.compile(r"^clocks_(?:throttle|event)_reasons\.(\w+)$")
 
 
 def embedded_csv(text: str) -> tuple[list[str], list[list[str]]]:
     """The header and rows of an `nvidia-smi --query-gpu ... --format=csv` output inside a text:
     the header names the query fields, each following line with as many comma-separated cells is a row."""
+    if not any(name in text for name in _CSV_LITERALS):  # a C-speed look first: most logs hold no sampling
+        return [], []
     m = _CSV_HEADER.search(text)
     if m is None:
         return [], []

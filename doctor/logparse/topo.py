@@ -33,6 +33,8 @@ def looks_like_topo(head: str) -> bool:
 def embedded_at(text: str) -> int | None:
     """Where a `topo -m` / `topo -p2p` matrix starts inside a longer paste (an issue's log with the
     reporter's `nvidia-smi topo -m`, collect_env's "NVIDIA Topology:" section); None when there is none."""
+    if "GPU1" not in text:  # a C-speed look first: most logs hold no matrix
+        return None
     for m in _HEADER_ANYWHERE.finditer(text):
         if looks_like_topo(text[m.start() : m.start() + 4096]):
             return m.start()
