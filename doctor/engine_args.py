@@ -412,7 +412,9 @@ def parse_command(argv_or_str: str | Iterable[str], source: str = "cmdline") -> 
             engine, rest = "sglang", argv[i + (1 if tok == "sglang.launch_server" else 2) :]
         elif base == "text-generation-launcher":
             engine, rest = "tgi", argv[i + 1 :]
-        elif base in ("llama-server", "llama-server.exe"):
+        elif base in ("llama-server", "llama-server.exe", "llama-cli", "llama-cli.exe") or (
+            base in ("main", "main.exe") and nxt in ("-m", "--model")  # llama.cpp's CLI before its rename (mid-2024)
+        ):
             engine, rest = "llamacpp", argv[i + 1 :]
         elif base == "trtllm-serve":
             engine, rest, positional_model = "trtllm", argv[i + (2 if nxt == "serve" else 1) :], True
@@ -436,9 +438,14 @@ def parse_command(argv_or_str: str | Iterable[str], source: str = "cmdline") -> 
     return _fill_defaults(cfg)
 
 
+_WINDOWS_SEPARATOR = re.compile(r"(?<=[\w.:])\\(?=[\w.])")
+
+
 def _split(argv_or_str: str | Iterable[str]) -> list[str]:
     if isinstance(argv_or_str, str):
         text = argv_or_str.replace("\\\r\n", " ").replace("\\\n", " ")
+        # a Windows path (`.\Release\main.exe -m .\models\7B\...`): POSIX quoting would eat its separators
+        text = _WINDOWS_SEPARATOR.sub("/", text)
         try:
             return shlex.split(text, comments=False)
         except ValueError:  # an unbalanced quote: fall back to whitespace

@@ -250,3 +250,12 @@ def test_absurd_launch_command_file_is_config_invalid(tmp_path) -> None:
     assert [f.code for f in findings] == ["load.config_invalid"]
     assert findings[0].evidence == ["launch command: tensor_parallel_size 0: must be at least 1",
                                     "launch command: max_model_len -5: must be at least 1"]
+
+
+def test_llama_cpp_cli_binaries_old_and_new_are_llamacpp() -> None:
+    # llama.cpp issue 842 (Windows build of the pre-rename `main`) and 9881 (`llama-cli`), as pasted
+    old = parse_command(r'.\Release\main.exe  -m .\models\7B\ggml-model-f16.bin -p "Below I count" -c 1024 -t 24 -n 1024 -b 64')
+    assert (old.engine, old.model, old.extra.get("-t")) == ("llamacpp", "./models/7B/ggml-model-f16.bin", "24")  # Windows separators read as /
+    new = parse_command("./build/bin/llama-cli -m ../gguf_files/llama-3-8B.gguf -t 6912 --ctx-size 50 --n_predict 50")
+    assert (new.engine, new.model, new.extra.get("-t")) == ("llamacpp", "../gguf_files/llama-3-8B.gguf", "6912")
+    assert parse_command("python main.py -m foo").engine == ""  # a script called main is not llama.cpp

@@ -243,7 +243,13 @@ def test_geforce_tp_has_no_p2p(tmp_path):
     top = r["findings"][0]
     assert top["code"] == "perf.slow_interconnect" and "without P2P" in top["title"]
     assert any("GeForce" in e for e in top["evidence"])
-    assert "--tensor-parallel-size 1 --data-parallel-size 2" in commands(top)
+    # Qwen2.5-14B's bf16 weights do not fit one 24 GB card: no TP 1 x DP 2 replicas offered
+    assert "--tensor-parallel-size 1 --data-parallel-size 2" not in commands(top)
+    cmd.write_text("vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2\n")
+    r = analyze(cmd, FIX / "smi" / "nvidia-smi-table-8x-rtx4090-driver550.txt", FIX / "topo" / "rtx4090-8x-pix-sys-no-nic.txt")
+    (fix,) = [f for f in r["findings"][0]["fixes"] if f.get("command")]
+    assert fix["command"] == "--tensor-parallel-size 1 --data-parallel-size 2"
+    assert "GiB of weights per GPU at TP 1, of 24 GiB" in fix["summary"]
 
 
 def test_llamacpp_with_no_gpu_layers(tmp_path):
@@ -304,3 +310,169 @@ def test_the_start_up_advice_to_use_enforce_eager_is_not_eager_mode(log):
 def test_enforce_eager_in_the_launch_command_is_eager_mode(tmp_path):
     r = analyze(write(tmp_path, "notes.txt", "$ vllm serve m --enforce-eager \\\n    --gpu-memory-utilization 0.9\n"))
     assert "perf.eager_mode" in {f["code"] for f in r["findings"]}
+
+
+def test_a_topo_matrix_pasted_after_the_engine_output_is_read():
+    # one paste: the benchmark, `--tp 4`, then the environment report ending in "NVIDIA Topology:" (all PHB)
+    r = analyze(FIX / "perf" / "sglang-0.2.13-tp4-a100-pcie-bench-env-topo.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.slow_interconnect" and top["title"].startswith("TP=4 all-reduces cross PCIe (PHB)")
+    assert any("GPU0<->GPU1 = PHB" in e for e in top["evidence"])
+    assert "--tp 2 --dp 2" in commands(top)  # SGLang's spelling of the replicas fix
+    assert r["facts"]["gpus"]["topology"][3] == ["PHB", "PHB", "PHB", "X"]
+
+
+def test_sglang_cutting_its_batch_cap_is_batching_limited():
+    r = analyze(FIX / "perf" / "sglang-max-running-requests-reduced-128-to-50.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.batching_limited"
+    assert top["title"] == "the engine cut its batch cap to 50 of the 128 requested: the KV cache holds no more"
+    assert "max_running_requests was reduced from requested 128 to 50" in top["evidence"][0]
+    # 128 asked for, 50 per replica: ceil(128 / 50) = 3 replicas, in SGLang's flags
+    assert commands(top) == ["--dp 3", "--max-running-requests 50"]
+
+
+def test_the_mamba_cache_cap_wording_takes_the_requested_cap_from_the_command(tmp_path):
+    # SGLang's other wording (the same file): no requested value in the line, the launch command gives it
+    log = write(tmp_path, "sglang.log",
+                "python -m sglang.launch_server --model-path Qwen/Qwen3-Next-80B-A3B-Instruct --max-running-requests 64\n"
+                "max_running_requests is capped to 24 by the mamba state cache (max_mamba_cache_size=72, 3 state slots per "
+                "request). To raise it: increase --mamba-full-memory-ratio or --max-mamba-cache-size, or halve the state "
+                "size with --mamba-ssm-dtype bfloat16.\n")
+    (f,) = [f for f in analyze(log)["findings"] if f["code"] == "perf.batching_limited"]
+    assert f["title"].startswith("the engine cut its batch cap to 24 of the 64 requested: the mamba state cache")
+    assert commands(f) == ["--dp 3", "--max-running-requests 24"]
+
+
+def test_nccl_channels_through_shared_memory_are_slow_interconnect():
+    r = analyze(FIX / "perf" / "vllm-0.4.1-tp2-nccl-channels-via-shm.txt")
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.slow_interconnect"]
+    assert f["title"] == "NCCL runs without GPU peer-to-peer: every all-reduce goes through host memory"
+    assert "Channel 00 : 0[73000] -> 1[d5000] via SHM/direct/direct" in f["evidence"][0]
+    # tensor_parallel_size=2 in the engine config: TP 1 x DP 2
+    assert commands(f) == ["nvidia-smi topo -p2p r", "--tensor-parallel-size 1 --data-parallel-size 2"]
+
+
+def test_nccl_p2p_disable_named_in_a_log_is_slow_interconnect():
+    r = analyze(FIX / "perf" / "vllm-tp2-rtx3090-nccl-p2p-disable-launcher.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.slow_interconnect" and "NCCL_P2P_DISABLE=1" in top["evidence"][0]
+    assert commands(top) == ["nvidia-smi topo -p2p r"]  # no TP size in the paste: no replica count to compute
+
+
+def test_llama_cli_quoted_in_a_report_with_thousands_of_threads_is_cpu_bound():
+    r = analyze(FIX / "perf" / "llama-cli-t-6912-a100.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.cpu_bound" and top["title"] == "-t 6912 asks for more CPU threads than the host has physical cores"
+    assert top["evidence"] == ["llama.cpp threads (-t) = 6912"]
+    # the host's cores are not in the paste: the fix is llama.cpp's own default, not a guessed count
+    assert top["fixes"][0]["summary"].startswith("Drop -t 6912") and top["fixes"][0].get("command") is None
+
+
+@pytest.mark.parametrize(("command", "fix"), [
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 8", "--tensor-parallel-size 1 --data-parallel-size 8"),
+    ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 8", "--tp 1 --dp 8"),
+    # TGI has no data-parallel flag: replicas are separate launchers, the fix sets what each one takes
+    ("text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct --num-shard 8", "--num-shard 1"),
+])
+def test_a_tp_fix_speaks_the_flags_of_the_engine_it_came_from(tmp_path, command, fix):
+    r = analyze(write(tmp_path, "cmd.txt", command + "\n"), FIX / "smi" / "nvidia-smi-table-8x-h100-sxm-driver565.txt")
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.tp_mismatch"]
+    assert f["title"] == "TP=8 is more than this model needs: TP 1 holds it, 8 replicas would serve more"
+    assert commands(f) == [fix]
+
+
+@pytest.mark.parametrize(("engine", "settings", "want"), [
+    ("vllm", [("tp", 2), ("dp", 2)], "--tensor-parallel-size 2 --data-parallel-size 2"),
+    ("sglang", [("tp", 2), ("dp", 2)], "--tp 2 --dp 2"),
+    ("tgi", [("tp", 2), ("dp", 2)], "--num-shard 2"),
+    ("llamacpp", [("tp", 2), ("dp", 2)], None),  # llama.cpp splits layers: neither knob exists
+    ("llamacpp", [("kv_dtype", ""), ("ctx", 8192), ("max_seqs", 4)], "-ctk q8_0 -ctv q8_0 -c 8192 --parallel 4"),
+    ("sglang", [("kv_dtype", ""), ("ctx", 8192), ("mem", 0.85)], "--kv-cache-dtype fp8_e5m2 --context-length 8192 --mem-fraction-static 0.85"),
+    ("tgi", [("kv_dtype", ""), ("ctx", 8192), ("batched_tokens", 4096)], "--kv-cache-dtype fp8_e5m2 --max-total-tokens 8192 --max-batch-prefill-tokens 4096"),
+    ("ollama", [("max_seqs", 4)], None),  # Ollama's knobs are environment variables, not these flags
+    ("", [("tp", 2)], "--tensor-parallel-size 2"),  # the engine not known: vLLM's spelling
+])
+def test_each_engine_gets_its_own_flags_or_none(engine, settings, want):
+    from checks.perf import facts_view as fv
+
+    assert fv.command(engine, *settings) == want
+
+
+def test_sglang_retractions_get_sglang_fixes_computed_from_its_command(tmp_path):
+    log = FIX / "logs" / "sglang-decode-retract.log"
+    (alone,) = [f for f in analyze(log)["findings"] if f["code"] == "perf.kv_cache_pressure"]
+    # no command line: SGLang's own retract line says the engine; no cap or fraction to compute from
+    assert commands(alone) == ["--kv-cache-dtype fp8_e5m2"]
+    cmd = write(tmp_path, "cmd.txt", "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 16 "
+                                     "--max-running-requests 64 --mem-fraction-static 0.8\n")
+    (f,) = [f for f in analyze(cmd, log)["findings"] if f["code"] == "perf.kv_cache_pressure"]
+    # half the cap it was given, the fraction 0.05 higher
+    assert commands(f) == ["--max-running-requests 32", "--mem-fraction-static 0.85", "--kv-cache-dtype fp8_e5m2"]
+
+
+def test_nvidia_smi_q_pasted_after_an_engine_log_is_read(tmp_path):
+    """An engine log, then `nvidia-smi -q` as reporters paste it: the real H200 -q with its HW slowdown
+    reasons switched on (as in test_throttled_under_load), after real vLLM V1 stat lines."""
+    q = (FIX / "smi" / "nvidia-smi-q-1x-h200-driver550.txt").read_text()
+    hot = (q.replace("        HW Slowdown                       : Not Active", "        HW Slowdown                       : Active")
+           .replace("        SM                                : 345 MHz", "        SM                                : 1110 MHz"))
+    log = (FIX / "stat_lines" / "vllm-v1-kv-full-43-waiting.log").read_text()
+    r = analyze(write(tmp_path, "issue.txt", log + "\n$ nvidia-smi -q\n" + hot + "\nThe server is slow after an hour.\n"))
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.gpu_throttled"]
+    assert "hw_slowdown" in f["title"] and "SM 1110 of 1980 MHz" in f["evidence"][0]
+
+
+def test_a_pasted_clocks_event_section_alone_is_read():
+    # one GPU's block of the real 2x A100 `-q -d PERFORMANCE`, its SW thermal slowdown switched on, after a log line
+    section = (FIX / "smi" / "nvidia-smi-q-d-performance-2x-a100-pcie-clocks-event-reasons.txt").read_text().replace(
+        "        SW Thermal Slowdown               : Not Active", "        SW Thermal Slowdown               : Active", 1)
+    from doctor.logparse import nvidia_smi
+
+    lines = nvidia_smi.embedded_query("INFO 06-13 17:51:20 engine.py:300] Avg prompt throughput: 0.0 tokens/s\n"
+                                      + section.split("GPU 00000000:8A:00.0")[0].split("GPU 00000000:12:00.0\n")[1])
+    assert lines[0] == "    Clocks Event Reasons" and lines[-1].strip().startswith("Sparse Operation Mode")
+    (gpu,) = nvidia_smi.parse_query(lines).gpus
+    assert gpu.throttle_reasons == ["sw_thermal_slowdown"]  # Idle (active too) is not throttling
+
+
+def test_llama_cpp_rpc_servers_are_the_interconnect():
+    r = analyze(FIX / "perf" / "llama-server-rpc-4-remote-gpus.txt")
+    top = r["findings"][0]
+    assert top["code"] == "perf.slow_interconnect"
+    assert top["title"] == "layers run on 4 RPC server(s) on 1 other host(s): each token crosses the network"
+    # the link to measure is the one the --rpc list names; the slow tokens are this finding's symptom
+    assert commands(top) == [None, "iperf3 -c <PRIVATE_IP_2>"]
+    assert [f["code"] for f in r["findings"]][:2] == ["perf.slow_interconnect", "perf.high_latency"]
+
+
+def test_ollama_ps_saying_the_model_runs_on_the_cpu_is_low_gpu_util(tmp_path):
+    top = analyze(FIX / "perf" / "ollama-num-ctx-131072-100-cpu.txt")["findings"][0]
+    assert top["code"] == "perf.low_gpu_util" and top["title"].startswith("Ollama runs 100% of the model on the CPU")
+    assert "100%CPU" in top["evidence"][0]
+    # `ollama ps` as cmd/cmd.go prints a split model ("%d%%/%d%% CPU/GPU")
+    ps = write(tmp_path, "ps.txt", "NAME            ID              SIZE     PROCESSOR          UNTIL\n"
+                                   "llama3.1:70b    711a9e8463af    49 GB    36%/64% CPU/GPU    4 minutes from now\n")
+    (f,) = [f for f in analyze(ps)["findings"] if f["code"] == "perf.low_gpu_util"]
+    assert f["title"].startswith("Ollama runs 36% of the model on the CPU") and commands(f) == ["ollama ps"]
+    # "100% CPU" outside an Ollama paste is `top` or prose about the host, not this
+    top_out = write(tmp_path, "top.txt", "  PID USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM\n"
+                                        "python3 is at 100% CPU on one core while the vllm server waits\n")
+    assert "perf.low_gpu_util" not in [f["code"] for f in analyze(top_out)["findings"]]
+
+
+def test_nvidia_smi_query_gpu_csv_samples_are_read_and_an_idle_gpu_is_not_throttled(tmp_path):
+    csv = FIX / "smi" / "nvidia-smi-query-gpu-csv-t4-idle-throttle-reasons.txt"
+    r = analyze(csv)
+    (gpu,) = r["facts"]["gpus"]["gpus"]
+    assert gpu["util_gpu"] == {"min": 0, "mean": 0, "max": 0, "samples": 6}
+    assert (gpu["sm_clock_mhz"], gpu["power_draw_w"], gpu["throttle_reasons"]) == (1695, 75.10, [])  # gpu_idle is not throttling
+    assert "perf.gpu_throttled" not in [f["code"] for f in r["findings"]]
+    # the same sampling, busy and power-capped (utilization, power and the sw_power_cap flag switched on), pasted in a report
+    text = csv.read_text()
+    busy = text.replace("0, 0 %, 71, 75.32 W, 1695 MHz, 6250 MHz, Not Active, Not Active, Not Active, Not Active, Active",
+                        "0, 99 %, 83, 69.80 W, 1035 MHz, 6250 MHz, Not Active, Not Active, Active, Not Active, Not Active")
+    r = analyze(write(tmp_path, "issue.txt", "Decode got slower after a few minutes. nvidia-smi while serving:\n" + busy))
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.gpu_throttled"]
+    assert f["title"] == "1 GPU(s) throttled: sw_power_cap"
+    assert f["evidence"] == ["GPU0: active sw_power_cap, 83 C"]

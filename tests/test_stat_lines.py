@@ -200,3 +200,24 @@ def test_a_key_on_a_quoted_bench_command_is_masked(tmp_path):
     assert secret not in res.output and secret[:20] not in res.output
     m = json.loads(res.output)["facts"]["metrics"]
     assert m["values"]["bench_burst"] == 0.0  # --max-concurrency: the TTFT is judged
+
+
+def test_a_vllm_stat_line_wrapped_by_the_paste_is_still_read():
+    path = STAT / "vllm-v1-stat-lines-wrapped.log"
+    v = metrics(path)["values"]
+    # the numbers sit on the continuation lines ("t: 756.7 tokens/s, Running: 34 reqs, Waiting: 18 reqs, ...")
+    assert (v["stat_samples"], v["pressed_samples"], v["waiting_max"], v["kv_cache_usage_max"]) == (2, 2, 40, 0.992)
+    (f,) = perf(analyze(path))
+    assert f["code"] == "perf.kv_cache_pressure" and f["title"] == "KV cache 98% full, 40 waiting"
+    # 33 running fill 97.5%; 33 + 40 want 0.975 * 73 / 33 = 2.2x the cache, at 80% each: 3 replicas
+    assert f["fixes"][0]["command"] == "--data-parallel-size 3"
+
+
+def test_ollama_offload_plan_alone_names_the_layers_left_on_the_cpu():
+    r = analyze(STAT / "ollama-offload-plan-only.log")
+    v = r["facts"]["metrics"]["values"]
+    assert (v["offload_layers_model"], v["offload_layers_gpu"]) == (41, 29)
+    (f,) = perf(r)
+    assert f["code"] == "perf.low_gpu_util" and f["title"].startswith("12 of 41 layers run on the CPU")
+    assert f["evidence"][0] == "Ollama offloads 29 of the model's 41 layers to the GPU"
+    assert f["fixes"][0]["command"] == "PARAMETER num_gpu 41"

@@ -16,6 +16,7 @@ from checks.perf import facts_view as fv
 from doctor.engine import check
 from doctor.facts import Facts
 from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from doctor.logview import LogView
 
 ROOM = 0.7  # KV usage below this while requests wait: the cache is not what holds them back
 SMALL_SEQS = 8
@@ -23,16 +24,47 @@ TINY_SEQS = 4  # at or below: a warning, the batch is all but serial
 SCALING_MIN = 1.5  # tokens/s at N concurrent vs 1 below this: no batching
 
 
-@check("perf.batching", "perf", codes=["perf.batching_limited"], any_of=("deployment", "metrics", "host"), running=True)
-def batching(facts: Facts) -> Outcome:
+@check("perf.batching", "perf", codes=["perf.batching_limited"], any_of=("deployment", "metrics", "host", "logs"),
+       events=["batch_cap_reduced"], running=True)
+def batching(facts: Facts, log: LogView | None) -> Outcome:
     """Requests are batched: no queue while the KV cache has room, limits not tiny, throughput scales."""
     cfg = fv.maybe_deployment(facts)
     m = facts.metrics if facts.metrics and facts.metrics.available else None
     probe = facts.host.probe if facts.host else None
-    if cfg is None and m is None and probe is None:
+    reduced = _reduced_cap(cfg, log.events("batch_cap_reduced")) if log else None
+    if cfg is None and m is None and probe is None and reduced is None:
         raise NotApplicable("no engine config, /metrics or load probe")
-    findings = [f for f in (_queue(cfg, m), _probe(cfg, probe), _prefill_budget(cfg, m), _tiny_limit(cfg)) if f]
+    findings = [f for f in (reduced, _queue(cfg, m), _probe(cfg, probe), _prefill_budget(cfg, m), _tiny_limit(cfg)) if f]
     return Outcome(findings, "" if findings else "no batching limit seen")
+
+
+def _reduced_cap(cfg, found: list) -> Finding | None:
+    """SGLang lowered the batch cap it was given to what its KV pool (or a hybrid model's mamba
+    state cache) holds: requests beyond it queue whatever --max-running-requests says. The requested
+    concurrency is served by replicas of the reduced size; the reduced cap itself, set explicitly,
+    keeps a router or gateway from sending more than one replica admits."""
+    from checks.load import log_events as le
+
+    if not found:
+        return None
+    v = found[-1].values
+    reduced = int(v.get("reduced") or v.get("capped") or 0)  # type: ignore[call-overload]
+    requested = int(v["requested"]) if v.get("requested") else (cfg.max_num_seqs if cfg and cfg.is_set("max_num_seqs") else None)  # type: ignore[call-overload]
+    if not reduced or (requested and requested <= reduced):
+        return None
+    engine = (cfg.engine if cfg and cfg.engine else "") or "sglang"
+    by = "the mamba state cache" if v.get("by") else "the KV cache"
+    evidence = le.evidence(found[-1:])
+    fixes = [Fix(f"Tell the router the real cap: each replica admits {reduced} requests", f"{fv.flag('max_seqs', engine)} {reduced}")]
+    if requested:
+        replicas = math.ceil(requested / reduced)
+        evidence.append(f"{requested} concurrent requests asked for, {reduced} admitted: {requested - reduced} more queue")
+        fixes.insert(0, Fix(f"Serve {requested} at once with {replicas} replicas of {reduced} (data parallelism, or more GPUs for the KV pool)",
+                            fv.command(engine, ("dp", replicas))))
+    return Finding("perf.batching_limited",
+                   f"the engine cut its batch cap to {reduced}"
+                   + (f" of the {requested} requested" if requested else "") + f": {by} holds no more",
+                   evidence, fixes, explains=["perf.high_latency", "perf.kv_cache_pressure"])
 
 
 def _queue(cfg, m) -> Finding | None:

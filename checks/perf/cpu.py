@@ -41,14 +41,14 @@ def _threads(cfg, h) -> Finding | None:
     threads = int(raw)
     physical = h.cpu_physical if h and h.cpu_physical else None
     if physical and threads > physical:
-        target = physical
+        fix = Fix("Use about one thread per physical (performance) core; threads are CPU threads, not CUDA cores", f"-t {physical}")
     elif physical is None and threads > ABSURD_THREADS:
-        target = 8
+        # the host's cores are not known here: llama.cpp's own default is one thread per physical core
+        fix = Fix(f"Drop -t {threads}: llama.cpp then starts one thread per physical core (threads are CPU threads, not CUDA cores)")
     else:
         return None
     evidence = [f"llama.cpp threads (-t) = {threads}"] + ([f"host: {h.cpu_physical} physical cores, {h.cpu_count} logical"] if physical else [])
-    return Finding("perf.cpu_bound", f"-t {threads} asks for more CPU threads than the host has physical cores",
-                   evidence, [Fix("Use about one thread per physical (performance) core; threads are CPU threads, not CUDA cores", f"-t {target}")])
+    return Finding("perf.cpu_bound", f"-t {threads} asks for more CPU threads than the host has physical cores", evidence, [fix])
 
 
 def _cgroup(cfg, h) -> Finding | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from checks.load import log_events as le
+from checks.perf import facts_view as fv
 from doctor import fp8
 from doctor.engine import check
 from doctor.facts import Facts
@@ -17,10 +18,11 @@ from doctor.logview import LogView
 # vLLM's start-up advice names the flag without setting it ("To run the model in eager mode, set
 # 'enforce_eager=True' or use '--enforce-eager' in the CLI"), with or without its quotes
 ADVICE = re.compile(r"eager mode, set|or use .?--enforce-eager.? in the CLI|consider (?:using|setting) .?(?:--enforce-eager|enforce_eager)", re.I)
-SAMPLING_SHARE = 0.1  # sampling above 10% of a token's time: the sampler, not the model, is the cost
+SAMPLING_SHARE = 0.1
+HEADROOM = 0.92  # the memory fraction a fix raises to at most (perf.kv_cache_metrics keeps the same bound)  # sampling above 10% of a token's time: the sampler, not the model, is the cost
 
 
-@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "threads", "sampling_time", "eval_time", "enforce_eager"], running=True)
+@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "ollama_cpu_share", "threads", "sampling_time", "eval_time", "enforce_eager"], running=True)
 def engine_log(facts: Facts, log: LogView) -> Outcome:
     """The log shows no KV-cache thrashing, CPU-bound generation or disabled CUDA graphs."""
     findings = [f for f in (_kv_pressure(facts, log), _no_offload(facts, log), _cpu_bound(facts, log), _eager(facts, log)) if f]
@@ -32,13 +34,23 @@ def _kv_pressure(facts: Facts, log: LogView) -> Finding | None:
     if not found:
         return None
     total = sum(e.count for e in found)
-    engine = le.engine(facts)
-    fixes = ([Fix("Give the KV pool more memory", "--mem-fraction-static 0.9"), Fix("Or admit fewer requests at once", "--max-running-requests 128")]
-             if engine == "sglang" else
-             [Fix("Fewer concurrent sequences so the running ones fit the KV cache", "--max-num-seqs 128"),
-              Fix("Or more KV cache: higher utilization, fp8 KV cache or more TP", "--gpu-memory-utilization 0.95 --kv-cache-dtype fp8")
-              if fp8.from_facts(facts) is not False else
-              Fix("Or more KV cache: higher utilization or more TP", "--gpu-memory-utilization 0.95")])
+    # "Decode out of memory happened ... #retracted_reqs" is SGLang's own line, whatever else the paste holds
+    engine = le.engine(facts) or ("sglang" if any(e.kind == "decode_retract" for e in found) else "vllm")
+    cfg = fv.maybe_deployment(facts)
+    fixes = []
+    # the engine's own cap (given or its default), halved: the running sequences then fit the cache they overran
+    if cfg is not None and cfg.max_num_seqs and cfg.max_num_seqs > 1:
+        fixes.append(Fix(f"Admit fewer sequences at once (now {cfg.max_num_seqs}), so the running ones fit the KV cache",
+                         fv.command(engine, ("max_seqs", cfg.max_num_seqs // 2))))
+    util = cfg.gpu_memory_utilization if cfg is not None else None
+    if util is not None and util < HEADROOM:
+        fixes.append(Fix(f"Give the KV cache more of the GPU (now {util:g})", fv.command(engine, ("mem", f"{min(HEADROOM, round(util + 0.05, 2)):.2f}"))))
+    if (halve := fv.command(engine, ("kv_dtype", ""))) and fp8.from_facts(facts) is not False and not (
+        cfg is not None and cfg.kv_cache_dtype.startswith(("fp8", "q8", "q4"))
+    ):
+        fixes.append(Fix(f"{'Or h' if fixes else 'H'}alve the KV cache per token with an 8-bit cache", halve))
+    if not fixes:
+        fixes.append(Fix("More KV cache per request: fewer concurrent sequences, more GPU memory for the cache, or more GPUs (TP)"))
     return Finding("perf.kv_cache_pressure", f"the KV cache runs full: requests were retracted/preempted {total} times",
                    le.evidence(found) + [f"{total} retractions/preemptions in the log"], fixes)
 
@@ -52,14 +64,21 @@ def _no_offload(facts: Facts, log: LogView) -> Finding | None:
                        le.evidence(zero[:1]), [Fix(f"Offload all {layers} layers to the GPU", f"-ngl {layers + 1}")],
                        explains=["perf.cpu_bound", "perf.high_latency"])
     partial = [e for e in found if e.values["offloaded"] < e.values["layers"]]  # type: ignore[operator]
-    if not partial:
-        return None
-    last = partial[-1]
-    done, layers = int(last.values["offloaded"]), int(last.values["layers"])  # type: ignore[call-overload]
-    evidence = le.evidence([last])
+    m = facts.metrics
+    planned = m.values if m and "offload_layers_model" in m.values else {}
+    if partial:
+        last = partial[-1]
+        done, layers = int(last.values["offloaded"]), int(last.values["layers"])  # type: ignore[call-overload]
+        evidence = le.evidence([last])
+    elif planned and planned["offload_layers_gpu"] < planned["offload_layers_model"]:
+        # Ollama's own plan ("offload to cuda ... layers.model=43 layers.offload=42"), when the runner's
+        # "offloaded 42/43 layers" line is not in the paste
+        done, layers = int(planned["offload_layers_gpu"]), int(planned["offload_layers_model"])
+        evidence = [f"Ollama offloads {done} of the model's {layers} layers to the GPU"]
+    else:
+        return _ollama_on_cpu(facts, log)
     # Ollama takes the layer count as its num_gpu option (a Modelfile line, or the request's options), llama.cpp as -ngl
     command = f"PARAMETER num_gpu {layers}" if le.engine(facts) == "ollama" else f"-ngl {layers}"
-    m = facts.metrics
     need, have = (m.values.get("offload_required_gib"), m.values.get("offload_available_gib")) if m else (None, None)
     if need and have:
         evidence.append(f"the model needs {need:g} GiB on the GPU for all layers, {have:g} GiB are free: "
@@ -71,6 +90,23 @@ def _no_offload(facts: Facts, log: LogView) -> Finding | None:
                   command)
     return Finding("perf.low_gpu_util", f"{layers - done} of {layers} layers run on the CPU: each token waits for them",
                    evidence, [fix], explains=["perf.cpu_bound", "perf.high_latency"])
+
+
+def _ollama_on_cpu(facts: Facts, log: LogView) -> Finding | None:
+    """`ollama ps` says how much of the loaded model runs on the CPU ("100% CPU", "36%/64% CPU/GPU"):
+    Ollama puts on the GPU only the layers that fit with the KV cache of the model's num_ctx."""
+    # a bare "100% CPU" is Ollama's only in an Ollama paste (elsewhere it is `top` or prose about the host)
+    ollama = le.engine(facts) == "ollama"
+    found = [e for e in log.events("ollama_cpu_share") if ollama or not e.values.get("all_cpu")]
+    if not found:
+        return None
+    v = found[-1].values
+    cpu = 100 if v.get("all_cpu") else int(v.get("cpu") or 0)  # type: ignore[call-overload]
+    fixes = [Fix("Lower num_ctx (the KV cache grows with it) or pick a smaller quantization, until `ollama ps` says 100% GPU",
+                 "ollama ps")]
+    return Finding("perf.low_gpu_util", f"Ollama runs {cpu}% of the model on the CPU: each token waits for it",
+                   le.evidence(found[-1:]), fixes,
+                   explains=["perf.cpu_bound", "perf.high_latency"])
 
 
 def _cpu_bound(facts: Facts, log: LogView) -> Finding | None:

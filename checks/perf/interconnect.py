@@ -36,18 +36,19 @@ def rank(level: str) -> int:
 
 
 @check("perf.interconnect", "perf", codes=["perf.slow_interconnect"], any_of=("gpus", "logs"),
-       events=["custom_allreduce_off", "nccl_net_socket"])
+       events=["custom_allreduce_off", "nccl_net_socket", "nccl_p2p_off"])
 def interconnect(facts: Facts, log: LogView | None) -> Outcome:
     """TP traffic runs over NVLink or P2P, PCIe links run at their full width, NCCL keeps its fast transports."""
     cfg = fv.maybe_deployment(facts)
-    logged = _logged_no_p2p(facts, log) if log else None
+    logged = (_logged_no_p2p(facts, log) or _nccl_p2p_off(facts, log)) if log else None
     sockets = _nccl_sockets_across_nodes(facts, log, cfg) if log else None
+    rpc = _llamacpp_rpc(cfg)
     g = fv.maybe_gpus(facts)
     if g is None:
-        findings = [f for f in (sockets, logged) if f]
+        findings = [f for f in (sockets, logged, rpc) if f]
         return Outcome(findings, "" if findings else "no GPU facts, and the log shows no interconnect signal")
-    findings = [f for f in (_tp_over_pcie(g, cfg), _degraded_links(g), _nccl_env(cfg, g), sockets) if f]
-    if logged is not None and not any("PCIe (" in f.title for f in findings):
+    findings = [f for f in (_tp_over_pcie(facts, g, cfg), _degraded_links(g), _nccl_env(cfg, g), sockets, rpc) if f]
+    if logged is not None and not any("PCIe (" in f.title or "NCCL_P2P_DISABLE" in f.title for f in findings):
         findings.append(logged)
     if not findings and not g.topology and all(x.pcie_width_current is None for x in g.gpus):
         raise NotApplicable("no topology or PCIe link facts (nvidia-smi topo -m, -q, or NVML)")
@@ -67,15 +68,75 @@ def _logged_no_p2p(facts: Facts, log: LogView) -> Finding | None:
     tp = (cfg.tensor_parallel_size if cfg else None) or 0
     engine = cfg.engine if cfg and cfg.engine else "vllm"
     fixes = []
-    if tp >= 4:
-        fixes.append(Fix(f"On PCIe GPUs prefer replicas: TP {tp // 2} x DP 2 halves the all-reduce traffic (if the model fits)",
-                         f"{fv.flag('tp', engine)} {tp // 2} {fv.flag('dp', engine)} 2"))
+    if tp >= 4 and (fix := _replicas_fix(facts, cfg, engine, tp, "On PCIe GPUs prefer replicas")):
+        fixes.append(fix)
     fixes.append(Fix("Check the link between the GPUs (NV# for NVLink, PIX/PXB share a PCIe switch)", "nvidia-smi topo -m"))
     return Finding("perf.slow_interconnect", "the engine found no P2P/NVLink path between its GPUs: TP all-reduce runs over PCIe",
                    le.evidence(found[:1]), fixes, explains=["perf.low_gpu_util", "perf.high_latency"])
 
 
-def _tp_over_pcie(g, cfg) -> Finding | None:
+def _nccl_p2p_off(facts: Facts, log: LogView) -> Finding | None:
+    """NCCL runs without GPU peer-to-peer: NCCL_P2P_DISABLE=1 in its environment, or its channels
+    between GPUs of one node go through shared host memory (SHM). Every TP all-reduce then makes a
+    round trip through host RAM. Often a workaround for boards whose P2P hangs, so the first fix is
+    to test P2P, the second to need less all-reduce (replicas instead of TP)."""
+    from checks.load import log_events as le
+
+    found = log.events("nccl_p2p_off")
+    if not found:
+        return None
+    cfg = fv.maybe_deployment(facts)
+    tp = (cfg.tensor_parallel_size if cfg else None) or 0
+    engine = cfg.engine if cfg and cfg.engine else "vllm"
+    fixes = [Fix("Test peer-to-peer between the GPUs (OK in every cell: P2P works, so drop NCCL_P2P_DISABLE)",
+                 "nvidia-smi topo -p2p r")]
+    if tp >= 2 and (fix := _replicas_fix(facts, cfg, engine, tp, "Without P2P prefer replicas")):
+        fixes.append(fix)
+    return Finding("perf.slow_interconnect", "NCCL runs without GPU peer-to-peer: every all-reduce goes through host memory",
+                   le.evidence(found[:1]), fixes, explains=["perf.low_gpu_util", "perf.high_latency"])
+
+
+def _replicas_fix(facts: Facts, cfg, engine: str, tp: int, why: str) -> Fix | None:
+    """TP/2 x DP 2: half the all-reduce traffic per token, if the model's weights fit TP/2. With the
+    model and the GPU size known the weights per GPU say so (no fix when they do not fit at all);
+    without them the fix says what to check."""
+    from checks.load import log_events as le
+    from checks.perf.parallelism import smaller_weights
+
+    half = tp // 2
+    command = fv.command(engine, ("tp", half), ("dp", 2))
+    total = le.gpu_total_gib(facts)
+    if facts.model is None or cfg is None or not total:
+        return Fix(f"{why}: TP {half} x DP 2 halves the all-reduce traffic (if the model fits TP {half})", command)
+    weights = smaller_weights(facts, cfg, half)
+    budget = (cfg.gpu_memory_utilization or 0.9) * total
+    if weights >= budget:
+        return None
+    return Fix(f"{why}: TP {half} x DP 2 halves the all-reduce traffic ({facts.model.name}: {weights:.1f} GiB of weights "
+               f"per GPU at TP {half}, of {total:.0f} GiB)", command)
+
+
+def _llamacpp_rpc(cfg) -> Finding | None:
+    """llama.cpp's RPC backend (`--rpc host:port,...`) puts layers on other machines' GPUs: every
+    token's activations cross the network at each boundary between local and remote layers, so
+    the network link, not the GPUs, sets the speed."""
+    if cfg is None or cfg.engine != "llamacpp":
+        return None
+    servers = [x.strip() for x in str(cfg.extra.get("--rpc") or cfg.extra.get("rpc") or "").split(",") if x.strip()]
+    if not servers:
+        return None
+    hosts = list(dict.fromkeys(x.rsplit(":", 1)[0] for x in servers))
+    return Finding(
+        "perf.slow_interconnect",
+        f"layers run on {len(servers)} RPC server(s) on {len(hosts)} other host(s): each token crosses the network",
+        [f"--rpc {','.join(servers)} ({cfg.sources.get('rpc', 'command line')})"],
+        [Fix("If the model fits the local GPUs, serve it without --rpc (a shorter context or a smaller quantization helps it fit)"),
+         Fix("Otherwise measure the link to the RPC host: llama.cpp RPC wants a fast LAN, not a VPN or Wi-Fi", f"iperf3 -c {hosts[0]}")],
+        explains=["perf.high_latency", "perf.low_gpu_util"],
+    )
+
+
+def _tp_over_pcie(facts: Facts, g, cfg) -> Finding | None:
     tp = (cfg.tensor_parallel_size or 1) if cfg else 1
     if tp < 2 or not g.topology:
         return None
@@ -108,9 +169,8 @@ def _tp_over_pcie(g, cfg) -> Finding | None:
         fixes.append(Fix(f"Run TP on GPUs joined by {'/'.join(levels)} instead of {worst[2]}",
                          f"CUDA_VISIBLE_DEVICES={','.join(map(str, best))}"))
     engine = cfg.engine if cfg else "vllm"
-    if tp >= 2:
-        fixes.append(Fix(f"Over PCIe, prefer replicas to TP: TP {tp // 2} with data parallel 2 halves the all-reduce traffic "
-                         "(if the model fits)", f"{fv.flag('tp', engine)} {tp // 2} {fv.flag('dp', engine)} 2"))
+    if tp >= 2 and (fix := _replicas_fix(facts, cfg, engine, tp, "Over PCIe, prefer replicas to TP")):
+        fixes.append(fix)
     fixes.append(Fix("For TP across GPUs, NVLink/NVSwitch (SXM) or NVLink-bridged GPUs give the all-reduce bandwidth TP needs"))
     return Finding("perf.slow_interconnect",
                    f"TP={tp} all-reduces cross PCIe ({worst[2]}){' without P2P' if p2p_bad else ''}: no NVLink between the TP GPUs",
@@ -192,7 +252,7 @@ def _tp_in_node_fix(facts: Facts, cfg, nodes: int) -> list[Fix]:
         return []
     engine = cfg.engine if cfg and cfg.engine else "vllm"
     return [Fix(f"Or keep TP inside a node and split across the {nodes} nodes with PP (far less traffic between nodes)",
-                f"{fv.flag('tp', engine)} {per_node} {fv.flag('pp', engine)} {tp // per_node}")]
+                fv.command(engine, ("tp", per_node), ("pp", tp // per_node)))]
 
 
 def _nccl_env(cfg, g) -> Finding | None:

@@ -60,7 +60,7 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
         if copies > 1:
             fixes.append(Fix(f"Serve the queue: {running:g} running fill {usage:.0%} of the KV cache and {waiting:g} more wait, "
                              f"so this load needs about {need:.1f}x the cache: {copies} replicas (or {copies}x the KV memory "
-                             "with more TP)", f"{fv.flag('dp', engine)} {copies}"))
+                             "with more TP)", fv.command(engine, ("dp", copies))))
     if running and usage and (preempting or swapped > 0 or not fixes):
         seqs = max(1, math.floor(running * TARGET / max(usage, 0.01)))
         fixes.append(Fix(f"Admit fewer sequences at once: {running:g} running use {usage:.0%} of the cache, "
@@ -71,9 +71,11 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
     if util is None and m.cache_config.get("gpu_memory_utilization"):
         util = float(m.cache_config["gpu_memory_utilization"])
     if util is not None and util < 0.9:
-        fixes.append(Fix(f"Give the KV cache more of the GPU (now {util:g})", f"{fv.flag('mem', engine)} {min(0.92, round(util + 0.05, 2)):.2f}"))
-    if engine == "vllm" and not (cfg and cfg.kv_cache_dtype.startswith("fp8")) and fp8.from_facts(facts) is not False:
-        fixes.append(Fix("Or halve the KV cache per token with an fp8 cache (Ada/Hopper or newer)", "--kv-cache-dtype fp8"))
+        fixes.append(Fix(f"Give the KV cache more of the GPU (now {util:g})", fv.command(engine, ("mem", f"{min(0.92, round(util + 0.05, 2)):.2f}"))))
+    if (halve := fv.command(engine, ("kv_dtype", ""))) and not (cfg and cfg.kv_cache_dtype.startswith(("fp8", "q8", "q4"))) and (
+        engine == "llamacpp" or fp8.from_facts(facts) is not False
+    ):
+        fixes.append(Fix("Or halve the KV cache per token with an 8-bit cache" + ("" if engine == "llamacpp" else " (Ada/Hopper or newer)"), halve))
     title = (f"KV cache {usage:.0%} full" if full and usage is not None else "KV cache under pressure") + (
         f", {preempt_total:g} preemptions" if preempting and preempt_total else "") + (
         f", {swapped:g} requests swapped out" if swapped else "") + (f", {waiting:g} waiting" if waiting else "")

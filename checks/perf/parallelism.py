@@ -39,7 +39,6 @@ def parallelism(facts: Facts) -> Outcome:
     tp, pp = cfg.tensor_parallel_size or 1, cfg.pipeline_parallel_size or 1
     dp = cfg.data_parallel_size or 1
     heads = facts.model.num_attention_heads if facts.model else None
-    tp_flag, pp_flag = fv.flag("tp", cfg.engine), fv.flag("pp", cfg.engine)
     where = "CUDA_VISIBLE_DEVICES=" + cfg.env["CUDA_VISIBLE_DEVICES"] if "CUDA_VISIBLE_DEVICES" in cfg.env else f"{n} GPU(s) on the host"
     evidence = [f"tensor_parallel_size={tp} ({cfg.sources.get('tensor_parallel_size', '?')}), pipeline_parallel_size={pp}, data_parallel_size={dp}",
                 f"GPUs available to the engine: {n} ({where})"]
@@ -51,14 +50,14 @@ def parallelism(facts: Facts) -> Outcome:
             f"TP={tp} is larger than the {n} GPUs of this node: tensor parallelism would span nodes",
             evidence + ["tensor parallel all-reduces run every layer; across nodes they cross the network"],
             [Fix(f"Keep TP inside the node and split across nodes with pipeline parallelism (TP {n} x PP {new_pp})",
-                 f"{tp_flag} {n} {pp_flag} {new_pp}")],
+                 fv.command(cfg.engine, ("tp", n), ("pp", new_pp)))],
             explains=["perf.slow_interconnect", "perf.high_latency", "perf.low_gpu_util"])])
     if nodes > 1 and g is not None and tp > n:
         new_pp = math.ceil(tp * pp / n)
         return Outcome([Finding(
             "perf.tp_mismatch", f"TP={tp} spans {nodes} nodes of {n} GPUs each",
             evidence + [f"nnodes={nodes}"],
-            [Fix(f"TP {n} inside each node, PP {new_pp} across nodes", f"{tp_flag} {n} {pp_flag} {new_pp}")],
+            [Fix(f"TP {n} inside each node, PP {new_pp} across nodes", fv.command(cfg.engine, ("tp", n), ("pp", new_pp)))],
             # with nnodes the GPUs of the other nodes exist: a per-node "TP > GPUs" is this, not an invalid TP
             explains=["perf.slow_interconnect", "perf.high_latency", "load.tp_invalid"])])
     used = tp * pp * dp
@@ -69,12 +68,12 @@ def parallelism(facts: Facts) -> Outcome:
         pcie_only = bool(g and g.topology) and not any(c.startswith("NV") for row in g.topology for c in row)
         if better > tp and not pcie_only:
             fixes.append(Fix(f"Use the idle GPUs for tensor parallelism (TP {better}{f' divides the {heads} heads' if heads else ''})",
-                             f"{tp_flag} {better}"))
+                             fv.command(cfg.engine, ("tp", better))))
         replicas = n // (tp * pp)
         if replicas > 1 and cfg.engine in ("vllm", "sglang"):
             fixes.append(Fix(f"{'Or serve' if fixes else 'Serve'} {replicas} replicas with data parallelism (more throughput "
                              f"when the model fits TP {tp}{'; on PCIe-only GPUs better than more TP' if pcie_only else ''})",
-                             f"{fv.flag('dp', cfg.engine)} {replicas}"))
+                             fv.command(cfg.engine, ("dp", replicas))))
         if not fixes:
             fixes.append(Fix(f"Expose only the GPUs the engine uses, so {idle} GPU(s) can serve another replica",
                              f"CUDA_VISIBLE_DEVICES={','.join(str(i) for i in visible[:used])}"))
@@ -89,7 +88,7 @@ def parallelism(facts: Facts) -> Outcome:
             "perf.tp_mismatch", f"TP={tp} is more than this model needs: TP {smaller} holds it, {replicas} replicas would serve more",
             evidence + [f"{facts.model.name}: {weights_gib:.1f} GiB of weights per GPU at TP {smaller}, of {total_gib:.1f} GiB"],
             [Fix(f"Serve {replicas} replicas of TP {smaller} instead of one of TP {tp} (less all-reduce per token)",
-                 f"{tp_flag} {smaller} {fv.flag('dp', cfg.engine)} {replicas}")])])
+                 fv.command(cfg.engine, ("tp", smaller), ("dp", replicas)))])])
     return Outcome(detail=f"TP {tp} x PP {pp} x DP {dp} on {n} GPU(s)")
 
 

@@ -40,7 +40,7 @@ def clocks(facts: Facts) -> Outcome:
         clock = f", SM {x.sm_clock_mhz:g} of {x.sm_clock_max_mhz:g} MHz" if x.sm_clock_mhz and x.sm_clock_max_mhz else ""
         power = f", {x.power_draw_w:g} W of {x.power_limit_w:g} W limit" if x.power_draw_w is not None and x.power_limit_w else ""
         temp = f", {x.temperature_c:g} C" if x.temperature_c is not None else ""
-        evidence.append(f"GPU{x.index} {x.name}: active {', '.join(reasons)}{clock}{power}{temp}")
+        evidence.append(f"GPU{x.index}{' ' + x.name if x.name else ''}: active {', '.join(reasons)}{clock}{power}{temp}")
     kinds = {r for _, rs in hits for r in rs}
     ids = ",".join(str(x.index) for x, _ in hits)
     first = hits[0][0]

@@ -180,6 +180,8 @@ def load_paths(paths: list[str], deadline: Deadline) -> Facts:
         reader = next((r for r in READERS if path != "-" and r.sniff(head)), None)
         if reader is None:
             logs.load_log(path, facts, deadline, named=named)
+            if path != "-":  # GPU artefacts pasted into the log (topo -m after the engine's output)
+                _lazy("doctor.collect.gpu", "load_embedded")(path, facts, deadline)
         else:
             reader.load(path, facts, deadline)
             if reader.kind != "bundle":  # tool output pasted into a log: the engine's errors count too

@@ -341,14 +341,47 @@ def load_nvlink(path: str, facts: Facts, deadline: Deadline) -> None:
 
 
 def load_topo(path: str, facts: Facts, deadline: Deadline) -> None:
+    if not _topo_facts(_read_text(path), facts):
+        facts.notes.append(f"{path}: looked like nvidia-smi topo output but no GPU matrix could be read")
+
+
+EMBEDDED_BYTES = 4 * 1024 * 1024  # a paste with attachments (an issue, a ticket), not a day of engine log
+
+
+def load_embedded(path: str, facts: Facts, deadline: Deadline) -> None:
+    """GPU artefacts pasted inside a log (a `topo -m` matrix after the engine's output, as issue
+    reports and vLLM's collect_env give it; an `nvidia-smi -q` dump or its clocks-event section; an
+    `nvidia-smi --query-gpu ... --format=csv` sampling):
+    read as if they were their own file, so the perf checks see the links and clocks the reporter's
+    GPUs have. (A pasted `nvidia-smi` table the log scan reads itself.) Only the head of a big log
+    is looked at."""
+    from doctor.logparse import nvidia_smi, topo
+
+    try:
+        text = _read_text(path, EMBEDDED_BYTES)
+    except (OSError, EOFError):  # a cut .gz or an unreadable file: the log reader already said so
+        return
+    at = topo.embedded_at(text)
+    if at is not None and (facts.gpus is None or not facts.gpus.topology):
+        _topo_facts(text[at:], facts)
+    if facts.gpus is None or not facts.gpus.gpus or all(x.name == "" for x in facts.gpus.gpus):
+        lines = nvidia_smi.embedded_query(text)
+        if lines and (found := nvidia_smi.parse_query(lines)).gpus:
+            _merge(facts, found)
+    header, rows = nvidia_smi.embedded_csv(text)
+    if rows and (facts.gpus is None or not facts.gpus.gpus or all(x.util_gpu is None for x in facts.gpus.gpus)):
+        _merge(facts, nvidia_smi.parse_csv(header, rows))
+
+
+def _topo_facts(text: str, facts: Facts) -> bool:
     from doctor.logparse import topo
 
-    matrix, p2p, nics = topo.parse(_read_text(path))
+    matrix, p2p, nics = topo.parse(text)
     if not matrix and not p2p:
-        facts.notes.append(f"{path}: looked like nvidia-smi topo output but no GPU matrix could be read")
-        return
+        return False
     n = len(matrix or p2p)
     new = GpuFacts(source="nvidia-smi topo -m" if matrix else "nvidia-smi topo -p2p", available=True)
     new.topology, new.p2p, new.nics = matrix, p2p, nics
     new.gpus = [Gpu(index=i) for i in range(n)]
     _merge(facts, new)
+    return True

@@ -340,6 +340,18 @@ HAND_RULES: tuple[Rule, ...] = (
     # quoted, it is vLLM's start-up advice ("set 'enforce_eager=True' or use '--enforce-eager'"), not the setting
     _r("enforce_eager", r"(?<!')(?:enforce_eager=True|--enforce-eager)|CUDA graph is turned off|cuda graph is disabled", False),
     _r("custom_allreduce_off", r"Custom allreduce is disabled", False),
+    # SGLang sizing its batch cap to the KV pool (mem_cache/kv_cache_configurator.py, model_runner.py before it):
+    # "max_running_requests was reduced from the requested 128 to 50 (per dp worker) due to the available KV
+    # cache capacity." / "max_running_requests is capped to 50 by the mamba state cache (...)"
+    _r("batch_cap_reduced", r"max_running_requests (?:was reduced from (?:the )?requested (?P<requested>\d+) to (?P<reduced>\d+)"
+       r"|is capped to (?P<capped>\d+) by the (?P<by>mamba state cache))", False),
+    # NCCL without peer-to-peer between the GPUs of one node: told so (misc/param.cc prints "NCCL_P2P_DISABLE set by
+    # environment to 1."; a launch line or launcher sets NCCL_P2P_DISABLE=1), or its channels fall back to shared host
+    # memory (transport.cc: "Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct")
+    _r("nccl_p2p_off", r"\bNCCL_P2P_DISABLE(?:\s+set by environment to\s+|=)['\"]?(?:1|true)\b"
+       r"|NCCL INFO Channel \d+(?:/\d+)? : \d+\[\w+\] -> \d+\[\w+\].{0,40}? via SHM/", False),
+    # `ollama ps` PROCESSOR column (cmd/cmd.go): "100% CPU", "36%/64% CPU/GPU" (a model not wholly on the GPU)
+    _r("ollama_cpu_share", r"\b(?:(?P<cpu>\d{1,2})%/(?P<gpu>\d{1,2})% CPU/GPU|(?P<all_cpu>100)% ?CPU)\b", False),
     # NCCL's network transport: sockets (TCP) where InfiniBand/RoCE/EFA was expected across nodes
     _r("nccl_net_socket", r"(?:(?P<host>[\w.<>-]+):\d+:\d+ \[\d+\] )?NCCL INFO NET/Socket : Using (?P<ifaces>\S.*)", False),
 )

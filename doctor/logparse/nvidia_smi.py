@@ -40,6 +40,30 @@ def is_query(head: str) -> bool:
     return bool(_Q_HEADER.search(head)) or len(_Q_KEYS.findall(head)) >= 2 or bool(_Q_EXCERPT.match(head.lstrip("\n")))
 
 
+_Q_SECTION = re.compile(r"^[ \t]*Clocks (?:Event|Throttle) Reasons[ \t]*\r?$", re.M)
+
+
+def embedded_query(text: str) -> list[str]:
+    """An `nvidia-smi -q` dump, or its clocks-event section, pasted inside a longer text: its lines
+    from the header (or the section) to the first line that is not part of the key : value tree."""
+    if "NVSMI LOG" not in text and " Reasons" not in text:  # a C-speed look first: most logs hold neither
+        return []
+    m = _Q_HEADER.search(text) or _Q_SECTION.search(text)
+    if m is None:
+        return []
+    start = text.rfind("\n", 0, m.start()) + 1
+    first, *rest = text[start:].split("\n")
+    lines = [first.rstrip("\r")]  # the header or section line, indented or not as pasted
+    for line in rest:
+        plain = line.rstrip("\r")
+        if plain and not plain[0].isspace() and not (_Q_HEADER.match(plain) or _Q_GPU.match(plain.strip()) or _Q_LINE.match(plain)):
+            break
+        lines.append(plain)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
 def is_xml(head: str) -> bool:
     return "<nvidia_smi_log" in head[:4096]
 
@@ -378,4 +402,71 @@ def parse_nvlink_status(lines: Iterable[str]) -> GpuFacts:
         elif current and (m := _NVLINK_LINE.match(line)):
             if "inactive" not in m.group(1):
                 current.nvlink_active = (current.nvlink_active or 0) + 1
+    return facts
+
+
+# -------------------------------------------------------------------------------------------
+# `nvidia-smi --query-gpu=a,b,c --format=csv[,noheader]` (often with -l N: one row per GPU per sample)
+
+_CSV_HEADER = re.compile(r"^\s*((?:index|name|uuid|pci\.bus_id|utilization\.\w+|clocks\S*|power\.\S+|temperature\.\S+|"
+                         r"memory\.\S+|pcie\.\S+|timestamp)(?: \[[^\]]+\])?(?:\s*,\s*|\s*$)){2,}$", re.M)
+_CSV_FIELDS = {  # query field -> Gpu attribute
+    "utilization.gpu": "util_gpu", "clocks.sm": "sm_clock_mhz", "clocks.current.sm": "sm_clock_mhz",
+    "clocks.gr": "sm_clock_mhz", "clocks.current.graphics": "sm_clock_mhz",  # the graphics and SM clocks move together
+    "clocks.max.sm": "sm_clock_max_mhz", "clocks.max.graphics": "sm_clock_max_mhz", "power.draw": "power_draw_w",
+    "power.limit": "power_limit_w", "enforced.power.limit": "power_limit_w", "power.max_limit": "power_max_limit_w",
+    "temperature.gpu": "temperature_c", "memory.total": "memory_total_mib", "memory.used": "memory_used_mib",
+    "pcie.link.gen.current": "pcie_gen_current", "pcie.link.gen.max": "pcie_gen_max",
+    "pcie.link.width.current": "pcie_width_current", "pcie.link.width.max": "pcie_width_max",
+}
+_CSV_LITERALS = ("utilization.", "clocks.", "clocks_", "power.draw", "power.limit", "temperature.gpu", "memory.used",
+                 "memory.total", "pcie.link")
+_CSV_REASON = re.compile(r"^clocks_(?:throttle|event)_reasons\.(\w+)$")
+
+
+def embedded_csv(text: str) -> tuple[list[str], list[list[str]]]:
+    """The header and rows of an `nvidia-smi --query-gpu ... --format=csv` output inside a text:
+    the header names the query fields, each following line with as many comma-separated cells is a row."""
+    if not any(name in text for name in _CSV_LITERALS):  # a C-speed look first: most logs hold no sampling
+        return [], []
+    m = _CSV_HEADER.search(text)
+    if m is None:
+        return [], []
+    header = [h.strip().split(" [")[0] for h in m.group(0).split(",")]
+    rows = []
+    for line in text[m.end() :].lstrip("\r\n").split("\n"):
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != len(header):
+            if rows:
+                break
+            continue
+        rows.append(cells)
+    return header, rows
+
+
+def parse_csv(header: list[str], rows: list[list[str]]) -> GpuFacts:
+    """One Gpu per index (or row position): utilization over the samples as min/mean/max, the other
+    readings from the sample with the highest utilization (the busy moment), the throttle reasons
+    active in any sample (perf.clocks judges whether they matter: a power cap only near the limit)."""
+    facts = GpuFacts(source="nvidia-smi --query-gpu", available=True)
+    by_gpu: dict[str, list[dict[str, str]]] = {}
+    for cells in rows:
+        row = dict(zip(header, cells, strict=True))
+        by_gpu.setdefault(row.get("index") or row.get("pci.bus_id") or "0", []).append(row)  # no id column: one GPU
+    for i, (key, samples) in enumerate(by_gpu.items()):
+        gpu = Gpu(index=int(key) if key.isdigit() else i, name=samples[0].get("name", ""), bus_id=samples[0].get("pci.bus_id", ""))
+        utils = [u for s in samples if (u := _num(s.get("utilization.gpu"))) is not None]
+        if utils:
+            gpu.util_gpu = Sampled(min(utils), sum(utils) / len(utils), max(utils), len(utils))
+        busiest = max(samples, key=lambda s: _num(s.get("utilization.gpu")) or 0)
+        for name, attr in _CSV_FIELDS.items():
+            if name in busiest and attr != "util_gpu" and (value := _num(busiest[name])) is not None:
+                setattr(gpu, attr, int(value) if attr.startswith("pcie_") else value)
+        for s in samples:
+            for name, value in s.items():
+                reason = r.group(1).removeprefix("gpu_") if (r := _CSV_REASON.match(name)) else ""
+                if value == "Active" and reason not in ("", "idle", "active"):
+                    if reason not in gpu.throttle_reasons:
+                        gpu.throttle_reasons.append(reason)
+        facts.gpus.append(gpu)
     return facts

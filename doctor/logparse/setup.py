@@ -73,8 +73,10 @@ STARTS = re.compile(
 # an engine's command line quoted in the log (a shell prompt, a Dockerfile CMD, a k8s args list
 # flattened, `ps` output); doctor.engine_args.parse_command reads it
 COMMAND = re.compile(
-    r"(?:^|[\s$#>`'\"(])(?P<cmd>(?:vllm serve|sglang serve|trtllm-serve|text-generation-launcher|llama-server|"
-    r"python3? -m (?:vllm\.entrypoints\.openai\.api_server|sglang\.launch_server))\s.*)"
+    r"(?:^|[\s$#>`'\"(])(?P<cmd>(?:vllm serve|sglang serve|trtllm-serve|text-generation-launcher|"
+    r"python3? -m (?:vllm\.entrypoints\.openai\.api_server|sglang\.launch_server)"
+    # llama.cpp's binaries, run from their build folder (./build/bin/llama-cli, .\Release\main.exe -m ...)
+    r"|(?:[\w.~/\\-]*[/\\])?(?:llama-server|llama-cli|main(?:\.exe)?(?=\s+-m\s)))\s.*)"
 )
 
 ENGINE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (

@@ -43,7 +43,7 @@ from doctor.logparse import prefilter as pf
 # the literals every stat line holds (lower-cased); searched the way the scanner's prefilter searches,
 # one single-first-byte regex per group, so a block without stat lines costs a few C-speed passes
 LITERALS = (
-    "avg prompt throughput", "decode batch", "prefill batch", "time_per_token=", "eval time", "memory.required",
+    "avg prompt throughput", "gpu kv cache usage:", "decode batch", "prefill batch", "time_per_token=", "eval time", "memory.required",
     " (ms):", "(req/s):", "(tok/s):", "concurrency:", "request rate:", "benchmark_serving", "bench serve", "bench_serving",
 )
 TRIGGERS = pf.compile_groups(LITERALS)
@@ -84,6 +84,8 @@ _TGI_DURATION = re.compile(r'(?P<name>time_per_token|queue_time)="?(?P<value>\d+
 _UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 _LLAMACPP = re.compile(r"(?P<prompt>prompt )?eval time =\s*[\d.]+ ms /\s*(?P<n>\d+) (?:tokens|runs)\s*\(\s*(?P<ms>[\d.]+) ms per token")
 _OLLAMA = re.compile(r'msg="offload to \w+".*?memory\.available="\[(?P<avail>[^\]]*)\]".*?memory\.required\.full="(?P<full>[\d.]+ [KMGT]i?B)"')
+# llm/memory.go logs the layers it will put on the GPUs next to the model's ("layers.model=43 layers.offload=42")
+_OLLAMA_LAYERS = re.compile(r"layers\.model=(?P<model>\d+) layers\.offload=(?P<offload>\d+)")
 _BENCH = re.compile(
     r"^(?P<stat>Mean|Median|P\d+(?:\.\d+)?) (?P<what>TTFT|TPOT|ITL|E2EL|E2E Latency) \(ms\):\s+(?P<value>[\d.]+)"
     r"|^(?P<name>Request throughput \(req/s\)|Output token throughput \(tok/s\)|Max request concurrency|Concurrency):\s+(?P<v2>[\d.]+)",
@@ -180,7 +182,7 @@ class StatLines:
             self.feed_line(block[start : min(end, start + MAX_LINE)].decode("utf-8", errors="replace").strip(), f"{source}:{no}")
 
     def feed_line(self, text: str, where: str) -> None:
-        if "Avg prompt throughput" in text or "Avg generation throughput" in text:
+        if "Avg prompt throughput" in text or "Avg generation throughput" in text or "GPU KV cache usage: " in text:
             self._vllm(text, where)
         elif "Decode batch" in text or "Prefill batch" in text:
             self._sglang(text, where)
@@ -246,6 +248,8 @@ class StatLines:
         full = _gib(m.group("full"))
         if full is not None and all(a is not None for a in avail) and avail:
             self.offload = {"offload_required_gib": full, "offload_available_gib": sum(a for a in avail if a is not None)}
+            if layers := _OLLAMA_LAYERS.search(text):
+                self.offload.update(offload_layers_model=float(layers.group("model")), offload_layers_gpu=float(layers.group("offload")))
             self.offload_where = f"{where}: {text[:300]}"
 
     def _bench(self, text: str, where: str) -> None:

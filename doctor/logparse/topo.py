@@ -14,6 +14,7 @@ LEVELS = ("X", "NV#", "PIX", "PXB", "PHB", "NODE", "SYS")
 P2P_STATUSES = ("OK", "CNS", "GNS", "TNS", "NS", "U")
 
 _HEADER = re.compile(r"^\s*GPU0(\s+GPU\d+)*\b")
+_HEADER_ANYWHERE = re.compile(r"^[ \t]*GPU0[ \t]+GPU1\b", re.M)
 _ROW = re.compile(r"^\s*(GPU\d+|NIC\d+|mlx\S+)\s+(.*)$")
 _TOPO_CELL = re.compile(r"NV\d+|PIX|PXB|PHB|NODE|SYS|X")
 _P2P_CELL = re.compile(r"OK|CNS|GNS|TNS|NS|U|X")
@@ -27,6 +28,17 @@ def looks_like_topo(head: str) -> bool:
             nxt = " ".join(lines[i + 1 : i + 3])
             return bool(re.search(r"\bGPU0\s+(X|NV\d+|PIX|PXB|PHB|NODE|SYS|OK|CNS)\b", nxt))
     return False
+
+
+def embedded_at(text: str) -> int | None:
+    """Where a `topo -m` / `topo -p2p` matrix starts inside a longer paste (an issue's log with the
+    reporter's `nvidia-smi topo -m`, collect_env's "NVIDIA Topology:" section); None when there is none."""
+    if "GPU1" not in text:  # a C-speed look first: most logs hold no matrix
+        return None
+    for m in _HEADER_ANYWHERE.finditer(text):
+        if looks_like_topo(text[m.start() : m.start() + 4096]):
+            return m.start()
+    return None
 
 
 def parse(text: str) -> tuple[list[list[str]], list[list[str]], list[str]]:
