@@ -190,7 +190,11 @@ FAMILIES = Table(
 # When the log's milestones and frames do not place an out-of-memory (the tracker says "startup"), the
 # words of the message do: what it was allocating for (PHASES of doctor.logparse.events).
 PHASE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # PyTorch's OOM message names memory "allocated in private pools (e.g., CUDA Graphs)" only when some is:
+    # graphs were captured, so the weights had loaded (c10/cuda/CUDACachingAllocator.cpp)
     ("cuda_graph", re.compile(r"cuda ?graph|graph capture", re.I)),
+    # a start-up warm-up wraps the error of the batch it ran (TGI's "Warmup(Generation(...))"): start-up, not serving
+    ("profiling", re.compile(r"warm ?up|profil|dummy", re.I)),
     ("serving", re.compile(r"\brequest|\bgenerat|\bdecod|\bsampl|\bforward\b", re.I)),
     ("profiling", re.compile(r"prefill|\btokens\b|\bbatch|warm ?up|executor|KV ?cache|kv_cache|compute buffer|workspace|"
                              r"activation|cuBLAS", re.I)),
@@ -268,6 +272,8 @@ def match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:
     if found is None:
         return None
     rule, values = found
+    if rule.kind == "cuda_oom" and "phase_hint" not in values and phase_hint(text):
+        values = {**values, "phase_hint": phase_hint(text)}
     wrapper = cascade(text)
     if wrapper:  # NCCL's watchdog after the first failed collective, an echo of a failed load
         values = {**values, "cascade": wrapper}

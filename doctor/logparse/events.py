@@ -381,7 +381,11 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"profile_run|determine_num_available_blocks|determine_available_memory|Memory profiling|_dummy_run|"
             r"_dummy_sampler_run|init_memory_pool|profile_max_num_token|initialize_kv_cache|_initialize_kv_caches|"
-            r"llama_kv_cache_init|initialize_cache|compute buffer|llama_new_context|llama_context:",
+            r"llama_kv_cache_init|initialize_cache|compute buffer|llama_new_context|llama_context:|"
+            # llama.cpp places the KV cache after the weights, whatever its backend prefix (CUDA0, Vulkan1, Metal)
+            r"\bKV (?:buffer|self) size\b|"
+            # TensorRT-LLM: the engine (its weights) is deserialized before the execution context and KV cache
+            r"IExecutionContext creation|for max tokens in paged KV cache",
             re.I,
         ),
     ),
