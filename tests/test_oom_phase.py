@@ -82,3 +82,13 @@ def test_weights_oom_stays_weights_without_later_milestones(tmp_path) -> None:
     log.write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 462.00 MiB. GPU 0 has a total capacity "
                    "of 79.15 GiB of which 370.62 MiB is free.\n")
     assert findings_of(log)[0].code == "load.weights_oom"
+
+
+def test_vllm_v1_busy_loop_frame_is_serving() -> None:
+    """vllm-ascend#4082: the engine core's traceback runs through run_busy_loop (V1's serving loop),
+    so the worker's OOM happened under load, not while loading the weights."""
+    log = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "chains" / "vllm-ascend-v1-worker-failed-npu-oom.log"
+    top = findings_of(log)[0]
+    assert top.code == "load.runtime_oom"
+    assert "phase: serving" in top.evidence
+    assert [f.command for f in top.fixes][:2] == ["--max-num-seqs 128", "--max-num-batched-tokens 4096"]

@@ -385,7 +385,9 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             # llama.cpp places the KV cache after the weights, whatever its backend prefix (CUDA0, Vulkan1, Metal)
             r"\bKV (?:buffer|self) size\b|"
             # TensorRT-LLM: the engine (its weights) is deserialized before the execution context and KV cache
-            r"IExecutionContext creation|for max tokens in paged KV cache",
+            r"IExecutionContext creation|for max tokens in paged KV cache|"
+            # TGI's warm-up batch (server.py Warmup, flash_causal_lm.py warmup) and the launcher's report of it
+            r"\bwarmup\b|Method Warmup",
             re.I,
         ),
     ),
@@ -404,6 +406,9 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"Uvicorn running|Application startup complete|Exception in ModelTpServer|TpModelWorkerClient hit an exception|The server is fired up|Prefill batch|Decode batch|"
             r"Avg prompt throughput|POST /v1/|forward_batch_generation|run_batch|sampler|\bsample\b|"
             r"step_async|execute_model_req|slot \w+: id|update_slots|Generation throughput|"
+            # vLLM V1's engine-core loop and SGLang's scheduler loop run only once the server is up (a
+            # profiling run's execute_model sits under profile_run, which ranks first)
+            r"run_busy_loop|\bexecute_model\b|event_loop_normal|event_loop_overlap|"
             # the scheduler preempts or retracts only running requests
             r"preempted by PreemptionMode|total_num_cumulative_preemption|Decode out of memory happened",
             re.I,
