@@ -31,6 +31,8 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
     if arch:
         e = arch[0]
         name = e.values.get("arch") or e.values.get("model_type") or e.values.get("gguf_arch") or ""
+        if "config_class" in e.values:
+            name = f"{e.values['config_class']} (its config has no field {e.values.get('attribute')})"
         if e.kind == "weight_key_unknown":
             name = f"(the checkpoint has weights it does not know: {e.values.get('param')})"
         if name in ARCH_IS_FILE:
@@ -59,6 +61,11 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
             fixes.append(Fix("The Hub cannot be reached from here: download the model elsewhere and pass the local folder",
                               f"huggingface-cli download {model or '<repo>'} --local-dir /models/<name>"))
             fixes.append(Fix("Or set a mirror / proxy for the download", "HF_ENDPOINT=<mirror> HTTPS_PROXY=<proxy>"))
+        elif le.first_value(missing, "native_param"):
+            fixes.append(Fix(f"The folder holds Meta/Mistral-native weights ({le.first_value(missing, 'native_param')}) that the "
+                             "Hugging Face loader cannot map: for a Mistral repository read them in their own format",
+                             "--load-format mistral --config-format mistral --tokenizer-mode mistral"))
+            fixes.append(Fix("Or keep only one format in the folder (the HF model-*.safetensors, without consolidated.*)"))
         else:
             fixes.append(Fix(f"Check the model path exists inside the container/host{f' ({path})' if path else ''} and holds config.json "
                              "and the weights; a path that does not exist is treated as a Hub repo id"))

@@ -73,6 +73,9 @@ class Table:
 
 # The error a wrapper quotes; group `inner` is read again with the rules.
 INNER = Table(
+    # Ollama llm/server.go (v0.1.32-v0.3): fmt.Errorf("timed out waiting for llama runner to start: %s", the runner's
+    # last error), often itself inside an HTTP error body: the runner's error is the cause, the wait its symptom
+    _p("Ollama runner start", r"timed out waiting for llama runner to start(?: - progress [\d.]+ -)?:\s*(?P<inner>[^\"\\]+)"),
     # vllm/v1/executor/multiproc_executor.py: RuntimeError(f"Worker failed with error '{e}', please check the stack trace above for the root cause")
     _p("vLLM worker", r"Worker failed with error '(?P<inner>.+)', please check"),
     # openai-python _exceptions.py / anthropic-sdk: f"Error code: {status} - {body}"; LiteLLM, gateways and
@@ -92,6 +95,8 @@ INNER = Table(
 
 # the wrappers that are a server's answer to a request: what they quote happened while serving
 ANSWERED = ("HTTP error body",)
+# the wrappers whose own words are a symptom (a wait that timed out): a cause they quote wins over them
+SYMPTOM_WRAPPERS = ("Ollama runner start",)
 
 # Messages printed because something else failed first: the cascade, never the root cause.
 WRAPPERS = Table(
@@ -264,7 +269,7 @@ def match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:
     inner = inner_message(text)
     quoted = ev.match(inner[0]) if inner else None
     if inner is not None and quoted is not None and quoted[0].kind not in _WRAPPER_KINDS and (
-            found is None or found[0].kind in _WRAPPER_KINDS or found[0].kind == quoted[0].kind):
+            found is None or found[0].kind in _WRAPPER_KINDS or found[0].kind == quoted[0].kind or inner[1] in SYMPTOM_WRAPPERS):
         values = {**quoted[1], "tier": f"template (inside the {inner[1]})"}
         if inner[1] in ANSWERED:  # the server answered a request with it: it failed while serving
             values["phase_hint"] = "serving"
