@@ -62,6 +62,10 @@ CASES = [
         '  File "/home/tangshi/miniconda3/envs/lmdeploy/bin/lmdeploy", line 8, in <module>',
         "    sys.exit(run())",
     ], "load.config_invalid", "Please input a model_name for hf_model", None),
+    # ggml-org/llama.cpp#10103: LM Studio given an SD3.5 GGUF (an image model; no llama.cpp version runs it)
+    ("llamacpp-image-model-gguf", [
+        "llama.cpp error: 'error loading model architecture: unknown model architecture: 'sd3''",
+    ], "load.model_files", "unknown model architecture: 'sd3'", None),
     # continuedev/continue#3464: Ollama's older refusal, quoted in the client's HTTP 500
     ("ollama-model-too-large-for-system", [
         '{"error":"requested model (18.4 GiB) is too large for this system (6.8 GiB)"}',

@@ -11,6 +11,9 @@ from doctor.findings import Finding, Fix, Outcome
 from doctor.logview import LogView
 
 ARCH_IS_FILE = {"clip"}  # a GGUF of a projector/encoder, not a language model: the wrong file
+# GGUF architectures of image/video generation models (city96/ComfyUI-GGUF loader.py IMG_ARCH_LIST): no
+# language-model engine runs them, whatever its version
+IMAGE_ARCHS = {"flux", "sd1", "sdxl", "sd3", "aura", "hidream", "cosmos", "ltxv", "hyvid", "wan", "lumina2", "qwen_image"}
 
 
 @check("load.model_files", "load", codes=["load.model_files", "load.remote_code", "load.engine_outdated"], events=["remote_code", "arch_unsupported", "weight_key_unknown", "hf_access", "model_missing", "hub_unreachable", "load_failed"])
@@ -39,6 +42,11 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
             findings.append(Finding("load.model_files", f"the file given is a '{name}' model, not a language model",
                                     le.evidence(arch + missing[:1]),
                                     [Fix("Pass the language model GGUF with -m and the projector with --mmproj")],
+                                    explains=le.CLIENT_SYMPTOMS))
+        elif name in IMAGE_ARCHS:
+            findings.append(Finding("load.model_files", f"the file given is an image-generation model ('{name}'), not a language model",
+                                    le.evidence(arch + missing[:1]),
+                                    [Fix("Load a language-model GGUF here; this one is for an image tool (ComfyUI-GGUF, stable-diffusion.cpp)")],
                                     explains=le.CLIENT_SYMPTOMS))
         else:
             version = facts.logs.engine_version if facts.logs else ""
