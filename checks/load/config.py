@@ -27,6 +27,10 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
                  Fix("Or, when the model really supports more (RoPE scaling), allow it explicitly",
                      "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" if engine != "sglang" else "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")]
         title = f"{v.get('field')} {v.get('value')} is above the model's limit {v['derived']}"
+    elif "argument" in v:  # the engine could not infer a value and asks for it (LMDeploy's model_name)
+        flag = "--" + str(v["argument"]).replace("_", "-")
+        fixes = [Fix(f"Pass {flag} explicitly (the engine's --help lists the values): it could not infer it from the model folder")]
+        title = f"the engine needs {flag}, which it could not infer"
     else:
         flag = str(v.get("flag") or "").strip("`' ")
         fixes = [Fix(f"Remove or rename {flag or 'the rejected argument'}; see `--help` of this engine version for the accepted spelling")]

@@ -11,6 +11,9 @@ from doctor.findings import Finding, Fix, Outcome
 from doctor.logview import LogView
 
 ARCH_IS_FILE = {"clip"}  # a GGUF of a projector/encoder, not a language model: the wrong file
+# GGUF architectures of image/video generation models (city96/ComfyUI-GGUF loader.py IMG_ARCH_LIST): no
+# language-model engine runs them, whatever its version
+IMAGE_ARCHS = {"flux", "sd1", "sdxl", "sd3", "aura", "hidream", "cosmos", "ltxv", "hyvid", "wan", "lumina2", "qwen_image"}
 
 
 @check("load.model_files", "load", codes=["load.model_files", "load.remote_code", "load.engine_outdated"], events=["remote_code", "arch_unsupported", "weight_key_unknown", "hf_access", "model_missing", "hub_unreachable", "load_failed"])
@@ -34,12 +37,19 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
     if arch:
         e = arch[0]
         name = e.values.get("arch") or e.values.get("model_type") or e.values.get("gguf_arch") or ""
+        if "config_class" in e.values:
+            name = f"{e.values['config_class']} (its config has no field {e.values.get('attribute')})"
         if e.kind == "weight_key_unknown":
             name = f"(the checkpoint has weights it does not know: {e.values.get('param')})"
         if name in ARCH_IS_FILE:
             findings.append(Finding("load.model_files", f"the file given is a '{name}' model, not a language model",
                                     le.evidence(arch + missing[:1]),
                                     [Fix("Pass the language model GGUF with -m and the projector with --mmproj")],
+                                    explains=le.CLIENT_SYMPTOMS))
+        elif name in IMAGE_ARCHS:
+            findings.append(Finding("load.model_files", f"the file given is an image-generation model ('{name}'), not a language model",
+                                    le.evidence(arch + missing[:1]),
+                                    [Fix("Load a language-model GGUF here; this one is for an image tool (ComfyUI-GGUF, stable-diffusion.cpp)")],
                                     explains=le.CLIENT_SYMPTOMS))
         else:
             version = facts.logs.engine_version if facts.logs else ""
@@ -62,6 +72,11 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
             fixes.append(Fix("The Hub cannot be reached from here: download the model elsewhere and pass the local folder",
                               f"huggingface-cli download {model} --local-dir /models/{model.rstrip('/').split('/')[-1]}" if model else None))
             fixes.append(Fix("Or give the engine's environment a Hub mirror (HF_ENDPOINT set to its URL) or a proxy (HTTPS_PROXY)"))
+        elif le.first_value(missing, "native_param"):
+            fixes.append(Fix(f"The folder holds Meta/Mistral-native weights ({le.first_value(missing, 'native_param')}) that the "
+                             "Hugging Face loader cannot map: for a Mistral repository read them in their own format",
+                             "--load-format mistral --config-format mistral --tokenizer-mode mistral"))
+            fixes.append(Fix("Or keep only one format in the folder (the HF model-*.safetensors, without consolidated.*)"))
         else:
             fixes.append(Fix(f"Check the model path exists inside the container/host{f' ({path})' if path else ''} and holds config.json "
                              "and the weights; a path that does not exist is treated as a Hub repo id"))

@@ -20,11 +20,15 @@ from doctor.logview import LogView
 LOAD_PHASES = ("weights", "startup")
 
 
+# the flag that turns CUDA graphs off, where it is not vLLM's --enforce-eager (sglang server_args.py,
+# TGI launcher --cuda-graphs: "Use `--cuda-graphs 0` to disable")
+EAGER_FLAGS = {"sglang": "--disable-cuda-graph", "tgi": "--cuda-graphs 0"}
+
 # SGLang's mem_fraction_static default for TP=1 (server_args.py)
 SGLANG_DEFAULT_FRACTION = 0.88
 
 
-@check("load.gpu_oom", "load", codes=["load.weights_oom", "load.runtime_oom", "perf.memory_overcommitted"], events=["cuda_oom", "ggml_alloc_failed", "ggml_compute_buffers", "ggml_weights_failed", "kv_cache_alloc_failed"])
+@check("load.gpu_oom", "load", codes=["load.weights_oom", "load.runtime_oom", "perf.memory_overcommitted"], events=["cuda_oom", "ggml_alloc_failed", "ggml_compute_buffers", "ggml_weights_failed", "kv_cache_alloc_failed", "enforce_eager"])
 def gpu_oom(facts: Facts, log: LogView) -> Outcome:
     """The engine did not run out of GPU memory."""
     ooms = log.events("cuda_oom", "ggml_alloc_failed", "ggml_weights_failed")
@@ -32,9 +36,7 @@ def gpu_oom(facts: Facts, log: LogView) -> Outcome:
     if not ooms or "kv_cache_alloc_failed" in kinds:  # llama.cpp's KV allocation is judged by load.kv_cache
         return Outcome(detail="no out-of-memory error in the log")
     e = next((x for x in ooms if x.kind == "cuda_oom" and "tried" in x.values), ooms[0])
-    phase = e.phase or "startup"
-    if e.kind in ("ggml_alloc_failed", "ggml_weights_failed"):  # llama.cpp: the model's buffers, else the compute buffers
-        phase = "profiling" if "ggml_compute_buffers" in kinds else "weights"
+    phase = _phase(facts, log, e, kinds)
     if phase in LOAD_PHASES and "ggml_compute_buffers" not in kinds:
         return Outcome([_weights(facts, log, e)])
     findings = [_runtime(facts, log, e, phase)]
@@ -44,6 +46,29 @@ def gpu_oom(facts: Facts, log: LogView) -> Outcome:
                                 [f"gpu_memory_utilization = {util:g}"] + le.evidence([e], 1),
                                 [Fix("Leave headroom for activations and peaks", _headroom_flag(facts))], explains=["load.runtime_oom"]))
     return Outcome(findings)
+
+
+def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
+    """The phase of the out-of-memory: where the log placed it, else what the engine's own
+    numbers and wording prove about it."""
+    phase = e.phase or "startup"
+    ggml = le.engine(facts) in ("llamacpp", "ollama")
+    if e.kind in ("ggml_alloc_failed", "ggml_weights_failed"):  # llama.cpp: the model's buffers, else the compute buffers
+        if "ggml_compute_buffers" in kinds:
+            return "profiling"
+        return phase if phase in ("profiling", "cuda_graph", "serving") else "weights"
+    if phase not in LOAD_PHASES:
+        return phase
+    if ggml and e.kind == "cuda_oom":
+        # ggml reports a weights buffer it cannot allocate ("cudaMalloc failed", ggml_alloc_failed) and goes
+        # on; "CUDA error: out of memory" is CUDA_CHECK aborting in the compute pool (ggml-cuda.cu)
+        return "serving"
+    s = log.setup
+    if phase == "startup" and (s.gpu_blocks or s.kv_cache_tokens or s.available_kv_gib):
+        # every engine sizes its KV cache after loading the weights: what ran out next is CUDA graph
+        # capture (unless eager) or serving (a log printed newest first places no milestone before it)
+        return "serving" if log.events("enforce_eager") or s.cuda_graphs is False else "cuda_graph"
+    return phase
 
 
 def _numbers(e) -> list[str]:
@@ -121,8 +146,8 @@ def _runtime(facts: Facts, log: LogView, e, phase: str) -> Finding:
     seqs = le.deployment_value(facts, "max_num_seqs")
     half = max(1, int(seqs) // 2) if isinstance(seqs, int) and seqs > 1 else None
     if phase == "cuda_graph":
-        fixes.append(Fix("Skip CUDA graph capture (costs some decode speed)", "--enforce-eager"))
-        if half:
+        fixes.append(Fix("Skip CUDA graph capture (costs some decode speed)", EAGER_FLAGS.get(engine, "--enforce-eager")))
+        if half and engine not in EAGER_FLAGS:
             fixes.append(Fix(f"Or capture graphs for fewer sequences (now {seqs})", f"--max-num-seqs {half}"))
     elif engine == "sglang":
         frac = le.deployment_value(facts, "gpu_memory_utilization")

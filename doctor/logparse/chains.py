@@ -73,6 +73,9 @@ class Table:
 
 # The error a wrapper quotes; group `inner` is read again with the rules.
 INNER = Table(
+    # Ollama llm/server.go (v0.1.32-v0.3): fmt.Errorf("timed out waiting for llama runner to start: %s", the runner's
+    # last error), often itself inside an HTTP error body: the runner's error is the cause, the wait its symptom
+    _p("Ollama runner start", r"timed out waiting for llama runner to start(?: - progress [\d.]+ -)?:\s*(?P<inner>[^\"\\]+)"),
     # vllm/v1/executor/multiproc_executor.py: RuntimeError(f"Worker failed with error '{e}', please check the stack trace above for the root cause")
     _p("vLLM worker", r"Worker failed with error '(?P<inner>.+)', please check"),
     # openai-python _exceptions.py / anthropic-sdk: f"Error code: {status} - {body}"; LiteLLM, gateways and
@@ -94,6 +97,8 @@ INNER = Table(
 
 # the wrappers that are a server's answer to a request: what they quote happened while serving
 ANSWERED = ("HTTP error body",)
+# the wrappers whose own words are a symptom (a wait that timed out): a cause they quote wins over them
+SYMPTOM_WRAPPERS = ("Ollama runner start",)
 
 # Messages printed because something else failed first: the cascade, never the root cause.
 WRAPPERS = Table(
@@ -192,7 +197,11 @@ FAMILIES = Table(
 # When the log's milestones and frames do not place an out-of-memory (the tracker says "startup"), the
 # words of the message do: what it was allocating for (PHASES of doctor.logparse.events).
 PHASE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # PyTorch's OOM message names memory "allocated in private pools (e.g., CUDA Graphs)" only when some is:
+    # graphs were captured, so the weights had loaded (c10/cuda/CUDACachingAllocator.cpp)
     ("cuda_graph", re.compile(r"cuda ?graph|graph capture", re.I)),
+    # a start-up warm-up wraps the error of the batch it ran (TGI's "Warmup(Generation(...))"): start-up, not serving
+    ("profiling", re.compile(r"warm ?up|profil|dummy", re.I)),
     ("serving", re.compile(r"\brequest|\bgenerat|\bdecod|\bsampl|\bforward\b", re.I)),
     ("profiling", re.compile(r"prefill|\btokens\b|\bbatch|warm ?up|executor|KV ?cache|kv_cache|compute buffer|workspace|"
                              r"activation|cuBLAS", re.I)),
@@ -262,7 +271,7 @@ def match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:
     inner = inner_message(text)
     quoted = ev.match(inner[0]) if inner else None
     if inner is not None and quoted is not None and quoted[0].kind not in _WRAPPER_KINDS and (
-            found is None or found[0].kind in _WRAPPER_KINDS or found[0].kind == quoted[0].kind):
+            found is None or found[0].kind in _WRAPPER_KINDS or found[0].kind == quoted[0].kind or inner[1] in SYMPTOM_WRAPPERS):
         values = {**quoted[1], "tier": f"template (inside the {inner[1]})"}
         if inner[1] in ANSWERED:  # the server answered a request with it: it failed while serving
             values["phase_hint"] = "serving"
@@ -270,6 +279,8 @@ def match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:
     if found is None:
         return None
     rule, values = found
+    if rule.kind == "cuda_oom" and "phase_hint" not in values and phase_hint(text):
+        values = {**values, "phase_hint": phase_hint(text)}
     wrapper = cascade(text)
     if wrapper:  # NCCL's watchdog after the first failed collective, an echo of a failed load
         values = {**values, "cascade": wrapper}

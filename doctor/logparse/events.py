@@ -117,6 +117,8 @@ HAND_RULES: tuple[Rule, ...] = (
         + _SIZE
         + r")\)",
     ),
+    # Ollama's older refusal before loading (the model larger than RAM + VRAM)
+    _r("host_oom", r"requested model \((?P<required>" + _SIZE + r")\) is too large for this system \((?P<available>" + _SIZE + r")\)"),
     _r("host_oom", r"Cannot allocate memory|std::bad_alloc|MemoryError\b"),
     _r("swap_space_large", r"Possibly too large swap space\. (?P<swap>" + _SIZE + r") out of the (?P<total>" + _SIZE + r")", False),
     _r("killed", r"^Killed$|^Killed\s+\S+|^\S*\s*Killed\s+(?:python|vllm|\./)", flags=0),
@@ -139,6 +141,8 @@ HAND_RULES: tuple[Rule, ...] = (
         r".*(?:/dev/shm|shm-size|shared memory)",
     ),
     _r("shm_too_small", r"bus error.*(?:shared memory|shm)|insufficient shared memory"),
+    # SIGBUS in an engine's worker: a shared-memory segment past what a container's 64 MB /dev/shm backs
+    _r("shm_too_small", r"Fatal Python error: ?Bus error|^Bus error \(core dumped\)"),
     _r(
         "dist_timeout",
         r"Timed out after (?P<timeout>\d+) seconds waiting for clients\. (?P<joined>\d+)/(?P<world>\d+) clients joined",
@@ -163,6 +167,8 @@ HAND_RULES: tuple[Rule, ...] = (
         r"(?:output_partition_size|input_size_per_partition) = (?P<size>\d+) is not divisible by (?:weight quantization block_\w|min_thread_\w) = (?P<block>\d+)",
     ),
     _r("quant_partition", r"not aligned with the quantized weight shape|too large tensor parallel size"),
+    # the Marlin kernels' shape checks (vLLM csrc/quantization/*marlin*): a TP rank's slice the kernel cannot tile
+    _r("quant_partition", r"\b(?:prob|size)_[mnk] = (?P<size>\d+),? is not divisible by \w+ = (?P<block>\d+)"),
     _r("not_divisible", r"(?P<a>\d+) is not divisible by (?P<b>\d+)"),
     _r("device_ordinal", r"invalid device ordinal"),
     _r(
@@ -207,6 +213,13 @@ HAND_RULES: tuple[Rule, ...] = (
     # --- model files, architectures, remote code --------------------------------------------
     # a checkpoint tensor the engine's model class has no parameter for: its implementation is older than the checkpoint
     _r("weight_key_unknown", r"^KeyError: '(?P<param>(?:model|transformer|language_model|vision\w*|visual|lm_head)\.[\w.]+)'"),
+    # Meta/Mistral-native tensor names (consolidated*.safetensors, *.pth) read by a Hugging Face-format loader:
+    # the folder holds weights in the other format, not an engine too old for the model
+    _r(
+        "model_missing",
+        r"KeyError: '(?P<native_param>(?:layers\.\d+\.(?:attention\.w[qkvo]|feed_forward\.w[123]|attention_norm|ffn_norm)"
+        r"|tok_embeddings)\.weight)'",
+    ),
     _r(
         "remote_code",
         r"requires you to execute the (?:configuration|modeling)? ?file|"
@@ -218,7 +231,9 @@ HAND_RULES: tuple[Rule, ...] = (
         r"has model type `(?P<model_type>[\w.-]+)` but Transformers does not recognize|"
         r"unknown model architecture: '(?P<gguf_arch>[\w.-]+)'|"
         r"model type `?(?P<model_type2>[\w.-]+)`? (?:is )?not (?:yet )?supported|requires a newer version|"
-        r"KeyError: '(?P<model_type3>[\w.-]+)'.*CONFIG_MAPPING|is not supported for now|Unsupported architecture",
+        r"KeyError: '(?P<model_type3>[\w.-]+)'.*CONFIG_MAPPING|is not supported for now|Unsupported architecture|"
+        # the engine's model code reads a config field this model's (newer) config class does not have
+        r"'(?P<config_class>\w+)Config' object has no attribute '(?P<attribute>\w+)'",
     ),
     _r(
         "hf_access",
@@ -245,7 +260,10 @@ HAND_RULES: tuple[Rule, ...] = (
         r"quantization method (?P<method2>[\w-]+) is not supported|Quantization method .* is not supported|"
         r"(?P<method3>\w+) quantization is currently not supported|is not supported for quantization|"
         r"Quantization scheme is not supported|does not match the quantization method specified in the `quantization` argument|"
-        r"\w*MoEMethod\.create_weights\(\) missing",
+        r"\w*MoEMethod\.create_weights\(\) missing|"
+        # a quantization kernel this build of the engine's ops library lacks (a CPU or ROCm build, an old wheel)
+        r"'_OpNamespace' '\w+' object has no attribute '(?P<op>\w*(?:marlin|gptq|awq|fp8|gguf|machete|cutlass_scaled|"
+        r"int8|aqlm|squeezellm|exl2|w8a8)\w*)'",
     ),
     # --- engine arguments -------------------------------------------------------------------
     _r(
@@ -321,7 +339,8 @@ HAND_RULES: tuple[Rule, ...] = (
     _r(
         "client_model_not_found",
         r"The model `(?P<model>[^`]+)` does not exist|model ['\"]?(?P<model2>[\w./:-]+)['\"]? not found|"
-        r"NotFoundError|Invalid model name passed|model_not_found|does not exist or you do not have access",
+        # \b: openai.NotFoundError, never Python's ModuleNotFoundError / FileNotFoundError
+        r"\bNotFoundError|Invalid model name passed|model_not_found|does not exist or you do not have access",
     ),
     _r("client_not_found", _status(404)),  # a bare 404: the path or the model, the rest of the log tells
     _r("client_timeout", r"Request timed out|ReadTimeout|APITimeoutError|timed out after \d+"),
@@ -396,7 +415,13 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"profile_run|determine_num_available_blocks|determine_available_memory|Memory profiling|_dummy_run|"
             r"_dummy_sampler_run|init_memory_pool|profile_max_num_token|initialize_kv_cache|_initialize_kv_caches|"
-            r"llama_kv_cache_init|initialize_cache|compute buffer|llama_new_context|llama_context:",
+            r"llama_kv_cache_init|initialize_cache|compute buffer|llama_new_context|llama_context:|"
+            # llama.cpp places the KV cache after the weights, whatever its backend prefix (CUDA0, Vulkan1, Metal)
+            r"\bKV (?:buffer|self) size\b|"
+            # TensorRT-LLM: the engine (its weights) is deserialized before the execution context and KV cache
+            r"IExecutionContext creation|for max tokens in paged KV cache|"
+            # TGI's warm-up batch (server.py Warmup, flash_causal_lm.py warmup) and the launcher's report of it
+            r"\bwarmup\b|Method Warmup",
             re.I,
         ),
     ),
@@ -415,6 +440,9 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"Uvicorn running|Application startup complete|Exception in ModelTpServer|TpModelWorkerClient hit an exception|The server is fired up|Prefill batch|Decode batch|"
             r"Avg prompt throughput|POST /v1/|forward_batch_generation|run_batch|sampler|\bsample\b|"
             r"step_async|execute_model_req|slot \w+: id|update_slots|Generation throughput|"
+            # vLLM V1's engine-core loop and SGLang's scheduler loop run only once the server is up (a
+            # profiling run's execute_model sits under profile_run, which ranks first)
+            r"run_busy_loop|\bexecute_model\b|event_loop_normal|event_loop_overlap|"
             # the scheduler preempts or retracts only running requests
             r"preempted by PreemptionMode|total_num_cumulative_preemption|Decode out of memory happened",
             re.I,

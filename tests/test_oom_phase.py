@@ -1,0 +1,94 @@
+"""Runtime vs weights out-of-memory when the log has no phase line: the engine's own numbers and
+wording place it. Every log here is verbatim lines from a public issue thread (named per case)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from doctor.collect.files import load_paths
+from doctor.engine import Deadline, load_checks, run_checks, select
+from doctor.report import build_report
+
+
+def findings_of(path: Path) -> list:
+    facts = load_paths([str(path)], Deadline(30))
+    return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts).findings
+
+
+# (name, log lines, rank-1 code, a substring of the evidence, the first fix's exact command)
+CASES = [
+    # sgl-project/sglang#5212: memory in PyTorch's private pools means CUDA graphs were captured: past the weights
+    ("sglang-oom-private-pools", [
+        "python sglang.launch_server --model meta-llama/Llama-4-Scout-17B-16E-Instruct --tp-size 8 --mem-fraction-static=0.8",
+        "[2025-04-09 17:19:56 TP5] Scheduler hit an exception: Traceback (most recent call last):",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.43 GiB. GPU 5 has a total capacity of 79.44 GiB of "
+        "which 2.64 GiB is free. Process 679812 has 76.79 GiB memory in use. Of the allocated memory 72.76 GiB is allocated "
+        "by PyTorch, with 26.38 MiB allocated in private pools (e.g., CUDA Graphs), and 293.55 MiB is reserved by PyTorch "
+        "but unallocated.",
+    ], "load.runtime_oom", "phase: cuda_graph", "--disable-cuda-graph"),
+    # huggingface/text-generation-inference#755: the warm-up prefill, not the weights
+    ("tgi-warmup-prefill", [
+        'Error: Warmup(Generation("Not enough memory to handle 4096 prefill tokens. You need to decrease '
+        '`--max-batch-prefill-tokens`"))',
+    ], "load.runtime_oom", "phase: profiling", None),
+    # runpod-workers/worker-vllm#40, printed newest first: the KV cache was sized (# GPU blocks) before the OOM
+    ("vllm-newest-first-after-kv", [
+        "engine.py :190 2024-02-03 03:44:03,976 Error initializing vLLM engine: CUDA out of memory. Tried to allocate "
+        "112.00 MiB. GPU 0 has a total capacty of 44.35 GiB of which 53.38 MiB is free. Process 3663367 has 44.28 GiB "
+        "memory in use.",
+        "INFO 02-03 03:43:48 llm_engine.py:316] # GPU blocks: 7754, # CPU blocks: 2048",
+    ], "load.runtime_oom", "phase: cuda_graph", "--enforce-eager"),
+    # ggml-org/llama.cpp#5848: the Vulkan allocation after the KV buffers were placed is a compute buffer
+    ("llamacpp-vulkan-after-kv", [
+        "Vulkan0 KV buffer size =    80.00 MiB",
+        "Vulkan1 KV buffer size =    40.00 MiB",
+        "ggml_vulkan: Device memory allocation of size 120422400 failed.",
+        "ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory",
+    ], "load.runtime_oom", "phase: profiling", "-b 1024 -ub 256"),
+    # ggml-org/llama.cpp#7885 (Ollama): CUDA_CHECK's abort is the compute pool; weight buffers report "cudaMalloc failed"
+    ("ollama-cuda-check-oom", [
+        "CUDA error: out of memory",
+        'GGML_ASSERT: C:\\a\\ollama\\ollama\\llm\\llama.cpp\\ggml-cuda.cu:100: !"CUDA error"',
+    ], "load.runtime_oom", "phase: serving", "-b 1024 -ub 256"),
+    # NVIDIA/TensorRT-LLM#260: the engine (its weights) was deserialized before the execution context
+    ("trtllm-after-execution-context", [
+        "[TensorRT-LLM][INFO] [MemUsageChange] TensorRT-managed allocation in IExecutionContext creation: CPU +0, GPU +0, "
+        "now: CPU 0, GPU 12569 (MiB)",
+        "E1103 02:59:01.152656 81041 backend_model.cc:553] ERROR: Failed to create instance: unexpected error when creating "
+        "modelInstanceState: [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): out "
+        "of memory (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:112)",
+    ], "load.runtime_oom", "phase: profiling", None),
+]
+
+
+@pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
+def test_oom_phase(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
+    log = tmp_path / f"{name}.log"
+    log.write_text("\n".join(lines) + "\n")
+    findings = findings_of(log)
+    top = findings[0]
+    assert top.code == code, [f.code for f in findings]
+    assert any(evidence in line for line in top.evidence), top.evidence
+    if command is not None:
+        assert top.fixes[0].command == command, [f.command for f in top.fixes]
+
+
+def test_weights_oom_stays_weights_without_later_milestones(tmp_path) -> None:
+    """A bare PyTorch OOM with no milestone, frame or allocation words says nothing against the
+    weights: it stays load.weights_oom (vllm-project/vllm#11560's wording)."""
+    log = tmp_path / "bare.log"
+    log.write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 462.00 MiB. GPU 0 has a total capacity "
+                   "of 79.15 GiB of which 370.62 MiB is free.\n")
+    assert findings_of(log)[0].code == "load.weights_oom"
+
+
+def test_vllm_v1_busy_loop_frame_is_serving() -> None:
+    """vllm-ascend#4082: the engine core's traceback runs through run_busy_loop (V1's serving loop),
+    so the worker's OOM happened under load, not while loading the weights."""
+    log = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "chains" / "vllm-ascend-v1-worker-failed-npu-oom.log"
+    top = findings_of(log)[0]
+    assert top.code == "load.runtime_oom"
+    assert "phase: serving" in top.evidence
+    assert [f.command for f in top.fixes][:2] == ["--max-num-seqs 128", "--max-num-batched-tokens 4096"]
