@@ -338,8 +338,9 @@ def test_an_answer_a_rule_reads_as_harmless_is_the_clients_failure(tmp_path: Pat
 ENGINE_SHAPES = [
     # bash reports a child the kernel killed with SIGKILL (bash's jobs.c, the signal's strsignal() name)
     ("bash: line 1:  4242 Killed                  python3 -m sglang.launch_server --model-path /models/x", "crash_signal"),
-    # JVM: java.lang.Throwable#printStackTrace prints a chain's cause as `Caused by: <class>: <message>` (langchain4j#1425)
-    ("Caused by: java.io.InterruptedIOException: timeout", "exception"),
+    # JVM: java.lang.Throwable#printStackTrace prints a chain's cause as `Caused by: <class>: <message>`
+    # (langchain4j#1425's shape; OkHttp's `InterruptedIOException: timeout` itself is a catalogue template now)
+    ("Caused by: java.lang.IllegalArgumentException: unexpected url", "exception"),
     # JVM: the default uncaught-exception handler: `Exception in thread "<name>" <class>: <message>`
     ('Exception in thread "main" java.lang.IllegalStateException: widget registry is closed', "exception"),
 ]
@@ -367,7 +368,7 @@ def test_an_error_pasted_under_a_launch_command_is_not_dropped(tmp_path: Path) -
     rc, report = analyze_json(log)
     assert (rc, report["status"]) == (1, "error")
     (f,) = report["findings"]
-    assert f["code"] == "load.unrecognized_failure"
+    assert f["code"] == "access.server_error"  # llama-server's own error body (its format_error_response)
     assert f["evidence"][0] == (f'{log}:3: got exception: {{"code":500,"message":"image input is not supported by this server",'
                                 f'"type":"server_error"}}')
 
