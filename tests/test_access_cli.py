@@ -280,3 +280,26 @@ def test_deadline_shorter_than_timeout_still_reports_the_hang(tmp_path: Path) ->
     f = top(report)
     assert rc == 1 and f["code"] == "access.timeout"
     assert report["facts"]["endpoint"]["steps"][-1]["detail"]["timeout_s"] <= 2.5
+
+
+@pytest.mark.parametrize(
+    "url, said",
+    [
+        ("http://[bad/v1", "its host opens '[' without a closing ']' (IPv6 is written http://[::1]:8000)"),
+        ("http://[gpu-box]:8000/v1", "its host [gpu-box] is not an IPv6 address (only IPv6 is written in [ ])"),
+        ("http://gpu-box:99999/v1", "its port is not a number in 1-65535"),
+    ],
+)
+def test_a_base_url_urlsplit_refuses_is_the_access_finding_in_a_full_run(tmp_path: Path, url: str, said: str) -> None:
+    """Every layer, not only access: the live collector (metrics, load probe) must not crash on the
+    URL either, which would turn the run into doctor.input_incomplete."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
+    cmd = [sys.executable, "-m", "doctor", "run", "--format", "json", "--sample", "0", "--base-url", url]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert "Traceback" not in out.stderr, out.stderr
+    report = json.loads(out.stdout)
+    assert out.returncode == 1 and report["status"] == "error"
+    codes = [f["code"] for f in report["findings"]]
+    assert "doctor.input_incomplete" not in codes
+    f = top(report)
+    assert (f["code"], f["title"]) == ("access.base_url_invalid", f"the base URL is malformed: {said}")
