@@ -400,6 +400,10 @@ def test_litellm_without_a_database_rejects_other_keys_with_400() -> None:
     [
         ("localhost:8000/v1", "the base URL is malformed: it has no http:// or https:// scheme", "--base-url http://localhost:8000/v1"),
         ("http://127.0.0.1:80000/v1", "the base URL is malformed: its port is not a number in 1-65535", "--base-url http://HOST:8000/v1"),
+        ("http://127.0.0.1:0/v1", "the base URL is malformed: its port is not a number in 1-65535", "--base-url http://HOST:8000/v1"),
+        ("http://[bad/v1", "the base URL is malformed: its host opens '[' without a closing ']' (IPv6 is written http://[::1]:8000)", "--base-url http://HOST:8000/v1"),
+        ("http://[::1/v1", "the base URL is malformed: its host opens '[' without a closing ']' (IPv6 is written http://[::1]:8000)", "--base-url http://HOST:8000/v1"),
+        ("http://[gpu-box]:8000/v1", "the base URL is malformed: its host [gpu-box] is not an IPv6 address (only IPv6 is written in [ ])", "--base-url http://HOST:8000/v1"),
         (" http://127.0.0.1:8000/v1\n", None, None),
     ],
 )

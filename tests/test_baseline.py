@@ -8,11 +8,12 @@ so the busy shared cores this runs on cannot turn scheduling hiccups into findin
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from doctor.baseline.model import RequestResult, Run, Throughput
 from doctor.baseline.stats import latency_noise, percentile, spread
 from tests.nvml import build
 from tests.peers.fixtures import clean_env
-from tests.servers.http import FakeServer, free_port
+from tests.servers.http import FakeServer, Reply, Request, free_port
 from tests.servers.streaming_engine import StreamingEngine
 
 pytestmark = pytest.mark.timeout(300)
@@ -44,6 +45,12 @@ KV_CONFIG = {"block_size": "16", "cache_dtype": "auto", "gpu_memory_utilization"
 def engine(**kw: object) -> StreamingEngine:
     kw.setdefault("answers", dict(ANSWERS))
     return StreamingEngine(**kw)  # type: ignore[arg-type]
+
+
+def answers_then_hangs(app: StreamingEngine, answered: int) -> Callable[[Request], Reply]:
+    """`app` for the first `answered` chat requests, then no answer at all until the server stops."""
+    posts = itertools.count()
+    return lambda req: Reply(hang=True) if req.method == "POST" and next(posts) >= answered else app(req)
 
 
 @contextmanager
@@ -377,16 +384,18 @@ def test_an_unreachable_endpoint_writes_nothing_and_says_why(tmp_path: Path) -> 
 
 
 def test_the_deadline_bounds_a_record_and_the_file_says_it_is_incomplete(tmp_path: Path) -> None:
+    """The server answers the warm-up and one kept request, then never again: the deadline cuts the
+    record however fast this machine is, and the deadline has room for the answered part."""
     out = tmp_path / "cut.json"
     start = time.monotonic()
-    with serving(engine(ttft_s=0.6)) as url:
-        proc = cli(["baseline", "record", "--base-url", url, "--model", "m1", "--prompts", str(prompts_file(tmp_path)),
-                    "--deadline", "4", "-o", str(out)], tmp_path)  # fmt: skip
-    assert time.monotonic() - start < 60
+    with FakeServer(answers_then_hangs(engine(), len(PROMPTS) + 1)) as server:
+        proc = cli(["baseline", "record", "--base-url", server.url + "/v1", "--model", "m1", "--prompts",
+                    str(prompts_file(tmp_path)), "--deadline", "10", "-o", str(out)], tmp_path)  # fmt: skip
+    assert time.monotonic() - start < 90
     assert proc.returncode == 1 and "incomplete recording" in proc.stderr
     data = json.loads(out.read_text())
     assert data["complete"] is False
-    assert "the --deadline of 4 s ran out before every request was sent" in data["problems"]
+    assert "the --deadline of 10 s ran out before every request was sent" in data["problems"]
     good = record(engine(ttft_s=0.05), tmp_path, "good.json")
     rc, report = compare_files(tmp_path, str(good), str(out), "--tolerance", "0.5")
     assert rc == 1 and report["status"] in ("incomplete", "error", "warn")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -117,10 +118,12 @@ def test_deadline_shorter_than_the_timeout_still_ends_the_run(tmp_path: Path) ->
         start = time.monotonic()
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=90)
         elapsed = time.monotonic() - start
-    assert elapsed < 5 + MARGIN_S, f"the run took {elapsed:.1f} s"
+    assert elapsed < 5 + MARGIN_S, f"the run took {elapsed:.1f} s"  # under the 30 s --timeout: the deadline won
     f = top(json.loads(out.stdout))
     assert out.returncode == 1 and f["code"] == "access.timeout"
-    assert f["title"].startswith("the server accepted the connection but its status line and headers were not complete within 4.")
+    # what was left of the 5 s (less the report's reserve) when the request went: less on a busier machine
+    said = re.fullmatch(r"the server accepted the connection but its status line and headers were not complete within ([\d.]+) s", f["title"])
+    assert said and 0 < float(said[1]) < 5, f["title"]
 
 
 def test_gzip_bomb_is_read_only_up_to_the_cap(tmp_path: Path) -> None:

@@ -183,13 +183,17 @@ def test_a_cut_scan_still_finds_the_crash_at_the_end(tmp_path: Path) -> None:
     assert report.status == "incomplete" and report.exit_code("error") == 1 and report.exit_code("never") == 0
     codes = [f.code for f in report.findings]
     assert codes[0] == "load.runtime_oom" and "doctor.input_incomplete" in codes
+    (cut,) = [f for f in report.findings if f.code == "doctor.input_incomplete"]
+    assert any(re.fullmatch(r"--deadline \d+", x.command or "") for x in cut.fixes)
 
 
 def test_a_big_log_under_a_short_deadline_through_the_cli(tmp_path: Path) -> None:
-    """Whether 8 s cut the head depends on this machine; the crash at the end is found either way,
-    and a cut is said, with the deadline that would read it all."""
-    path = big_log(tmp_path / "server.log", 150000)
-    rc, report = analyze_json(str(path), "--deadline", "8")
+    """A log bigger than the tail read first, through the CLI. The deadline leaves room for the tail
+    (about 2 s of CPU) on a busy machine, so the crash at its end is found however fast this machine
+    is; whether the head is cut too depends on the machine, and a cut is said, with the deadline that
+    would read it all. Where exactly a scan is cut is tested without the clock (Ticks, above)."""
+    path = big_log(tmp_path / "server.log", 5000)
+    rc, report = analyze_json(str(path), "--deadline", "60")
     assert rc == 1 and report["findings"][0]["code"] == "load.runtime_oom"
     if report["status"] == "incomplete":
         (gap,) = [f for f in report["findings"] if f["code"] == "doctor.input_incomplete"]

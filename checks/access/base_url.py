@@ -58,7 +58,10 @@ def _malformed(ep: EndpointFacts, settings: SettingsFacts, where: str) -> Findin
     fixed = "".join(raw.split())
     if "://" not in fixed:
         fixed = "http://" + fixed
-    parts = urlsplit(fixed)
+    try:
+        parts = urlsplit(fixed)
+    except ValueError:  # a '[host]' urlsplit refuses (the collector's url_error says why): nothing to propose
+        parts = urlsplit("")
     fixes = []
     if parts.scheme in ("http", "https") and parts.hostname and fixed != raw:
         fixes.append(Fix("Use a well-formed URL", f"--base-url {fixed}"))

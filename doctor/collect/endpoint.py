@@ -56,18 +56,32 @@ def split_base(url: str) -> tuple[str, str, str]:
         return "", "", "it is empty"
     if any(c.isspace() for c in text):
         return "", "", "it contains whitespace"
-    parts = urlsplit(text)
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # urlsplit refuses an unclosed '[' and a bracketed host that is not IPv6
+        return "", "", _bracket_error(text)
     if parts.scheme not in ("http", "https"):
         return "", "", "it has no http:// or https:// scheme"
     try:
         port = parts.port
     except ValueError:
+        port = 0
+    if port == 0:  # ':0' parses, but nothing listens there and clients refuse it
         return "", "", "its port is not a number in 1-65535"
     if not parts.hostname:
         return "", "", "it has no host"
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
     origin = f"{parts.scheme}://{host}" + (f":{port}" if port else "")
     return origin, parts.path.rstrip("/"), ""
+
+
+def _bracket_error(url: str) -> str:
+    """What is wrong with the '[host]' that made urlsplit raise."""
+    netloc = url.split("://", 1)[-1].split("/", 1)[0]
+    if "]" not in netloc:
+        return "its host opens '[' without a closing ']' (IPv6 is written http://[::1]:8000)"
+    host = netloc[netloc.find("[") : netloc.find("]") + 1]
+    return f"its host {host} is not an IPv6 address (only IPv6 is written in [ ])"
 
 
 def api_root(path: str) -> str:

@@ -16,9 +16,14 @@ from doctor.facts.inputs import InputGap
 
 
 def collect(facts: Facts, settings: Any, opts: Any, deadline: Deadline, say: Any) -> None:
-    from doctor.collect import gpu, guarded, host, metrics, safe_http
+    from doctor.collect import endpoint, gpu, guarded, host, metrics, safe_http
 
     base = settings.base_url.value or ""
+    url_error = endpoint.split_base(base)[2] if base.strip() else ""
+    if url_error:  # nothing to scrape or probe there; the access layer names the fault, or else a gap does
+        if facts.endpoint is None:
+            facts.gaps.append(InputGap(base, f"the base URL is malformed: {url_error}"))
+        base = ""
     key = settings.api_key.value
     url = opts.metrics_url or (metrics.default_url(base) if base else None)
     metrics_key = key if url and base and safe_http.same_origin(url, base) else None  # the key belongs to its origin
