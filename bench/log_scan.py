@@ -8,7 +8,9 @@ For each shape of bench/log_shapes.py and each size, one temp file, and in the s
   - `llm-doctor analyze FILE --format json` (this venv's CLI) with the default --deadline and with
     --deadline 600.
 
-It prints seconds, MB/s, the ratio to grep (and to rg), the child's peak RSS (os.wait4), the
+It prints seconds, MB/s, the ratio to grep (and to rg), the CPU seconds (user + system, its own
+children's included: analyze's rg) and their ratio to grep's (the fair figure on a shared, loaded
+machine, where wall time measures the neighbours), the child's peak RSS (os.wait4), the
 report's status and rank-1 code, and the time until the crash was found: the wall time of an
 analyze run whose rank-1 is the crash. The crash's code is not assumed: it is the rank-1 of
 `analyze` on the same shape generated with no steady-state lines (start-up headers and the crash only).
@@ -46,6 +48,7 @@ class Run:
 
     tool: str
     seconds: float
+    cpu: float
     rss_mb: float
     rc: int
     out: str
@@ -61,21 +64,25 @@ class Run:
 
 
 def run(tool: str, argv: list[str], out: Path) -> Run:
-    """Run argv with stdout to a file; wall time, and peak RSS from /usr/bin/time when present.
+    """Run argv with stdout to a file; wall time, and CPU time and peak RSS from /usr/bin/time when present.
 
     Without it, ru_maxrss of the child (os.wait4) is used: it has a floor of the forked Python
     (about 16 MB here) because the child's pages before exec count.
     """
     rss = out.with_suffix(".rss")
-    timer = ["/usr/bin/time", "-f", "%M", "-o", str(rss)] if Path("/usr/bin/time").exists() else []
+    timer = ["/usr/bin/time", "-f", "%U %S %M", "-o", str(rss)] if Path("/usr/bin/time").exists() else []
     with open(out, "wb") as fh:
         start = time.perf_counter()
         child = subprocess.Popen([*timer, *argv], stdout=fh, stderr=subprocess.DEVNULL)
         _, status, usage = os.wait4(child.pid, 0)
         seconds = time.perf_counter() - start
     child.returncode = os.waitstatus_to_exitcode(status)
-    kb = int(rss.read_text().split()[-1]) if timer else usage.ru_maxrss
-    return Run(tool, seconds, kb / 1024, child.returncode, out.read_text(errors="replace").strip())
+    if timer:
+        user, system, kb = rss.read_text().split()[-3:]
+        cpu, kb = float(user) + float(system), int(kb)
+    else:
+        cpu, kb = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+    return Run(tool, seconds, cpu, kb / 1024, child.returncode, out.read_text(errors="replace").strip())
 
 
 def crash_code(shape: str, tmp: Path) -> str:
@@ -97,14 +104,14 @@ def measure(shape: str, size_mb: int, tmp: Path, rg: str | None) -> list[Run]:
 
 
 def table(shape: str, size_mb: int, crash: str, runs: list[Run]) -> list[str]:
-    grep = runs[0].seconds
+    grep, grep_cpu = runs[0].seconds, max(runs[0].cpu, 0.01)  # /usr/bin/time counts in hundredths
     rg = next((r.seconds for r in runs if r.tool == "rg -c"), None)
     rows = []
     for r in runs:
         status, code = r.report() if r.tool.startswith("analyze") else (f"{r.out} lines", "")
         found = "" if not r.tool.startswith("analyze") else f"{r.seconds:.2f}" if code == crash else "not found"
         rows.append(f"{shape:<14}{size_mb:>6} {r.tool:<23}{r.seconds:>8.3f}{size_mb / r.seconds:>9.1f}{r.seconds / grep:>8.1f}"
-                    f"{(f'{r.seconds / rg:.1f}' if rg else '-'):>8}{r.rss_mb:>9.0f}  {status:<12} {code:<24} {found}")
+                    f"{(f'{r.seconds / rg:.1f}' if rg else '-'):>8}{r.cpu:>8.2f}{r.cpu / grep_cpu:>8.1f}{r.rss_mb:>9.0f}  {status:<12} {code:<24} {found}")
     return rows
 
 
@@ -116,12 +123,13 @@ def main() -> int:
     args = ap.parse_args()
     sizes = sorted(set(args.size_mb) | ({2048} if args.big else set()))
     rg = shutil.which("rg") or shutil.which("rg", path=str(BIN))
+    print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"grep: {subprocess.run(['grep', '-V'], capture_output=True, text=True).stdout.splitlines()[0]}; "
           f"rg: {rg or 'absent'}; trigger words: {TRIGGERS}")
     which = "from doctor.logparse import external_prefilter as x; print((x.find_tool() or ['python'])[0], x.MIN_BYTES >> 20)"
     tool, least = subprocess.run([sys.executable, "-c", which], capture_output=True, text=True).stdout.split()
     print(f"analyze prefilters files of {least} MB and more with: {tool}")
-    print(f"{'shape':<14}{'MB':>6} {'tool':<23}{'s':>8}{'MB/s':>9}{'x grep':>8}{'x rg':>8}{'RSS MB':>9}  "
+    print(f"{'shape':<14}{'MB':>6} {'tool':<23}{'s':>8}{'MB/s':>9}{'x grep':>8}{'x rg':>8}{'cpu s':>8}{'cpu x':>8}{'RSS MB':>9}  "
           f"{'status':<12} {'rank-1':<24} crash found (s)")
     with tempfile.TemporaryDirectory(prefix="llm-doctor-bench-") as name:
         tmp = Path(name)

@@ -133,7 +133,8 @@ def _collect(path: Path, tool: list[str] | None) -> dict:
     collector = logs.LogCollector(facts, Deadline(600), tool=tool)
     collector.external_min = 0
     collector.add_path(str(path))
-    return {"logs": _facts(collector.finish()), "gaps": [dataclasses.asdict(g) | {"seconds": None} for g in facts.gaps]}
+    return {"logs": _facts(collector.finish()), "gaps": [dataclasses.asdict(g) | {"seconds": None} for g in facts.gaps],
+            "metrics": dataclasses.asdict(facts.metrics) if facts.metrics else None}  # the stat lines
 
 
 @pytest.mark.parametrize(("name", "tool"), _tools(), ids=[name for name, _ in _tools()])
@@ -157,6 +158,31 @@ def test_external_prefilter_passes_the_same_lines(name, tool, generated, tmp_pat
         assert _collect(path, tool) == python, path.name
         assert all(used) or path == long_line
     assert not all(used)  # the long line's pieces were prefiltered in Python
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize(("name", "tool"), _tools(), ids=[name for name, _ in _tools()])
+def test_external_prefilter_on_every_fixture_and_corpus_log(name, tool, tmp_path, monkeypatch) -> None:
+    """Every fixture log and the whole corpus, one after the other in one file (one tool run, not
+    hundreds): the tool's lines and stat lines are the Python prefilter's, so the facts are the same."""
+    monkeypatch.setattr(logs, "BLOCK", 64 * 1024)
+    monkeypatch.setattr(logs, "TAIL_BYTES", 256 * 1024)
+    every = tmp_path / "every.log"
+    every.write_bytes(b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in FIXTURE_LOGS))
+    python = _collect(every, None)
+    assert python["logs"]["events"] and python["metrics"]
+    assert _collect(every, tool) == python
+
+
+def test_a_cleaned_template_puts_each_line_s_own_digits_back() -> None:
+    """Colour codes hold digits too: those are dropped, the message's are the line's own."""
+    from doctor.logparse import lines as ln
+
+    first = "\x1b[1;36m(APIServer pid=1009)\x1b[0;0m WARNING 09-10 23:40:02 [scheduler.py:1560] group 17 is preempted\r\n"
+    other = "\x1b[1;36m(APIServer pid=2718)\x1b[0;0m WARNING 11-12 03:04:05 [scheduler.py:1561] group 93 is preempted\r\n"
+    cleaning = tc.Cleaning.of(first)
+    assert cleaning is not None and cleaning.apply(first) == ln.clean(first)
+    assert cleaning.apply(other) == ln.clean(other) == "(APIServer pid=2718) WARNING 11-12 03:04:05 [scheduler.py:1561] group 93 is preempted"
 
 
 def test_a_failing_tool_falls_back_to_the_python_prefilter(generated, monkeypatch) -> None:

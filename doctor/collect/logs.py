@@ -33,7 +33,7 @@ from doctor.logparse import external_prefilter as xp
 from doctor.logparse import stat_lines
 from doctor.logparse.failures import own_level, stated
 from doctor.logparse.lines import STAMP, normalise
-from doctor.logparse.scan import CANDIDATE_LITERALS, LogScanner
+from doctor.logparse.scan import EXTERNAL_LITERALS, LogScanner
 from doctor.redact import Redactor
 
 BLOCK = 1024 * 1024  # read size: big enough that per-read costs vanish, small enough to stay flat
@@ -235,7 +235,7 @@ class LogCollector:
             return
         plain = isinstance(fh, io.BufferedReader) and path != "-" and stat.S_ISREG(os.fstat(fh.fileno()).st_mode)
         size = os.fstat(fh.fileno()).st_size if plain else None
-        external = xp.ExternalPrefilter(self.tool, CANDIDATE_LITERALS) if plain and self.tool and size >= self.external_min else None
+        external = xp.ExternalPrefilter(self.tool, EXTERNAL_LITERALS) if plain and self.tool and size >= self.external_min else None
         progress = Progress("<stdin>" if path == "-" else path, size)
         try:
             if size is not None and size > TAIL_BYTES + BLOCK:

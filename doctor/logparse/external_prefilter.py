@@ -4,11 +4,16 @@ The pure-Python prefilter (doctor.logparse.scan.CANDIDATE) lower-cases every blo
 dozen regex passes over it: on a big log that is most of the work, done on the same core as the
 parsing. A file on disk can instead be searched by ripgrep (or GNU grep) for the same literals,
 case-insensitive in ASCII only (`--no-unicode`, `LC_ALL=C`: exactly what bytes.lower() folds),
-reading the file as bytes (`-a`, no transcoding): it reports the byte offset of every literal it
-finds, and the scanner parses the lines holding them. Same literals, same folding, same bytes:
+reading the file as bytes (`-a`, no transcoding): it reports the byte offset of every line or
+literal it finds, and the scanner parses the lines holding them. Same literals, same folding, same bytes:
 the same lines, while the search runs on another core.
 
-Where the two could differ, the scanner falls back to its own prefilter for that block: a block
+The scanner wants two answers per block: the lines its grammar may match and the engine's stat
+lines (doctor.logparse.stat_lines). Each set of literals is its own search, in its own process: a
+tool reports non-overlapping matches, so one search for both sets could hide a literal of one set
+under a match of the other, and the lines of each set are then exact, with nothing to check again.
+
+Where the tool and the scanner could differ, the scanner falls back to its own prefilter for that block: a block
 that does not start a line or does not end with a newline (a line longer than the read size is cut
 into pieces, and a literal across the cut is one match for the tool but none for the scanner). A
 tool that fails or dies is noticed at the end of its output; the blocks from then on use the
@@ -38,33 +43,56 @@ def find_tool() -> list[str] | None:
 
 def command(exe: str) -> list[str]:
     """rg's or GNU grep's arguments for: these literals, ASCII case folding, bytes as they are,
-    the byte offset of every match."""
+    the byte offset of every matching line (rg: one short row per line, its text left out by
+    `--max-columns 1`; a matching line holds a literal, so it is longer) or of every match (grep:
+    `--only-matching`, one row per match)."""
     if Path(exe).name.startswith("rg"):
         return [exe, "--no-config", "--fixed-strings", "--ignore-case", "--no-unicode", "--text", "--no-encoding",
-                "--byte-offset", "--only-matching", "--no-line-number", "--color", "never", "--no-messages"]
+                "--byte-offset", "--max-columns", "1", "--no-line-number", "--color", "never", "--no-messages"]
     return [exe, "--text", "--fixed-strings", "--ignore-case", "--byte-offset", "--only-matching", "--no-messages"]
 
 
 class ExternalPrefilter:
-    """One tool and one patterns file for every range a scan searches (the file is removed at close)."""
+    """One tool and one patterns file per set of literals, for every range a scan searches (the
+    files are removed at close)."""
 
-    def __init__(self, tool: list[str], literals: Iterable[str]) -> None:
+    def __init__(self, tool: list[str], sets: Iterable[Iterable[str]]) -> None:
         self.tool = tool
-        fd, name = tempfile.mkstemp(prefix="llm-doctor-literals-", suffix=".txt")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write("".join(lit + "\n" for lit in literals))
-        self.patterns = name
+        self.patterns: list[str] = []
+        for literals in sets:
+            fd, name = tempfile.mkstemp(prefix="llm-doctor-literals-", suffix=".txt")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write("".join(lit + "\n" for lit in literals))
+            self.patterns.append(name)
 
     def search(self, path: str, start: int = 0) -> Hits:
-        """The hits in `path` from byte `start` on (the tool reads its own descriptor of the file)."""
-        return Hits([*self.tool, "--file", self.patterns], path, start)
+        """The hits of each set in `path` from byte `start` on (each search reads its own descriptor of the file)."""
+        return Hits([Search([*self.tool, "--file", patterns], path, start) for patterns in self.patterns])
 
     def close(self) -> None:
-        Path(self.patterns).unlink(missing_ok=True)
+        for name in self.patterns:
+            Path(name).unlink(missing_ok=True)
 
 
 class Hits:
-    """The offsets the tool reports, handed out block by block as the scanner reads the same range."""
+    """The searches of one range, one per set of literals, handed out together block by block."""
+
+    def __init__(self, searches: list[Search]) -> None:
+        self.searches = searches
+
+    def take(self, size: int) -> tuple[list[int], ...] | None:
+        """Per set, the offsets (from the block's start) of its hits in the next `size` bytes; None
+        when a search failed before it had certainly covered them (the caller prefilters that block itself)."""
+        found = [search.take(size) for search in self.searches]
+        return None if any(f is None for f in found) else tuple(found)  # type: ignore[misc]
+
+    def close(self) -> None:
+        for search in self.searches:
+            search.close()
+
+
+class Search:
+    """One tool process over one range: the offsets it reports, handed out block by block as the scanner reads the range."""
 
     def __init__(self, argv: list[str], path: str, start: int) -> None:
         fd = os.open(path, os.O_RDONLY)

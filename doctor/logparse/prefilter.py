@@ -17,6 +17,7 @@ impossible on a line that holds none of the factors, so rejecting such lines cha
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ NOISE_SAMPLE = (
     "0.0 tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%",
     'INFO:     127.0.0.6:0 - "POST /v1/embeddings HTTP/1.1" 200 OK',
     'INFO:     10.244.1.7:51234 - "GET /v1/models HTTP/1.1" 200 OK',
+    '[2025-03-07 11:24:06] INFO:     127.0.0.1:54102 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
     "INFO 04-16 10:35:13 [async_llm.py:228] Added request chatcmpl-8f878979543841479d089e13a1da85f4.",
     "INFO 01-27 01:18:41 async_llm_engine.py:433] Received request cmpl-cd9d75c607614e7db704b01164bc0c83-0: prompt: None, "
     "prefix_pos: None,sampling params: SamplingParams(n=1, best_of=1, presence_penalty=0.14000000000000012, "
@@ -193,8 +195,13 @@ def _item(op, av) -> _Info:
 
 def factors(pattern: re.Pattern[str] | str) -> frozenset[str] | None:
     """Literals (lower-case) one of which every match of the pattern contains; None if none is required."""
-    source = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
-    flags = pattern.flags if isinstance(pattern, re.Pattern) else 0
+    if isinstance(pattern, re.Pattern):
+        return _factors(pattern.pattern, pattern.flags)
+    return _factors(pattern, 0)
+
+
+@functools.cache  # the rules', the scanner's and the template cache's literals come from the same patterns
+def _factors(source: str, flags: int) -> frozenset[str] | None:
     info = _sequence(sre_parse.parse(source, flags))
     return _best(info.exact, info.factor, info.prefix, info.suffix)
 

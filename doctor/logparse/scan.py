@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from doctor.facts.logs import LogEvent, LogFacts
-from doctor.logparse import chains
+from doctor.logparse import chains, stat_lines
 from doctor.logparse import events as ev
 from doctor.logparse import failures as fl
 from doctor.logparse import prefilter as pf
@@ -32,6 +32,8 @@ _PHASE_PATTERNS = [pattern for phase, pattern in ev.PHASES if phase != "serving"
 GRAMMAR = [r.pattern for r in ev.RULES] + [p for _, p in st._SETUP] + [st.ARGS, st.STARTS, st.COMMAND] + _PHASE_PATTERNS
 CANDIDATE_LITERALS = pf.literals(GRAMMAR, FRAME_LITERALS + fl.LITERALS)
 CANDIDATE = pf.compile_groups(CANDIDATE_LITERALS)
+# what an external prefilter searches a file for: the grammar's literals, and the stat lines' (one search each)
+EXTERNAL_LITERALS = (CANDIDATE_LITERALS, stat_lines.LITERALS)
 # steady-state lines (stats, batches, access log) only say "serving": they move the phase, nothing else
 SERVING = pf.compile_groups(pf.literals([pattern for phase, pattern in ev.PHASES if phase == "serving"]))
 _FRAME = re.compile(r'^File "[^"]*", line \d+|^\S+\.py:\d+ in \w|^frame #\d+:|^[\w.]+\(\S*\) \[0x')
@@ -53,6 +55,7 @@ MAX_VARIANTS = 8  # events kept per template with different values ("offloaded 0
 MAX_RUNS_KEPT = 32  # starts of the engine whose events are kept one by one; older ones are folded into counts
 TEMPLATE = re.compile(r"0x[0-9a-fA-F]+|[0-9a-fA-F]{8,}|\d+")
 _TEMPLATE_BYTES = re.compile(TEMPLATE.pattern.encode())
+_DIGIT_X = re.compile(r"\dx")
 MAX_ARGS_CHARS = 256 * 1024
 MAX_LINE = 64 * 1024  # a longer line is cut here (a file without newlines cannot fill memory)
 ARGS_FOLLOW_LINES = 120  # TGI pretty-prints `Args {` over many lines
@@ -152,11 +155,12 @@ class LogScanner:
         self._note_serving(raw.lower())
         self._prev = None
 
-    def feed_block(self, block: bytes, expired: Callable[[], bool] | None = None, hits: list[int] | None = None) -> None:
+    def feed_block(self, block: bytes, expired: Callable[[], bool] | None = None,
+                   hits: tuple[list[int], list[int]] | None = None) -> None:
         """Whole lines (the last may lack its newline): only the lines the prefilter hits are
         decoded and parsed, found by a few regex passes over the lower-cased block, or given as
-        `hits`, the offsets of the prefilter's literals in the block that an external tool found
-        (doctor.logparse.external_prefilter). `expired` is asked every EXPIRY_LINES parsed lines: a
+        `hits`, the offsets of the literals of EXTERNAL_LITERALS (the grammar's, the stat lines')
+        in the block that an external tool found (doctor.logparse.external_prefilter). `expired` is asked every EXPIRY_LINES parsed lines: a
         block of lines that all need parsing can take seconds, and the deadline must cut inside it
         (TimeoutError, with what was read counted)."""
         if not block:
@@ -165,9 +169,10 @@ class LogScanner:
             self._detect(block)
         if hits is None:
             starts, low = _candidates(block)
+            self.stats.feed_block(block, low, self.source, self._source_no + 1)
         else:  # lower-cased only if a skipped line must be looked at (_watching)
-            starts, low = {block.rfind(b"\n", 0, at) + 1 for at in hits}, None
-        self.stats.feed_block(block, low if low is not None else block.lower(), self.source, self._source_no + 1)
+            starts, low = _lines(block, hits[0]), None
+            self.stats.feed_block(block, None, self.source, self._source_no + 1, _lines(block, hits[1]))
         no, pos = self._source_no, 0  # line number of the line before `pos`, byte offset of a line start
         size = len(block)
         for parsed, start in enumerate(sorted(starts)):
@@ -266,7 +271,8 @@ class LogScanner:
         # a line read through its chain (a quoted error, a cascade) is not its rule's plain match: not cached
         read_as_chain = found is not None and not chains.ADDED_KEYS.isdisjoint(found[1])
         if plain and not frame and not self.failures.open and not (rule is not None and rule.echo) and not read_as_chain:
-            self.templates.learn(raw, line, None if rule is None else ev.RULES.index(rule), found is None and signal is None)
+            self.templates.learn(raw, line, None if rule is None else ev.RULES.index(rule), found is None and signal is None,
+                                 _template_key(line.text) if rule is not None else None)
 
     def _recalled(self, line: Line, plan: tc.Plan, m: re.Match[str] | None) -> None:
         """A line its template's plan parses: what _line would do, without the patterns whose
@@ -281,7 +287,7 @@ class LogScanner:
             self._progress()
         if m is not None:  # a rule's line: the failure reader, closed, has nothing to say about it
             rule = ev.RULES[plan.rule]  # type: ignore[index]
-            self._add(line, rule.kind, rule.fatal, tc.values(m))
+            self._add(line, rule.kind, rule.fatal, tc.values(m), template=plan.key)
             self._prev = None
             return
         self._conclude(line, False, None if plan.quiet else self.failures.feed(line.text, line.level, False))
@@ -391,13 +397,15 @@ class LogScanner:
                     self.facts.folded_kinds.append(e.kind)
         self.facts.folded_runs += 1
 
-    def _add(self, line: Line, kind: str, fatal: bool, values: dict[str, object], extra: list[str] | None = None) -> None:
+    def _add(self, line: Line, kind: str, fatal: bool, values: dict[str, object], extra: list[str] | None = None,
+             template: str | None = None) -> None:
         """One event. A message seen before with the same template counts on the event with the
         same values (TP ranks repeating a line); with other values it is a new variant, up to
         MAX_VARIANTS; past that, repeats count on the last variant, which takes their values and
-        last line (the last attempt is what failed), so memory is bounded and nothing is lost."""
+        last line (the last attempt is what failed), so memory is bounded and nothing is lost.
+        `template`: the line's template when known already (_template_key)."""
         run = self.facts.runs - 1
-        key = (run, kind, TEMPLATE.sub("#", line.text[:300]))
+        key = (run, kind, template or TEMPLATE.sub("#", line.text[:300]))
         if fatal and kind not in fl.KINDS:  # a start after a recognised crash is a restart; after an ERROR line, maybe not
             self._run_fatal = True
         raw = line.raw.strip()[:600]
@@ -535,6 +543,17 @@ def _candidates(block: bytes) -> tuple[set[int], bytes]:
                 break
             pos = end + 1
     return starts, low
+
+
+def _template_key(text: str) -> str | None:
+    """The template _add files a line's event under, when every line that differs from this one in
+    its digits only has the same: TEMPLATE reads all digits alike but in `0x`."""
+    return None if _DIGIT_X.search(text, 0, 300) else TEMPLATE.sub("#", text[:300])
+
+
+def _lines(block: bytes, offsets: list[int]) -> set[int]:
+    """The starts of the lines holding these offsets."""
+    return {block.rfind(b"\n", 0, at) + 1 for at in offsets}
 
 
 def _is_frame(text: str) -> bool:

@@ -162,23 +162,25 @@ class StatLines:
     offload: dict[str, float] = field(default_factory=dict)  # Ollama's memory estimate at load
     offload_where: str = ""
 
-    def feed_block(self, block: bytes, low: bytes, source: str, first_no: int) -> None:
+    def feed_block(self, block: bytes, low: bytes | None, source: str, first_no: int, starts: set[int] | None = None) -> None:
         """Every stat line in a block of whole lines (`low` is it lower-cased; `first_no` the
-        number of its first line)."""
-        starts: set[int] = set()
-        for rx in TRIGGERS:
-            pos = 0
-            while (m := rx.search(low, pos)) is not None:
-                starts.add(low.rfind(b"\n", 0, m.start()) + 1)
-                pos = low.find(b"\n", m.end()) + 1
-                if pos == 0:
-                    break
+        number of its first line), or those starting at `starts` when a prefilter found them (then `low` is not needed)."""
+        if starts is None:
+            assert low is not None
+            starts = set()
+            for rx in TRIGGERS:
+                pos = 0
+                while (m := rx.search(low, pos)) is not None:
+                    starts.add(low.rfind(b"\n", 0, m.start()) + 1)
+                    pos = low.find(b"\n", m.end()) + 1
+                    if pos == 0:
+                        break
         no, counted = first_no, 0
         for start in sorted(starts):
-            no += low.count(b"\n", counted, start)
+            no += block.count(b"\n", counted, start)
             counted = start
-            end = low.find(b"\n", start)
-            end = len(low) if end < 0 else end
+            end = block.find(b"\n", start)
+            end = len(block) if end < 0 else end
             self.feed_line(block[start : min(end, start + MAX_LINE)].decode("utf-8", errors="replace").strip(), f"{source}:{no}")
 
     def feed_line(self, text: str, where: str) -> None:

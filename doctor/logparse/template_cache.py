@@ -26,6 +26,7 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from doctor.logparse import events as ev
 from doctor.logparse import failures as fl
@@ -116,6 +117,61 @@ class Plan:
     tracker: str | None  # "frame" (a frame the tracker keeps), a phase it moves to, or None
     quiet: bool  # no rule matched and the failure reader said nothing either
     checks: tuple[Check, ...]
+    key: str | None = None  # the template of its events (doctor.logparse.scan), when the same for all its lines
+    cleaned: Cleaning | None = None  # how the line is cleaned, when known (see Cleaning)
+
+
+@dataclass(frozen=True)
+class Cleaning:
+    """The cleaning of a template's lines (lines.clean: colour codes, control bytes, line ends) as a
+    format: cleaning is digit-blind, so on every line of a template it removes the same places, and
+    the cleaned line is the cleaned template with the line's own digits put back where they land."""
+
+    fmt: str  # the cleaned template, `{}` where a kept digit goes
+    kept: tuple[int, ...]  # where in the decoded line those digits are
+
+    MAX_DIGITS: ClassVar[int] = 64  # each digit costs a cleaning of the line once per template
+
+    def apply(self, decoded: str) -> str:
+        return self.fmt.format(*(decoded[i] for i in self.kept))
+
+    @staticmethod
+    def of(decoded: str) -> Cleaning | None:
+        """Where each digit lands: cleaned again with that one digit made 1 and all others 0."""
+        at = [i for i, ch in enumerate(decoded) if ch in _ALL_DIGITS]
+        if len(at) > Cleaning.MAX_DIGITS:
+            return None
+        zeroed = decoded.translate(_TEXT_MASK)
+        base = ln.clean(zeroed)
+        lands = []
+        for i in at:
+            j = ln.clean(zeroed[:i] + "1" + zeroed[i + 1 :]).find("1")
+            if j >= 0:
+                lands.append((j, i))
+        fmt, pos = [], 0
+        for j, _ in lands:
+            fmt.append(base[pos:j].replace("{", "{{").replace("}", "}}") + "{}")
+            pos = j + 1
+        fmt.append(base[pos:].replace("{", "{{").replace("}", "}}"))
+        cleaning = Cleaning("".join(fmt), tuple(i for _, i in lands))
+        return cleaning if cleaning.apply(decoded) == ln.clean(decoded) else None
+
+
+# Which patterns are digit-blind is a property of the grammar, the same for every scanner (a big
+# file is read by two, tail first): parsing ~1,000 regexes again per scanner costs a second.
+@functools.cache
+def _gated(patterns: tuple[re.Pattern[str], ...]) -> list[_Gated]:
+    return [_Gated.of(_gate(p), p) for p in patterns if not digit_blind(p)]
+
+
+@functools.cache
+def _rule_gates() -> list[tuple[int, _Gated]]:
+    return [(i, _Gated.of(rule.literals, rule.pattern)) for i, rule in enumerate(ev.RULES) if not digit_blind(rule.pattern)]
+
+
+@functools.cache
+def _peeling_blind() -> bool:
+    return all(digit_blind(p) for p in (ln.ANSI, ln.CONTROL, *(p for _, p in ln._PREFIXES)))
 
 
 @functools.cache  # the same module-level patterns for every scanner, like digit_blind
@@ -131,13 +187,12 @@ class TemplateCache:
     def __init__(self, others: Iterable[re.Pattern[str]], enabled: bool = True) -> None:
         self._plans: dict[bytes, Plan] = {}
         self.served = 0  # lines served by a plan
-        self._others = [_Gated.of(_gate(p), p) for p in others if not digit_blind(p)]
+        self._others = _gated(tuple(others))
         # what the failure reader reads a line with (every pattern of doctor.logparse.failures)
-        self._failures = [_Gated.of(_gate(p), p) for p in vars(fl).values() if isinstance(p, re.Pattern) and not digit_blind(p)]
-        self._rules = [(i, _Gated.of(rule.literals, rule.pattern)) for i, rule in enumerate(ev.RULES)
-                       if not digit_blind(rule.pattern)]
+        self._failures = _gated(tuple(p for p in vars(fl).values() if isinstance(p, re.Pattern)))
+        self._rules = _rule_gates()
         # the cleaning and prefix peeling must be digit-blind too, or no line can be served
-        self.usable = enabled and all(digit_blind(p) for p in (ln.ANSI, ln.CONTROL, *(p for _, p in ln._PREFIXES)))
+        self.usable = enabled and _peeling_blind()
 
     def __len__(self) -> int:
         return len(self._plans)
@@ -149,12 +204,14 @@ class TemplateCache:
         plan = self._plans.get(raw.translate(_BYTES_MASK))
         if plan is None:
             return None
-        cleaned = ln.clean(ln.decode(raw))
+        decoded = ln.decode(raw)
+        cleaned = plan.cleaned.apply(decoded) if plan.cleaned is not None else ln.clean(decoded)
         stripped = cleaned.strip()
         text = stripped[plan.cut :]
-        low = text.lower()
-        if not all(check.holds(text, low) for check in plan.checks):
-            return None
+        if plan.checks:
+            low = text.lower()
+            if not all(check.holds(text, low) for check in plan.checks):
+                return None
         m = None
         if plan.rule is not None:
             m = ev.RULES[plan.rule].pattern.search(text)
@@ -164,9 +221,9 @@ class TemplateCache:
         self.served += 1
         return Line(no, text, cleaned, process, plan.level), plan, m
 
-    def learn(self, raw: bytes, line: Line, rule: int | None, quiet: bool) -> None:
+    def learn(self, raw: bytes, line: Line, rule: int | None, quiet: bool, key: str | None = None) -> None:
         """Make the plan of a line that was just parsed in full (a plain message, see the module);
-        `quiet`: no rule matched and the failure reader said nothing."""
+        `quiet`: no rule matched and the failure reader said nothing; `key`: see Plan."""
         if len(raw) > MAX_KEY or not self.usable:
             return
         stripped = line.raw.strip()
@@ -181,12 +238,13 @@ class TemplateCache:
         moved = "frame" if tracker.frames else tracker.milestone if tracker.milestone != "startup" else None
         text, low = line.text, line.text.lower()
         masked = low.translate(_TEXT_MASK)
-        checks = [g.check(False, low, masked) for i, g in self._rules if rule is None or i < rule]
-        checks += [g.check(g.matches(text, low), low, masked) for g in self._others + (self._failures if quiet else [])]
+        checks = [g.check(False, text, low, masked) for i, g in self._rules if rule is None or i < rule]
+        checks += [g.check(g.matches(text, low), text, low, masked) for g in self._others + (self._failures if quiet else [])]
         if len(self._plans) >= MAX_TEMPLATES:
             self._plans.clear()
         self._plans[raw.translate(_BYTES_MASK)] = Plan(len(stripped) - len(text), process, line.level, rule, moved, quiet,
-                                                           tuple(c for c in checks if c))
+                                                           tuple(c for c in checks if c), key,
+                                                           Cleaning.of(ln.decode(raw)))
 
 
 
@@ -210,13 +268,41 @@ class _Gated:
         gate = self.plain is None or any(x in low for x in self.plain) or any(x in low for x, _ in self.digits)
         return gate and self.pattern.search(text) is not None
 
-    def check(self, matched: bool, low: str, masked: str) -> Check | None:
-        """Its check on the lines of this template (`low`, `masked`: this one's message lower-cased,
-        and with its digits made 0); None when it cannot match any of them."""
+    def check(self, matched: bool, text: str, low: str, masked: str) -> Check | None:
+        """Its check on the lines of this template (`text`, `low`, `masked`: this one's message, lower-cased,
+        and with its digits made 0); None when it cannot match any of them, or must match all of them:
+        it matched this one where no digit is, nor next to it, and looks no further (no lookaround), so
+        it matches every line that differs from this one in digits only, at the same place."""
+        if matched and _local(self.pattern):
+            m = self.pattern.search(text)
+            if m is not None and not any(ch in _ALL_DIGITS for ch in text[max(0, m.start() - 1) : m.end() + 1]):
+                return None
         if self.plain is None or any(x in low for x in self.plain):
             return Check(None, self.pattern, matched)
         gate = tuple(x for x, m in self.digits if m in masked)
         return Check(gate, self.pattern, matched) if gate or matched else None
+
+
+@functools.cache
+def _local(pattern: re.Pattern[str]) -> bool:
+    """Whether a match depends only on its span and the characters either side (no lookaround, no back-reference)."""
+    return _no_lookaround(pf.sre_parse.parse(pattern.pattern, pattern.flags))
+
+
+def _no_lookaround(items: Iterable) -> bool:
+    c = pf.sre_constants
+    for op, av in items:
+        if op in (c.ASSERT, c.ASSERT_NOT, c.GROUPREF, c.GROUPREF_EXISTS):
+            return False
+        if op == c.SUBPATTERN and not _no_lookaround(av[-1]):
+            return False
+        if op == c.BRANCH and not all(_no_lookaround(branch) for branch in av[1]):
+            return False
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)) and not _no_lookaround(av[2]):
+            return False
+        if op == getattr(c, "ATOMIC_GROUP", None) and not _no_lookaround(av):
+            return False
+    return True
 
 
 def values(m: re.Match[str]) -> dict[str, object]:
