@@ -77,9 +77,9 @@ class SplitResult:
 
 
 def analyze(path: Path) -> Outcome:
-    from doctor.collect.files import load_paths
-    from doctor.engine import Deadline, load_checks, run_checks, select
-    from doctor.report import build_report
+    from llm_doctor.collect.files import load_paths
+    from llm_doctor.engine import Deadline, load_checks, run_checks, select
+    from llm_doctor.report import build_report
 
     deadline = Deadline(60)
     facts = load_paths([str(path)], deadline)

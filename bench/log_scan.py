@@ -126,7 +126,7 @@ def main() -> int:
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"grep: {subprocess.run(['grep', '-V'], capture_output=True, text=True).stdout.splitlines()[0]}; "
           f"rg: {rg or 'absent'}; trigger words: {TRIGGERS}")
-    which = "from doctor.logparse import external_prefilter as x; print((x.find_tool() or ['python'])[0], x.MIN_BYTES >> 20)"
+    which = "from llm_doctor.logparse import external_prefilter as x; print((x.find_tool() or ['python'])[0], x.MIN_BYTES >> 20)"
     tool, least = subprocess.run([sys.executable, "-c", which], capture_output=True, text=True).stdout.split()
     print(f"analyze prefilters files of {least} MB and more with: {tool}")
     print(f"{'shape':<14}{'MB':>6} {'tool':<23}{'s':>8}{'MB/s':>9}{'x grep':>8}{'x rg':>8}{'cpu s':>8}{'cpu x':>8}{'RSS MB':>9}  "

@@ -44,9 +44,9 @@ def scenarios(folder: Path) -> list[Path]:
 
 def findings(folder: Path) -> list[tuple[str, str]]:
     """(code, severity) of every finding `analyze` gives on the scenario's files together."""
-    from doctor.collect.files import load_paths
-    from doctor.engine import Deadline, load_checks, run_checks, select
-    from doctor.report import build_report
+    from llm_doctor.collect.files import load_paths
+    from llm_doctor.engine import Deadline, load_checks, run_checks, select
+    from llm_doctor.report import build_report
 
     deadline = Deadline(60)
     files = sorted(str(p) for p in folder.iterdir() if p.is_file() and p.name != "scenario.json")

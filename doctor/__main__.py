@@ -1,5 +1,5 @@
-"""`python -m doctor` runs the CLI (what the tests use, so they need no console script)."""
+"""`python -m llm_doctor` runs the CLI (what the tests use, so they need no console script)."""
 
-from doctor.cli import main
+from llm_doctor.cli import main
 
 main()

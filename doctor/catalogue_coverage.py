@@ -13,8 +13,8 @@ from collections import Counter
 
 def coverage() -> dict[str, object]:
     """The counts, as plain data (the JSON output is exactly this)."""
-    from doctor.engine import load_checks
-    from doctor.logparse import events as ev
+    from llm_doctor.engine import load_checks
+    from llm_doctor.logparse import events as ev
 
     rules = ev.CATALOGUE_RULES
     codes_of: dict[str, set[str]] = {}

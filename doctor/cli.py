@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import click
 
-from doctor import __version__
+from llm_doctor import __version__
 
 FORMATS = ("text", "json", "markdown", "html", "junit")
 REPORT_FORMATS = (*FORMATS, "codequality")  # run/analyze/plan; GitLab Code Quality is a report of findings
@@ -95,7 +95,7 @@ def gate_options(f: Callable) -> Callable:
 
 def with_config(kw: dict[str, object]) -> dict[str, object]:
     """The command's options with the configuration file filled in (doctor/config.py)."""
-    from doctor import config
+    from llm_doctor import config
 
     return config.apply(click.get_current_context(), kw)
 
@@ -116,7 +116,7 @@ class RedactingGroup(click.Group):
         try:
             return super().main(argv, *rest, **{**kw, "standalone_mode": False})  # type: ignore[arg-type]
         except click.ClickException as exc:
-            from doctor.redact import Redactor
+            from llm_doctor.redact import Redactor
 
             exc.message = Redactor([*typed_secrets(argv), *(os.environ.get(v) for v in SECRET_ENV)]).text(exc.message)
             exc.show()
@@ -173,12 +173,12 @@ def main() -> None:
 @gate_options
 def run(**kw: object) -> None:
     """Collect everything reachable, check it, and report."""
-    from doctor import runner
+    from llm_doctor import runner
 
     kw = with_config(kw)
 
     if kw["ray_address"]:
-        from doctor.collect.ray_cluster import require_ray
+        from llm_doctor.collect.ray_cluster import require_ray
 
         try:
             require_ray()
@@ -195,7 +195,7 @@ def run(**kw: object) -> None:
 def analyze(paths: tuple[str, ...], **kw: object) -> None:
     """Offline diagnosis of saved artefacts: logs (.gz, folders, - for stdin), bundles,
     nvidia-smi outputs, topo matrices, /metrics scrapes, engine command lines."""
-    from doctor import runner
+    from llm_doctor import runner
 
     kw = with_config(kw)
 
@@ -231,7 +231,7 @@ def plan(**kw: object) -> None:
 
     Give flags, or an engine command line after `--`: llm-doctor plan --gpu H100 --gpus 4 -- vllm serve MODEL -tp 4
     """
-    from doctor.planning import plan_command
+    from llm_doctor.planning import plan_command
 
     sys.exit(plan_command(with_config(kw)))
 
@@ -240,8 +240,8 @@ def plan(**kw: object) -> None:
 @click.argument("code")
 def explain(code: str) -> None:
     """What a finding code means, and which checks emit it."""
-    from doctor.codes import CODES
-    from doctor.engine import load_checks
+    from llm_doctor.codes import CODES
+    from llm_doctor.engine import load_checks
 
     entry = CODES.get(code)
     if entry is None:
@@ -256,7 +256,7 @@ def explain(code: str) -> None:
 def list_checks() -> None:
     """List every check in the order it runs: id, layer, what it judges (facts sections, log event
     kinds, a running engine), the checks it comes after, and the codes it can emit."""
-    from doctor.engine import load_checks, select
+    from llm_doctor.engine import load_checks, select
 
     for s in select(load_checks()):
         click.echo(f"{s.id:<30} {s.layer:<7} {s.title}")
@@ -273,7 +273,7 @@ def list_checks() -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def catalogue_coverage(fmt: str) -> None:
     """What the message catalogue covers: templates per engine, per event kind and per finding code."""
-    from doctor.catalogue_coverage import coverage, render
+    from llm_doctor.catalogue_coverage import coverage, render
 
     click.echo(render(coverage(), fmt))
 
@@ -306,7 +306,7 @@ def baseline() -> None:
 @click.option("--deadline", type=click.FloatRange(1.0), default=900.0, show_default=True, help="Overall time limit, seconds.")
 def baseline_record(**kw: object) -> None:
     """Send the request set and save outputs, latency, throughput and the server's state."""
-    from doctor.baseline.commands import record_command
+    from llm_doctor.baseline.commands import record_command
 
     sys.exit(record_command(kw))
 
@@ -321,6 +321,6 @@ def baseline_record(**kw: object) -> None:
               help="Exit 1 when a finding at or above this severity exists.")  # fmt: skip
 def baseline_compare(files: tuple[str, ...], **kw: object) -> None:
     """Compare BEFORE.json AFTER.json side by side (or rank the models of one file)."""
-    from doctor.baseline.commands import compare_command
+    from llm_doctor.baseline.commands import compare_command
 
     sys.exit(compare_command(files, kw))

@@ -20,7 +20,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from doctor.facts.gate import ConfigValue, GateFacts
+from llm_doctor.facts.gate import ConfigValue, GateFacts
 
 CONFIG_NAME = "llm-doctor.toml"
 
@@ -195,7 +195,7 @@ def _requirement(key: str, value: Any, shown: str) -> float:
 
 
 def _reason(code: str, reason: Any, shown: str) -> str:
-    from doctor.codes import CODES
+    from llm_doctor.codes import CODES
 
     if code not in CODES:
         raise click.UsageError(f"{shown}: ignore: unknown finding code {code!r}{_closest(code, list(CODES))}")

@@ -24,11 +24,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from doctor.codes import LAYERS, info
-from doctor.facts import Facts
-from doctor.findings import Finding, NotApplicable, Outcome
-from doctor.logparse.failures import KINDS as GENERIC_FAILURES
-from doctor.logview import LogView, judged_run
+from llm_doctor.codes import LAYERS, info
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, NotApplicable, Outcome
+from llm_doctor.logparse.failures import KINDS as GENERIC_FAILURES
+from llm_doctor.logview import LogView, judged_run
 
 CheckFunc = Callable[..., "Outcome | list[Finding]"]
 
@@ -142,9 +142,9 @@ def check(
 
 def load_checks() -> dict[str, CheckSpec]:
     """Import every module under checks/ so their @check decorators run."""
-    import checks
+    import llm_doctor.checks as checks
 
-    for mod in pkgutil.walk_packages(checks.__path__, prefix="checks."):
+    for mod in pkgutil.walk_packages(checks.__path__, prefix="llm_doctor.checks."):
         importlib.import_module(mod.name)
     return REGISTRY
 
@@ -341,7 +341,7 @@ def engine_failure(facts: Facts) -> str:
 def coverage(facts: Facts, specs: list[CheckSpec], results: list[CheckResult]) -> CheckResult:
     """What no check judged: failures in the log nobody turned into a finding, checks the deadline
     cut. Runs after every check, so it knows what they found."""
-    from doctor import unrecognized
+    from llm_doctor import unrecognized
 
     start = time.perf_counter()
     findings = unrecognized.findings(facts, specs, results, REGISTRY)

@@ -27,7 +27,7 @@ import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from doctor.facts.deployment import DEFAULT, EngineConfig
+from llm_doctor.facts.deployment import DEFAULT, EngineConfig
 
 GIB = 1024**3
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from doctor.codes import info
+from llm_doctor.codes import info
 
 SEVERITIES = ("error", "warn", "info")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from doctor.facts import Facts
+from llm_doctor.facts import Facts
 
 MIN_CC = 8.9
 # names as NVML/nvidia-smi/vLLM print them; matched as upper-case substrings

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from doctor.facts.logs import LogEvent, LogFacts, LogSetup
-from doctor.logparse.failures import KINDS as GENERIC_KINDS
+from llm_doctor.facts.logs import LogEvent, LogFacts, LogSetup
+from llm_doctor.logparse.failures import KINDS as GENERIC_KINDS
 
 
 def judged_run(logs: LogFacts) -> int:

@@ -29,10 +29,10 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from doctor import fp8
-from doctor.facts.deployment import EngineConfig
-from doctor.facts.model import ModelFacts
-from doctor.facts.plan import Change, MemoryPlan
+from llm_doctor import fp8
+from llm_doctor.facts.deployment import EngineConfig
+from llm_doctor.facts.model import ModelFacts
+from llm_doctor.facts.plan import Change, MemoryPlan
 
 GIB = 1024**3
 MIB = 1024**2
@@ -339,7 +339,7 @@ def plan(
     `gpu_total_bytes` is the total the engine sees (cudaMemGetInfo), per GPU; `gpu_name` picks
     vLLM's hardware-dependent defaults (A100s keep the small batch defaults) and whether NCCL
     uses NVLS buffers; `printed` carries what a log printed, which beats every estimate."""
-    from doctor.engine_args import apply_hardware_defaults, sglang_mem_fraction
+    from llm_doctor.engine_args import apply_hardware_defaults, sglang_mem_fraction
 
     cfg = apply_hardware_defaults(cfg, gpu_name, gpu_total_bytes) if cfg.engine else cfg
     if cfg.engine == "tgi" and not cfg.is_set("tensor_parallel_size"):

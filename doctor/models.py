@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from doctor.facts.model import ModelFacts
+from llm_doctor.facts.model import ModelFacts
 
 # the config.json keys each ModelFacts field is read from, in the order tried
 KEYS: dict[str, tuple[str, ...]] = {
@@ -89,7 +89,7 @@ def from_config(
 def _checked(facts: ModelFacts) -> ModelFacts:
     """The facts re-read through their own type hints, so a string where a count belongs fails here,
     naming the field, instead of deep inside the memory arithmetic."""
-    from doctor.facts import SchemaError, from_dict, to_dict
+    from llm_doctor.facts import SchemaError, from_dict, to_dict
 
     try:
         checked = from_dict(ModelFacts, to_dict(facts))
@@ -164,7 +164,7 @@ def _read_json(path: Path) -> Any:
 
 @lru_cache(maxsize=1)
 def _table() -> dict[str, dict[str, Any]]:
-    text = resources.files("doctor").joinpath("data/models.json").read_text()
+    text = resources.files("llm_doctor").joinpath("data/models.json").read_text()
     return json.loads(text)["models"]
 
 

@@ -9,11 +9,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from doctor.facts import Facts
-from doctor.facts.deployment import EngineConfig
-from doctor.facts.gpu import Gpu, GpuFacts
-from doctor.facts.model import ModelFacts
-from doctor.facts.plan import MemoryPlan
+from llm_doctor.facts import Facts
+from llm_doctor.facts.deployment import EngineConfig
+from llm_doctor.facts.gpu import Gpu, GpuFacts
+from llm_doctor.facts.model import ModelFacts
+from llm_doctor.facts.plan import MemoryPlan
 
 MIB = 1024**2
 DEFAULT_GPU = "H100"  # planned for when no --gpu / --gpu-memory is given, and said so
@@ -32,7 +32,7 @@ FLAG_OPTIONS = {  # plan's own flags -> engine flags, appended to the parsed com
 
 
 def gpu_table() -> dict[str, Any]:
-    return json.loads(resources.files("doctor").joinpath("data/gpus.json").read_text())
+    return json.loads(resources.files("llm_doctor").joinpath("data/gpus.json").read_text())
 
 
 def _norm(name: str) -> str:
@@ -82,7 +82,7 @@ def cuda_total_bytes(name: str, nvml_mib: float) -> tuple[int, str]:
 
 
 def resolve_model(name: str, offline: bool) -> tuple[ModelFacts | None, str]:
-    from doctor import models
+    from llm_doctor import models
 
     if name and Path(name).is_dir() and (Path(name) / "config.json").is_file():
         return models.from_folder(name), ""
@@ -93,7 +93,7 @@ def resolve_model(name: str, offline: bool) -> tuple[ModelFacts | None, str]:
         return None, "no model given (--model or the engine command's model)"
     if offline or os.environ.get("HF_HUB_OFFLINE") == "1":
         return None, f"{name} is neither in the Hugging Face cache ({models.hf_cache_root()}) nor in the built-in table, and the hub is off (offline)"
-    from doctor.collect.hub import fetch_model_files
+    from llm_doctor.collect.hub import fetch_model_files
 
     config, total, reason = fetch_model_files(name)
     if config is None:
@@ -105,8 +105,8 @@ def resolve_model(name: str, offline: bool) -> tuple[ModelFacts | None, str]:
 
 
 def build_facts(kw: dict[str, Any]) -> Facts:
-    from doctor import memory
-    from doctor.engine_args import invalid_values, parse_command
+    from llm_doctor import memory
+    from llm_doctor.engine_args import invalid_values, parse_command
 
     command = list(kw.get("command") or ())
     cfg = parse_command(command) if command else EngineConfig()
@@ -165,9 +165,9 @@ def build_facts(kw: dict[str, Any]) -> Facts:
 
 
 def plan_command(kw: dict[str, Any]) -> int:
-    from doctor.engine import Deadline
-    from doctor.redact import Redactor
-    from doctor.runner import doctor_failed, finish, selected
+    from llm_doctor.engine import Deadline
+    from llm_doctor.redact import Redactor
+    from llm_doctor.runner import doctor_failed, finish, selected
 
     redactor = Redactor([os.environ.get("HF_TOKEN")])
     try:

@@ -16,16 +16,16 @@ from typing import Any
 
 import click
 
-from doctor.cli import LAYER_NAMES, _csv, color_wanted
-from doctor.collect.logs import InputError
-from doctor.engine import CheckSpec, Deadline, UnknownSelection, load_checks, run_checks, select
-from doctor.facts import Facts
-from doctor.redact import Redactor
+from llm_doctor.cli import LAYER_NAMES, _csv, color_wanted
+from llm_doctor.collect.logs import InputError
+from llm_doctor.engine import CheckSpec, Deadline, UnknownSelection, load_checks, run_checks, select
+from llm_doctor.facts import Facts
+from llm_doctor.redact import Redactor
 
 
 def run_command(kw: dict[str, Any]) -> int:
-    from doctor import settings as settings_mod
-    from doctor.collect import RunOptions, collect_run
+    from llm_doctor import settings as settings_mod
+    from llm_doctor.collect import RunOptions, collect_run
 
     try:
         settings = settings_mod.resolve(
@@ -38,7 +38,7 @@ def run_command(kw: dict[str, Any]) -> int:
         deadline = Deadline(float(kw["deadline"]))  # starts when the server is up: waiting is not diagnosing
         only = _csv(kw["only"])
         specs = selected(kw)
-        from doctor.collect.logs import check_named
+        from llm_doctor.collect.logs import check_named
 
         check_named(list(kw["logs"]))
         opts = RunOptions(
@@ -70,7 +70,7 @@ def run_command(kw: dict[str, Any]) -> int:
 
 def from_config(kw: dict[str, Any]) -> dict[str, str]:
     """Where the settings given to `resolve` came from, for those the configuration file set."""
-    from doctor.config import OPTIONS
+    from llm_doctor.config import OPTIONS
 
     gate = kw.get("gate")
     return {OPTIONS[v.name]: f"{v.source} {v.name}" for v in (gate.values if gate else []) if v.source.startswith("file ") and v.name in OPTIONS}
@@ -78,7 +78,7 @@ def from_config(kw: dict[str, Any]) -> dict[str, str]:
 
 def wait_ready(settings: Any, kw: dict[str, Any], redactor: Redactor) -> Any:
     """Poll the endpoint until it answers (--wait-ready), saying on stderr what it sees."""
-    from doctor.collect import net, ready
+    from llm_doctor.collect import net, ready
 
     if not settings.base_url.value:
         raise click.UsageError("--wait-ready needs the endpoint: --base-url, or `endpoint` in llm-doctor.toml")
@@ -89,7 +89,7 @@ def wait_ready(settings: Any, kw: dict[str, Any], redactor: Redactor) -> Any:
 
 
 def analyze_command(paths: tuple[str, ...], kw: dict[str, Any]) -> int:
-    from doctor.collect.files import load_paths
+    from llm_doctor.collect.files import load_paths
 
     redactor = Redactor([os.environ.get("HF_TOKEN"), os.environ.get("OPENAI_API_KEY")])
     try:
@@ -122,9 +122,9 @@ def selected(kw: dict[str, Any]) -> list[CheckSpec]:
 
 def finish(facts: Facts, specs: list[CheckSpec], kw: dict[str, Any], redactor: Redactor, deadline: Deadline, title: str,
            say: Any = None) -> int:
-    from doctor.config import apply_ignores
-    from doctor.report import build_report
-    from doctor.report.render import render
+    from llm_doctor.config import apply_ignores
+    from llm_doctor.report import build_report
+    from llm_doctor.report.render import render
 
     if kw.get("gate") is not None:
         facts.gate = kw["gate"]
@@ -141,7 +141,7 @@ def finish(facts: Facts, specs: list[CheckSpec], kw: dict[str, Any], redactor: R
     else:
         sys.stdout.write(text)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        from doctor.report import github
+        from llm_doctor.report import github
 
         github.publish(report, redactor, os.environ.get("GITHUB_STEP_SUMMARY"))
     return report.exit_code(kw["fail_on"])

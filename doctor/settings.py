@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from doctor.facts.access import KeyTraits, Setting, SettingsFacts
-from doctor.redact import Redactor, mask
+from llm_doctor.facts.access import KeyTraits, Setting, SettingsFacts
+from llm_doctor.redact import Redactor, mask
 
 # environment variables in priority order, per setting
 ENV = {

@@ -24,17 +24,17 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from doctor.facts import Facts
-from doctor.facts.logs import LogEvent
-from doctor.findings import Finding, Fix
-from doctor.logparse.failures import CLIENT, GOES_ON
-from doctor.logparse.failures import KINDS as GENERIC
-from doctor.logparse.lines import normalise
-from doctor.logview import evidence as quote
-from doctor.logview import judged_run
+from llm_doctor.facts import Facts
+from llm_doctor.facts.logs import LogEvent
+from llm_doctor.findings import Finding, Fix
+from llm_doctor.logparse.failures import CLIENT, GOES_ON
+from llm_doctor.logparse.failures import KINDS as GENERIC
+from llm_doctor.logparse.lines import normalise
+from llm_doctor.logview import evidence as quote
+from llm_doctor.logview import judged_run
 
 if TYPE_CHECKING:
-    from doctor.engine import CheckResult, CheckSpec
+    from llm_doctor.engine import CheckResult, CheckSpec
 
 MAX_QUOTED = 3
 ISSUE_TRACKERS = {

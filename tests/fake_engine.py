@@ -14,7 +14,7 @@ from pathlib import Path
 @contextlib.contextmanager
 def fake_engine(script: Path, args: list[str], env: dict[str, str] | None = None) -> Iterator[subprocess.Popen]:
     """Start it, wait (at most 10 s) until the host collector lists it, and stop it at the end."""
-    from doctor.collect import host
+    from llm_doctor.collect import host
 
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(120)\n")

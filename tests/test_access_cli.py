@@ -28,7 +28,7 @@ def doctor(tmp_path: Path, *args: str, env: dict[str, str] | None = None, key: s
     """Run the CLI in a clean environment (no proxies, empty HOME); return exit code, report, all output."""
     clean = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), **(env or {})}
     bundle = tmp_path / "bundle.json"
-    cmd = [sys.executable, "-m", "doctor", "run", "--only", "access", "--format", "json", "--timeout", "2",
+    cmd = [sys.executable, "-m", "llm_doctor", "run", "--only", "access", "--format", "json", "--timeout", "2",
            "--save-bundle", str(bundle), *args]  # fmt: skip
     out = subprocess.run(cmd, capture_output=True, text=True, env=clean, cwd=tmp_path, timeout=60)
     assert "Traceback" not in out.stderr, out.stderr
@@ -252,7 +252,7 @@ def test_working_proxy_carries_the_requests(tmp_path: Path, vllm: FakeServer) ->
 def test_markdown_and_text_outputs_hold_no_key(tmp_path: Path, vllm: FakeServer) -> None:
     for fmt in ("markdown", "text", "html", "junit"):
         out = subprocess.run(
-            [sys.executable, "-m", "doctor", "run", "--only", "access", "--format", fmt, "--base-url", vllm.url + "/v1",
+            [sys.executable, "-m", "llm_doctor", "run", "--only", "access", "--format", fmt, "--base-url", vllm.url + "/v1",
              "--api-key", KEY + " ", "--model", "nope"],  # fmt: skip
             capture_output=True, text=True, env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}, cwd=tmp_path, timeout=60,
         )  # fmt: skip
@@ -309,7 +309,7 @@ def test_a_base_url_urlsplit_refuses_is_the_access_finding_in_a_full_run(tmp_pat
     """Every layer, not only access: the live collector (metrics, load probe) must not crash on the
     URL either, which would turn the run into doctor.input_incomplete."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
-    cmd = [sys.executable, "-m", "doctor", "run", "--format", "json", "--sample", "0", "--base-url", url]
+    cmd = [sys.executable, "-m", "llm_doctor", "run", "--format", "json", "--sample", "0", "--base-url", url]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert "Traceback" not in out.stderr, out.stderr
     report = json.loads(out.stdout)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from doctor.collect.files import load_paths
-from doctor.engine import Deadline, load_checks, run_checks, select
-from doctor.findings import Finding
-from doctor.report import build_report
+from llm_doctor.collect.files import load_paths
+from llm_doctor.engine import Deadline, load_checks, run_checks, select
+from llm_doctor.findings import Finding
+from llm_doctor.report import build_report
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 

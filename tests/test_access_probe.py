@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 import trustme
 
-from doctor.collect import RunOptions
-from doctor.collect.endpoint import MAX_BODY, probe
-from doctor.engine import Deadline, load_checks, run_checks, select
-from doctor.facts import Facts
-from doctor.facts.access import EndpointFacts, ProbeStep, Setting
-from doctor.report import Report, build_report
-from doctor.settings import resolve
+from llm_doctor.collect import RunOptions
+from llm_doctor.collect.endpoint import MAX_BODY, probe
+from llm_doctor.engine import Deadline, load_checks, run_checks, select
+from llm_doctor.facts import Facts
+from llm_doctor.facts.access import EndpointFacts, ProbeStep, Setting
+from llm_doctor.report import Report, build_report
+from llm_doctor.settings import resolve
 from tests.servers.http import FakeServer, Reply, Request, fixed, free_port
 from tests.servers.openai_like import AnthropicLike, VllmLike
 from tests.servers.proxy import Proxy

@@ -17,7 +17,7 @@ KV_LOG = LOGS / "vllm-0.4.1-a10g-mistral7b-kv-cache-insufficient.log"
 
 def analyze(*args: str, stdin: bytes | None = None) -> tuple[int, dict, str]:
     proc = subprocess.run(
-        [sys.executable, "-m", "doctor", "analyze", *args, "--format", "json"],
+        [sys.executable, "-m", "llm_doctor", "analyze", *args, "--format", "json"],
         input=stdin, capture_output=True, cwd=ROOT, timeout=60, env={**os.environ, "NO_COLOR": "1"},
     )
     assert "Traceback" not in proc.stderr.decode(), proc.stderr.decode()
@@ -80,7 +80,7 @@ def test_secrets_in_log_lines_are_masked(tmp_path: Path) -> None:
     log = tmp_path / "client.log"
     token = "hf_" + "a1B2c3D4e5F6g7H8i9J0kLmN"
     log.write_text(f"requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url https://huggingface.co/x token={token}\n")
-    proc = subprocess.run([sys.executable, "-m", "doctor", "analyze", str(log), "--format", "json"], capture_output=True, cwd=ROOT, timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "llm_doctor", "analyze", str(log), "--format", "json"], capture_output=True, cwd=ROOT, timeout=60)
     assert token not in proc.stdout.decode()
     assert json.loads(proc.stdout)["findings"][0]["code"] == "load.model_files"
 

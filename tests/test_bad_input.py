@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from doctor import engine_args, models
-from doctor.collect.files import BadBundle, read_bundle
-from doctor.facts import Facts
-from doctor.logparse import metrics_text, nvidia_smi, topo
-from doctor.settings import resolve
+from llm_doctor import engine_args, models
+from llm_doctor.collect.files import BadBundle, read_bundle
+from llm_doctor.facts import Facts
+from llm_doctor.logparse import metrics_text, nvidia_smi, topo
+from llm_doctor.settings import resolve
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures"
 # derandomize: the same examples on every run, so CI is never red by the luck of the draw
@@ -157,7 +157,7 @@ def test_client_config_files(tmp_path_factory: pytest.TempPathFactory, content: 
 
 
 def plan(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "doctor", "plan", *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "llm_doctor", "plan", *args], capture_output=True, text=True, timeout=120,
                           env={"PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1", "NO_COLOR": "1"})
 
 
@@ -185,7 +185,7 @@ def test_non_finite_metric_values_are_ignored_and_said(tmp_path: Path) -> None:
     scrape = tmp_path / "metrics.txt"
     scrape.write_text("# TYPE tgi_queue_size gauge\ntgi_queue_size 1e3090\n# TYPE tgi_batch_current_size gauge\n"
                       "tgi_batch_current_size NaN\ntgi_request_count 111\n")
-    out = subprocess.run([sys.executable, "-m", "doctor", "analyze", str(scrape), "--format", "json"],
+    out = subprocess.run([sys.executable, "-m", "llm_doctor", "analyze", str(scrape), "--format", "json"],
                          capture_output=True, text=True, timeout=120)
     report = json.loads(out.stdout, parse_constant=lambda c: pytest.fail(f"{c} in the JSON report"))
     assert "waiting" not in report["facts"]["metrics"]["values"]
@@ -201,7 +201,7 @@ def test_log_scanner_on_damaged_logs(text: str, block: int) -> None:
     """Cut, garbled and spliced real logs, fed in blocks of any size: typed events, never a traceback,
     the same events whatever the block size (the prefilter changes no result), and a run number
     and line number inside the log for each."""
-    from doctor.logparse.scan import LogScanner
+    from llm_doctor.logparse.scan import LogScanner
 
     raw = text.encode("utf-8", errors="replace")
     whole = LogScanner()

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from doctor.baseline import requests
-from doctor.baseline.answers import word_diff
-from doctor.baseline.compare import compare
-from doctor.baseline.model import RequestResult, Run, Throughput
-from doctor.baseline.stats import latency_noise, percentile, spread
+from llm_doctor.baseline import requests
+from llm_doctor.baseline.answers import word_diff
+from llm_doctor.baseline.compare import compare
+from llm_doctor.baseline.model import RequestResult, Run, Throughput
+from llm_doctor.baseline.stats import latency_noise, percentile, spread
 from tests.nvml import build
 from tests.peers.fixtures import clean_env
 from tests.servers.http import FakeServer, Reply, Request, free_port
@@ -61,7 +61,7 @@ def serving(app: StreamingEngine) -> Iterator[str]:
 
 def cli(args: list[str], home: Path, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     exe = Path(sys.executable).with_name("llm-doctor")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "doctor"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "llm_doctor"]
     proc = subprocess.run([*cmd, *args], env=clean_env(home) | (env or {}), cwd=home, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)  # fmt: skip
     for stream in (proc.stdout, proc.stderr):

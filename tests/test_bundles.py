@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from doctor.collect.files import MAX_BUNDLE_DEPTH, BadBundle, read_bundle
-from doctor.facts import FACTS_SCHEMA, Facts
-from doctor.facts.gpu import Gpu, GpuFacts
+from llm_doctor.collect.files import MAX_BUNDLE_DEPTH, BadBundle, read_bundle
+from llm_doctor.facts import FACTS_SCHEMA, Facts
+from llm_doctor.facts.gpu import Gpu, GpuFacts
 
 
 def analyze(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "doctor", "analyze", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "llm_doctor", "analyze", *args], capture_output=True, text=True, timeout=120)
 
 
 def good() -> dict:
@@ -93,7 +93,7 @@ def test_deeply_nested_bundle_is_refused_without_recursion(tmp_path):
 
 
 def test_oversize_bundle_is_refused_by_its_size(tmp_path, monkeypatch):
-    import doctor.collect.files as files
+    import llm_doctor.collect.files as files
 
     monkeypatch.setattr(files, "MAX_BUNDLE_BYTES", 1000)
     path = write(tmp_path, {**good(), "notes": ["x" * 2000]})

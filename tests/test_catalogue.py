@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from doctor.logparse import catalogue as cat
-from doctor.logparse import events as ev
-from doctor.logparse.scan import scan_lines
+from llm_doctor.logparse import catalogue as cat
+from llm_doctor.logparse import events as ev
+from llm_doctor.logparse.scan import scan_lines
 
 KINDS = ev.KINDS
 ENTRIES = cat.load(KINDS)
@@ -138,7 +138,7 @@ def test_a_line_after_a_short_one_is_not_joined() -> None:
     ],
 )
 def test_container_log_wrappers_are_peeled(raw: str, message: str) -> None:
-    from doctor.logparse.lines import normalise
+    from llm_doctor.logparse.lines import normalise
 
     assert normalise(1, raw).text == message
 
@@ -201,7 +201,7 @@ def test_templates_compile_tolerantly() -> None:
 
 
 def test_catalogue_command_counts_templates_per_engine_kind_and_code() -> None:
-    out = subprocess.run([sys.executable, "-m", "doctor", "catalogue", "--format", "json"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-m", "llm_doctor", "catalogue", "--format", "json"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["templates"] == len(ENTRIES)
@@ -209,5 +209,5 @@ def test_catalogue_command_counts_templates_per_engine_kind_and_code() -> None:
     # the kind -> code map comes from the checks' declarations: tp_gpus is read by load.parallel
     assert data["per_kind"]["tp_gpus"] == {"templates": sum(e.kind == "tp_gpus" for e in ENTRIES), "codes": ["load.tp_invalid"]}
     assert data["per_code"]["load.tp_invalid"] >= data["per_kind"]["tp_gpus"]["templates"]
-    text = subprocess.run([sys.executable, "-m", "doctor", "catalogue"], capture_output=True, text=True, timeout=120)
+    text = subprocess.run([sys.executable, "-m", "llm_doctor", "catalogue"], capture_output=True, text=True, timeout=120)
     assert text.returncode == 0 and f"{len(ENTRIES)} templates" in text.stdout and "per finding code:" in text.stdout

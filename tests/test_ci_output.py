@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 import xmlschema
 
-from doctor.engine import CheckResult
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix
-from doctor.redact import Redactor, mask
-from doctor.report import build_report
-from doctor.report.render import render
+from llm_doctor.engine import CheckResult
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix
+from llm_doctor.redact import Redactor, mask
+from llm_doctor.report import build_report
+from llm_doctor.report.render import render
 from tests.conftest import ROOT
 from tests.servers.http import FakeServer
 from tests.servers.openai_like import VllmLike
@@ -34,7 +34,7 @@ MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
 def doctor(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     clean = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(cwd), **(env or {})}
-    out = subprocess.run([sys.executable, "-m", "doctor", *args], capture_output=True, text=True, env=clean, cwd=cwd, timeout=120)
+    out = subprocess.run([sys.executable, "-m", "llm_doctor", *args], capture_output=True, text=True, env=clean, cwd=cwd, timeout=120)
     assert "Traceback" not in out.stderr, out.stderr
     return out
 
@@ -152,7 +152,7 @@ def test_an_unreadable_key_file_is_a_usage_error(tmp_path: Path, vllm: FakeServe
 
 
 def test_the_key_warning_ranks_after_the_services_own_warnings() -> None:
-    from doctor.report import rank
+    from llm_doctor.report import rank
 
     hygiene = Finding("access.key_on_command_line", "key on the command line", check="access.key_source")
     service = [Finding("access.model_not_found", "any name answered", severity="warn", check="access.model"),

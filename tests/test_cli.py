@@ -7,14 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from doctor.facts import Facts
-from doctor.facts.access import Setting, SettingsFacts
+from llm_doctor.facts import Facts
+from llm_doctor.facts.access import Setting, SettingsFacts
 from tests.conftest import ROOT
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "doctor", *args], capture_output=True, text=True, input=stdin, timeout=120
+        [sys.executable, "-m", "llm_doctor", *args], capture_output=True, text=True, input=stdin, timeout=120
     )
 
 
@@ -25,7 +25,7 @@ def test_help_and_version() -> None:
 
 
 def test_help_does_not_import_heavy_modules() -> None:
-    code = "import sys; from doctor import cli; print(sorted(m for m in ('httpx','rich','pynvml','psutil','prometheus_client','ray') if m in sys.modules))"
+    code = "import sys; from llm_doctor import cli; print(sorted(m for m in ('httpx','rich','pynvml','psutil','prometheus_client','ray') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -82,7 +82,7 @@ def run_with_stderr_on_a_terminal(*args: str) -> tuple[int, str]:
     master, slave = pty.openpty()
     try:
         out = subprocess.run(
-            [sys.executable, "-m", "doctor", "run", *args],
+            [sys.executable, "-m", "llm_doctor", "run", *args],
             stdout=subprocess.PIPE,
             stderr=slave,
             stdin=subprocess.DEVNULL,

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from checks.cluster.differences import missing_interfaces
-from doctor.collect import model_copy
-from doctor.facts import Facts
-from doctor.facts.cluster import ClusterFacts, ModelCopy, NodeFacts
-from doctor.facts.gpu import Gpu, GpuFacts
-from doctor.facts.host import HostFacts
-from doctor.models import hf_cache_snapshot
+from llm_doctor.checks.cluster.differences import missing_interfaces
+from llm_doctor.collect import model_copy
+from llm_doctor.facts import Facts
+from llm_doctor.facts.cluster import ClusterFacts, ModelCopy, NodeFacts
+from llm_doctor.facts.gpu import Gpu, GpuFacts
+from llm_doctor.facts.host import HostFacts
+from llm_doctor.models import hf_cache_snapshot
 
 BLOCKER = """
 import sys
@@ -26,7 +26,7 @@ class NoRay:
         if name == "ray" or name.startswith("ray."):
             raise ModuleNotFoundError(name)
 sys.meta_path.insert(0, NoRay())
-from doctor.cli import main
+from llm_doctor.cli import main
 sys.argv = ["llm-doctor", *sys.argv[1:]]
 main()
 """
@@ -47,7 +47,7 @@ def node(node_id: str, tag: str, gpus: int, shm_mib: float, **kw: object) -> Nod
 def analyze(tmp_path: Path, cluster: ClusterFacts) -> dict:
     bundle = tmp_path / "cluster-bundle.json"
     bundle.write_text(json.dumps(Facts(cluster=cluster).to_dict()))
-    out = subprocess.run([sys.executable, "-m", "doctor", "analyze", str(bundle), "--format", "json"],
+    out = subprocess.run([sys.executable, "-m", "llm_doctor", "analyze", str(bundle), "--format", "json"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode in (0, 1), out.stderr
     return json.loads(out.stdout)
@@ -107,7 +107,7 @@ def test_text_report_shows_a_row_per_node_with_the_odd_values_marked(tmp_path: P
     nodes[2].versions["vllm"] = "0.9.2"
     bundle = tmp_path / "cluster-bundle.json"
     bundle.write_text(json.dumps(Facts(cluster=ClusterFacts(address="10.0.0.1:6379", nodes={n.node_id: n for n in nodes})).to_dict()))
-    out = subprocess.run([sys.executable, "-m", "doctor", "analyze", str(bundle), "--only", "cluster"],
+    out = subprocess.run([sys.executable, "-m", "llm_doctor", "analyze", str(bundle), "--only", "cluster"],
                          capture_output=True, text=True, timeout=120)
     table = out.stdout.split("Ray cluster 10.0.0.1:6379, a row per node\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert table[0].split()[:3] == ["node", "GPUs", "ray/nvml"]
@@ -118,7 +118,7 @@ def test_text_report_shows_a_row_per_node_with_the_odd_values_marked(tmp_path: P
 
 
 def test_placement_groups_that_can_never_be_placed(tmp_path: Path) -> None:
-    from doctor.facts.cluster import PlacementGroupFacts
+    from llm_doctor.facts.cluster import PlacementGroupFacts
 
     nodes = [node("1", "rack_a", 8, 16384.0), node("2", "rack_b", 8, 16384.0)]
     pgs = [
@@ -212,7 +212,7 @@ def test_ray_failures_in_an_engine_log_are_cluster_findings(tmp_path: Path) -> N
         '  File "/usr/local/lib/python3.10/dist-packages/vllm/executor/ray_utils.py", line 240, in initialize_ray_cluster\n'
         "ValueError: Cannot provide a placement group of placement_group_specs=[{'GPU': 1.0, 'node:10.0.0.5': 0.001}, "
         "{'GPU': 1.0}] within 1800 seconds. See `ray status` to make sure the cluster has enough resources.\n")
-    out = subprocess.run([sys.executable, "-m", "doctor", "analyze", str(log), "--format", "json"],
+    out = subprocess.run([sys.executable, "-m", "llm_doctor", "analyze", str(log), "--format", "json"],
                          capture_output=True, text=True, timeout=120)
     report = json.loads(out.stdout)
     top = report["findings"][0]

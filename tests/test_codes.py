@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from doctor.codes import CODES, info
-from doctor.engine import load_checks
+from llm_doctor.codes import CODES, info
+from llm_doctor.engine import load_checks
 from tests.conftest import ROOT
 
 

@@ -28,7 +28,7 @@ RAY_LOG = str(ROOT / "fixtures" / "logs" / "vllm-0.8.4-v1-ray-tp16-cgraph-channe
 def doctor(cwd: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any] | None, str]:
     """Run the CLI in `cwd` with a clean environment; (exit code, the JSON report or None, stderr)."""
     clean = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(cwd), **(env or {})}
-    out = subprocess.run([sys.executable, "-m", "doctor", *args], capture_output=True, text=True, env=clean, cwd=cwd, timeout=120)
+    out = subprocess.run([sys.executable, "-m", "llm_doctor", *args], capture_output=True, text=True, env=clean, cwd=cwd, timeout=120)
     assert "Traceback" not in out.stderr, out.stderr
     try:
         report = json.loads(out.stdout)
@@ -103,7 +103,7 @@ def test_flags_override_the_file_and_the_report_says_where_each_value_came_from(
     assert v["fail_on"] == ("never", "flag --fail-on")
     assert v["deadline"] == ("30.0", "file llm-doctor.toml")
     assert v["requirements.min_kv_cache_tokens"] == ("500000", "file llm-doctor.toml")
-    out = subprocess.run([sys.executable, "-m", "doctor", *PLAN, "--fail-on", "never"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "llm_doctor", *PLAN, "--fail-on", "never"], capture_output=True, text=True,
                          cwd=tmp_path, env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)}, timeout=120).stdout  # fmt: skip
     assert "Configuration (llm-doctor.toml)" in out
     assert "fail_on = never  (flag --fail-on)" in out and "deadline = 30.0  (file llm-doctor.toml)" in out
@@ -151,7 +151,7 @@ def test_ignored_codes_leave_the_findings_and_the_gate_with_their_reason(tmp_pat
                                   "reason": "accepted until the H200s arrive (OPS-12)"}]  # fmt: skip
     gate = next(c for c in report["checks"] if c["id"] == "gate.requirements")
     assert gate["status"] == "pass" and "ignored by the configuration: gate.kv_cache_tokens_below" in gate["detail"]
-    out = subprocess.run([sys.executable, "-m", "doctor", *PLAN], capture_output=True, text=True, cwd=tmp_path,
+    out = subprocess.run([sys.executable, "-m", "llm_doctor", *PLAN], capture_output=True, text=True, cwd=tmp_path,
                          env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)}, timeout=120).stdout  # fmt: skip
     assert "Ignored by the configuration" in out and "reason: accepted until the H200s arrive (OPS-12)" in out
 

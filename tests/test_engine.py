@@ -7,12 +7,12 @@ import time
 
 import pytest
 
-from doctor import engine
-from doctor.engine import COVERAGE_ID, CheckSpec, Deadline, UnknownSelection, run_checks, select
-from doctor.facts import Facts
-from doctor.facts.logs import LogEvent, LogFacts
-from doctor.findings import Finding, NotApplicable, Outcome
-from doctor.logview import LogView
+from llm_doctor import engine
+from llm_doctor.engine import COVERAGE_ID, CheckSpec, Deadline, UnknownSelection, run_checks, select
+from llm_doctor.facts import Facts
+from llm_doctor.facts.logs import LogEvent, LogFacts
+from llm_doctor.findings import Finding, NotApplicable, Outcome
+from llm_doctor.logview import LogView
 
 
 def spec(id: str, layer: str, func, codes=(), needs=(), after=(), events=(), running=False) -> CheckSpec:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from doctor.engine_args import apply_hardware_defaults, parse_command, parse_log_args
-from doctor.facts import Facts
-from doctor.facts.deployment import EngineConfig
+from llm_doctor.engine_args import apply_hardware_defaults, parse_command, parse_log_args
+from llm_doctor.facts import Facts
+from llm_doctor.facts.deployment import EngineConfig
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "engine_args"
 GIB = 1024**3
@@ -232,14 +232,14 @@ def test_invalid_values_become_unknown_flags(flag: str) -> None:
     ],
 )
 def test_values_no_engine_accepts(command: str, refused: list[str]) -> None:
-    from doctor.engine_args import invalid_values
+    from llm_doctor.engine_args import invalid_values
 
     assert invalid_values(parse_command(command)) == refused
 
 
 def test_absurd_launch_command_file_is_config_invalid(tmp_path) -> None:
-    from doctor.collect.files import load_paths
-    from doctor.engine import Deadline, load_checks, run_checks, select
+    from llm_doctor.collect.files import load_paths
+    from llm_doctor.engine import Deadline, load_checks, run_checks, select
 
     cmd = tmp_path / "cmd.txt"
     cmd.write_text("vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 0 --max-model-len -5\n")

@@ -16,7 +16,7 @@ import click
 import pytest
 import yaml
 
-from doctor.cli import main
+from llm_doctor.cli import main
 from tests.conftest import ROOT
 
 EXAMPLES = ROOT / "examples"
@@ -52,7 +52,7 @@ def accepted(argv: list[str]) -> None:
 def config_loads(text: str, tmp_path: Path) -> None:
     path = tmp_path / "llm-doctor.toml"
     path.write_text(text)
-    cmd = [sys.executable, "-m", "doctor", "plan", "--config", str(path), "--model", "meta-llama/Llama-3.1-8B-Instruct",
+    cmd = [sys.executable, "-m", "llm_doctor", "plan", "--config", str(path), "--model", "meta-llama/Llama-3.1-8B-Instruct",
            "--gpu", "H100", "--offline", "--format", "json"]  # fmt: skip
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)})
     assert out.returncode in (0, 1), out.stderr  # 2 would be a bad key or value

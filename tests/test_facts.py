@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from doctor.facts import Facts
-from doctor.facts.access import EndpointFacts, ProbeStep, Setting, SettingsFacts
-from doctor.facts.logs import LogEvent, LogFacts
+from llm_doctor.facts import Facts
+from llm_doctor.facts.access import EndpointFacts, ProbeStep, Setting, SettingsFacts
+from llm_doctor.facts.logs import LogEvent, LogFacts
 
 
 def test_round_trip_keeps_types() -> None:

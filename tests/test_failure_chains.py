@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from doctor.collect.files import load_paths
-from doctor.engine import Deadline, load_checks, run_checks, select
-from doctor.findings import Finding
-from doctor.logparse import chains
-from doctor.logparse.scan import scan_lines
-from doctor.report import build_report, rank
+from llm_doctor.collect.files import load_paths
+from llm_doctor.engine import Deadline, load_checks, run_checks, select
+from llm_doctor.findings import Finding
+from llm_doctor.logparse import chains
+from llm_doctor.logparse.scan import scan_lines
+from llm_doctor.report import build_report, rank
 
 CHAINS = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "chains"
 LOGS = CHAINS.parent

@@ -1,12 +1,12 @@
-"""doctor.fp8: FP8 fixes only where the GPUs can run them (compute capability 8.9+)."""
+"""llm_doctor.fp8: FP8 fixes only where the GPUs can run them (compute capability 8.9+)."""
 
 from __future__ import annotations
 
 import pytest
 
-from doctor import fp8
-from doctor.facts import Facts
-from doctor.facts.gpu import Gpu, GpuFacts
+from llm_doctor import fp8
+from llm_doctor.facts import Facts
+from llm_doctor.facts.gpu import Gpu, GpuFacts
 
 
 @pytest.mark.parametrize(

@@ -11,14 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from checks.gate.requirements import requirements
-from doctor.collect.load_probe import probe
-from doctor.facts import Facts
-from doctor.facts.gate import GateFacts
-from doctor.facts.gpu import Gpu, GpuFacts
-from doctor.facts.host import HostFacts, ProbeFacts
-from doctor.facts.metrics import MetricsFacts
-from doctor.models import from_hf_cache, hf_cache_root
+from llm_doctor.checks.gate.requirements import requirements
+from llm_doctor.collect.load_probe import probe
+from llm_doctor.facts import Facts
+from llm_doctor.facts.gate import GateFacts
+from llm_doctor.facts.gpu import Gpu, GpuFacts
+from llm_doctor.facts.host import HostFacts, ProbeFacts
+from llm_doctor.facts.metrics import MetricsFacts
+from llm_doctor.models import from_hf_cache, hf_cache_root
 from tests.conftest import ROOT
 from tests.servers.http import FakeServer
 from tests.servers.openai_like import VllmLike
@@ -79,7 +79,7 @@ def test_a_model_in_the_hugging_face_cache_is_known(tmp_path: Path) -> None:
     assert model is not None and model.name == "acme/qwen-awq-private"
     assert model.source == f"Hugging Face cache {repo / 'snapshots' / '0f3c2d1'}/config.json"
     assert from_hf_cache("acme/not-cached", env=env) is None
-    cmd = [sys.executable, "-m", "doctor", "plan", "--model", "acme/qwen-awq-private", "--gpu", "L4", "--offline", "--format", "json"]
+    cmd = [sys.executable, "-m", "llm_doctor", "plan", "--model", "acme/qwen-awq-private", "--gpu", "L4", "--offline", "--format", "json"]
     base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
     plan = json.loads(subprocess.run(cmd, capture_output=True, text=True, env={**base, **env}, timeout=120).stdout)["facts"]["plan"]
     assert plan["verdict"] == "ok" and plan["kv_cache_tokens"] > 0

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from doctor.collect import gpu as gpu_collect
-from doctor.engine import load_checks, run_checks, select
-from doctor.facts import Facts
-from doctor.facts.deployment import EngineConfig
-from doctor.facts.host import EngineProcess, HostFacts
+from llm_doctor.collect import gpu as gpu_collect
+from llm_doctor.engine import load_checks, run_checks, select
+from llm_doctor.facts import Facts
+from llm_doctor.facts.deployment import EngineConfig
+from llm_doctor.facts.host import EngineProcess, HostFacts
 from tests.nvml import build
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,7 +204,7 @@ def test_run_with_fake_nvml_end_to_end(fake_lib):
     env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_NVML_")}
     env.update(LD_LIBRARY_PATH=str(fake_lib.parent), FAKE_NVML_GPUS="2", FAKE_NVML_UTIL="10")
     out = subprocess.run(
-        [sys.executable, "-m", "doctor", "run", "--only", "load,perf", "--sample", "0.3", "--format", "json"],
+        [sys.executable, "-m", "llm_doctor", "run", "--only", "load,perf", "--sample", "0.3", "--format", "json"],
         capture_output=True, text=True, timeout=120, env=env, cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr
@@ -222,7 +222,7 @@ def test_run_without_nvml_gives_an_info_finding():
         pytest.skip("a real NVML is installed here")
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
     out = subprocess.run(
-        [sys.executable, "-m", "doctor", "run", "--only", "load,perf", "--sample", "0.2", "--format", "json"],
+        [sys.executable, "-m", "llm_doctor", "run", "--only", "load,perf", "--sample", "0.2", "--format", "json"],
         capture_output=True, text=True, timeout=120, env=env, cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr
@@ -233,7 +233,7 @@ def test_run_without_nvml_gives_an_info_finding():
 
 
 def test_low_utilization_while_requests_run(nvml):
-    from doctor.facts.metrics import MetricsFacts
+    from llm_doctor.facts.metrics import MetricsFacts
 
     nvml.setenv("FAKE_NVML_GPUS", "2")
     nvml.setenv("FAKE_NVML_UTIL", "12,18")
@@ -267,13 +267,13 @@ def test_saved_bundle_reproduces_the_live_diagnosis(fake_lib, tmp_path):
                FAKE_NVML_PCIE="4,4,8,16")
     bundle = tmp_path / "bundle.json"
     live = subprocess.run(
-        [sys.executable, "-m", "doctor", "run", "--only", "load,perf", "--sample", "0.2", "--format", "json",
+        [sys.executable, "-m", "llm_doctor", "run", "--only", "load,perf", "--sample", "0.2", "--format", "json",
          "--save-bundle", str(bundle), "--fail-on", "never"],
         capture_output=True, text=True, timeout=120, env=env, cwd=ROOT,
     )
     assert live.returncode == 0, live.stderr
     offline = subprocess.run(
-        [sys.executable, "-m", "doctor", "analyze", str(bundle), "--only", "load,perf", "--format", "json", "--fail-on", "never"],
+        [sys.executable, "-m", "llm_doctor", "analyze", str(bundle), "--only", "load,perf", "--format", "json", "--fail-on", "never"],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )
     assert offline.returncode == 0, offline.stderr

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from doctor.collect.files import READERS, head_of, load_paths
-from doctor.collect.logs import InputError
-from doctor.engine import Deadline
-from doctor.logparse import nvidia_smi, topo
+from llm_doctor.collect.files import READERS, head_of, load_paths
+from llm_doctor.collect.logs import InputError
+from llm_doctor.engine import Deadline
+from llm_doctor.logparse import nvidia_smi, topo
 
 SMI = Path(__file__).resolve().parents[1] / "fixtures" / "smi"
 TOPO = Path(__file__).resolve().parents[1] / "fixtures" / "topo"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from doctor.collect import host
-from doctor.engine import load_checks, run_checks, select
-from doctor.facts import Facts
+from llm_doctor.collect import host
+from llm_doctor.engine import load_checks, run_checks, select
+from llm_doctor.facts import Facts
 from tests.fake_engine import fake_engine
 
 CORPUS_CMD = Path(__file__).resolve().parents[1] / "fixtures" / "cmdline"
@@ -70,8 +70,8 @@ def test_command_sniffer_does_not_claim_logs(text, expected):
 
 
 def test_real_multiline_command_from_an_issue():
-    from doctor.collect.files import load_paths
-    from doctor.engine import Deadline
+    from llm_doctor.collect.files import load_paths
+    from llm_doctor.engine import Deadline
 
     facts = load_paths([str(CORPUS_CMD / "sglang-tp8-h200-chunked-prefill-32768.txt")], Deadline(10))
     d = facts.deployment
@@ -80,8 +80,8 @@ def test_real_multiline_command_from_an_issue():
 
 
 def test_secret_env_in_a_launch_command_is_not_kept(tmp_path):
-    from doctor.collect.files import load_paths
-    from doctor.engine import Deadline
+    from llm_doctor.collect.files import load_paths
+    from llm_doctor.engine import Deadline
 
     p = tmp_path / "run.sh"
     p.write_text("VLLM_API_KEY=token-canary-98765 CUDA_VISIBLE_DEVICES=0,1 vllm serve m --tensor-parallel-size 2\n")
@@ -107,8 +107,8 @@ def test_only_engines_count_as_engine_processes(argv, expected):
 
 
 def test_launch_script_exports_reach_the_engine_env(tmp_path):
-    from doctor.collect.files import load_paths
-    from doctor.engine import Deadline
+    from llm_doctor.collect.files import load_paths
+    from llm_doctor.engine import Deadline
 
     p = tmp_path / "start.sh"
     p.write_text("#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=2,3\nexport NCCL_P2P_DISABLE=1\n"

@@ -29,7 +29,7 @@ MARGIN_S = 20  # interpreter start-up and imports on two busy shared cores, not 
 
 def doctor(tmp_path: Path, url: str, *args: str) -> tuple[int, dict[str, Any], float]:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
-    cmd = [sys.executable, "-m", "doctor", "run", "--only", "access", "--format", "json", "--timeout", str(TIMEOUT_S),
+    cmd = [sys.executable, "-m", "llm_doctor", "run", "--only", "access", "--format", "json", "--timeout", str(TIMEOUT_S),
            "--deadline", str(DEADLINE_S), "--base-url", url, "--api-key", KEY, "--model", MODEL, *args]  # fmt: skip
     start = time.monotonic()
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=DEADLINE_S + 60)
@@ -113,7 +113,7 @@ def test_deadline_shorter_than_the_timeout_still_ends_the_run(tmp_path: Path) ->
     """The issue's case: --timeout 30 against a server trickling its headers; --deadline 5 wins."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
     with hostile.HostileServer(hostile.trickled_headers) as srv:
-        cmd = [sys.executable, "-m", "doctor", "run", "--only", "access", "--format", "json", "--timeout", "30",
+        cmd = [sys.executable, "-m", "llm_doctor", "run", "--only", "access", "--format", "json", "--timeout", "30",
                "--deadline", "5", "--base-url", srv.url() + "/v1", "--api-key", KEY, "--model", MODEL]  # fmt: skip
         start = time.monotonic()
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=90)
@@ -132,7 +132,7 @@ def test_gzip_bomb_is_read_only_up_to_the_cap(tmp_path: Path) -> None:
     hostile.bomb()  # built before the server starts, not inside the run's time
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
     with hostile.HostileServer(hostile.gzip_bomb) as srv:
-        doctor_cmd = [sys.executable, "-m", "doctor", "run", "--only", "access", "--format", "json", "--timeout", str(TIMEOUT_S),
+        doctor_cmd = [sys.executable, "-m", "llm_doctor", "run", "--only", "access", "--format", "json", "--timeout", str(TIMEOUT_S),
                       "--deadline", str(DEADLINE_S), "--base-url", srv.url() + "/v1", "--api-key", KEY, "--model", MODEL]  # fmt: skip
         wrapper = ("import json, resource, subprocess, sys; out = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
                    "print(json.dumps([out.returncode, out.stdout, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))")  # fmt: skip
@@ -185,7 +185,7 @@ def test_endless_sse_is_cut_and_named(tmp_path: Path, endless_sse: FakeServer) -
 
 def perf_run(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], float]:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
-    cmd = [sys.executable, "-m", "doctor", "run", "--only", "perf", "--format", "json", "--timeout", str(TIMEOUT_S),
+    cmd = [sys.executable, "-m", "llm_doctor", "run", "--only", "perf", "--format", "json", "--timeout", str(TIMEOUT_S),
            "--deadline", str(DEADLINE_S), "--sample", "0.5", *args]  # fmt: skip
     start = time.monotonic()
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=DEADLINE_S + 60)
@@ -228,7 +228,7 @@ def test_tls_handshake_that_hangs_inside_a_proxy_tunnel_is_a_tls_timeout(tmp_pat
 
     with hostile.HostileServer(hostile.silent, read_request=False) as srv, Proxy() as proxy:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "HTTPS_PROXY": proxy.url}
-        cmd = [sys.executable, "-m", "doctor", "run", "--only", "access", "--format", "json", "--timeout", str(TIMEOUT_S),
+        cmd = [sys.executable, "-m", "llm_doctor", "run", "--only", "access", "--format", "json", "--timeout", str(TIMEOUT_S),
                "--deadline", str(DEADLINE_S), "--base-url", srv.url("https") + "/v1", "--api-key", KEY, "--model", MODEL]  # fmt: skip
         start = time.monotonic()
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=90)
@@ -246,7 +246,7 @@ def test_tls_handshake_that_hangs_inside_a_proxy_tunnel_is_a_tls_timeout(tmp_pat
 def test_a_time_limit_that_cannot_bound_anything_is_a_usage_error(tmp_path: Path, flag: str, value: str) -> None:
     """--deadline 0 used to end the run before any check and report `ok`, exit 0: a gate passed."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-m", "doctor", "run", "--only", "access", "--base-url", "http://127.0.0.1:9/v1", flag, value],
+    out = subprocess.run([sys.executable, "-m", "llm_doctor", "run", "--only", "access", "--base-url", "http://127.0.0.1:9/v1", flag, value],
                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)  # fmt: skip
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert f"Error: Invalid value for '{flag}': '{value}' " in out.stderr

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from doctor.facts import Facts
-from doctor.facts.cluster import ClusterFacts, NodeFacts
-from doctor.facts.gpu import Gpu, GpuFacts
-from doctor.facts.host import HostFacts
+from llm_doctor.facts import Facts
+from llm_doctor.facts.cluster import ClusterFacts, NodeFacts
+from llm_doctor.facts.gpu import Gpu, GpuFacts
+from llm_doctor.facts.host import HostFacts
 
 ROOT = Path(__file__).resolve().parents[1]
 KV_LOG = ROOT / "fixtures/logs/vllm-v1-kv-cache-needed-gib.log"
@@ -45,7 +45,7 @@ def chromium() -> str:
 
 def report(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> Path:
     page = tmp_path / "report.html"
-    out = subprocess.run([sys.executable, "-m", "doctor", *argv, "--format", "html", "-o", str(page)],
+    out = subprocess.run([sys.executable, "-m", "llm_doctor", *argv, "--format", "html", "-o", str(page)],
                          capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})})  # fmt: skip
     assert out.returncode in (0, 1), out.stderr
     return page

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.collect import hub
+from llm_doctor.collect import hub
 
 CONFIG = json.loads(
     (Path(__file__).parent.parent / "fixtures/models/qwen2-7b-instruct-awq/config.json").read_text()
@@ -115,7 +115,7 @@ def test_unreachable_endpoint_is_a_reason_not_a_traceback(env) -> None:
 
 def test_plan_offline_hub_is_a_model_files_finding_and_the_token_never_printed(tmp_path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "doctor", "plan", "--gpu", "H100", "--format", "json", "--",
+        [sys.executable, "-m", "llm_doctor", "plan", "--gpu", "H100", "--format", "json", "--",
          "vllm", "serve", "org/not-in-the-table-7B"],
         capture_output=True, text=True, timeout=60,
         env={"PATH": "/usr/bin:/bin", "HF_ENDPOINT": f"http://127.0.0.1:{_closed_port()}", "HF_TOKEN": TOKEN,
@@ -131,7 +131,7 @@ def test_plan_offline_hub_is_a_model_files_finding_and_the_token_never_printed(t
 def test_plan_uses_the_hub_config_and_index_size(server, tmp_path) -> None:
     url, _ = server
     proc = subprocess.run(
-        [sys.executable, "-m", "doctor", "plan", "--gpu", "A100-80GB", "--format", "json", "--",
+        [sys.executable, "-m", "llm_doctor", "plan", "--gpu", "A100-80GB", "--format", "json", "--",
          "vllm", "serve", "org/open", "--max-model-len", "16384"],
         capture_output=True, text=True, timeout=60,
         env={"PATH": "/usr/bin:/bin", "HF_ENDPOINT": url, "LLM_DOCTOR_CACHE": str(tmp_path), "NO_COLOR": "1"},

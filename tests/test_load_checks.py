@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from doctor.collect.files import load_paths
-from doctor.engine import Deadline, load_checks, run_checks, select
-from doctor.report import build_report
+from llm_doctor.collect.files import load_paths
+from llm_doctor.engine import Deadline, load_checks, run_checks, select
+from llm_doctor.report import build_report
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 
@@ -76,7 +76,7 @@ def test_rank_one(name: str, code: str, evidence: str, command: str | None) -> N
 
 
 def test_every_load_code_has_a_case() -> None:
-    from doctor.codes import _TABLE
+    from llm_doctor.codes import _TABLE
 
     covered = {c[1] for c in CASES}
     load_codes = {code for code, _, _ in _TABLE if code.startswith("load.")}
@@ -90,7 +90,7 @@ def test_free_memory_finding_explains_the_symptoms() -> None:
 
 
 def test_valid_tp_sizes_for_heads() -> None:
-    from checks.load.parallel import valid_tp_sizes
+    from llm_doctor.checks.load.parallel import valid_tp_sizes
 
     assert valid_tp_sizes(40, 3) == [1, 2]
     assert valid_tp_sizes(64, 8, kv_heads=8) == [1, 2, 4, 8]
@@ -114,7 +114,7 @@ def test_client_log_rank_one(name: str, code: str, evidence: str, command: str |
 
 
 def test_base_url_correction() -> None:
-    from checks.access.client_log import _corrected
+    from llm_doctor.checks.access.client_log import _corrected
 
     assert _corrected("http://127.0.0.1:11434") == "http://127.0.0.1:11434/v1"
     assert _corrected("http://h:8000/v1/chat/completions") == "http://h:8000/v1"
@@ -135,7 +135,7 @@ def test_weights_oom_sizes_the_split_from_the_model_when_known() -> None:
     """vllm#11560 (Qwen2-VL-72B, TP=1, one 80 GB A800) with the language model's architecture known
     (Qwen2-72B from the shipped table): the evidence says what the weights need per GPU, and the TP
     fix is the smallest split whose weights fit, from doctor.memory, not a doubling."""
-    from doctor.models import from_table
+    from llm_doctor.models import from_table
 
     facts = load_paths([str(LOGS / "vllm-a800-qwen2vl72b-weights-oom.log")], Deadline(30))
     facts.model = from_table("Qwen/Qwen2-72B-Instruct")

@@ -6,9 +6,9 @@ import gzip
 import io
 import tracemalloc
 
-from doctor.logparse.events import match, to_number
-from doctor.logparse.lines import normalise
-from doctor.logparse.scan import scan_lines
+from llm_doctor.logparse.events import match, to_number
+from llm_doctor.logparse.lines import normalise
+from llm_doctor.logparse.scan import scan_lines
 
 
 def test_prefixes_colour_and_crlf_are_peeled() -> None:
@@ -114,7 +114,7 @@ def test_streaming_memory_stays_flat() -> None:
 
 
 def test_gzip_stream_reads_like_text(tmp_path) -> None:
-    from doctor.collect.logs import read_blocks
+    from llm_doctor.collect.logs import read_blocks
 
     path = tmp_path / "x.log.gz"
     with gzip.open(path, "wb") as fh:
@@ -124,7 +124,7 @@ def test_gzip_stream_reads_like_text(tmp_path) -> None:
 
 
 def test_blocks_end_on_line_boundaries_and_long_lines_are_cut(monkeypatch) -> None:
-    from doctor.collect import logs
+    from llm_doctor.collect import logs
 
     monkeypatch.setattr(logs, "BLOCK", 16)
     blocks = list(logs.read_blocks(io.BytesIO(b"0123456789\nabcdefghij\n" + b"x" * 40 + b"\nend")))
@@ -135,15 +135,15 @@ def test_blocks_end_on_line_boundaries_and_long_lines_are_cut(monkeypatch) -> No
 
 def test_every_grammar_pattern_can_be_prefiltered() -> None:
     """Each rule requires literals (derived from its regex), and none of them is weak."""
-    from doctor.logparse import prefilter
-    from doctor.logparse.scan import GRAMMAR
+    from llm_doctor.logparse import prefilter
+    from llm_doctor.logparse.scan import GRAMMAR
 
     assert prefilter.weak(GRAMMAR) == []
-    assert all(rule.literals for rule in __import__("doctor.logparse.events", fromlist=["RULES"]).RULES)
+    assert all(rule.literals for rule in __import__("llm_doctor.logparse.events", fromlist=["RULES"]).RULES)
 
 
 def test_prefilter_literals_are_required_by_their_pattern() -> None:
-    from doctor.logparse.prefilter import factors
+    from llm_doctor.logparse.prefilter import factors
 
     assert factors(r"max seq len \((?P<n>\d+)\) is larger") == {f"max seq len ({d}" for d in "0123456789"}
     assert factors(r"^GPU (?P<idx>\d+): ") == {f"gpu {d}" for d in "0123456789"}
@@ -154,8 +154,8 @@ def test_prefilter_literals_are_required_by_their_pattern() -> None:
 
 def test_steady_state_noise_is_not_parsed() -> None:
     """Real stat/access/request lines are rejected before normalisation (the speed of big logs)."""
-    from doctor.logparse.prefilter import NOISE_SAMPLE
-    from doctor.logparse.scan import CANDIDATE
+    from llm_doctor.logparse.prefilter import NOISE_SAMPLE
+    from llm_doctor.logparse.scan import CANDIDATE
 
     for line in NOISE_SAMPLE:
         assert not any(rx.search(line.lower().encode()) for rx in CANDIDATE), line
@@ -174,8 +174,8 @@ def test_block_scan_equals_line_scan_on_every_fixture(monkeypatch) -> None:
     also when blocks cut the log in many places."""
     from pathlib import Path
 
-    from doctor.collect import logs
-    from doctor.logparse.scan import LogScanner
+    from llm_doctor.collect import logs
+    from llm_doctor.logparse.scan import LogScanner
 
     for path in sorted((Path(__file__).resolve().parents[1] / "fixtures" / "logs").glob("*.log")):
         # small blocks, but none smaller than a line (a longer line is cut, and counts as two)
@@ -199,7 +199,7 @@ def test_hard_wrapped_line_is_joined_even_when_the_second_half_has_no_literal() 
 
 
 def test_block_scan_memory_stays_flat() -> None:
-    from doctor.logparse.scan import LogScanner
+    from llm_doctor.logparse.scan import LogScanner
 
     noise = (b"(APIServer pid=1) INFO 05-03 18:07:24 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
              b"Running: 0 reqs, GPU KV cache usage: 0.0%\n") * 5000
@@ -243,7 +243,7 @@ def test_go_slog_heads_are_peeled_and_their_level_kept() -> None:
 
 
 def test_a_slog_message_is_read_as_a_line_of_its_own() -> None:
-    from doctor.logparse import chains
+    from llm_doctor.logparse import chains
 
     # anchored wordings (a `^Killed`, an error enum) are found inside msg="..." too
     assert chains.inner_message('msg="Killed" pid=12') == ("Killed", "Go slog message")

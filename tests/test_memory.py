@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from doctor import memory
-from doctor.engine_args import parse_command
-from doctor.models import from_table
-from doctor.planning import cuda_total_bytes, lookup_gpu
+from llm_doctor import memory
+from llm_doctor.engine_args import parse_command
+from llm_doctor.models import from_table
+from llm_doctor.planning import cuda_total_bytes, lookup_gpu
 
 GIB = 1024**3
 

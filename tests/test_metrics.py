@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from doctor.collect import metrics
-from doctor.collect.files import load_paths
-from doctor.engine import Deadline
-from doctor.logparse import metrics_text as mt
+from llm_doctor.collect import metrics
+from llm_doctor.collect.files import load_paths
+from llm_doctor.engine import Deadline
+from llm_doctor.logparse import metrics_text as mt
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "metrics"
 
@@ -155,8 +155,8 @@ def test_default_url_is_the_server_root():
 
 
 def test_live_scrape_drives_the_kv_pressure_check(engine):
-    from doctor.engine import load_checks, run_checks, select
-    from doctor.facts import Facts
+    from llm_doctor.engine import load_checks, run_checks, select
+    from llm_doctor.facts import Facts
 
     facts = Facts()
     metrics.merge_into(facts, metrics.collect(engine.url + "/metrics", "sk-metrics-test-key", sample_s=0.3, timeout=5))
@@ -198,9 +198,9 @@ def test_runaway_metrics_endpoint_is_capped(monkeypatch):
 
 def test_kv_pressure_on_an_a100_offers_no_fp8_cache(engine):
     """The same live scrape on an A100 (compute capability 8.0, from NVML): no --kv-cache-dtype fp8."""
-    from doctor.engine import load_checks, run_checks, select
-    from doctor.facts import Facts
-    from doctor.facts.gpu import Gpu, GpuFacts
+    from llm_doctor.engine import load_checks, run_checks, select
+    from llm_doctor.facts import Facts
+    from llm_doctor.facts.gpu import Gpu, GpuFacts
 
     facts = Facts()
     metrics.merge_into(facts, metrics.collect(engine.url + "/metrics", "sk-metrics-test-key", sample_s=0.3, timeout=5))

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from doctor.collect import load_probe, metrics
-from doctor.engine import load_checks, run_checks, select
-from doctor.facts import Facts
-from doctor.facts.host import HostFacts
+from llm_doctor.collect import load_probe, metrics
+from llm_doctor.engine import load_checks, run_checks, select
+from llm_doctor.facts import Facts
+from llm_doctor.facts.host import HostFacts
 from tests.peers.fixtures import LLAMA_ALIAS, Peer, clean_env, free_port, manifest_entry, running
 
 pytestmark = pytest.mark.timeout(600)

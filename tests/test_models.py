@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from doctor import memory
-from doctor.engine_args import parse_command
-from doctor.facts.model import ModelFacts
-from doctor.models import builtin_names, from_folder, from_table
+from llm_doctor import memory
+from llm_doctor.engine_args import parse_command
+from llm_doctor.facts.model import ModelFacts
+from llm_doctor.models import builtin_names, from_folder, from_table
 
 AWQ = Path(__file__).parent.parent / "fixtures/models/qwen2-7b-instruct-awq"
 
@@ -60,7 +60,7 @@ def test_every_table_entry_says_where_it_was_verified() -> None:
     import json
     from importlib import resources
 
-    table = json.loads(resources.files("doctor").joinpath("data/models.json").read_text())["models"]
+    table = json.loads(resources.files("llm_doctor").joinpath("data/models.json").read_text())["models"]
     for name in builtin_names():
         entry = table[name]
         assert "same_as" in entry or entry.get("verified_from"), name
@@ -107,7 +107,7 @@ def test_table_spot_values_match_the_real_configs(name: str) -> None:
 
 
 def test_instruct_tune_falls_back_to_its_base_checkpoint() -> None:
-    from doctor.models import from_table
+    from llm_doctor.models import from_table
 
     tuned = from_table("Qwen/Qwen2.5-7B-Instruct")
     assert tuned is not None and tuned.name == "Qwen/Qwen2.5-7B"
@@ -120,9 +120,9 @@ def test_instruct_tune_falls_back_to_its_base_checkpoint() -> None:
 
 def test_glm_field_names_are_read() -> None:
     """ChatGLM configs spell the KV groups, head size and vocab their own way."""
-    from doctor import memory
-    from doctor.facts.deployment import EngineConfig
-    from doctor.models import from_table
+    from llm_doctor import memory
+    from llm_doctor.facts.deployment import EngineConfig
+    from llm_doctor.models import from_table
 
     glm = from_table("THUDM/chatglm3-6b")
     assert (glm.num_layers, glm.num_attention_heads, glm.num_kv_heads, glm.head_dim, glm.vocab_size) == (28, 32, 2, 128, 65024)

@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from doctor.collect.files import load_paths
-from doctor.collect.logs import TAIL_BYTES, LogCollector
-from doctor.engine import CheckSpec, Deadline, load_checks, run_checks, select
-from doctor.facts import Facts
-from doctor.logparse import failures
-from doctor.logparse.events import RULES
-from doctor.logparse.scan import scan_lines
-from doctor.report import build_report
+from llm_doctor.collect.files import load_paths
+from llm_doctor.collect.logs import TAIL_BYTES, LogCollector
+from llm_doctor.engine import CheckSpec, Deadline, load_checks, run_checks, select
+from llm_doctor.facts import Facts
+from llm_doctor.logparse import failures
+from llm_doctor.logparse.events import RULES
+from llm_doctor.logparse.scan import scan_lines
+from llm_doctor.report import build_report
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "fixtures" / "logs"
@@ -47,7 +47,7 @@ V1_UNKNOWN = """\
 
 
 def cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    proc = subprocess.run([sys.executable, "-m", "doctor", *args], input=stdin, capture_output=True, cwd=ROOT, timeout=120,
+    proc = subprocess.run([sys.executable, "-m", "llm_doctor", *args], input=stdin, capture_output=True, cwd=ROOT, timeout=120,
                           env={**os.environ, "NO_COLOR": "1"})
     assert b"Traceback" not in proc.stderr, proc.stderr.decode()
     return proc

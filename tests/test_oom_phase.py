@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from doctor.collect.files import load_paths
-from doctor.engine import Deadline, load_checks, run_checks, select
-from doctor.report import build_report
+from llm_doctor.collect.files import load_paths
+from llm_doctor.engine import Deadline, load_checks, run_checks, select
+from llm_doctor.report import build_report
 
 
 def findings_of(path: Path) -> list:

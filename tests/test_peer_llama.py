@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from doctor.collect import metrics as metrics_collector
+from llm_doctor.collect import metrics as metrics_collector
 from tests.peers.fixtures import LLAMA_ALIAS, DoctorRun, Peer, access_run, doctor
 
 pytestmark = pytest.mark.timeout(300)

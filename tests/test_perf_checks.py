@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from doctor.cli import main
+from llm_doctor.cli import main
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -394,7 +394,7 @@ def test_a_tp_fix_speaks_the_flags_of_the_engine_it_came_from(tmp_path, command,
     ("", [("tp", 2)], "--tensor-parallel-size 2"),  # the engine not known: vLLM's spelling
 ])
 def test_each_engine_gets_its_own_flags_or_none(engine, settings, want):
-    from checks.perf import facts_view as fv
+    from llm_doctor.checks.perf import facts_view as fv
 
     assert fv.command(engine, *settings) == want
 
@@ -427,7 +427,7 @@ def test_a_pasted_clocks_event_section_alone_is_read():
     # one GPU's block of the real 2x A100 `-q -d PERFORMANCE`, its SW thermal slowdown switched on, after a log line
     section = (FIX / "smi" / "nvidia-smi-q-d-performance-2x-a100-pcie-clocks-event-reasons.txt").read_text().replace(
         "        SW Thermal Slowdown               : Not Active", "        SW Thermal Slowdown               : Active", 1)
-    from doctor.logparse import nvidia_smi
+    from llm_doctor.logparse import nvidia_smi
 
     lines = nvidia_smi.embedded_query("INFO 06-13 17:51:20 engine.py:300] Avg prompt throughput: 0.0 tokens/s\n"
                                       + section.split("GPU 00000000:8A:00.0")[0].split("GPU 00000000:12:00.0\n")[1])

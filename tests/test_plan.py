@@ -11,7 +11,7 @@ import pytest
 
 def plan(*args: str) -> tuple[int, str]:
     proc = subprocess.run(
-        [sys.executable, "-m", "doctor", "plan", *args],
+        [sys.executable, "-m", "llm_doctor", "plan", *args],
         capture_output=True,
         text=True,
         timeout=60,

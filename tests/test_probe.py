@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from doctor.collect.load_probe import probe
-from doctor.engine import load_checks, run_checks, select
-from doctor.facts import Facts
-from doctor.facts.host import HostFacts
+from llm_doctor.collect.load_probe import probe
+from llm_doctor.engine import load_checks, run_checks, select
+from llm_doctor.facts import Facts
+from llm_doctor.facts.host import HostFacts
 
 TOKENS = 16
 STEP_S = 0.15
@@ -104,7 +104,7 @@ def test_run_with_probe_load_end_to_end(one_slot):
     from pathlib import Path
 
     out = subprocess.run(
-        [sys.executable, "-m", "doctor", "run", "--base-url", one_slot, "--api-key", "sk-probe-key", "--model", "gemma-tiny",
+        [sys.executable, "-m", "llm_doctor", "run", "--base-url", one_slot, "--api-key", "sk-probe-key", "--model", "gemma-tiny",
          "--probe-load", "4", "--sample", "0.3", "--only", "perf", "--format", "json"],
         capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[1],
     )

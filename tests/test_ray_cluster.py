@@ -36,7 +36,7 @@ def fake_dist(root: Path, name: str, version: str) -> Path:
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "doctor", *args], capture_output=True, text=True, timeout=timeout,
+    return subprocess.run([sys.executable, "-m", "llm_doctor", *args], capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **RAY_ENV, **(env or {})})
 
 
@@ -212,7 +212,7 @@ def test_a_node_killed_during_the_run_is_named(cluster: cluster_utils.Cluster) -
     cluster.wait_for_nodes()
     raylet = psutil.Process(victim.all_processes["raylet"][0].process.pid)
     started = time.monotonic()
-    run = subprocess.Popen([sys.executable, "-m", "doctor", "run", "--ray", cluster.address, "--only", "cluster",
+    run = subprocess.Popen([sys.executable, "-m", "llm_doctor", "run", "--ray", cluster.address, "--only", "cluster",
                             "--format", "json", "--sample", "8", "--deadline", "45"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **RAY_ENV})
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from doctor.redact import Redactor, mask
+from llm_doctor.redact import Redactor, mask
 
 CANARY = "sk-canary-0123456789abcdefXYZ"
 

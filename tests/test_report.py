@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from doctor.engine import CheckResult
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix
-from doctor.redact import Redactor
-from doctor.report import build_report, rank
-from doctor.report.render import FORMATS, render
+from llm_doctor.engine import CheckResult
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix
+from llm_doctor.redact import Redactor
+from llm_doctor.report import build_report, rank
+from llm_doctor.report.render import FORMATS, render
 
 
 def f(code: str, severity: str = "", explains: tuple[str, ...] = ()) -> Finding:

@@ -8,11 +8,11 @@ import ast
 import re
 from pathlib import Path
 
-from doctor.collect.files import load_paths
-from doctor.engine import Deadline, load_checks, run_checks, select
-from doctor.facts import Facts
-from doctor.facts.gpu import Gpu, GpuFacts, GpuProcess
-from doctor.findings import Finding
+from llm_doctor.collect.files import load_paths
+from llm_doctor.engine import Deadline, load_checks, run_checks, select
+from llm_doctor.facts import Facts
+from llm_doctor.facts.gpu import Gpu, GpuFacts, GpuProcess
+from llm_doctor.findings import Finding
 
 ROOT = Path(__file__).resolve().parents[1]
 PLACEHOLDER = re.compile(r"<[A-Za-z][^<>]*>")

@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from doctor.collect.files import load_paths
-from doctor.engine import CheckResult, Deadline, load_checks, run_checks, select
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix
-from doctor.redact import Redactor
-from doctor.report import build_report
-from doctor.report.render import render
+from llm_doctor.collect.files import load_paths
+from llm_doctor.engine import CheckResult, Deadline, load_checks, run_checks, select
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix
+from llm_doctor.redact import Redactor
+from llm_doctor.report import build_report
+from llm_doctor.report.render import render
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,12 +14,12 @@ import sys
 import termios
 from pathlib import Path
 
-from doctor.engine import CheckResult
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix
-from doctor.redact import Redactor
-from doctor.report import build_report
-from doctor.report.render import render
+from llm_doctor.engine import CheckResult
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix
+from llm_doctor.redact import Redactor
+from llm_doctor.report import build_report
+from llm_doctor.report.render import render
 
 ROOT = Path(__file__).resolve().parents[1]
 KV_LOG = ROOT / "fixtures/logs/vllm-v1-kv-cache-needed-gib.log"
@@ -72,7 +72,7 @@ def test_no_all_clear_unless_the_status_is_ok() -> None:
 
 def test_verbose_option_of_analyze() -> None:
     def analyze(*flags: str) -> str:
-        return subprocess.run([sys.executable, "-m", "doctor", "analyze", str(KV_LOG), *flags],
+        return subprocess.run([sys.executable, "-m", "llm_doctor", "analyze", str(KV_LOG), *flags],
                               capture_output=True, text=True, timeout=120).stdout  # fmt: skip
 
     assert " load.cuda " not in analyze() and " load.cuda " in analyze("--verbose") and " load.cuda " in analyze("-v")
@@ -80,7 +80,7 @@ def test_verbose_option_of_analyze() -> None:
 
 def test_a_pipe_gets_whole_lines() -> None:
     """Into a file or a pipe, a 400-character log line stays one line: grep and copy-paste work."""
-    out = subprocess.run([sys.executable, "-m", "doctor", "run", "--log", str(KV_LOG), "--only", "load", "--deadline", "60"],
+    out = subprocess.run([sys.executable, "-m", "llm_doctor", "run", "--log", str(KV_LOG), "--only", "load", "--deadline", "60"],
                          capture_output=True, text=True, timeout=120).stdout  # fmt: skip
     assert f"     | {KV_LOG}:1: {LOG_LINE}" in out.splitlines()
 
@@ -91,7 +91,7 @@ def test_a_terminal_gets_lines_wrapped_to_its_width_with_hanging_indents() -> No
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 72, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    proc = subprocess.Popen([sys.executable, "-m", "doctor", "analyze", str(KV_LOG)], stdout=follower, stderr=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-m", "llm_doctor", "analyze", str(KV_LOG)], stdout=follower, stderr=subprocess.DEVNULL,
                             env={**env, "NO_COLOR": "1"})  # fmt: skip
     os.close(follower)
     chunks = []
@@ -114,7 +114,7 @@ def test_a_terminal_gets_lines_wrapped_to_its_width_with_hanging_indents() -> No
 
 
 def test_the_cluster_table_marks_the_odd_values_in_text_and_markdown() -> None:
-    from doctor.facts.cluster import ClusterFacts, NodeFacts
+    from llm_doctor.facts.cluster import ClusterFacts, NodeFacts
 
     nodes = [NodeFacts(node_id=n * 8, ip=f"10.0.0.{n}", resources={"GPU": 8.0}, versions={"vllm": v, "torch": "2.7.1"})
              for n, v in (("1", "0.10.1"), ("2", "0.10.1"), ("3", "0.9.2"))]  # fmt: skip

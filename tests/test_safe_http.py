@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from doctor.collect import safe_http
+from llm_doctor.collect import safe_http
 from tests.servers import hostile
 from tests.servers.http import FakeServer, Reply
 

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from doctor.collect import logs
-from doctor.engine import Deadline
-from doctor.facts import Facts
-from doctor.logparse import external_prefilter as xp
-from doctor.logparse import template_cache as tc
-from doctor.logparse.scan import LogScanner
+from llm_doctor.collect import logs
+from llm_doctor.engine import Deadline
+from llm_doctor.facts import Facts
+from llm_doctor.logparse import external_prefilter as xp
+from llm_doctor.logparse import template_cache as tc
+from llm_doctor.logparse.scan import LogScanner
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("log_shapes", ROOT / "bench" / "log_shapes.py")
@@ -176,7 +176,7 @@ def test_external_prefilter_on_every_fixture_and_corpus_log(name, tool, tmp_path
 
 def test_a_cleaned_template_puts_each_line_s_own_digits_back() -> None:
     """Colour codes hold digits too: those are dropped, the message's are the line's own."""
-    from doctor.logparse import lines as ln
+    from llm_doctor.logparse import lines as ln
 
     first = "\x1b[1;36m(APIServer pid=1009)\x1b[0;0m WARNING 09-10 23:40:02 [scheduler.py:1560] group 17 is preempted\r\n"
     other = "\x1b[1;36m(APIServer pid=2718)\x1b[0;0m WARNING 11-12 03:04:05 [scheduler.py:1561] group 93 is preempted\r\n"

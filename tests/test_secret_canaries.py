@@ -72,7 +72,7 @@ def engine_process(tmp_path: Path) -> Iterator[subprocess.Popen]:
 
 
 def test_a_live_engine_process_command_line_is_redacted(engine_process: subprocess.Popen) -> None:
-    from doctor.collect import host
+    from llm_doctor.collect import host
 
     (ep,) = [p for p in host.engine_processes() if p.pid == engine_process.pid]
     assert ep.engine == "vllm" and "serve org/model --port 8000 --api_key " in ep.cmdline
@@ -89,7 +89,7 @@ def test_no_canary_in_any_output(tmp_path: Path, gateway: FakeServer, engine_pro
     report, bundle = tmp_path / f"report.{fmt}", tmp_path / "bundle.json"
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
     base = f"{gateway.url}/v1?key={URL_KEY}"
-    cmd = [sys.executable, "-m", "doctor", "run", "--format", fmt, "--timeout", "3", "--deadline", "30", "--sample", "0.2",
+    cmd = [sys.executable, "-m", "llm_doctor", "run", "--format", fmt, "--timeout", "3", "--deadline", "30", "--sample", "0.2",
            "--base-url", base, "--api-key", KEY, "--model", "m", "--log", str(log), "-o", str(report), "--save-bundle", str(bundle)]  # fmt: skip
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert "Traceback" not in out.stderr, out.stderr
@@ -109,7 +109,7 @@ def test_a_usage_error_does_not_quote_a_key_pasted_with_a_space(tmp_path: Path) 
     """`--api-key ck_live_9fT2 mQ7x...` unquoted: click's "unexpected extra argument" quotes the rest."""
     head, tail = KEY[:12], KEY[12:]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-m", "doctor", "run", "--api-key", head, tail], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "llm_doctor", "run", "--api-key", head, tail], capture_output=True, text=True,
                          env=env, cwd=tmp_path, timeout=60)  # fmt: skip
     assert out.returncode == 2 and "Error: Got unexpected extra argument (" in out.stderr
     assert leaks(out.stdout + out.stderr) == [] and tail not in out.stderr
@@ -123,7 +123,7 @@ def test_the_api_key_goes_to_metrics_only_on_its_own_origin(tmp_path: Path, same
     with FakeServer(lambda req: scrape) as metrics_srv, FakeServer(lambda req: scrape) as api:
         base = (metrics_srv if same_origin else api).url + "/v1"
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
-        cmd = [sys.executable, "-m", "doctor", "run", "--only", "perf", "--format", "json", "--sample", "0.2", "--timeout", "3",
+        cmd = [sys.executable, "-m", "llm_doctor", "run", "--only", "perf", "--format", "json", "--sample", "0.2", "--timeout", "3",
                "--deadline", "20", "--base-url", base, "--api-key", KEY, "--metrics-url", metrics_srv.url + "/metrics"]  # fmt: skip
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=90)
     assert "Traceback" not in out.stderr and leaks(out.stdout + out.stderr) == []
@@ -145,7 +145,7 @@ def test_no_canary_from_saved_files_in_any_output(tmp_path: Path, fmt: str) -> N
     )
     report, bundle = tmp_path / f"report.{fmt}", tmp_path / "bundle.json"
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path)}
-    cmd = [sys.executable, "-m", "doctor", "analyze", str(launch), str(log), "--format", fmt, "-o", str(report), "--save-bundle", str(bundle)]
+    cmd = [sys.executable, "-m", "llm_doctor", "analyze", str(launch), str(log), "--format", fmt, "-o", str(report), "--save-bundle", str(bundle)]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert "Traceback" not in out.stderr, out.stderr
     written = {"stdout": out.stdout, "stderr": out.stderr, "--output": report.read_text(), "--save-bundle": bundle.read_text()}

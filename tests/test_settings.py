@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from doctor.settings import clean_key, key_traits, resolve
+from llm_doctor.settings import clean_key, key_traits, resolve
 
 KEY = "sk-canary-0123456789abcdefXYZ"
 
@@ -139,7 +139,7 @@ def test_clean_key() -> None:
 def test_facts_hold_the_key_only_masked() -> None:
     env = {"OPENAI_API_KEY": KEY, "HTTPS_PROXY": "http://alice:hunter2secret@proxy.corp:3128"}
     facts = resolve("http://h/v1", env=env, home=Path("/nonexistent"), cwd=Path("/nonexistent")).to_facts()
-    text = json.dumps(__import__("doctor.facts", fromlist=["to_dict"]).to_dict(facts))
+    text = json.dumps(__import__("llm_doctor.facts", fromlist=["to_dict"]).to_dict(facts))
     assert KEY not in text and "hunter2secret" not in text
     assert facts.api_key.value == "sk-...fXYZ"
     assert facts.proxy_env == {"HTTPS_PROXY": "http://alice:****@proxy.corp:3128"}
@@ -149,7 +149,7 @@ def test_facts_hold_the_key_only_masked() -> None:
 def test_cli_reports_where_each_value_came_from(tmp_path: Path) -> None:
     claude_settings(tmp_path, {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "ANTHROPIC_AUTH_TOKEN": KEY, "ANTHROPIC_MODEL": "claude-x"})
     out = subprocess.run(
-        [sys.executable, "-m", "doctor", "run", "--only", "access", "--format", "json", "--timeout", "1"],
+        [sys.executable, "-m", "llm_doctor", "run", "--only", "access", "--format", "json", "--timeout", "1"],
         capture_output=True, text=True, cwd=tmp_path, timeout=60,
         env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)},
     )  # fmt: skip

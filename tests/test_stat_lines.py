@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from doctor.cli import main
-from doctor.logparse.scan import LogScanner
+from llm_doctor.cli import main
+from llm_doctor.logparse.scan import LogScanner
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 STAT = FIX / "stat_lines"
@@ -172,9 +172,9 @@ def test_blocks_and_lines_give_the_same_series_and_memory_stays_flat():
 
 
 def test_a_big_log_read_tail_first_quotes_the_right_line_numbers(tmp_path, monkeypatch):
-    from doctor.collect import logs
-    from doctor.engine import Deadline
-    from doctor.facts import Facts
+    from llm_doctor.collect import logs
+    from llm_doctor.engine import Deadline
+    from llm_doctor.facts import Facts
 
     idle = (FIX / "stat_lines/vllm-0.2-v0-stat-lines.log").read_text().splitlines(keepends=True)[0]
     busy = (STAT / "vllm-v1-kv-full-43-waiting.log").read_text()

@@ -41,7 +41,7 @@ class Starting:
 
 
 def command(*args: str, only: str = "access") -> list[str]:
-    return [sys.executable, "-m", "doctor", "run", "--only", only, "--format", "json", "--timeout", "10", *args]
+    return [sys.executable, "-m", "llm_doctor", "run", "--only", only, "--format", "json", "--timeout", "10", *args]
 
 
 def env(home: Path) -> dict[str, str]:
@@ -176,7 +176,7 @@ def test_a_container_that_exited_ends_the_wait_at_once_with_its_crash(tmp_path: 
 def test_a_pod_in_crash_loop_is_gone(tmp_path: Path, monkeypatch: Any) -> None:
     """`kubectl get pod -o jsonpath=...` as kubectl prints it for a crash-looping pod and a running one
     (a stand-in on PATH: no cluster here)."""
-    from doctor.collect.ready import container_gone
+    from llm_doctor.collect.ready import container_gone
 
     fake = tmp_path / "kubectl"
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ.get('PATH', '/usr/bin:/bin')}")

@@ -9,4 +9,4 @@ import importlib
 ORDER = ("ready", "base_url", "network", "key", "key_source", "model", "protocol", "request", "streaming")
 
 for _name in ORDER:
-    importlib.import_module(f"checks.access.{_name}")
+    importlib.import_module(f"llm_doctor.checks.access.{_name}")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-from checks.access import transcript as t
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.facts.access import EndpointFacts, SettingsFacts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.checks.access import transcript as t
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.facts.access import EndpointFacts, SettingsFacts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 PASTED = ("/chat/completions", "/completions", "/messages", "/models", "/embeddings", "/responses")
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 
-from checks.load import log_events as le
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.facts.logs import LogEvent
-from doctor.findings import Finding, Fix, Outcome
-from doctor.logview import LogView
+from llm_doctor.checks.load import log_events as le
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.facts.logs import LogEvent
+from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logview import LogView
 
 KIND_CODE = {
     "client_quota": "access.quota_exceeded",

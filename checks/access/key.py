@@ -8,11 +8,11 @@ A missing key is only an error when the server asks for one: local vLLM/llama.cp
 
 from __future__ import annotations
 
-from checks.access import transcript as t
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.facts.access import EndpointFacts, KeyTraits, ProbeStep, SettingsFacts
-from doctor.findings import Finding, Fix, Outcome
+from llm_doctor.checks.access import transcript as t
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.facts.access import EndpointFacts, KeyTraits, ProbeStep, SettingsFacts
+from llm_doctor.findings import Finding, Fix, Outcome
 
 CODES = ("access.key_missing", "access.key_malformed", "access.key_rejected")
 # hosts whose keys have a known shape (the provider's own API)

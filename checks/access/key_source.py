@@ -4,9 +4,9 @@ that is a leak, so it is a warning with the two ways that keep it off the comman
 
 from __future__ import annotations
 
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 
 @check("access.key_source", "access", codes=["access.key_on_command_line"], needs=("settings",))

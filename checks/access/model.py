@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import difflib
 
-from checks.access import transcript as t
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.facts.access import EndpointFacts, ProbeStep, SettingsFacts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.checks.access import transcript as t
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.facts.access import EndpointFacts, ProbeStep, SettingsFacts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 CODES = ("access.model_id_missing", "access.model_not_found")
 REQUEST_STEPS = ("chat", "candidate_chat", "messages", "candidate_messages")

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from checks.access import transcript as t
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.facts.access import EndpointFacts, ProbeStep
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.checks.access import transcript as t
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.facts.access import EndpointFacts, ProbeStep
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 CODES = ("access.proxy_failed", "access.dns_failed", "access.connect_failed", "access.tls_failed")
 

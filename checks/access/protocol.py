@@ -6,10 +6,10 @@ SDK need an OpenAI-compatible one (ending in `/v1`, they append `/chat/completio
 
 from __future__ import annotations
 
-from checks.access import transcript as t
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.checks.access import transcript as t
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 SYMPTOMS = ["access.base_url_invalid", "access.model_not_found", "access.response_invalid", "access.key_rejected"]
 

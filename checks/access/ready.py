@@ -9,10 +9,10 @@ so a crash reads as the crash, not as "timed out".
 
 from __future__ import annotations
 
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.facts.gate import ReadyFacts
-from doctor.findings import Finding, Fix, Outcome
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.facts.gate import ReadyFacts
+from llm_doctor.findings import Finding, Fix, Outcome
 
 SHOWN = 8  # the last observations quoted
 

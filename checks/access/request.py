@@ -7,11 +7,11 @@ returns empty `content` with `finish_reason: length` is healthy, and is said to 
 
 from __future__ import annotations
 
-from checks.access import transcript as t
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.facts.access import EndpointFacts, ProbeStep
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.checks.access import transcript as t
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.facts.access import EndpointFacts, ProbeStep
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 CODES = ("access.response_invalid", "access.rate_limited", "access.quota_exceeded", "access.server_error", "access.timeout")
 # not after access.model: that one cannot judge a server that answers nothing but 5xx or times out
@@ -130,7 +130,7 @@ def _engine_cause(said: str) -> tuple[str, str] | None:
     """The engine failure a 5xx body states, read with the log grammar the way a log line is (the
     error inside its wrapper first): (event kind, how it was recognised), or None. An answer that
     only says that a request failed (a status, a page) names no cause."""
-    from doctor.logparse import chains
+    from llm_doctor.logparse import chains
 
     found = chains.match(said) if said else None
     if found is None or not found[0].fatal or found[0].kind.startswith("client_") or found[0].kind == "http_response":

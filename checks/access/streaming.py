@@ -8,11 +8,11 @@ the client sees a long silence then the whole answer. Signs: a Content-Length on
 
 from __future__ import annotations
 
-from checks.access import transcript as t
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.facts.access import ProbeStep
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.checks.access import transcript as t
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.facts.access import ProbeStep
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 BUFFERED_AFTER_MS = 200  # a stream held back at least this long, and about as long as the plain answer took
 NGINX = Fix("Turn buffering off for the API location in the proxy (nginx)", "proxy_buffering off;")

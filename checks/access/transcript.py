@@ -9,8 +9,8 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
-from doctor.facts import Facts
-from doctor.facts.access import EndpointFacts, ProbeStep, Setting
+from llm_doctor.facts import Facts
+from llm_doctor.facts.access import EndpointFacts, ProbeStep, Setting
 
 NETWORK_STEPS = ("proxy", "proxy_unused", "dns", "tcp", "tls", "tls_sniff", "raw")
 SNIFF_STEPS = ("sniff_messages", "sniff_chat", "sniff_models")

@@ -12,10 +12,10 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.facts.cluster import NodeFacts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.facts.cluster import NodeFacts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 NOT_INSTALLED = "(not installed)"
 VERSION_NAMES = {"driver": "NVIDIA driver", "cuda": "CUDA (driver API)", "python": "Python", "ray": "Ray",

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from checks.cluster.differences import answered, majority, names
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.facts.cluster import ModelCopy, NodeFacts, is_local
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.checks.cluster.differences import answered, majority, names
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.facts.cluster import ModelCopy, NodeFacts, is_local
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 GiB = 1024**3
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.facts.cluster import PlacementGroupFacts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.facts.cluster import PlacementGroupFacts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 PENDING = ("PENDING", "RESCHEDULING")
 

@@ -7,11 +7,11 @@ engine's TP/NCCL errors that follow them are their symptoms.
 
 from __future__ import annotations
 
-from checks.load import log_events as le
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, Outcome
-from doctor.logview import LogView
+from llm_doctor.checks.load import log_events as le
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logview import LogView
 
 SYMPTOMS = ["load.tp_invalid", "load.nccl_failed", "load.gpu_not_visible", "load.startup_timeout", "load.unrecognized_failure"]
 

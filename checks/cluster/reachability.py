@@ -4,9 +4,9 @@ compare the nodes that did answer."""
 
 from __future__ import annotations
 
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 
 @check("cluster.reachable", "cluster", codes=["cluster.connect_failed", "cluster.node_unreachable"], needs=("cluster",))
@@ -33,7 +33,7 @@ def reachable(facts: Facts) -> Outcome:
                      "ray status"),
                  Fix("Look for why it stopped (OOM killer, preemption, a crashed raylet)",
                      "less /tmp/ray/session_latest/logs/raylet.out")]
-        if "No module named 'doctor'" in node.error or "ModuleNotFoundError" in node.error:
+        if "No module named 'llm_doctor'" in node.error or "ModuleNotFoundError" in node.error:
             fixes.insert(0, Fix(f"Install llm-doctor on {node.ip or node.hostname} too, the same version as here",
                                 "pip install llm-doctor"))
         if node.alive and "did not answer" in node.error and cluster.seconds:

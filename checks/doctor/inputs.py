@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.facts.inputs import InputGap
-from doctor.findings import Finding, Fix, Outcome
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.facts.inputs import InputGap
+from llm_doctor.findings import Finding, Fix, Outcome
 
 MIB = 1024 * 1024
 

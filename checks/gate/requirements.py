@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 CODES = ("gate.kv_cache_tokens_below", "gate.concurrency_below", "gate.ttft_above", "gate.tokens_per_s_below",
          "gate.gpu_memory_above", "gate.requirement_unmeasured")  # fmt: skip

@@ -4,11 +4,11 @@ negative context length). The fix names the value the engine itself derived."""
 
 from __future__ import annotations
 
-from checks.load import log_events as le
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, Outcome
-from doctor.logview import LogView
+from llm_doctor.checks.load import log_events as le
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logview import LogView
 
 
 @check("load.config", "load", codes=["load.config_invalid"], any_of=["logs", "deployment"], events=["config_invalid"])
@@ -41,7 +41,7 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
 
 
 def _launch_values(facts: Facts) -> Outcome:
-    from doctor.engine_args import invalid_values
+    from llm_doctor.engine_args import invalid_values
 
     bad = invalid_values(facts.deployment) if facts.deployment else []
     if not bad:

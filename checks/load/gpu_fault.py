@@ -3,11 +3,11 @@ illegal memory access is usually a kernel bug, not hardware: it counts only alon
 
 from __future__ import annotations
 
-from checks.load import log_events as le
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, Outcome
-from doctor.logview import LogView
+from llm_doctor.checks.load import log_events as le
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logview import LogView
 
 
 @check("load.gpu_fault", "load", codes=["load.gpu_fault"], events=["gpu_fault", "illegal_memory_access"])

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 
-from checks.load import log_events as le
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, Outcome
-from doctor.logview import LogView
+from llm_doctor.checks.load import log_events as le
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logview import LogView
 
 SYMPTOMS = ["load.no_kv_cache_memory", "load.kv_cache_insufficient", "load.runtime_oom", "load.weights_oom"]
 MEMORY_FAILURES = {"no_kv_memory", "kv_cache_too_small", "cuda_oom"}

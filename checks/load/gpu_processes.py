@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 import re
 
-from checks.perf import facts_view as fv
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.checks.perf import facts_view as fv
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 MIN_OTHER_MIB = 512
 ENGINE_NAMES = re.compile(r"python|ray::|vllm|sglang|text-generation|llama|ollama|trtllm|tritonserver", re.I)

@@ -5,11 +5,11 @@ only mentioned."""
 
 from __future__ import annotations
 
-from checks.load import log_events as le
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, Outcome
-from doctor.logview import LogView
+from llm_doctor.checks.load import log_events as le
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logview import LogView
 
 
 @check("load.host_memory", "load", codes=["load.host_oom"], events=["host_oom", "killed", "swap_space_large", "load_failed"])

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import math
 
-from checks.load import log_events as le
-from doctor import fp8
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, Outcome
-from doctor.logview import LogView
+from llm_doctor import fp8
+from llm_doctor.checks.load import log_events as le
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logview import LogView
 
 MAX_UTIL = 0.95
 
@@ -100,7 +100,7 @@ def _model_kv_gib_per_token(facts: Facts) -> float | None:
     """KV bytes per token from the model's architecture (when the log names a known model)."""
     if facts.model is None or facts.deployment is None:
         return None
-    from doctor import memory
+    from llm_doctor import memory
 
     try:
         return memory.kv_bytes_per_token(facts.model, facts.deployment) / le.GIB

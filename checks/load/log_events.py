@@ -8,9 +8,9 @@ connections, 5xx, timeouts), so ranking puts the server's cause before those sym
 
 from __future__ import annotations
 
-from doctor.facts import Facts
-from doctor.facts.logs import LogEvent
-from doctor.logview import evidence  # noqa: F401  (the checks quote events through le.evidence)
+from llm_doctor.facts import Facts
+from llm_doctor.facts.logs import LogEvent
+from llm_doctor.logview import evidence  # noqa: F401  (the checks quote events through le.evidence)
 
 CLIENT_SYMPTOMS = ["access.connect_failed", "access.server_error", "access.timeout", "access.response_invalid", "access.not_ready"]
 GIB = 1024**3
@@ -44,7 +44,7 @@ def gpu_total_gib(facts: Facts) -> float | None:
     if facts.gpus and facts.gpus.gpus and facts.gpus.gpus[0].memory_total_mib:
         return facts.gpus.gpus[0].memory_total_mib / 1024
     if logs and logs.setup.gpu_names:
-        from doctor.planning import lookup_gpu
+        from llm_doctor.planning import lookup_gpu
 
         try:
             return lookup_gpu(logs.setup.gpu_names[0])[1] / 1024

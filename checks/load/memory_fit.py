@@ -4,10 +4,10 @@ computed changes."""
 
 from __future__ import annotations
 
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.facts.plan import MemoryPlan
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.facts.plan import MemoryPlan
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 GIB = 1024**3
 CODES = {
@@ -27,8 +27,8 @@ def plan_of(facts: Facts) -> MemoryPlan:
     gpus = facts.gpus.gpus if facts.gpus else []
     if not (facts.model and facts.deployment and gpus and gpus[0].memory_total_mib):
         raise NotApplicable("no memory plan: needs the model, the engine arguments and the GPUs")
-    from doctor import memory
-    from doctor.planning import cuda_total_bytes
+    from llm_doctor import memory
+    from llm_doctor.planning import cuda_total_bytes
 
     total, note = cuda_total_bytes(gpus[0].name, min(g.memory_total_mib or 0 for g in gpus))
     setup = facts.logs.setup if facts.logs else None

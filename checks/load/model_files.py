@@ -4,11 +4,11 @@ gated/unauthorised on the Hub, Hub unreachable, wrong format), custom code that 
 
 from __future__ import annotations
 
-from checks.load import log_events as le
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, Outcome
-from doctor.logview import LogView
+from llm_doctor.checks.load import log_events as le
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logview import LogView
 
 ARCH_IS_FILE = {"clip"}  # a GGUF of a projector/encoder, not a language model: the wrong file
 # GGUF architectures of image/video generation models (city96/ComfyUI-GGUF loader.py IMG_ARCH_LIST): no

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 
-from checks.load import log_events as le
-from doctor import fp8
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, Outcome
-from doctor.logview import LogView
+from llm_doctor import fp8
+from llm_doctor.checks.load import log_events as le
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logview import LogView
 
 LOAD_PHASES = ("weights", "startup")
 
@@ -119,8 +119,8 @@ def _weights(facts: Facts, log: LogView, e) -> Finding:
 def _sized_split(facts: Facts, gpus: int) -> tuple[str, int | None] | None:
     """With the model's architecture (facts, or the shipped table by the logged model name) and the
     GPU size, the weights per GPU and the smallest TP that fits, from doctor.memory."""
-    from doctor import memory
-    from doctor.models import from_table
+    from llm_doctor import memory
+    from llm_doctor.models import from_table
 
     total = le.gpu_total_gib(facts)
     cfg = facts.deployment

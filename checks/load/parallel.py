@@ -4,12 +4,12 @@ that many visible GPUs. The fix lists the TP sizes that are valid for this model
 
 from __future__ import annotations
 
-from checks.load import log_events as le
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, Outcome
-from doctor.logview import LogView
-from doctor.memory import valid_tp_sizes
+from llm_doctor.checks.load import log_events as le
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logview import LogView
+from llm_doctor.memory import valid_tp_sizes
 
 KINDS = ("tp_heads", "tp_gpus", "quant_partition", "not_divisible", "device_ordinal")
 

@@ -3,11 +3,11 @@ a method the CLI does not accept, a MoE/bit-width combination the kernels do not
 
 from __future__ import annotations
 
-from checks.load import log_events as le
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, Outcome
-from doctor.logview import LogView
+from llm_doctor.checks.load import log_events as le
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logview import LogView
 
 
 @check("load.quantization", "load", codes=["load.quantization_unsupported"], events=["quant_unsupported", "quant_partition"])

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 
-from checks.perf import facts_view as fv
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
-from doctor.logview import LogView
+from llm_doctor.checks.perf import facts_view as fv
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.logview import LogView
 
 ROOM = 0.7  # KV usage below this while requests wait: the cache is not what holds them back
 SMALL_SEQS = 8
@@ -43,7 +43,7 @@ def _reduced_cap(cfg, found: list) -> Finding | None:
     state cache) holds: requests beyond it queue whatever --max-running-requests says. The requested
     concurrency is served by replicas of the reduced size; the reduced cap itself, set explicitly,
     keeps a router or gateway from sending more than one replica admits."""
-    from checks.load import log_events as le
+    from llm_doctor.checks.load import log_events as le
 
     if not found:
         return None

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import re
 
-from checks.load import log_events as le
-from checks.perf import facts_view as fv
-from doctor import fp8
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, Outcome
-from doctor.logview import LogView
+from llm_doctor import fp8
+from llm_doctor.checks.load import log_events as le
+from llm_doctor.checks.perf import facts_view as fv
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logview import LogView
 
 # vLLM's start-up advice names the flag without setting it ("To run the model in eager mode, set
 # 'enforce_eager=True' or use '--enforce-eager' in the CLI"), with or without its quotes

@@ -7,9 +7,9 @@ vLLM, `--tp` for SGLang, `--num-shard` for TGI).
 
 from __future__ import annotations
 
-from doctor.facts import Facts
-from doctor.facts.deployment import EngineConfig
-from doctor.facts.gpu import Gpu, GpuFacts
+from llm_doctor.facts import Facts
+from llm_doctor.facts.deployment import EngineConfig
+from llm_doctor.facts.gpu import Gpu, GpuFacts
 
 FLAGS: dict[str, dict[str, str]] = {
     "tp": {"vllm": "--tensor-parallel-size", "sglang": "--tp", "tgi": "--num-shard", "trtllm": "--tp_size"},
@@ -116,7 +116,7 @@ def from_log(m) -> bool:
 def sustained(m, count_name: str) -> bool:
     """In a log: the state counted by `count_name` held over a share of the stat lines, so it
     describes the run, not one busy moment (doctor/logparse/stat_lines.is_sustained)."""
-    from doctor.logparse.stat_lines import is_sustained
+    from llm_doctor.logparse.stat_lines import is_sustained
 
     return is_sustained(m.values.get(count_name, 0), m.values.get("stat_samples", 0))
 

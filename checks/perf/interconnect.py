@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from itertools import combinations
 
-from checks.perf import facts_view as fv
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
-from doctor.logparse.topo import level_is_nvlink
-from doctor.logview import LogView
+from llm_doctor.checks.perf import facts_view as fv
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.logparse.topo import level_is_nvlink
+from llm_doctor.logview import LogView
 
 # worse is larger; NV# is best
 LEVEL_RANK = {"X": 0, "PIX": 2, "PXB": 3, "PHB": 4, "NODE": 5, "SYS": 6}
@@ -59,7 +59,7 @@ def _logged_no_p2p(facts: Facts, log: LogView) -> Finding | None:
     """vLLM says why it turned its custom all-reduce off: no P2P, or more than two PCIe-only GPUs.
     Both mean the TP all-reduce runs through NCCL over PCIe/host memory. ("spans across nodes"
     is the parallel layout, judged by perf.parallelism.)"""
-    from checks.load import log_events as le
+    from llm_doctor.checks.load import log_events as le
 
     found = [e for e in log.events("custom_allreduce_off") if re.search(r"P2P|PCIe-only", " ".join(e.lines), re.I)]
     if not found:
@@ -80,7 +80,7 @@ def _nccl_p2p_off(facts: Facts, log: LogView) -> Finding | None:
     between GPUs of one node go through shared host memory (SHM). Every TP all-reduce then makes a
     round trip through host RAM. Often a workaround for boards whose P2P hangs, so the first fix is
     to test P2P, the second to need less all-reduce (replicas instead of TP)."""
-    from checks.load import log_events as le
+    from llm_doctor.checks.load import log_events as le
 
     found = log.events("nccl_p2p_off")
     if not found:
@@ -100,8 +100,8 @@ def _replicas_fix(facts: Facts, cfg, engine: str, tp: int, why: str) -> Fix | No
     """TP/2 x DP 2: half the all-reduce traffic per token, if the model's weights fit TP/2. With the
     model and the GPU size known the weights per GPU say so (no fix when they do not fit at all);
     without them the fix says what to check."""
-    from checks.load import log_events as le
-    from checks.perf.parallelism import smaller_weights
+    from llm_doctor.checks.load import log_events as le
+    from llm_doctor.checks.perf.parallelism import smaller_weights
 
     half = tp // 2
     command = fv.command(engine, ("tp", half), ("dp", 2))
@@ -224,7 +224,7 @@ def _nccl_sockets_across_nodes(facts: Facts, log: LogView, cfg) -> Finding | Non
     """NCCL printing `NET/Socket : Using <iface>` picked TCP for its network transport. Within one
     node that is harmless (P2P/NVLink/SHM carry the traffic); across nodes it means no IB/RoCE/EFA
     transport was found, and TP/PP traffic between nodes crawls over Ethernet."""
-    from checks.load import log_events as le
+    from llm_doctor.checks.load import log_events as le
 
     found = log.events("nccl_net_socket")
     hosts = {str(e.values.get("host")) for e in found if e.values.get("host")}

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 
-from checks.perf import facts_view as fv
-from doctor import fp8
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor import fp8
+from llm_doctor.checks.perf import facts_view as fv
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 FULL = 0.90
 TARGET = 0.80

@@ -10,10 +10,10 @@ since the process started.
 
 from __future__ import annotations
 
-from checks.perf import facts_view as fv
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.checks.perf import facts_view as fv
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 TTFT_S = 2.0
 ITL_S = 0.1
@@ -41,7 +41,7 @@ def itl_floor_s(facts: Facts, cfg) -> tuple[float, str] | None:
     bw = bandwidth_gbs(facts.gpus.gpus[0].name)
     if not bw:
         return None
-    from doctor.memory import weights_bytes_per_gpu
+    from llm_doctor.memory import weights_bytes_per_gpu
 
     weights = weights_bytes_per_gpu(facts.model, cfg)
     return weights / (bw * 1e9), f"{weights / 1024**3:.1f} GiB of weights per GPU / {bw} GB/s ({facts.gpus.gpus[0].name})"

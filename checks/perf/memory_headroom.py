@@ -8,10 +8,10 @@ prompts, many images, a spike of concurrent requests) end in OOM in the middle o
 
 from __future__ import annotations
 
-from checks.perf import facts_view as fv
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.checks.perf import facts_view as fv
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 LIMIT = 0.95
 SAFE = {"vllm": 0.90, "sglang": 0.85, "tgi": 0.90}

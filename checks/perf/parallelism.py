@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 
-from checks.perf import facts_view as fv
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.checks.perf import facts_view as fv
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 
 def valid_tp(gpus: int, heads: int | None) -> int:
@@ -103,7 +103,7 @@ def _gpu_gib(g) -> float | None:
 def smaller_weights(facts: Facts, cfg, tp: int) -> float:
     import dataclasses
 
-    from doctor.memory import weights_bytes_per_gpu
+    from llm_doctor.memory import weights_bytes_per_gpu
 
     return weights_bytes_per_gpu(facts.model, dataclasses.replace(cfg, tensor_parallel_size=tp)) / 1024**3
 

@@ -8,10 +8,10 @@ and prefill load. vLLM V0 has it off by default (V1 on), SGLang's radix cache is
 
 from __future__ import annotations
 
-from checks.perf import facts_view as fv
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.checks.perf import facts_view as fv
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 SHARE = 2.0  # prompt tokens per generated token above this: prefill-heavy, a cache would pay
 

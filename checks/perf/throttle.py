@@ -9,10 +9,10 @@ settings only when they pin the clock below the maximum.
 
 from __future__ import annotations
 
-from checks.perf import facts_view as fv
-from doctor.engine import check
-from doctor.facts import Facts
-from doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.checks.perf import facts_view as fv
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 THERMAL = {"hw_thermal_slowdown", "sw_thermal_slowdown"}
 POWER = {"sw_power_cap", "hw_power_brake_slowdown"}

@@ -7,12 +7,12 @@ import difflib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from doctor.baseline.model import RequestResult, Run
-from doctor.baseline.requests import Expect, score
-from doctor.findings import Finding, Fix
+from llm_doctor.baseline.model import RequestResult, Run
+from llm_doctor.baseline.requests import Expect, score
+from llm_doctor.findings import Finding, Fix
 
 if TYPE_CHECKING:
-    from doctor.baseline.compare import Comparison, Summary
+    from llm_doctor.baseline.compare import Comparison, Summary
 
 SIMILAR_RATIO = 0.9  # difflib ratio at or above which a changed answer counts as "similar"
 DIFFS_SHOWN = 3

@@ -18,15 +18,15 @@ from typing import Any
 
 import click
 
-from doctor.baseline.model import Baseline, BaselineFileError, Run, load
-from doctor.redact import Redactor
+from llm_doctor.baseline.model import Baseline, BaselineFileError, Run, load
+from llm_doctor.redact import Redactor
 
 
 def record_command(kw: dict[str, Any]) -> int:
-    from doctor import settings as settings_mod
-    from doctor.baseline import requests
-    from doctor.collect.baseline import RecordOptions, record
-    from doctor.engine import Deadline
+    from llm_doctor import settings as settings_mod
+    from llm_doctor.baseline import requests
+    from llm_doctor.collect.baseline import RecordOptions, record
+    from llm_doctor.engine import Deadline
 
     try:
         settings = settings_mod.resolve(kw["base_url"], kw["api_key"], None, kw["protocol"],
@@ -68,7 +68,7 @@ def record_command(kw: dict[str, Any]) -> int:
 
 
 def summary(b: Baseline, path: str) -> str:
-    from doctor.baseline.compare import summarise
+    from llm_doctor.baseline.compare import summarise
 
     lines = [f"recorded {b.request_set.get('name')} ({len(b.runs[0].requests)} requests x {b.options.get('repeat')}) "
              f"against {b.base_url} -> {path}"]  # fmt: skip
@@ -134,7 +134,7 @@ def plan(paths: tuple[str, ...], files: list[Baseline]) -> Plan:
 def _check_row(c: Any, tolerance: float) -> Any:
     """One row per comparison in the checks table (and one JUnit testcase), so a CI system shows
     the verdict natively: fail on an error finding, warn on a warning."""
-    from doctor.engine import CheckResult
+    from llm_doctor.engine import CheckResult
 
     severities = {f.severity for f in c.findings}
     status = "fail" if "error" in severities else "warn" if "warn" in severities else "pass"
@@ -144,10 +144,10 @@ def _check_row(c: Any, tolerance: float) -> Any:
 
 
 def compare_command(paths: tuple[str, ...], kw: dict[str, Any]) -> int:
-    from doctor.baseline import compare, render
-    from doctor.facts import Facts
-    from doctor.report import Report, rank
-    from doctor.report.render import render as render_report
+    from llm_doctor.baseline import compare, render
+    from llm_doctor.facts import Facts
+    from llm_doctor.report import Report, rank
+    from llm_doctor.report.render import render as render_report
 
     try:
         files = [load(p) for p in paths]
@@ -192,7 +192,7 @@ def compare_command(paths: tuple[str, ...], kw: dict[str, Any]) -> int:
                 data["status"] = "incomplete"
             text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
         else:
-            from doctor.cli import color_wanted
+            from llm_doctor.cli import color_wanted
 
             text = render_report(report, kw["fmt"], redactor, color=color_wanted(kw["fmt"], kw["output"]))
         if kw["output"]:

@@ -15,11 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from statistics import median
 
-from doctor.baseline.answers import OutputDiff, diff_outputs, is_right, quality_findings, score_text
-from doctor.baseline.effects import config_changes, no_effect_findings, unapplied_findings, unmoved_findings
-from doctor.baseline.model import Baseline, Run
-from doctor.baseline.stats import Verdict, latency_noise, percentile, spread, verdict
-from doctor.findings import Finding, Fix
+from llm_doctor.baseline.answers import OutputDiff, diff_outputs, is_right, quality_findings, score_text
+from llm_doctor.baseline.effects import (
+    config_changes,
+    no_effect_findings,
+    unapplied_findings,
+    unmoved_findings,
+)
+from llm_doctor.baseline.model import Baseline, Run
+from llm_doctor.baseline.stats import Verdict, latency_noise, percentile, spread, verdict
+from llm_doctor.findings import Finding, Fix
 
 LATENCY = (("ttft_ms", "TTFT"), ("itl_ms", "ITL"), ("e2e_ms", "end-to-end"))
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from doctor.baseline.model import Run
-from doctor.findings import Finding, Fix
+from llm_doctor.baseline.model import Run
+from llm_doctor.findings import Finding, Fix
 
 if TYPE_CHECKING:
-    from doctor.baseline.compare import Comparison
+    from llm_doctor.baseline.compare import Comparison
 
 
 def config_changes(before: Run, after: Run) -> list[tuple[str, str, str]]:

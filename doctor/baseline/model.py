@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from doctor.facts import from_dict, to_dict
-from doctor.redact import Redactor
+from llm_doctor.facts import from_dict, to_dict
+from llm_doctor.redact import Redactor
 
 SCHEMA = "llm-doctor.baseline/1"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from doctor.baseline.compare import LATENCY, Comparison, Summary
+from llm_doctor.baseline.compare import LATENCY, Comparison, Summary
 
 
 def _num(value: float | None, fmt: str = "{:,.1f}") -> str:

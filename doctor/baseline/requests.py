@@ -59,7 +59,7 @@ class RequestSet:
 
 
 def builtin() -> RequestSet:
-    text = resources.files("doctor").joinpath("data/baseline_requests.json").read_text(encoding="utf-8")
+    text = resources.files("llm_doctor").joinpath("data/baseline_requests.json").read_text(encoding="utf-8")
     data = json.loads(text)
     requests = [_request(item, f"request {i + 1}") for i, item in enumerate(data["requests"])]
     return _finish(data["name"], str(data["version"]), "built-in", requests)

@@ -1,6 +1,6 @@
 """Collectors: the ONLY code that touches the world (network, files, NVML, processes, Ray).
 
-`collect_run` gathers live facts for `llm-doctor run`; `doctor.collect.files.load_paths` reads
+`collect_run` gathers live facts for `llm-doctor run`; `llm_doctor.collect.files.load_paths` reads
 saved artefacts for `analyze`. Each collector is guarded: one that fails leaves a note and its
 section empty, and the checks that need it are skipped, never passed.
 """
@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from doctor.engine import Deadline
-from doctor.facts import Facts
-from doctor.facts.inputs import InputGap
-from doctor.settings import Settings
+from llm_doctor.engine import Deadline
+from llm_doctor.facts import Facts
+from llm_doctor.facts.inputs import InputGap
+from llm_doctor.settings import Settings
 
 Progress = Callable[[str, str], None]  # (layer, message)
 
@@ -55,23 +55,23 @@ def collect_run(settings: Settings, opts: RunOptions, deadline: Deadline, progre
     say = progress or (lambda layer, msg: None)
     facts = Facts(collected_at=now(), settings=settings.to_facts())
     if "access" in opts.layers:
-        from doctor.collect import endpoint
+        from llm_doctor.collect import endpoint
 
         say("access", f"probing {settings.base_url.value or 'endpoint'}")
         facts.endpoint = guarded(facts, "endpoint", lambda: endpoint.probe(settings, opts, deadline, say))
     if opts.logs or opts.docker or opts.k8s:
-        from doctor.collect import logs
+        from llm_doctor.collect import logs
 
         say("load", "reading engine logs")
         guarded(facts, "logs", lambda: logs.collect(opts.logs, opts.docker, opts.k8s, opts.namespace, opts.previous, facts, deadline))
     if opts.ray:
-        from doctor.collect import ray_cluster
+        from llm_doctor.collect import ray_cluster
 
         say("load", f"collecting from every node of the Ray cluster {opts.ray}")
         models = tuple(m for m in dict.fromkeys((settings.model.value or "", facts.deployment.model if facts.deployment else "")) if m)
         facts.cluster = guarded(facts, "ray", lambda: ray_cluster.collect(opts.ray, opts.sample, deadline, models))
     if "load" in opts.layers or "perf" in opts.layers:
-        from doctor.collect import live
+        from llm_doctor.collect import live
 
         guarded(facts, "live", lambda: live.collect(facts, settings, opts, deadline, say))
     return facts

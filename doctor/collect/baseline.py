@@ -26,15 +26,15 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from doctor import __version__
-from doctor.baseline.model import Baseline, RequestResult, Run, ServerState, Throughput
-from doctor.baseline.requests import Request, RequestSet, score
-from doctor.collect import now
-from doctor.engine import Deadline
-from doctor.facts.deployment import EngineConfig
-from doctor.facts.host import EngineProcess
-from doctor.redact import Redactor, mask
-from doctor.settings import Settings, clean_key
+from llm_doctor import __version__
+from llm_doctor.baseline.model import Baseline, RequestResult, Run, ServerState, Throughput
+from llm_doctor.baseline.requests import Request, RequestSet, score
+from llm_doctor.collect import now
+from llm_doctor.engine import Deadline
+from llm_doctor.facts.deployment import EngineConfig
+from llm_doctor.facts.host import EngineProcess
+from llm_doctor.redact import Redactor, mask
+from llm_doctor.settings import Settings, clean_key
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 MAX_ERROR_EXCERPT = 300
@@ -321,7 +321,7 @@ def gpu_memory(pids: set[int]) -> tuple[float, float | None, str] | str:
     own processes when NVML lists them (another server starting on the same GPUs between two
     recordings must not read as growth); all GPUs' used memory otherwise (NVML in a container
     often lists no processes)."""
-    from doctor.collect import gpu
+    from llm_doctor.collect import gpu
 
     facts = gpu.collect(sample_s=0.0)
     used = [g.memory_used_mib for g in facts.gpus if g.memory_used_mib is not None]
@@ -338,7 +338,7 @@ def gpu_memory(pids: set[int]) -> tuple[float, float | None, str] | str:
 
 def engine_process(base: str) -> EngineProcess | None:
     """The engine process serving this port on this machine, when exactly one can."""
-    from doctor.collect import host
+    from llm_doctor.collect import host
 
     port = urlsplit(base).port or (443 if base.startswith("https") else 80)
     procs = [p for p in host.engine_processes() if p.config is not None and p.config.port in (port, None)]
@@ -361,7 +361,7 @@ def server_state(base: str, key: str | None, opts: RecordOptions, deadline: Dead
 
 
 def _metrics_url(base: str) -> str:
-    from doctor.collect import metrics
+    from llm_doctor.collect import metrics
 
     return metrics.default_url(base)
 
@@ -391,7 +391,7 @@ def _kv(state: ServerState, tokens: int | None, source: str) -> None:
 
 
 def _from_metrics(state: ServerState, url: str, key: str | None, opts: RecordOptions, deadline: Deadline) -> None:
-    from doctor.collect import metrics
+    from llm_doctor.collect import metrics
 
     m = metrics.collect(url, key, sample_s=0.0, timeout=min(opts.timeout, 10.0), deadline=deadline)
     if not m.available:
@@ -456,8 +456,8 @@ def _config_args(state: ServerState, cfg: EngineConfig, source: str) -> None:
 
 
 def _from_logs(state: ServerState, paths: list[str], deadline: Deadline) -> None:
-    from doctor.collect import logs
-    from doctor.facts import Facts
+    from llm_doctor.collect import logs
+    from llm_doctor.facts import Facts
 
     facts = Facts()
     logs.collect(paths, None, None, None, False, facts, deadline)

@@ -19,10 +19,10 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from doctor.collect import net, safe_http
-from doctor.facts.access import EndpointFacts, ProbeStep
-from doctor.redact import Redactor
-from doctor.settings import Settings, clean_key
+from llm_doctor.collect import net, safe_http
+from llm_doctor.facts.access import EndpointFacts, ProbeStep
+from llm_doctor.redact import Redactor
+from llm_doctor.settings import Settings, clean_key
 
 MAX_BODY = 256 * 1024
 MAX_STREAM = 64 * 1024 * 1024  # an event stream is read to its end or the time limit, but not forever

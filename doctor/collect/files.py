@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from doctor.collect import now
-from doctor.collect.logs import InputError
-from doctor.engine import Deadline
-from doctor.facts import FACTS_SCHEMA, Facts
-from doctor.facts.inputs import InputGap
+from llm_doctor.collect import now
+from llm_doctor.collect.logs import InputError
+from llm_doctor.engine import Deadline
+from llm_doctor.facts import FACTS_SCHEMA, Facts
+from llm_doctor.facts.inputs import InputGap
 
 SNIFF_BYTES = 64 * 1024
 WALK_SUFFIXES = {".log", ".txt", ".out", ".json", ".gz", ".xml"}
@@ -52,7 +52,7 @@ def _is_bundle(head: str) -> bool:
 def read_bundle(path: str) -> Facts:
     """The bundle at `path`, checked against the schema: its version, size, nesting depth and the
     type of every field. Raises BadBundle naming the field; never reads a bad bundle as a log."""
-    from doctor.facts import SchemaError
+    from llm_doctor.facts import SchemaError
 
     size = Path(path).stat().st_size
     if size > MAX_BUNDLE_BYTES:
@@ -141,13 +141,13 @@ def _sniff(module: str, func: str) -> Callable[[str], bool]:
 
 # GPU and engine artefacts (perf helper): nvidia-smi table / -q / -q -x / nvlink, topo -m, /metrics, launch command
 READERS += [
-    Reader("nvidia-smi -q -x", _sniff("doctor.logparse.nvidia_smi", "is_xml"), _lazy("doctor.collect.gpu", "load_xml")),
-    Reader("nvidia-smi -q", _sniff("doctor.logparse.nvidia_smi", "is_query"), _lazy("doctor.collect.gpu", "load_query")),
-    Reader("nvidia-smi", _sniff("doctor.logparse.nvidia_smi", "is_table"), _lazy("doctor.collect.gpu", "load_table")),
-    Reader("nvidia-smi nvlink", _sniff("doctor.logparse.nvidia_smi", "is_nvlink_status"), _lazy("doctor.collect.gpu", "load_nvlink")),
-    Reader("nvidia-smi topo", _sniff("doctor.logparse.topo", "looks_like_topo"), _lazy("doctor.collect.gpu", "load_topo")),
-    Reader("metrics", _sniff("doctor.logparse.metrics_text", "looks_like_metrics"), _lazy("doctor.collect.metrics", "load_scrape")),
-    Reader("command line", _sniff("doctor.collect.host", "looks_like_command"), _lazy("doctor.collect.host", "load_command")),
+    Reader("nvidia-smi -q -x", _sniff("llm_doctor.logparse.nvidia_smi", "is_xml"), _lazy("llm_doctor.collect.gpu", "load_xml")),
+    Reader("nvidia-smi -q", _sniff("llm_doctor.logparse.nvidia_smi", "is_query"), _lazy("llm_doctor.collect.gpu", "load_query")),
+    Reader("nvidia-smi", _sniff("llm_doctor.logparse.nvidia_smi", "is_table"), _lazy("llm_doctor.collect.gpu", "load_table")),
+    Reader("nvidia-smi nvlink", _sniff("llm_doctor.logparse.nvidia_smi", "is_nvlink_status"), _lazy("llm_doctor.collect.gpu", "load_nvlink")),
+    Reader("nvidia-smi topo", _sniff("llm_doctor.logparse.topo", "looks_like_topo"), _lazy("llm_doctor.collect.gpu", "load_topo")),
+    Reader("metrics", _sniff("llm_doctor.logparse.metrics_text", "looks_like_metrics"), _lazy("llm_doctor.collect.metrics", "load_scrape")),
+    Reader("command line", _sniff("llm_doctor.collect.host", "looks_like_command"), _lazy("llm_doctor.collect.host", "load_command")),
 ]
 
 
@@ -166,7 +166,7 @@ def head_of(path: str) -> str:
 
 
 def load_paths(paths: list[str], deadline: Deadline) -> Facts:
-    from doctor.collect import logs
+    from llm_doctor.collect import logs
 
     facts = Facts(collected_at=now())
     logs.check_named(paths)
@@ -181,7 +181,7 @@ def load_paths(paths: list[str], deadline: Deadline) -> Facts:
         if reader is None:
             logs.load_log(path, facts, deadline, named=named)
             if path != "-":  # GPU artefacts pasted into the log (topo -m after the engine's output)
-                _lazy("doctor.collect.gpu", "load_embedded")(path, facts, deadline)
+                _lazy("llm_doctor.collect.gpu", "load_embedded")(path, facts, deadline)
         else:
             reader.load(path, facts, deadline)
             if reader.kind != "bundle":  # tool output pasted into a log: the engine's errors count too

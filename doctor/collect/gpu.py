@@ -14,10 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from doctor.engine import Deadline
-from doctor.facts import Facts
-from doctor.facts.gpu import Gpu, GpuFacts, GpuProcess, Sampled
-from doctor.facts.inputs import InputGap
+from llm_doctor.engine import Deadline
+from llm_doctor.facts import Facts
+from llm_doctor.facts.gpu import Gpu, GpuFacts, GpuProcess, Sampled
+from llm_doctor.facts.inputs import InputGap
 
 MIB = 1024 * 1024
 SAMPLE_INTERVAL_S = 0.25
@@ -297,7 +297,7 @@ def _read_text(path: str, limit: int = 32 * 1024 * 1024) -> str:
 
 
 def load_table(path: str, facts: Facts, deadline: Deadline) -> None:
-    from doctor.logparse import nvidia_smi
+    from llm_doctor.logparse import nvidia_smi
 
     lines = _read_text(path).splitlines()
     table = nvidia_smi.parse_table(lines)
@@ -306,7 +306,7 @@ def load_table(path: str, facts: Facts, deadline: Deadline) -> None:
 
 
 def load_query(path: str, facts: Facts, deadline: Deadline) -> None:
-    from doctor.logparse import nvidia_smi
+    from llm_doctor.logparse import nvidia_smi
 
     text = _read_text(path)
     parsed = nvidia_smi.parse_query(text.splitlines())
@@ -317,7 +317,7 @@ def load_query(path: str, facts: Facts, deadline: Deadline) -> None:
 def load_xml(path: str, facts: Facts, deadline: Deadline) -> None:
     import xml.etree.ElementTree as ET
 
-    from doctor.logparse import nvidia_smi
+    from llm_doctor.logparse import nvidia_smi
 
     text = _read_text(path)
     try:
@@ -330,7 +330,7 @@ def load_xml(path: str, facts: Facts, deadline: Deadline) -> None:
 
 
 def load_nvlink(path: str, facts: Facts, deadline: Deadline) -> None:
-    from doctor.logparse import nvidia_smi
+    from llm_doctor.logparse import nvidia_smi
 
     text = _read_text(path)
     parsed = nvidia_smi.parse_nvlink_status(text.splitlines())
@@ -355,7 +355,7 @@ def load_embedded(path: str, facts: Facts, deadline: Deadline) -> None:
     read as if they were their own file, so the perf checks see the links and clocks the reporter's
     GPUs have. (A pasted `nvidia-smi` table the log scan reads itself.) Only the head of a big log
     is looked at."""
-    from doctor.logparse import nvidia_smi, topo
+    from llm_doctor.logparse import nvidia_smi, topo
 
     try:
         text = _read_text(path, EMBEDDED_BYTES)
@@ -374,7 +374,7 @@ def load_embedded(path: str, facts: Facts, deadline: Deadline) -> None:
 
 
 def _topo_facts(text: str, facts: Facts) -> bool:
-    from doctor.logparse import topo
+    from llm_doctor.logparse import topo
 
     matrix, p2p, nics = topo.parse(text)
     if not matrix and not p2p:

@@ -12,9 +12,9 @@ import os
 import re
 from pathlib import Path
 
-from doctor.engine import Deadline
-from doctor.facts import Facts
-from doctor.facts.host import EngineProcess, HostFacts
+from llm_doctor.engine import Deadline
+from llm_doctor.facts import Facts
+from llm_doctor.facts.host import EngineProcess, HostFacts
 
 MIB = 1024 * 1024
 ENGINE_HINTS = (
@@ -95,8 +95,8 @@ def engine_processes() -> list[EngineProcess]:
     """Running inference engines, parents only (a vLLM TP worker is a child of the server)."""
     import psutil
 
-    from doctor.engine_args import parse_command
-    from doctor.redact import Redactor
+    from llm_doctor.engine_args import parse_command
+    from llm_doctor.redact import Redactor
 
     redact = Redactor()  # an engine's own --api-key / --hf_token never leaves its command line
     found: list[EngineProcess] = []
@@ -204,7 +204,7 @@ def looks_like_command(head: str) -> bool:
 
 
 def load_command(path: str, facts: Facts, deadline: Deadline) -> None:
-    from doctor.engine_args import parse_command
+    from llm_doctor.engine_args import parse_command
 
     text = Path(path).read_bytes()[: 64 * 1024].decode("utf-8", errors="replace")
     line = next((ln for ln in command_lines(text) if _LAUNCH.search(ln)), None)
@@ -221,6 +221,6 @@ def load_command(path: str, facts: Facts, deadline: Deadline) -> None:
         return
     facts.deployment = cfg.merge(facts.deployment) if facts.deployment else cfg
     if facts.model is None and cfg.model:
-        from doctor import models
+        from llm_doctor import models
 
         facts.model = models.known(cfg.model)  # the Hugging Face cache, else the shipped table; None when unknown

@@ -38,7 +38,7 @@ def fetch_model_files(
             pass
     import httpx
 
-    from doctor.collect import safe_http
+    from llm_doctor.collect import safe_http
 
     endpoint = os.environ.get("HF_ENDPOINT", DEFAULT_ENDPOINT).rstrip("/")
     token = os.environ.get("HF_TOKEN") or ""
@@ -82,7 +82,7 @@ def _get(client: Any, url: str, endpoint: str, token: str, end: float) -> Any:
     only when that hop is on the same origin, never to another port of the same host."""
     import httpx
 
-    from doctor.collect import safe_http
+    from llm_doctor.collect import safe_http
 
     hops = 0
     while True:

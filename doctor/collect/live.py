@@ -10,13 +10,13 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from doctor.engine import Deadline
-from doctor.facts import Facts
-from doctor.facts.inputs import InputGap
+from llm_doctor.engine import Deadline
+from llm_doctor.facts import Facts
+from llm_doctor.facts.inputs import InputGap
 
 
 def collect(facts: Facts, settings: Any, opts: Any, deadline: Deadline, say: Any) -> None:
-    from doctor.collect import endpoint, gpu, guarded, host, metrics, safe_http
+    from llm_doctor.collect import endpoint, gpu, guarded, host, metrics, safe_http
 
     base = settings.base_url.value or ""
     url_error = endpoint.split_base(base)[2] if base.strip() else ""
@@ -47,7 +47,7 @@ def collect(facts: Facts, settings: Any, opts: Any, deadline: Deadline, say: Any
         cfg = facts.host.processes[0].config  # what the running engine was really given
         facts.deployment = cfg.merge(facts.deployment) if facts.deployment else cfg
     if opts.probe_load and base and "perf" in opts.layers:
-        from doctor.collect import load_probe
+        from llm_doctor.collect import load_probe
 
         say("perf", f"probing throughput at concurrency 1 and {opts.probe_load}")
         probe = guarded(facts, "load probe", lambda: load_probe.probe(base, key, settings.model.value, opts.probe_load, deadline))

@@ -13,8 +13,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from doctor.engine import Deadline
-from doctor.facts.host import ProbeFacts
+from llm_doctor.engine import Deadline
+from llm_doctor.facts.host import ProbeFacts
 
 MAX_CONCURRENCY = 16
 MAX_SECONDS = 10.0
@@ -33,7 +33,7 @@ def _llamacpp_slots(client: Any, base_url: str, headers: dict[str, str], timeout
     the compute is the limit, not the number of requests admitted."""
     import httpx
 
-    from doctor.collect import safe_http
+    from llm_doctor.collect import safe_http
 
     origin = base_url.rstrip("/").removesuffix("/v1")
     try:
@@ -49,7 +49,7 @@ def _ttft(client: Any, url: str, body: dict[str, Any], headers: dict[str, str], 
     with delta content), within `seconds` of wall-clock time; None when none came."""
     import httpx
 
-    from doctor.collect.safe_http import Watchdog
+    from llm_doctor.collect.safe_http import Watchdog
 
     if seconds <= 0.2:
         return None
@@ -82,7 +82,7 @@ def _has_text(line: str) -> bool:
 def probe(base_url: str, api_key: str | None, model: str | None, concurrency: int, deadline: Deadline | None = None) -> ProbeFacts:
     import httpx
 
-    from doctor.collect import safe_http
+    from llm_doctor.collect import safe_http
 
     n = max(2, min(int(concurrency), MAX_CONCURRENCY))
     budget = min(MAX_SECONDS, deadline.remaining() * 0.5) if deadline else MAX_SECONDS

@@ -25,16 +25,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from doctor.engine import Deadline
-from doctor.facts import Facts
-from doctor.facts.inputs import InputGap
-from doctor.facts.logs import LogFacts, LogSetup
-from doctor.logparse import external_prefilter as xp
-from doctor.logparse import stat_lines
-from doctor.logparse.failures import own_level, stated
-from doctor.logparse.lines import STAMP, normalise
-from doctor.logparse.scan import EXTERNAL_LITERALS, LogScanner
-from doctor.redact import Redactor
+from llm_doctor.engine import Deadline
+from llm_doctor.facts import Facts
+from llm_doctor.facts.inputs import InputGap
+from llm_doctor.facts.logs import LogFacts, LogSetup
+from llm_doctor.logparse import external_prefilter as xp
+from llm_doctor.logparse import stat_lines
+from llm_doctor.logparse.failures import own_level, stated
+from llm_doctor.logparse.lines import STAMP, normalise
+from llm_doctor.logparse.scan import EXTERNAL_LITERALS, LogScanner
+from llm_doctor.redact import Redactor
 
 BLOCK = 1024 * 1024  # read size: big enough that per-read costs vanish, small enough to stay flat
 CHUNK_CHECK = 64 * 1024  # bytes looked at to tell a log from binary data
@@ -326,7 +326,7 @@ def _deployment(facts: Facts, args_text: str, commands: list[str] | None = None)
     """Engine arguments the log printed -> facts.deployment; the model's architecture -> facts.model.
     What the engine printed it ran with beats a command line quoted in the log, which fills the gaps
     (`vllm serve M --tp 32` pasted above a crash that printed no arguments)."""
-    from doctor import engine_args
+    from llm_doctor import engine_args
 
     logs = facts.logs
     assert logs is not None
@@ -338,7 +338,7 @@ def _deployment(facts: Facts, args_text: str, commands: list[str] | None = None)
     if cfg is None or not cfg.engine:
         if logs.engine in ("", "client"):
             return
-        from doctor.facts.deployment import EngineConfig
+        from llm_doctor.facts.deployment import EngineConfig
 
         cfg = EngineConfig(engine=logs.engine)
     cfg.engine_version = cfg.engine_version or logs.engine_version
@@ -347,7 +347,7 @@ def _deployment(facts: Facts, args_text: str, commands: list[str] | None = None)
         logs.engine_version = cfg.engine_version
     facts.deployment = facts.deployment.merge(cfg) if facts.deployment else cfg
     if facts.model is None and facts.deployment.model:
-        from doctor import models
+        from llm_doctor import models
 
         try:
             facts.model = models.known(facts.deployment.model)

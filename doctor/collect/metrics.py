@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from doctor.engine import Deadline
-from doctor.facts import Facts
-from doctor.facts.deployment import EngineConfig
-from doctor.facts.metrics import MetricsFacts
-from doctor.logparse import metrics_text as mt
+from llm_doctor.engine import Deadline
+from llm_doctor.facts import Facts
+from llm_doctor.facts.deployment import EngineConfig
+from llm_doctor.facts.metrics import MetricsFacts
+from llm_doctor.logparse import metrics_text as mt
 
 COUNTER_RATES = {
     "prompt_tokens_total": "prompt_tokens_per_s",
@@ -38,7 +38,7 @@ def scrape(url: str, api_key: str | None = None, timeout: float = 5.0) -> str:
     """One GET of /metrics, bounded in wall-clock time and bytes. llama-server guards /metrics with
     its API key, so the key goes as a bearer token, to this URL's origin only (the caller decides
     whether it is the key's origin), and redirects are not followed with it."""
-    from doctor.collect import safe_http
+    from llm_doctor.collect import safe_http
 
     headers = {"Accept": "text/plain"}
     if api_key:

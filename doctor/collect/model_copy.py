@@ -16,8 +16,8 @@ import os
 import re
 from pathlib import Path
 
-from doctor.facts.cluster import ModelCopy, is_local
-from doctor.models import hf_cache_root, hf_cache_snapshot
+from llm_doctor.facts.cluster import ModelCopy, is_local
+from llm_doctor.models import hf_cache_root, hf_cache_snapshot
 
 MAX_FILES = 20_000
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")

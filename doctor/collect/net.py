@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Mapping
 
-from doctor.facts.access import ProbeStep
+from llm_doctor.facts.access import ProbeStep
 
 # curl / requests / httpx order: the scheme's own variable (lower case first), then ALL_PROXY
 PROXY_ORDER = {
@@ -128,7 +128,7 @@ def tls_handshake(addr: str, host: str, port: int, ctx: ssl.SSLContext, timeout:
     """A TLS handshake with the client's verification settings; names the reason it failed.
     Bounded in wall-clock time: a server that accepts and never finishes (or trickles) its side of
     the handshake is a handshake timeout, not a certificate problem."""
-    from doctor.collect.safe_http import Watchdog
+    from llm_doctor.collect.safe_http import Watchdog
 
     step = ProbeStep(name, f"{host}:{port}")
     start = time.perf_counter()
@@ -176,7 +176,7 @@ FIRST_BYTES = 200
 def first_bytes(addr: str, host: str, port: int, ctx: ssl.SSLContext | None, path: str, timeout: float) -> ProbeStep:
     """What the server sends back to a plain `GET path` (no credentials), raw: the first bytes of
     an answer the HTTP client could not parse, so a report can quote what really came back."""
-    from doctor.collect.safe_http import Watchdog
+    from llm_doctor.collect.safe_http import Watchdog
 
     step = ProbeStep("raw", f"{host}:{port}")
     start = time.perf_counter()

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from doctor.engine import Deadline
-from doctor.facts.cluster import ClusterFacts, NodeFacts, PlacementGroupFacts
+from llm_doctor.engine import Deadline
+from llm_doctor.facts.cluster import ClusterFacts, NodeFacts, PlacementGroupFacts
 
 INSTALL = "pip install 'llm-doctor[ray]'"
 DEFAULT_GCS_PORT = 6379
@@ -170,10 +170,10 @@ def first_line(exc: BaseException) -> str:
 
 
 def _fill(node: NodeFacts, report: dict[str, Any]) -> None:
-    from doctor.facts import from_dict
-    from doctor.facts.cluster import ModelCopy
-    from doctor.facts.gpu import GpuFacts
-    from doctor.facts.host import HostFacts
+    from llm_doctor.facts import from_dict
+    from llm_doctor.facts.cluster import ModelCopy
+    from llm_doctor.facts.gpu import GpuFacts
+    from llm_doctor.facts.host import HostFacts
 
     node.hostname = report.get("hostname") or node.hostname
     node.host = from_dict(HostFacts, report.get("host"))
@@ -195,8 +195,8 @@ def node_report(sample_s: float, budget_s: float, models: tuple[str, ...] = ()) 
 
     import psutil
 
-    from doctor.collect import gpu, host, model_copy
-    from doctor.facts import to_dict
+    from llm_doctor.collect import gpu, host, model_copy
+    from llm_doctor.facts import to_dict
 
     deadline = Deadline(budget_s)
     out: dict[str, Any] = {"hostname": socket.gethostname(), "errors": []}

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from doctor.facts.gate import ReadyFacts, ReadyPoll
+from llm_doctor.facts.gate import ReadyFacts, ReadyPoll
 
 FIRST_PAUSE_S = 0.5
 MOST_PAUSE_S = 5.0
@@ -45,7 +45,7 @@ def wait(
     """`gone`: why the server can no longer come up ("" while it may), asked after each failed poll."""
     import httpx
 
-    from doctor.collect import safe_http
+    from llm_doctor.collect import safe_http
 
     facts = ReadyFacts(timeout_s=timeout_s)
     try:

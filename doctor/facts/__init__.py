@@ -14,17 +14,17 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
-from doctor.facts.access import EndpointFacts, SettingsFacts
-from doctor.facts.cluster import ClusterFacts
-from doctor.facts.deployment import EngineConfig
-from doctor.facts.gate import GateFacts, ReadyFacts
-from doctor.facts.gpu import GpuFacts
-from doctor.facts.host import HostFacts
-from doctor.facts.inputs import InputGap
-from doctor.facts.logs import LogFacts
-from doctor.facts.metrics import MetricsFacts
-from doctor.facts.model import ModelFacts
-from doctor.facts.plan import MemoryPlan
+from llm_doctor.facts.access import EndpointFacts, SettingsFacts
+from llm_doctor.facts.cluster import ClusterFacts
+from llm_doctor.facts.deployment import EngineConfig
+from llm_doctor.facts.gate import GateFacts, ReadyFacts
+from llm_doctor.facts.gpu import GpuFacts
+from llm_doctor.facts.host import HostFacts
+from llm_doctor.facts.inputs import InputGap
+from llm_doctor.facts.logs import LogFacts
+from llm_doctor.facts.metrics import MetricsFacts
+from llm_doctor.facts.model import ModelFacts
+from llm_doctor.facts.plan import MemoryPlan
 
 FACTS_SCHEMA = "llm-doctor.facts/1"
 

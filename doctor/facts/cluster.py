@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from doctor.facts.gpu import GpuFacts
-from doctor.facts.host import HostFacts
+from llm_doctor.facts.gpu import GpuFacts
+from llm_doctor.facts.host import HostFacts
 
 
 def is_local(ref: str) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from doctor.facts.deployment import EngineConfig
+from llm_doctor.facts.deployment import EngineConfig
 
 
 @dataclass

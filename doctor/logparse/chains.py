@@ -25,8 +25,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from doctor.logparse import events as ev
-from doctor.logparse import prefilter
+from llm_doctor.logparse import events as ev
+from llm_doctor.logparse import prefilter
 
 
 @dataclass(frozen=True)

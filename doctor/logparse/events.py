@@ -18,7 +18,7 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
-from doctor.logparse import catalogue, prefilter
+from llm_doctor.logparse import catalogue, prefilter
 
 _NUM = r"\d[\d,]*(?:\.\d+)?"
 _SIZE = _NUM + r"\s*[KMGT]i?B"

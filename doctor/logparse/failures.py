@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from doctor.logparse import chains
+from llm_doctor.logparse import chains
 
 KINDS = ("exception", "crash_signal", "error_line")
 # lower-case literals one of which every line this module reacts to contains (the scanner's prefilter)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from doctor.facts.gpu import Gpu, GpuFacts, GpuProcess, Sampled
+from llm_doctor.facts.gpu import Gpu, GpuFacts, GpuProcess, Sampled
 
 # -------------------------------------------------------------------------------------------
 # sniffers (content, not file name)

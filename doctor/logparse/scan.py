@@ -15,15 +15,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from doctor.facts.logs import LogEvent, LogFacts
-from doctor.logparse import chains, stat_lines
-from doctor.logparse import events as ev
-from doctor.logparse import failures as fl
-from doctor.logparse import prefilter as pf
-from doctor.logparse import setup as st
-from doctor.logparse import template_cache as tc
-from doctor.logparse.lines import Line, carried, joined, normalise
-from doctor.logparse.stat_lines import StatLines
+from llm_doctor.facts.logs import LogEvent, LogFacts
+from llm_doctor.logparse import chains, stat_lines
+from llm_doctor.logparse import events as ev
+from llm_doctor.logparse import failures as fl
+from llm_doctor.logparse import prefilter as pf
+from llm_doctor.logparse import setup as st
+from llm_doctor.logparse import template_cache as tc
+from llm_doctor.logparse.lines import Line, carried, joined, normalise
+from llm_doctor.logparse.stat_lines import StatLines
 
 # Traceback frames carry the phase of an OOM (PhaseTracker) and are never events themselves.
 FRAME_LITERALS = ('file "', "frame #", ") [0x", "traceback (most recent call last)")

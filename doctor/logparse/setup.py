@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from doctor.logparse import prefilter
-from doctor.logparse.events import to_number
+from llm_doctor.logparse import prefilter
+from llm_doctor.logparse.events import to_number
 
 # (field, pattern): the named group "v" (and "v2") are the value
 _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (

@@ -36,9 +36,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from doctor.facts import Facts
-from doctor.facts.metrics import MetricsFacts
-from doctor.logparse import prefilter as pf
+from llm_doctor.facts import Facts
+from llm_doctor.facts.metrics import MetricsFacts
+from llm_doctor.logparse import prefilter as pf
 
 # the literals every stat line holds (lower-cased); searched the way the scanner's prefilter searches,
 # one single-first-byte regex per group, so a block without stat lines costs a few C-speed passes
@@ -395,7 +395,7 @@ def into_facts(facts: Facts, found: MetricsFacts | None) -> None:
     snapshot wins."""
     if found is None:
         return
-    from doctor.redact import Redactor
+    from llm_doctor.redact import Redactor
 
     redactor = Redactor()  # the quoted lines are log text: a bench command may carry --api-key
     found.raw = {k: redactor.text(text) for k, text in found.raw.items()}

@@ -28,11 +28,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from doctor.logparse import events as ev
-from doctor.logparse import failures as fl
-from doctor.logparse import lines as ln
-from doctor.logparse import prefilter as pf
-from doctor.logparse.lines import Line
+from llm_doctor.logparse import events as ev
+from llm_doctor.logparse import failures as fl
+from llm_doctor.logparse import lines as ln
+from llm_doctor.logparse import prefilter as pf
+from llm_doctor.logparse.lines import Line
 
 MAX_TEMPLATES = 4096
 MAX_KEY = 4096  # a longer line is parsed in full (plans stay small)

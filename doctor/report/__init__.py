@@ -17,12 +17,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from doctor import __version__
-from doctor.codes import LAYERS
-from doctor.engine import CheckResult
-from doctor.facts import Facts
-from doctor.facts.plan import MemoryPlan
-from doctor.findings import SEVERITIES, Finding
+from llm_doctor import __version__
+from llm_doctor.codes import LAYERS
+from llm_doctor.engine import CheckResult
+from llm_doctor.facts import Facts
+from llm_doctor.facts.plan import MemoryPlan
+from llm_doctor.findings import SEVERITIES, Finding
 
 REPORT_SCHEMA = "llm-doctor.report/1"
 FAIL_ON = {"error": ("error", "incomplete"), "warn": ("error", "incomplete", "warn"), "never": ()}
@@ -94,11 +94,11 @@ def build_report(checks: list[CheckResult], facts: Facts, title: str = "llm-doct
         report.extra_sections.append(("Collector notes", "\n".join(facts.notes)))
     report.plan = facts.plan or derived_plan(facts)
     if report.plan is not None:
-        from doctor.report.budget import render as budget_bar
+        from llm_doctor.report.budget import render as budget_bar
 
         report.extra_sections.append((BUDGET_HEADING, budget_bar(report.plan)))
     if facts.cluster is not None and facts.cluster.nodes:
-        from doctor.report.cluster_table import render as cluster_table
+        from llm_doctor.report.cluster_table import render as cluster_table
 
         report.extra_sections.append((f"{CLUSTER_HEADING} {facts.cluster.address}, a row per node", cluster_table(facts.cluster)))
     return report
@@ -111,7 +111,7 @@ CLUSTER_HEADING = "Ray cluster"  # the HTML report draws these two sections from
 def derived_plan(facts: Facts) -> MemoryPlan | None:
     """The budget load.memory_fit judges in a run or an analysis (the model, the engine arguments
     and the GPUs are all known), so the report draws it too; None when the facts lack a part."""
-    from checks.load.memory_fit import plan_of
+    from llm_doctor.checks.load.memory_fit import plan_of
 
     try:
         return plan_of(facts)
@@ -144,7 +144,7 @@ def causal_order(findings: list[Finding], facts: Facts) -> dict[int, tuple[int, 
     """Where in the log each finding's cause is: the earliest event of the judged run that its
     evidence quotes (doctor.logview.evidence writes `source:line: ...`), a root error before a
     wrapper's cascade (doctor.logparse.chains.WRAPPERS). Findings quoting no log line are absent."""
-    from doctor.logview import judged_run, where
+    from llm_doctor.logview import judged_run, where
 
     logs = facts.logs
     if logs is None or not logs.events:

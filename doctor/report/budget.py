@@ -4,7 +4,7 @@ assumptions the plan made (GPU, GPU count, context length, engine version) under
 
 from __future__ import annotations
 
-from doctor.facts.plan import MemoryPlan
+from llm_doctor.facts.plan import MemoryPlan
 
 PARTS = (
     ("█", "weights"),

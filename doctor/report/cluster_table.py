@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from doctor.facts.cluster import ClusterFacts, NodeFacts
+from llm_doctor.facts.cluster import ClusterFacts, NodeFacts
 
 
 def _gpus(n: NodeFacts) -> str:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 
-from doctor.findings import Finding
-from doctor.report import Report
+from llm_doctor.findings import Finding
+from llm_doctor.report import Report
 
 SEVERITY = {"error": "critical", "warn": "major", "info": "info"}
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sys
 
-from doctor.redact import Redactor
-from doctor.report import Report
+from llm_doctor.redact import Redactor
+from llm_doctor.report import Report
 
 LEVELS = {"error": "error", "warn": "warning", "info": "notice"}
 
@@ -37,7 +37,7 @@ def annotations(report: Report) -> str:
 
 
 def publish(report: Report, redactor: Redactor, summary_path: str | None) -> None:
-    from doctor.report.render import render
+    from llm_doctor.report.render import render
 
     sys.stderr.write(redactor.text(annotations(report)))
     if summary_path:

@@ -12,11 +12,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from html import escape
 
-from doctor import __version__
-from doctor.facts import Facts
-from doctor.facts.gpu import GpuFacts
-from doctor.facts.plan import MemoryPlan
-from doctor.report import BUDGET_HEADING, CLUSTER_HEADING, Report
+from llm_doctor import __version__
+from llm_doctor.facts import Facts
+from llm_doctor.facts.gpu import GpuFacts
+from llm_doctor.facts.plan import MemoryPlan
+from llm_doctor.report import BUDGET_HEADING, CLUSTER_HEADING, Report
 
 CSS = """
 :root{--err:#c62828;--warn:#b26a00;--info:#1565c0;--ok:#2e7d32;--inc:#8e24aa;--muted:#666;--line:#e3e3e3;--bg:#f6f7f9}
@@ -185,7 +185,7 @@ def _legend(items: list[tuple[str, str]]) -> str:
 
 def _budget(plan: MemoryPlan) -> str:
     """One bar per GPU of the plan: each GPU of a TP x PP split holds the same share."""
-    from doctor.report.budget import segments
+    from llm_doctor.report.budget import segments
 
     head = f"<h2>{BUDGET_HEADING}</h2>"
     assumed = "".join(f"<li>{escape(a)}</li>" for a in plan.assumptions)
@@ -240,7 +240,7 @@ def _topology(gpus: GpuFacts) -> str:
 
 
 def _cluster(report: Report) -> str:
-    from doctor.report.cluster_table import table
+    from llm_doctor.report.cluster_table import table
 
     cluster = report.facts.cluster
     assert cluster is not None

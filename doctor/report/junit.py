@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from doctor.engine import CheckResult
-from doctor.report import FAIL_ON, Report
+from llm_doctor.engine import CheckResult
+from llm_doctor.report import FAIL_ON, Report
 
 NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 

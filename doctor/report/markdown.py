@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from doctor import __version__
-from doctor.report import CLUSTER_HEADING, Report
+from llm_doctor import __version__
+from llm_doctor.report import CLUSTER_HEADING, Report
 
 
 def _cell(s: str) -> str:
@@ -40,7 +40,7 @@ def render(report: Report) -> str:
 
 def _cluster(report: Report) -> list[str]:
     """The cluster as a Markdown table, a value that differs from most nodes in bold."""
-    from doctor.report.cluster_table import table
+    from llm_doctor.report.cluster_table import table
 
     assert report.facts.cluster is not None
     header, rows = table(report.facts.cluster)

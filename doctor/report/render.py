@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from doctor.findings import Finding
-from doctor.redact import Redactor
-from doctor.report import Report
+from llm_doctor.findings import Finding
+from llm_doctor.redact import Redactor
+from llm_doctor.report import Report
 
 FORMATS = ("text", "json", "markdown", "html", "junit", "codequality")
 
@@ -20,23 +20,23 @@ def render(report: Report, fmt: str, redactor: Redactor, color: bool = False, fa
         return json.dumps(redactor.obj(report.to_json()), indent=2, ensure_ascii=False) + "\n"
     report = redacted(report, redactor)
     if fmt == "codequality":
-        from doctor.report import codequality
+        from llm_doctor.report import codequality
 
         return redactor.text(codequality.render(report))
     if fmt == "text":
-        from doctor.report import text
+        from llm_doctor.report import text
 
         return redactor.text(text.render(report, color=color, width=width, verbose=verbose))
     if fmt == "markdown":
-        from doctor.report import markdown
+        from llm_doctor.report import markdown
 
         return redactor.text(markdown.render(report))
     if fmt == "html":
-        from doctor.report import html
+        from llm_doctor.report import html
 
         return redactor.text(html.render(report))
     if fmt == "junit":
-        from doctor.report import junit
+        from llm_doctor.report import junit
 
         return redactor.text(junit.render(report, fail_on))
     raise ValueError(f"unknown format {fmt!r}")

@@ -12,8 +12,8 @@ import io
 import re
 from collections import Counter
 
-from doctor.codes import LAYERS
-from doctor.report import CLUSTER_HEADING, Report
+from llm_doctor.codes import LAYERS
+from llm_doctor.report import CLUSTER_HEADING, Report
 
 MARKS = {"pass": "✓", "warn": "!", "fail": "✗", "error": "✗", "skip": "-", "blocked": "~"}
 STYLES = {"pass": "green", "warn": "yellow", "fail": "red", "error": "magenta", "skip": "dim", "blocked": "dim"}

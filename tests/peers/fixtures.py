@@ -233,7 +233,7 @@ RUN_BOUNDS = ["--timeout", "60", "--deadline", "180"]
 def doctor(args: list[str], home: Path, timeout: float = 220.0, fmt: str = "json") -> DoctorRun:
     """Run the installed `llm-doctor` entry point as a user would; the report is parsed for json."""
     exe = Path(sys.executable).with_name("llm-doctor")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "doctor"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "llm_doctor"]
     if args[:1] == ["run"]:
         args = ["run", *RUN_BOUNDS, *args[1:]]
     proc = subprocess.run(
