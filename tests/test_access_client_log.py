@@ -30,8 +30,8 @@ def written(tmp_path: Path, text: str) -> Path:
 CASES = [
     # the SDK refuses to build a client without a key: nothing was sent, so no server rejected anything
     ("client-finrobot-openai-no-api-key.log", "access.key_missing", "The api_key client option must be set",
-     "export OPENAI_API_KEY=<KEY>"),
-    ("client-llmvm-openai-0.28-no-api-key.log", "access.key_missing", "No API key provided.", "export OPENAI_API_KEY=<KEY>"),
+     "read -rs OPENAI_API_KEY && export OPENAI_API_KEY"),
+    ("client-llmvm-openai-0.28-no-api-key.log", "access.key_missing", "No API key provided.", "read -rs OPENAI_API_KEY && export OPENAI_API_KEY"),
     # h11's ChunkedReader: the streamed answer ended before its last chunk
     ("client-jrdev-httpx-incomplete-chunked-read.log", "access.streaming_broken", "(incomplete chunked read)", None),
     # OkHttp's whole-call timeout, as LangChain4j's Ollama client hits it on a long streamed answer
@@ -56,7 +56,7 @@ def test_key_missing_names_the_sdk_variable_when_the_message_does_not(tmp_path: 
             'Or for one of the `X-Api-Key` or `Authorization` headers to be explicitly omitted"\n')
     found = findings_of(written(tmp_path, line))
     assert found[0].code == "access.key_missing"
-    assert found[0].fixes[0].command == "export ANTHROPIC_API_KEY=<KEY>"
+    assert found[0].fixes[0].command == "read -rs ANTHROPIC_API_KEY && export ANTHROPIC_API_KEY"
 
 
 def test_a_key_the_server_refused_is_still_rejected_not_missing(tmp_path: Path) -> None:

@@ -436,14 +436,19 @@ def test_a_pasted_clocks_event_section_alone_is_read():
     assert gpu.throttle_reasons == ["sw_thermal_slowdown"]  # Idle (active too) is not throttling
 
 
-def test_llama_cpp_rpc_servers_are_the_interconnect():
-    r = analyze(FIX / "perf" / "llama-server-rpc-4-remote-gpus.txt")
+def test_llama_cpp_rpc_servers_are_the_interconnect(tmp_path: Path):
+    paste = FIX / "perf" / "llama-server-rpc-4-remote-gpus.txt"
+    r = analyze(paste)
     top = r["findings"][0]
     assert top["code"] == "perf.slow_interconnect"
     assert top["title"] == "layers run on 4 RPC server(s) on 1 other host(s): each token crosses the network"
-    # the link to measure is the one the --rpc list names; the slow tokens are this finding's symptom
-    assert commands(top) == [None, "iperf3 -c <PRIVATE_IP_2>"]
+    # the paste redacted the host (`<PRIVATE_IP_2>`): no command against a placeholder; the slow tokens are this
+    # finding's symptom
+    assert commands(top) == [None, None]
     assert [f["code"] for f in r["findings"]][:2] == ["perf.slow_interconnect", "perf.high_latency"]
+    # with the address as the --rpc list names it, the link to measure is that host
+    real = write(tmp_path, "rpc.txt", paste.read_text().replace("<PRIVATE_IP_2>", "10.0.0.7"))
+    assert commands(analyze(real)["findings"][0]) == [None, "iperf3 -c 10.0.0.7"]
 
 
 def test_ollama_ps_saying_the_model_runs_on_the_cpu_is_low_gpu_util(tmp_path):

@@ -109,7 +109,8 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         if code == "access.base_url_invalid":
             fixes, evidence = _base_url_fixes(s.base_url, events, fix), evidence + _base_url_evidence(s.base_url)
         if code == "access.key_missing":
-            fixes = [Fix(fix, f"export {var}=<KEY>") if (var := _key_variable(events)) else Fix(fix)]
+            # typed at the prompt, as checks/access/key.py has it: the key stays out of the shell history
+            fixes = [Fix(fix, f"read -rs {var} && export {var}") if (var := _key_variable(events)) else Fix(fix)]
         if code == "access.streaming_broken" and any(e.kind == "client_stream_cut" for e in events):
             title, fix = STREAM_CUT
             fixes = [Fix(fix)]

@@ -118,8 +118,8 @@ def _status(step: ProbeStep) -> Finding | None:
         cause = _engine_cause(said)
         if cause:  # a gateway's 503 quoting the engine's CUDA error: the engine's failure is the cause, not the gateway
             kind, tier = cause
-            fixes.insert(0, Fix(f"The engine behind it failed ({kind}): diagnose the engine, its log holds the whole error",
-                                "llm-doctor run --log <engine log>"))
+            fixes.insert(0, Fix(f"The engine behind it failed ({kind}): diagnose the engine, its log holds the whole error "
+                                "(`llm-doctor analyze` on that log, or `run` with --log, --docker or --k8s)"))
             evidence.append(f"the body names the engine's failure: {kind} (recognised by: {tier})")
             return Finding("access.server_error", f"the server answered {status} with the engine's error ({kind}): {said}"[:200], evidence, fixes)
         return Finding("access.server_error", f"the server answered {status}: {said}"[:200], evidence, fixes)

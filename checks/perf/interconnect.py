@@ -131,7 +131,9 @@ def _llamacpp_rpc(cfg) -> Finding | None:
         f"layers run on {len(servers)} RPC server(s) on {len(hosts)} other host(s): each token crosses the network",
         [f"--rpc {','.join(servers)} ({cfg.sources.get('rpc', 'command line')})"],
         [Fix("If the model fits the local GPUs, serve it without --rpc (a shorter context or a smaller quantization helps it fit)"),
-         Fix("Otherwise measure the link to the RPC host: llama.cpp RPC wants a fast LAN, not a VPN or Wi-Fi", f"iperf3 -c {hosts[0]}")],
+         # a host the paste redacted (`<PRIVATE_IP_2>`) is no address to run a command against
+         Fix("Otherwise measure the link to the RPC host with iperf3: llama.cpp RPC wants a fast LAN, not a VPN or Wi-Fi",
+             None if hosts[0].startswith("<") else f"iperf3 -c {hosts[0]}")],
         explains=["perf.high_latency", "perf.low_gpu_util"],
     )
 
