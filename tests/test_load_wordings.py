@@ -40,7 +40,7 @@ CASES = [
     # vllm-project/vllm#1771: SIGBUS in a TP worker under Docker's 64 MB /dev/shm
     ("vllm-docker-bus-error", [
         "Fatal python error:Bus error",
-    ], "load.shm_insufficient", "Fatal python error:Bus error", "docker run --ipc=host ..."),
+    ], "load.shm_insufficient", "Fatal python error:Bus error", "--ipc=host"),
     # ollama/ollama#4226: the runner's last error inside Ollama's start-up wait, inside the API's error body
     ("ollama-runner-wait-quotes-ecc", [
         '{"error":{"message":"timed out waiting for llama runner to start:CUDA error:uncorrectable ECC error encountered\\',

@@ -15,7 +15,7 @@ from llm_doctor.facts.gpu import Gpu, GpuFacts, GpuProcess
 from llm_doctor.findings import Finding
 
 ROOT = Path(__file__).resolve().parents[1]
-PLACEHOLDER = re.compile(r"<[A-Za-z][^<>]*>")
+PLACEHOLDER = re.compile(r"<[A-Za-z][^<>]*>| \.\.\.$")  # `<value>`, or `...` for the rest of a command
 
 
 def findings(paths: list[str], facts: Facts | None = None) -> list[Finding]:

@@ -19,7 +19,7 @@ def gpu_visibility(facts: Facts, log: LogView) -> Outcome:
     evidence = le.evidence(found) + log.earlier_runs()
     ordinal = all(e.kind == "device_ordinal" for e in found)
     fixes = [
-        Fix("Docker: run with the NVIDIA runtime and a GPU request", "docker run --gpus all ..."),
+        Fix("Docker: add the NVIDIA runtime's GPU request to the `docker run` command", "--gpus all"),
         _k8s_request(facts),
         Fix("Check what the process sees", "nvidia-smi -L; python -c 'import torch; print(torch.cuda.device_count())'"),
     ]

@@ -24,8 +24,8 @@ def shm(facts: Facts, log: LogView) -> Outcome:
     if isinstance(size, int):
         evidence.append(f"NCCL needs segments of {size / 1024**2:.1f} MiB per peer")
     fixes = [
-        Fix("Docker: share the host IPC namespace", "docker run --ipc=host ..."),
-        Fix("Or give the container a bigger /dev/shm", "docker run --shm-size=16g ..."),
+        Fix("Docker: share the host IPC namespace (add to the `docker run` command)", "--ipc=host"),
+        Fix("Or give the container a bigger /dev/shm (add to the `docker run` command)", "--shm-size=16g"),
         Fix("Kubernetes: mount an emptyDir with medium: Memory at /dev/shm (sizeLimit: 16Gi)"),
     ]
     return Outcome([Finding("load.shm_insufficient", "/dev/shm is too small for NCCL/worker shared memory", evidence, fixes,

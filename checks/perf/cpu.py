@@ -81,7 +81,7 @@ def _saturated(facts: Facts, cfg, h) -> Finding | None:
         evidence.append(f"engine pid {p.pid} ({p.engine}): {p.num_threads or '?'} threads, {p.cpu_percent or '?'}% CPU")
     need = fv.world_size(cfg) + 2 if cfg else 4
     return Finding("perf.cpu_bound", "the host CPU is saturated while the engine serves",
-                   evidence, [Fix("Free or add CPU cores for the engine (other CPU-heavy processes, or a bigger CPU share)",
-                                  f"docker run --cpus {max(need, (h.cpu_count or 0) + 2)} ..."),
+                   evidence, [Fix("Free or add CPU cores for the engine (other CPU-heavy processes, or a bigger CPU share: "
+                                      "add to the `docker run` command)", f"--cpus {max(need, (h.cpu_count or 0) + 2)}"),
                               Fix("Pin the engine's threads to fewer OpenMP threads per worker", "OMP_NUM_THREADS=1")],
                    explains=["perf.low_gpu_util", "perf.high_latency"])
