@@ -75,8 +75,8 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
-def test_wording(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
+def assert_rank_one(tmp_path: Path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
+    """The log's rank-1 finding is `code`, quotes `evidence`, and its first fix is `command` (when given)."""
     log = tmp_path / f"{name}.log"
     log.write_text("\n".join(lines) + "\n")
     findings = findings_of(log)
@@ -85,6 +85,11 @@ def test_wording(tmp_path, name: str, lines: list[str], code: str, evidence: str
     assert any(evidence in line for line in top.evidence), top.evidence
     if command is not None:
         assert top.fixes[0].command == command, [f.command for f in top.fixes]
+
+
+@pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
+def test_wording(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, lines, code, evidence, command)
 
 
 @pytest.mark.parametrize("line", [

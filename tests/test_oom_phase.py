@@ -7,15 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_doctor.collect.files import load_paths
-from llm_doctor.engine import Deadline, load_checks, run_checks, select
-from llm_doctor.report import build_report
-
-
-def findings_of(path: Path) -> list:
-    facts = load_paths([str(path)], Deadline(30))
-    return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts).findings
-
+from tests.test_load_wordings import assert_rank_one, findings_of
 
 # (name, log lines, rank-1 code, a substring of the evidence, the first fix's exact command)
 CASES = [
@@ -65,14 +57,7 @@ CASES = [
 
 @pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
 def test_oom_phase(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
-    log = tmp_path / f"{name}.log"
-    log.write_text("\n".join(lines) + "\n")
-    findings = findings_of(log)
-    top = findings[0]
-    assert top.code == code, [f.code for f in findings]
-    assert any(evidence in line for line in top.evidence), top.evidence
-    if command is not None:
-        assert top.fixes[0].command == command, [f.command for f in top.fixes]
+    assert_rank_one(tmp_path, name, lines, code, evidence, command)
 
 
 def test_weights_oom_stays_weights_without_later_milestones(tmp_path) -> None:
