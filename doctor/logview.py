@@ -15,8 +15,14 @@ from llm_doctor.logparse.failures import KINDS as GENERIC_KINDS
 
 
 def judged_run(logs: LogFacts) -> int:
-    """The last run with a fatal event, else the last run."""
-    fatal = [e.run for e in logs.events if e.fatal]
+    """The last run with a fatal event, else the last run. A start the deadline cut the read in,
+    whose only failures so far are ERROR-level lines (`error_line`: engines log those and go on), is
+    not judged over an earlier start that really failed: its end was never read (a crash loop cut
+    in the middle of its next start-up would otherwise hide the crash every start ended in)."""
+    fatal = {e.run for e in logs.events if e.fatal}
+    cut = logs.cut_run
+    if cut in fatal and len(fatal) > 1 and all(e.kind == "error_line" for e in logs.events if e.fatal and e.run == cut):
+        fatal.discard(cut)
     return max(fatal) if fatal else logs.runs - 1
 
 

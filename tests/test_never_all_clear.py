@@ -457,3 +457,26 @@ def test_healthy_real_logs_are_judged_and_stay_quiet(name: str) -> None:
     rc, report = analyze_json(str(path))
     failures = [f["code"] for f in report["findings"] if f["layer"] in ("doctor", "load", "access") or f["severity"] == "error"]
     assert (rc, failures) == (0, []), report["findings"]  # a perf warning (prefix caching off) may stay
+
+
+def test_a_crash_loop_cut_in_its_next_start_up_is_judged_by_the_start_that_crashed(tmp_path: Path) -> None:
+    """kubectl logs of a CrashLoopBackOff pod: every start logs vLLM's ERROR 'Error retrieving
+    safetensors' (it goes on) and then dies in a CUDA OOM. Cut by the deadline inside the third
+    start (after its ERROR lines, before its OOM), the diagnosis is the OOM the other starts ended in,
+    not the ERROR line of a start whose end was never read."""
+    header = (ROOT / "fixtures/engine_args/v0.10.1.1-v1-tp4-ray-4nodes-gptoss120b-ansi.log").read_bytes()
+    z003 = (ROOT / "corpus/z003.log").read_bytes()  # a vLLM V1 worker's OOM while creating the weights, then Killed
+    crash = z003[z003.index(b"(VllmWorker"):]
+    log = tmp_path / "pod.log"
+    log.write_bytes(header + crash + header + crash + header + b"".join(BAD_REQUEST % i for i in range(3000)) + crash)
+    facts = Facts()
+    collector = LogCollector(facts, Ticks(5))  # one look per block and per 256 parsed lines: inside the third start
+    collector.add_path(str(log))
+    logs = collector.finish()
+    assert (logs.runs, logs.cut_run) == (3, 2)
+    report = build_report(run_checks(facts, select(load_checks())), facts)
+    top = report.findings[0]
+    assert top.code == "load.weights_oom"
+    oom_line = (header + crash + header).count(b"\n") + crash[: crash.index(b"OutOfMemoryError")].count(b"\n") + 1
+    assert top.evidence[0].startswith(f"{log}:{oom_line}: (VllmWorker rank=5 pid=3073) torch.OutOfMemoryError")
+    assert report.status == "incomplete"

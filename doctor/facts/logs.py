@@ -69,3 +69,4 @@ class LogFacts:
     folded_runs: int = 0  # old starts of a crash loop whose events were folded into counts (memory stays flat)
     folded_kinds: list[str] = field(default_factory=list)  # the fatal kinds those folded starts showed
     problems: list[str] = field(default_factory=list)  # unreadable, empty, binary, truncated, tool missing
+    cut_run: int | None = None  # the start the deadline cut the read in: its end (its crash, maybe) was not read

@@ -475,6 +475,8 @@ class LogScanner:
                 same.values = e.values
                 same.last_line, same.last_line_no = e.last_line or e.lines[0], e.last_line_no or e.line_no
         f.runs = shift + t.runs
+        # the tail ends the file: a cut in the head is followed by what the tail read, a cut in the tail is the last word
+        f.cut_run = None if t.cut_run is None else t.cut_run + shift
         f.lines_read += t.lines_read
         f.bytes_read += t.bytes_read
         f.started = f.started or t.started
