@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -186,3 +187,17 @@ def test_unknown_model_says_what_to_pass_and_draws_no_budget() -> None:
     assert "no plan: the model nobody/NoSuchModel-7B is unknown" in out
     for what in ("--model /path/to/model-folder", "config.json", "--gpu H100 --gpus 1 (or --gpu-memory GiB)"):
         assert what in out, what
+
+
+def test_a_budget_that_leaves_no_headroom_gets_the_share_that_does() -> None:
+    """0.99 of an H100 leaves less than the CUDA context and graphs need outside the budget: the
+    fix is the largest share that frees the shortfall (computed, and it re-plans with headroom)."""
+    model = ("--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100", "--offline", "--format", "json")
+    rc, out = plan(*model, "--gpu-memory-utilization", "0.99")
+    report = json.loads(out)
+    p = report["facts"]["plan"]
+    (f,) = [f for f in report["findings"] if f["code"] == "perf.memory_overcommitted"]
+    share = math.floor((p["budget_gib"] + p["headroom_gib"]) / p["gpu_total_gib"] * 100) / 100
+    assert p["headroom_gib"] < 0 and f["fixes"][0]["command"] == f"--gpu-memory-utilization {share}"
+    rc, out = plan(*model, "--gpu-memory-utilization", str(share))
+    assert json.loads(out)["facts"]["plan"]["headroom_gib"] >= 0

@@ -4,10 +4,13 @@ computed changes."""
 
 from __future__ import annotations
 
+import math
+
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
 from llm_doctor.facts.plan import MemoryPlan
 from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.memory import FLAG_NAMES
 
 GIB = 1024**3
 CODES = {
@@ -79,12 +82,18 @@ def memory_fit(facts: Facts) -> Outcome:
                 "perf.memory_overcommitted",
                 f"{-plan.headroom_gib} GiB short of headroom outside the budget (CUDA context and graphs)",
                 evidence,
-                [Fix("Leave room for the CUDA context and graphs", "--gpu-memory-utilization 0.9")],
+                [Fix("Leave room for the CUDA context and graphs: the largest share that leaves the shortfall free",
+                     f"{FLAG_NAMES.get(plan.engine, FLAG_NAMES['vllm'])['util']} {_share_leaving(plan, -plan.headroom_gib)}")],
             )
         )
     at = f"{plan.max_concurrency}x at {plan.max_model_len}" if plan.max_model_len else "max_model_len not known"
     detail = f"fits: {plan.kv_cache_tokens} KV tokens, {at}" if plan.fits else ""
     return Outcome(findings, detail)
+
+
+def _share_leaving(plan: MemoryPlan, shortfall_gib: float) -> float:
+    """The engine's memory share (budget / total) lowered by the shortfall, rounded down to 0.01."""
+    return math.floor((plan.budget_gib - shortfall_gib) / plan.gpu_total_gib * 100) / 100
 
 
 NOT_PLANNED = ("model_unknown", "config_invalid")
