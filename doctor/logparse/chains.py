@@ -112,7 +112,6 @@ WRAPPERS = Table(
     _p("vLLM engine process", r"Engine process failed to start"),
     # vllm/v1/engine/core_client.py: "Got fatal signal from worker processes, shutting down. See stack trace above for root cause issue."
     _p("vLLM core client", r"fatal signal from worker processes|See stack trace above for root cause"),
-    # vllm/v1/executor/multiproc_executor.py: "WorkerProc failed to start." / "Worker proc ... died unexpectedly"
     # vllm/v1/executor/multiproc_executor.py: "WorkerProc initialization failed due to an exception in a background
     # process. See stack trace for root cause." / "WorkerProc failed to start." / "Worker proc ... died unexpectedly"
     _p("vLLM worker process", r"WorkerProc (?:initialization failed|failed to start)|Worker proc \S+ died unexpectedly"),
