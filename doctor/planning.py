@@ -180,3 +180,29 @@ def plan_command(kw: dict[str, Any]) -> int:
         raise click.UsageError(str(exc)) from exc
     except Exception as exc:
         return doctor_failed(exc, redactor)
+
+
+def plan_from_facts(facts: Facts) -> MemoryPlan | None:
+    """The memory plan a run or an analysis is judged by (load.memory_fit) and drawn with (the report's
+    budget bars): facts.plan from `llm-doctor plan`, else planned from the model, the engine arguments
+    and the GPUs; None when one of them is missing."""
+    if facts.plan is not None:
+        return facts.plan
+    gpus = facts.gpus.gpus if facts.gpus else []
+    if not (facts.model and facts.deployment and gpus and gpus[0].memory_total_mib):
+        return None
+    from llm_doctor import memory
+
+    total, note = cuda_total_bytes(gpus[0].name, min(g.memory_total_mib or 0 for g in gpus))
+    setup = facts.logs.setup if facts.logs else None
+    printed = (
+        memory.Printed(setup.gpu_total_gib, setup.weights_gib, setup.available_kv_gib)
+        if setup and facts.deployment.engine in ("vllm", "")
+        else None
+    )
+    # the GPUs seen are this node's; a multi-node launch (--nnodes) has as many on each node
+    count = len(gpus) * max(1, facts.deployment.nnodes or 1)
+    result = memory.plan(facts.model, total, count, facts.deployment, gpus[0].name, printed)
+    result.gpu_name = gpus[0].name
+    result.assumptions.append(note)
+    return result

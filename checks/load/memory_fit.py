@@ -1,6 +1,6 @@
-"""Does the deployment fit its GPUs? Turns the memory plan (facts.plan, from `llm-doctor plan` or
-computed here from the model, deployment and GPU facts of a run) into findings whose fixes are the
-computed changes."""
+"""Does the deployment fit its GPUs? Turns the memory plan (facts.plan, from `llm-doctor plan`, or
+planned from the model, deployment and GPU facts of a run by doctor.planning.plan_from_facts) into
+findings whose fixes are the computed changes."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from llm_doctor.facts import Facts
 from llm_doctor.facts.plan import MemoryPlan
 from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 from llm_doctor.memory import FLAG_NAMES
+from llm_doctor.planning import plan_from_facts
 
 GIB = 1024**3
 CODES = {
@@ -24,34 +25,12 @@ CODES = {
 }
 
 
-def plan_of(facts: Facts) -> MemoryPlan:
-    if facts.plan is not None:
-        return facts.plan
-    gpus = facts.gpus.gpus if facts.gpus else []
-    if not (facts.model and facts.deployment and gpus and gpus[0].memory_total_mib):
-        raise NotApplicable("no memory plan: needs the model, the engine arguments and the GPUs")
-    from llm_doctor import memory
-    from llm_doctor.planning import cuda_total_bytes
-
-    total, note = cuda_total_bytes(gpus[0].name, min(g.memory_total_mib or 0 for g in gpus))
-    setup = facts.logs.setup if facts.logs else None
-    printed = (
-        memory.Printed(setup.gpu_total_gib, setup.weights_gib, setup.available_kv_gib)
-        if setup and facts.deployment.engine in ("vllm", "")
-        else None
-    )
-    # the GPUs seen are this node's; a multi-node launch (--nnodes) has as many on each node
-    count = len(gpus) * max(1, facts.deployment.nnodes or 1)
-    result = memory.plan(facts.model, total, count, facts.deployment, gpus[0].name, printed)
-    result.gpu_name = gpus[0].name
-    result.assumptions.append(note)
-    return result
-
-
 @check("load.memory_fit", "load", codes=[*CODES.values(), "perf.memory_overcommitted"])
 def memory_fit(facts: Facts) -> Outcome:
     """The weights, activations and KV cache fit the GPU memory budget."""
-    plan = plan_of(facts)
+    plan = plan_from_facts(facts)
+    if plan is None:
+        raise NotApplicable("no memory plan: needs the model, the engine arguments and the GPUs")
     if plan.verdict in NOT_PLANNED:
         return Outcome([_not_planned(plan)])
     layout = (

@@ -111,11 +111,11 @@ CLUSTER_HEADING = "Ray cluster"  # the HTML report draws these two sections from
 def derived_plan(facts: Facts) -> MemoryPlan | None:
     """The budget load.memory_fit judges in a run or an analysis (the model, the engine arguments
     and the GPUs are all known), so the report draws it too; None when the facts lack a part."""
-    from llm_doctor.checks.load.memory_fit import plan_of
+    from llm_doctor.planning import plan_from_facts
 
     try:
-        return plan_of(facts)
-    except Exception:  # NotApplicable: a part is missing; anything else the check reports itself (doctor.check_crashed)
+        return plan_from_facts(facts)
+    except Exception:  # load.memory_fit reports it itself (doctor.check_crashed)
         return None
 
 
