@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass
 
 from llm_doctor import fp8
+from llm_doctor.engine_flags import KV_HALF, flag
 from llm_doctor.facts.deployment import EngineConfig
 from llm_doctor.facts.model import ModelFacts
 from llm_doctor.facts.plan import Change, MemoryPlan
@@ -522,22 +523,6 @@ def _plan_once(
     )
 
 
-FLAG_NAMES = {
-    "vllm": {
-        "max_model_len": "--max-model-len", "util": "--gpu-memory-utilization", "kv": "--kv-cache-dtype",
-        "kv_fp8": "fp8", "tp": "--tensor-parallel-size", "quant": "--quantization", "seqs": "--max-num-seqs",
-    },
-    "sglang": {
-        "max_model_len": "--context-length", "util": "--mem-fraction-static", "kv": "--kv-cache-dtype",
-        "kv_fp8": "fp8_e5m2", "tp": "--tp", "quant": "--quantization", "seqs": "--max-running-requests",
-    },
-    "tgi": {
-        "max_model_len": "--max-total-tokens", "util": "--cuda-memory-fraction", "kv": "--kv-cache-dtype",
-        "kv_fp8": "fp8_e5m2", "tp": "--num-shard", "quant": "--quantize", "seqs": "--max-batch-size",
-    },
-}  # fmt: skip
-
-
 def _changes(
     model: ModelFacts,
     total: int,
@@ -548,7 +533,7 @@ def _changes(
     measured: _Measured | None = None,
 ) -> list[Change]:
     """The smallest single changes that make the plan fit, each checked by re-planning."""
-    flags = FLAG_NAMES.get(cfg.engine, FLAG_NAMES["vllm"])
+    engine = cfg.engine
     out: list[Change] = []
 
     def fits(**kw: object) -> MemoryPlan | None:
@@ -561,7 +546,7 @@ def _changes(
         best = max(valid_tp_sizes(model.num_attention_heads, gpu_count, model.num_kv_heads))
         trial = _plan_once(model, total, gpu_count, dataclasses.replace(cfg, tensor_parallel_size=best), gpu_name)
         result = "fits" if trial.fits else f"then: {trial.verdict}"
-        out.append(Change(f"a TP size that divides the heads, on {gpu_count} GPU(s)", flags["tp"], str(best), result))
+        out.append(Change(f"a TP size that divides the heads, on {gpu_count} GPU(s)", flag("tp", engine), str(best), result))
     if base.verdict == "kv_cache_insufficient" and base.kv_cache_tokens > 0:
         block = cfg.block_size or 16
         longest = _largest_len(model, cfg, base)
@@ -569,7 +554,7 @@ def _changes(
             out.append(
                 Change(
                     "a shorter context",
-                    flags["max_model_len"],
+                    flag("ctx", engine),
                     str(longest),
                     f"fits {base.kv_cache_tokens} KV tokens",
                 )
@@ -582,19 +567,20 @@ def _changes(
                 out.append(
                     Change(
                         "a larger memory share",
-                        flags["util"],
+                        flag("mem", engine),
                         f"{step / 100:.2f}",
                         f"{trial.kv_cache_tokens} KV tokens",
                     )
                 )
                 break
         no_fp8 = fp8.supported([], [gpu_name]) is False  # an A100 (8.0) is not offered FP8
-        if kv_cache_dtype_bytes(model, cfg) > 1 and base.verdict != "weights_oom" and not no_fp8:
-            trial = fits(kv_cache_dtype=flags["kv_fp8"])
+        fp8_kv = KV_HALF.get(engine or "vllm", "")  # llama.cpp's 8-bit cache is q8_0, not planned here
+        if fp8_kv.startswith("fp8") and kv_cache_dtype_bytes(model, cfg) > 1 and base.verdict != "weights_oom" and not no_fp8:
+            trial = fits(kv_cache_dtype=fp8_kv)
             if trial:
                 out.append(
                     Change(
-                        "an fp8 KV cache", flags["kv"], flags["kv_fp8"], f"{trial.kv_cache_tokens} KV tokens"
+                        "an fp8 KV cache", flag("kv_dtype", engine), fp8_kv, f"{trial.kv_cache_tokens} KV tokens"
                     )
                 )
         for bigger in (2, 4, 8, 16):
@@ -611,7 +597,7 @@ def _changes(
                 out.append(
                     Change(
                         f"more GPUs ({bigger * base.pipeline_parallel_size} needed)",
-                        flags["tp"],
+                        flag("tp", engine),
                         str(bigger),
                         f"{trial.weights_gib_per_gpu} GiB weights and {trial.kv_cache_tokens} KV tokens per GPU",
                     )
@@ -626,7 +612,7 @@ def _changes(
                 if trial:
                     out.append(
                         Change(
-                            what, flags["quant"], method, f"{trial.weights_gib_per_gpu} GiB weights per GPU"
+                            what, flag("quant", engine), method, f"{trial.weights_gib_per_gpu} GiB weights per GPU"
                         )
                     )
                     break
@@ -639,7 +625,7 @@ def _changes(
                 out.append(
                     Change(
                         "fewer concurrent sequences",
-                        flags["seqs"],
+                        flag("max_seqs", engine),
                         str(seqs),
                         f"{trial.kv_cache_tokens} KV tokens",
                     )

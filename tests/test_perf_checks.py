@@ -387,9 +387,9 @@ def test_a_tp_fix_speaks_the_flags_of_the_engine_it_came_from(tmp_path, command,
     ("sglang", [("tp", 2), ("dp", 2)], "--tp 2 --dp 2"),
     ("tgi", [("tp", 2), ("dp", 2)], "--num-shard 2"),
     ("llamacpp", [("tp", 2), ("dp", 2)], None),  # llama.cpp splits layers: neither knob exists
-    ("llamacpp", [("kv_dtype", ""), ("ctx", 8192), ("max_seqs", 4)], "-ctk q8_0 -ctv q8_0 -c 8192 --parallel 4"),
-    ("sglang", [("kv_dtype", ""), ("ctx", 8192), ("mem", 0.85)], "--kv-cache-dtype fp8_e5m2 --context-length 8192 --mem-fraction-static 0.85"),
-    ("tgi", [("kv_dtype", ""), ("ctx", 8192), ("batched_tokens", 4096)], "--kv-cache-dtype fp8_e5m2 --max-total-tokens 8192 --max-batch-prefill-tokens 4096"),
+    ("llamacpp", [("kv_dtype", "q8_0"), ("ctx", 8192), ("max_seqs", 4)], "-ctk q8_0 -ctv q8_0 -c 8192 --parallel 4"),
+    ("sglang", [("kv_dtype", "fp8_e5m2"), ("ctx", 8192), ("mem", 0.85)], "--kv-cache-dtype fp8_e5m2 --context-length 8192 --mem-fraction-static 0.85"),
+    ("tgi", [("kv_dtype", "fp8_e5m2"), ("ctx", 8192), ("batched_tokens", 4096)], "--kv-cache-dtype fp8_e5m2 --max-total-tokens 8192 --max-batch-prefill-tokens 4096"),
     ("ollama", [("max_seqs", 4)], None),  # Ollama's knobs are environment variables, not these flags
     ("", [("tp", 2)], "--tensor-parallel-size 2"),  # the engine not known: vLLM's spelling
 ])

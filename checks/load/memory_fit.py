@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 
 from llm_doctor.engine import check
+from llm_doctor.engine_flags import flag
 from llm_doctor.facts import Facts
 from llm_doctor.facts.plan import MemoryPlan
 from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
-from llm_doctor.memory import FLAG_NAMES
 from llm_doctor.planning import plan_from_facts
 
 GIB = 1024**3
@@ -62,7 +62,7 @@ def memory_fit(facts: Facts) -> Outcome:
                 f"{-plan.headroom_gib} GiB short of headroom outside the budget (CUDA context and graphs)",
                 evidence,
                 [Fix("Leave room for the CUDA context and graphs: the largest share that leaves the shortfall free",
-                     f"{FLAG_NAMES.get(plan.engine, FLAG_NAMES['vllm'])['util']} {_share_leaving(plan, -plan.headroom_gib)}")],
+                     f"{flag('mem', plan.engine)} {_share_leaving(plan, -plan.headroom_gib)}")],
             )
         )
     at = f"{plan.max_concurrency}x at {plan.max_model_len}" if plan.max_model_len else "max_model_len not known"

@@ -45,7 +45,7 @@ def _kv_pressure(facts: Facts, log: LogView) -> Finding | None:
     util = cfg.gpu_memory_utilization if cfg is not None else None
     if util is not None and util < HEADROOM:
         fixes.append(Fix(f"Give the KV cache more of the GPU (now {util:g})", fv.command(engine, ("mem", f"{min(HEADROOM, round(util + 0.05, 2)):.2f}"))))
-    if (halve := fv.command(engine, ("kv_dtype", ""))) and fp8.from_facts(facts) is not False and not (
+    if (halve := fv.kv_half(engine)) and fp8.from_facts(facts) is not False and not (
         cfg is not None and cfg.kv_cache_dtype.startswith(("fp8", "q8", "q4"))
     ):
         fixes.append(Fix(f"{'Or h' if fixes else 'H'}alve the KV cache per token with an 8-bit cache", halve))

@@ -7,50 +7,10 @@ vLLM, `--tp` for SGLang, `--num-shard` for TGI).
 
 from __future__ import annotations
 
+from llm_doctor.engine_flags import command, flag, kv_half  # noqa: F401 (fv.flag(...) in every perf check)
 from llm_doctor.facts import Facts
 from llm_doctor.facts.deployment import EngineConfig
 from llm_doctor.facts.gpu import Gpu, GpuFacts
-
-FLAGS: dict[str, dict[str, str]] = {
-    "tp": {"vllm": "--tensor-parallel-size", "sglang": "--tp", "tgi": "--num-shard", "trtllm": "--tp_size"},
-    "pp": {"vllm": "--pipeline-parallel-size", "sglang": "--pp-size", "trtllm": "--pp_size"},
-    "dp": {"vllm": "--data-parallel-size", "sglang": "--dp"},
-    "max_seqs": {
-        "vllm": "--max-num-seqs",
-        "sglang": "--max-running-requests",
-        "tgi": "--max-concurrent-requests",
-        "llamacpp": "--parallel",
-        "trtllm": "--max_batch_size",
-    },
-    "mem": {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-static", "tgi": "--cuda-memory-fraction",
-            "trtllm": "--kv_cache_free_gpu_memory_fraction"},
-    "batched_tokens": {
-        "vllm": "--max-num-batched-tokens",
-        "sglang": "--chunked-prefill-size",
-        "tgi": "--max-batch-prefill-tokens",
-        "trtllm": "--max_num_tokens",
-    },
-    # a KV cache of half the bytes per token: fp8 in the GPU engines, 8-bit K and V in llama.cpp
-    "kv_dtype": {"vllm": "--kv-cache-dtype fp8", "sglang": "--kv-cache-dtype fp8_e5m2", "tgi": "--kv-cache-dtype fp8_e5m2",
-                 "llamacpp": "-ctk q8_0 -ctv q8_0"},
-    "ctx": {"vllm": "--max-model-len", "sglang": "--context-length", "tgi": "--max-total-tokens", "llamacpp": "-c",
-            "trtllm": "--max_seq_len"},
-}
-
-
-def flag(kind: str, engine: str) -> str:
-    """The engine's spelling of a knob; vLLM's for an input whose engine is not known."""
-    table = FLAGS[kind]
-    return table.get(engine) or table["vllm"]
-
-
-def command(engine: str, *settings: tuple[str, object]) -> str | None:
-    """`--tp 2 --dp 2` in the engine's own flags, leaving out the knobs it does not have (TGI and
-    llama.cpp have no data-parallel flag: replicas are separate servers); None when it has none of them."""
-    known = bool(engine)
-    parts = [f"{FLAGS[kind].get(engine) or ('' if known else FLAGS[kind]['vllm'])} {value}".strip()
-             for kind, value in settings if FLAGS[kind].get(engine) or not known]
-    return " ".join(parts) or None
 
 
 def maybe_deployment(facts: Facts) -> EngineConfig | None:

@@ -72,7 +72,7 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
         util = float(m.cache_config["gpu_memory_utilization"])
     if util is not None and util < 0.9:
         fixes.append(Fix(f"Give the KV cache more of the GPU (now {util:g})", fv.command(engine, ("mem", f"{min(0.92, round(util + 0.05, 2)):.2f}"))))
-    if (halve := fv.command(engine, ("kv_dtype", ""))) and not (cfg and cfg.kv_cache_dtype.startswith(("fp8", "q8", "q4"))) and (
+    if (halve := fv.kv_half(engine)) and not (cfg and cfg.kv_cache_dtype.startswith(("fp8", "q8", "q4"))) and (
         engine == "llamacpp" or fp8.from_facts(facts) is not False
     ):
         fixes.append(Fix("Or halve the KV cache per token with an 8-bit cache" + ("" if engine == "llamacpp" else " (Ada/Hopper or newer)"), halve))
