@@ -344,6 +344,26 @@ def defaults(engine: str, generation: str = "") -> dict[str, object]:
     return {}
 
 
+TGI_WIGGLE_ROOM = 0.90  # server/text_generation_server/models/globals.py (since 2.3, Aug 2024; env TGI_WIGGLE_ROOM)
+
+
+def memory_share(cfg: EngineConfig) -> float:
+    """The share of each GPU's total memory the engine budgets for weights, activations and KV cache.
+
+    vLLM's gpu_memory_utilization and SGLang's mem_fraction_static are that share. TGI's
+    --cuda-memory-fraction (default 1.0) is only a per-process cap: its warmup sizes the KV cache from
+    the memory free under `CUDA_MEMORY_FRACTION * TGI_WIGGLE_ROOM` of the total (flash_causal_lm.py
+    warmup, get_free_memory), so TGI at its defaults leaves 10 % of every GPU unbudgeted."""
+    util = cfg.gpu_memory_utilization or (0.88 if cfg.engine == "sglang" else 0.9)
+    if cfg.engine == "tgi":
+        try:
+            wiggle = float(cfg.env.get("TGI_WIGGLE_ROOM", TGI_WIGGLE_ROOM))
+        except ValueError:
+            wiggle = TGI_WIGGLE_ROOM
+        return round(util * wiggle, 4)
+    return util
+
+
 def sglang_mem_fraction(tp_size: int) -> float:
     """SGLang ServerArgs.__post_init__: mem_fraction_static when not given, by TP size."""
     for at_least, fraction in ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87)):
@@ -546,6 +566,8 @@ def _apply_env(cfg: EngineConfig, env: dict[str, str], source: str) -> None:
             cfg.kv_cache_dtype, cfg.sources["kv_cache_dtype"] = env["OLLAMA_KV_CACHE_TYPE"], source
     if cfg.engine == "tgi" and env.get("MODEL_ID") and not cfg.model:
         cfg.model, cfg.sources["model"] = env["MODEL_ID"], source
+    if cfg.engine == "tgi" and env.get("CUDA_MEMORY_FRACTION") and not cfg.is_set("gpu_memory_utilization"):
+        cfg.gpu_memory_utilization, cfg.sources["gpu_memory_utilization"] = to_float(env["CUDA_MEMORY_FRACTION"]), source
     if cfg.engine == "vllm" and "VLLM_USE_V1" in env:
         cfg.extra["VLLM_USE_V1"] = env["VLLM_USE_V1"]
 

@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass
 
 from llm_doctor import fp8
+from llm_doctor.engine_args import apply_hardware_defaults, memory_share, sglang_mem_fraction
 from llm_doctor.engine_flags import KV_HALF, flag
 from llm_doctor.facts.deployment import EngineConfig
 from llm_doctor.facts.model import ModelFacts
@@ -340,8 +341,6 @@ def plan(
     `gpu_total_bytes` is the total the engine sees (cudaMemGetInfo), per GPU; `gpu_name` picks
     vLLM's hardware-dependent defaults (A100s keep the small batch defaults) and whether NCCL
     uses NVLS buffers; `printed` carries what a log printed, which beats every estimate."""
-    from llm_doctor.engine_args import apply_hardware_defaults, sglang_mem_fraction
-
     cfg = apply_hardware_defaults(cfg, gpu_name, gpu_total_bytes) if cfg.engine else cfg
     if cfg.engine == "tgi" and not cfg.is_set("tensor_parallel_size"):
         cfg = dataclasses.replace(cfg, tensor_parallel_size=gpu_count)  # TGI shards over every visible GPU
@@ -422,7 +421,7 @@ def _plan_once(
 ) -> MemoryPlan:
     measured = measured or _Measured()
     tp, pp = max(1, cfg.tensor_parallel_size or 1), max(1, cfg.pipeline_parallel_size or 1)
-    util = cfg.gpu_memory_utilization or (0.88 if cfg.engine == "sglang" else 0.9)
+    util = memory_share(cfg)
     given_len = cfg.max_model_len if (cfg.max_model_len or 0) > 0 else None  # vLLM -1: the model's maximum
     max_len = given_len or model.max_position_embeddings or 0
     cfg = dataclasses.replace(cfg, max_model_len=max_len)

@@ -195,6 +195,18 @@ def test_no_kv_cache_memory_when_weights_leave_nothing() -> None:
     assert 0.67 < float(util.value) <= 0.95
 
 
+def test_tgi_budgets_its_fraction_times_the_wiggle_room() -> None:
+    # TGI's warmup sizes the KV cache under CUDA_MEMORY_FRACTION x TGI_WIGGLE_ROOM of the total
+    llama = from_table("meta-llama/Llama-3.1-8B-Instruct")
+    total = cuda_total("A100-80GB")
+    default = memory.plan(llama, total, 1, parse_command("text-generation-launcher --model-id m"), "A100")
+    assert default.budget_gib == pytest.approx(total * 1.0 * 0.90 / GIB, abs=0.01)
+    env = parse_command("TGI_WIGGLE_ROOM=0.95 text-generation-launcher --model-id m --cuda-memory-fraction 0.8")
+    assert memory.plan(llama, total, 1, env, "A100").budget_gib == pytest.approx(total * 0.8 * 0.95 / GIB, abs=0.01)
+    docker_env = parse_command("CUDA_MEMORY_FRACTION=0.5 text-generation-launcher --model-id m")
+    assert docker_env.gpu_memory_utilization == 0.5
+
+
 def test_tp_larger_than_gpus_is_reported() -> None:
     qwen = from_table("Qwen/Qwen2-7B-Instruct")
     result = memory.plan(qwen, 80 * GIB, 2, parse_command("vllm serve q -tp 4"))

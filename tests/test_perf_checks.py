@@ -103,6 +103,27 @@ def test_mem_fraction_095_is_overcommitted():
     assert "--mem-fraction-static 0.85" in commands(top)
 
 
+def _headroom(report: dict) -> dict:
+    (check,) = [c for c in report["checks"] if c["id"] == "perf.memory_headroom"]
+    return check
+
+
+def test_tgi_default_fraction_is_not_overcommitted(tmp_path):
+    # TGI's --cuda-memory-fraction defaults to 1.0, but its warmup budgets 1.0 x TGI_WIGGLE_ROOM (0.90)
+    r = analyze(write(tmp_path, "launch.sh", "text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct\n"))
+    assert "perf.memory_overcommitted" not in [f["code"] for f in r["findings"]]
+    assert _headroom(r)["status"] == "pass"
+    assert _headroom(r)["detail"] == "cuda_memory_fraction=1 x TGI_WIGGLE_ROOM 0.9 = 0.9 budgeted"
+
+
+def test_tgi_wiggle_room_099_is_overcommitted(tmp_path):
+    launch = "TGI_WIGGLE_ROOM=0.99 text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct\n"
+    r = analyze(write(tmp_path, "launch.sh", launch))
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.memory_overcommitted"]
+    assert f["evidence"][0].startswith("cuda_memory_fraction=1 x TGI_WIGGLE_ROOM 0.99 = 0.99 budgeted")
+    assert "--cuda-memory-fraction 0.90" in commands(f)
+
+
 def test_sglang_queue_with_free_kv_is_batching_limited():
     r = analyze(FIX / "metrics" / "sglang-0.4-era-metrics-llama31-8b-model_name-label.txt")
     top = r["findings"][0]
