@@ -21,6 +21,7 @@ Defaults are the engines' documented/source defaults:
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import re
 import shlex
@@ -342,6 +343,19 @@ def defaults(engine: str, generation: str = "") -> dict[str, object]:
     if engine == "ollama":
         return {"host": "127.0.0.1", "port": 11434}
     return {}
+
+
+def tgi_shards(cfg: EngineConfig, visible_gpus: int) -> EngineConfig:
+    """TGI without --num-shard shards over every device it is given (launcher/src/main.rs
+    find_num_shards -> num_cuda_devices: CUDA_VISIBLE_DEVICES, else NVIDIA_VISIBLE_DEVICES, which the
+    container runtime sets to the GPUs of `--gpus`; "all" counts them). The one place TGI's implied
+    TP is decided, so the memory plan and the perf checks name the same number."""
+    if cfg.engine != "tgi" or cfg.is_set("tensor_parallel_size") or visible_gpus < 1:
+        return cfg
+    listed = cfg.env.get("CUDA_VISIBLE_DEVICES") or cfg.env.get("NVIDIA_VISIBLE_DEVICES") or "all"
+    count = visible_gpus if listed.strip() in ("all", "void") else len([x for x in listed.split(",") if x.strip()])
+    return dataclasses.replace(cfg, tensor_parallel_size=max(1, count),
+                               sources={**cfg.sources, "tensor_parallel_size": DEFAULT})
 
 
 TGI_WIGGLE_ROOM = 0.90  # server/text_generation_server/models/globals.py (since 2.3, Aug 2024; env TGI_WIGGLE_ROOM)

@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 
 from llm_doctor import fp8
-from llm_doctor.engine_args import apply_hardware_defaults, memory_share, sglang_mem_fraction
+from llm_doctor.engine_args import apply_hardware_defaults, memory_share, sglang_mem_fraction, tgi_shards
 from llm_doctor.engine_flags import KV_HALF, flag
 from llm_doctor.facts.deployment import EngineConfig
 from llm_doctor.facts.model import ModelFacts
@@ -342,8 +342,7 @@ def plan(
     vLLM's hardware-dependent defaults (A100s keep the small batch defaults) and whether NCCL
     uses NVLS buffers; `printed` carries what a log printed, which beats every estimate."""
     cfg = apply_hardware_defaults(cfg, gpu_name, gpu_total_bytes) if cfg.engine else cfg
-    if cfg.engine == "tgi" and not cfg.is_set("tensor_parallel_size"):
-        cfg = dataclasses.replace(cfg, tensor_parallel_size=gpu_count)  # TGI shards over every visible GPU
+    cfg = tgi_shards(cfg, gpu_count)
     notes: list[str] = []
     measured = _Measured()
     if printed:

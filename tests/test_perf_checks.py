@@ -232,6 +232,22 @@ def test_tp_larger_than_the_model_needs(tmp_path):
     assert "perf.tp_mismatch" not in [f["code"] for f in r["findings"]]
 
 
+def test_tgi_without_num_shard_is_judged_at_the_shards_it_starts(tmp_path):
+    # TGI's launcher shards over every GPU it is given when --num-shard is left out: TP 8 here, as the
+    # memory plan says, not the TP 1 a missing flag would suggest
+    cmd = write(tmp_path, "cmd.txt", "text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct\n")
+    r = analyze(cmd, FIX / "smi" / "nvidia-smi-table-8x-h100-sxm-driver565.txt")
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.tp_mismatch"]
+    assert f["evidence"][0].startswith("tensor_parallel_size=8 (default)")
+    assert "TP 1 holds it, 8 replicas" in f["title"]
+    assert commands(f) == ["--num-shard 1"]
+    # two of the eight given to it: two shards
+    cmd.write_text("CUDA_VISIBLE_DEVICES=0,1 text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct\n")
+    r = analyze(cmd, FIX / "smi" / "nvidia-smi-table-8x-h100-sxm-driver565.txt")
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.tp_mismatch"]
+    assert f["evidence"][0].startswith("tensor_parallel_size=2 (default)")
+
+
 def test_latency_against_the_bandwidth_floor(tmp_path):
     cmd = write(tmp_path, "cmd.txt", "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 1\n")
     r = analyze(cmd, FIX / "metrics" / "sglang-0.4-era-metrics-llama31-8b-model_name-label.txt",

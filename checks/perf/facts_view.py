@@ -7,6 +7,7 @@ vLLM, `--tp` for SGLang, `--num-shard` for TGI).
 
 from __future__ import annotations
 
+from llm_doctor.engine_args import tgi_shards
 from llm_doctor.engine_flags import command, flag, kv_half  # noqa: F401 (fv.flag(...) in every perf check)
 from llm_doctor.facts import Facts
 from llm_doctor.facts.deployment import EngineConfig
@@ -14,11 +15,14 @@ from llm_doctor.facts.gpu import Gpu, GpuFacts
 
 
 def maybe_deployment(facts: Facts) -> EngineConfig | None:
-    """The engine config: from a command line, a log, /metrics, or a running process."""
-    if facts.deployment is not None and facts.deployment.engine:
-        return facts.deployment
-    procs = facts.host.processes if facts.host else []
-    return next((p.config for p in procs if p.config is not None and p.config.engine), None)
+    """The engine config: from a command line, a log, /metrics, or a running process — with the
+    parallel size the engine itself picks where the command leaves it out (TGI's shards)."""
+    cfg = facts.deployment if facts.deployment is not None and facts.deployment.engine else None
+    if cfg is None:
+        procs = facts.host.processes if facts.host else []
+        cfg = next((p.config for p in procs if p.config is not None and p.config.engine), None)
+    visible = visible_indices(cfg, maybe_gpus(facts)) if cfg is not None else None
+    return tgi_shards(cfg, len(visible)) if cfg is not None and visible else cfg
 
 
 def deployment(facts: Facts) -> EngineConfig:
