@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections import Counter
 
 from llm_doctor.engine import check
+from llm_doctor.engine_flags import command
 from llm_doctor.facts import Facts
-from llm_doctor.facts.cluster import PlacementGroupFacts
+from llm_doctor.facts.cluster import ClusterFacts, PlacementGroupFacts
 from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 PENDING = ("PENDING", "RESCHEDULING")
@@ -50,6 +51,9 @@ def why_infeasible(pg: PlacementGroupFacts, nodes: list[dict[str, float]]) -> st
 def placement(facts: Facts) -> Outcome:
     """Every pending placement group fits the cluster's nodes."""
     cluster = facts.cluster
+    if cluster is not None and not cluster.nodes and cluster.totals:
+        cfg = facts.deployment
+        return _against_totals(cluster, cfg.engine if cfg is not None else "")
     if cluster is None or not cluster.nodes:
         raise NotApplicable("no cluster nodes")
     pending = [pg for pg in cluster.placement_groups if pg.state in PENDING]
@@ -76,3 +80,44 @@ def placement(facts: Facts) -> Outcome:
                                 f"placement group {pg.name or pg.id} can never be placed: {reason or 'Ray marks it infeasible'}",
                                 evidence, fixes))
     return Outcome(findings, detail=f"{len(pending)} pending of {len(cluster.placement_groups)} placement group(s)")
+
+
+def short_of_totals(cluster: ClusterFacts | None) -> list[tuple[PlacementGroupFacts, str, float]]:
+    """Pending placement groups that ask for more of a resource than a `ray status` says the cluster
+    has in all: (group, resource, amount asked), GPU first. A status without `-v` sums the nodes, so
+    this is the one reason that is certain from it."""
+    if cluster is None or not cluster.totals:
+        return []
+    out = []
+    for pg in cluster.placement_groups:
+        if pg.state not in PENDING:
+            continue
+        need: Counter[str] = Counter()
+        for b in pg.bundles:
+            need.update(b)
+        short = {k: v for k, v in need.items() if v > cluster.totals.get(k, 0.0)}
+        if short:
+            key = "GPU" if "GPU" in short else sorted(short)[0]
+            out.append((pg, key, short[key]))
+    return out
+
+
+def _against_totals(cluster: ClusterFacts, engine: str) -> Outcome:
+    have = _fmt(cluster.totals)
+    findings = []
+    for pg, key, amount in short_of_totals(cluster):
+        gpus = int(cluster.totals.get("GPU", 0))
+        fixes = []
+        if key == "GPU" and gpus == 1:
+            fixes.append(Fix("Ask for the one GPU Ray has", command(engine or "vllm", ("tp", 1), ("pp", 1))))
+        elif key == "GPU" and gpus:
+            fixes.append(Fix(f"Ask for the {gpus} GPUs Ray has: TP x PP = {gpus}, tensor parallel inside a node and "
+                             "pipeline parallel across nodes (`ray status -v` shows the GPUs per node)"))
+        fixes.append(Fix(f"Or add nodes with the missing {key} (ray start --address HEAD_IP:6379 --num-gpus N on each), "
+                         "then check again", "ray status -v"))
+        findings.append(Finding(
+            "cluster.placement_infeasible",
+            f"a pending placement group needs {amount:g} {key} in all; the cluster has {cluster.totals.get(key, 0.0):g}",
+            [f"{cluster.source}: {pg.name}", f"{cluster.source}: cluster totals {have}"], fixes))
+    pending = sum(1 for pg in cluster.placement_groups if pg.state in PENDING)
+    return Outcome(findings, detail=f"{pending} pending placement group(s) against the cluster's totals {have}")

@@ -7,6 +7,7 @@ engine's TP/NCCL errors that follow them are their symptoms.
 
 from __future__ import annotations
 
+from llm_doctor.checks.cluster.placement import short_of_totals
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
@@ -22,7 +23,7 @@ def ray_log(facts: Facts, log: LogView) -> Outcome:
     """No Ray cluster failure (unplaceable placement group, no Ray head, a dead node) in the log."""
     findings = []
     placement = log.events("ray_placement_infeasible")
-    if placement:
+    if placement and not short_of_totals(facts.cluster):  # else cluster.placement names it with Ray's own numbers
         fatal = any(e.fatal for e in placement)
         findings.append(Finding(
             "cluster.placement_infeasible",
@@ -50,4 +51,8 @@ def ray_log(facts: Facts, log: LogView) -> Outcome:
             [Fix("Find the dead node and why it went (its raylet log, the kernel log for an OOM kill)", "ray list nodes --filter state=DEAD")],
             explains=SYMPTOMS,
         ))
-    return Outcome(findings, detail="" if findings else "no Ray cluster failure in the log")
+    if findings:
+        return Outcome(findings)
+    if placement:
+        return Outcome(detail="the log's placement-group wait is judged by cluster.placement, against the `ray status` totals")
+    return Outcome(detail="no Ray cluster failure in the log")

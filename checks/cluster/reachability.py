@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
+from llm_doctor.facts.cluster import ClusterFacts
 from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 
@@ -22,6 +23,8 @@ def reachable(facts: Facts) -> Outcome:
                  "llm-doctor run --ray HEAD_IP:6379"),
              Fix("Check that the head is up there", "ray status --address HEAD_IP:6379")],
         )])
+    if cluster.source:  # a `ray status` text: its "Recent failures" are the nodes that went
+        return _status_failures(cluster)
     findings = []
     for node in cluster.nodes.values():
         if not node.error:
@@ -44,3 +47,13 @@ def reachable(facts: Facts) -> Outcome:
     return Outcome(findings, detail=f"{answered} of {len(cluster.nodes)} node(s) answered"
                    + (f" in {cluster.seconds:g} s" if cluster.seconds is not None else ""))
 
+
+def _status_failures(cluster: ClusterFacts) -> Outcome:
+    if not cluster.failures:
+        return Outcome(detail=f"{cluster.source}: `ray status` lists no recent node failures")
+    return Outcome([Finding(
+        "cluster.node_unreachable", f"Ray lists {len(cluster.failures)} recent node failure(s)",
+        [f"{cluster.source}: {line}" for line in cluster.failures],
+        [Fix("Read why each failed to start or died: the autoscaler's log on the head names the launch or setup error",
+             "tail -n 200 /tmp/ray/session_latest/logs/monitor.log")],
+        severity="warn")])

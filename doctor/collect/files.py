@@ -148,6 +148,7 @@ READERS += [
     Reader("nvidia-smi topo", _sniff("llm_doctor.logparse.topo", "looks_like_topo"), _lazy("llm_doctor.collect.gpu", "load_topo")),
     Reader("metrics", _sniff("llm_doctor.logparse.metrics_text", "looks_like_metrics"), _lazy("llm_doctor.collect.metrics", "load_scrape")),
     Reader("command line", _sniff("llm_doctor.collect.host", "looks_like_command"), _lazy("llm_doctor.collect.host", "load_command")),
+    Reader("ray status", _sniff("llm_doctor.logparse.ray_status", "looks_like_ray_status"), _lazy("llm_doctor.collect.ray_paste", "load_status")),
 ]
 
 
@@ -182,6 +183,7 @@ def load_paths(paths: list[str], deadline: Deadline) -> Facts:
             logs.load_log(path, facts, deadline, named=named)
             if path != "-":  # GPU artefacts pasted into the log (topo -m after the engine's output)
                 _lazy("llm_doctor.collect.gpu", "load_embedded")(path, facts, deadline)
+                _lazy("llm_doctor.collect.ray_paste", "load_embedded")(path, facts, deadline)
         else:
             reader.load(path, facts, deadline)
             if reader.kind != "bundle":  # tool output pasted into a log: the engine's errors count too

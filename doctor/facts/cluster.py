@@ -82,3 +82,6 @@ class ClusterFacts:
     nodes: dict[str, NodeFacts] = field(default_factory=dict)  # node ID -> facts
     placement_groups: list[PlacementGroupFacts] = field(default_factory=list)
     seconds: float | None = None  # how long collection across the nodes took
+    source: str = ""  # "" for a live cluster (run --ray); the file a `ray status` text was read from
+    totals: dict[str, float] = field(default_factory=dict)  # the cluster's resources in all, as `ray status` sums them
+    failures: list[str] = field(default_factory=list)  # `ray status` "Recent failures" lines

@@ -146,7 +146,10 @@ def inputs(facts: Facts) -> list[tuple[str, str]]:
     if facts.plan is not None:
         out.append(("plan", f"{facts.plan.model or '?'} on {facts.plan.gpu_count} x {facts.plan.gpu_name or 'GPU'}"))
     if facts.cluster is not None:
-        out.append(("Ray cluster", f"{facts.cluster.address} ({len(facts.cluster.nodes)} node(s))"))
+        c = facts.cluster
+        totals = ", ".join(f"{v:g} {k}" for k, v in sorted(c.totals.items()))
+        out.append(("Ray cluster", f"`ray status` in {c.source}: {totals}" if c.source
+                    else f"{c.address} ({len(c.nodes)} node(s))"))
     out += [("not read in full", f"{gap.source}: {gap.reason}") for gap in facts.gaps]
     return out
 

@@ -1,0 +1,49 @@
+"""A `ray status` text handed to `analyze` (its own file, or pasted inside a log) -> ClusterFacts,
+so the cluster checks judge what Ray had when the engine waited for its placement group, without a
+live cluster. Per-node resources exist only in `ray status -v`; otherwise the totals do."""
+
+from __future__ import annotations
+
+from llm_doctor.engine import Deadline
+from llm_doctor.facts import Facts
+from llm_doctor.facts.cluster import ClusterFacts, NodeFacts, PlacementGroupFacts
+from llm_doctor.logparse import ray_status
+
+READ_BYTES = 4 * 1024 * 1024  # a status is a few KB; in a paste it sits near the other attachments
+
+
+def _read(path: str) -> str:
+    with open(path, "rb") as fh:
+        return fh.read(READ_BYTES).decode("utf-8", errors="replace")
+
+
+def to_cluster(status: ray_status.RayStatus, source: str) -> ClusterFacts:
+    nodes = {nid: NodeFacts(node_id=nid, resources=res) for nid, res in status.nodes.items()}
+    groups = [PlacementGroupFacts(id=f"demand {i + 1}", state="PENDING", strategy=d.strategy or "PACK", bundles=d.bundles,
+                                  name=f"`{d.line}`")
+              for i, d in enumerate(x for x in status.demands if x.placement_group)]
+    return ClusterFacts(source=source, nodes=nodes, placement_groups=groups, totals=status.totals,
+                        failures=status.failures)
+
+
+def load_status(path: str, facts: Facts, deadline: Deadline) -> None:
+    status = ray_status.parse(_read(path))
+    if not status.totals and not status.active:
+        facts.notes.append(f"{path}: looked like `ray status` output but no resources could be read")
+        return
+    facts.cluster = to_cluster(status, path)
+
+
+def load_embedded(path: str, facts: Facts, deadline: Deadline) -> None:
+    """A `ray status` pasted inside a log (an issue with the engine's output and the status it asked for)."""
+    if facts.cluster is not None:
+        return
+    try:
+        text = _read(path)
+    except OSError:  # the log reader already said so
+        return
+    if ray_status.embedded_at(text) is None:
+        return
+    status = ray_status.parse(text)
+    if status.totals or status.active:
+        facts.cluster = to_cluster(status, path)
