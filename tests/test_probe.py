@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from llm_doctor.checks.perf.batching import SCALING_MIN
 from llm_doctor.collect.load_probe import probe
 from llm_doctor.engine import load_checks, run_checks, select
 from llm_doctor.facts import Facts
@@ -20,7 +21,7 @@ TOKENS = 16
 STEP_S = 0.15
 
 
-def serve(slots: int) -> tuple[http.server.ThreadingHTTPServer, str]:
+def serve(slots: int, step_s: float = STEP_S) -> tuple[http.server.ThreadingHTTPServer, str]:
     gate = threading.Semaphore(slots)
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -32,7 +33,7 @@ def serve(slots: int) -> tuple[http.server.ThreadingHTTPServer, str]:
                 self.end_headers()
                 return
             with gate:  # the server's own concurrency limit: requests beyond it wait
-                time.sleep(STEP_S)
+                time.sleep(step_s)
             body = json.dumps({"object": "chat.completion", "choices": [{"message": {"content": "1 2 3"}}],
                                "usage": {"completion_tokens": TOKENS}, "timings": {"predicted_n": TOKENS}}).encode()
             self.send_response(200)
@@ -58,7 +59,9 @@ def one_slot() -> Iterator[str]:
 
 @pytest.fixture
 def eight_slots() -> Iterator[str]:
-    server, url = serve(8)
+    # a long step, so that the client's own per-request cost on two busy shared cores (threads, sockets,
+    # JSON) stays small beside it and eight concurrent requests still show the server's parallelism
+    server, url = serve(8, step_s=1.0)
     yield url
     server.shutdown()
 
@@ -88,7 +91,7 @@ def test_flat_probe_with_enough_slots_is_not_a_batching_limit(one_slot):
 
 def test_batching_server_scales(eight_slots):
     r = probe(eight_slots, "sk-probe-key", "gemma-tiny", 8)
-    assert r.errors == 0 and r.tps_n / r.tps_1 > 3
+    assert r.errors == 0 and r.tps_n / r.tps_1 >= SCALING_MIN  # ideally 8; what the check calls "scales"
     assert judge(r) == []
 
 
