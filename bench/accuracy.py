@@ -6,13 +6,16 @@ report), in-process so the timing is the analysis and not interpreter start-up. 
 - train: shared/corpus and corpus/ (ids d*, x*, y*, z*): the cases rules may be developed against;
 - held-out: corpus/holdout/ (z* ids chosen by a hash of the source URL, see corpus/README.md): read
   only as a score. Its misses are never listed, only counted.
+- fresh: corpus/fresh/ (f* ids): a blind set collected after issue #9 was filed from threads no other
+  split uses, labelled before anyone ran the doctor on it (corpus/README.md, Round f). A score only,
+  like held-out: in neither of the other splits, and its misses are never listed.
 
 For each split it prints rank-1 and top-3 accuracy overall, per primary code and per engine, the
 confusions (expected -> what came first), and the false all-clears: cases whose report status is `ok`
 with exit code 0 although every corpus case is a failure. For the KV-cache cases it also checks that
 the suggested --max-model-len fits the capacity the log states.
 
-    .venv/bin/python bench/accuracy.py [--split train|held-out|all] [--corpus DIR ...] [--show-misses]
+    .venv/bin/python bench/accuracy.py [--split train|held-out|fresh|all] [--corpus DIR ...] [--show-misses]
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 SPLITS = {
     "train": [ROOT.parent / "shared" / "corpus", ROOT / "corpus"],
     "held-out": [ROOT / "corpus" / "holdout"],
+    "fresh": [ROOT / "corpus" / "fresh"],
 }
 
 
@@ -165,7 +169,7 @@ def print_split(r: SplitResult, show_misses: bool) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--split", choices=["train", "held-out", "all"], default="all", help="which split(s) to score")
+    ap.add_argument("--split", choices=[*SPLITS, "all"], default="all", help="which split(s) to score")
     ap.add_argument("--corpus", action="append", type=Path, help="score these folders instead, as one split")
     ap.add_argument("--show-misses", action="store_true", help="list each train case whose rank-1 code is wrong")
     args = ap.parse_args()
@@ -175,8 +179,8 @@ def main() -> int:
         splits = {k: v for k, v in SPLITS.items() if args.split in (k, "all")}
     for name, folders in splits.items():
         print(f"corpus {name}: {', '.join(str(p) for p in folders)}")
-        held_out = any("holdout" in p.parts for p in folders)
-        print_split(run_split(name, folders), args.show_misses and not held_out)
+        blind = any({"holdout", "fresh"} & set(p.parts) for p in folders)
+        print_split(run_split(name, folders), args.show_misses and not blind)
     return 0
 
 
