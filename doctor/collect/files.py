@@ -139,13 +139,14 @@ def _sniff(module: str, func: str) -> Callable[[str], bool]:
     return sniff
 
 
-# GPU and engine artefacts (perf helper): nvidia-smi table / -q / -q -x / nvlink, topo -m, /metrics, launch command
+# GPU and engine artefacts (perf helper): nvidia-smi table / -q / -q -x / nvlink, topo -m, dmon / gpustat, /metrics, launch command
 READERS += [
     Reader("nvidia-smi -q -x", _sniff("llm_doctor.logparse.nvidia_smi", "is_xml"), _lazy("llm_doctor.collect.gpu", "load_xml")),
     Reader("nvidia-smi -q", _sniff("llm_doctor.logparse.nvidia_smi", "is_query"), _lazy("llm_doctor.collect.gpu", "load_query")),
     Reader("nvidia-smi", _sniff("llm_doctor.logparse.nvidia_smi", "is_table"), _lazy("llm_doctor.collect.gpu", "load_table")),
     Reader("nvidia-smi nvlink", _sniff("llm_doctor.logparse.nvidia_smi", "is_nvlink_status"), _lazy("llm_doctor.collect.gpu", "load_nvlink")),
     Reader("nvidia-smi topo", _sniff("llm_doctor.logparse.topo", "looks_like_topo"), _lazy("llm_doctor.collect.gpu", "load_topo")),
+    Reader("GPU monitor", _sniff("llm_doctor.logparse.gpu_monitors", "is_monitor"), _lazy("llm_doctor.collect.gpu", "load_monitor")),
     Reader("metrics", _sniff("llm_doctor.logparse.metrics_text", "looks_like_metrics"), _lazy("llm_doctor.collect.metrics", "load_scrape")),
     Reader("command line", _sniff("llm_doctor.collect.host", "looks_like_command"), _lazy("llm_doctor.collect.host", "load_command")),
 ]
@@ -165,6 +166,13 @@ def head_of(path: str) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
+def _embedded(path: str, facts: Facts, deadline: Deadline) -> bool:
+    """GPU artefacts pasted inside the text (doctor.collect.gpu.load_embedded): True when one was read."""
+    from llm_doctor.collect.gpu import load_embedded
+
+    return load_embedded(path, facts, deadline)
+
+
 def load_paths(paths: list[str], deadline: Deadline) -> Facts:
     from llm_doctor.collect import logs
 
@@ -180,10 +188,11 @@ def load_paths(paths: list[str], deadline: Deadline) -> Facts:
         reader = next((r for r in READERS if path != "-" and r.sniff(head)), None)
         if reader is None:
             logs.load_log(path, facts, deadline, named=named)
-            if path != "-":  # GPU artefacts pasted into the log (topo -m after the engine's output)
-                _lazy("llm_doctor.collect.gpu", "load_embedded")(path, facts, deadline)
+            if path != "-" and _embedded(path, facts, deadline):  # topo -m after the engine's output, a dmon paste
+                facts.gaps = [g for g in facts.gaps if not (g.source == path and g.reason == logs.NOT_UNDERSTOOD)]
         else:
             reader.load(path, facts, deadline)
             if reader.kind != "bundle":  # tool output pasted into a log: the engine's errors count too
                 logs.load_log(path, facts, deadline, only_if_events=True)
+                _embedded(path, facts, deadline)
     return facts

@@ -1,0 +1,88 @@
+"""Perf attachments people paste into an issue (GPU monitors, Python launch code, top), read by
+`llm-doctor analyze` on their own: the exact code, evidence and fix value, and healthy pastes quiet."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from llm_doctor.cli import main
+from llm_doctor.logparse import gpu_monitors
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+MON = FIX / "monitors"
+
+
+def analyze(*paths: str | Path) -> dict:
+    res = CliRunner().invoke(main, ["analyze", *map(str, paths), "--format", "json", "--fail-on", "never"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def check(report: dict, check_id: str) -> dict:
+    return next(c for c in report["checks"] if c["id"] == check_id)
+
+
+def codes(report: dict) -> list[str]:
+    return [f["code"] for f in report["findings"]]
+
+
+# --- nvidia-smi dmon -------------------------------------------------------------------------
+
+
+def test_dmon_series_becomes_sampled_utilization_and_the_busiest_row():
+    facts = gpu_monitors.embedded_dmon((MON / "dmon-morpheus-load-ramp.txt").read_text())
+    assert facts is not None and facts.source == "nvidia-smi dmon"
+    (gpu,) = facts.gpus
+    assert (gpu.util_gpu.min, gpu.util_gpu.mean, gpu.util_gpu.max, gpu.util_gpu.samples) == (3, 51.1, 99, 9)
+    assert (gpu.power_draw_w, gpu.temperature_c, gpu.sm_clock_mhz) == (279, 56, 1755)  # the 99% row
+    assert gpu.throttle_reasons == [] and "throttle_reasons" in gpu.unsupported  # no -s v: not measured
+
+
+def test_dmon_quoted_old_layout_with_violations_column():
+    facts = gpu_monitors.embedded_dmon((MON / "dmon-s-pucvmet-old-temp-4gpu.txt").read_text())
+    assert facts is not None
+    assert [(g.index, g.util_gpu.mean, g.temperature_c, g.memory_used_mib) for g in facts.gpus] == [
+        (0, 25, 83, 11651), (1, 18, 84, 11653), (2, 24, 80, 11653), (3, 18, 70, 11660)]
+    assert all(g.throttle_reasons == [] and not g.unsupported for g in facts.gpus)  # pviol/tviol 0: measured, none
+
+
+def test_dmon_of_a_loaded_gpu_is_healthy():
+    report = analyze(MON / "dmon-morpheus-load-ramp.txt")
+    assert report["status"] == "ok" and report["findings"] == []
+    assert check(report, "perf.gpu_utilization")["detail"] == "GPU utilization mean 51% while serving"
+
+
+def test_dmon_of_a_gpu_that_waits_is_low_gpu_util():
+    report = analyze(MON / "dmon-morpheus-before-load.txt")
+    (finding,) = report["findings"]
+    assert finding["code"] == "perf.low_gpu_util"
+    assert finding["evidence"][0] == "GPU0: utilization min/mean/max 3/6.3/11% over 3 sample(s)"
+    assert "mean 6%" in finding["evidence"][1]
+    assert finding["fixes"][0]["command"] == "llm-doctor run --sample 10 --probe-load 16"
+
+
+def test_dmon_single_sample_per_gpu_is_no_verdict():
+    report = analyze(MON / "dmon-s-pucvmet-old-temp-4gpu.txt")
+    assert "doctor.input_incomplete" not in codes(report)  # read: not "nothing the doctor reads"
+    assert check(report, "perf.gpu_utilization")["status"] == "skip"  # one reading of each GPU is not a series
+
+
+# --- gpustat ---------------------------------------------------------------------------------
+
+
+def test_gpustat_rows_with_fan_codec_and_power():
+    facts = gpu_monitors.embedded_gpustat((MON / "gpustat-power-fan-codec-3gpu.txt").read_text())
+    assert facts is not None and facts.source == "gpustat"
+    g0, g1, g2 = facts.gpus
+    assert (g0.name, g0.util_gpu.mean, g0.temperature_c, g0.power_draw_w, g0.power_limit_w) == ("GeForce GTX TITAN 0", 76, 80, 125, 250)
+    assert (g0.memory_used_mib, g0.memory_total_mib) == (8000, 12287)
+    assert g1.util_gpu.mean == 0 and g1.power_draw_w is None and g1.power_limit_w == 250  # '??' is unknown, not zero
+    assert g2.util_gpu is None and g2.power_limit_w is None
+
+
+def test_gpustat_snapshot_is_read_and_quiet():
+    report = analyze(MON / "gpustat-power-fan-codec-3gpu.txt")
+    assert report["status"] == "ok" and report["findings"] == []
