@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from llm_doctor.cli import main
-from llm_doctor.logparse import gpu_monitors
+from llm_doctor.logparse import gpu_monitors, launch_code
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 MON = FIX / "monitors"
@@ -86,3 +86,33 @@ def test_gpustat_rows_with_fan_codec_and_power():
 def test_gpustat_snapshot_is_read_and_quiet():
     report = analyze(MON / "gpustat-power-fan-codec-3gpu.txt")
     assert report["status"] == "ok" and report["findings"] == []
+
+
+# --- Python code that starts an engine -------------------------------------------------------
+
+CODE = FIX / "launch_code"
+
+
+def test_engineargs_call_with_a_tiny_batch_cap_is_batching_limited():
+    report = analyze(CODE / "vllm-example-engineargs-chameleon-max-num-seqs-2.py.txt")
+    (finding,) = report["findings"]
+    assert finding["code"] == "perf.batching_limited"
+    assert finding["evidence"] == ["max-num-seqs=2 (code)"]
+    assert finding["fixes"][0]["command"] == "--max-num-seqs 256"  # vLLM's default max_num_seqs
+    assert report["facts"]["deployment"]["model"] == "facebook/chameleon-7b"
+
+
+def test_literal_arguments_only_and_prose_is_no_call():
+    cfg = launch_code.config((CODE / "vllm-example-engineargs-chameleon-max-num-seqs-2.py.txt").read_text())
+    assert cfg is not None and (cfg.engine, cfg.max_num_seqs, cfg.max_model_len) == ("vllm", 2, 4096)
+    assert cfg.unknown_flags == []  # `args.disable_mm_preprocessor_cache` is a variable: skipped, not "invalid"
+    assert launch_code.calls("We serve an LLM (a 7B model) with vLLM(see above).") == []
+
+
+def test_healthy_offline_starts_stay_quiet():
+    for name in ("vllm-example-llm-prefix-caching-on.py.txt", "sglang-docs-offline-engine.py.txt"):
+        report = analyze(CODE / name)
+        assert report["status"] == "ok" and report["findings"] == [], name
+        assert check(report, "perf.prefix_cache")["detail"] == "prefix caching on", name
+    sglang = launch_code.config((CODE / "sglang-docs-offline-engine.py.txt").read_text())
+    assert sglang is not None and (sglang.engine, sglang.model) == ("sglang", "qwen/qwen2.5-0.5b-instruct")

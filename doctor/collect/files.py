@@ -167,10 +167,35 @@ def head_of(path: str) -> str:
 
 
 def _embedded(path: str, facts: Facts, deadline: Deadline) -> bool:
-    """GPU artefacts pasted inside the text (doctor.collect.gpu.load_embedded): True when one was read."""
+    """GPU artefacts pasted inside the text (doctor.collect.gpu.load_embedded) and Python code that
+    starts an engine (doctor.logparse.launch_code): True when one was read."""
     from llm_doctor.collect.gpu import load_embedded
 
-    return load_embedded(path, facts, deadline)
+    found = load_embedded(path, facts, deadline)
+    return _launch_code(path, facts) or found
+
+
+def _launch_code(path: str, facts: Facts) -> bool:
+    """`LLM(model, tensor_parallel_size=8, ...)` in the text -> facts.deployment; arguments a log
+    printed (what really ran) win over the code's."""
+    from llm_doctor import models
+    from llm_doctor.collect.gpu import EMBEDDED_BYTES, _read_text
+    from llm_doctor.logparse import launch_code
+
+    try:
+        cfg = launch_code.config(_read_text(path, EMBEDDED_BYTES))
+    except (OSError, EOFError):
+        return False
+    if cfg is None:
+        return False
+    logged = facts.deployment is not None and facts.deployment.engine == cfg.engine
+    facts.deployment = facts.deployment.merge(cfg) if logged and facts.deployment else cfg
+    if facts.model is None and facts.deployment.model:
+        try:
+            facts.model = models.known(facts.deployment.model)
+        except (OSError, ValueError, KeyError):
+            facts.model = None
+    return True
 
 
 def load_paths(paths: list[str], deadline: Deadline) -> Facts:
