@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from llm_doctor.cli import main
-from llm_doctor.logparse import gpu_monitors, launch_code
+from llm_doctor.logparse import bench_runs, gpu_monitors, launch_code
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 MON = FIX / "monitors"
@@ -116,3 +116,38 @@ def test_healthy_offline_starts_stay_quiet():
         assert check(report, "perf.prefix_cache")["detail"] == "prefix caching on", name
     sglang = launch_code.config((CODE / "sglang-docs-offline-engine.py.txt").read_text())
     assert sglang is not None and (sglang.engine, sglang.model) == ("sglang", "qwen/qwen2.5-0.5b-instruct")
+
+
+# --- serving-benchmark sweeps ----------------------------------------------------------------
+
+SWEEP = FIX / "bench" / "vllm-bench-serve-sweep-c1-c4-c32-qwen2.5-7b.txt"
+
+
+def test_a_sweep_from_one_request_fills_the_probe_facts():
+    found = bench_runs.runs(SWEEP.read_text())
+    assert [(r.concurrency, r.output_tps, r.requests) for r in found] == [(1, 62.61, 200), (4, 237.41, 200), (32, 1278.33, 200)]
+    low, high = bench_runs.sweep(found)
+    assert (low.concurrency, high.concurrency) == (1, 32)
+    assert bench_runs.sweep(found[1:]) is None  # from 4 up: a flat curve may be a saturated GPU, not a batch cap
+
+
+def test_a_sweep_that_scales_is_healthy_and_its_failed_requests_row_is_no_failure():
+    report = analyze(SWEEP)
+    assert report["status"] == "ok" and report["findings"] == []  # "Failed requests: 0" is a count, not an error
+    probe = report["facts"]["host"]["probe"]
+    assert (probe["concurrency"], probe["tps_1"], probe["tps_n"]) == (32, 62.61, 1278.33)
+    assert check(report, "perf.batching")["detail"] == "no batching limit seen"
+
+
+# --- nvidia-smi table rows copied without the header --------------------------------------------
+
+
+def test_table_rows_without_their_header_are_read(tmp_path):
+    lines = (FIX / "smi" / "nvidia-smi-table-8x-rtx4090-driver550.txt").read_text().splitlines()
+    rows = tmp_path / "rows.txt"
+    rows.write_text("the GPUs while idle:\n" + "\n".join(lines[7:15]) + "\n")  # GPU 0 and 1, as a reporter copies them
+    report = analyze(rows)
+    gpus = report["facts"]["gpus"]["gpus"]
+    assert [(g["index"], g["name"], g["power_draw_w"], g["memory_total_mib"]) for g in gpus] == [
+        (0, "NVIDIA GeForce RTX 4090", 20, 24564), (1, "NVIDIA GeForce RTX 4090", 20, 24564)]
+    assert report["status"] == "ok" and "doctor.input_incomplete" not in codes(report)

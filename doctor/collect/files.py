@@ -172,7 +172,32 @@ def _embedded(path: str, facts: Facts, deadline: Deadline) -> bool:
     from llm_doctor.collect.gpu import load_embedded
 
     found = load_embedded(path, facts, deadline)
-    return _launch_code(path, facts) or found
+    found = _launch_code(path, facts) or found
+    return _bench_sweep(path, facts) or found
+
+
+def _bench_sweep(path: str, facts: Facts) -> bool:
+    """Serving-benchmark runs at concurrency 1 and N (doctor.logparse.bench_runs) -> the load
+    probe's facts, unless a real probe ran."""
+    from llm_doctor.collect.gpu import EMBEDDED_BYTES, _read_text
+    from llm_doctor.facts.host import HostFacts, ProbeFacts
+    from llm_doctor.logparse import bench_runs
+
+    try:
+        found = bench_runs.sweep(bench_runs.runs(_read_text(path, EMBEDDED_BYTES)))
+    except (OSError, EOFError):
+        return False
+    if found is None or (facts.host is not None and facts.host.probe is not None):
+        return False
+    low, high = found
+    where = f"{path}:{low.line} and :{high.line}"
+    probe = ProbeFacts(concurrency=high.concurrency, tps_1=low.output_tps, tps_n=high.output_tps,
+                       requests=low.requests + high.requests,
+                       notes=[f"measured by the pasted serving-benchmark runs at max concurrency 1 and {high.concurrency} ({where})"])
+    if facts.host is None:
+        facts.host = HostFacts()
+    facts.host.probe = probe
+    return True
 
 
 def _launch_code(path: str, facts: Facts) -> bool:

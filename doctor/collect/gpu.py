@@ -362,7 +362,8 @@ EMBEDDED_BYTES = 4 * 1024 * 1024  # a paste with attachments (an issue, a ticket
 def load_embedded(path: str, facts: Facts, deadline: Deadline) -> bool:
     """GPU artefacts pasted inside a log (a `topo -m` matrix after the engine's output, as issue
     reports and vLLM's collect_env give it; an `nvidia-smi -q` dump or its clocks-event section; an
-    `nvidia-smi --query-gpu ... --format=csv` sampling; an `nvidia-smi dmon` or `gpustat` series):
+    `nvidia-smi --query-gpu ... --format=csv` sampling; an `nvidia-smi dmon` or `gpustat` series; the
+    GPU rows of an `nvidia-smi` table copied without its header):
     read as if they were their own file, so the perf checks see the links and clocks the reporter's
     GPUs have. (A pasted `nvidia-smi` table the log scan reads itself.) Only the head of a big log
     is looked at. True when something was read."""
@@ -380,6 +381,11 @@ def load_embedded(path: str, facts: Facts, deadline: Deadline) -> bool:
         lines = nvidia_smi.embedded_query(text)
         if lines and (query := nvidia_smi.parse_query(lines)).gpus:
             _merge(facts, query)
+            found = True
+    if facts.gpus is None or not facts.gpus.gpus:  # the GPU rows of a table, pasted without its header
+        table = nvidia_smi.parse_table(text.splitlines())
+        if table.gpus:
+            _merge(facts, table)
             found = True
     header, rows = nvidia_smi.embedded_csv(text)
     if rows and (facts.gpus is None or not facts.gpus.gpus or all(x.util_gpu is None for x in facts.gpus.gpus)):
