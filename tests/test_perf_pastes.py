@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from llm_doctor.cli import main
-from llm_doctor.logparse import bench_runs, gpu_monitors, launch_code
+from llm_doctor.logparse import bench_runs, gpu_monitors, launch_code, lspci
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 MON = FIX / "monitors"
@@ -151,3 +151,27 @@ def test_table_rows_without_their_header_are_read(tmp_path):
     assert [(g["index"], g["name"], g["power_draw_w"], g["memory_total_mib"]) for g in gpus] == [
         (0, "NVIDIA GeForce RTX 4090", 20, 24564), (1, "NVIDIA GeForce RTX 4090", 20, 24564)]
     assert report["status"] == "ok" and "doctor.input_incomplete" not in codes(report)
+
+
+# --- lspci -vv link state ----------------------------------------------------------------------
+
+JAN = FIX / "lspci" / "jan-183-rtx4090-riser-lnksta-2.5gts.txt"
+
+
+def test_lnk_lines_copied_alone_are_the_gpus_link_state():
+    facts = lspci.embedded_lspci(JAN.read_text())
+    assert facts is not None
+    (gpu,) = facts.gpus
+    assert (gpu.pcie_gen_current, gpu.pcie_gen_max, gpu.pcie_width_current, gpu.pcie_width_max) == (1, 4, 16, 16)
+
+
+def test_an_idle_link_trained_down_in_generation_only_is_no_finding():
+    report = analyze(JAN)
+    assert report["status"] == "ok" and report["findings"] == []  # an idle GPU drops to 2.5GT/s to save power
+    assert check(report, "perf.interconnect")["detail"] == "GPU links as expected"
+
+
+def test_only_nvidia_gpus_of_a_listing_count():
+    text = ("00:01.1 PCI bridge: Advanced Micro Devices, Inc. [AMD] Starship/Matisse GPP Bridge\n"
+            "\t\tLnkSta:\tSpeed 2.5GT/s, Width x4 (downgraded)\n") + JAN.read_text()
+    assert lspci.embedded_lspci(text) is None  # a device listing whose only link is a bridge's: no GPU

@@ -363,11 +363,11 @@ def load_embedded(path: str, facts: Facts, deadline: Deadline) -> bool:
     """GPU artefacts pasted inside a log (a `topo -m` matrix after the engine's output, as issue
     reports and vLLM's collect_env give it; an `nvidia-smi -q` dump or its clocks-event section; an
     `nvidia-smi --query-gpu ... --format=csv` sampling; an `nvidia-smi dmon` or `gpustat` series; the
-    GPU rows of an `nvidia-smi` table copied without its header):
+    GPU rows of an `nvidia-smi` table copied without its header; `lspci -vv` link states):
     read as if they were their own file, so the perf checks see the links and clocks the reporter's
     GPUs have. (A pasted `nvidia-smi` table the log scan reads itself.) Only the head of a big log
     is looked at. True when something was read."""
-    from llm_doctor.logparse import gpu_monitors, nvidia_smi, topo
+    from llm_doctor.logparse import gpu_monitors, lspci, nvidia_smi, topo
 
     try:
         text = _read_text(path, EMBEDDED_BYTES)
@@ -390,6 +390,9 @@ def load_embedded(path: str, facts: Facts, deadline: Deadline) -> bool:
     header, rows = nvidia_smi.embedded_csv(text)
     if rows and (facts.gpus is None or not facts.gpus.gpus or all(x.util_gpu is None for x in facts.gpus.gpus)):
         _merge(facts, nvidia_smi.parse_csv(header, rows))
+        found = True
+    if (links := lspci.embedded_lspci(text)) is not None:
+        _merge(facts, links)
         found = True
     for series in (gpu_monitors.embedded_dmon(text), gpu_monitors.embedded_gpustat(text)):
         if series is not None:
