@@ -175,3 +175,19 @@ def test_only_nvidia_gpus_of_a_listing_count():
     text = ("00:01.1 PCI bridge: Advanced Micro Devices, Inc. [AMD] Starship/Matisse GPP Bridge\n"
             "\t\tLnkSta:\tSpeed 2.5GT/s, Width x4 (downgraded)\n") + JAN.read_text()
     assert lspci.embedded_lspci(text) is None  # a device listing whose only link is a bridge's: no GPU
+
+
+# --- dcgmi dmon ----------------------------------------------------------------------------------
+
+
+def test_dcgmi_dmon_rows_with_na_cells():
+    facts = gpu_monitors.embedded_dcgmi((MON / "dcgmi-dmon-smact-tenso-smclk-power-gputl.txt").read_text())
+    assert facts is not None and facts.source == "dcgmi dmon"
+    (gpu,) = facts.gpus
+    assert (gpu.util_gpu.mean, gpu.util_gpu.samples, gpu.sm_clock_mhz, gpu.power_draw_w) == (100, 3, 1980, 612.4)
+
+
+def test_dcgmi_dmon_of_a_busy_gpu_is_healthy():
+    report = analyze(MON / "dcgmi-dmon-smact-tenso-smclk-power-gputl.txt")
+    assert report["status"] == "ok" and report["findings"] == []
+    assert check(report, "perf.gpu_utilization")["detail"] == "GPU utilization mean 100% while serving"

@@ -1,4 +1,4 @@
-"""GPU monitors people paste into a ticket -> GpuFacts: `nvidia-smi dmon` and `gpustat`.
+"""GPU monitors people paste into a ticket -> GpuFacts: `nvidia-smi dmon`, `dcgmi dmon` and `gpustat`.
 
 Both print one row per GPU per sample, so a paste is a series: utilization becomes min/mean/max
 over the rows (what the live collector's --sample window gives), and the other readings come from
@@ -12,6 +12,12 @@ The formats, as the tools write them:
   Pasted into an issue it is often quoted (`> `) and its `#` escaped (a backslash before it).
   `pviol` is the share of the sample the power limit held the clocks down (%), `tviol` whether a
   thermal limit did (a flag): NVML's power and thermal violation counters.
+- `dcgmi dmon -e <field ids>` (NVIDIA/DCGM dcgmi/DeviceMonitor.cpp SetHeaderForOutput and the row
+  printer; field short names from dcgmlib/src/dcgm_fields.cpp): a `#Entity` header of short names
+  (GPUTL GPU utilization %, SMCLK SM clock MHz, POWER W, TMPTR GPU temperature C, SMACT/SMOCC/DRAMA
+  profiling ratios, PCITX/NVLTX bytes), an `ID` units line, then rows `GPU 0  ...` with `N/A` for a
+  value not sampled. Only GPUTL is utilization as NVML and nvidia-smi report it (SMACT is a share
+  of SMs, a different scale).
 - `gpustat` (wookayin/gpustat, gpustat/core.py GPUStat.print_to): `[0] NVIDIA A100-SXM4-80GB |
   45°C,  97 %,  312 / 400 W | 70000 / 81920 MB | user:python/1234(69000M)`; `--show-fan` puts a
   fan `%` before the utilization, `-e` an `(E: .. D: ..)` group after it, `-P` the power; unknown
@@ -82,6 +88,46 @@ def _dmon_gpu(index: int, samples: list[dict[str, str]]) -> Gpu:
 
 
 # -------------------------------------------------------------------------------------------
+# dcgmi dmon
+
+_DCGMI_HEADER = re.compile(r"^[ \t]*#Entity[ \t]+(?P<names>[A-Z0-9]+(?:[ \t]+[A-Z0-9]+)*)[ \t]*$", re.M)
+_DCGMI_ROW = re.compile(r"^[ \t]*GPU[ \t]+(?P<index>\d+)[ \t]+(?P<cells>.*)$")
+_DCGMI_FIELDS = {"GPUTL": "util", "SMCLK": "sm_clock_mhz", "POWER": "power_draw_w", "TMPTR": "temperature_c"}
+
+
+def embedded_dcgmi(text: str) -> GpuFacts | None:
+    """The GPU rows of a `dcgmi dmon` output inside a text (its GPUTL column as utilization)."""
+    if "#Entity" not in text:
+        return None
+    m = _DCGMI_HEADER.search(text)
+    if m is None or not set(m.group("names").split()) & set(_DCGMI_FIELDS):
+        return None
+    names = m.group("names").split()
+    rows: dict[int, list[dict[str, str]]] = {}
+    for line in text[m.end() :].split("\n"):
+        row = _DCGMI_ROW.match(line)
+        cells = row.group("cells").replace("N/A", "-").split() if row else []
+        if row is None or len(cells) != len(names):
+            if line.strip() and not line.strip().startswith(("ID", "#")) and rows:
+                break
+            continue
+        rows.setdefault(int(row.group("index")), []).append(dict(zip(names, cells, strict=True)))
+    if not rows:
+        return None
+    facts = GpuFacts(source="dcgmi dmon", available=True)
+    for index, samples in sorted(rows.items()):
+        gpu = Gpu(index=index)
+        gpu.util_gpu = _series([_value(s.get("GPUTL")) for s in samples])
+        busiest = max(samples, key=lambda s: _value(s.get("GPUTL")) or 0)
+        for name, attr in _DCGMI_FIELDS.items():
+            if name != "GPUTL":
+                setattr(gpu, attr, _value(busiest.get(name)))
+        gpu.unsupported.append("throttle_reasons")  # not among the fields a dmon shows by name here
+        facts.gpus.append(gpu)
+    return facts
+
+
+# -------------------------------------------------------------------------------------------
 # gpustat
 
 _GPUSTAT_ROW = re.compile(
@@ -123,7 +169,7 @@ def embedded_gpustat(text: str) -> GpuFacts | None:
 def is_monitor(head: str) -> bool:
     """A paste that is mostly a monitor's output (its rows are at least half of the lines): read as
     that tool's file. A log with a monitor pasted into it stays a log (doctor.collect.gpu.load_embedded)."""
-    found = embedded_dmon(head) or embedded_gpustat(head)
+    found = load(head)
     if found is None:
         return False
     rows = sum(g.util_gpu.samples if g.util_gpu else 1 for g in found.gpus)
@@ -132,8 +178,8 @@ def is_monitor(head: str) -> bool:
 
 
 def load(text: str) -> GpuFacts | None:
-    """The monitor output in a text: `nvidia-smi dmon`, else `gpustat`."""
-    return embedded_dmon(text) or embedded_gpustat(text)
+    """The monitor output in a text: `nvidia-smi dmon`, else `dcgmi dmon`, else `gpustat`."""
+    return embedded_dmon(text) or embedded_dcgmi(text) or embedded_gpustat(text)
 
 
 def _value(cell: str | None) -> float | None:
