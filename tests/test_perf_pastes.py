@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from llm_doctor.cli import main
-from llm_doctor.logparse import bench_runs, gpu_monitors, launch_code, lspci
+from llm_doctor.logparse import bench_runs, gpu_monitors, launch_code, lspci, top
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 MON = FIX / "monitors"
@@ -191,3 +191,20 @@ def test_dcgmi_dmon_of_a_busy_gpu_is_healthy():
     report = analyze(MON / "dcgmi-dmon-smact-tenso-smclk-power-gputl.txt")
     assert report["status"] == "ok" and report["findings"] == []
     assert check(report, "perf.gpu_utilization")["detail"] == "GPU utilization mean 100% while serving"
+
+
+# --- top ------------------------------------------------------------------------------------------
+
+TOP = FIX / "top" / "top-host-saturated-no-engine.txt"
+
+
+def test_top_screen_gives_the_hosts_cpu_and_no_engine_process():
+    snap = top.parse(TOP.read_text())
+    assert snap is not None
+    assert (snap.load_avg_1m, snap.cpu_busy_percent, snap.cpu_count, snap.tasks) == (8.0, 100.0, None, [])
+
+
+def test_a_busy_host_without_an_engine_is_not_the_engines_cpu_bound():
+    report = analyze(TOP)
+    assert report["facts"]["host"]["cpu_percent"] == 100.0 and report["facts"]["host"]["processes"] == []
+    assert "perf.cpu_bound" not in codes(report) and "doctor.input_incomplete" not in codes(report)

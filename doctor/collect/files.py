@@ -167,26 +167,44 @@ def head_of(path: str) -> str:
 
 
 def _embedded(path: str, facts: Facts, deadline: Deadline) -> bool:
-    """GPU artefacts pasted inside the text (doctor.collect.gpu.load_embedded) and Python code that
-    starts an engine (doctor.logparse.launch_code): True when one was read."""
-    from llm_doctor.collect.gpu import load_embedded
+    """Tool output pasted inside the text: GPU artefacts (doctor.collect.gpu.load_embedded), Python
+    code that starts an engine, a serving-benchmark sweep, a `top` screen. True when one was read."""
+    from llm_doctor.collect.gpu import EMBEDDED_BYTES, _read_text, load_embedded
 
     found = load_embedded(path, facts, deadline)
-    found = _launch_code(path, facts) or found
-    return _bench_sweep(path, facts) or found
+    try:
+        text = _read_text(path, EMBEDDED_BYTES)
+    except (OSError, EOFError):  # a cut .gz or an unreadable file: the log reader already said so
+        return found
+    return any([_launch_code(text, facts), _bench_sweep(path, text, facts), _top(text, facts)]) or found
 
 
-def _bench_sweep(path: str, facts: Facts) -> bool:
+def _launch_code(text: str, facts: Facts) -> bool:
+    """`LLM(model, tensor_parallel_size=8, ...)` in the text -> facts.deployment; arguments a log
+    printed (what really ran) win over the code's."""
+    from llm_doctor import models
+    from llm_doctor.logparse import launch_code
+
+    cfg = launch_code.config(text)
+    if cfg is None:
+        return False
+    logged = facts.deployment is not None and facts.deployment.engine == cfg.engine
+    facts.deployment = facts.deployment.merge(cfg) if logged and facts.deployment else cfg
+    if facts.model is None and facts.deployment.model:
+        try:
+            facts.model = models.known(facts.deployment.model)
+        except (OSError, ValueError, KeyError):
+            facts.model = None
+    return True
+
+
+def _bench_sweep(path: str, text: str, facts: Facts) -> bool:
     """Serving-benchmark runs at concurrency 1 and N (doctor.logparse.bench_runs) -> the load
     probe's facts, unless a real probe ran."""
-    from llm_doctor.collect.gpu import EMBEDDED_BYTES, _read_text
     from llm_doctor.facts.host import HostFacts, ProbeFacts
     from llm_doctor.logparse import bench_runs
 
-    try:
-        found = bench_runs.sweep(bench_runs.runs(_read_text(path, EMBEDDED_BYTES)))
-    except (OSError, EOFError):
-        return False
+    found = bench_runs.sweep(bench_runs.runs(text))
     if found is None or (facts.host is not None and facts.host.probe is not None):
         return False
     low, high = found
@@ -200,26 +218,22 @@ def _bench_sweep(path: str, facts: Facts) -> bool:
     return True
 
 
-def _launch_code(path: str, facts: Facts) -> bool:
-    """`LLM(model, tensor_parallel_size=8, ...)` in the text -> facts.deployment; arguments a log
-    printed (what really ran) win over the code's."""
-    from llm_doctor import models
-    from llm_doctor.collect.gpu import EMBEDDED_BYTES, _read_text
-    from llm_doctor.logparse import launch_code
+def _top(text: str, facts: Facts) -> bool:
+    """A `top` screen (doctor.logparse.top) -> host CPU facts and the engine processes it lists;
+    what the live collector measured stays."""
+    from llm_doctor.facts.host import EngineProcess, HostFacts
+    from llm_doctor.logparse import top
 
-    try:
-        cfg = launch_code.config(_read_text(path, EMBEDDED_BYTES))
-    except (OSError, EOFError):
+    snap = top.parse(text)
+    if snap is None:
         return False
-    if cfg is None:
-        return False
-    logged = facts.deployment is not None and facts.deployment.engine == cfg.engine
-    facts.deployment = facts.deployment.merge(cfg) if logged and facts.deployment else cfg
-    if facts.model is None and facts.deployment.model:
-        try:
-            facts.model = models.known(facts.deployment.model)
-        except (OSError, ValueError, KeyError):
-            facts.model = None
+    host = facts.host = facts.host or HostFacts()
+    host.load_avg_1m = host.load_avg_1m if host.load_avg_1m is not None else snap.load_avg_1m
+    host.cpu_percent = host.cpu_percent if host.cpu_percent is not None else snap.cpu_busy_percent
+    host.cpu_count = host.cpu_count or snap.cpu_count
+    known = {p.pid for p in host.processes}
+    host.processes += [EngineProcess(t.pid, t.engine, cmdline=t.command, cpu_percent=t.cpu_percent)
+                       for t in snap.tasks if t.pid not in known]
     return True
 
 
