@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from llm_doctor.cli import main
-from llm_doctor.logparse import bench_runs, gpu_monitors, launch_code, lspci, top
+from llm_doctor.logparse import bench_runs, container_spec, gpu_monitors, launch_code, lspci, top
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 MON = FIX / "monitors"
@@ -208,3 +208,31 @@ def test_a_busy_host_without_an_engine_is_not_the_engines_cpu_bound():
     report = analyze(TOP)
     assert report["facts"]["host"]["cpu_percent"] == 100.0 and report["facts"]["host"]["processes"] == []
     assert "perf.cpu_bound" not in codes(report) and "doctor.input_incomplete" not in codes(report)
+
+
+# --- engine container specs (docker-compose, Kubernetes) ---------------------------------------
+
+SPEC = FIX / "container_spec"
+
+
+def test_kubernetes_args_block_list_with_comments_is_the_launch_command():
+    (argv,) = container_spec.commands((SPEC / "k8s-vllm-deepseek-tp2-args-list.yaml.txt").read_text())
+    assert argv == ["docker", "run", "vllm/vllm-openai:v0.6.6", "--model", "/models/DeepSeek-V4-Pro", "--tensor-parallel-size", "2",
+                    "--max-model-len", "32768", "--gpu-memory-utilization", "0.90", "--enable-prefix-caching", "--max-num-seqs", "64"]
+    report = analyze(SPEC / "k8s-vllm-deepseek-tp2-args-list.yaml.txt")
+    dep = report["facts"]["deployment"]
+    assert (dep["engine"], dep["tensor_parallel_size"], dep["max_num_seqs"], dep["enable_prefix_caching"]) == ("vllm", 2, 64, True)
+    assert report["status"] == "ok" and report["findings"] == []
+
+
+def test_compose_folded_command_is_read_and_quiet():
+    report = analyze(SPEC / "compose-vllm-embedding-folded-command.yaml.txt")
+    assert report["facts"]["deployment"]["model"] == "/models/bge-large-zh-v1.5"
+    assert report["status"] == "ok" and report["findings"] == []
+
+
+def test_a_shell_wrapped_args_string_and_other_images_are_told_apart():
+    text = ('image: vllm/vllm-openai:latest\ncommand: ["/bin/sh", "-c"]\nargs: [\n  "vllm serve m --max_num_batched_tokens 1024"\n]\n'
+            "image: chromadb/chroma:latest\ncommand: --port 8000\n")
+    assert container_spec.commands(text) == [["docker", "run", "vllm/vllm-openai:latest", "vllm", "serve", "m",
+                                              "--max_num_batched_tokens", "1024"]]

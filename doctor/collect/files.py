@@ -18,6 +18,7 @@ from llm_doctor.collect import now
 from llm_doctor.collect.logs import InputError
 from llm_doctor.engine import Deadline
 from llm_doctor.facts import FACTS_SCHEMA, Facts
+from llm_doctor.facts.deployment import EngineConfig
 from llm_doctor.facts.inputs import InputGap
 
 SNIFF_BYTES = 64 * 1024
@@ -168,7 +169,8 @@ def head_of(path: str) -> str:
 
 def _embedded(path: str, facts: Facts, deadline: Deadline) -> bool:
     """Tool output pasted inside the text: GPU artefacts (doctor.collect.gpu.load_embedded), Python
-    code that starts an engine, a serving-benchmark sweep, a `top` screen. True when one was read."""
+    code that starts an engine, an engine container's spec, a serving-benchmark sweep, a `top`
+    screen. True when one was read."""
     from llm_doctor.collect.gpu import EMBEDDED_BYTES, _read_text, load_embedded
 
     found = load_embedded(path, facts, deadline)
@@ -176,17 +178,32 @@ def _embedded(path: str, facts: Facts, deadline: Deadline) -> bool:
         text = _read_text(path, EMBEDDED_BYTES)
     except (OSError, EOFError):  # a cut .gz or an unreadable file: the log reader already said so
         return found
-    return any([_launch_code(text, facts), _bench_sweep(path, text, facts), _top(text, facts)]) or found
+    readers = [_launch_code(text, facts), _container_spec(text, facts), _bench_sweep(path, text, facts), _top(text, facts)]
+    return any(readers) or found
 
 
 def _launch_code(text: str, facts: Facts) -> bool:
-    """`LLM(model, tensor_parallel_size=8, ...)` in the text -> facts.deployment; arguments a log
-    printed (what really ran) win over the code's."""
-    from llm_doctor import models
+    """`LLM(model, tensor_parallel_size=8, ...)` in the text -> facts.deployment."""
     from llm_doctor.logparse import launch_code
 
-    cfg = launch_code.config(text)
-    if cfg is None:
+    return _deployed(launch_code.config(text), facts)
+
+
+def _container_spec(text: str, facts: Facts) -> bool:
+    """An engine container's `command:`/`args:` in a compose file or manifest -> facts.deployment."""
+    from llm_doctor.engine_args import parse_command
+    from llm_doctor.logparse import container_spec
+
+    found = container_spec.commands(text)
+    return _deployed(parse_command(found[-1], source="cmdline") if found else None, facts)
+
+
+def _deployed(cfg: EngineConfig | None, facts: Facts) -> bool:
+    """A config read from a paste into facts.deployment; arguments a log printed (what really ran)
+    win over it."""
+    from llm_doctor import models
+
+    if cfg is None or not cfg.engine:
         return False
     logged = facts.deployment is not None and facts.deployment.engine == cfg.engine
     facts.deployment = facts.deployment.merge(cfg) if logged and facts.deployment else cfg
