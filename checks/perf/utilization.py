@@ -44,7 +44,8 @@ def gpu_utilization(facts: Facts) -> Outcome:
     m = facts.metrics if facts.metrics and facts.metrics.available else None
     probe = facts.host.probe if facts.host else None
     running = m.values.get("running", 0) if m else 0
-    if not running and not (probe and probe.tps_n) and not any(_worked(x.util_gpu) for x in mine):
+    pasted = m is None and "nvml" not in g.source and any(_worked(x.util_gpu) for x in mine)
+    if not running and not (probe and probe.tps_n) and not pasted:
         raise NotApplicable("no requests were running while the GPUs were sampled (no /metrics load, no --probe-load)")
     mean = sum(x.util_gpu.mean for x in mine) / len(mine)
     if mean >= LOW:
@@ -75,8 +76,9 @@ def gpu_utilization(facts: Facts) -> Outcome:
 
 
 def _worked(util) -> bool:
-    """A monitor series (dmon, gpustat -i, --query-gpu -l) in which the GPU did work in some
-    samples: requests were running while it was sampled."""
+    """A pasted monitor series (dmon, gpustat -i, --query-gpu -l) in which the GPU did work in some
+    samples: requests were running while it was sampled. Only where nothing else says what ran: a
+    /metrics scrape showing no request running is an idle server, whatever the GPU did."""
     return util.samples >= SERIES and util.max >= WORKED
 
 
