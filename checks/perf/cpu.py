@@ -64,12 +64,15 @@ def _cgroup(cfg, h) -> Finding | None:
 
 
 def _saturated(facts: Facts, cfg, h) -> Finding | None:
-    if h is None or not h.cpu_count:
+    if h is None or not (h.cpu_count or h.cpu_percent is not None):  # a pasted top may not say how many CPUs
         return None
-    busy = (h.cpu_percent or 0) >= BUSY_CPU or (h.load_avg_1m or 0) >= h.cpu_count
+    busy = (h.cpu_percent or 0) >= BUSY_CPU or bool(h.cpu_count and (h.load_avg_1m or 0) >= h.cpu_count)
     if not busy:
         return None
-    evidence = [f"host CPU {h.cpu_percent:g}% busy, load average {h.load_avg_1m:g} on {h.cpu_count} CPUs"]
+    said = [f"host CPU {h.cpu_percent:g}% busy"] if h.cpu_percent is not None else []
+    if h.load_avg_1m is not None:
+        said.append(f"load average {h.load_avg_1m:g}" + (f" on {h.cpu_count} CPUs" if h.cpu_count else ""))
+    evidence = [", ".join(said)]
     g = facts.gpus
     if g and g.available:
         utils = [x.util_gpu.mean for x in g.gpus if x.util_gpu]

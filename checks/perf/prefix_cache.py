@@ -39,6 +39,6 @@ def prefix_cache(facts: Facts) -> Outcome:
     # a printed config (log, /metrics) lists defaults too: off there is a choice only where the default is on
     # (SGLang's radix cache, vLLM V1); off in vLLM V0's printed arguments is its default
     default_on = cfg.engine == "sglang" or cfg.engine_generation == "V1"
-    on_purpose = source in ("cmdline", "process") or (source in ("log", "metrics") and default_on)
+    on_purpose = source in ("cmdline", "code", "process") or (source in ("log", "metrics") and default_on)
     return Outcome([Finding("perf.prefix_caching_off", "prefix caching is off: every prompt is prefilled from scratch",
                             evidence, [fix], severity="warn" if (on_purpose or heavy) else "info")])

@@ -16,6 +16,8 @@ from llm_doctor.facts import Facts
 from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 LOW = 50.0
+WORKED = 10.0  # a sample this busy is work, not an idle GPU's noise (0-3%)
+SERIES = 3  # samples that make a series: a monitor left running, not one reading
 
 
 @check("perf.gpu_offload", "perf", codes=["perf.low_gpu_util"], needs=("deployment",))
@@ -42,13 +44,16 @@ def gpu_utilization(facts: Facts) -> Outcome:
     m = facts.metrics if facts.metrics and facts.metrics.available else None
     probe = facts.host.probe if facts.host else None
     running = m.values.get("running", 0) if m else 0
-    if not running and not (probe and probe.tps_n):
+    pasted = m is None and "nvml" not in g.source and any(_worked(x.util_gpu) for x in mine)
+    if not running and not (probe and probe.tps_n) and not pasted:
         raise NotApplicable("no requests were running while the GPUs were sampled (no /metrics load, no --probe-load)")
     mean = sum(x.util_gpu.mean for x in mine) / len(mine)
     if mean >= LOW:
         return Outcome(detail=f"GPU utilization mean {mean:.0f}% while serving")
     evidence = [f"GPU{x.index}: utilization min/mean/max {x.util_gpu.min:g}/{x.util_gpu.mean:g}/{x.util_gpu.max:g}% "
                 f"over {x.util_gpu.samples} sample(s)" for x in mine[:8]]
+    if not running and not (probe and probe.tps_n):
+        return Outcome([_bursts_finding(g, mine, mean, evidence)])
     if m:
         evidence += [m.raw[k] for k in ("running", "waiting", "kv_cache_usage") if k in m.raw]
     if probe and probe.tps_n:
@@ -68,3 +73,21 @@ def gpu_utilization(facts: Facts) -> Outcome:
         fixes.append(Fix("This is one reading: sample over seconds while serving to confirm", "llm-doctor run --sample 10"))
     return Outcome([Finding("perf.low_gpu_util", f"GPU utilization {mean:.0f}% while {running:g} request(s) run"
                             + (" (one reading)" if snapshot else ""), evidence, fixes, severity="info" if snapshot else "warn")])
+
+
+def _worked(util) -> bool:
+    """A pasted monitor series (dmon, gpustat -i, --query-gpu -l) in which the GPU did work in some
+    samples: requests were running while it was sampled. Only where nothing else says what ran: a
+    /metrics scrape showing no request running is an idle server, whatever the GPU did."""
+    return util.samples >= SERIES and util.max >= WORKED
+
+
+def _bursts_finding(g, mine, mean: float, evidence: list[str]) -> Finding:
+    """Low utilization seen only in a pasted monitor: what the GPU waited on is not in it, so the
+    fix says how to tell the causes apart with the numbers that decide it."""
+    peak = max(x.util_gpu.max for x in mine)
+    evidence.append(f"{g.source}: the GPU worked (up to {peak:g}%) but waited most of the time: mean {mean:.0f}%")
+    return Finding("perf.low_gpu_util", f"GPU utilization {mean:.0f}% (peaks {peak:g}%) in the {g.source} samples", evidence,
+                   [Fix("Find what the GPU waits on: requests queued behind a batch cap (Waiting > 0 in the engine's stat "
+                        "lines), too few concurrent requests, or a saturated CPU (the API server or tokenizer at 100% in top)",
+                        "llm-doctor run --sample 10 --probe-load 16")])

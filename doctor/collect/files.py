@@ -18,6 +18,7 @@ from llm_doctor.collect import now
 from llm_doctor.collect.logs import InputError
 from llm_doctor.engine import Deadline
 from llm_doctor.facts import FACTS_SCHEMA, Facts
+from llm_doctor.facts.deployment import EngineConfig
 from llm_doctor.facts.inputs import InputGap
 
 SNIFF_BYTES = 64 * 1024
@@ -139,13 +140,14 @@ def _sniff(module: str, func: str) -> Callable[[str], bool]:
     return sniff
 
 
-# GPU and engine artefacts (perf helper): nvidia-smi table / -q / -q -x / nvlink, topo -m, /metrics, launch command
+# GPU and engine artefacts (perf helper): nvidia-smi table / -q / -q -x / nvlink, topo -m, dmon / gpustat, /metrics, launch command
 READERS += [
     Reader("nvidia-smi -q -x", _sniff("llm_doctor.logparse.nvidia_smi", "is_xml"), _lazy("llm_doctor.collect.gpu", "load_xml")),
     Reader("nvidia-smi -q", _sniff("llm_doctor.logparse.nvidia_smi", "is_query"), _lazy("llm_doctor.collect.gpu", "load_query")),
     Reader("nvidia-smi", _sniff("llm_doctor.logparse.nvidia_smi", "is_table"), _lazy("llm_doctor.collect.gpu", "load_table")),
     Reader("nvidia-smi nvlink", _sniff("llm_doctor.logparse.nvidia_smi", "is_nvlink_status"), _lazy("llm_doctor.collect.gpu", "load_nvlink")),
     Reader("nvidia-smi topo", _sniff("llm_doctor.logparse.topo", "looks_like_topo"), _lazy("llm_doctor.collect.gpu", "load_topo")),
+    Reader("GPU monitor", _sniff("llm_doctor.logparse.gpu_monitors", "is_monitor"), _lazy("llm_doctor.collect.gpu", "load_monitor")),
     Reader("metrics", _sniff("llm_doctor.logparse.metrics_text", "looks_like_metrics"), _lazy("llm_doctor.collect.metrics", "load_scrape")),
     Reader("command line", _sniff("llm_doctor.collect.host", "looks_like_command"), _lazy("llm_doctor.collect.host", "load_command")),
     Reader("ray status", _sniff("llm_doctor.logparse.ray_status", "looks_like_ray_status"), _lazy("llm_doctor.collect.ray_paste", "load_status")),
@@ -166,6 +168,96 @@ def head_of(path: str) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
+def _embedded(path: str, facts: Facts, deadline: Deadline) -> bool:
+    """Tool output pasted inside the text: GPU artefacts (doctor.collect.gpu.load_embedded), Python
+    code that starts an engine, an engine container's spec, a serving-benchmark sweep, a `top`
+    screen, a `ray status`. True when one was read."""
+    from llm_doctor.collect.gpu import EMBEDDED_BYTES, _read_text, load_embedded
+
+    found = load_embedded(path, facts, deadline)
+    try:
+        text = _read_text(path, EMBEDDED_BYTES)
+    except (OSError, EOFError):  # a cut .gz or an unreadable file: the log reader already said so
+        return found
+    from llm_doctor.collect.ray_paste import status_in
+
+    readers = [_launch_code(text, facts), _container_spec(text, facts), _bench_sweep(path, text, facts), _top(text, facts),
+               status_in(path, text, facts)]
+    return any(readers) or found
+
+
+def _launch_code(text: str, facts: Facts) -> bool:
+    """`LLM(model, tensor_parallel_size=8, ...)` in the text -> facts.deployment."""
+    from llm_doctor.logparse import launch_code
+
+    return _deployed(launch_code.config(text), facts)
+
+
+def _container_spec(text: str, facts: Facts) -> bool:
+    """An engine container's `command:`/`args:` in a compose file or manifest -> facts.deployment."""
+    from llm_doctor.engine_args import parse_command
+    from llm_doctor.logparse import container_spec
+
+    found = container_spec.commands(text)
+    return _deployed(parse_command(found[-1], source="cmdline") if found else None, facts)
+
+
+def _deployed(cfg: EngineConfig | None, facts: Facts) -> bool:
+    """A config read from a paste into facts.deployment; arguments a log printed (what really ran)
+    win over it."""
+    from llm_doctor import models
+
+    if cfg is None or not cfg.engine:
+        return False
+    logged = facts.deployment is not None and facts.deployment.engine == cfg.engine
+    facts.deployment = facts.deployment.merge(cfg) if logged and facts.deployment else cfg
+    if facts.model is None and facts.deployment.model:
+        try:
+            facts.model = models.known(facts.deployment.model)
+        except (OSError, ValueError, KeyError):
+            facts.model = None
+    return True
+
+
+def _bench_sweep(path: str, text: str, facts: Facts) -> bool:
+    """Serving-benchmark runs at concurrency 1 and N (doctor.logparse.bench_runs) -> the load
+    probe's facts, unless a real probe ran."""
+    from llm_doctor.facts.host import HostFacts, ProbeFacts
+    from llm_doctor.logparse import bench_runs
+
+    found = bench_runs.sweep(bench_runs.runs(text))
+    if found is None or (facts.host is not None and facts.host.probe is not None):
+        return False
+    low, high = found
+    where = f"{path}:{low.line} and :{high.line}"
+    probe = ProbeFacts(concurrency=high.concurrency, tps_1=low.output_tps, tps_n=high.output_tps,
+                       requests=low.requests + high.requests,
+                       notes=[f"measured by the pasted serving-benchmark runs at max concurrency 1 and {high.concurrency} ({where})"])
+    if facts.host is None:
+        facts.host = HostFacts()
+    facts.host.probe = probe
+    return True
+
+
+def _top(text: str, facts: Facts) -> bool:
+    """A `top` screen (doctor.logparse.top) -> host CPU facts and the engine processes it lists;
+    what the live collector measured stays."""
+    from llm_doctor.facts.host import EngineProcess, HostFacts
+    from llm_doctor.logparse import top
+
+    snap = top.parse(text)
+    if snap is None:
+        return False
+    host = facts.host = facts.host or HostFacts()
+    host.load_avg_1m = host.load_avg_1m if host.load_avg_1m is not None else snap.load_avg_1m
+    host.cpu_percent = host.cpu_percent if host.cpu_percent is not None else snap.cpu_busy_percent
+    host.cpu_count = host.cpu_count or snap.cpu_count
+    known = {p.pid for p in host.processes}
+    host.processes += [EngineProcess(t.pid, t.engine, cmdline=t.command, cpu_percent=t.cpu_percent)
+                       for t in snap.tasks if t.pid not in known]
+    return True
+
+
 def load_paths(paths: list[str], deadline: Deadline) -> Facts:
     from llm_doctor.collect import logs
 
@@ -181,11 +273,11 @@ def load_paths(paths: list[str], deadline: Deadline) -> Facts:
         reader = next((r for r in READERS if path != "-" and r.sniff(head)), None)
         if reader is None:
             logs.load_log(path, facts, deadline, named=named)
-            if path != "-":  # GPU artefacts pasted into the log (topo -m after the engine's output)
-                _lazy("llm_doctor.collect.gpu", "load_embedded")(path, facts, deadline)
-                _lazy("llm_doctor.collect.ray_paste", "load_embedded")(path, facts, deadline)
+            if path != "-" and _embedded(path, facts, deadline):  # topo -m after the engine's output, a dmon paste
+                facts.gaps = [g for g in facts.gaps if not (g.source == path and g.reason == logs.NOT_UNDERSTOOD)]
         else:
             reader.load(path, facts, deadline)
             if reader.kind != "bundle":  # tool output pasted into a log: the engine's errors count too
                 logs.load_log(path, facts, deadline, only_if_events=True)
+                _embedded(path, facts, deadline)
     return facts

@@ -345,32 +345,70 @@ def load_topo(path: str, facts: Facts, deadline: Deadline) -> None:
         facts.notes.append(f"{path}: looked like nvidia-smi topo output but no GPU matrix could be read")
 
 
+def load_monitor(path: str, facts: Facts, deadline: Deadline) -> None:
+    """A saved `nvidia-smi dmon` or `gpustat` output (doctor.logparse.gpu_monitors)."""
+    from llm_doctor.logparse import gpu_monitors
+
+    series = gpu_monitors.load(_read_text(path))
+    if series is None:
+        facts.notes.append(f"{path}: looked like a GPU monitor's output but no GPU row could be read")
+        return
+    _merge_series(facts, series)
+
+
 EMBEDDED_BYTES = 4 * 1024 * 1024  # a paste with attachments (an issue, a ticket), not a day of engine log
 
 
-def load_embedded(path: str, facts: Facts, deadline: Deadline) -> None:
+def load_embedded(path: str, facts: Facts, deadline: Deadline) -> bool:
     """GPU artefacts pasted inside a log (a `topo -m` matrix after the engine's output, as issue
     reports and vLLM's collect_env give it; an `nvidia-smi -q` dump or its clocks-event section; an
-    `nvidia-smi --query-gpu ... --format=csv` sampling):
+    `nvidia-smi --query-gpu ... --format=csv` sampling; an `nvidia-smi dmon`, `dcgmi dmon` or `gpustat` series; the
+    GPU rows of an `nvidia-smi` table copied without its header; `lspci -vv` link states):
     read as if they were their own file, so the perf checks see the links and clocks the reporter's
     GPUs have. (A pasted `nvidia-smi` table the log scan reads itself.) Only the head of a big log
-    is looked at."""
-    from llm_doctor.logparse import nvidia_smi, topo
+    is looked at. True when something was read."""
+    from llm_doctor.logparse import gpu_monitors, lspci, nvidia_smi, topo
 
     try:
         text = _read_text(path, EMBEDDED_BYTES)
     except (OSError, EOFError):  # a cut .gz or an unreadable file: the log reader already said so
-        return
+        return False
+    found = False
     at = topo.embedded_at(text)
     if at is not None and (facts.gpus is None or not facts.gpus.topology):
-        _topo_facts(text[at:], facts)
+        found = _topo_facts(text[at:], facts)
     if facts.gpus is None or not facts.gpus.gpus or all(x.name == "" for x in facts.gpus.gpus):
         lines = nvidia_smi.embedded_query(text)
-        if lines and (found := nvidia_smi.parse_query(lines)).gpus:
-            _merge(facts, found)
+        if lines and (query := nvidia_smi.parse_query(lines)).gpus:
+            _merge(facts, query)
+            found = True
+    if facts.gpus is None or not facts.gpus.gpus:  # the GPU rows of a table, pasted without its header
+        table = nvidia_smi.parse_table(text.splitlines())
+        if table.gpus:
+            _merge(facts, table)
+            found = True
     header, rows = nvidia_smi.embedded_csv(text)
     if rows and (facts.gpus is None or not facts.gpus.gpus or all(x.util_gpu is None for x in facts.gpus.gpus)):
         _merge(facts, nvidia_smi.parse_csv(header, rows))
+        found = True
+    if (links := lspci.embedded_lspci(text)) is not None:
+        _merge(facts, links)
+        found = True
+    for series in (gpu_monitors.embedded_dmon(text), gpu_monitors.embedded_dcgmi(text), gpu_monitors.embedded_gpustat(text)):
+        if series is not None:
+            _merge_series(facts, series)
+            found = True
+    return found
+
+
+def _merge_series(facts: Facts, series: GpuFacts) -> None:
+    """A monitor's series of a GPU replaces a single utilization reading (a table's GPU-Util) of it."""
+    _merge(facts, series)
+    assert facts.gpus is not None
+    for gpu in series.gpus:
+        mine = facts.gpus.by_index(gpu.index)
+        if mine is not None and gpu.util_gpu and (mine.util_gpu is None or mine.util_gpu.samples < gpu.util_gpu.samples):
+            mine.util_gpu = gpu.util_gpu
 
 
 def _topo_facts(text: str, facts: Facts) -> bool:

@@ -34,16 +34,13 @@ def load_status(path: str, facts: Facts, deadline: Deadline) -> None:
     facts.cluster = to_cluster(status, path)
 
 
-def load_embedded(path: str, facts: Facts, deadline: Deadline) -> None:
-    """A `ray status` pasted inside a log (an issue with the engine's output and the status it asked for)."""
-    if facts.cluster is not None:
-        return
-    try:
-        text = _read(path)
-    except OSError:  # the log reader already said so
-        return
-    if ray_status.embedded_at(text) is None:
-        return
+def status_in(path: str, text: str, facts: Facts) -> bool:
+    """A `ray status` pasted inside a log (an issue with the engine's output and the status it asked
+    for) -> facts.cluster; True when one was read."""
+    if facts.cluster is not None or ray_status.embedded_at(text) is None:
+        return False
     status = ray_status.parse(text)
-    if status.totals or status.active:
-        facts.cluster = to_cluster(status, path)
+    if not (status.totals or status.active):
+        return False
+    facts.cluster = to_cluster(status, path)
+    return True

@@ -115,6 +115,7 @@ ERROR_LEVELS = ("ERROR", "CRITICAL", "FATAL")
 GOES_ON = re.compile(r"sub-?optimal|\busing (?:the )?default\b|\bfall(?:ing|s)? ?back\b|\bdefaulting\b|\bskipp(?:ing|ed)\b|"
                      r"\bignor(?:ing|ed)\b|\bretrying\b|\bwill (?:be )?(?:use|retry)", re.I)
 WARNING = re.compile(r"\bwarning\b|\bwarn\b", re.I)  # a message that calls itself a warning is not a failure
+NONE_COUNTED = re.compile(r"^[A-Za-z][\w ()/.-]*:\s+0(?:\.0+)?\s*$")  # a count of failures that is zero: `Failed requests: 0`
 QUIET_LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "TRACE", "NOTICE")
 # levels in shapes the normaliser leaves in the message: glog's severity letter as torch (c10d's `[W
 # socket.cpp:663]`, `[W1015 10:00:00.123456 123 socket.cpp:697]`) and Kubernetes' klog (`E1015
@@ -250,7 +251,7 @@ def line_signal(text: str, level: str) -> Signal | None:
         return Signal("exception", _exception_values(m, []))
     # a line that is a failure only by its words and says the engine goes on ("Config file not found ...
     # Performance might be sub-optimal", "falling back to ...") is a degraded start, not a failure
-    words = FAILURE_WORDS.search(text) and not WARNING.search(text) and not GOES_ON.search(text)
+    words = FAILURE_WORDS.search(text) and not WARNING.search(text) and not GOES_ON.search(text) and not NONE_COUNTED.match(text)
     if stated(text, level) or words:
         return Signal("error_line", {"summary": text[:200]})
     return None

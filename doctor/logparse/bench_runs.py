@@ -1,0 +1,77 @@
+"""Several serving-benchmark runs pasted together (a concurrency sweep) -> the load probe's facts.
+
+`llm-doctor run --probe-load N` measures generated tokens/s at concurrency 1 and N: if N requests at
+once give no more tokens/s than one, the server serves them one at a time (perf.batching judges
+it). A user who swept `--max-concurrency 1 ... N` with a serving benchmark pasted the same
+measurement, so its runs fill the same ProbeFacts. One run alone says nothing about scaling: the
+latency in it is doctor/logparse/stat_lines.py's.
+
+The summary, as the benchmarks print it:
+- vLLM `benchmark_serving.py` / `vllm bench serve` (benchmarks/benchmark_serving.py,
+  vllm/benchmarks/serve.py): a `===== Serving Benchmark Result =====` banner, then `{:<40} {:<10}`
+  rows: "Successful requests:", "Maximum request concurrency:" (only with --max-concurrency; in
+  0.6.x it is printed with "Traffic request rate:" just above the banner instead), "Output token
+  throughput (tok/s):", ..., closed by a line of `=`.
+- SGLang `python -m sglang.bench_serving` (python/sglang/bench_serving.py): the same banner and
+  rows, "Max request concurrency:" (a number or "not set") among them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_BANNER = re.compile(r"^=+ ?Serving Benchmark Result ?=+\s*$", re.M)
+_CLOSE = re.compile(r"^={20,}\s*$", re.M)
+_CONCURRENCY = re.compile(r"^(?:Maximum|Max) request concurrency:\s+(\d+)\s*$", re.M)
+_OUTPUT = re.compile(r"^Output token throughput \(tok/s\):\s+([\d.]+)\s*$", re.M)
+_DONE = re.compile(r"^Successful requests:\s+(\d+)\s*$", re.M)
+SWEEP_SPAN = 4  # a sweep from one request at a time to at least this many: batching must show in between
+
+
+@dataclass(frozen=True)
+class Run:
+    """One benchmark summary: its concurrency cap, generated tokens/s and where it is (line numbers)."""
+
+    concurrency: int
+    output_tps: float
+    requests: int
+    line: int
+
+
+def runs(text: str) -> list[Run]:
+    """The summaries in the text that state their concurrency cap, in order."""
+    if "Benchmark Result" not in text:
+        return []
+    out = []
+    start = 0
+    for m in _BANNER.finditer(text):
+        close = _CLOSE.search(text, m.end())
+        end = close.start() if close else len(text)
+        body = text[m.end() : end]
+        before = text[start : m.start()]  # 0.6.x printed the cap above the banner
+        cap = _CONCURRENCY.search(body) or _last(_CONCURRENCY, before)
+        tps, done = _OUTPUT.search(body), _DONE.search(body)
+        if cap and tps and done:
+            out.append(Run(int(cap.group(1)), float(tps.group(1)), int(done.group(1)), text.count("\n", 0, m.start()) + 1))
+        start = close.end() if close else end
+    return out
+
+
+def sweep(found: list[Run]) -> tuple[Run, Run] | None:
+    """The run at concurrency 1 and the one at the highest, when the runs span a sweep (what the
+    probe measures: a sweep that starts higher may be flat because the GPU is already saturated)."""
+    if len(found) < 2:
+        return None
+    low = min(found, key=lambda r: (r.concurrency, -r.output_tps))
+    high = max(found, key=lambda r: (r.concurrency, r.output_tps))
+    if low.concurrency != 1 or high.concurrency < SWEEP_SPAN:
+        return None
+    return low, high
+
+
+def _last(rx: re.Pattern[str], text: str) -> re.Match[str] | None:
+    found = None
+    for found in rx.finditer(text):  # noqa: B007 - the last one is wanted
+        pass
+    return found
