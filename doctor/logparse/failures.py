@@ -37,6 +37,9 @@ LITERALS = (
     # the shapes of CRASH / ERROR_IN_LINE / ERROR_LEVEL below that hold none of the words above
     "killed", "status code", "http/1.0 4", "http/1.0 5", "http/1.1 4", "http/1.1 5", "http/2 4", "http/2 5", "severe:",
     "cant ", "couldnt ",
+    # a person stating the failure in prose (PROSE below): verbs no log line above needs
+    "crash", "hang", "hung ", "stuck", "freez", "froze", "segfault", " dies", " died", "not working", "n't work", "won't",
+    "wont ", "broken", "oom", "please upgrade", "please update", "newer", "is required",
 )
 
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
@@ -107,14 +110,41 @@ FAILURE_WORDS = re.compile(
     r"is not possible!|exceeds the maximum|not enough memory|out of (?:device )?memory|OutOfDeviceMemory|"
     r"(?:process|runner|server|worker) (?:has )?(?:terminated|crashed|died)\b|"
     r"\b(?:failed|failure|not supported|unsupported|permission denied|no such file|timed out|not found|incompatible|"
-    r"mismatch|refused|unreachable|aborted)\b",
+    r"mismatch|refused|unreachable|aborted)\b|"
+    # a message that asks for a newer release (transformers' require_version, engines' version checks)
+    r"\bplease (?:upgrade|update)\b|\brequires? (?:a )?newer\b|\bis required\b[^.]*\bbut found\b",
     re.I,
 )
 ERROR_LEVELS = ("ERROR", "CRITICAL", "FATAL")
 # a line saying the engine carries on without something: a degraded start, not a failure's cause
 GOES_ON = re.compile(r"sub-?optimal|\busing (?:the )?default\b|\bfall(?:ing|s)? ?back\b|\bdefaulting\b|\bskipp(?:ing|ed)\b|"
                      r"\bignor(?:ing|ed)\b|\bretrying\b|\bwill (?:be )?(?:use|retry)", re.I)
-WARNING = re.compile(r"\bwarning\b|\bwarn\b", re.I)  # a message that calls itself a warning is not a failure
+# a message that calls itself a warning is not a failure (Python's warnings name their class: `PythonDeprecationWarning:`)
+WARNING = re.compile(r"\bwarning\b|\bwarn\b|[a-z]Warning\b", re.I)
+# A failure a person states in prose (an issue's title, a sentence around a pasted error): the system
+# crashed, hung, died or would not start, or the writer got, saw or was shown an error. Read only on
+# lines with no log level of their own (a person's words carry none).
+PROSE = re.compile(
+    r"\b(?:crash(?:es|ed|ing)?|segfault\w*|seg ?faults?|hang(?:s|ing)?|hung|freez(?:es|ing)|froze(?:n)?|stuck|di(?:es|ed)|dying|"
+    r"OOMs?|OOM-?ing)\b|"
+    r"\b(?:won'?t|will not|(?:does|did|do)(?: not|n'?t)|can ?not|can'?t|fails? to|failing to|unable to|refuses? to) "
+    r"(?:start|load|run|work|respond|serve|launch|boot|come up|initiali[sz]e|connect|stream)\b|"
+    r"\b(?:not|no longer|stopp?(?:ed|s)?) (?:working|responding)\b|\bis broken\b|"
+    # the writer got or was shown an error: `I get the error "..."`, "it throws an exception", "returns error 500"
+    r"\b(?:get|gets|got|getting|see|sees|saw|seeing|throws?|threw|throwing|raises?|raised|raising|shows?|showed|showing|"
+    r"returns?|returned|returning|hits?|hitting|encounter\w*|receiv\w*|gives?|gave|giving|ends? (?:up )?with|results? in)\b"
+    r"(?: \S+){0,4}? (?:errors?|exceptions?|tracebacks?|failures?)\b|"
+    # an error named in words and then quoted or given: `the error: ...`, "error message says '...'"
+    r"\b(?:errors?|exceptions?)(?: (?:message|log|output|text))?\s*(?:[:=]|\bis\b|\bwas\b|\bsays?\b|\bsaid\b|\breads?\b)?\s*[`\"'“‘]\s*\S",
+    re.I,
+)
+# a person saying they cannot find or understand something is no failure of the system ("How do I set
+# max-model-len? I can't find it in the docs")
+PERSON = re.compile(r"\b(?:I|we|you)(?:'m| am| are| was| were)? (?:can'?t|cannot|can not|couldn'?t|could not|unable to) "
+                    r"(?:find|figure|understand|see|tell|work out|get (?:it|how))\b", re.I)
+# a code span or quoted string in prose that is a failure statement of its own (the error pasted
+# inside the sentence): read before the sentence around it
+QUOTED = re.compile(r"`(?P<code>[^`]{4,})`|[\"“](?P<dq>[^\"”]{8,})[\"”]|(?<!\w)'(?P<sq>[^']{8,})'(?!\w)")
 QUIET_LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "TRACE", "NOTICE")
 # levels in shapes the normaliser leaves in the message: glog's severity letter as torch (c10d's `[W
 # socket.cpp:663]`, `[W1015 10:00:00.123456 123 socket.cpp:697]`) and Kubernetes' klog (`E1015
@@ -221,12 +251,17 @@ def classify(signal: Signal, text: str) -> Signal:
     as the cascade it is (vLLM's "Worker failed with error '<the worker's error>'" is both: the
     worker's own traceback may not be in the log, its error is)."""
     wrapper = chains.cascade(text)
-    inner = chains.inner_message(text)
+    quoted = str(signal.values.get("summary") or "")
+    inner = chains.inner_message(text) or ((quoted, "sentence") if quoted and quoted not in (text, text[:200]) else None)
     found = chains.family(text, inner) if not wrapper or inner else None
     values = {**signal.values, "cascade": wrapper} if wrapper else dict(signal.values)
     if found is None:
         return Signal(signal.kind, values, signal.extra)
     values["tier"] = f"family: {found.name}"
+    m = found.pattern.search(inner[0]) if inner else None
+    for name, value in ((m or found.pattern.search(text)).groupdict().items()):  # type: ignore[union-attr]
+        if value is not None:
+            values[name] = int(value) if value.isdigit() else value
     hint = chains.phase_hint(text) if found.kind == "cuda_oom" else ""
     if hint:
         values["phase_hint"] = hint
@@ -250,10 +285,27 @@ def line_signal(text: str, level: str) -> Signal | None:
         return Signal("exception", _exception_values(m, []))
     # a line that is a failure only by its words and says the engine goes on ("Config file not found ...
     # Performance might be sub-optimal", "falling back to ...") is a degraded start, not a failure
-    words = FAILURE_WORDS.search(text) and not WARNING.search(text) and not GOES_ON.search(text)
+    words = FAILURE_WORDS.search(text) and not WARNING.search(text) and not GOES_ON.search(text) and not PERSON.search(text)
     if stated(text, level) or words:
-        return Signal("error_line", {"summary": text[:200]})
+        return Signal("error_line", {"summary": quoted_failure(text) or text[:200]})
+    if not level and PROSE.search(text) and not GOES_ON.search(text) and not WARNING.search(text):
+        quoted = quoted_failure(text)
+        # a sentence about a failure that quotes none is read after any error the text pastes
+        # (never the root while one is there): it says that something failed, the pasted error what
+        return Signal("error_line", {"summary": quoted} if quoted else {"summary": text[:200], "cascade": "a sentence about it"})
     return None
+
+
+def quoted_failure(text: str) -> str:
+    """The failure a sentence quotes (`I get "RuntimeError: ..." when ...`, a markdown code span
+    holding the error), or "" when the line is the failure itself or quotes none."""
+    if EXCEPTION.match(text) or CRASH.match(text):
+        return ""
+    for m in QUOTED.finditer(text):
+        inner = (m.group("code") or m.group("dq") or m.group("sq") or "").strip()
+        if inner != text.strip() and (EXCEPTION.match(inner) or CRASH.search(inner) or stated(inner) or FAILURE_WORDS.search(inner)):
+            return inner[:200]
+    return ""
 
 
 def own_level(text: str) -> str:
