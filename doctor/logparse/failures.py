@@ -103,6 +103,15 @@ CLIENT = re.compile(
     _ANSWER + r"|\bE(?:CONNREFUSED|CONNRESET|TIMEDOUT|NOTFOUND|AI_AGAIN|HOSTUNREACH)\b|\bFetchError\b|socket hang up|"
     r"^Connection error\."
 )
+# a sentence about a failure seen from the client's side: a client tool, SDK or HTTP client, or the
+# request itself, is what failed (the side of a prose failure no family places: access, not load)
+CLIENT_SIDE = re.compile(
+    r"\b(?:Cline|Roo ?Code|Continue(?:\.dev| extension)|Open ?WebUI|LangChain|LlamaIndex|LiteLLM|Claude Code|Cursor|Aider|OpenHands|"
+    r"AnythingLLM|LobeChat|Chatbox|Postman|curl|httpx|python-requests|axios|undici|(?:openai|anthropic)[ -](?:python|node|sdk|client|library)|"
+    r"(?:the|my|our|a) (?:client|SDK|request|API call|call|gateway|proxy))\b", re.I)
+# a sentence saying the engine itself went down: the load side, whoever noticed it
+ENGINE_DOWN = re.compile(r"\b(?:crash\w*|segfault\w*|di(?:es|ed)|dying|killed|OOM\w*|out of memory|won'?t (?:start|load)|"
+                         r"(?:fails?|failing|failed) to (?:start|load|launch|initiali[sz]e))\b", re.I)
 # the words a failure is stated in when no rule knows its wording (a line at INFO/WARNING level never counts)
 FAILURE_WORDS = re.compile(
     r"deadline exceeded|\b(?:couldn'?t|could not|can'?t|cannot|unable to|failed to) (?:connect|load|allocate|start|open|create|"
@@ -129,7 +138,8 @@ PROSE = re.compile(
     r"OOMs?|OOM-?ing)\b|"
     r"\b(?:won'?t|will not|(?:does|did|do)(?: not|n'?t)|can ?not|can'?t|fails? to|failing to|unable to|refuses? to) "
     r"(?:start|load|run|work|respond|serve|launch|boot|come up|initiali[sz]e|connect|stream)\b|"
-    r"\b(?:not|no longer|stopp?(?:ed|s)?) (?:working|responding)\b|\bis broken\b|"
+    r"\b(?:not|no longer|stopp?(?:ed|s)?) (?:working|responding)\b|\bis broken\b|\bfail(?:s|ing)\b|"
+    r"\bwith (?:an?|the|this|that|following|same|these) (?:\S+ ){0,2}?(?:errors?|exceptions?)\b|"
     # the writer got or was shown an error: `I get the error "..."`, "it throws an exception", "returns error 500"
     r"\b(?:get|gets|got|getting|see|sees|saw|seeing|throws?|threw|throwing|raises?|raised|raising|shows?|showed|showing|"
     r"returns?|returned|returning|hits?|hitting|encounter\w*|receiv\w*|gives?|gave|giving|ends? (?:up )?with|results? in)\b"
@@ -138,6 +148,7 @@ PROSE = re.compile(
     r"\b(?:errors?|exceptions?)(?: (?:message|log|output|text))?\s*(?:[:=]|\bis\b|\bwas\b|\bsays?\b|\bsaid\b|\breads?\b)?\s*[`\"'“‘]\s*\S",
     re.I,
 )
+PROSE_CASCADE = "a sentence about it"  # the mark of a sentence that quotes no error (never the root while one is pasted)
 # a person saying they cannot find or understand something is no failure of the system ("How do I set
 # max-model-len? I can't find it in the docs")
 PERSON = re.compile(r"\b(?:I|we|you)(?:'m| am| are| was| were)? (?:can'?t|cannot|can not|couldn'?t|could not|unable to) "
@@ -292,7 +303,7 @@ def line_signal(text: str, level: str) -> Signal | None:
         quoted = quoted_failure(text)
         # a sentence about a failure that quotes none is read after any error the text pastes
         # (never the root while one is there): it says that something failed, the pasted error what
-        return Signal("error_line", {"summary": quoted} if quoted else {"summary": text[:200], "cascade": "a sentence about it"})
+        return Signal("error_line", {"summary": quoted} if quoted else {"summary": text[:200], "cascade": PROSE_CASCADE})
     return None
 
 
