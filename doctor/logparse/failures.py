@@ -283,7 +283,7 @@ def line_signal(text: str, level: str) -> Signal | None:
     """A failure stated on one line (outside a traceback)."""
     m = CRASH.search(text)
     if m:
-        values: dict[str, object] = {"summary": text[:200]}
+        values: dict[str, object] = {"summary": quoted_failure(text) or text[:200]}
         if m.group("exit"):
             code = m.group("exit")
             values["exit_code"] = int(code, 16) if code.lower().startswith("0x") else int(code)
