@@ -87,12 +87,29 @@ def test_a_tp_split_family_captures_the_sizes(tmp_path: Path) -> None:
     # transformers' require_version asks for a newer release (utils/versions.py)
     ("This model requires transformers>=4.51.0, please upgrade", "load.engine_outdated", "unsupported model"),
     ("Error: the model does not support GPTQ quantization on this device", "load.quantization_unsupported", "quantization"),
+    # Llama 3.1's rope_scaling under a transformers older than 4.43 (models/llama/configuration_llama.py)
+    ("ValueError: `rope_scaling` must be a dictionary with with two fields, `type` and `factor`, got {'factor': 8.0, "
+     "'rope_type': 'llama3'}", "load.engine_outdated", "unsupported model"),
 ])
 def test_a_family_names_the_cause_no_template_knows(tmp_path: Path, line: str, code: str, family: str) -> None:
     report, path = report_of(tmp_path, line + "\n")
     assert report.findings[0].code == code
     assert report.findings[0].evidence[:1] == [f"{path}:1: {line}"]
     assert f"recognised by: family: {family}" in report.findings[0].evidence
+
+
+def test_where_an_exception_was_raised_names_the_cause_its_words_do_not(tmp_path: Path) -> None:
+    """transformers' config registry raises a bare KeyError for a model_type it does not know
+    (models/auto/configuration_auto.py, _LazyConfigMapping.__getitem__): the words name no cause, the
+    frame does: the installed transformers predates the model."""
+    report, path = report_of(tmp_path, "Traceback (most recent call last):\n"
+                             '  File "/usr/local/lib/python3.10/site-packages/transformers/models/auto/configuration_auto.py", '
+                             "line 710, in __getitem__\n"
+                             "    raise KeyError(key)\n"
+                             "KeyError: 'mistral'\n")
+    f = report.findings[0]
+    assert f.code == "load.engine_outdated" and f.evidence[0] == f"{path}:4: KeyError: 'mistral'"
+    assert "recognised by: family: unsupported model" in f.evidence
 
 
 # --- a failure stated in prose with no family: unrecognised, on the side the text comes from -----------

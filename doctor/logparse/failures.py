@@ -265,6 +265,10 @@ def classify(signal: Signal, text: str) -> Signal:
     quoted = str(signal.values.get("summary") or "")
     inner = chains.inner_message(text) or ((quoted, "sentence") if quoted and quoted not in (text, text[:200]) else None)
     found = chains.family(text, inner) if not wrapper or inner else None
+    frame = str(signal.values.get("frame") or "")
+    if found is None and frame and not wrapper:  # the words name no cause: where it was raised may (a KeyError in the config registry)
+        text = f"{text} (raised in {frame})"
+        found = chains.family(text)
     values = {**signal.values, "cascade": wrapper} if wrapper else dict(signal.values)
     if found is None:
         return Signal(signal.kind, values, signal.extra)
