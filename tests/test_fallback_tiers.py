@@ -131,6 +131,25 @@ def test_a_sentence_told_from_the_clients_side_is_an_access_failure(tmp_path: Pa
     assert [f.code for f in report.findings] == ["access.unrecognized_failure"]
 
 
+def test_an_error_labelled_in_markdown_is_a_stated_failure(tmp_path: Path) -> None:
+    report, path = report_of(tmp_path, "> **Error message:** frobnication of the widget registry did not complete\n")
+    (f,) = report.findings
+    assert f.code == "load.unrecognized_failure"
+    assert f.evidence[0] == f"{path}:1: > **Error message:** frobnication of the widget registry did not complete"
+
+
+@pytest.mark.parametrize(("line", "status"), [
+    ("Error 500 from the server when I use the chat endpoint", 500),
+    ('Getting "500 Internal Server Error" from the gateway on every request', 500),
+])
+def test_a_server_error_told_in_words_is_the_access_layers(tmp_path: Path, line: str, status: int) -> None:
+    """http.HTTPStatus's reason phrases and a status in words: the server answered 5xx."""
+    report, path = report_of(tmp_path, line + "\n")
+    (f,) = report.findings
+    assert f.code == "access.server_error" and f.evidence[0] == f"{path}:1: {line}"
+    assert "recognised by: family: server error" in f.evidence
+
+
 def test_the_pasted_error_is_the_root_not_the_sentence_about_it(tmp_path: Path) -> None:
     """The title says that it crashed; the pasted exception says what: the finding names it."""
     report, path = report_of(tmp_path, "The server crashes when I send a long prompt\nValueError: frobnicator width 3 exceeds 2\n")
@@ -145,6 +164,9 @@ def test_the_pasted_error_is_the_root_not_the_sentence_about_it(tmp_path: Path) 
     "How do I set max-model-len for Llama 3 in vLLM? The docs say it's in the config but I can't find it.\n",
     "I want to serve Llama 3 70B on 4xA100, what tensor-parallel-size should I use?\n",
     "How do I configure --max-num-seqs? Is there a recommended value for an A100?\n",
+    # counts and settings that name errors are no failure
+    "Errors: none during the whole benchmark run, the numbers below are from the second pass\n",
+    "error_rate: 0.0 over 1000 requests with the default settings\n",
 ])
 def test_a_question_without_a_failure_gains_no_failure_finding(tmp_path: Path, text: str) -> None:
     report, _ = report_of(tmp_path, text)

@@ -39,7 +39,8 @@ LITERALS = (
     "cant ", "couldnt ",
     # a person stating the failure in prose (PROSE below): verbs no log line above needs
     "crash", "hang", "hung ", "stuck", "freez", "froze", "segfault", " dies", " died", "not working", "n't work", "won't",
-    "wont ", "broken", "oom", "please upgrade", "please update", "newer", "is required",
+    "wont ", "broken", "oom", "please upgrade", "please update", "newer", "is required", "bad gateway", "service unavailable",
+    "gateway time",
 )
 
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
@@ -108,7 +109,9 @@ CLIENT = re.compile(
 CLIENT_SIDE = re.compile(
     r"\b(?:Cline|Roo ?Code|Continue(?:\.dev| extension)|Open ?WebUI|LangChain|LlamaIndex|LiteLLM|Claude Code|Cursor|Aider|OpenHands|"
     r"AnythingLLM|LobeChat|Chatbox|Postman|curl|httpx|python-requests|axios|undici|(?:openai|anthropic)[ -](?:python|node|sdk|client|library)|"
-    r"(?:the|my|our|a) (?:client|SDK|request|API call|call|gateway|proxy))\b", re.I)
+    r"(?:the|my|our|your|a) (?:client|SDK|request|API call|call|gateway|proxy)|"
+    # an HTTP answer is what a client sees
+    r"Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out|(?:error|status|HTTP|code)\s*5\d\d)\b", re.I)
 # a sentence saying the engine itself went down: the load side, whoever noticed it
 ENGINE_DOWN = re.compile(r"\b(?:crash\w*|segfault\w*|di(?:es|ed)|dying|killed|OOM\w*|out of memory|won'?t (?:start|load)|"
                          r"(?:fails?|failing|failed) to (?:start|load|launch|initiali[sz]e))\b", re.I)
@@ -145,7 +148,11 @@ PROSE = re.compile(
     r"returns?|returned|returning|hits?|hitting|encounter\w*|receiv\w*|gives?|gave|giving|ends? (?:up )?with|results? in)\b"
     r"(?: \S+){0,4}? (?:errors?|exceptions?|tracebacks?|failures?)\b|"
     # an error named in words and then quoted or given: `the error: ...`, "error message says '...'"
-    r"\b(?:errors?|exceptions?)(?: (?:message|log|output|text))?\s*(?:[:=]|\bis\b|\bwas\b|\bsays?\b|\bsaid\b|\breads?\b)?\s*[`\"'“‘]\s*\S",
+    r"\b(?:errors?|exceptions?)(?: (?:message|log|output|text))?\s*(?:[:=]|\bis\b|\bwas\b|\bsays?\b|\bsaid\b|\breads?\b)?\s*[`\"'“‘]\s*\S|"
+    # a label in markdown or a form: `**Error**: ...`, "Error message: ..." (not a count: "errors: 0", "Error: none")
+    r"\b(?:errors?|exceptions?)(?: (?:message|log|output|text|details?))?\**\s*[:=]\**\s*(?!(?:none|no|n/a|0)\b)[`\"'“‘A-Za-z]|"
+    # an HTTP server error told in words: "Error 500 from the server", "I am seeing: Internal Server Error"
+    r"\b(?:error|status|HTTP|code)\s*5\d\d\b|\b(?:Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out)\b",
     re.I,
 )
 PROSE_CASCADE = "a sentence about it"  # the mark of a sentence that quotes no error (never the root while one is pasted)
