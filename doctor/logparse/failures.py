@@ -38,8 +38,8 @@ LITERALS = (
     "killed", "status code", "http/1.0 4", "http/1.0 5", "http/1.1 4", "http/1.1 5", "http/2 4", "http/2 5", "severe:",
     "cant ", "couldnt ",
     # a person stating the failure in prose (PROSE below): verbs no log line above needs
-    "crash", "hang", "hung ", "stuck", "freez", "froze", "segfault", " dies", " died", "not working", "n't work", "won't",
-    "wont ", "broken", "oom", "please upgrade", "please update", "newer", "is required", "bad gateway", "service unavailable",
+    "crash", " hang", "hung ", "stuck", "freez", "froze", "segfault", " dies", " died", "not working", "n't work", "won't",
+    "wont ", "broken", " oom", "fails", "failing", "please upgrade", "please update", "newer", "is required", "bad gateway", "service unavailable",
     "gateway time",
 )
 
