@@ -167,6 +167,10 @@ def test_the_pasted_error_is_the_root_not_the_sentence_about_it(tmp_path: Path) 
     # counts and settings that name errors are no failure
     "Errors: none during the whole benchmark run, the numbers below are from the second pass\n",
     "error_rate: 0.0 over 1000 requests with the default settings\n",
+    # advice, a fix and a possibility name a failure without stating one
+    "To avoid OOM on a 24 GB card, lower --gpu-memory-utilization and --max-model-len\n",
+    "This release fixes the hang when the server is started with tensor parallelism\n",
+    "The server may crash when the prompt is longer than the context window, so keep prompts short\n",
 ])
 def test_a_question_without_a_failure_gains_no_failure_finding(tmp_path: Path, text: str) -> None:
     report, _ = report_of(tmp_path, text)

@@ -155,6 +155,10 @@ PROSE = re.compile(
     r"\b(?:error|status|HTTP|code)\s*5\d\d\b|\b(?:Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out)\b",
     re.I,
 )
+# a sentence that names a failure without stating that it happened: advice ("to avoid OOM, lower ..."), a
+# fix ("this fixes the hang in ..."), a possibility ("it may crash when ...")
+HYPOTHETICAL = re.compile(r"\b(?:to (?:avoid|prevent)|avoid(?:s|ing)?|prevent(?:s|ing)?|fix(?:es|ed|ing)?|no longer|in case|"
+                          r"might|may|would)\b", re.I)
 PROSE_CASCADE = "a sentence about it"  # the mark of a sentence that quotes no error (never the root while one is pasted)
 # a person saying they cannot find or understand something is no failure of the system ("How do I set
 # max-model-len? I can't find it in the docs")
@@ -312,6 +316,8 @@ def line_signal(text: str, level: str) -> Signal | None:
         return Signal("error_line", {"summary": quoted_failure(text) or text[:200]})
     if not level and PROSE.search(text) and not GOES_ON.search(text) and not WARNING.search(text):
         quoted = quoted_failure(text)
+        if not quoted and HYPOTHETICAL.search(text):
+            return None
         # a sentence about a failure that quotes none is read after any error the text pastes
         # (never the root while one is there): it says that something failed, the pasted error what
         return Signal("error_line", {"summary": quoted} if quoted else {"summary": text[:200], "cascade": PROSE_CASCADE})
