@@ -87,6 +87,20 @@ def test_a_tp_split_family_captures_the_sizes(tmp_path: Path) -> None:
     # transformers' require_version asks for a newer release (utils/versions.py)
     ("This model requires transformers>=4.51.0, please upgrade", "load.engine_outdated", "unsupported model"),
     ("Error: the model does not support GPTQ quantization on this device", "load.quantization_unsupported", "quantization"),
+    # vLLM's Marlin kernels (quantization/utils/marlin_utils.py) for a bit width they lack
+    ("ValueError: Marlin does not support weight_bits = 3. Only types = [4, 8] are supported.", "load.quantization_unsupported",
+     "quantization"),
+    # xformers ops/fmha/dispatch.py: no kernel for this GPU, dtype or build
+    ("NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:", "load.cuda_mismatch", "CUDA/driver"),
+    # CPython's import error for a model class the installed transformers does not export yet
+    ("ImportError: cannot import name 'Qwen2VLForConditionalGeneration' from 'transformers' "
+     "(/usr/local/lib/python3.10/site-packages/transformers/__init__.py)", "load.engine_outdated", "unsupported model"),
+    # cudaErrorUnknown at CUDA's initialisation: a container or driver that does not hand over the GPU
+    ("RuntimeError: CUDA error: unknown error", "load.gpu_not_visible", "GPU not visible"),
+    # nvidia-smi for a GPU NVML lost (NVML_ERROR_GPU_IS_LOST / Unknown Error)
+    ("Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error", "load.gpu_fault", "GPU fault"),
+    # LMDeploy lmdeploy/pytorch/nn/embedding.py: the padded vocabulary over the TP ranks
+    ("AssertionError: vocab_size_padded(151936) must be divisible by tp(3)", "load.tp_invalid", "parallel layout"),
     # Llama 3.1's rope_scaling under a transformers older than 4.43 (models/llama/configuration_llama.py)
     ("ValueError: `rope_scaling` must be a dictionary with with two fields, `type` and `factor`, got {'factor': 8.0, "
      "'rope_type': 'llama3'}", "load.engine_outdated", "unsupported model"),
@@ -110,6 +124,15 @@ def test_where_an_exception_was_raised_names_the_cause_its_words_do_not(tmp_path
     f = report.findings[0]
     assert f.code == "load.engine_outdated" and f.evidence[0] == f"{path}:4: KeyError: 'mistral'"
     assert "recognised by: family: unsupported model" in f.evidence
+
+
+def test_a_private_helper_a_newer_transformers_removed_is_no_outdated_engine(tmp_path: Path) -> None:
+    """Remote model code importing a helper that transformers dropped (corpus/z074, Baichuan-M1): the
+    model code is older than the library, the reverse of an outdated engine; no family claims it."""
+    line = ("ImportError: cannot import name '_flash_supports_window_size' from 'transformers.modeling_flash_attention_utils' "
+            "(/usr/local/lib/python3.12/dist-packages/transformers/modeling_flash_attention_utils.py)")
+    report, _ = report_of(tmp_path, line + "\n")
+    assert [f.code for f in report.findings] == ["load.unrecognized_failure"]
 
 
 # --- a failure stated in prose with no family: unrecognised, on the side the text comes from -----------

@@ -118,7 +118,7 @@ ENGINE_DOWN = re.compile(r"\b(?:crash\w*|segfault\w*|di(?:es|ed)|dying|killed|OO
 # the words a failure is stated in when no rule knows its wording (a line at INFO/WARNING level never counts)
 FAILURE_WORDS = re.compile(
     r"deadline exceeded|\b(?:couldn'?t|could not|can'?t|cannot|unable to|failed to) (?:connect|load|allocate|start|open|create|"
-    r"initiali[sz]e|find|read)\b|\b(?:request|allocation|load|startup|initiali[sz]ation) failed\b|Allocation of size \d+ failed|"
+    r"initiali[sz]e|find|read|communicate|determine the device)\b|\b(?:request|allocation|load|startup|initiali[sz]ation) failed\b|Allocation of size \d+ failed|"
     r"is not possible!|exceeds the maximum|not enough memory|out of (?:device )?memory|OutOfDeviceMemory|"
     r"(?:process|runner|server|worker) (?:has )?(?:terminated|crashed|died)\b|"
     r"\b(?:failed|failure|not supported|unsupported|permission denied|no such file|timed out|not found|incompatible|"
