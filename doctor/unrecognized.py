@@ -13,7 +13,10 @@ log) or `access.unrecognized_failure` (a client's output):
   shape (curl -v's `< HTTP/2 409`), that no check judged;
 - a start-up that the log shows beginning but never reaching "ready", with nothing else wrong.
 An engine log is `load.`, a client's output `access.`; output of no known engine is `access.` when its
-failure is one only a client prints (an HTTP answer, a refused connection: failures.CLIENT).
+failure is one only a client prints (an HTTP answer, a refused connection: failures.CLIENT), and so is a
+person's sentence about a failure told from the client's side (a client tool, SDK or the request failed)
+that does not say the engine went down. A text in which nothing states a failure is no finding here:
+the collector records it as a gap (doctor.input_incomplete).
 Severity: error when the failure ended its run (nothing was served after it), else warn. The
 report ranks these after every recognised root cause.
 """

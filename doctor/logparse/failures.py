@@ -7,13 +7,19 @@ new exception class, another engine's wording or a crash without a message still
 - an exception line pasted without its traceback (`ValueError: ...`, Rust's `Error: ShardCannotStart`);
 - a crash signal: a Rust or Go panic, a C++ `terminate called ... what():`, a segfault or abort,
   `GGML_ASSERT`, `Fatal Python error`, a non-zero exit status, a container restarting in a loop;
-- a line logged at ERROR / CRITICAL / FATAL level.
+- a line logged at ERROR / CRITICAL / FATAL level;
+- a failure a person states in prose (PROSE: an issue's title, a sentence around a pasted error, a
+  markdown label, a 5xx told in words): the error it quotes (a code span, a quoted string) is read
+  first; a sentence that quotes none is marked as read after any error the text pastes, and advice,
+  fixes and possibilities ("to avoid OOM", "may crash") state no failure.
 The scanner turns these into events of the kinds `exception`, `crash_signal` and `error_line`,
 only for lines no specific rule matched; the engine (doctor/unrecognized.py) reports them when no
 check recognised the failure. Before that, the failure is read as a chain (doctor/logparse/chains.py):
 a wrapper printed because something else failed first is marked `cascade` (never the root), and a
-line whose words belong to a keyword family ("out of memory", "NCCL", "certificate" ...) becomes an
-event of the family's kind, so the check that knows its fix judges it.
+line whose words belong to a keyword family ("out of memory", "NCCL", "certificate" ...; the families are
+data, doctor/data/families.jsonl) becomes an event of the family's kind, so the check that knows its fix
+judges it; when its words name none, the frame it was raised in may (a KeyError in transformers' config
+registry).
 """
 
 from __future__ import annotations
