@@ -13,7 +13,10 @@ log) or `access.unrecognized_failure` (a client's output):
   shape (curl -v's `< HTTP/2 409`), that no check judged;
 - a start-up that the log shows beginning but never reaching "ready", with nothing else wrong.
 An engine log is `load.`, a client's output `access.`; output of no known engine is `access.` when its
-failure is one only a client prints (an HTTP answer, a refused connection: failures.CLIENT).
+failure is one only a client prints (an HTTP answer, a refused connection: failures.CLIENT), and so is a
+person's sentence about a failure told from the client's side (a client tool, SDK or the request failed)
+that does not say the engine went down. A text in which nothing states a failure is no finding here:
+the collector records it as a gap (doctor.input_incomplete).
 Severity: error when the failure ended its run (nothing was served after it), else warn. The
 report ranks these after every recognised root cause.
 """
@@ -27,7 +30,7 @@ from typing import TYPE_CHECKING
 from llm_doctor.facts import Facts
 from llm_doctor.facts.logs import LogEvent
 from llm_doctor.findings import Finding, Fix
-from llm_doctor.logparse.failures import CLIENT, GOES_ON
+from llm_doctor.logparse.failures import CLIENT, CLIENT_SIDE, ENGINE_DOWN, GOES_ON, PROSE_CASCADE
 from llm_doctor.logparse.failures import KINDS as GENERIC
 from llm_doctor.logparse.lines import normalise
 from llm_doctor.logview import evidence as quote
@@ -124,7 +127,7 @@ def _finding(
     root = first_root(pool)
     # a client's output, or output of no known engine whose failure only a client prints (an HTTP
     # answer, a refused connection): the access layer's
-    client = engine == "client" or (not engine and bool(CLIENT.search(_summary(root))))
+    client = engine == "client" or (not engine and bool(CLIENT.search(_summary(root)))) or _client_sentence(root)
     quoted = [root] + [e for e in pool[::-1] if e is not root][: MAX_QUOTED - 1]
     evidence = quote(sorted(quoted, key=lambda x: x.line_no), limit=MAX_QUOTED)
     evidence += [_why(e, registry, by_id) for e in unjudged[:2]]
@@ -143,6 +146,13 @@ def first_root(pool: list[LogEvent]) -> LogEvent:
     roots = [e for e in pool if not e.values.get("cascade")] or pool
     exceptions = [e for e in roots if e.kind == "exception"]
     return (exceptions or roots)[0]
+
+
+def _client_sentence(e: LogEvent) -> bool:
+    """A person's sentence about a failure no family placed, told from the client's side ("Cline
+    keeps failing with an error", "the request hangs"), that does not say the engine went down."""
+    said = _summary(e)
+    return e.values.get("cascade") == PROSE_CASCADE and bool(CLIENT_SIDE.search(said)) and not ENGINE_DOWN.search(said)
 
 
 def _summary(e: LogEvent) -> str:

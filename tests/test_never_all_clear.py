@@ -340,8 +340,6 @@ def test_an_answer_a_rule_reads_as_harmless_is_the_clients_failure(tmp_path: Pat
 
 
 ENGINE_SHAPES = [
-    # bash reports a child the kernel killed with SIGKILL (bash's jobs.c, the signal's strsignal() name)
-    ("bash: line 1:  4242 Killed                  python3 -m sglang.launch_server --model-path /models/x", "crash_signal"),
     # JVM: java.lang.Throwable#printStackTrace prints a chain's cause as `Caused by: <class>: <message>`
     # (langchain4j#1425's shape; OkHttp's `InterruptedIOException: timeout` itself is a catalogue template now)
     ("Caused by: java.lang.IllegalArgumentException: unexpected url", "exception"),
@@ -360,6 +358,16 @@ def test_a_crash_shape_no_rule_names_is_a_load_finding(tmp_path: Path, line: str
     (f,) = report["findings"]
     assert (f["code"], f["severity"]) == ("load.unrecognized_failure", "error")
     assert f["evidence"][0].startswith(f"{log}:1: ") and f["evidence"][-1] == "recognised by: unrecognised"
+
+
+def test_a_sigkill_with_nothing_else_failing_is_host_oom(tmp_path: Path) -> None:
+    """bash reports a child the kernel killed with SIGKILL (bash's jobs.c, the signal's strsignal()
+    name): the kernel's OOM killer leaves no line in the program's own output, so with no other
+    failure in the log the keyword family `killed` hands it to load.host_memory."""
+    log = write(tmp_path, "engine.log", "bash: line 1:  4242 Killed                  python3 -m sglang.launch_server --model-path /models/x\n")
+    rc, report = analyze_json(log)
+    assert (rc, [f["code"] for f in report["findings"]]) == (1, ["load.host_oom"])
+    assert report["findings"][0]["evidence"][-1] == "recognised by: family: killed"
 
 
 def test_an_error_pasted_under_a_launch_command_is_not_dropped(tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
 """Was all of the input read? A cut log is judged on what was read, and the report says what was not.
 
 The collectors record every gap (facts.gaps): a log cut by the deadline, a truncated gzip, an
-unreadable file among several, a text of which no line is anything the doctor reads. The report status becomes `incomplete` through this finding, so a
+unreadable file among several, a text of which no line is anything the doctor reads (a text that states
+a failure anywhere, in a log line or in a sentence around a pasted error, is read: doctor.logparse.failures
+finds it, and it is judged). The report status becomes `incomplete` through this finding, so a
 deploy gate never passes on input it could not finish. Where the collector measured its speed, the
 fix is the deadline that would have read it all.
 """

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from llm_doctor.logparse import events as ev
-from llm_doctor.logparse import prefilter
+from llm_doctor.logparse import families, prefilter
 
 
 @dataclass(frozen=True)
@@ -138,60 +138,9 @@ WRAPPERS = Table(
     _p("child exit", r"^Process (?:Process|SpawnProcess|ForkProcess)-\d+:$|exited with (?:exit )?code [1-9]|non-zero exit status"),
 )
 
-# an HTTP status as clients state it ("HTTP 401", "status code 403", "Error code: 429", "401 Unauthorized"),
-# not any number ("request 401 failed")
-_STATUS = r"(?:HTTP|status|code|error)\W{0,3}(?:%s)\b"
-
-# Keyword families over a failure line no template matched: name, words, the event kind it means.
-# Order matters: a cause's own context first, the symptom words other causes share after it.
-FAMILIES = Table(
-    # NCCL / InfiniBand: ibv_reg_mr/ibv_create_cq fail with ENOMEM ("Cannot allocate memory") when the
-    # memlock limit is low (nccl docs, troubleshooting: InfiniBand); it is not host RAM
-    _p("NCCL", r"\bNCCL\b|\bibv_\w+|NET/IB|InfiniBand|\bRDMA\b|\bmlx5_|ProcessGroupNCCL|c10d\b.*(?:timeout|failed)", "nccl_error"),
-    _p("shared memory", r"/dev/shm|\bshm[ _-]?size\b|shared memory segment", "shm_too_small"),
-    # host RAM before the GPU's "out of memory": Ray's memory monitor (ray/_private/memory_monitor.py) and
-    # the kernel's OOM killer say "out of memory" too
-    _p("host memory", r"ray-oom-prevention|running low on memory|(?:system|host|CPU) (?:memory|RAM)|\bMemoryError\b|"
-       r"std::bad_alloc|oom[-_ ]kill|\bOOMKilled\b", "host_oom"),
-    _p("out of memory", r"out of (?:device |GPU )?memory|OutOfMemory|OutOfDeviceMemory|\bOOM\b|"
-       r"(?:insufficient|not enough|no more|ran out of) (?:GPU |device |VRAM |CUDA )?memory|cuda ?Malloc failed|"
-       r"CUBLAS_STATUS_ALLOC_FAILED|cudaErrorMemoryAllocation|(?:memory )?allocation (?:of size \d+ )?failed|"
-       r"(?:unable|failed) to allocate (?:\w+ )?buffer", "cuda_oom"),
-    _p("certificate", r"certificate|\bSSL\b|\bTLS\b|\bx509\b|handshake", "client_tls"),
-    _p("name resolution", r"name resolution|resolve host|getaddrinfo|\bENOTFOUND\b|\bEAI_AGAIN\b|no such host|"
-       r"Name or service not known|nodename nor servname|could not resolve", "client_dns"),
-    _p("connection refused", r"refused|\bECONNREFUSED\b|No route to host|(?:could ?n[o']t|cannot|can't|unable to|failed to) connect\b|"
-       r"\bconnect(?:ion)? error\b", "client_refused"),
-    _p("401/403", _STATUS % "40[13]" + r"|unauthori[sz]ed|forbidden|invalid (?:api[ _-]?)?(?:key|token)|authentication (?:failed|error)", "client_auth"),
-    _p("quota", r"\bquota\b|billing|insufficient (?:credit|balance|funds)|payment required|" + _STATUS % "402", "client_quota"),
-    _p("rate limit", r"rate[ _-]?limit|too many requests|" + _STATUS % "429", "client_rate_limit"),
-    # a wait for the engine's own start (workers, shards, the engine core) vs. a client's request
-    _p("start-up timeout", r"(?:time[d ]?[ -]?out|timeout)\b[^.]*\b(?:start|ready|initiali[sz]|engine|worker|shard|warm ?up)|"
-       r"\b(?:start|ready|initiali[sz]\w*|engine|worker|shard|warm ?up)\w*\b[^.]*\b(?:time[d ]?[ -]?out|timeout)\b", "startup_timeout"),
-    # a client's request (httpx/requests ReadTimeout, Go's Client.Timeout, undici's HeadersTimeoutError); an
-    # engine's internal wait that timed out (a Ray channel, a lock) is no client timeout and stays unrecognised
-    _p("timeout", r"\b(?:request|http|headers?|response|API|client|socket|connect(?:ion)?|read)\w*\b[^.]*\b(?:time[d ]?[ -]?out|timeout)|"
-       r"(?:time[d ]?[ -]?out|timeout)\b[^.]*\b(?:request|headers|response)\b|deadline exceeded|\bETIMEDOUT\b", "client_timeout"),
-    _p("permission denied", r"permission denied|\bEACCES\b|\bEPERM\b|operation not permitted", "model_missing"),
-    _p("no such file", r"no such file|FileNotFoundError|\bENOENT\b|(?:model|weights?|checkpoint|config|tokenizer|gguf|safetensors)\b"
-       r"[^.]*\b(?:not found|does not exist|missing|cannot be (?:found|opened))", "model_missing"),
-    # a model file that is there but not one the loader can read (llama.cpp "invalid split file", vLLM
-    # "No supported config format found", a truncated or foreign checkpoint)
-    _p("model files", r"(?:invalid|corrupt(?:ed)?|truncated|unsupported|unknown) (?:\w+ )?(?:model|split|gguf|checkpoint|config|weights?) "
-       r"(?:file|format)|no (?:supported|valid) (?:config|model|checkpoint|weights?)\b", "model_missing"),
-    _p("GPU not visible", r"no (?:CUDA |NVIDIA |ROCm |HIP )?(?:GPUs?|devices?) (?:found|available|detected)|"
-       r"CUDA (?:is )?not available|no CUDA-capable", "gpu_not_visible"),
-    _p("CUDA/driver", r"undefined symbol|\bptxas\b|driver version|CUDA version|compiled (?:with|for) CUDA|invalid device function|"
-       r"no kernel image|unsupported (?:PTX|toolchain)", "cuda_mismatch"),
-    _p("unsupported model", r"(?:architecture|model[ _]type|pre-tokenizer|tokenizer type)\b[^.]*\b(?:not supported|unsupported|"
-       r"unknown|not recogni[sz]ed)|(?:unknown|unsupported|unrecogni[sz]ed) (?:model )?(?:architecture|model type|pre-tokenizer)",
-       "arch_unsupported"),
-    _p("quantization", r"(?:quantiz\w*|quant_method|\bAWQ\b|\bGPTQ\b|\bFP8\b|bitsandbytes|marlin|tensor type)[^.]*"
-       r"\b(?:not supported|unsupported|unknown|unrecogni[sz]ed|invalid)|"
-       r"(?:unknown|unsupported|unrecogni[sz]ed|invalid) (?:\w+ )?(?:tensor|quanti[sz]ation|ggml) type|"
-       # transformers' quantizers: "Please install bitsandbytes>=0.44.0 ... to use bitsandbytes quantizer"
-       r"\binstall\b.{0,120}?\bquantizer\b|\bquantizer\b[^.]*\brequires?\b", "quant_unsupported"),
-)
+# Keyword families over a failure line no template matched (doctor/data/families.jsonl, loaded by
+# doctor.logparse.families): name, words, the event kind it means, in the table's order.
+FAMILIES = Table(*(_p(f.name, f.words, f.kind) for f in families.load()))
 
 # When the log's milestones and frames do not place an out-of-memory (the tracker says "startup"), the
 # words of the message do: what it was allocating for (PHASES of doctor.logparse.events).

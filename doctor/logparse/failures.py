@@ -7,13 +7,19 @@ new exception class, another engine's wording or a crash without a message still
 - an exception line pasted without its traceback (`ValueError: ...`, Rust's `Error: ShardCannotStart`);
 - a crash signal: a Rust or Go panic, a C++ `terminate called ... what():`, a segfault or abort,
   `GGML_ASSERT`, `Fatal Python error`, a non-zero exit status, a container restarting in a loop;
-- a line logged at ERROR / CRITICAL / FATAL level.
+- a line logged at ERROR / CRITICAL / FATAL level;
+- a failure a person states in prose (PROSE: an issue's title, a sentence around a pasted error, a
+  markdown label, a 5xx told in words): the error it quotes (a code span, a quoted string) is read
+  first; a sentence that quotes none is marked as read after any error the text pastes, and advice,
+  fixes and possibilities ("to avoid OOM", "may crash") state no failure.
 The scanner turns these into events of the kinds `exception`, `crash_signal` and `error_line`,
 only for lines no specific rule matched; the engine (doctor/unrecognized.py) reports them when no
 check recognised the failure. Before that, the failure is read as a chain (doctor/logparse/chains.py):
 a wrapper printed because something else failed first is marked `cascade` (never the root), and a
-line whose words belong to a keyword family ("out of memory", "NCCL", "certificate" ...) becomes an
-event of the family's kind, so the check that knows its fix judges it.
+line whose words belong to a keyword family ("out of memory", "NCCL", "certificate" ...; the families are
+data, doctor/data/families.jsonl) becomes an event of the family's kind, so the check that knows its fix
+judges it; when its words name none, the frame it was raised in may (a KeyError in transformers' config
+registry).
 """
 
 from __future__ import annotations
@@ -37,6 +43,10 @@ LITERALS = (
     # the shapes of CRASH / ERROR_IN_LINE / ERROR_LEVEL below that hold none of the words above
     "killed", "status code", "http/1.0 4", "http/1.0 5", "http/1.1 4", "http/1.1 5", "http/2 4", "http/2 5", "severe:",
     "cant ", "couldnt ",
+    # a person stating the failure in prose (PROSE below): verbs no log line above needs
+    "crash", " hang", "hung ", "stuck", "freez", "froze", "segfault", " dies", " died", "not working", "n't work", "won't",
+    "wont ", "broken", " oom", "fails", "failing", "please upgrade", "please update", "newer", "is required", "bad gateway", "service unavailable",
+    "gateway time",
 )
 
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
@@ -100,22 +110,70 @@ CLIENT = re.compile(
     _ANSWER + r"|\bE(?:CONNREFUSED|CONNRESET|TIMEDOUT|NOTFOUND|AI_AGAIN|HOSTUNREACH)\b|\bFetchError\b|socket hang up|"
     r"^Connection error\."
 )
+# a sentence about a failure seen from the client's side: a client tool, SDK or HTTP client, or the
+# request itself, is what failed (the side of a prose failure no family places: access, not load)
+CLIENT_SIDE = re.compile(
+    r"\b(?:Cline|Roo ?Code|Continue(?:\.dev| extension)|Open ?WebUI|LangChain|LlamaIndex|LiteLLM|Claude Code|Cursor|Aider|OpenHands|"
+    r"AnythingLLM|LobeChat|Chatbox|Postman|curl|httpx|python-requests|axios|undici|(?:openai|anthropic)[ -](?:python|node|sdk|client|library)|"
+    r"(?:the|my|our|your|a) (?:client|SDK|request|API call|call|gateway|proxy)|"
+    # an HTTP answer is what a client sees
+    r"Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out|(?:error|status|HTTP|code)\s*5\d\d)\b", re.I)
+# a sentence saying the engine itself went down: the load side, whoever noticed it
+ENGINE_DOWN = re.compile(r"\b(?:crash\w*|segfault\w*|di(?:es|ed)|dying|killed|OOM\w*|out of memory|won'?t (?:start|load)|"
+                         r"(?:fails?|failing|failed) to (?:start|load|launch|initiali[sz]e))\b", re.I)
 # the words a failure is stated in when no rule knows its wording (a line at INFO/WARNING level never counts)
 FAILURE_WORDS = re.compile(
     r"deadline exceeded|\b(?:couldn'?t|could not|can'?t|cannot|unable to|failed to) (?:connect|load|allocate|start|open|create|"
-    r"initiali[sz]e|find|read)\b|\b(?:request|allocation|load|startup|initiali[sz]ation) failed\b|Allocation of size \d+ failed|"
+    r"initiali[sz]e|find|read|communicate|determine the device)\b|\b(?:request|allocation|load|startup|initiali[sz]ation) failed\b|Allocation of size \d+ failed|"
     r"is not possible!|exceeds the maximum|not enough memory|out of (?:device )?memory|OutOfDeviceMemory|"
     r"(?:process|runner|server|worker) (?:has )?(?:terminated|crashed|died)\b|"
     r"\b(?:failed|failure|not supported|unsupported|permission denied|no such file|timed out|not found|incompatible|"
-    r"mismatch|refused|unreachable|aborted)\b",
+    r"mismatch|refused|unreachable|aborted)\b|"
+    # a message that asks for a newer release (transformers' require_version, engines' version checks)
+    r"\bplease (?:upgrade|update)\b|\brequires? (?:a )?newer\b|\bis required\b[^.]*\bbut found\b",
     re.I,
 )
 ERROR_LEVELS = ("ERROR", "CRITICAL", "FATAL")
 # a line saying the engine carries on without something: a degraded start, not a failure's cause
 GOES_ON = re.compile(r"sub-?optimal|\busing (?:the )?default\b|\bfall(?:ing|s)? ?back\b|\bdefaulting\b|\bskipp(?:ing|ed)\b|"
                      r"\bignor(?:ing|ed)\b|\bretrying\b|\bwill (?:be )?(?:use|retry)", re.I)
-WARNING = re.compile(r"\bwarning\b|\bwarn\b", re.I)  # a message that calls itself a warning is not a failure
 NONE_COUNTED = re.compile(r"^[A-Za-z][\w ()/.-]*:\s+0(?:\.0+)?\s*$")  # a count of failures that is zero: `Failed requests: 0`
+# a message that calls itself a warning is not a failure (Python's warnings name their class: `PythonDeprecationWarning:`)
+WARNING = re.compile(r"\bwarning\b|\bwarn\b|[a-z]Warning\b", re.I)
+# A failure a person states in prose (an issue's title, a sentence around a pasted error): the system
+# crashed, hung, died or would not start, or the writer got, saw or was shown an error. Read only on
+# lines with no log level of their own (a person's words carry none).
+PROSE = re.compile(
+    r"\b(?:crash(?:es|ed|ing)?|segfault\w*|seg ?faults?|hang(?:s|ing)?|hung|freez(?:es|ing)|froze(?:n)?|stuck|di(?:es|ed)|dying|"
+    r"OOMs?|OOM-?ing)\b|"
+    r"\b(?:won'?t|will not|(?:does|did|do)(?: not|n'?t)|can ?not|can'?t|fails? to|failing to|unable to|refuses? to) "
+    r"(?:start|load|run|work|respond|serve|launch|boot|come up|initiali[sz]e|connect|stream)\b|"
+    r"\b(?:not|no longer|stopp?(?:ed|s)?) (?:working|responding)\b|\bis broken\b|\bfail(?:s|ing)\b|"
+    r"\bwith (?:an?|the|this|that|following|same|these) (?:\S+ ){0,2}?(?:errors?|exceptions?)\b|"
+    # the writer got or was shown an error: `I get the error "..."`, "it throws an exception", "returns error 500"
+    r"\b(?:get|gets|got|getting|see|sees|saw|seeing|throws?|threw|throwing|raises?|raised|raising|shows?|showed|showing|"
+    r"returns?|returned|returning|hits?|hitting|encounter\w*|receiv\w*|gives?|gave|giving|ends? (?:up )?with|results? in)\b"
+    r"(?: \S+){0,4}? (?:errors?|exceptions?|tracebacks?|failures?)\b|"
+    # an error named in words and then quoted or given: `the error: ...`, "error message says '...'"
+    r"\b(?:errors?|exceptions?)(?: (?:message|log|output|text))?\s*(?:[:=]|\bis\b|\bwas\b|\bsays?\b|\bsaid\b|\breads?\b)?\s*[`\"'“‘]\s*\S|"
+    # a label in markdown or a form: `**Error**: ...`, "Error message: ..." (not a count: "errors: 0", "Error: none")
+    r"\b(?:errors?|exceptions?)(?: (?:message|log|output|text|details?))?\**\s*[:=]\**\s*(?!(?:none|no|n/a|0)\b)[`\"'“‘A-Za-z]|"
+    # an HTTP server error told in words: "Error 500 from the server", "I am seeing: Internal Server Error"
+    r"\b(?:error|status|HTTP|code)\s*5\d\d\b|\b(?:Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out)\b",
+    re.I,
+)
+# a sentence that names a failure without stating that it happened: advice ("to avoid OOM, lower ..."), a
+# fix ("this fixes the hang in ..."), a possibility ("it may crash when ...")
+HYPOTHETICAL = re.compile(r"\b(?:to (?:avoid|prevent)|avoid(?:s|ing)?|prevent(?:s|ing)?|fix(?:es|ed|ing)?|no longer|in case|"
+                          r"might|may|would)\b", re.I)
+PROSE_CASCADE = "a sentence about it"  # the mark of a sentence that quotes no error (never the root while one is pasted)
+# a person saying they cannot find or understand something is no failure of the system ("How do I set
+# max-model-len? I can't find it in the docs")
+PERSON = re.compile(r"\b(?:I|we|you)(?:'m| am| are| was| were)? (?:can'?t|cannot|can not|couldn'?t|could not|unable to) "
+                    r"(?:find|figure|understand|see|tell|work out|get (?:it|how))\b", re.I)
+# a code span or quoted string in prose that is a failure statement of its own (the error pasted
+# inside the sentence): read before the sentence around it
+QUOTED = re.compile(r"`(?P<code>[^`]{4,})`|[\"“](?P<dq>[^\"”]{8,})[\"”]|(?<!\w)'(?P<sq>[^']{8,})'(?!\w)")
 QUIET_LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "TRACE", "NOTICE")
 # levels in shapes the normaliser leaves in the message: glog's severity letter as torch (c10d's `[W
 # socket.cpp:663]`, `[W1015 10:00:00.123456 123 socket.cpp:697]`) and Kubernetes' klog (`E1015
@@ -222,12 +280,21 @@ def classify(signal: Signal, text: str) -> Signal:
     as the cascade it is (vLLM's "Worker failed with error '<the worker's error>'" is both: the
     worker's own traceback may not be in the log, its error is)."""
     wrapper = chains.cascade(text)
-    inner = chains.inner_message(text)
+    quoted = str(signal.values.get("summary") or "")
+    inner = chains.inner_message(text) or ((quoted, "sentence") if quoted and quoted not in (text, text[:200]) else None)
     found = chains.family(text, inner) if not wrapper or inner else None
+    frame = str(signal.values.get("frame") or "")
+    if found is None and frame and not wrapper:  # the words name no cause: where it was raised may (a KeyError in the config registry)
+        text = f"{text} (raised in {frame})"
+        found = chains.family(text)
     values = {**signal.values, "cascade": wrapper} if wrapper else dict(signal.values)
     if found is None:
         return Signal(signal.kind, values, signal.extra)
     values["tier"] = f"family: {found.name}"
+    m = found.pattern.search(inner[0]) if inner else None
+    for name, value in ((m or found.pattern.search(text)).groupdict().items()):  # type: ignore[union-attr]
+        if value is not None:
+            values[name] = int(value) if value.isdigit() else value
     hint = chains.phase_hint(text) if found.kind == "cuda_oom" else ""
     if hint:
         values["phase_hint"] = hint
@@ -238,7 +305,7 @@ def line_signal(text: str, level: str) -> Signal | None:
     """A failure stated on one line (outside a traceback)."""
     m = CRASH.search(text)
     if m:
-        values: dict[str, object] = {"summary": text[:200]}
+        values: dict[str, object] = {"summary": quoted_failure(text) or text[:200]}
         if m.group("exit"):
             code = m.group("exit")
             values["exit_code"] = int(code, 16) if code.lower().startswith("0x") else int(code)
@@ -251,10 +318,30 @@ def line_signal(text: str, level: str) -> Signal | None:
         return Signal("exception", _exception_values(m, []))
     # a line that is a failure only by its words and says the engine goes on ("Config file not found ...
     # Performance might be sub-optimal", "falling back to ...") is a degraded start, not a failure
-    words = FAILURE_WORDS.search(text) and not WARNING.search(text) and not GOES_ON.search(text) and not NONE_COUNTED.match(text)
+    words = (FAILURE_WORDS.search(text) and not WARNING.search(text) and not GOES_ON.search(text)
+             and not NONE_COUNTED.match(text) and not PERSON.search(text))
     if stated(text, level) or words:
-        return Signal("error_line", {"summary": text[:200]})
+        return Signal("error_line", {"summary": quoted_failure(text) or text[:200]})
+    if not level and PROSE.search(text) and not GOES_ON.search(text) and not WARNING.search(text):
+        quoted = quoted_failure(text)
+        if not quoted and HYPOTHETICAL.search(text):
+            return None
+        # a sentence about a failure that quotes none is read after any error the text pastes
+        # (never the root while one is there): it says that something failed, the pasted error what
+        return Signal("error_line", {"summary": quoted} if quoted else {"summary": text[:200], "cascade": PROSE_CASCADE})
     return None
+
+
+def quoted_failure(text: str) -> str:
+    """The failure a sentence quotes (`I get "RuntimeError: ..." when ...`, a markdown code span
+    holding the error), or "" when the line is the failure itself or quotes none."""
+    if EXCEPTION.match(text) or CRASH.match(text):
+        return ""
+    for m in QUOTED.finditer(text):
+        inner = (m.group("code") or m.group("dq") or m.group("sq") or "").strip()
+        if inner != text.strip() and (EXCEPTION.match(inner) or CRASH.search(inner) or stated(inner) or FAILURE_WORDS.search(inner)):
+            return inner[:200]
+    return ""
 
 
 def own_level(text: str) -> str:
