@@ -34,6 +34,10 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
         flag = "--" + str(v["argument"]).replace("_", "-")
         fixes = [Fix(f"Pass {flag} explicitly (the engine's --help lists the values): it could not infer it from the model folder")]
         title = f"the engine needs {flag}, which it could not infer"
+    elif "flash_attn" in " ".join(e.lines) or "requires Flash Attention" in " ".join(e.lines):
+        fixes = [Fix("A quantized V cache (and -sm tensor) needs flash attention: turn it on, or keep the V cache f16",
+                     "OLLAMA_FLASH_ATTENTION=1" if engine == "ollama" else "-fa on")]
+        title = "the engine arguments need flash attention, which is off"
     else:
         flag = str(v.get("flag") or "").strip("`' ")
         fixes = [Fix(f"Remove or rename {flag or 'the rejected argument'}; see `--help` of this engine version for the accepted spelling")]

@@ -77,7 +77,11 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
         path = le.first_value(missing, "path")
         hub = any(e.kind == "hub_unreachable" for e in missing)
         fixes = []
-        if hub:
+        if hub and le.engine(facts) == "ollama":  # `ollama pull` is done by the server process, with the server's network
+            fixes.append(Fix("The Ollama server (not the CLI) downloads the model: give the server's environment the proxy "
+                             "(HTTPS_PROXY in its systemd unit or `docker run -e`) and a DNS that resolves registry.ollama.ai"))
+            fixes.append(Fix("Or pull on a machine with access and copy its models folder (~/.ollama/models) to this one"))
+        elif hub:
             fixes.append(Fix("The Hub cannot be reached from here: download the model elsewhere and pass the local folder",
                               f"huggingface-cli download {model} --local-dir /models/{model.rstrip('/').split('/')[-1]}" if model else None))
             fixes.append(Fix("Or give the engine's environment a Hub mirror (HF_ENDPOINT set to its URL) or a proxy (HTTPS_PROXY)"))

@@ -277,6 +277,9 @@ HAND_RULES: tuple[Rule, ...] = (
         r"error: argument (?P<flag3>--[\w-]+)[^:]*: invalid (?:choice|\w+ value)|error: the following arguments are required|"
         r"invalid value '[^']*' for '(?P<flag4>--[\w-]+)|unexpected argument '(?P<flag5>[^']+)'",
     ),
+    # llama-server's 400 for a prompt longer than a slot's context carries both sizes (since PR #15780,
+    # after either wording of its message): the fix sizes --ctx-size from them
+    _r("context_exceeded", r"exceed_context_size_error\",\s*\"n_prompt_tokens\":\s*(?P<n_prompt_tokens>\d+),\s*\"n_ctx\":\s*(?P<n_ctx>\d+)"),
     # --- start-up timeouts ------------------------------------------------------------------
     _r(
         "startup_timeout",
@@ -380,10 +383,9 @@ HAND_RULES: tuple[Rule, ...] = (
 # kinds only catalogue templates produce (no hand rule has them): Ray's own cluster failures, which
 # checks/cluster/ray_log.py turns into cluster.* findings; a client that refuses to send a request
 # without a key, a chunked (streamed) answer cut before its last chunk, and a client tool's catch-all
-# that says only that a request failed (checks/access/client_log.py); a request longer than the
-# context (or micro-batch) a llama.cpp/Ollama server was started with (checks/load/config.py)
+# that says only that a request failed (checks/access/client_log.py)
 CATALOGUE_KINDS = ("ray_placement_infeasible", "ray_cluster_unreachable", "ray_node_dead", "client_key_missing",
-                   "client_stream_cut", "client_failed", "context_exceeded")
+                   "client_stream_cut", "client_failed")
 KINDS = frozenset({r.kind for r in HAND_RULES} | set(CATALOGUE_KINDS))  # what a catalogue entry may name
 
 
