@@ -61,6 +61,11 @@ CASES = [
         "2024/01/14 19:50:06 gpu.go:138: CUDA GPU is too old. Falling back to CPU mode. Compute Capability detected: 5.2",
         "2024/01/14 19:50:06 routes.go:953: no GPU detected",
     ], "load.cuda_mismatch", "CUDA GPU is too old", None),
+    # ollama/ollama#4131: llama3:70b-instruct-q8_0 does not load within Ollama's load timeout
+    ("ollama-runner-start-timeout", [
+        "$ ollama run llama3:70b-instruct-q8_0",
+        "Error: timed out waiting for llama runner to start - progress 0.00 -",
+    ], "load.startup_timeout", "timed out waiting for llama runner to start", "OLLAMA_LOAD_TIMEOUT=15m"),
     # ollama/ollama#8065: the server's DNS cannot resolve the registry
     ("ollama-registry-dns", [
         'Error: pull model manifest: Get "https://registry.ollama.ai/v2/library/mxbai-embed-large/manifests/latest": '
@@ -99,3 +104,14 @@ def test_a_prompt_longer_than_the_micro_batch_sizes_both_batches(tmp_path) -> No
     assert top.code == "load.config_invalid"
     assert top.title == "an input of 11257 tokens is longer than the micro-batch (8192)"
     assert top.fixes[0].command == "-b 11264 -ub 11264"
+
+
+def test_an_ollama_load_the_client_abandoned_names_the_client_first(tmp_path) -> None:
+    """The warning ollama/ollama#4638 added (llm/server.go): the client's timeout ran out before the load finished."""
+    log = tmp_path / "ollama.log"
+    log.write_text('time=2024-06-01T10:00:00.000Z level=WARN source=server.go:594 '
+                   'msg="client connection closed before server finished loading, aborting load"\n')
+    top = findings_of(log)[0]
+    assert top.code == "load.startup_timeout"
+    assert top.fixes[0].summary.startswith("The client gave up first")
+    assert top.fixes[1].command == "OLLAMA_LOAD_TIMEOUT=15m"
