@@ -115,3 +115,13 @@ def test_an_ollama_load_the_client_abandoned_names_the_client_first(tmp_path) ->
     assert top.code == "load.startup_timeout"
     assert top.fixes[0].summary.startswith("The client gave up first")
     assert top.fixes[1].command == "OLLAMA_LOAD_TIMEOUT=15m"
+
+
+def test_an_ollama_runtime_oom_is_relieved_with_ollamas_own_settings(tmp_path) -> None:
+    """The scheduler's warning as server/sched.go (v0.32) prints it: fewer parallel slots, not llama.cpp's -b/-ub."""
+    log = tmp_path / "ollama.log"
+    log.write_text('time=2026-05-01T10:00:00.000Z level=WARN source=sched.go:1648 msg="runtime OOM detected; expiring loaded '
+                   'models to clear memory before next request" model=qwen3:32b error="cudaMalloc failed: out of memory"\n')
+    top = findings_of(log)[0]
+    assert top.code == "load.runtime_oom"
+    assert [f.command for f in top.fixes][:1] == ["OLLAMA_NUM_PARALLEL=1"]
