@@ -125,3 +125,15 @@ def test_an_ollama_runtime_oom_is_relieved_with_ollamas_own_settings(tmp_path) -
     top = findings_of(log)[0]
     assert top.code == "load.runtime_oom"
     assert [f.command for f in top.fixes][:1] == ["OLLAMA_NUM_PARALLEL=1"]
+
+
+def test_a_model_too_large_for_ollama_is_a_memory_finding_with_gguf_fixes(tmp_path) -> None:
+    """Since the llama-server runner (v0.30) Ollama logs "model is too large for system memory" (server/sched.go) and
+    answers "unable to load full model on GPU": the host-memory finding comes first, without vLLM's --load-format."""
+    log = tmp_path / "ollama.log"
+    log.write_text('time=2026-06-01T10:00:01.000Z level=INFO source=sched.go:632 msg="model is too large for system memory" '
+                   'requireFull=false\nError: 500 Internal Server Error: unable to load full model on GPU\n')
+    findings = findings_of(log)
+    assert [f.code for f in findings][:2] == ["load.host_oom", "load.weights_oom"]
+    assert findings[0].title == "the model does not fit in system memory (RAM and the GPUs together)"
+    assert not any(f.command == "--load-format safetensors" for f in findings[0].fixes)
