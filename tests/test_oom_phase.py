@@ -43,7 +43,7 @@ CASES = [
     ("ollama-cuda-check-oom", [
         "CUDA error: out of memory",
         'GGML_ASSERT: C:\\a\\ollama\\ollama\\llm\\llama.cpp\\ggml-cuda.cu:100: !"CUDA error"',
-    ], "load.runtime_oom", "phase: serving", "-b 1024 -ub 256"),
+    ], "load.runtime_oom", "phase: serving", "OLLAMA_NUM_PARALLEL=1"),
     # NVIDIA/TensorRT-LLM#260: the engine (its weights) was deserialized before the execution context
     ("trtllm-after-execution-context", [
         "[TensorRT-LLM][INFO] [MemUsageChange] TensorRT-managed allocation in IExecutionContext creation: CPU +0, GPU +0, "

@@ -11,10 +11,13 @@ from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
 
-@check("load.config", "load", codes=["load.config_invalid"], any_of=["logs", "deployment"], events=["config_invalid"])
+@check("load.config", "load", codes=["load.config_invalid"], any_of=["logs", "deployment"], events=["config_invalid", "context_exceeded"])
 def config(facts: Facts, log: LogView | None) -> Outcome:
     """The engine accepted its arguments."""
     found = log.events("config_invalid") if log else []
+    longer = log.events("context_exceeded") if log else []
+    if longer and not found:
+        return Outcome([_context(facts, log, longer)])
     if not found:
         return _launch_values(facts)
     e = found[-1]
@@ -31,6 +34,10 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
         flag = "--" + str(v["argument"]).replace("_", "-")
         fixes = [Fix(f"Pass {flag} explicitly (the engine's --help lists the values): it could not infer it from the model folder")]
         title = f"the engine needs {flag}, which it could not infer"
+    elif "flash_attn" in " ".join(e.lines) or "requires Flash Attention" in " ".join(e.lines):
+        fixes = [Fix("A quantized V cache (and -sm tensor) needs flash attention: turn it on, or keep the V cache f16",
+                     "OLLAMA_FLASH_ATTENTION=1" if engine == "ollama" else "-fa on")]
+        title = "the engine arguments need flash attention, which is off"
     else:
         flag = str(v.get("flag") or "").strip("`' ")
         fixes = [Fix(f"Remove or rename {flag or 'the rejected argument'}; see `--help` of this engine version for the accepted spelling")]
@@ -38,6 +45,31 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
             fixes.insert(0, Fix("Flags use dashes, not underscores", flag.split()[0].replace("_", "-")))
         title = f"the engine rejected its arguments{f': {flag}' if flag else ''}"
     return Outcome([Finding("load.config_invalid", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)])
+
+
+def _context(facts: Facts, log: LogView, found: list) -> Finding:
+    """A request longer than the context (or the micro-batch) llama.cpp/Ollama was started with: the
+    sizes the server quoted give the value to start it with (rounded up to whole 1024/512 steps)."""
+    v = found[-1].values
+    prompt, ctx, ubatch = v.get("n_prompt_tokens"), v.get("n_ctx"), v.get("n_ubatch")
+    evidence = le.evidence(found) + log.earlier_runs()
+    if isinstance(prompt, int) and isinstance(ubatch, int):  # llama-server: an embedding input above -ub
+        size = -(-prompt // 512) * 512
+        return Finding("load.config_invalid", f"an input of {prompt} tokens is longer than the micro-batch ({ubatch})", evidence,
+                       [Fix(f"Embedding/rerank inputs are processed in one micro-batch: raise it to at least {prompt} tokens",
+                            f"-b {size} -ub {size}")], explains=le.CLIENT_SYMPTOMS)
+    sized = isinstance(prompt, int) and isinstance(ctx, int)
+    size = -(-(prompt + 1) // 1024) * 1024 if sized else None
+    if le.engine(facts) == "ollama":
+        fix = Fix("Give the model a longer context (num_ctx in the request's options or the Modelfile; "
+                  "OLLAMA_CONTEXT_LENGTH for the server's default)", f"OLLAMA_CONTEXT_LENGTH={size}" if size else None)
+    else:
+        fix = Fix("Start the server with a longer context: each of the --parallel slots gets --ctx-size / parallel"
+                  + (f" (a slot holds {ctx} now; with -np N give N x {size})" if sized else ""), f"--ctx-size {size}" if size else None)
+    title = (f"a prompt of {prompt} tokens does not fit the {ctx}-token context" if sized
+             else "a request was longer than the context the server was started with")
+    return Finding("load.config_invalid", title, evidence, [fix, Fix("Or shorten the prompt (history, retrieved documents) on the client")],
+                   explains=le.CLIENT_SYMPTOMS)
 
 
 def _launch_values(facts: Facts) -> Outcome:

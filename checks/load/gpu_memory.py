@@ -68,7 +68,9 @@ def _free_low(facts: Facts, log: LogView, e) -> Finding:
     if total:
         evidence.append(f"{total - free:.2f} GiB of {total:.2f} GiB is in use before the engine starts; "
                         f"it asked for {requested} GiB (utilization {util})")
-    return Finding("load.gpu_memory_occupied", f"only {free:g} GiB of {total:g} GiB is free at start-up: other processes hold the GPU",
+    title = (f"only {free:g} GiB of {total:g} GiB is free at start-up: other processes hold the GPU" if total
+             else "the GPUs are already taken by other processes or models")  # the log gave no sizes
+    return Finding("load.gpu_memory_occupied", title,
                    evidence, _fixes(facts, free, total), explains=SYMPTOMS + le.CLIENT_SYMPTOMS)
 
 

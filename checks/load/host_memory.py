@@ -30,5 +30,13 @@ def host_memory(facts: Facts, log: LogView) -> Outcome:
     req = le.first_value(found, "required")
     if req is not None:
         fixes.insert(0, Fix(f"The model needs {req} GiB of system memory: use a smaller or more quantized model"))
-    fixes.append(Fix("Load weights without staging them in RAM", "--load-format safetensors"))
-    return Outcome([Finding("load.host_oom", "the engine was killed for host memory", evidence, fixes, explains=le.CLIENT_SYMPTOMS)])
+    title = "the engine was killed for host memory"
+    if le.engine(facts) in ("ollama", "llamacpp"):  # GGUF engines read the weights through mmap, not a staging load
+        if strong and le.engine(facts) == "ollama":  # Ollama's own check before loading, not a kill
+            title = "the model does not fit in system memory (RAM and the GPUs together)"
+        if req is None:
+            fixes.insert(0, Fix("Use a smaller model or a smaller quantization (a lower Q-level of the same model)"))
+        fixes.append(Fix("Or a shorter context (num_ctx / -c): the KV cache is allocated next to the weights"))
+    else:
+        fixes.append(Fix("Load weights without staging them in RAM", "--load-format safetensors"))
+    return Outcome([Finding("load.host_oom", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)])

@@ -14,6 +14,17 @@ ARCH_IS_FILE = {"clip"}  # a GGUF of a projector/encoder, not a language model: 
 # GGUF architectures of image/video generation models (city96/ComfyUI-GGUF loader.py IMG_ARCH_LIST): no
 # language-model engine runs them, whatever its version
 IMAGE_ARCHS = {"flux", "sd1", "sdxl", "sd3", "aura", "hidream", "cosmos", "ltxv", "hyvid", "wan", "lumina2", "qwen_image"}
+# how each engine is brought to a release that reads a newer model (GGUF engines: the runtime, not pip)
+UPGRADES = {
+    "vllm": [Fix("Upgrade the engine (and transformers) to a release that supports this architecture", "pip install -U vllm transformers"),
+             Fix("Or use the engine's latest container image / a build from main")],
+    "ollama": [Fix("Upgrade Ollama (the macOS/Windows app updates itself; on Linux rerun the installer), then pull the model again",
+                   "curl -fsSL https://ollama.com/install.sh | sh"),
+               Fix("Or re-pull the model: a tag updated for the current Ollama may have been re-converted")],
+    "llamacpp": [Fix("Update llama.cpp to a build that knows this model (new architectures and tensors land on master first)",
+                     "docker pull ghcr.io/ggml-org/llama.cpp:server"),
+                 Fix("Or rebuild from source: git pull && cmake --build build --config Release (llama-cpp-python: pip install -U llama-cpp-python)")],
+}
 
 
 @check("load.model_files", "load", codes=["load.model_files", "load.remote_code", "load.engine_outdated"], events=["remote_code", "arch_unsupported", "weight_key_unknown", "hf_access", "model_missing", "hub_unreachable", "load_failed"])
@@ -55,9 +66,7 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
             version = facts.logs.engine_version if facts.logs else ""
             findings.append(Finding("load.engine_outdated", f"this engine build does not know the architecture {name or ''}".rstrip(),
                                     le.evidence(arch) + ([f"engine version {version}"] if version else []) + log.earlier_runs(),
-                                    [Fix("Upgrade the engine (and transformers) to a release that supports this architecture",
-                                         "pip install -U vllm transformers"),
-                                     Fix("Or use the engine's latest container image / a build from main")],
+                                    UPGRADES.get(le.engine(facts), UPGRADES["vllm"]),
                                     explains=["load.model_files", *le.CLIENT_SYMPTOMS]))
     if remote and not findings:
         findings.append(Finding("load.remote_code", "the model ships custom code and needs --trust-remote-code",
@@ -68,7 +77,11 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
         path = le.first_value(missing, "path")
         hub = any(e.kind == "hub_unreachable" for e in missing)
         fixes = []
-        if hub:
+        if hub and le.engine(facts) == "ollama":  # `ollama pull` is done by the server process, with the server's network
+            fixes.append(Fix("The Ollama server (not the CLI) downloads the model: give the server's environment the proxy "
+                             "(HTTPS_PROXY in its systemd unit or `docker run -e`) and a DNS that resolves registry.ollama.ai"))
+            fixes.append(Fix("Or pull on a machine with access and copy its models folder (~/.ollama/models) to this one"))
+        elif hub:
             fixes.append(Fix("The Hub cannot be reached from here: download the model elsewhere and pass the local folder",
                               f"huggingface-cli download {model} --local-dir /models/{model.rstrip('/').split('/')[-1]}" if model else None))
             fixes.append(Fix("Or give the engine's environment a Hub mirror (HF_ENDPOINT set to its URL) or a proxy (HTTPS_PROXY)"))
@@ -77,6 +90,11 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
                              "Hugging Face loader cannot map: for a Mistral repository read them in their own format",
                              "--load-format mistral --config-format mistral --tokenizer-mode mistral"))
             fixes.append(Fix("Or keep only one format in the folder (the HF model-*.safetensors, without consolidated.*)"))
+        elif le.engine(facts) in ("llamacpp", "ollama"):
+            fixes.append(Fix(f"Check that -m names a complete GGUF{f' ({path})' if path else ''}: compare its size and sha256 with the "
+                             "download page, and for a split model pass the first piece (-00001-of-N.gguf) with every piece beside it"))
+            fixes.append(Fix("Re-download it (ollama: pull the model again) or re-convert it with the current convert_hf_to_gguf.py",
+                             "ollama pull " + model if le.engine(facts) == "ollama" and model else None))
         else:
             fixes.append(Fix(f"Check the model path exists inside the container/host{f' ({path})' if path else ''} and holds config.json "
                              "and the weights; a path that does not exist is treated as a Hub repo id"))

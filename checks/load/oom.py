@@ -107,7 +107,8 @@ def _weights(facts: Facts, log: LogView, e) -> Finding:
         fixes.append(Fix(f"Shard the weights over more GPUs (at least TP={max(2, tp * 2)}; the log does not say how large "
                          "the weights are)", f"{flag} {max(2, tp * 2)}"))
     if engine in ("llamacpp", "ollama"):
-        fixes.append(Fix("Offload fewer layers to the GPU with -ngl (the rest run on the CPU); the log does not give "
+        flag = "num_gpu (request option or Modelfile PARAMETER)" if engine == "ollama" else "-ngl"
+        fixes.append(Fix(f"Offload fewer layers to the GPU with {flag} (the rest run on the CPU); the log does not give "
                          "the per-layer size to compute how many fit"))
     if fp8.from_facts(facts) is False:  # FP8 needs compute capability 8.9+
         fixes.append(Fix("Or load an AWQ/GPTQ checkpoint (2-4x smaller weights; FP8 needs compute capability 8.9+)"))
@@ -160,7 +161,12 @@ def _runtime(facts: Facts, log: LogView, e, phase: str) -> Finding:
         if isinstance(chunk, int) and chunk > 1:
             caps = f"--chunked-prefill-size {chunk // 2}" + (f" --max-running-requests {half}" if half else "")
             fixes.append(Fix(f"Or halve the prefill chunk (now {chunk}; activations scale with it)", caps))
-    elif engine in ("llamacpp", "ollama"):
+    elif engine == "ollama":  # each parallel request slot holds its own KV cache (OLLAMA_NUM_PARALLEL, num_ctx)
+        n_ctx = facts.logs.setup.n_ctx if facts.logs else None
+        fixes.append(Fix("Serve one request at a time per model: every parallel slot reserves its own KV cache", "OLLAMA_NUM_PARALLEL=1"))
+        fixes.append(Fix("Or a shorter context (num_ctx in the request or Modelfile; OLLAMA_CONTEXT_LENGTH for the default)"
+                         + (f": now {n_ctx}" if n_ctx else ""), f"OLLAMA_CONTEXT_LENGTH={n_ctx // 2}" if n_ctx else None))
+    elif engine == "llamacpp":
         n_ctx = facts.logs.setup.n_ctx if facts.logs else None
         ctx = f"-c {n_ctx // 2} " if n_ctx else ""
         # llama.cpp's defaults are -b 2048 -ub 512 (common/common.h n_batch, n_ubatch): halve them

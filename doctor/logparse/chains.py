@@ -220,7 +220,9 @@ def match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:
     quoted = ev.match(inner[0]) if inner else None
     if inner is not None and quoted is not None and quoted[0].kind not in _WRAPPER_KINDS and (
             found is None or found[0].kind in _WRAPPER_KINDS or found[0].kind == quoted[0].kind or inner[1] in SYMPTOM_WRAPPERS):
-        values = {**quoted[1], "tier": f"template (inside the {inner[1]})"}
+        # the numbers the whole line gives for the same cause stay (llama-server's 400 quotes its n_ctx beside the message)
+        outer = found[1] if found is not None and found[0].kind == quoted[0].kind else {}
+        values = {**outer, **quoted[1], "tier": f"template (inside the {inner[1]})"}
         if inner[1] in ANSWERED:  # the server answered a request with it: it failed while serving
             values["phase_hint"] = "serving"
         found = quoted[0], values

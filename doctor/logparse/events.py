@@ -277,6 +277,9 @@ HAND_RULES: tuple[Rule, ...] = (
         r"error: argument (?P<flag3>--[\w-]+)[^:]*: invalid (?:choice|\w+ value)|error: the following arguments are required|"
         r"invalid value '[^']*' for '(?P<flag4>--[\w-]+)|unexpected argument '(?P<flag5>[^']+)'",
     ),
+    # llama-server's 400 for a prompt longer than a slot's context carries both sizes (since PR #15780,
+    # after either wording of its message): the fix sizes --ctx-size from them
+    _r("context_exceeded", r"exceed_context_size_error\",\s*\"n_prompt_tokens\":\s*(?P<n_prompt_tokens>\d+),\s*\"n_ctx\":\s*(?P<n_ctx>\d+)"),
     # --- start-up timeouts ------------------------------------------------------------------
     _r(
         "startup_timeout",

@@ -84,7 +84,7 @@ ENGINE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("sglang", re.compile(r"sglang|ServerArgs|ModelTpServer|TpModelWorker|Scheduler hit an exception|Received sigquit", re.I)),
     ("llamacpp", re.compile(r"llama_model_load|llm_load_|llama_new_context|ggml_|llama_kv_cache|load_tensors:|llama_context:|\bslot \w+:|llama-server|ik_llama")),
     ("tgi", re.compile(r"text_generation_launcher|text_generation_server|ShardCannotStart|text-generation-launcher")),
-    ("ollama", re.compile(r"ollama|source=\w+\.go:\d+|\[GIN\]", re.I)),
+    ("ollama", re.compile(r"ollama|source=\w+\.go:\d+|\[GIN\]|llama runner", re.I)),  # "llama runner": Ollama's name for its llama.cpp process
     ("trtllm", re.compile(r"tensorrt_llm|\[TRT-LLM\]|TensorRT-LLM", re.I)),
     (
         "client",
