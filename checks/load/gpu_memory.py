@@ -68,7 +68,8 @@ def _free_low(facts: Facts, log: LogView, e) -> Finding:
     if total:
         evidence.append(f"{total - free:.2f} GiB of {total:.2f} GiB is in use before the engine starts; "
                         f"it asked for {requested} GiB (utilization {util})")
-    return Finding("load.gpu_memory_occupied", f"only {free:g} GiB of {total:g} GiB is free at start-up: other processes hold the GPU",
+    title = f"only {free:g} GiB of {total:g} GiB is free at start-up" if total else "no free GPU at start-up"
+    return Finding("load.gpu_memory_occupied", f"{title}: other processes hold the GPU",
                    evidence, _fixes(facts, free, total), explains=SYMPTOMS + le.CLIENT_SYMPTOMS)
 
 
