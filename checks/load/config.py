@@ -4,6 +4,8 @@ negative context length). The fix names the value the engine itself derived."""
 
 from __future__ import annotations
 
+import math
+
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
@@ -20,8 +22,10 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
     e = found[-1]
     v = e.values
     evidence = le.evidence(found) + (log.earlier_runs() if log else [])
-    engine = le.engine(facts)
-    if "derived" in v:
+    engine = le.engine(facts) or le.template_engine(e)
+    if engine in ENGINE_LIMITS and ("derived" in v or "below" in v):
+        title, fixes = _engine_limit(engine, v)
+    elif "derived" in v:
         flag = "--context-length" if v.get("field") == "context_length" else "--max-model-len"
         fixes = [Fix(f"Use at most the model's own limit ({v['derived']})", f"{flag} {v['derived']}"),
                  Fix("Or, when the model really supports more (RoPE scaling), allow it explicitly",
@@ -38,6 +42,25 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
             fixes.insert(0, Fix("Flags use dashes, not underscores", flag.split()[0].replace("_", "-")))
         title = f"the engine rejected its arguments{f': {flag}' if flag else ''}"
     return Outcome([Finding("load.config_invalid", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)])
+
+
+# a value above a limit the engine states, in the engine's words: TGI's launcher names the argument
+# to lower (`field`; `below` when the bound is strict); TensorRT-LLM and LMDeploy refuse a prompt
+# longer than a limit fixed at build / start time, which is raised to the prompt's length
+ENGINE_LIMITS = {"tgi": "", "trtllm": "--max_num_tokens", "lmdeploy": "--session-len"}
+
+
+def _engine_limit(engine: str, v: dict) -> tuple[str, list[Fix]]:
+    if engine == "tgi":
+        flag = "--" + str(v.get("field") or "max_input_tokens").strip("`'\" ").replace("_", "-")
+        bound = int(v["below"]) - 1 if "below" in v else int(v["derived"])
+        return (f"{flag} {v.get('value')} is above the launcher's limit {bound}",
+                [Fix(f"Lower {flag} to {bound}, the most the launcher accepts next to the other limits", f"{flag} {bound}")])
+    flag = ENGINE_LIMITS[engine]
+    need = math.ceil(float(v["value"])) + (1 if engine == "lmdeploy" else 0)  # LMDeploy: the prompt must be shorter
+    how = "rebuild the engine (trtllm-build) or pass it to trtllm-serve" if engine == "trtllm" else "if the model supports it"
+    return (f"a prompt of {v['value']:g} tokens is above the engine's limit {v.get('derived', v.get('below'))}",
+            [Fix(f"Raise {flag} to {need} ({how}), or send shorter prompts", f"{flag} {need}")])
 
 
 def _launch_values(facts: Facts) -> Outcome:

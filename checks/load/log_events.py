@@ -93,3 +93,12 @@ def flag(facts: Facts, key: str) -> str:
     """The running engine's flag for `key` (LOAD_FLAGS); empty where that engine has no such flag."""
     eng = engine(facts)
     return LOAD_FLAGS[key].get(eng, "") if eng in LOAD_FLAGS["tp"] else LOAD_FLAGS[key]["vllm"]
+
+
+def template_engine(e: LogEvent) -> str:
+    """The engine whose catalogue template recognised the event ("" for a hand rule): a pasted
+    error body names no engine in its lines, but its wording is one engine's own."""
+    from llm_doctor.logparse.events import CATALOGUE_RULES
+
+    source = e.values.get("template_source")
+    return next((r.engine for r in CATALOGUE_RULES if r.source == source), "") if source else ""
