@@ -45,8 +45,8 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
 
 
 # a value above a limit the engine states, in the engine's words: TGI's launcher names the argument
-# to lower (`field`; `below` when the bound is strict); TensorRT-LLM and LMDeploy refuse a prompt
-# longer than a limit fixed at build / start time, which is raised to the prompt's length
+# to lower (`field`; `below` when the bound is strict); TensorRT-LLM (which names the limit, `limit`)
+# and LMDeploy refuse a prompt longer than a limit fixed at build / start time, raised to the prompt's length
 ENGINE_LIMITS = {"tgi": "", "trtllm": "--max_num_tokens", "lmdeploy": "--session-len"}
 
 
@@ -56,8 +56,9 @@ def _engine_limit(engine: str, v: dict) -> tuple[str, list[Fix]]:
         bound = int(v["below"]) - 1 if "below" in v else int(v["derived"])
         return (f"{flag} {v.get('value')} is above the launcher's limit {bound}",
                 [Fix(f"Lower {flag} to {bound}, the most the launcher accepts next to the other limits", f"{flag} {bound}")])
-    flag = ENGINE_LIMITS[engine]
-    need = math.ceil(float(v["value"])) + (1 if engine == "lmdeploy" else 0)  # LMDeploy: the prompt must be shorter
+    flag = f"--{v['limit']}" if engine == "trtllm" and v.get("limit") else ENGINE_LIMITS[engine]
+    # the prompt plus the answer it asks for (max_tokens, when the message counts it); LMDeploy: strictly shorter
+    need = math.ceil(float(v["value"]) + float(v.get("extra") or 0)) + (1 if engine == "lmdeploy" else 0)
     how = "rebuild the engine (trtllm-build) or pass it to trtllm-serve" if engine == "trtllm" else "if the model supports it"
     return (f"a prompt of {v['value']:g} tokens is above the engine's limit {v.get('derived', v.get('below'))}",
             [Fix(f"Raise {flag} to {need} ({how}), or send shorter prompts", f"{flag} {need}")])
