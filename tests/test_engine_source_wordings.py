@@ -115,3 +115,13 @@ def test_tgi_weights_oom_quantizes_with_tgis_flag(tmp_path) -> None:
     top = _top(tmp_path, [TGI, "2024-12-10T10:00:00.100000Z  WARN text_generation_launcher: Not enough VRAM to run the model: "
                                "Available: 20.19GB - Model 28.62GB.", "Error: ShardCannotStart"])
     assert "--quantize fp8" in [f.command for f in top.fixes]
+
+
+def test_tgi_quantize_mismatch_speaks_tgi(tmp_path) -> None:
+    """huggingface/text-generation-inference@v1.4.5:server/text_generation_server/utils/weights.py"""
+    top = _top(tmp_path, [TGI, "RuntimeError: Cannot load `gptq` weight, make sure the model is already quantized, or quantize it "
+                               "with `text-generation-server quantize ORIGINAL_MODEL_ID NEW_MODEL_ID`"])
+    assert top.code == "load.quantization_unsupported"
+    assert top.title == "quantization gptq is not supported here"
+    assert [f.command for f in top.fixes[1:2]] == ["docker pull ghcr.io/huggingface/text-generation-inference:latest"]
+    assert top.fixes[2].summary.endswith("drop --quantize")

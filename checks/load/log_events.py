@@ -84,6 +84,12 @@ LOAD_FLAGS: dict[str, dict[str, str]] = {
     "tp": {"vllm": "--tensor-parallel-size", "sglang": "--tp", "tgi": "--num-shard", "lmdeploy": "--tp", "trtllm": "--tp_size"},
     # quantizing on load (LMDeploy and TensorRT-LLM need a checkpoint quantized beforehand)
     "quant": {"vllm": "--quantization", "sglang": "--quantization", "tgi": "--quantize"},
+    # the flag that forces a quantization method over the checkpoint's own config
+    "quant_method": {"vllm": "--quantization", "sglang": "--quantization", "tgi": "--quantize", "lmdeploy": "--model-format"},
+    # a newer release of the engine (TGI ships as a container image)
+    "upgrade": {"vllm": "pip install -U vllm", "sglang": "pip install -U sglang",
+                "tgi": "docker pull ghcr.io/huggingface/text-generation-inference:latest",
+                "lmdeploy": "pip install -U lmdeploy", "trtllm": "pip install -U tensorrt_llm"},
 }
 # engines whose KV share is a fraction of the free memory after the weights, and its default
 FREE_MEMORY_SHARE = {"lmdeploy": 0.8, "trtllm": 0.9}
