@@ -106,13 +106,15 @@ def cases(folders: list[Path]) -> list[tuple[dict, Path]]:
 
 
 def kv_fit(case: dict, outcome: Outcome) -> bool | None:
-    """For KV-cache cases with a stated capacity: does the suggested --max-model-len fit it?"""
+    """For KV-cache cases with a stated capacity: does the suggested context length (--max-model-len, or
+    the engine's own flag: SGLang --context-length, TGI --max-total-tokens, LMDeploy --session-len,
+    TensorRT-LLM --max_seq_len) fit it?"""
     ev = case.get("expected_values") or {}
     capacity = ev.get("kv_cache_tokens") or ev.get("estimated_max_model_len")
     if case["primary"] != "load.kv_cache_insufficient" or not capacity:
         return None
     for command in outcome.fixes:
-        m = re.search(r"--max-model-len (\d+)", command)
+        m = re.search(r"--(?:max-model-len|context-length|max-total-tokens|session-len|max_seq_len) (\d+)", command)
         if m:
             return int(m.group(1)) <= int(capacity)
     return False

@@ -179,6 +179,9 @@ def test_healthy_real_logs_raise_no_fatal_catalogue_event(path: Path) -> None:
         ('{"kind": "cuda_oom", "template": "some long literal text here", "sample": "x", "source": "a/b@v1:c", "engine": "vllm", "tier": 1}',
          "unknown field(s): tier"),
         ("// a comment", "not a JSON object"),
+        # a template that opens with an `any` placeholder is tried from every position of a long line
+        ('{"kind": "cuda_oom", "template": "{} is only available on GPU", "sample": "X is only available on GPU", '
+         '"source": "a/b@v1:c", "engine": "vllm"}', "opens the template"),
     ],
 )
 def test_a_bad_entry_names_its_file_and_line(tmp_path: Path, line: str, error: str) -> None:

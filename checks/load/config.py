@@ -4,6 +4,8 @@ negative context length). The fix names the value the engine itself derived."""
 
 from __future__ import annotations
 
+import math
+
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
@@ -23,8 +25,10 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
     e = found[-1]
     v = e.values
     evidence = le.evidence(found) + (log.earlier_runs() if log else [])
-    engine = le.engine(facts)
-    if "derived" in v:
+    engine = le.engine(facts) or le.template_engine(e)
+    if engine in ENGINE_LIMITS and ("derived" in v or "below" in v):
+        title, fixes = _engine_limit(engine, v)
+    elif "derived" in v:
         flag = "--context-length" if v.get("field") == "context_length" else "--max-model-len"
         fixes = [Fix(f"Use at most the model's own limit ({v['derived']})", f"{flag} {v['derived']}"),
                  Fix("Or, when the model really supports more (RoPE scaling), allow it explicitly",
@@ -70,6 +74,26 @@ def _context(facts: Facts, log: LogView, found: list) -> Finding:
              else "a request was longer than the context the server was started with")
     return Finding("load.config_invalid", title, evidence, [fix, Fix("Or shorten the prompt (history, retrieved documents) on the client")],
                    explains=le.CLIENT_SYMPTOMS)
+
+
+# a value above a limit the engine states, in the engine's words: TGI's launcher names the argument
+# to lower (`field`; `below` when the bound is strict); TensorRT-LLM (which names the limit, `limit`)
+# and LMDeploy refuse a prompt longer than a limit fixed at build / start time, raised to the prompt's length
+ENGINE_LIMITS = {"tgi": "", "trtllm": "--max_num_tokens", "lmdeploy": "--session-len"}
+
+
+def _engine_limit(engine: str, v: dict) -> tuple[str, list[Fix]]:
+    if engine == "tgi":
+        flag = "--" + str(v.get("field") or "max_input_tokens").strip("`'\" ").replace("_", "-")
+        bound = int(v["below"]) - 1 if "below" in v else int(v["derived"])
+        return (f"{flag} {v.get('value')} is above the launcher's limit {bound}",
+                [Fix(f"Lower {flag} to {bound}, the most the launcher accepts next to the other limits", f"{flag} {bound}")])
+    flag = f"--{v['limit']}" if engine == "trtllm" and v.get("limit") else ENGINE_LIMITS[engine]
+    # the prompt plus the answer it asks for (max_tokens, when the message counts it); LMDeploy: strictly shorter
+    need = math.ceil(float(v["value"]) + float(v.get("extra") or 0)) + (1 if engine == "lmdeploy" else 0)
+    how = "rebuild the engine (trtllm-build) or pass it to trtllm-serve" if engine == "trtllm" else "if the model supports it"
+    return (f"a prompt of {v['value']:g} tokens is above the engine's limit {v.get('derived', v.get('below'))}",
+            [Fix(f"Raise {flag} to {need} ({how}), or send shorter prompts", f"{flag} {need}")])
 
 
 def _launch_values(facts: Facts) -> Outcome:

@@ -10,6 +10,9 @@ from llm_doctor.facts import Facts
 from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
+# TensorRT(-LLM)'s words for an engine built by another version or for another GPU (trtllm.jsonl)
+TRT_ENGINE_BUILT_ELSEWHERE = ("engine plan file", "deserialize", "different TensorRT-LLM version", "Tensor names in engine")
+
 
 @check("load.cuda", "load", codes=["load.cuda_mismatch"], events=["cuda_mismatch"])
 def cuda(facts: Facts, log: LogView) -> Outcome:
@@ -20,7 +23,10 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
     text = " ".join(line for e in found for line in e.lines)
     evidence = le.evidence(found) + log.earlier_runs()
     cc = facts.logs.setup.compute_capability if facts.logs else None
-    if "no kernel image" in text or "not compatible" in text:
+    if any(w in text for w in TRT_ENGINE_BUILT_ELSEWHERE):
+        fixes = [Fix("Rebuild the TensorRT engine here (trtllm-build from the checkpoint, in this image): a plan runs only "
+                     "with the TensorRT/TensorRT-LLM version and the GPU architecture it was built with")]
+    elif "no kernel image" in text or "not compatible" in text:
         sm = f"sm_{int(float(cc) * 10)}" if cc else "this GPU's compute capability"
         fixes = [Fix(f"Install a build compiled for {sm} (a newer wheel / image, or build from source with TORCH_CUDA_ARCH_LIST={cc or '<cc>'})"),
                  Fix("Check what torch was built for", "python -c 'import torch; print(torch.cuda.get_arch_list())'")]

@@ -76,8 +76,11 @@ def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
     if capacity:
         title += f" (room for {capacity} tokens)"
         evidence.append(f"largest context that fits: {capacity} tokens (KV cache capacity)")
-        fixes.append(Fix(f"Lower the context length to what fits ({capacity} tokens)", f"--max-model-len {capacity}"))
-    if capacity and asked and per_token_gib and total:
+        fixes.append(Fix(f"Lower the context length to what fits ({capacity} tokens)", f"{le.flag(facts, 'ctx')} {capacity}"))
+    share = le.FREE_MEMORY_SHARE.get(le.engine(facts))
+    if capacity and asked and share is not None:
+        fixes += _larger_free_share(facts, share, capacity, asked)
+    elif capacity and asked and per_token_gib and total:
         extra_gib = (asked - capacity) * per_token_gib
         wanted = math.ceil((util + extra_gib / total) * 100) / 100
         evidence.append(
@@ -85,14 +88,18 @@ def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
             f"on a {total:.2f} GiB GPU at gpu_memory_utilization {util:g}"
         )
         if wanted <= MAX_UTIL:
-            fixes.append(Fix(f"Or give the KV cache more of the GPU so {asked} tokens fit", f"--gpu-memory-utilization {wanted:.2f}"))
+            fixes.append(Fix(f"Or give the KV cache more of the GPU so {asked} tokens fit", f"{le.flag(facts, 'kv_share')} {wanted:.2f}"))
         else:
             evidence.append(f"no gpu_memory_utilization up to {MAX_UTIL} fits {asked} tokens (it would need {wanted:.2f})")
-    if capacity and asked and fp8.from_facts(facts) and _kv_dtype_is_default(facts):
+    kv_dtype = le.flag(facts, "kv_dtype")
+    if capacity and asked and kv_dtype and fp8.from_facts(facts) and _kv_dtype_is_default(facts):
         doubled = capacity * 2
         gives = "enough" if doubled >= asked else "not enough"
-        fixes.append(Fix(f"Or store the KV cache in fp8: about {doubled} tokens, {gives} for {asked}", "--kv-cache-dtype fp8"))
+        fixes.append(Fix(f"Or store the KV cache in 8 bits: about {doubled} tokens, {gives} for {asked}", kv_dtype))
     fixes += _more_tp(facts, capacity, asked)
+    if not fixes:  # the message gives no numbers (LMDeploy's and TensorRT-LLM's block pools): the engine's two levers
+        fixes.append(Fix(f"Give the KV cache a larger share of the GPU memory ({le.flag(facts, 'kv_share')}) "
+                         f"or ask for a shorter context ({le.flag(facts, 'ctx')})"))
     return Finding("load.kv_cache_insufficient", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)
 
 
@@ -125,7 +132,19 @@ def _more_tp(facts: Facts, capacity: int | None, asked: int) -> list[Fix]:
         return []
     note = f" (roughly {capacity * wider // tp}+ tokens)" if capacity else ""
     return [Fix(f"Or split the model over {wider} of the {gpus} GPUs: weights shrink per GPU, KV grows{note}",
-                f"--tensor-parallel-size {wider}")]
+                f"{le.flag(facts, 'tp')} {wider}")]
+
+
+def _larger_free_share(facts: Facts, share: float, capacity: int, asked: int) -> list[Fix]:
+    """LMDeploy and TensorRT-LLM give the KV cache a share of the memory the weights leave free, so
+    its capacity grows in proportion to that share: the share that holds `asked` tokens."""
+    value = le.deployment_value(facts, "gpu_memory_utilization")
+    current = float(value) if isinstance(value, (int, float)) else share
+    wanted = math.ceil(current * asked / capacity * 100) / 100
+    if wanted > MAX_UTIL:
+        return []
+    return [Fix(f"Or give the KV cache {wanted:.2f} of the free memory (now {current:g}) so {asked} tokens fit",
+                f"{le.flag(facts, 'kv_share')} {wanted:.2f}")]
 
 
 def _llama_ctx(facts: Facts, log: LogView, found: list) -> Finding:
@@ -163,10 +182,12 @@ def _no_memory(facts: Facts, log: LogView, found: list) -> Finding:
     evidence = le.evidence(found[-1:]) + log.earlier_runs()
     total = le.gpu_total_gib(facts)
     weights = logs.setup.weights_gib
-    engine = le.engine(facts)
-    flag = "--mem-fraction-static" if engine == "sglang" else "--gpu-memory-utilization"
+    flag = le.flag(facts, "kv_share")
     fixes: list[Fix] = []
-    if total and weights:
+    if le.engine(facts) in le.FREE_MEMORY_SHARE:  # a share of what the weights leave: the weights' size does not bound it
+        fixes.append(Fix(f"The weights leave (almost) no free GPU memory: free the GPU of other processes, split the model "
+                         f"over more GPUs ({le.flag(facts, 'tp')}) or quantize it; {flag} only shares out what is left"))
+    elif total and weights:
         floor = weights / total
         evidence.append(f"weights take {weights:g} GiB of a {total:.2f} GiB GPU ({floor:.0%}); {flag.lstrip('-')} "
                         f"{util:g} gives a budget of {util * total:.2f} GiB for weights, activations and KV cache")

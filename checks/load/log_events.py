@@ -68,3 +68,43 @@ def gpu_count(facts: Facts) -> int | None:
         if s.visible_devices:
             counts.append(len([d for d in s.visible_devices.split(",") if d.strip()]))
     return max(counts) if counts else None
+
+
+# the engines' own spelling of the flags the load fixes name (vLLM's where an engine is not listed):
+# vLLM/SGLang/TGI launcher --help, LMDeploy `lmdeploy serve api_server --help`, trtllm-serve / trtllm-build.
+# "kv_share" is the KV cache's share: of the GPU's total memory for vLLM, SGLang and TGI, of the memory
+# the weights leave free for LMDeploy (--cache-max-entry-count, default 0.8) and TensorRT-LLM (0.9).
+LOAD_FLAGS: dict[str, dict[str, str]] = {
+    "ctx": {"vllm": "--max-model-len", "sglang": "--context-length", "tgi": "--max-total-tokens",
+            "lmdeploy": "--session-len", "trtllm": "--max_seq_len"},
+    "kv_share": {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-static", "tgi": "--cuda-memory-fraction",
+                 "lmdeploy": "--cache-max-entry-count", "trtllm": "--kv_cache_free_gpu_memory_fraction"},
+    "kv_dtype": {"vllm": "--kv-cache-dtype fp8", "sglang": "--kv-cache-dtype fp8_e5m2", "tgi": "--kv-cache-dtype fp8_e5m2",
+                 "lmdeploy": "--quant-policy 8"},
+    "tp": {"vllm": "--tensor-parallel-size", "sglang": "--tp", "tgi": "--num-shard", "lmdeploy": "--tp", "trtllm": "--tp_size"},
+    # quantizing on load (LMDeploy and TensorRT-LLM need a checkpoint quantized beforehand)
+    "quant": {"vllm": "--quantization", "sglang": "--quantization", "tgi": "--quantize"},
+    # the flag that forces a quantization method over the checkpoint's own config
+    "quant_method": {"vllm": "--quantization", "sglang": "--quantization", "tgi": "--quantize", "lmdeploy": "--model-format"},
+    # a newer release of the engine (TGI ships as a container image)
+    "upgrade": {"vllm": "pip install -U vllm", "sglang": "pip install -U sglang",
+                "tgi": "docker pull ghcr.io/huggingface/text-generation-inference:latest",
+                "lmdeploy": "pip install -U lmdeploy", "trtllm": "pip install -U tensorrt_llm"},
+}
+# engines whose KV share is a fraction of the free memory after the weights, and its default
+FREE_MEMORY_SHARE = {"lmdeploy": 0.8, "trtllm": 0.9}
+
+
+def flag(facts: Facts, key: str) -> str:
+    """The running engine's flag for `key` (LOAD_FLAGS); empty where that engine has no such flag."""
+    eng = engine(facts)
+    return LOAD_FLAGS[key].get(eng, "") if eng in LOAD_FLAGS["tp"] else LOAD_FLAGS[key]["vllm"]
+
+
+def template_engine(e: LogEvent) -> str:
+    """The engine whose catalogue template recognised the event ("" for a hand rule): a pasted
+    error body names no engine in its lines, but its wording is one engine's own."""
+    from llm_doctor.logparse.events import CATALOGUE_RULES
+
+    source = e.values.get("template_source")
+    return next((r.engine for r in CATALOGUE_RULES if r.source == source), "") if source else ""

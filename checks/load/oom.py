@@ -91,7 +91,7 @@ def _weights(facts: Facts, log: LogView, e) -> Finding:
     evidence = le.evidence([e]) + _numbers(e) + [f"phase: {e.phase or 'start-up'} (weights), tensor_parallel_size {tp}"] + log.earlier_runs()
     fixes: list[Fix] = []
     engine = le.engine(facts)
-    flag = {"sglang": "--tp", "tgi": "--num-shard"}.get(engine, "--tensor-parallel-size")
+    flag = le.flag(facts, "tp")
     sized = _sized_split(facts, gpus)
     if sized is not None:
         text, fitting = sized
@@ -113,7 +113,8 @@ def _weights(facts: Facts, log: LogView, e) -> Finding:
     if fp8.from_facts(facts) is False:  # FP8 needs compute capability 8.9+
         fixes.append(Fix("Or load an AWQ/GPTQ checkpoint (2-4x smaller weights; FP8 needs compute capability 8.9+)"))
     else:
-        fixes.append(Fix("Or load a quantized checkpoint (AWQ/GPTQ/FP8: 2-4x smaller weights)", "--quantization fp8"))
+        quantize = le.flag(facts, "quant")
+        fixes.append(Fix("Or load a quantized checkpoint (AWQ/GPTQ/FP8: 2-4x smaller weights)", f"{quantize} fp8" if quantize else None))
     return Finding("load.weights_oom", "the model weights do not fit the GPU memory", evidence, fixes, explains=le.CLIENT_SYMPTOMS)
 
 

@@ -22,8 +22,9 @@ def quantization(facts: Facts, log: LogView) -> Outcome:
     evidence = le.evidence(found) + log.earlier_runs()
     fixes = [
         Fix(f"Use a checkpoint in a method this engine version supports (the error lists them){'' if not method else f'; {method} is not one'}"),
-        Fix("Or upgrade the engine to a release that implements it", "pip install -U vllm"),
-        Fix("Or let the engine read the method from the checkpoint's config instead of forcing it: drop --quantization"),
+        Fix("Or upgrade the engine to a release that implements it", le.flag(facts, "upgrade")),
     ]
+    if forced := le.flag(facts, "quant_method"):
+        fixes.append(Fix(f"Or let the engine read the method from the checkpoint's config instead of forcing it: drop {forced}"))
     return Outcome([Finding("load.quantization_unsupported", f"quantization {method or ''} is not supported here".replace("  ", " "),
                             evidence, fixes, explains=le.CLIENT_SYMPTOMS)])

@@ -31,7 +31,7 @@ DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "catalogue"
 ENGINES = frozenset(
     "vllm sglang tgi trtllm lmdeploy llamacpp ollama transformers torch cuda nccl ray kubernetes openai-python "
     "anthropic-python httpx requests aiohttp urllib3 node undici axios curl go java litellm cline claude-code "
-    "open-webui langchain continue other".split()
+    "open-webui langchain continue xinference exllamav2 mlc other".split()
 )
 REQUIRED = ("kind", "template", "sample", "source", "engine")
 OPTIONAL = ("fatal", "echo", "note")
@@ -96,6 +96,9 @@ def compile_template(template: str) -> tuple[str, int]:
         name, kind = m.group("name"), m.group("type") or "any"
         if kind not in TYPES:
             raise ValueError(f"placeholder {token}: unknown type {kind!r} (one of {', '.join(TYPES)})")
+        if kind == "any" and not template[: m.start()].strip():
+            # tried from every position of a line that holds the rest's first word: quadratic on a long line
+            raise ValueError(f"placeholder {token} opens the template: drop it (a template is searched anywhere in the line)")
         if name is None:
             out.append("(?:" + TYPES[kind] + ")")
             continue

@@ -86,6 +86,8 @@ ENGINE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("tgi", re.compile(r"text_generation_launcher|text_generation_server|ShardCannotStart|text-generation-launcher")),
     ("ollama", re.compile(r"ollama|source=\w+\.go:\d+|\[GIN\]|llama runner", re.I)),  # "llama runner": Ollama's name for its llama.cpp process
     ("trtllm", re.compile(r"tensorrt_llm|\[TRT-LLM\]|TensorRT-LLM", re.I)),
+    # LMDeploy: its logger name, TurboMind (its C++ engine) and TurboMind's "[TM][ERROR]" prefix
+    ("lmdeploy", re.compile(r"lmdeploy|turbomind|\[TM\]\[", re.I)),
     (
         "client",
         re.compile(

@@ -1,0 +1,127 @@
+"""LMDeploy's, TensorRT-LLM's, TGI's and the independent servers' own failure messages, at rank 1
+with the line they rest on and a first fix in the engine's own flags. Each message is formatted the
+way its source prints it (owner/repo@ref:path beside it, the same wording the catalogue entry cites);
+the lines around it are the engine's own start-up lines that tell which engine wrote the log."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_load_wordings import assert_rank_one, findings_of
+
+LMDEPLOY = "2024-06-01 10:00:00,000 - lmdeploy - INFO - async_engine.py:250 - input backend=turbomind"
+TGI = '2024-06-10T10:00:00.000000Z  INFO text_generation_launcher: Args { model_id: "mistralai/Mistral-7B-Instruct-v0.2" }'
+TRTLLM = "[TensorRT-LLM][INFO] Loaded engine size: 12852 MiB"
+
+# (name, log lines, rank-1 code, a substring of the evidence, the first fix's exact command or None)
+CASES = [
+    # InternLM/lmdeploy@v0.8.0:src/turbomind/models/llama/LlamaBatch.cc: the session is cut to what the blocks hold
+    ("lmdeploy-session-len-truncated", [LMDEPLOY,
+        "[TM][WARNING] No enough blocks for `session_len` (32768), `session_len` truncated to 12416."],
+     "load.kv_cache_insufficient", "`session_len` truncated to 12416", "--session-len 12416"),
+    # InternLM/lmdeploy@v0.16.0:lmdeploy/pytorch/models/gpt_oss.py
+    ("lmdeploy-heads-not-divisible-by-tp", [LMDEPLOY, "AssertionError: num_attention_heads=64 should be divisible by TP=3"],
+     "load.tp_invalid", "num_attention_heads=64 should be divisible by TP=3", "--tp 2"),
+    # InternLM/lmdeploy@v0.9.2:src/turbomind/kernels/attention/attention.cu
+    ("lmdeploy-turbomind-bf16-on-sm70", [LMDEPLOY,
+        "[TM][ERROR] CUDA architecture sm70 does not support data type 'bfloat16'. Please specify dtype 'float16'"],
+     "load.dtype_unsupported", "sm70 does not support data type 'bfloat16'", "--dtype float16"),
+    # InternLM/lmdeploy@v0.16.0:lmdeploy/pytorch/paging/block_manager/base_block_manager.py (no numbers to compute from)
+    ("lmdeploy-no-free-kv-blocks", [LMDEPLOY, "MemoryError: No enough free memory blocks."],
+     "load.kv_cache_insufficient", "No enough free memory blocks", None),
+    # InternLM/lmdeploy@v0.16.0:lmdeploy/serve/core/async_engine.py: a prompt above --session-len
+    ("lmdeploy-prompt-above-session-len", [LMDEPLOY,
+        "ValueError: Input length (40000) must be smaller than the model context length (32768)."],
+     "load.config_invalid", "Input length (40000)", "--session-len 40001"),
+    # huggingface/text-generation-inference@v3.3.7:server/.../flash_llama_modeling.py
+    ("tgi-kv-heads-not-divisible-by-shards", [TGI,
+        "ValueError: `num_key_value_heads` must be divisible by `num_shards` (got `num_key_value_heads`: 40 and `num_shards`: 3)",
+        "2024-06-10T10:00:05.100000Z ERROR text_generation_launcher: Shard 0 failed to start", "Error: ShardCannotStart"],
+     "load.tp_invalid", "`num_shards`: 3", "--num-shard 2"),
+    # huggingface/text-generation-inference@v3.3.7:launcher/src/main.rs: a strict bound, so one below it
+    ("tgi-max-input-not-below-max-total", [TGI,
+        'Error: ArgumentValidation("`max_input_tokens`(4096) must be < `max_total_tokens`(4096)")'],
+     "load.config_invalid", "`max_input_tokens`(4096)", "--max-input-tokens 4095"),
+    # huggingface/text-generation-inference@v3.3.7:launcher/src/main.rs: the weights alone exceed the memory share
+    ("tgi-not-enough-vram", [TGI,
+        "2024-12-10T10:00:00.100000Z  WARN text_generation_launcher: Not enough VRAM to run the model: Available: 20.19GB - Model 28.62GB.",
+        "2024-12-10T10:00:30.000000Z ERROR text_generation_launcher: Shard 0 failed to start", "Error: ShardCannotStart"],
+     "load.weights_oom", "Not enough VRAM to run the model", "--num-shard 2"),
+    # NVIDIA/TensorRT-LLM@3c44cb97:cpp/tensorrt_llm/runtime/worldConfig.cpp
+    ("trtllm-mpi-world-not-tp-times-pp", [TRTLLM,
+        "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/worldConfig.cpp:97)"],
+     "load.tp_invalid", "mpiSize == tp * pp", None),
+    # NVIDIA/TensorRT-LLM@v0.12.0:cpp/tensorrt_llm/runtime/tllmRuntime.cpp (TensorRT's own words)
+    ("trtllm-plan-format-version", [TRTLLM,
+        "[TensorRT-LLM][ERROR] 6: The engine plan file is not compatible with this version of TensorRT, expecting format version 239 got 236, please rebuild."],
+     "load.cuda_mismatch", "expecting format version 239 got 236", None),
+    # NVIDIA/TensorRT-LLM@v1.0.0:tensorrt_llm/llmapi/llm.py, the 400 body trtllm-serve answers (no engine line in it)
+    ("trtllm-prompt-above-max-num-tokens", [
+        '{"object":"error","message":"The sum of prompt length (38049.0), query length (0) should not exceed max_num_tokens (32768)",'
+        '"type":"BadRequestError","param":null,"code":400}'],
+     "load.config_invalid", "should not exceed max_num_tokens (32768)", "--max_num_tokens 38049"),
+    # xorbitsai/inference@v1.5.0:xinference/core/worker.py: every GPU already holds a model
+    ("xinference-no-gpu-slot", ["RuntimeError: No available slot found for the model"],
+     "load.gpu_memory_occupied", "No available slot found for the model", None),
+    # mlc-ai/mlc-llm@v0.18.1:cpp/serve/config.cc
+    ("mlc-insufficient-gpu-memory", [
+        "TVMError: Insufficient GPU memory error: The available single GPU memory is 6553.600 MB, which is less than the sum "
+        "of model weight size (7276.000 MB) and temporary buffer size (1213.000 MB)."],
+     "load.weights_oom", "Insufficient GPU memory error", None),
+]
+
+
+@pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
+def test_source_wording(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, lines, code, evidence, command)
+
+
+def _top(tmp_path, lines: list[str]):
+    log = tmp_path / "engine.log"
+    log.write_text("\n".join(lines) + "\n")
+    return findings_of(log)[0]
+
+
+def test_lmdeploy_kv_share_grows_the_cache_in_proportion(tmp_path) -> None:
+    """LMDeploy's --cache-max-entry-count is a share of the memory the weights leave (0.8 by default):
+    16384 tokens where 14000 fit need 0.8 x 16384 / 14000 = 0.937 -> 0.94."""
+    top = _top(tmp_path, [LMDEPLOY, "[TM][WARNING] No enough blocks for `session_len` (16384), `session_len` truncated to 14000."])
+    assert [f.command for f in top.fixes[:2]] == ["--session-len 14000", "--cache-max-entry-count 0.94"]
+
+
+def test_no_kv_memory_in_lmdeploy_names_its_flags_not_vllms(tmp_path) -> None:
+    top = _top(tmp_path, [LMDEPLOY, "RuntimeError: No enough gpu memory for kv cache."])
+    assert top.code == "load.no_kv_cache_memory"
+    text = " ".join(f.summary + (f.command or "") for f in top.fixes)
+    assert "--cache-max-entry-count" in text and "--tp" in text
+    assert "--gpu-memory-utilization" not in text.replace("llm-doctor plan", "")
+
+
+def test_a_kv_pool_without_numbers_names_the_engines_levers(tmp_path) -> None:
+    """TensorRT-LLM's PyTorch backend: no numbers to compute from, so the fix names its two flags."""
+    top = _top(tmp_path, [TRTLLM, "AssertionError: Impossible to fit in any sequence in kvCache"])
+    assert top.code == "load.kv_cache_insufficient"
+    assert "--kv_cache_free_gpu_memory_fraction" in top.fixes[0].summary and "--max_seq_len" in top.fixes[0].summary
+
+
+def test_a_trt_plan_mismatch_is_rebuilt_not_reinstalled(tmp_path) -> None:
+    top = _top(tmp_path, [TRTLLM, "[TensorRT-LLM][ERROR] Assertion failed: Failed to deserialize cuda engine. "
+                                  "(/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmRuntime.cpp:103)"])
+    assert top.code == "load.cuda_mismatch"
+    assert top.fixes[0].summary.startswith("Rebuild the TensorRT engine here (trtllm-build")
+
+
+def test_tgi_weights_oom_quantizes_with_tgis_flag(tmp_path) -> None:
+    top = _top(tmp_path, [TGI, "2024-12-10T10:00:00.100000Z  WARN text_generation_launcher: Not enough VRAM to run the model: "
+                               "Available: 20.19GB - Model 28.62GB.", "Error: ShardCannotStart"])
+    assert "--quantize fp8" in [f.command for f in top.fixes]
+
+
+def test_tgi_quantize_mismatch_speaks_tgi(tmp_path) -> None:
+    """huggingface/text-generation-inference@v1.4.5:server/text_generation_server/utils/weights.py"""
+    top = _top(tmp_path, [TGI, "RuntimeError: Cannot load `gptq` weight, make sure the model is already quantized, or quantize it "
+                               "with `text-generation-server quantize ORIGINAL_MODEL_ID NEW_MODEL_ID`"])
+    assert top.code == "load.quantization_unsupported"
+    assert top.title == "quantization gptq is not supported here"
+    assert [f.command for f in top.fixes[1:2]] == ["docker pull ghcr.io/huggingface/text-generation-inference:latest"]
+    assert top.fixes[2].summary.endswith("drop --quantize")
