@@ -1,0 +1,109 @@
+"""Load failures in the words the engines' and libraries' own sources raise them (vLLM, SGLang,
+PyTorch/CUDA, transformers, NCCL), at rank 1 with the line they rest on and the fix's exact value.
+Each log is the source's message with its placeholders filled, pasted the way issue threads show
+them (quotes or backticks lost, a launch line before); the source is named beside each case."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_load_wordings import assert_rank_one, findings_of
+
+# (name, log lines, rank-1 code, a substring of the evidence, the first fix's exact command or None)
+CASES = [
+    # vllm@v0.6.3 config.py: a model class without SupportsPP; its GPUs all go to tensor parallelism
+    ("vllm-pp-unsupported", [
+        "vllm serve /models/Qwen2-VL-72B-Instruct --tensor-parallel-size 2 --pipeline-parallel-size 2",
+        "NotImplementedError: Pipeline parallelism is not supported for this model. Supported models implement the "
+        "`SupportsPP` interface.",
+    ], "load.tp_invalid", "Pipeline parallelism is not supported for this model", "--tensor-parallel-size 4 --pipeline-parallel-size 1"),
+    # vllm@v0.4.0 config.py: 61 layers do not split into 2 stages; 1 is the largest stage count below 2 that does
+    ("vllm-pp-layers", [
+        "ValueError: Total number of hidden layers (61) must be divisible by pipeline parallel size (2).",
+    ], "load.tp_invalid", "Total number of hidden layers (61)", "--pipeline-parallel-size 1"),
+    # vllm@v0.6.3 multiproc_gpu_executor.py: TP above the GPUs this node shows
+    ("vllm-tp-above-local-gpus", [
+        "python -m vllm.entrypoints.openai.api_server --model /models/llama-70b --tensor-parallel-size 8",
+        "RuntimeError: please set tensor_parallel_size (8) to less than max local gpu count (4)",
+    ], "load.tp_invalid", "max local gpu count (4)", "--tensor-parallel-size 4"),
+    # vllm marlin_utils.py: a TP=4 rank's slice of a GPTQ layer the Marlin tiles cannot cover
+    ("vllm-marlin-output-partition", [
+        "python -m vllm.entrypoints.openai.api_server --model /models/qwen-gptq --tensor-parallel-size 4",
+        "ValueError: Weight output_size_per_partition = 6848 is not divisible by  min_thread_n = 64. Consider reducing "
+        "tensor_parallel_size or running with --quantization gptq.",
+    ], "load.tp_invalid", "output_size_per_partition = 6848", "--tensor-parallel-size 2"),
+    # vllm awq.py: an 8-bit AWQ checkpoint
+    ("vllm-awq-bits", [
+        "ValueError: Currently, only 4-bit weight quantization is supported for AWQ, but got 8 bits.",
+    ], "load.quantization_unsupported", "only 4-bit weight quantization is supported for AWQ", None),
+    # vllm kernels/mixed_precision/__init__.py: no weight-only kernel for this GPU
+    ("vllm-wna16-no-kernel", [
+        "ValueError: Failed to find a kernel that can implement the WNA16 linear layer. Reasons: MacheteLinearKernel "
+        "requires capability 90, current compute capability is 75",
+    ], "load.quantization_unsupported", "Failed to find a kernel", None),
+    # vllm/sglang compressed_tensors.py
+    ("compressed-tensors-no-scheme", [
+        "NotImplementedError: No compressed-tensors compatible scheme was found.",
+    ], "load.quantization_unsupported", "No compressed-tensors compatible scheme", None),
+    # vllm registry.py: neither vLLM nor the installed transformers implements the architecture
+    ("vllm-no-model-module", [
+        "ValueError: Cannot find model module. 'Gemma3nForConditionalGeneration' is not a registered model in the "
+        "Transformers library (only relevant if the model is meant to be in Transformers) and 'AutoModel' is not present "
+        "in the model config's 'auto_map' (relevant if the model is custom).",
+    ], "load.engine_outdated", "Gemma3nForConditionalGeneration", "pip install -U vllm transformers"),
+    # transformers@v4.40.0 configuration_auto.py, the backticks eaten by markdown
+    ("transformers-model-type-no-backticks", [
+        "ValueError: The checkpoint you are trying to load has model type qwen3 but Transformers does not recognize this "
+        "architecture. This could be because of an issue with the checkpoint, or because your version of Transformers is "
+        "out of date.",
+    ], "load.engine_outdated", "model type qwen3", "pip install -U vllm transformers"),
+    # transformers@v4.40.0 configuration_llama.py reading a Llama 3.1 config (rope_type llama3)
+    ("transformers-rope-llama3", [
+        "ValueError: rope_scaling must be a dictionary with with two fields, type and factor, got {'factor': 8.0, "
+        "'rope_type': 'llama3'}",
+    ], "load.engine_outdated", "rope_scaling must be a dictionary", "pip install -U vllm transformers"),
+    # CPython's ImportError for a class the installed transformers does not have yet
+    ("transformers-class-missing", [
+        "ImportError: cannot import name 'Qwen2_5_VLForConditionalGeneration' from 'transformers' "
+        "(/usr/local/lib/python3.10/dist-packages/transformers/__init__.py)",
+    ], "load.engine_outdated", "Qwen2_5_VLForConditionalGeneration", "pip install -U vllm transformers"),
+    # cudaGetErrorString behind torch's "CUDA error: " (c10/cuda/CUDAException.cpp)
+    ("torch-nvlink-uncorrectable", [
+        "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
+    ], "load.gpu_fault", "uncorrectable NVLink error", "nvidia-smi -q -d ECC,PAGE_RETIREMENT"),
+    # nccl@v2.30.7-1 checks.h: NCCL only relays the GPU's ECC fault
+    ("nccl-cuda-failure-ecc", [
+        "node1:1234:1300 [0] NCCL WARN Cuda failure 214 'uncorrectable ECC error encountered'",
+    ], "load.gpu_fault", "uncorrectable ECC error encountered", "nvidia-smi -q -d ECC,PAGE_RETIREMENT"),
+    ("nvml-driver-library-mismatch", [
+        "Failed to initialize NVML: Driver/library version mismatch",
+    ], "load.cuda_mismatch", "Driver/library version mismatch", "cat /proc/driver/nvidia/version; nvidia-smi"),
+    ("torch-forward-compat", [
+        "RuntimeError: CUDA error: forward compatibility was attempted on non supported HW",
+    ], "load.cuda_mismatch", "forward compatibility was attempted", "ldconfig -p | grep libcuda.so"),
+    ("torch-fabric-manager-down", [
+        "RuntimeError: CUDA error: system not yet initialized",
+    ], "load.gpu_not_visible", "system not yet initialized", "sudo systemctl enable --now nvidia-fabricmanager"),
+    # sglang utils.py get_device()
+    ("sglang-no-accelerator", [
+        "RuntimeError: No accelerator (CUDA, XPU, HPU, NPU) is available.",
+    ], "load.gpu_not_visible", "No accelerator (CUDA, XPU, HPU, NPU) is available", "--gpus all"),
+    # transformers@v4.40.0 configuration_utils.py: a config.json that is not JSON (an LFS pointer, a cut download)
+    ("transformers-config-not-json", [
+        "OSError: It looks like the config file at '/models/llama/config.json' is not a valid JSON file.",
+    ], "load.model_files", "is not a valid JSON file", None),
+]
+
+
+@pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
+def test_source_wording(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, lines, code, evidence, command)
+
+
+def test_a_submodule_import_is_not_an_outdated_transformers(tmp_path) -> None:
+    """Remote model code importing a private helper from a transformers submodule (vllm-project/vllm#15844):
+    the model's code is older than the library, not the engine older than the model."""
+    log = tmp_path / "vllm.log"
+    log.write_text("ImportError: cannot import name '_flash_supports_window_size' from "
+                   "'transformers.modeling_flash_attention_utils' (/usr/lib/python3/transformers/modeling_flash_attention_utils.py)\n")
+    assert findings_of(log)[0].code != "load.engine_outdated"
