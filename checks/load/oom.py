@@ -63,11 +63,18 @@ def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
         # ggml reports a weights buffer it cannot allocate ("cudaMalloc failed", ggml_alloc_failed) and goes
         # on; "CUDA error: out of memory" is CUDA_CHECK aborting in the compute pool (ggml-cuda.cu)
         return "serving"
+    # every engine starts in one order: weights -> profiling run -> KV cache sizing -> CUDA graph capture
+    # -> serving (vLLM load_model, profile_run/determine_available_memory, initialize_kv_cache,
+    # capture_model; SGLang load weights, init_memory_pool, CudaGraphRunner). A number the engine prints
+    # at the end of one step places an OOM without a later milestone in the step after it.
     s = log.setup
-    if phase == "startup" and (s.gpu_blocks or s.kv_cache_tokens or s.available_kv_gib):
-        # every engine sizes its KV cache after loading the weights: what ran out next is CUDA graph
-        # capture (unless eager) or serving (a log printed newest first places no milestone before it)
+    if s.gpu_blocks or s.kv_cache_tokens or s.available_kv_gib:
+        # the KV cache was sized: what ran out next is CUDA graph capture (unless eager) or serving
+        # (a log printed newest first places no milestone before it)
         return "serving" if log.events("enforce_eager") or s.cuda_graphs is False else "cuda_graph"
+    if s.weights_gib:
+        # "Model loading took 14.99 GiB" / SGLang's "Load weight end": the weights were in; the profiling run came next
+        return "profiling"
     return phase
 
 
