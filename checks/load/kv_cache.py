@@ -22,6 +22,10 @@ from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
 MAX_UTIL = 0.95
+# sizing the KV cache is the last step of a start-up before CUDA graphs and serving (vLLM
+# initialize_kv_cache, SGLang init_memory_pool): a start-up it stopped never served, so an out-of-memory
+# quoted beside it (the profiling run's, an earlier attempt's) is not what ended this one
+KV_EXPLAINS = ["load.runtime_oom", *le.CLIENT_SYMPTOMS]
 
 
 @check("load.kv_cache", "load", codes=["load.kv_cache_insufficient", "load.no_kv_cache_memory"], events=["kv_cache_too_small", "no_kv_memory", "kv_cache_alloc_failed", "ggml_alloc_failed"])
@@ -93,7 +97,7 @@ def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
         gives = "enough" if doubled >= asked else "not enough"
         fixes.append(Fix(f"Or store the KV cache in fp8: about {doubled} tokens, {gives} for {asked}", "--kv-cache-dtype fp8"))
     fixes += _more_tp(facts, capacity, asked)
-    return Finding("load.kv_cache_insufficient", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)
+    return Finding("load.kv_cache_insufficient", title, evidence, fixes, explains=KV_EXPLAINS)
 
 
 def _model_kv_gib_per_token(facts: Facts) -> float | None:
@@ -149,7 +153,7 @@ def _llama_ctx(facts: Facts, log: LogView, found: list) -> Finding:
         fixes.append(Fix("Ask for a smaller context", f"-c {max(2048, n_ctx // 4)}"))
     fixes.append(Fix("Or quantize the KV cache", "--cache-type-k q8_0 --cache-type-v q8_0"))
     return Finding("load.kv_cache_insufficient", f"the KV cache for n_ctx {n_ctx or '?'} could not be allocated", evidence,
-                   fixes, explains=le.CLIENT_SYMPTOMS)
+                   fixes, explains=KV_EXPLAINS)
 
 
 def _no_memory(facts: Facts, log: LogView, found: list) -> Finding:
@@ -182,4 +186,4 @@ def _no_memory(facts: Facts, log: LogView, found: list) -> Finding:
         fixes.append(Fix("Compute the budget, the activation peak and what fits for this model and GPU",
                          f"llm-doctor plan --model {model} --gpu-memory-utilization {util:g}"))
     return Finding("load.no_kv_cache_memory", "no GPU memory is left for the KV cache after weights and activations",
-                   evidence, fixes, explains=le.CLIENT_SYMPTOMS)
+                   evidence, fixes, explains=KV_EXPLAINS)

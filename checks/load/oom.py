@@ -28,7 +28,8 @@ EAGER_FLAGS = {"sglang": "--disable-cuda-graph", "tgi": "--cuda-graphs 0"}
 SGLANG_DEFAULT_FRACTION = 0.88
 
 
-@check("load.gpu_oom", "load", codes=["load.weights_oom", "load.runtime_oom", "perf.memory_overcommitted"], events=["cuda_oom", "ggml_alloc_failed", "ggml_compute_buffers", "ggml_weights_failed", "kv_cache_alloc_failed", "enforce_eager"])
+@check("load.gpu_oom", "load", codes=["load.weights_oom", "load.runtime_oom", "perf.memory_overcommitted"], events=["cuda_oom", "ggml_alloc_failed", "ggml_compute_buffers", "ggml_weights_failed", "kv_cache_alloc_failed", "enforce_eager",
+                                      "kv_cache_too_small", "no_kv_memory"])
 def gpu_oom(facts: Facts, log: LogView) -> Outcome:
     """The engine did not run out of GPU memory."""
     ooms = log.events("cuda_oom", "ggml_alloc_failed", "ggml_weights_failed")
@@ -72,6 +73,9 @@ def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
         # the KV cache was sized: what ran out next is CUDA graph capture (unless eager) or serving
         # (a log printed newest first places no milestone before it)
         return "serving" if log.events("enforce_eager") or s.cuda_graphs is False else "cuda_graph"
+    if any(k.source == e.source and k.line_no > e.line_no for k in log.events("kv_cache_too_small", "no_kv_memory")):
+        # the engine went on to size its KV cache after this OOM: it was the profiling run's, not the weights'
+        return "profiling"
     if s.weights_gib:
         # "Model loading took 14.99 GiB" / SGLang's "Load weight end": the weights were in; the profiling run came next
         return "profiling"

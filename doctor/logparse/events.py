@@ -415,7 +415,7 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "profiling",
         re.compile(
             r"profile_run|determine_num_available_blocks|determine_available_memory|Memory profiling|_dummy_run|"
-            r"_dummy_sampler_run|init_memory_pool|profile_max_num_token|initialize_kv_cache|_initialize_kv_caches|"
+            r"_dummy_sampler_run|warming up sampler|init_memory_pool|profile_max_num_token|initialize_kv_cache|_initialize_kv_caches|"
             r"llama_kv_cache_init|initialize_cache|compute buffer|llama_new_context|llama_context:|"
             # llama.cpp places the KV cache after the weights, whatever its backend prefix (CUDA0, Vulkan1, Metal)
             r"\bKV (?:buffer|self) size\b|"
