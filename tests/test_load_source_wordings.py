@@ -88,6 +88,28 @@ CASES = [
     ("sglang-no-accelerator", [
         "RuntimeError: No accelerator (CUDA, XPU, HPU, NPU) is available.",
     ], "load.gpu_not_visible", "No accelerator (CUDA, XPU, HPU, NPU) is available", "--gpus all"),
+    # vllm@v0.8.5 fp8.py Fp8MoEMethod: a block-FP8 MoE whose experts TP=8 cuts below one 128-wide block
+    ("vllm-fp8-moe-block", [
+        "vllm serve /models/Qwen3-235B-A22B-FP8 --tensor-parallel-size 8",
+        "ValueError: The output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n = 128.",
+    ], "load.tp_invalid", "gate's and up's weight = 192", "--tensor-parallel-size 4"),
+    # sglang@v0.4.6 quantization/__init__.py: the method's kernels come from a vLLM that is not installed
+    ("sglang-quant-needs-vllm", [
+        "ValueError: awq quantization requires some operators from vllm. Please install vllm by `pip install vllm==0.8.4`",
+    ], "load.quantization_unsupported", "requires some operators from vllm", "pip install vllm==0.8.4"),
+    # transformers@v4.44.0 quantizer_bnb_4bit.py
+    ("transformers-bnb-missing", [
+        "ImportError: Using `bitsandbytes` 4-bit quantization requires the latest version of bitsandbytes: "
+        "`pip install -U bitsandbytes`",
+    ], "load.quantization_unsupported", "requires the latest version of bitsandbytes", "pip install -U bitsandbytes"),
+    # serde's untagged-enum error from tokenizers: a tokenizer.json newer than the installed tokenizers
+    ("tokenizers-untagged-enum", [
+        "Exception: data did not match any variant of untagged enum ModelWrapper at line 1251003 column 3",
+    ], "load.engine_outdated", "untagged enum ModelWrapper", "pip install -U vllm transformers"),
+    # vllm registry.py: the config read has no architectures (an adapter's or another format's folder)
+    ("vllm-no-architectures", [
+        "ValueError: No model architectures are specified",
+    ], "load.model_files", "No model architectures are specified", None),
     # transformers@v4.40.0 configuration_utils.py: a config.json that is not JSON (an LFS pointer, a cut download)
     ("transformers-config-not-json", [
         "OSError: It looks like the config file at '/models/llama/config.json' is not a valid JSON file.",

@@ -55,6 +55,10 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
             smaller = [n for n in range(tp - 1, 0, -1) if (tp % n == 0)]
             fixes.append(Fix(f"A per-rank size ({a}) does not split into blocks of {b}: use a smaller TP size",
                              f"{flag} {smaller[0]}" if smaller else None))
+        if any("gate's and up's" in line or "down's weight" in line for line in e.lines):
+            # a block-quantized MoE's experts cut over the TP ranks (fp8.py Fp8MoEMethod): expert parallelism keeps each whole
+            ep = "--ep-size " + str(tp) if le.engine(facts) == "sglang" and isinstance(tp, int) else "--enable-expert-parallel"
+            fixes.append(Fix("Or keep each expert whole on one GPU with expert parallelism", ep))
         else:
             fixes.append(Fix(f"A per-rank size ({a}) does not divide by {b}: use a smaller TP size (or another quantization)"))
     else:  # device_ordinal with TP above the GPUs
