@@ -110,6 +110,14 @@ CASES = [
     ("vllm-no-architectures", [
         "ValueError: No model architectures are specified",
     ], "load.model_files", "No model architectures are specified", None),
+    # sglang@v0.2.0 model_runner.py: an architecture this SGLang has no model class for
+    ("sglang-unsupported-architecture", [
+        "ValueError: Unsupported architectures: Qwen2MoeForCausalLM. Supported list: ['LlamaForCausalLM', 'QWenLMHeadModel']",
+    ], "load.engine_outdated", "Qwen2MoeForCausalLM", "pip install -U vllm transformers"),
+    # nccl@v2.30.7-1 nvmlwrap.cc: NVML says the GPU is gone, whichever call NCCL made
+    ("nccl-nvml-gpu-lost", [
+        "node1:1234:1300 [0] misc/nvmlwrap.cc:166 NCCL WARN nvmlDeviceGetHandleByIndex(3) failed: GPU is lost",
+    ], "load.gpu_fault", "failed: GPU is lost", "nvidia-smi -q -d ECC,PAGE_RETIREMENT"),
     # transformers@v4.40.0 configuration_utils.py: a config.json that is not JSON (an LFS pointer, a cut download)
     ("transformers-config-not-json", [
         "OSError: It looks like the config file at '/models/llama/config.json' is not a valid JSON file.",
