@@ -84,6 +84,10 @@ CASES = [
     ("torch-fabric-manager-down", [
         "RuntimeError: CUDA error: system not yet initialized",
     ], "load.gpu_not_visible", "system not yet initialized", "sudo systemctl enable --now nvidia-fabricmanager"),
+    # triton@v3.0.0 runtime/driver.py: Triton found no GPU driver to compile for
+    ("triton-no-active-driver", [
+        "RuntimeError: 0 active drivers ([]). There should only be one.",
+    ], "load.gpu_not_visible", "0 active drivers", "--gpus all"),
     # sglang utils.py get_device()
     ("sglang-no-accelerator", [
         "RuntimeError: No accelerator (CUDA, XPU, HPU, NPU) is available.",
