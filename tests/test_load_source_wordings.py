@@ -62,6 +62,15 @@ CASES = [
         "ValueError: rope_scaling must be a dictionary with with two fields, type and factor, got {'factor': 8.0, "
         "'rope_type': 'llama3'}",
     ], "load.engine_outdated", "rope_scaling must be a dictionary", "pip install -U vllm transformers"),
+    # transformers@v4.30.0 configuration_auto.py: before 4.31 an unknown model type is a bare KeyError under this line
+    ("transformers-old-config-mapping-keyerror", [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.10/dist-packages/transformers/models/auto/configuration_auto.py", line 957, in from_pretrained',
+        '    config_class = CONFIG_MAPPING[config_dict["model_type"]]',
+        '  File "/usr/local/lib/python3.10/dist-packages/transformers/models/auto/configuration_auto.py", line 671, in __getitem__',
+        "    raise KeyError(key)",
+        "KeyError: 'qwen2'",
+    ], "load.engine_outdated", "CONFIG_MAPPING[config_dict", "pip install -U vllm transformers"),
     # CPython's ImportError for a class the installed transformers does not have yet
     ("transformers-class-missing", [
         "ImportError: cannot import name 'Qwen2_5_VLForConditionalGeneration' from 'transformers' "
