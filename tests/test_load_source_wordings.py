@@ -84,6 +84,11 @@ CASES = [
     ("nccl-cuda-failure-ecc", [
         "node1:1234:1300 [0] NCCL WARN Cuda failure 214 'uncorrectable ECC error encountered'",
     ], "load.gpu_fault", "uncorrectable ECC error encountered", "nvidia-smi -q -d ECC,PAGE_RETIREMENT"),
+    # NVIDIA/k8s-device-plugin internal/rm/health.go: the plugin's own report of a critical Xid
+    ("k8s-device-plugin-xid", [
+        "I1203 10:00:01.123456       1 health.go:152] XidCriticalError: Xid=79 on Device=GPU-5f3f3a2b-8c1e-4f1a-9a0b-2c1d3e4f5a6b; "
+        "marking device as unhealthy.",
+    ], "load.gpu_fault", "XidCriticalError: Xid=79", "nvidia-smi -q -d ECC,PAGE_RETIREMENT"),
     ("nvml-driver-library-mismatch", [
         "Failed to initialize NVML: Driver/library version mismatch",
     ], "load.cuda_mismatch", "Driver/library version mismatch", "cat /proc/driver/nvidia/version; nvidia-smi"),
