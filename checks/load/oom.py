@@ -66,18 +66,15 @@ def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
         return "serving"
     # every engine starts in one order: weights -> profiling run -> KV cache sizing -> CUDA graph capture
     # -> serving (vLLM load_model, profile_run/determine_available_memory, initialize_kv_cache,
-    # capture_model; SGLang load weights, init_memory_pool, CudaGraphRunner). A number the engine prints
-    # at the end of one step places an OOM without a later milestone in the step after it.
+    # capture_model; SGLang load weights, init_memory_pool, CudaGraphRunner); the line that ends a step
+    # moves the start-up to the next one (doctor/logparse/events.py PHASES)
     s = log.setup
-    if s.gpu_blocks or s.kv_cache_tokens or s.available_kv_gib:
+    if phase == "startup" and (s.gpu_blocks or s.kv_cache_tokens or s.available_kv_gib):
         # the KV cache was sized: what ran out next is CUDA graph capture (unless eager) or serving
         # (a log printed newest first places no milestone before it)
         return "serving" if log.events("enforce_eager") or s.cuda_graphs is False else "cuda_graph"
-    if any(k.source == e.source and k.line_no > e.line_no for k in log.events("kv_cache_too_small", "no_kv_memory")):
+    if any(k.run == e.run and k.source == e.source and k.line_no > e.line_no for k in log.events("kv_cache_too_small", "no_kv_memory")):
         # the engine went on to size its KV cache after this OOM: it was the profiling run's, not the weights'
-        return "profiling"
-    if s.weights_gib:
-        # "Model loading took 14.99 GiB" / SGLang's "Load weight end": the weights were in; the profiling run came next
         return "profiling"
     return phase
 
