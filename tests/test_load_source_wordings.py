@@ -92,6 +92,17 @@ CASES = [
     ("nvml-driver-library-mismatch", [
         "Failed to initialize NVML: Driver/library version mismatch",
     ], "load.cuda_mismatch", "Driver/library version mismatch", "cat /proc/driver/nvidia/version; nvidia-smi"),
+    # pynvml's exception classes (pynvml/nvml.py) for NVML's own error codes
+    ("pynvml-driver-not-loaded", [
+        "pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded",
+    ], "load.gpu_not_visible", "NVMLError_DriverNotLoaded", "--gpus all"),
+    ("pynvml-rm-version-mismatch", [
+        "pynvml.NVMLError_LibRmVersionMismatch: RM has detected an NVML/RM version mismatch.",
+    ], "load.cuda_mismatch", "NVMLError_LibRmVersionMismatch", "cat /proc/driver/nvidia/version; nvidia-smi"),
+    # vllm@v0.4.0 quantization/__init__.py get_quantization_config
+    ("vllm-invalid-quantization-method", [
+        "ValueError: Invalid quantization method: mxfp4",
+    ], "load.quantization_unsupported", "Invalid quantization method: mxfp4", None),
     ("torch-forward-compat", [
         "RuntimeError: CUDA error: forward compatibility was attempted on non supported HW",
     ], "load.cuda_mismatch", "forward compatibility was attempted", "ldconfig -p | grep libcuda.so"),
