@@ -166,3 +166,21 @@ def test_a_submodule_import_is_not_an_outdated_transformers(tmp_path) -> None:
     log.write_text("ImportError: cannot import name '_flash_supports_window_size' from "
                    "'transformers.modeling_flash_attention_utils' (/usr/lib/python3/transformers/modeling_flash_attention_utils.py)\n")
     assert findings_of(log)[0].code != "load.engine_outdated"
+
+
+def test_sglang_refusing_a_request_below_its_context_length_is_the_kv_pool(tmp_path) -> None:
+    """SGLang's allowed input length is min(context length, KV pool tokens) - 1 (managers/utils.py
+    validate_input_length): below the --context-length asked for, it is the KV pool's size."""
+    assert_rank_one(tmp_path, "sglang-pool-capped", [
+        "python -m sglang.launch_server --model-path /models/deepseek-r1 --tp 8 --context-length 163840",
+        "[2025-03-03 06:49:28 TP5] Input length (160062 tokens) exceeds the maximum allowed length (59862 tokens). "
+        "Use a shorter input or enable --allow-auto-truncate.",
+    ], "load.kv_cache_insufficient", "the KV pool holds 59863 tokens", "--context-length 59863")
+
+
+def test_sglang_refusing_a_request_at_its_context_length_is_no_kv_shortfall(tmp_path) -> None:
+    log = tmp_path / "sglang.log"
+    log.write_text("python -m sglang.launch_server --model-path /models/qwen --context-length 32768\n"
+                   "[2025-03-03 06:49:28 TP0] Input length (40000 tokens) exceeds the maximum allowed length (32767 tokens). "
+                   "Use a shorter input or enable --allow-auto-truncate.\n")
+    assert "load.kv_cache_insufficient" not in [f.code for f in findings_of(log)]

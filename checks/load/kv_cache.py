@@ -35,8 +35,12 @@ def kv_cache(facts: Facts, log: LogView) -> Outcome:
     no_memory = log.events("no_kv_memory")
     llama = log.events("kv_cache_alloc_failed")
     findings: list[Finding] = []
+    rejected = [e for e in too_small if "allowed" in e.values]  # a request refused for length, not the start-up
+    too_small = [e for e in too_small if "allowed" not in e.values]
     if too_small:
         findings.append(_too_small(facts, log, too_small))
+    elif rejected and (capped := _pool_capped(facts, log, rejected[-1])):
+        findings.append(capped)
     elif llama:
         findings.append(_llama_ctx(facts, log, llama))
     if no_memory and not findings:
@@ -98,6 +102,24 @@ def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
         fixes.append(Fix(f"Or store the KV cache in fp8: about {doubled} tokens, {gives} for {asked}", "--kv-cache-dtype fp8"))
     fixes += _more_tp(facts, capacity, asked)
     return Finding("load.kv_cache_insufficient", title, evidence, fixes, explains=KV_EXPLAINS)
+
+
+def _pool_capped(facts: Facts, log: LogView, e) -> Finding | None:
+    """SGLang refuses a request longer than max_req_input_len = min(context_len, the KV pool's tokens) - 1
+    (managers/utils.py validate_input_length): an allowed length below the configured context length is
+    the KV pool's size, so the context asked for does not fit the KV cache. Without the configured
+    context length, or at it, the request is simply longer than the context: no KV finding."""
+    context = le.deployment_value(facts, "max_model_len")
+    pool = int(e.values["allowed"]) + 1  # type: ignore[call-overload]
+    if not isinstance(context, int) or pool >= context:
+        return None
+    flag = "--context-length" if le.engine(facts) == "sglang" else "--max-model-len"
+    evidence = le.evidence([e]) + [f"context length {context} configured; the KV pool holds {pool} tokens"] + log.earlier_runs()
+    fixes = [Fix(f"Lower the context length to what the KV pool holds ({pool} tokens)", f"{flag} {pool}"),
+             Fix("Or give the KV pool more of the GPU (a higher --mem-fraction-static) or an fp8 KV cache (--kv-cache-dtype fp8_e5m2)")]
+    fixes += _more_tp(facts, pool, context)
+    return Finding("load.kv_cache_insufficient", f"context length {context} does not fit the KV cache (room for {pool} tokens)",
+                   evidence, fixes, explains=KV_EXPLAINS)
 
 
 def _model_kv_gib_per_token(facts: Facts) -> float | None:
