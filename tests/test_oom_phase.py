@@ -77,3 +77,64 @@ def test_vllm_v1_busy_loop_frame_is_serving() -> None:
     assert top.code == "load.runtime_oom"
     assert "phase: serving" in top.evidence
     assert [f.command for f in top.fixes][:2] == ["--max-num-seqs 128", "--max-num-batched-tokens 4096"]
+
+
+# the line each engine prints when a start-up step ends, in its source's format (vLLM V1
+# gpu_model_runner.py, V0 model_runner.py, SGLang model_runner.py, V0 llm_engine.py), before a bare OOM
+_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.59 GiB. GPU 0 has a total capacity of 31.73 GiB "
+        "of which 3.11 GiB is free. Including non-PyTorch memory, this process has 28.62 GiB memory in use.")
+
+
+@pytest.mark.parametrize(("step_line", "phase", "command"), [
+    ("INFO 05-01 10:00:00 [gpu_model_runner.py:1200] Model loading took 14.9951 GiB and 12.3 seconds", "profiling",
+     "--max-num-seqs 128"),
+    ("INFO 05-01 10:00:00 model_runner.py:1000] Loading model weights took 14.9951 GB", "profiling", "--max-num-seqs 128"),
+    ("[2025-01-01 10:00:00 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=60.1 GB, "
+     "mem usage=14.99 GB.", "profiling", "--max-num-seqs 128"),
+    ("INFO 05-01 10:00:00 model_runner.py:1000] Loading model weights took 14.9951 GB\n"
+     "INFO 05-01 10:00:09 llm_engine.py:316] # GPU blocks: 7754, # CPU blocks: 2048", "cuda_graph", "--enforce-eager"),
+])
+def test_the_step_an_engine_finished_places_the_oom_after_it(tmp_path, step_line: str, phase: str, command: str) -> None:
+    """Weights -> profiling run -> KV sizing -> CUDA graphs: an OOM after the engine reported the
+    weights loaded is not a weights OOM, and one after the KV cache was sized is the graph capture."""
+    log = tmp_path / "engine.log"
+    log.write_text(step_line + "\n" + _OOM + "\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.runtime_oom"
+    assert f"phase: {phase}" in top.evidence
+    assert top.fixes[0].command == command
+
+
+_KV_TOO_SMALL = ("ValueError: To serve at least one request with the model's max seq len (131072), (16.00 GiB KV cache is "
+                 "needed, which is larger than the available KV cache memory (4.21 GiB). Based on the available memory, the "
+                 "estimated maximum model length is 34480.")
+_NO_KV = "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."
+
+
+@pytest.mark.parametrize(("lines", "code", "command"), [
+    ([_OOM, _KV_TOO_SMALL], "load.kv_cache_insufficient", "--max-model-len 34480"),
+    ([_KV_TOO_SMALL, _OOM], "load.kv_cache_insufficient", "--max-model-len 34480"),
+    (["WARNING 01-01 [gpu_worker.py:200] CUDA out of memory occurred when warming up sampler with 256 dummy requests.", _NO_KV],
+     "load.no_kv_cache_memory", None),
+])
+def test_a_kv_sizing_failure_ends_the_start_up_an_oom_beside_it_did_not(tmp_path, lines: list[str], code: str, command) -> None:
+    """KV cache sizing is the last start-up step before graphs and serving: when it failed, the
+    start-up never served, so the out-of-memory beside it is not the cause (nor the weights')."""
+    log = tmp_path / "engine.log"
+    log.write_text("\n".join(lines) + "\n")
+    findings = findings_of(log)
+    assert findings[0].code == code, [f.code for f in findings]
+    if lines[0] != _KV_TOO_SMALL:  # an OOM the engine went on from to size its KV cache was not the weights'
+        assert "load.weights_oom" not in [f.code for f in findings]
+    assert findings[0].fixes[0].command == command
+
+
+def test_the_sampler_warm_up_is_the_profiling_run(tmp_path) -> None:
+    """vLLM's "CUDA out of memory occurred when warming up sampler" (gpu_worker.py) comes from the
+    profiling run's dummy sampler pass, not from serving."""
+    log = tmp_path / "engine.log"
+    log.write_text("WARNING 01-01 [gpu_worker.py:200] CUDA out of memory occurred when warming up sampler with 256 dummy "
+                   "requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when initializing the engine.\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.runtime_oom"
+    assert "phase: profiling" in top.evidence

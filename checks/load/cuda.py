@@ -30,6 +30,16 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
         sm = f"sm_{int(float(cc) * 10)}" if cc else "this GPU's compute capability"
         fixes = [Fix(f"Install a build compiled for {sm} (a newer wheel / image, or build from source with TORCH_CUDA_ARCH_LIST={cc or '<cc>'})"),
                  Fix("Check what torch was built for", "python -c 'import torch; print(torch.cuda.get_arch_list())'")]
+    elif "Driver/library version mismatch" in text or "LibRmVersionMismatch" in text:
+        # NVML's own check: the loaded kernel module is from another driver release than libnvidia-ml
+        fixes = [Fix("The NVIDIA driver was upgraded but the old kernel module is still loaded: reboot the host (or unload and "
+                     "reload the nvidia modules); the two versions here must agree", "cat /proc/driver/nvidia/version; nvidia-smi")]
+    elif "forward compatibility" in text or "unsupported display driver" in text:
+        # cudaErrorCompatNotSupportedOnDevice / cudaErrorSystemDriverMismatch: a user-space libcuda (a cuda-compat
+        # package in the image) that the host's kernel driver or this GPU cannot use
+        fixes = [Fix("A CUDA forward-compatibility libcuda (cuda-compat in the image) is loaded where the host driver or GPU "
+                     "cannot use it: take it off LD_LIBRARY_PATH so the host's libcuda is used, or use an image built for "
+                     "the CUDA version the host driver supports (`nvidia-smi`, top right)", "ldconfig -p | grep libcuda.so")]
     elif "driver version is insufficient" in text or "driver on your system is too old" in text:
         fixes = [Fix("Upgrade the NVIDIA driver, or use a build for the CUDA version the driver supports (see `nvidia-smi`, top right)")]
     else:

@@ -23,6 +23,11 @@ def gpu_visibility(facts: Facts, log: LogView) -> Outcome:
         _k8s_request(facts),
         Fix("Check what the process sees", "nvidia-smi -L; python -c 'import torch; print(torch.cuda.device_count())'"),
     ]
+    text = " ".join(line for e in found for line in e.lines)
+    if "system not yet initialized" in text or "Error 802" in text:
+        # cudaErrorSystemNotReady: an NVSwitch system (HGX A100/H100) whose fabric manager is not running
+        fixes.insert(0, Fix("NVSwitch system: start NVIDIA Fabric Manager (its version must match the driver's) before CUDA "
+                            "can use the GPUs", "sudo systemctl enable --now nvidia-fabricmanager"))
     if ordinal:
         tp = le.deployment_value(facts, "tensor_parallel_size")
         fixes.insert(0, Fix("A worker asked for a GPU index it cannot see: give each worker its GPUs (CUDA_VISIBLE_DEVICES / Ray num_gpus)"

@@ -22,6 +22,10 @@ from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
 MAX_UTIL = 0.95
+# sizing the KV cache is the last step of a start-up before CUDA graphs and serving (vLLM
+# initialize_kv_cache, SGLang init_memory_pool): a start-up it stopped never served, so an out-of-memory
+# quoted beside it (the profiling run's, an earlier attempt's) is not what ended this one
+KV_EXPLAINS = ["load.runtime_oom", *le.CLIENT_SYMPTOMS]
 
 
 @check("load.kv_cache", "load", codes=["load.kv_cache_insufficient", "load.no_kv_cache_memory"], events=["kv_cache_too_small", "no_kv_memory", "kv_cache_alloc_failed", "ggml_alloc_failed"])
@@ -31,8 +35,12 @@ def kv_cache(facts: Facts, log: LogView) -> Outcome:
     no_memory = log.events("no_kv_memory")
     llama = log.events("kv_cache_alloc_failed")
     findings: list[Finding] = []
+    rejected = [e for e in too_small if "allowed" in e.values]  # a request refused for length, not the start-up
+    too_small = [e for e in too_small if "allowed" not in e.values]
     if too_small:
         findings.append(_too_small(facts, log, too_small))
+    elif rejected and (capped := _pool_capped(facts, log, rejected[-1])):
+        findings.append(capped)
     elif llama:
         findings.append(_llama_ctx(facts, log, llama))
     if no_memory and not findings:
@@ -100,7 +108,25 @@ def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
     if not fixes:  # the message gives no numbers (LMDeploy's and TensorRT-LLM's block pools): the engine's two levers
         fixes.append(Fix(f"Give the KV cache a larger share of the GPU memory ({le.flag(facts, 'kv_share')}) "
                          f"or ask for a shorter context ({le.flag(facts, 'ctx')})"))
-    return Finding("load.kv_cache_insufficient", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)
+    return Finding("load.kv_cache_insufficient", title, evidence, fixes, explains=KV_EXPLAINS)
+
+
+def _pool_capped(facts: Facts, log: LogView, e) -> Finding | None:
+    """SGLang refuses a request longer than max_req_input_len = min(context_len, the KV pool's tokens) - 1
+    (managers/utils.py validate_input_length): an allowed length below the configured context length is
+    the KV pool's size, so the context asked for does not fit the KV cache. Without the configured
+    context length, or at it, the request is simply longer than the context: no KV finding."""
+    context = le.deployment_value(facts, "max_model_len")
+    pool = int(e.values["allowed"]) + 1  # type: ignore[call-overload]
+    if not isinstance(context, int) or pool >= context:
+        return None
+    flag = "--context-length" if le.engine(facts) == "sglang" else "--max-model-len"
+    evidence = le.evidence([e]) + [f"context length {context} configured; the KV pool holds {pool} tokens"] + log.earlier_runs()
+    fixes = [Fix(f"Lower the context length to what the KV pool holds ({pool} tokens)", f"{flag} {pool}"),
+             Fix("Or give the KV pool more of the GPU (a higher --mem-fraction-static) or an fp8 KV cache (--kv-cache-dtype fp8_e5m2)")]
+    fixes += _more_tp(facts, pool, context)
+    return Finding("load.kv_cache_insufficient", f"context length {context} does not fit the KV cache (room for {pool} tokens)",
+                   evidence, fixes, explains=KV_EXPLAINS)
 
 
 def _model_kv_gib_per_token(facts: Facts) -> float | None:
@@ -168,7 +194,7 @@ def _llama_ctx(facts: Facts, log: LogView, found: list) -> Finding:
         fixes.append(Fix("Ask for a smaller context", f"-c {max(2048, n_ctx // 4)}"))
     fixes.append(Fix("Or quantize the KV cache", "--cache-type-k q8_0 --cache-type-v q8_0"))
     return Finding("load.kv_cache_insufficient", f"the KV cache for n_ctx {n_ctx or '?'} could not be allocated", evidence,
-                   fixes, explains=le.CLIENT_SYMPTOMS)
+                   fixes, explains=KV_EXPLAINS)
 
 
 def _no_memory(facts: Facts, log: LogView, found: list) -> Finding:
@@ -203,4 +229,4 @@ def _no_memory(facts: Facts, log: LogView, found: list) -> Finding:
         fixes.append(Fix("Compute the budget, the activation peak and what fits for this model and GPU",
                          f"llm-doctor plan --model {model} --gpu-memory-utilization {util:g}"))
     return Finding("load.no_kv_cache_memory", "no GPU memory is left for the KV cache after weights and activations",
-                   evidence, fixes, explains=le.CLIENT_SYMPTOMS)
+                   evidence, fixes, explains=KV_EXPLAINS)

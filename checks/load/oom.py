@@ -28,7 +28,8 @@ EAGER_FLAGS = {"sglang": "--disable-cuda-graph", "tgi": "--cuda-graphs 0"}
 SGLANG_DEFAULT_FRACTION = 0.88
 
 
-@check("load.gpu_oom", "load", codes=["load.weights_oom", "load.runtime_oom", "perf.memory_overcommitted"], events=["cuda_oom", "ggml_alloc_failed", "ggml_compute_buffers", "ggml_weights_failed", "kv_cache_alloc_failed", "enforce_eager"])
+@check("load.gpu_oom", "load", codes=["load.weights_oom", "load.runtime_oom", "perf.memory_overcommitted"], events=["cuda_oom", "ggml_alloc_failed", "ggml_compute_buffers", "ggml_weights_failed", "kv_cache_alloc_failed", "enforce_eager",
+                                      "kv_cache_too_small", "no_kv_memory"])
 def gpu_oom(facts: Facts, log: LogView) -> Outcome:
     """The engine did not run out of GPU memory."""
     ooms = log.events("cuda_oom", "ggml_alloc_failed", "ggml_weights_failed")
@@ -63,11 +64,18 @@ def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
         # ggml reports a weights buffer it cannot allocate ("cudaMalloc failed", ggml_alloc_failed) and goes
         # on; "CUDA error: out of memory" is CUDA_CHECK aborting in the compute pool (ggml-cuda.cu)
         return "serving"
+    # every engine starts in one order: weights -> profiling run -> KV cache sizing -> CUDA graph capture
+    # -> serving (vLLM load_model, profile_run/determine_available_memory, initialize_kv_cache,
+    # capture_model; SGLang load weights, init_memory_pool, CudaGraphRunner); the line that ends a step
+    # moves the start-up to the next one (doctor/logparse/events.py PHASES)
     s = log.setup
     if phase == "startup" and (s.gpu_blocks or s.kv_cache_tokens or s.available_kv_gib):
-        # every engine sizes its KV cache after loading the weights: what ran out next is CUDA graph
-        # capture (unless eager) or serving (a log printed newest first places no milestone before it)
+        # the KV cache was sized: what ran out next is CUDA graph capture (unless eager) or serving
+        # (a log printed newest first places no milestone before it)
         return "serving" if log.events("enforce_eager") or s.cuda_graphs is False else "cuda_graph"
+    if any(k.run == e.run and k.source == e.source and k.line_no > e.line_no for k in log.events("kv_cache_too_small", "no_kv_memory")):
+        # the engine went on to size its KV cache after this OOM: it was the profiling run's, not the weights'
+        return "profiling"
     return phase
 
 

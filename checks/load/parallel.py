@@ -11,7 +11,7 @@ from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 from llm_doctor.memory import valid_tp_sizes
 
-KINDS = ("tp_heads", "tp_gpus", "quant_partition", "not_divisible", "device_ordinal")
+KINDS = ("tp_heads", "tp_gpus", "pp_unsupported", "quant_partition", "not_divisible", "device_ordinal")
 
 
 @check("load.parallel", "load", codes=["load.tp_invalid"], events=KINDS)
@@ -47,19 +47,46 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
         n = e.values.get("gpus") or le.gpu_count(facts)
         fixes.append(Fix(f"Use at most the {n} visible GPUs", f"{flag} {n}") if n else
                      Fix("Use at most as many GPUs as are visible (count them with `nvidia-smi -L`)"))
+    elif e.kind == "pp_unsupported" or "pp" in e.values:
+        fixes.append(_pipeline_fix(facts, e))
     elif e.kind in ("quant_partition", "not_divisible"):
         a, b = e.values.get("size") or e.values.get("a"), e.values.get("block") or e.values.get("b")
         if isinstance(tp, int) and tp > 1:
             smaller = [n for n in range(tp - 1, 0, -1) if (tp % n == 0)]
             fixes.append(Fix(f"A per-rank size ({a}) does not split into blocks of {b}: use a smaller TP size",
                              f"{flag} {smaller[0]}" if smaller else None))
+        if any("gate's and up's" in line or "down's weight" in line for line in e.lines):
+            # a block-quantized MoE's experts cut over the TP ranks (fp8.py Fp8MoEMethod): expert parallelism keeps each whole
+            ep = "--ep-size " + str(tp) if le.engine(facts) == "sglang" and isinstance(tp, int) else "--enable-expert-parallel"
+            fixes.append(Fix("Or keep each expert whole on one GPU with expert parallelism", ep))
         else:
             fixes.append(Fix(f"A per-rank size ({a}) does not divide by {b}: use a smaller TP size (or another quantization)"))
     else:  # device_ordinal with TP above the GPUs
         fixes.append(Fix(f"TP {tp} needs {tp} visible GPUs per node ({gpus} seen): lower it or expose more GPUs",
                          f"{flag} {gpus}" if gpus else None))
-    return Outcome([Finding("load.tp_invalid", f"tensor parallel size {tp or '?'} does not fit the model/GPUs", evidence, fixes,
+    pipeline = e.kind == "pp_unsupported" or "pp" in e.values
+    title = (f"pipeline parallel size {e.values.get('pp') or le.deployment_value(facts, 'pipeline_parallel_size') or ''} does not fit "
+             "the model".replace("  ", " ") if pipeline else f"tensor parallel size {tp or '?'} does not fit the model/GPUs")
+    return Outcome([Finding("load.tp_invalid", title, evidence, fixes,
                             explains=["load.nccl_failed", "load.gpu_not_visible", "load.quantization_unsupported", *le.CLIENT_SYMPTOMS])])
+
+
+def _pipeline_fix(facts: Facts, e) -> Fix:
+    """Pipeline stages the model cannot take: a stage count that divides its layers (vLLM before
+    uneven partitioning), or none at all for a model without pipeline support, whose GPUs then
+    all go to tensor parallelism."""
+    tp = int(le.deployment_value(facts, "tensor_parallel_size") or 1)
+    if "layers" in e.values:
+        layers, pp = int(e.values["layers"]), int(e.values["pp"])  # type: ignore[call-overload]
+        fitting = [n for n in range(pp - 1, 0, -1) if layers % n == 0]
+        return Fix(f"Use a pipeline-parallel size that divides the model's {layers} layers (below {pp}: {fitting[0]})",
+                   f"--pipeline-parallel-size {fitting[0]}")
+    pp = le.deployment_value(facts, "pipeline_parallel_size")
+    if isinstance(pp, int) and pp > 1:
+        return Fix(f"This model has no pipeline parallelism in this engine: put all {tp * pp} GPUs into tensor parallelism",
+                   f"--tensor-parallel-size {tp * pp} --pipeline-parallel-size 1")
+    return Fix("This model has no pipeline parallelism in this engine: drop --pipeline-parallel-size and split it with "
+               "--tensor-parallel-size over the same GPUs")
 
 
 def _tp_exceeds_gpus(facts: Facts) -> bool:

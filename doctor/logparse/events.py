@@ -383,9 +383,10 @@ HAND_RULES: tuple[Rule, ...] = (
 # kinds only catalogue templates produce (no hand rule has them): Ray's own cluster failures, which
 # checks/cluster/ray_log.py turns into cluster.* findings; a client that refuses to send a request
 # without a key, a chunked (streamed) answer cut before its last chunk, and a client tool's catch-all
-# that says only that a request failed (checks/access/client_log.py)
+# that says only that a request failed (checks/access/client_log.py); a model the engine cannot split
+# into pipeline stages (checks/load/parallel.py)
 CATALOGUE_KINDS = ("ray_placement_infeasible", "ray_cluster_unreachable", "ray_node_dead", "client_key_missing",
-                   "client_stream_cut", "client_failed")
+                   "client_stream_cut", "client_failed", "pp_unsupported")
 KINDS = frozenset({r.kind for r in HAND_RULES} | set(CATALOGUE_KINDS))  # what a catalogue entry may name
 
 
@@ -409,7 +410,9 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "cuda_graph",
         re.compile(
             r"capture_model|Capturing (?:the model for )?(?:CUDA ?graphs?|cudagraphs|batches)|cuda_graph_runner|"
-            r"CudaGraphRunner|capture_one_batch_size|_capture_cudagraphs|graph capture",
+            r"CudaGraphRunner|capture_one_batch_size|_capture_cudagraphs|graph capture|"
+            # the KV cache sized (vLLM V0 llm_engine, V1 gpu_worker / kv_cache_utils): graph capture comes next
+            r"# GPU blocks: [1-9]|Available KV cache memory: \d|GPU KV cache size: [1-9]",
             re.I,
         ),
     ),
@@ -417,7 +420,9 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "profiling",
         re.compile(
             r"profile_run|determine_num_available_blocks|determine_available_memory|Memory profiling|_dummy_run|"
-            r"_dummy_sampler_run|init_memory_pool|profile_max_num_token|initialize_kv_cache|_initialize_kv_caches|"
+            r"_dummy_sampler_run|warming up sampler|init_memory_pool|"
+            # the weights loaded (vLLM V0 model_runner, V1 gpu_model_runner, SGLang model_runner): the profiling run is next
+            r"Loading model weights took|Model loading took|Load weight end|profile_max_num_token|initialize_kv_cache|_initialize_kv_caches|"
             r"llama_kv_cache_init|initialize_cache|compute buffer|llama_new_context|llama_context:|"
             # llama.cpp places the KV cache after the weights, whatever its backend prefix (CUDA0, Vulkan1, Metal)
             r"\bKV (?:buffer|self) size\b|"

@@ -287,7 +287,10 @@ class LogScanner:
             self._progress()
         if m is not None:  # a rule's line: the failure reader, closed, has nothing to say about it
             rule = ev.RULES[plan.rule]  # type: ignore[index]
-            self._add(line, rule.kind, rule.fatal, tc.values(m), template=plan.key)
+            values = tc.values(m)
+            if rule.source:  # as events.match gives it: a repeat of the line must count on the same event
+                values["template_source"] = rule.source
+            self._add(line, rule.kind, rule.fatal, values, template=plan.key)
             self._prev = None
             return
         self._conclude(line, False, None if plan.quiet else self.failures.feed(line.text, line.level, False))
