@@ -31,6 +31,7 @@ KIND_CODE = {
     "client_model_not_found": "access.model_not_found",
     "client_timeout": "access.timeout",
     "client_bad_response": "access.response_invalid",
+    "client_server_error": "access.server_error",
 }
 CODES = sorted(set(KIND_CODE.values()) | {"access.base_url_invalid", "access.protocol_mismatch", "access.server_error",
                                          "access.key_malformed", "access.streaming_broken"})
@@ -41,7 +42,9 @@ GENERATION_PATHS = re.compile(r"^/v1/(?:chat/completions|completions)\b")
 # a 404 here says the server has no such API: Anthropic/Responses/Ollama routes, and embeddings,
 # which vLLM serves only for pooling models
 OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages|embeddings)\b|^/api/(?:chat|generate)\b")
-KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"]\s)|API key.*(?:whitespace|newline)", re.I)
+KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"]\s)|API key.*(?:whitespace|newline)|"
+                       # undici's header check (and Roo Code's words for it): a character no header can carry
+                       r"Cannot convert argument to a ByteString|API key contains invalid characters", re.I)
 
 # a cause the client saw first-hand explains the generic errors its library wrapped it in
 EXPLAINS = {
@@ -53,6 +56,8 @@ EXPLAINS = {
     "access.quota_exceeded": ["access.rate_limited"],
     "access.base_url_invalid": ["access.model_not_found", "access.response_invalid"],
     "access.protocol_mismatch": ["access.model_not_found"],
+    # a gateway's 5xx error page is HTML, not the API's JSON: the 5xx is the cause, the bad body its symptom
+    "access.server_error": ["access.response_invalid"],
 }
 TITLES = {
     "access.quota_exceeded": ("the account's quota or credit is exhausted", "Add credit / raise the quota for this key's account, or use another key"),
@@ -60,7 +65,8 @@ TITLES = {
     "access.key_missing": ("the client has no API key to send (none passed, the variable unset)",
                            "Give the client the key the server expects; a server started without --api-key accepts any non-empty value"),
     "access.key_rejected": ("the server rejected the API key (401/403)", "Use the key the server expects (vLLM: the value of --api-key / VLLM_API_KEY)"),
-    "access.key_malformed": ("the API key is not a key (URL, masked value, prefix or whitespace)", "Set the key itself, without 'Bearer ', quotes, spaces or a URL"),
+    "access.key_malformed": ("the API key is not a key (URL, masked value, prefix, whitespace, or a character no HTTP header carries)",
+                             "Set the key itself, without 'Bearer ', quotes, spaces, a URL or characters pasted along with it"),
     "access.tls_failed": ("TLS certificate verification failed", "Trust the server's CA: SSL_CERT_FILE=/path/ca.pem (or REQUESTS_CA_BUNDLE), or use http:// for a plain-HTTP server"),
     "access.dns_failed": ("the server's host name does not resolve", "Use a host name resolvable from the client (inside Docker: the service name on a shared network, or the host IP)"),
     "access.proxy_failed": ("an HTTP proxy in the path answered instead of the server", "Bypass the proxy for the server: NO_PROXY=<server host>,localhost,127.0.0.1"),
@@ -190,7 +196,7 @@ def _base_url_evidence(base_url: str) -> list[str]:
 # the variable a client reads its key from, as its own message names it ("... setting the OPENAI_API_KEY
 # environment variable"); else the SDK's documented one, known from the template's source repository
 KEY_VARIABLE = re.compile(r"\b[A-Z][A-Z0-9]*_(?:API_KEY|AUTH_TOKEN)\b")
-SDK_KEY_VARIABLE = {"anthropic-sdk": "ANTHROPIC_API_KEY", "openai-": "OPENAI_API_KEY"}
+SDK_KEY_VARIABLE = {"anthropic-sdk": "ANTHROPIC_API_KEY", "openai-": "OPENAI_API_KEY", "llama_index": "OPENAI_API_KEY"}
 
 
 def _key_variable(events: list[LogEvent]) -> str | None:

@@ -1,0 +1,102 @@
+"""Client and gateway failures worded as their own sources word them (the catalogue entries of
+clients_node/clients_other/client_tools/litellm/proxies.jsonl name each source@ref), judged end to end:
+the code at rank 1, the quoted line, and the first fix's exact command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llm_doctor.collect.files import load_paths
+from llm_doctor.engine import Deadline, load_checks, run_checks, select
+from llm_doctor.findings import Finding
+from llm_doctor.report import build_report
+
+
+def findings_of(tmp_path: Path, text: str) -> list[Finding]:
+    path = tmp_path / "client.log"
+    path.write_text(text)
+    facts = load_paths([str(path)], Deadline(30))
+    return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts).findings
+
+
+# (case, log text, rank-1 code, a substring of its evidence, its first fix's exact command or None)
+CASES = [
+    # LiteLLM's exception classes (litellm/exceptions.py): a 5xx the upstream answered
+    ("litellm-500", "litellm.InternalServerError: InternalServerError: Hosted_vllmException - Internal Server Error\n",
+     "access.server_error", "litellm.InternalServerError", None),
+    ("litellm-503", "litellm.ServiceUnavailableError: ServiceUnavailableError: OpenAIException - Service Unavailable\n",
+     "access.server_error", "ServiceUnavailableError", None),
+    ("litellm-403", "litellm.PermissionDeniedError: PermissionDeniedError: OpenAIException - You are not allowed to access this model\n",
+     "access.key_rejected", "PermissionDeniedError", None),
+    # aider's words after LiteLLM's exception (aider/exceptions.py)
+    ("aider-timeout", "The API provider timed out without returning a response. They may be down or overloaded.\n",
+     "access.timeout", "timed out without returning a response", None),
+    # go-openai's APIError, both wordings (v1.30: no status text; v1.31: with it)
+    ("go-openai-503-v1.30", "error, status code: 503, message: Service Unavailable\n", "access.server_error", "status code: 503", None),
+    ("go-openai-502-v1.31", "error, status code: 502, status: 502 Bad Gateway, message: upstream unavailable\n",
+     "access.server_error", "status code: 502", None),
+    # the Vercel AI SDK: a network failure, a missing key, an answer not in the provider's shape, a status text
+    ("vercel-connect", "AI_APICallError: Cannot connect to API: other side closed\n", "access.connect_failed", "Cannot connect to API", None),
+    ("vercel-key", "AI_LoadAPIKeyError: OpenAI API key is missing. Pass it using the 'apiKey' parameter or the "
+     "OPENAI_API_KEY environment variable.\n", "access.key_missing", "API key is missing", "read -rs OPENAI_API_KEY && export OPENAI_API_KEY"),
+    ("vercel-shape", "AI_TypeValidationError: Type validation failed: Value: {\"model\":\"llama3\",\"done\":true}.\n",
+     "access.response_invalid", "Type validation failed", None),
+    ("vercel-status-text", "APICallError [AI_APICallError]: Bad Gateway\n", "access.server_error", "AI_APICallError", None),
+    # openai-node's error for an empty error body, as Cline and Roo Code show it
+    ("openai-node-no-body", "Error: 502 status code (no body)\n", "access.server_error", "502 status code (no body)", None),
+    # undici: a key with a character no header carries; a proxy that refused the CONNECT
+    ("undici-bytestring", "TypeError: Cannot convert argument to a ByteString because the character at index 7 has a value of 8217 "
+     "which is greater than 255.\n", "access.key_malformed", "ByteString", None),
+    ("undici-proxy-407", "TypeError: fetch failed\n  [cause]: RequestAbortedError [AbortError]: Proxy response (407) !== 200 when HTTP Tunneling\n",
+     "access.proxy_failed", "!== 200 when HTTP Tunneling", None),
+    # Open WebUI's connection check and LlamaIndex's missing key (its next line names the variable)
+    ("open-webui-network", "OpenAI: Network Problem\n", "access.connect_failed", "OpenAI: Network Problem", None),
+    ("llamaindex-key", "ValueError: No API key found for OpenAI.\nPlease set either the OPENAI_API_KEY environment variable or "
+     "openai.api_key prior to initialization.\n", "access.key_missing", "No API key found for OpenAI", "read -rs OPENAI_API_KEY && export OPENAI_API_KEY"),
+    # Spring: the retry handler's status and RestTemplate's read timeout
+    ("spring-ai-401", "org.springframework.ai.retry.NonTransientAiException: 401 - {\"error\":{\"message\":\"Incorrect API key provided: sk-x\"}}\n",
+     "access.key_rejected", "NonTransientAiException: 401", None),
+    ("spring-read-timeout", "org.springframework.web.client.ResourceAccessException: I/O error on POST request for "
+     "\"http://localhost:11434/api/chat\": Read timed out\n", "access.timeout", "Read timed out", None),
+    # reqwest (async-openai): the wrapper names no cause, the source error after it does
+    ("reqwest-timeout", "error sending request for url (http://localhost:11434/api/chat): operation timed out\n",
+     "access.timeout", "operation timed out", None),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
+def test_rank_one(tmp_path: Path, name: str, text: str, code: str, evidence: str, command: str | None) -> None:
+    found = findings_of(tmp_path, text)
+    assert found and found[0].code == code, [f.code for f in found]
+    assert any(evidence in line for line in found[0].evidence), found[0].evidence
+    assert found[0].fixes[0].command == command
+
+
+def test_a_litellm_wrapper_does_not_hide_the_client_side_cause(tmp_path: Path) -> None:
+    # LiteLLM's Anthropic path wraps a failed TLS handshake in InternalServerError; aider adds its words for a 5xx
+    text = ("litellm.InternalServerError: AnthropicException - [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: "
+            "self-signed certificate in certificate chain (_ssl.c:1000). Handle with `litellm.InternalServerError`.\n"
+            "The API provider's servers are down or overloaded.\n")
+    assert findings_of(tmp_path, text)[0].code == "access.tls_failed"
+
+
+def test_a_gateway_error_page_is_the_5xx_not_a_bad_body(tmp_path: Path) -> None:
+    # nginx's 502 page (ngx_http_special_response.c) as a client prints the body it could not parse
+    text = ("<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n"
+            "<hr><center>nginx/1.18.0 (Ubuntu)</center>\n</body>\n</html>\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.server_error"
+    assert "access.response_invalid" in found[0].explains
+
+
+def test_a_squid_page_is_the_proxy_answering(tmp_path: Path) -> None:
+    # squid's ERR_ACCESS_DENIED template, behind a client's failed JSON parse
+    text = ("requests.exceptions.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n"
+            "<title>ERROR: The requested URL could not be retrieved</title>\n"
+            "<p>Access control configuration prevents your request from being allowed at this time.  "
+            "Please contact your service provider if you feel this is incorrect.</p>\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.proxy_failed"
+    assert found[0].fixes[0].summary.startswith("Bypass the proxy")
