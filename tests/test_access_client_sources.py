@@ -100,3 +100,21 @@ def test_a_squid_page_is_the_proxy_answering(tmp_path: Path) -> None:
     found = findings_of(tmp_path, text)
     assert found[0].code == "access.proxy_failed"
     assert found[0].fixes[0].summary.startswith("Bypass the proxy")
+
+
+VLLM_LOADING = ("INFO 05-01 10:00:00 [api_server.py:1043] vLLM API server version 0.8.5\n"
+                "INFO 05-01 10:00:01 [config.py:717] non-default args: {'model': 'meta-llama/Llama-3.1-70B-Instruct'}\n"
+                "INFO 05-01 10:02:30 [default_loader.py:272] Loading weights took 148.52 seconds\n")
+
+
+def test_a_client_timeout_while_the_server_is_still_loading_is_the_start_up(tmp_path: Path) -> None:
+    # openai-python's APITimeoutError against a vLLM whose log, in the same paste, never reached ready
+    found = findings_of(tmp_path, VLLM_LOADING + "openai.APITimeoutError: Request timed out.\n")
+    assert found[0].code == "load.startup_timeout"
+    assert "access.timeout" in found[0].explains
+    assert any("never ready" in line for line in found[0].evidence)
+
+
+def test_a_client_timeout_against_a_ready_server_stays_the_clients(tmp_path: Path) -> None:
+    ready = VLLM_LOADING + "INFO:     Application startup complete.\n"
+    assert findings_of(tmp_path, ready + "openai.APITimeoutError: Request timed out.\n")[0].code == "access.timeout"
