@@ -60,6 +60,23 @@ CASES = [
      "access.key_rejected", "NonTransientAiException: 401", None),
     ("spring-read-timeout", "org.springframework.web.client.ResourceAccessException: I/O error on POST request for "
      "\"http://localhost:11434/api/chat\": Read timed out\n", "access.timeout", "Read timed out", None),
+    # a base URL without its scheme, as each HTTP client refuses it: the fix writes it in full
+    ("httpx-no-scheme", "openai.APIConnectionError: Connection error.\n"
+     "httpx.UnsupportedProtocol: Request URL is missing an 'http://' or 'https://' protocol.\n",
+     "access.base_url_invalid", "missing an 'http://' or 'https://' protocol", None),
+    ("requests-no-scheme", "requests.exceptions.MissingSchema: Invalid URL 'localhost:8000/v1/chat/completions': No scheme supplied. "
+     "Perhaps you meant https://localhost:8000/v1/chat/completions?\n", "access.base_url_invalid", "No scheme supplied",
+     "OPENAI_BASE_URL=http://localhost:8000/v1"),
+    ("undici-no-scheme", "TypeError: Failed to parse URL from localhost:11434/api/chat\n", "access.base_url_invalid",
+     "Failed to parse URL", "OPENAI_BASE_URL=http://localhost:11434"),
+    ("go-no-scheme", 'Post "localhost:8000/v1/chat/completions": unsupported protocol scheme "localhost"\n',
+     "access.base_url_invalid", "unsupported protocol scheme", "OPENAI_BASE_URL=http://localhost:8000/v1"),
+    # no key sent at all: the server's own words, and a Stainless SDK's for another provider's variable
+    ("openai-no-key-sent", "openai.AuthenticationError: Error code: 401 - {'error': {'message': \"You didn't provide an API key. "
+     "You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).\", "
+     "'type': 'invalid_request_error', 'param': None, 'code': None}}\n", "access.key_missing", "You didn't provide an API key", None),
+    ("stainless-groq-key", "groq.GroqError: The api_key client option must be set either by passing api_key to the client or by "
+     "setting the GROQ_API_KEY environment variable\n", "access.key_missing", "GROQ_API_KEY", "read -rs GROQ_API_KEY && export GROQ_API_KEY"),
     # reqwest (async-openai): the wrapper names no cause, the source error after it does
     ("reqwest-timeout", "error sending request for url (http://localhost:11434/api/chat): operation timed out\n",
      "access.timeout", "operation timed out", None),

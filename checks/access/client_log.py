@@ -32,6 +32,7 @@ KIND_CODE = {
     "client_timeout": "access.timeout",
     "client_bad_response": "access.response_invalid",
     "client_server_error": "access.server_error",
+    "client_url_malformed": "access.base_url_invalid",
 }
 CODES = sorted(set(KIND_CODE.values()) | {"access.base_url_invalid", "access.protocol_mismatch", "access.server_error",
                                          "access.key_malformed", "access.streaming_broken"})
@@ -54,7 +55,8 @@ EXPLAINS = {
     "access.key_malformed": ["access.key_rejected"],
     "access.key_missing": ["access.key_rejected"],
     "access.quota_exceeded": ["access.rate_limited"],
-    "access.base_url_invalid": ["access.model_not_found", "access.response_invalid"],
+    # (a URL the client could not parse never connected: its "Connection error." wrapper is this)
+    "access.base_url_invalid": ["access.model_not_found", "access.response_invalid", "access.connect_failed"],
     "access.protocol_mismatch": ["access.model_not_found"],
     # a gateway's 5xx error page is HTML, not the API's JSON: the 5xx is the cause, the bad body its symptom
     "access.server_error": ["access.response_invalid"],
@@ -112,7 +114,9 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         title, fix = TITLES[code]
         evidence = le.evidence(events) if events else [f"{s.sse_chunks} `data: {{...}}` chunks and no `data: [DONE]`"]
         fixes = [Fix(fix)]
-        if code == "access.base_url_invalid":
+        if code == "access.base_url_invalid" and any(e.kind == "client_url_malformed" for e in events):
+            title, fixes = URL_MALFORMED, _malformed_fixes(events)
+        elif code == "access.base_url_invalid":
             fixes, evidence = _base_url_fixes(s.base_url, events, fix), evidence + _base_url_evidence(s.base_url)
         if code == "access.key_missing":
             # typed at the prompt, as checks/access/key.py has it: the key stays out of the shell history
@@ -122,6 +126,23 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             fixes = [Fix(fix)]
         findings.append(Finding(code, title, evidence, fixes, explains=EXPLAINS.get(code, [])))
     return Outcome(findings, "" if findings else "no client-side error in the log")
+
+
+# the HTTP client could not parse the URL it was given: no scheme ("localhost:8000/v1"), or one it does not speak
+URL_MALFORMED = "the base URL is not a URL the client can request (no http:// scheme, or malformed)"
+
+
+def _malformed_fixes(events: list[LogEvent]) -> list[Fix]:
+    """The URL the message quotes, written in full: a scheme in front, the API root as its path."""
+    summary = "Write the base URL in full, with its scheme and the API root (the client appends /chat/completions itself)"
+    quoted = next((str(e.values["url"]) for e in events if e.values.get("url")), "")
+    if not quoted or "://" in quoted:
+        return [Fix(summary)]
+    host = quoted.split("/", 1)[0]
+    # a bare DNS name without a port is most likely a hosted API (https); a port or a local address, a local server
+    scheme = "https" if ":" not in host and re.search(r"[a-z]", host, re.I) and "." in host else "http"
+    full = f"{scheme}://{quoted}"
+    return [Fix(summary, f"OPENAI_BASE_URL={_corrected(full) or full.rstrip('/')}")]
 
 
 # an endpoint path pasted into the base URL: the client appends its own path after it
