@@ -77,6 +77,17 @@ CASES = [
      "'type': 'invalid_request_error', 'param': None, 'code': None}}\n", "access.key_missing", "You didn't provide an API key", None),
     ("stainless-groq-key", "groq.GroqError: The api_key client option must be set either by passing api_key to the client or by "
      "setting the GROQ_API_KEY environment variable\n", "access.key_missing", "GROQ_API_KEY", "read -rs GROQ_API_KEY && export GROQ_API_KEY"),
+    # a 5xx as each HTTP library's raise_for_status / error class words it
+    ("openai-status-503", "openai.APIStatusError: Error code: 503\n", "access.server_error", "Error code: 503", None),
+    ("httpx-raise-503", "httpx.HTTPStatusError: Server error '503 Service Unavailable' for url "
+     "'http://localhost:8000/v1/chat/completions'\n", "access.server_error", "Server error '503", None),
+    ("requests-raise-500", "requests.exceptions.HTTPError: 500 Server Error: Internal Server Error for url: "
+     "http://localhost:8000/v1/chat/completions\n", "access.server_error", "500 Server Error", None),
+    # the client's own deadline: node's AbortSignal.timeout, Go's ResponseHeaderTimeout
+    ("node-abort-timeout", "DOMException [TimeoutError]: The operation was aborted due to timeout\n", "access.timeout",
+     "aborted due to timeout", None),
+    ("go-header-timeout", 'Post "http://localhost:8000/v1/chat/completions": net/http: timeout awaiting response headers\n',
+     "access.timeout", "timeout awaiting response headers", None),
     # reqwest (async-openai): the wrapper names no cause, the source error after it does
     ("reqwest-timeout", "error sending request for url (http://localhost:11434/api/chat): operation timed out\n",
      "access.timeout", "operation timed out", None),

@@ -256,6 +256,8 @@ def _code(e: LogEvent) -> str | None:
             return "access.model_not_found"
         if status == 429:
             return "access.rate_limited"
+        if status == 402:  # Payment Required: the account's credit, not its rate
+            return "access.quota_exceeded"
         if status in (502, 504) and LOOPBACK.search(" ".join(e.lines)):
             return "access.proxy_failed"  # nothing sits between a client and localhost but a proxy from the env
         if isinstance(status, int) and status >= 500:
