@@ -146,3 +146,12 @@ def test_a_client_timeout_while_the_server_is_still_loading_is_the_start_up(tmp_
 def test_a_client_timeout_against_a_ready_server_stays_the_clients(tmp_path: Path) -> None:
     ready = VLLM_LOADING + "INFO:     Application startup complete.\n"
     assert findings_of(tmp_path, ready + "openai.APITimeoutError: Request timed out.\n")[0].code == "access.timeout"
+
+
+def test_a_vercel_ai_error_no_rule_knows_is_the_clients_unrecognised_failure(tmp_path: Path) -> None:
+    # the SDK's error names mark the output as a client's: its failure is the access layer's, quoted
+    text = ("AI_APICallError: Something unexpected happened in the provider\n"
+            "    at postToApi (file:///app/node_modules/@ai-sdk/provider-utils/dist/index.mjs:523:11)\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.unrecognized_failure"
+    assert "Something unexpected happened" in found[0].title
