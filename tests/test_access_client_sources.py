@@ -155,3 +155,22 @@ def test_a_vercel_ai_error_no_rule_knows_is_the_clients_unrecognised_failure(tmp
     found = findings_of(tmp_path, text)
     assert found[0].code == "access.unrecognized_failure"
     assert "Something unexpected happened" in found[0].title
+
+
+def test_claude_code_with_v1_in_its_base_url_asks_for_v1_v1_messages(tmp_path: Path) -> None:
+    # Claude Code appends /v1/messages to ANTHROPIC_BASE_URL; Go's router (Ollama) answers the doubled path with 404
+    text = ("export ANTHROPIC_BASE_URL=http://localhost:11434/v1\n"
+            "claude --model qwen2.5-coder\n"
+            "  ⎿  API Error: 404 404 page not found\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.base_url_invalid"
+    assert found[0].fixes[0].command == "ANTHROPIC_BASE_URL=http://localhost:11434"
+
+
+def test_an_anthropic_client_at_a_server_without_the_messages_api_is_a_protocol_mismatch(tmp_path: Path) -> None:
+    # FastAPI's 404 for a route the server does not have, to a base URL without /v1
+    text = ("export ANTHROPIC_BASE_URL=http://localhost:8000\n"
+            "  ⎿  API Error: 404 {\"detail\":\"Not Found\"}\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.protocol_mismatch"
+    assert "/v1/messages" in found[0].title

@@ -9,6 +9,7 @@ so those rank after it.
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit, urlunsplit
 
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
@@ -99,14 +100,14 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     """Client-side error output in the log (auth, URL, network, model ID, response shape)."""
     logs = log.logs
     found: dict[str, list[LogEvent]] = {}
+    s = logs.setup
     for e in log.events():
-        code = _code(e)
+        code = _anthropic_404(e, s.base_url) if _speaks_anthropic(e) else _code(e)
         if code:
             found.setdefault(code, []).append(e)
-    s = logs.setup
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
-    not_found = [e for e in log.events() if _is_404(e)]
+    not_found = [e for e in log.events() if _is_404(e) and not _speaks_anthropic(e)]
     if not_found and "access.protocol_mismatch" not in found and _base_url_fix(s.base_url, not_found):
         found.setdefault("access.base_url_invalid", []).extend(x for x in not_found if x not in found.get("access.base_url_invalid", []))
     findings = []
@@ -114,8 +115,14 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         title, fix = TITLES[code]
         evidence = le.evidence(events) if events else [f"{s.sse_chunks} `data: {{...}}` chunks and no `data: [DONE]`"]
         fixes = [Fix(fix)]
+        anthropic = [e for e in events if _speaks_anthropic(e)]
         if code == "access.base_url_invalid" and any(e.kind == "client_url_malformed" for e in events):
             title, fixes = URL_MALFORMED, _malformed_fixes(events)
+        elif code == "access.base_url_invalid" and anthropic:
+            title, fixes = ANTHROPIC_V1, [Fix(ANTHROPIC_V1_FIX, f"ANTHROPIC_BASE_URL={_anthropic_root(s.base_url)}")]
+            evidence += [f"configured base URL {s.base_url}"]
+        elif code == "access.protocol_mismatch" and anthropic and len(anthropic) == len(events):
+            title, fixes = NO_MESSAGES_API, [Fix(NO_MESSAGES_API_FIX)]
         elif code == "access.base_url_invalid":
             fixes, evidence = _base_url_fixes(s.base_url, events, fix), evidence + _base_url_evidence(s.base_url)
         if code == "access.key_missing":
@@ -145,6 +152,33 @@ def _malformed_fixes(events: list[LogEvent]) -> list[Fix]:
     return [Fix(summary, f"OPENAI_BASE_URL={_corrected(full) or full.rstrip('/')}")]
 
 
+# Claude Code and the Anthropic SDKs speak the Messages API: they append /v1/messages to their base URL themselves
+ANTHROPIC_CLIENT = re.compile(r"\banthropic\.\w*Error\b|\bAPI Error\b|Claude Code")
+ANTHROPIC_V1 = "the Anthropic base URL ends in /v1: the client appends /v1/messages itself, so it asks for /v1/v1/messages"
+ANTHROPIC_V1_FIX = "Set the base URL to the server's root, without /v1"
+NO_MESSAGES_API = "the server has no Anthropic Messages API (/v1/messages), which Claude Code and the Anthropic SDK speak"
+NO_MESSAGES_API_FIX = ("Point the client at a server that serves /v1/messages, or put a gateway that translates it in front "
+                       "(a LiteLLM proxy does); OpenAI-API clients use this server's /v1/chat/completions")
+
+
+def _speaks_anthropic(e: LogEvent) -> bool:
+    """A 404 with no path, printed by an Anthropic-API client (its error class, Claude Code's "API Error")."""
+    return _is_404(e) and not e.values.get("path") and bool(ANTHROPIC_CLIENT.search(" ".join(e.lines)))
+
+
+def _anthropic_404(e: LogEvent, base_url: str) -> str:
+    """Which of the two an Anthropic client's 404 is: its base URL carries the /v1 the client adds itself,
+    or the server has no /v1/messages at all."""
+    path = urlsplit(base_url).path.rstrip("/") if base_url else ""
+    return "access.base_url_invalid" if path.endswith("/v1") or "/v1/" in path else "access.protocol_mismatch"
+
+
+def _anthropic_root(base_url: str) -> str:
+    parts = urlsplit(base_url)
+    path = re.sub(r"/v1(?:/.*)?$", "", parts.path.rstrip("/"))
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
 # an endpoint path pasted into the base URL: the client appends its own path after it
 ENDPOINT_SUFFIX = re.compile(r"/(?:v1/)?(?:chat/completions|completions|embeddings|models|responses|messages)/?$|"
                              r"/api/(?:generate|chat|embed(?:dings)?|tags)/?$")
@@ -164,8 +198,6 @@ def _is_404(e: LogEvent) -> bool:
 
 def _corrected(url: str) -> str | None:
     """The base URL this client should use, or None when its path looks right."""
-    from urllib.parse import urlsplit, urlunsplit
-
     parts = urlsplit(url.rstrip(".;:"))  # a URL quoted at the end of a sentence
     path = parts.path.rstrip("/")
     native = bool(NATIVE_PATH.search(path))
