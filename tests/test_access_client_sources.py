@@ -130,6 +130,22 @@ def test_a_squid_page_is_the_proxy_answering(tmp_path: Path) -> None:
     assert found[0].fixes[0].summary.startswith("Bypass the proxy")
 
 
+def test_the_proxy_bypass_names_the_internal_server_a_proxy_page_quotes(tmp_path: Path) -> None:
+    # squid's ERR_CONNECT_FAIL names the URL it could not retrieve: a private address, so bypass the proxy for it
+    text = ('<p>The following error was encountered while trying to retrieve the URL: <a href="http://10.1.2.3:8000/v1/models">'
+            "http://10.1.2.3:8000/v1/models</a></p>\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.proxy_failed"
+    assert found[0].fixes[0].command == "export NO_PROXY=10.1.2.3,localhost,127.0.0.1"
+
+
+def test_a_proxy_wanting_credentials_for_a_public_api_is_not_bypassed(tmp_path: Path) -> None:
+    # Go's transport returns the 407's status text; api.openai.com is only reachable through that proxy
+    found = findings_of(tmp_path, 'Post "https://api.openai.com/v1/chat/completions": Proxy Authentication Required\n')
+    assert found[0].code == "access.proxy_failed"
+    assert found[0].fixes[0].command is None
+
+
 VLLM_LOADING = ("INFO 05-01 10:00:00 [api_server.py:1043] vLLM API server version 0.8.5\n"
                 "INFO 05-01 10:00:01 [config.py:717] non-default args: {'model': 'meta-llama/Llama-3.1-70B-Instruct'}\n"
                 "INFO 05-01 10:02:30 [default_loader.py:272] Loading weights took 148.52 seconds\n")

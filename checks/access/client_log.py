@@ -8,6 +8,7 @@ so those rank after it.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from urllib.parse import urlsplit, urlunsplit
 
@@ -125,6 +126,8 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             title, fixes = NO_MESSAGES_API, [Fix(NO_MESSAGES_API_FIX)]
         elif code == "access.base_url_invalid":
             fixes, evidence = _base_url_fixes(s.base_url, events, fix), evidence + _base_url_evidence(s.base_url)
+        if code == "access.proxy_failed" and (hosts := _no_proxy(s.base_url, events)):
+            fixes = [Fix(fix, f"export NO_PROXY={hosts}")]
         if code == "access.key_missing":
             # typed at the prompt, as checks/access/key.py has it: the key stays out of the shell history
             fixes = [Fix(fix, f"read -rs {var} && export {var}") if (var := _key_variable(events)) else Fix(fix)]
@@ -150,6 +153,24 @@ def _malformed_fixes(events: list[LogEvent]) -> list[Fix]:
     scheme = "https" if ":" not in host and re.search(r"[a-z]", host, re.I) and "." in host else "http"
     full = f"{scheme}://{quoted}"
     return [Fix(summary, f"OPENAI_BASE_URL={_corrected(full) or full.rstrip('/')}")]
+
+
+def _no_proxy(base_url: str, events: list[LogEvent]) -> str:
+    """The hosts to exempt from the proxy: the server's (the configured base URL's, else the URL a proxy's
+    error page names), with the loopback names a local server is also reached by."""
+    urls = [base_url] if base_url else [u for e in events for line in e.lines for u in URL.findall(line)]
+    host = urlsplit(urls[0]).hostname if urls else None
+    if not host or not _internal(host):  # a public API may need the proxy: the fix is then the proxy's, not a bypass
+        return ""
+    return ",".join(dict.fromkeys([host, "localhost", "127.0.0.1"]))
+
+
+def _internal(host: str) -> bool:
+    """A host only reachable inside: loopback or private addresses, single-label and cluster-internal names."""
+    try:
+        return ipaddress.ip_address(host).is_private
+    except ValueError:
+        return "." not in host or host.endswith((".local", ".internal", ".svc", ".cluster.local", ".lan"))
 
 
 # Claude Code and the Anthropic SDKs speak the Messages API: they append /v1/messages to their base URL themselves
