@@ -190,3 +190,9 @@ def test_an_anthropic_client_at_a_server_without_the_messages_api_is_a_protocol_
     found = findings_of(tmp_path, text)
     assert found[0].code == "access.protocol_mismatch"
     assert "/v1/messages" in found[0].title
+
+
+def test_a_timeout_fix_names_the_clients_own_setting(tmp_path: Path) -> None:
+    found = findings_of(tmp_path, "litellm.Timeout: Connection timed out after 600.0 seconds.\n")
+    assert found[0].code == "access.timeout"
+    assert "stream_timeout in the proxy's litellm_params" in found[0].fixes[0].summary

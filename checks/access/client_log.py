@@ -126,6 +126,8 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             title, fixes = NO_MESSAGES_API, [Fix(NO_MESSAGES_API_FIX)]
         elif code == "access.base_url_invalid":
             fixes, evidence = _base_url_fixes(s.base_url, events, fix), evidence + _base_url_evidence(s.base_url)
+        if code == "access.timeout" and (setting := _timeout_setting(events)):
+            fixes = [Fix(f"{fix}: {setting}")]
         if code == "access.proxy_failed" and (hosts := _no_proxy(s.base_url, events)):
             fixes = [Fix(fix, f"export NO_PROXY={hosts}")]
         if code == "access.key_missing":
@@ -153,6 +155,28 @@ def _malformed_fixes(events: list[LogEvent]) -> list[Fix]:
     scheme = "https" if ":" not in host and re.search(r"[a-z]", host, re.I) and "." in host else "http"
     full = f"{scheme}://{quoted}"
     return [Fix(summary, f"OPENAI_BASE_URL={_corrected(full) or full.rstrip('/')}")]
+
+
+# the client's own timeout setting, by the words of the client that timed out
+TIMEOUT_SETTING = (
+    (re.compile(r"litellm", re.I), "timeout= on completion(), or timeout / stream_timeout in the proxy's litellm_params"),
+    (re.compile(r"\banthropic\.|Request timed out or interrupted"), "timeout= on Anthropic(...) or per request (seconds)"),
+    (re.compile(r"\bopenai\.|APITimeoutError|httpx|httpcore"), "timeout= on OpenAI(...) or per request (seconds; httpx.Timeout for read/connect apart)"),
+    (re.compile(r"requests\.exceptions|urllib3|read timeout="), "the timeout= argument of requests.post(...)"),
+    (re.compile(r"aiohttp|ServerTimeoutError"), "aiohttp.ClientTimeout(total=...) on the session"),
+    (re.compile(r"AxiosError|timeout of \d+ms exceeded"), "the timeout option of the axios request (milliseconds)"),
+    (re.compile(r"undici|UND_ERR_\w+_TIMEOUT|Headers Timeout Error|Body Timeout Error"),
+     "headersTimeout / bodyTimeout of the undici Agent that fetch uses"),
+    (re.compile(r"curl: \(28\)|Operation timed out after \d+ milliseconds"), "curl --max-time <seconds>"),
+    (re.compile(r"Client\.Timeout|net/http: timeout"), "http.Client{Timeout: ...} (or the transport's ResponseHeaderTimeout)"),
+    (re.compile(r"okhttp|InterruptedIOException: timeout"), "OkHttpClient readTimeout / callTimeout"),
+    (re.compile(r"springframework"), "the RestClient's read timeout (spring.http.client.read-timeout)"),
+)
+
+
+def _timeout_setting(events: list[LogEvent]) -> str:
+    text = " ".join(line for e in events for line in e.lines)
+    return next((setting for words, setting in TIMEOUT_SETTING if words.search(text)), "")
 
 
 def _no_proxy(base_url: str, events: list[LogEvent]) -> str:
