@@ -88,6 +88,12 @@ CASES = [
      "aborted due to timeout", None),
     ("go-header-timeout", 'Post "http://localhost:8000/v1/chat/completions": net/http: timeout awaiting response headers\n',
      "access.timeout", "timeout awaiting response headers", None),
+    # client tools in their own words: LM Studio's SDK, Cline's empty key field, Continue's stream reader, node-fetch
+    ("lmstudio-sdk", "Error: Failed to connect to LM Studio.\n", "access.connect_failed", "Failed to connect to LM Studio", None),
+    ("cline-key", "Error: Groq API key is required\n", "access.key_missing", "API key is required", None),
+    ("continue-malformed", "Error: Malformed JSON sent from server: event: ping\n", "access.response_invalid", "Malformed JSON", None),
+    ("node-fetch-premature", "FetchError: Invalid response body while trying to fetch http://localhost:11434/api/chat: Premature close\n",
+     "access.streaming_broken", "Premature close", None),
     # reqwest (async-openai): the wrapper names no cause, the source error after it does
     ("reqwest-timeout", "error sending request for url (http://localhost:11434/api/chat): operation timed out\n",
      "access.timeout", "operation timed out", None),
