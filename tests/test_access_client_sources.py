@@ -94,6 +94,11 @@ CASES = [
     ("continue-malformed", "Error: Malformed JSON sent from server: event: ping\n", "access.response_invalid", "Malformed JSON", None),
     ("node-fetch-premature", "FetchError: Invalid response body while trying to fetch http://localhost:11434/api/chat: Premature close\n",
      "access.streaming_broken", "Premature close", None),
+    # n8n's NodeApiError: its words for node's error codes and for the answer's status
+    ("n8n-refused", "NodeApiError: The service refused the connection - perhaps it is offline\n", "access.connect_failed",
+     "refused the connection", None),
+    ("n8n-502", "NodeApiError: Bad gateway - the service failed to handle your request\n", "access.server_error", "Bad gateway", None),
+    ("n8n-401", "NodeApiError: Authorization failed - please check your credentials\n", "access.key_rejected", "Authorization failed", None),
     # reqwest (async-openai): the wrapper names no cause, the source error after it does
     ("reqwest-timeout", "error sending request for url (http://localhost:11434/api/chat): operation timed out\n",
      "access.timeout", "operation timed out", None),
