@@ -99,6 +99,13 @@ CASES = [
      "refused the connection", None),
     ("n8n-502", "NodeApiError: Bad gateway - the service failed to handle your request\n", "access.server_error", "Bad gateway", None),
     ("n8n-401", "NodeApiError: Authorization failed - please check your credentials\n", "access.key_rejected", "Authorization failed", None),
+    # a base URL the client cannot parse (a doubled port, no host); Claude Code with no credential at all
+    ("httpx-bad-port", "httpx.InvalidURL: Invalid port: '8000:8000'\n", "access.base_url_invalid", "Invalid port", None),
+    ("requests-no-host", "requests.exceptions.InvalidURL: Invalid URL 'http:///v1/chat/completions': No host supplied\n",
+     "access.base_url_invalid", "No host supplied", None),
+    ("claude-code-not-logged-in", "Not logged in · Please run /login\n", "access.key_missing", "Not logged in", None),
+    # a 5xx quoted as its status line by a client (openai-node's message, a requests Response repr)
+    ("status-line-503", "Error: 503 Service Unavailable\n", "access.server_error", "503 Service Unavailable", None),
     # reqwest (async-openai): the wrapper names no cause, the source error after it does
     ("reqwest-timeout", "error sending request for url (http://localhost:11434/api/chat): operation timed out\n",
      "access.timeout", "operation timed out", None),
@@ -207,3 +214,13 @@ def test_a_timeout_fix_names_the_clients_own_setting(tmp_path: Path) -> None:
     found = findings_of(tmp_path, "litellm.Timeout: Connection timed out after 600.0 seconds.\n")
     assert found[0].code == "access.timeout"
     assert "stream_timeout in the proxy's litellm_params" in found[0].fixes[0].summary
+
+
+def test_a_404_without_a_path_is_read_but_names_no_cause(tmp_path: Path) -> None:
+    # openai-node src/core/error.ts APIError.makeMessage: `${status} status code (no body)`, as Cline showed it
+    # (cline/cline#375): the status is read (the template), but a 404 alone says neither the path nor the model
+    line = 'OpenAI Compatible API returning "404 status code (no body)" -'
+    found = findings_of(tmp_path, line + "\n")
+    assert [f.code for f in found] == ["access.unrecognized_failure"]
+    assert "recognised by: template" in found[0].evidence
+    assert "`http_response` is read by access.client_log pass, which found no known cause for it" in found[0].evidence

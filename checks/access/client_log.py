@@ -197,6 +197,7 @@ def _internal(host: str) -> bool:
         return "." not in host or host.endswith((".local", ".internal", ".svc", ".cluster.local", ".lan"))
 
 
+FIVE_XX = re.compile(r"\b50[0234] (?:Bad Gateway|Service Unavailable|Gateway Time-?out|Internal Server Error)\b|Response \[50\d\]", re.I)
 # Claude Code and the Anthropic SDKs speak the Messages API: they append /v1/messages to their base URL themselves
 ANTHROPIC_CLIENT = re.compile(r"\banthropic\.\w*Error\b|\bAPI Error\b|Claude Code")
 ANTHROPIC_V1 = "the Anthropic base URL ends in /v1: the client appends /v1/messages itself, so it asks for /v1/v1/messages"
@@ -317,6 +318,8 @@ def _code(e: LogEvent) -> str | None:
         text = " ".join(e.lines)
         if re.search(r"502|503|504", text) and re.search(r"<!DOCTYPE|<html|res\.text=''|text=''", text, re.I):
             return "access.proxy_failed"
+        if FIVE_XX.search(text):  # "503 Service Unavailable" as a client quotes the answer: the status is the failure
+            return "access.server_error"
         return "access.response_invalid"
     if e.kind == "http_response":
         status = e.values.get("status")
