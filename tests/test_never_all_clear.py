@@ -301,8 +301,6 @@ def test_a_traceback_cut_before_its_exception_line_is_a_failure(tmp_path: Path) 
 # knows, so only the shape says it failed. The report must say so, quoting the line and its place.
 
 CLIENT_SHAPES = [
-    # openai-node src/core/error.ts APIError.makeMessage: `${status} status code (no body)`, as Cline showed it (cline/cline#375)
-    'OpenAI Compatible API returning "404 status code (no body)" -',
     # Claude Code: "API Error: <status> <message>" (ddalcu/mlx-serve#66)
     "⏺ API Error: 400 Prompt exceeds maximum context length",
     # curl -i: the status line of the answer

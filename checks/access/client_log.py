@@ -8,7 +8,9 @@ so those rank after it.
 
 from __future__ import annotations
 
+import ipaddress
 import re
+from urllib.parse import urlsplit, urlunsplit
 
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
@@ -31,6 +33,8 @@ KIND_CODE = {
     "client_model_not_found": "access.model_not_found",
     "client_timeout": "access.timeout",
     "client_bad_response": "access.response_invalid",
+    "client_server_error": "access.server_error",
+    "client_url_malformed": "access.base_url_invalid",
 }
 CODES = sorted(set(KIND_CODE.values()) | {"access.base_url_invalid", "access.protocol_mismatch", "access.server_error",
                                          "access.key_malformed", "access.streaming_broken"})
@@ -41,7 +45,9 @@ GENERATION_PATHS = re.compile(r"^/v1/(?:chat/completions|completions)\b")
 # a 404 here says the server has no such API: Anthropic/Responses/Ollama routes, and embeddings,
 # which vLLM serves only for pooling models
 OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages|embeddings)\b|^/api/(?:chat|generate)\b")
-KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"]\s)|API key.*(?:whitespace|newline)", re.I)
+KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"]\s)|API key.*(?:whitespace|newline)|"
+                       # undici's header check (and Roo Code's words for it): a character no header can carry
+                       r"Cannot convert argument to a ByteString|API key contains invalid characters", re.I)
 
 # a cause the client saw first-hand explains the generic errors its library wrapped it in
 EXPLAINS = {
@@ -51,8 +57,11 @@ EXPLAINS = {
     "access.key_malformed": ["access.key_rejected"],
     "access.key_missing": ["access.key_rejected"],
     "access.quota_exceeded": ["access.rate_limited"],
-    "access.base_url_invalid": ["access.model_not_found", "access.response_invalid"],
+    # (a URL the client could not parse never connected: its "Connection error." wrapper is this)
+    "access.base_url_invalid": ["access.model_not_found", "access.response_invalid", "access.connect_failed"],
     "access.protocol_mismatch": ["access.model_not_found"],
+    # a gateway's 5xx error page is HTML, not the API's JSON: the 5xx is the cause, the bad body its symptom
+    "access.server_error": ["access.response_invalid"],
 }
 TITLES = {
     "access.quota_exceeded": ("the account's quota or credit is exhausted", "Add credit / raise the quota for this key's account, or use another key"),
@@ -60,7 +69,8 @@ TITLES = {
     "access.key_missing": ("the client has no API key to send (none passed, the variable unset)",
                            "Give the client the key the server expects; a server started without --api-key accepts any non-empty value"),
     "access.key_rejected": ("the server rejected the API key (401/403)", "Use the key the server expects (vLLM: the value of --api-key / VLLM_API_KEY)"),
-    "access.key_malformed": ("the API key is not a key (URL, masked value, prefix or whitespace)", "Set the key itself, without 'Bearer ', quotes, spaces or a URL"),
+    "access.key_malformed": ("the API key is not a key (URL, masked value, prefix, whitespace, or a character no HTTP header carries)",
+                             "Set the key itself, without 'Bearer ', quotes, spaces, a URL or characters pasted along with it"),
     "access.tls_failed": ("TLS certificate verification failed", "Trust the server's CA: SSL_CERT_FILE=/path/ca.pem (or REQUESTS_CA_BUNDLE), or use http:// for a plain-HTTP server"),
     "access.dns_failed": ("the server's host name does not resolve", "Use a host name resolvable from the client (inside Docker: the service name on a shared network, or the host IP)"),
     "access.proxy_failed": ("an HTTP proxy in the path answered instead of the server", "Bypass the proxy for the server: NO_PROXY=<server host>,localhost,127.0.0.1"),
@@ -91,14 +101,14 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     """Client-side error output in the log (auth, URL, network, model ID, response shape)."""
     logs = log.logs
     found: dict[str, list[LogEvent]] = {}
+    s = logs.setup
     for e in log.events():
-        code = _code(e)
+        code = _anthropic_404(e, s.base_url) if _speaks_anthropic(e) else _code(e)
         if code:
             found.setdefault(code, []).append(e)
-    s = logs.setup
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
-    not_found = [e for e in log.events() if _is_404(e)]
+    not_found = [e for e in log.events() if _is_404(e) and not _speaks_anthropic(e)]
     if not_found and "access.protocol_mismatch" not in found and _base_url_fix(s.base_url, not_found):
         found.setdefault("access.base_url_invalid", []).extend(x for x in not_found if x not in found.get("access.base_url_invalid", []))
     findings = []
@@ -106,8 +116,20 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         title, fix = TITLES[code]
         evidence = le.evidence(events) if events else [f"{s.sse_chunks} `data: {{...}}` chunks and no `data: [DONE]`"]
         fixes = [Fix(fix)]
-        if code == "access.base_url_invalid":
+        anthropic = [e for e in events if _speaks_anthropic(e)]
+        if code == "access.base_url_invalid" and any(e.kind == "client_url_malformed" for e in events):
+            title, fixes = URL_MALFORMED, _malformed_fixes(events)
+        elif code == "access.base_url_invalid" and anthropic:
+            title, fixes = ANTHROPIC_V1, [Fix(ANTHROPIC_V1_FIX, f"ANTHROPIC_BASE_URL={_anthropic_root(s.base_url)}")]
+            evidence += [f"configured base URL {s.base_url}"]
+        elif code == "access.protocol_mismatch" and anthropic and len(anthropic) == len(events):
+            title, fixes = NO_MESSAGES_API, [Fix(NO_MESSAGES_API_FIX)]
+        elif code == "access.base_url_invalid":
             fixes, evidence = _base_url_fixes(s.base_url, events, fix), evidence + _base_url_evidence(s.base_url)
+        if code == "access.timeout" and (setting := _timeout_setting(events)):
+            fixes = [Fix(f"{fix}: {setting}")]
+        if code == "access.proxy_failed" and (hosts := _no_proxy(s.base_url, events)):
+            fixes = [Fix(fix, f"export NO_PROXY={hosts}")]
         if code == "access.key_missing":
             # typed at the prompt, as checks/access/key.py has it: the key stays out of the shell history
             fixes = [Fix(fix, f"read -rs {var} && export {var}") if (var := _key_variable(events)) else Fix(fix)]
@@ -116,6 +138,91 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             fixes = [Fix(fix)]
         findings.append(Finding(code, title, evidence, fixes, explains=EXPLAINS.get(code, [])))
     return Outcome(findings, "" if findings else "no client-side error in the log")
+
+
+# the HTTP client could not parse the URL it was given: no scheme ("localhost:8000/v1"), or one it does not speak
+URL_MALFORMED = "the base URL is not a URL the client can request (no http:// scheme, or malformed)"
+
+
+def _malformed_fixes(events: list[LogEvent]) -> list[Fix]:
+    """The URL the message quotes, written in full: a scheme in front, the API root as its path."""
+    summary = "Write the base URL in full, with its scheme and the API root (the client appends /chat/completions itself)"
+    quoted = next((str(e.values["url"]) for e in events if e.values.get("url")), "")
+    if not quoted or "://" in quoted:
+        return [Fix(summary)]
+    host = quoted.split("/", 1)[0]
+    # a bare DNS name without a port is most likely a hosted API (https); a port or a local address, a local server
+    scheme = "https" if ":" not in host and re.search(r"[a-z]", host, re.I) and "." in host else "http"
+    full = f"{scheme}://{quoted}"
+    return [Fix(summary, f"OPENAI_BASE_URL={_corrected(full) or full.rstrip('/')}")]
+
+
+# the client's own timeout setting, by the words of the client that timed out
+TIMEOUT_SETTING = (
+    (re.compile(r"litellm", re.I), "timeout= on completion(), or timeout / stream_timeout in the proxy's litellm_params"),
+    (re.compile(r"\banthropic\.|Request timed out or interrupted"), "timeout= on Anthropic(...) or per request (seconds)"),
+    (re.compile(r"\bopenai\.|APITimeoutError|httpx|httpcore"), "timeout= on OpenAI(...) or per request (seconds; httpx.Timeout for read/connect apart)"),
+    (re.compile(r"requests\.exceptions|urllib3|read timeout="), "the timeout= argument of requests.post(...)"),
+    (re.compile(r"aiohttp|ServerTimeoutError"), "aiohttp.ClientTimeout(total=...) on the session"),
+    (re.compile(r"AxiosError|timeout of \d+ms exceeded"), "the timeout option of the axios request (milliseconds)"),
+    (re.compile(r"undici|UND_ERR_\w+_TIMEOUT|Headers Timeout Error|Body Timeout Error"),
+     "headersTimeout / bodyTimeout of the undici Agent that fetch uses"),
+    (re.compile(r"curl: \(28\)|Operation timed out after \d+ milliseconds"), "curl --max-time <seconds>"),
+    (re.compile(r"Client\.Timeout|net/http: timeout"), "http.Client{Timeout: ...} (or the transport's ResponseHeaderTimeout)"),
+    (re.compile(r"okhttp|InterruptedIOException: timeout"), "OkHttpClient readTimeout / callTimeout"),
+    (re.compile(r"springframework"), "the RestClient's read timeout (spring.http.client.read-timeout)"),
+)
+
+
+def _timeout_setting(events: list[LogEvent]) -> str:
+    text = " ".join(line for e in events for line in e.lines)
+    return next((setting for words, setting in TIMEOUT_SETTING if words.search(text)), "")
+
+
+def _no_proxy(base_url: str, events: list[LogEvent]) -> str:
+    """The hosts to exempt from the proxy: the server's (the configured base URL's, else the URL a proxy's
+    error page names), with the loopback names a local server is also reached by."""
+    urls = [base_url] if base_url else [u for e in events for line in e.lines for u in URL.findall(line)]
+    host = urlsplit(urls[0]).hostname if urls else None
+    if not host or not _internal(host):  # a public API may need the proxy: the fix is then the proxy's, not a bypass
+        return ""
+    return ",".join(dict.fromkeys([host, "localhost", "127.0.0.1"]))
+
+
+def _internal(host: str) -> bool:
+    """A host only reachable inside: loopback or private addresses, single-label and cluster-internal names."""
+    try:
+        return ipaddress.ip_address(host).is_private
+    except ValueError:
+        return "." not in host or host.endswith((".local", ".internal", ".svc", ".cluster.local", ".lan"))
+
+
+FIVE_XX = re.compile(r"\b50[0234] (?:Bad Gateway|Service Unavailable|Gateway Time-?out|Internal Server Error)\b|Response \[50\d\]", re.I)
+# Claude Code and the Anthropic SDKs speak the Messages API: they append /v1/messages to their base URL themselves
+ANTHROPIC_CLIENT = re.compile(r"\banthropic\.\w*Error\b|\bAPI Error\b|Claude Code")
+ANTHROPIC_V1 = "the Anthropic base URL ends in /v1: the client appends /v1/messages itself, so it asks for /v1/v1/messages"
+ANTHROPIC_V1_FIX = "Set the base URL to the server's root, without /v1"
+NO_MESSAGES_API = "the server has no Anthropic Messages API (/v1/messages), which Claude Code and the Anthropic SDK speak"
+NO_MESSAGES_API_FIX = ("Point the client at a server that serves /v1/messages, or put a gateway that translates it in front "
+                       "(a LiteLLM proxy does); OpenAI-API clients use this server's /v1/chat/completions")
+
+
+def _speaks_anthropic(e: LogEvent) -> bool:
+    """A 404 with no path, printed by an Anthropic-API client (its error class, Claude Code's "API Error")."""
+    return _is_404(e) and not e.values.get("path") and bool(ANTHROPIC_CLIENT.search(" ".join(e.lines)))
+
+
+def _anthropic_404(e: LogEvent, base_url: str) -> str:
+    """Which of the two an Anthropic client's 404 is: its base URL carries the /v1 the client adds itself,
+    or the server has no /v1/messages at all."""
+    path = urlsplit(base_url).path.rstrip("/") if base_url else ""
+    return "access.base_url_invalid" if path.endswith("/v1") or "/v1/" in path else "access.protocol_mismatch"
+
+
+def _anthropic_root(base_url: str) -> str:
+    parts = urlsplit(base_url)
+    path = re.sub(r"/v1(?:/.*)?$", "", parts.path.rstrip("/"))
+    return f"{parts.scheme}://{parts.netloc}{path}"
 
 
 # an endpoint path pasted into the base URL: the client appends its own path after it
@@ -137,8 +244,6 @@ def _is_404(e: LogEvent) -> bool:
 
 def _corrected(url: str) -> str | None:
     """The base URL this client should use, or None when its path looks right."""
-    from urllib.parse import urlsplit, urlunsplit
-
     parts = urlsplit(url.rstrip(".;:"))  # a URL quoted at the end of a sentence
     path = parts.path.rstrip("/")
     native = bool(NATIVE_PATH.search(path))
@@ -190,7 +295,7 @@ def _base_url_evidence(base_url: str) -> list[str]:
 # the variable a client reads its key from, as its own message names it ("... setting the OPENAI_API_KEY
 # environment variable"); else the SDK's documented one, known from the template's source repository
 KEY_VARIABLE = re.compile(r"\b[A-Z][A-Z0-9]*_(?:API_KEY|AUTH_TOKEN)\b")
-SDK_KEY_VARIABLE = {"anthropic-sdk": "ANTHROPIC_API_KEY", "openai-": "OPENAI_API_KEY"}
+SDK_KEY_VARIABLE = {"anthropic-sdk": "ANTHROPIC_API_KEY", "openai-": "OPENAI_API_KEY", "llama_index": "OPENAI_API_KEY"}
 
 
 def _key_variable(events: list[LogEvent]) -> str | None:
@@ -213,6 +318,8 @@ def _code(e: LogEvent) -> str | None:
         text = " ".join(e.lines)
         if re.search(r"502|503|504", text) and re.search(r"<!DOCTYPE|<html|res\.text=''|text=''", text, re.I):
             return "access.proxy_failed"
+        if FIVE_XX.search(text):  # "503 Service Unavailable" as a client quotes the answer: the status is the failure
+            return "access.server_error"
         return "access.response_invalid"
     if e.kind == "http_response":
         status = e.values.get("status")
@@ -229,6 +336,8 @@ def _code(e: LogEvent) -> str | None:
             return "access.model_not_found"
         if status == 429:
             return "access.rate_limited"
+        if status == 402:  # Payment Required: the account's credit, not its rate
+            return "access.quota_exceeded"
         if status in (502, 504) and LOOPBACK.search(" ".join(e.lines)):
             return "access.proxy_failed"  # nothing sits between a client and localhost but a proxy from the env
         if isinstance(status, int) and status >= 500:

@@ -10,12 +10,12 @@ from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
 
-@check("load.startup", "load", codes=["load.startup_timeout"], events=["startup_timeout"])
+@check("load.startup", "load", codes=["load.startup_timeout"], events=["startup_timeout", "client_timeout"])
 def startup(facts: Facts, log: LogView) -> Outcome:
     """The model finished loading before any watchdog or probe gave up."""
     found = log.events("startup_timeout")
     if not found:
-        return Outcome(detail="no start-up timeout in the log")
+        return _client_gave_up(log) or Outcome(detail="no start-up timeout in the log")
     timeout = le.first_value(found, "timeout")
     longer = int(timeout) * 3 if isinstance(timeout, int) else 1800
     evidence = le.evidence(found) + log.earlier_runs()
@@ -49,3 +49,32 @@ def _ollama_fixes(found: list) -> list[Fix]:
                      f"OLLAMA_LOAD_TIMEOUT={OLLAMA_LOAD_TIMEOUT_MIN * 3}m"))
     fixes.append(Fix("Or make loading faster: model files on a local SSD, fewer layers on a slow GPU/CPU (num_gpu), a smaller quantization"))
     return fixes
+
+
+# the engines that answer GET /health with 200 only once the model is loaded
+HEALTH_ROUTE = ("vllm", "sglang", "tgi", "llamacpp")
+
+
+def _root(base_url: str) -> str:
+    """http://host:8000/v1 -> http://host:8000 (the health route sits at the server's root)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _client_gave_up(log: LogView) -> Outcome | None:
+    """A client's request timed out while the engine's own log, in the same paste, shows its last start
+    never reaching ready: the client asked a server that was still loading the model."""
+    logs = log.logs
+    timeouts = log.events("client_timeout")
+    if not timeouts or not logs.started or logs.ready or logs.engine in ("", "client"):
+        return None
+    evidence = le.evidence(timeouts) + [f"the {logs.engine} log shows its last start never ready to serve when the request timed out"]
+    health = f"curl -sf {_root(logs.setup.base_url)}/health" if logs.setup.base_url and logs.engine in HEALTH_ROUTE else None
+    fixes = [
+        Fix("Send requests only once the server says it is ready: poll its health endpoint first", health),
+        Fix("Or give the client a timeout longer than the model's load (the client's timeout= / request_timeout setting)"),
+    ]
+    return Outcome([Finding("load.startup_timeout", "a client gave up while the server was still loading the model", evidence, fixes,
+                            explains=le.CLIENT_SYMPTOMS)])

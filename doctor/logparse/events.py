@@ -383,10 +383,12 @@ HAND_RULES: tuple[Rule, ...] = (
 # kinds only catalogue templates produce (no hand rule has them): Ray's own cluster failures, which
 # checks/cluster/ray_log.py turns into cluster.* findings; a client that refuses to send a request
 # without a key, a chunked (streamed) answer cut before its last chunk, and a client tool's catch-all
-# that says only that a request failed (checks/access/client_log.py); a model the engine cannot split
-# into pipeline stages (checks/load/parallel.py)
+# that says only that a request failed (checks/access/client_log.py); a 5xx a client names in words, not
+# digits (LiteLLM's InternalServerError, the Vercel AI SDK's statusText "Bad Gateway", a gateway's error page);
+# an HTTP client refusing a URL it cannot parse (no scheme: "localhost:8000/v1"); a model the engine cannot
+# split into pipeline stages (checks/load/parallel.py)
 CATALOGUE_KINDS = ("ray_placement_infeasible", "ray_cluster_unreachable", "ray_node_dead", "client_key_missing",
-                   "client_stream_cut", "client_failed", "pp_unsupported")
+                   "client_stream_cut", "client_failed", "client_server_error", "client_url_malformed", "pp_unsupported")
 KINDS = frozenset({r.kind for r in HAND_RULES} | set(CATALOGUE_KINDS))  # what a catalogue entry may name
 
 

@@ -40,7 +40,7 @@ _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "base_url",
         re.compile(
-            r"\b(?:base_?url|api_base|base-url|baseURL|OPENAI_(?:API_)?BASE(?:_URL)?|api_url|endpoint)\b[\"']?\s*[:=]\s*[\"']?"
+            r"\b(?:base_?url|api_base|base-url|baseURL|OPENAI_(?:API_)?BASE(?:_URL)?|ANTHROPIC_BASE_URL|api_url|endpoint)\b[\"']?\s*[:=]\s*[\"']?"
             r"(?P<v>https?://[^\s'\"`,)\]}]+)",
             re.I,
         ),
@@ -96,7 +96,9 @@ ENGINE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
             # the words of client tools and HTTP clients (never an engine's server log): Claude Code's "API Error: 400",
             # openai/anthropic SDKs' "Error code: 400 - {body}", Cline's "API Request Failed", node's fetch/axios, curl
             r"\bAPI Error\b|\bError code: \d{3}\b|API Request Failed|FetchError|AxiosError|\bfetch failed\b|\bundici\b|"
-            r"node-fetch|\bcurl: \(\d+\)|langchain|\bCline\b|Claude Code|open-webui", re.I
+            r"node-fetch|\bcurl: \(\d+\)|langchain|\bCline\b|Claude Code|open-webui|"
+            # the Vercel AI SDK's error names, go-openai's APIError, Spring AI's, LlamaIndex's
+            r"\bAI_\w+Error\b|\bAPICallError\b|\berror, status code: \d{3}\b|TransientAiException|llama_index", re.I
         ),
     ),
 )

@@ -1,0 +1,226 @@
+"""Client and gateway failures worded as their own sources word them (the catalogue entries of
+clients_node/clients_other/client_tools/litellm/proxies.jsonl name each source@ref), judged end to end:
+the code at rank 1, the quoted line, and the first fix's exact command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llm_doctor.collect.files import load_paths
+from llm_doctor.engine import Deadline, load_checks, run_checks, select
+from llm_doctor.findings import Finding
+from llm_doctor.report import build_report
+
+
+def findings_of(tmp_path: Path, text: str) -> list[Finding]:
+    path = tmp_path / "client.log"
+    path.write_text(text)
+    facts = load_paths([str(path)], Deadline(30))
+    return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts).findings
+
+
+# (case, log text, rank-1 code, a substring of its evidence, its first fix's exact command or None)
+CASES = [
+    # LiteLLM's exception classes (litellm/exceptions.py): a 5xx the upstream answered
+    ("litellm-500", "litellm.InternalServerError: InternalServerError: Hosted_vllmException - Internal Server Error\n",
+     "access.server_error", "litellm.InternalServerError", None),
+    ("litellm-503", "litellm.ServiceUnavailableError: ServiceUnavailableError: OpenAIException - Service Unavailable\n",
+     "access.server_error", "ServiceUnavailableError", None),
+    ("litellm-403", "litellm.PermissionDeniedError: PermissionDeniedError: OpenAIException - You are not allowed to access this model\n",
+     "access.key_rejected", "PermissionDeniedError", None),
+    # aider's words after LiteLLM's exception (aider/exceptions.py)
+    ("aider-timeout", "The API provider timed out without returning a response. They may be down or overloaded.\n",
+     "access.timeout", "timed out without returning a response", None),
+    # go-openai's APIError, both wordings (v1.30: no status text; v1.31: with it)
+    ("go-openai-503-v1.30", "error, status code: 503, message: Service Unavailable\n", "access.server_error", "status code: 503", None),
+    ("go-openai-502-v1.31", "error, status code: 502, status: 502 Bad Gateway, message: upstream unavailable\n",
+     "access.server_error", "status code: 502", None),
+    # the Vercel AI SDK: a network failure, a missing key, an answer not in the provider's shape, a status text
+    ("vercel-connect", "AI_APICallError: Cannot connect to API: other side closed\n", "access.connect_failed", "Cannot connect to API", None),
+    ("vercel-key", "AI_LoadAPIKeyError: OpenAI API key is missing. Pass it using the 'apiKey' parameter or the "
+     "OPENAI_API_KEY environment variable.\n", "access.key_missing", "API key is missing", "read -rs OPENAI_API_KEY && export OPENAI_API_KEY"),
+    ("vercel-shape", "AI_TypeValidationError: Type validation failed: Value: {\"model\":\"llama3\",\"done\":true}.\n",
+     "access.response_invalid", "Type validation failed", None),
+    ("vercel-status-text", "APICallError [AI_APICallError]: Bad Gateway\n", "access.server_error", "AI_APICallError", None),
+    # openai-node's error for an empty error body, as Cline and Roo Code show it
+    ("openai-node-no-body", "Error: 502 status code (no body)\n", "access.server_error", "502 status code (no body)", None),
+    # undici: a key with a character no header carries; a proxy that refused the CONNECT
+    ("undici-bytestring", "TypeError: Cannot convert argument to a ByteString because the character at index 7 has a value of 8217 "
+     "which is greater than 255.\n", "access.key_malformed", "ByteString", None),
+    ("undici-proxy-407", "TypeError: fetch failed\n  [cause]: RequestAbortedError [AbortError]: Proxy response (407) !== 200 when HTTP Tunneling\n",
+     "access.proxy_failed", "!== 200 when HTTP Tunneling", None),
+    # Open WebUI's connection check and LlamaIndex's missing key (its next line names the variable)
+    ("open-webui-network", "OpenAI: Network Problem\n", "access.connect_failed", "OpenAI: Network Problem", None),
+    ("llamaindex-key", "ValueError: No API key found for OpenAI.\nPlease set either the OPENAI_API_KEY environment variable or "
+     "openai.api_key prior to initialization.\n", "access.key_missing", "No API key found for OpenAI", "read -rs OPENAI_API_KEY && export OPENAI_API_KEY"),
+    # Spring: the retry handler's status and RestTemplate's read timeout
+    ("spring-ai-401", "org.springframework.ai.retry.NonTransientAiException: 401 - {\"error\":{\"message\":\"Incorrect API key provided: sk-x\"}}\n",
+     "access.key_rejected", "NonTransientAiException: 401", None),
+    ("spring-read-timeout", "org.springframework.web.client.ResourceAccessException: I/O error on POST request for "
+     "\"http://localhost:11434/api/chat\": Read timed out\n", "access.timeout", "Read timed out", None),
+    # a base URL without its scheme, as each HTTP client refuses it: the fix writes it in full
+    ("httpx-no-scheme", "openai.APIConnectionError: Connection error.\n"
+     "httpx.UnsupportedProtocol: Request URL is missing an 'http://' or 'https://' protocol.\n",
+     "access.base_url_invalid", "missing an 'http://' or 'https://' protocol", None),
+    ("requests-no-scheme", "requests.exceptions.MissingSchema: Invalid URL 'localhost:8000/v1/chat/completions': No scheme supplied. "
+     "Perhaps you meant https://localhost:8000/v1/chat/completions?\n", "access.base_url_invalid", "No scheme supplied",
+     "OPENAI_BASE_URL=http://localhost:8000/v1"),
+    ("undici-no-scheme", "TypeError: Failed to parse URL from localhost:11434/api/chat\n", "access.base_url_invalid",
+     "Failed to parse URL", "OPENAI_BASE_URL=http://localhost:11434"),
+    ("go-no-scheme", 'Post "localhost:8000/v1/chat/completions": unsupported protocol scheme "localhost"\n',
+     "access.base_url_invalid", "unsupported protocol scheme", "OPENAI_BASE_URL=http://localhost:8000/v1"),
+    # no key sent at all: the server's own words, and a Stainless SDK's for another provider's variable
+    ("openai-no-key-sent", "openai.AuthenticationError: Error code: 401 - {'error': {'message': \"You didn't provide an API key. "
+     "You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).\", "
+     "'type': 'invalid_request_error', 'param': None, 'code': None}}\n", "access.key_missing", "You didn't provide an API key", None),
+    ("stainless-groq-key", "groq.GroqError: The api_key client option must be set either by passing api_key to the client or by "
+     "setting the GROQ_API_KEY environment variable\n", "access.key_missing", "GROQ_API_KEY", "read -rs GROQ_API_KEY && export GROQ_API_KEY"),
+    # a 5xx as each HTTP library's raise_for_status / error class words it
+    ("openai-status-503", "openai.APIStatusError: Error code: 503\n", "access.server_error", "Error code: 503", None),
+    ("httpx-raise-503", "httpx.HTTPStatusError: Server error '503 Service Unavailable' for url "
+     "'http://localhost:8000/v1/chat/completions'\n", "access.server_error", "Server error '503", None),
+    ("requests-raise-500", "requests.exceptions.HTTPError: 500 Server Error: Internal Server Error for url: "
+     "http://localhost:8000/v1/chat/completions\n", "access.server_error", "500 Server Error", None),
+    # the client's own deadline: node's AbortSignal.timeout, Go's ResponseHeaderTimeout
+    ("node-abort-timeout", "DOMException [TimeoutError]: The operation was aborted due to timeout\n", "access.timeout",
+     "aborted due to timeout", None),
+    ("go-header-timeout", 'Post "http://localhost:8000/v1/chat/completions": net/http: timeout awaiting response headers\n',
+     "access.timeout", "timeout awaiting response headers", None),
+    # client tools in their own words: LM Studio's SDK, Cline's empty key field, Continue's stream reader, node-fetch
+    ("lmstudio-sdk", "Error: Failed to connect to LM Studio.\n", "access.connect_failed", "Failed to connect to LM Studio", None),
+    ("cline-key", "Error: Groq API key is required\n", "access.key_missing", "API key is required", None),
+    ("continue-malformed", "Error: Malformed JSON sent from server: event: ping\n", "access.response_invalid", "Malformed JSON", None),
+    ("node-fetch-premature", "FetchError: Invalid response body while trying to fetch http://localhost:11434/api/chat: Premature close\n",
+     "access.streaming_broken", "Premature close", None),
+    # n8n's NodeApiError: its words for node's error codes and for the answer's status
+    ("n8n-refused", "NodeApiError: The service refused the connection - perhaps it is offline\n", "access.connect_failed",
+     "refused the connection", None),
+    ("n8n-502", "NodeApiError: Bad gateway - the service failed to handle your request\n", "access.server_error", "Bad gateway", None),
+    ("n8n-401", "NodeApiError: Authorization failed - please check your credentials\n", "access.key_rejected", "Authorization failed", None),
+    # a base URL the client cannot parse (a doubled port, no host); Claude Code with no credential at all
+    ("httpx-bad-port", "httpx.InvalidURL: Invalid port: '8000:8000'\n", "access.base_url_invalid", "Invalid port", None),
+    ("requests-no-host", "requests.exceptions.InvalidURL: Invalid URL 'http:///v1/chat/completions': No host supplied\n",
+     "access.base_url_invalid", "No host supplied", None),
+    ("claude-code-not-logged-in", "Not logged in · Please run /login\n", "access.key_missing", "Not logged in", None),
+    # a 5xx quoted as its status line by a client (openai-node's message, a requests Response repr)
+    ("status-line-503", "Error: 503 Service Unavailable\n", "access.server_error", "503 Service Unavailable", None),
+    # reqwest (async-openai): the wrapper names no cause, the source error after it does
+    ("reqwest-timeout", "error sending request for url (http://localhost:11434/api/chat): operation timed out\n",
+     "access.timeout", "operation timed out", None),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
+def test_rank_one(tmp_path: Path, name: str, text: str, code: str, evidence: str, command: str | None) -> None:
+    found = findings_of(tmp_path, text)
+    assert found and found[0].code == code, [f.code for f in found]
+    assert any(evidence in line for line in found[0].evidence), found[0].evidence
+    assert found[0].fixes[0].command == command
+
+
+def test_a_litellm_wrapper_does_not_hide_the_client_side_cause(tmp_path: Path) -> None:
+    # LiteLLM's Anthropic path wraps a failed TLS handshake in InternalServerError; aider adds its words for a 5xx
+    text = ("litellm.InternalServerError: AnthropicException - [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: "
+            "self-signed certificate in certificate chain (_ssl.c:1000). Handle with `litellm.InternalServerError`.\n"
+            "The API provider's servers are down or overloaded.\n")
+    assert findings_of(tmp_path, text)[0].code == "access.tls_failed"
+
+
+def test_a_gateway_error_page_is_the_5xx_not_a_bad_body(tmp_path: Path) -> None:
+    # nginx's 502 page (ngx_http_special_response.c) as a client prints the body it could not parse
+    text = ("<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n"
+            "<hr><center>nginx/1.18.0 (Ubuntu)</center>\n</body>\n</html>\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.server_error"
+    assert "access.response_invalid" in found[0].explains
+
+
+def test_a_squid_page_is_the_proxy_answering(tmp_path: Path) -> None:
+    # squid's ERR_ACCESS_DENIED template, behind a client's failed JSON parse
+    text = ("requests.exceptions.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n"
+            "<title>ERROR: The requested URL could not be retrieved</title>\n"
+            "<p>Access control configuration prevents your request from being allowed at this time.  "
+            "Please contact your service provider if you feel this is incorrect.</p>\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.proxy_failed"
+    assert found[0].fixes[0].summary.startswith("Bypass the proxy")
+
+
+def test_the_proxy_bypass_names_the_internal_server_a_proxy_page_quotes(tmp_path: Path) -> None:
+    # squid's ERR_CONNECT_FAIL names the URL it could not retrieve: a private address, so bypass the proxy for it
+    text = ('<p>The following error was encountered while trying to retrieve the URL: <a href="http://10.1.2.3:8000/v1/models">'
+            "http://10.1.2.3:8000/v1/models</a></p>\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.proxy_failed"
+    assert found[0].fixes[0].command == "export NO_PROXY=10.1.2.3,localhost,127.0.0.1"
+
+
+def test_a_proxy_wanting_credentials_for_a_public_api_is_not_bypassed(tmp_path: Path) -> None:
+    # Go's transport returns the 407's status text; api.openai.com is only reachable through that proxy
+    found = findings_of(tmp_path, 'Post "https://api.openai.com/v1/chat/completions": Proxy Authentication Required\n')
+    assert found[0].code == "access.proxy_failed"
+    assert found[0].fixes[0].command is None
+
+
+VLLM_LOADING = ("INFO 05-01 10:00:00 [api_server.py:1043] vLLM API server version 0.8.5\n"
+                "INFO 05-01 10:00:01 [config.py:717] non-default args: {'model': 'meta-llama/Llama-3.1-70B-Instruct'}\n"
+                "INFO 05-01 10:02:30 [default_loader.py:272] Loading weights took 148.52 seconds\n")
+
+
+def test_a_client_timeout_while_the_server_is_still_loading_is_the_start_up(tmp_path: Path) -> None:
+    # openai-python's APITimeoutError against a vLLM whose log, in the same paste, never reached ready
+    found = findings_of(tmp_path, VLLM_LOADING + "openai.APITimeoutError: Request timed out.\n")
+    assert found[0].code == "load.startup_timeout"
+    assert "access.timeout" in found[0].explains
+    assert any("never ready" in line for line in found[0].evidence)
+
+
+def test_a_client_timeout_against_a_ready_server_stays_the_clients(tmp_path: Path) -> None:
+    ready = VLLM_LOADING + "INFO:     Application startup complete.\n"
+    assert findings_of(tmp_path, ready + "openai.APITimeoutError: Request timed out.\n")[0].code == "access.timeout"
+
+
+def test_a_vercel_ai_error_no_rule_knows_is_the_clients_unrecognised_failure(tmp_path: Path) -> None:
+    # the SDK's error names mark the output as a client's: its failure is the access layer's, quoted
+    text = ("AI_APICallError: Something unexpected happened in the provider\n"
+            "    at postToApi (file:///app/node_modules/@ai-sdk/provider-utils/dist/index.mjs:523:11)\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.unrecognized_failure"
+    assert "Something unexpected happened" in found[0].title
+
+
+def test_claude_code_with_v1_in_its_base_url_asks_for_v1_v1_messages(tmp_path: Path) -> None:
+    # Claude Code appends /v1/messages to ANTHROPIC_BASE_URL; Go's router (Ollama) answers the doubled path with 404
+    text = ("export ANTHROPIC_BASE_URL=http://localhost:11434/v1\n"
+            "claude --model qwen2.5-coder\n"
+            "  ⎿  API Error: 404 404 page not found\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.base_url_invalid"
+    assert found[0].fixes[0].command == "ANTHROPIC_BASE_URL=http://localhost:11434"
+
+
+def test_an_anthropic_client_at_a_server_without_the_messages_api_is_a_protocol_mismatch(tmp_path: Path) -> None:
+    # FastAPI's 404 for a route the server does not have, to a base URL without /v1
+    text = ("export ANTHROPIC_BASE_URL=http://localhost:8000\n"
+            "  ⎿  API Error: 404 {\"detail\":\"Not Found\"}\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.protocol_mismatch"
+    assert "/v1/messages" in found[0].title
+
+
+def test_a_timeout_fix_names_the_clients_own_setting(tmp_path: Path) -> None:
+    found = findings_of(tmp_path, "litellm.Timeout: Connection timed out after 600.0 seconds.\n")
+    assert found[0].code == "access.timeout"
+    assert "stream_timeout in the proxy's litellm_params" in found[0].fixes[0].summary
+
+
+def test_a_404_without_a_path_is_read_but_names_no_cause(tmp_path: Path) -> None:
+    # openai-node src/core/error.ts APIError.makeMessage: `${status} status code (no body)`, as Cline showed it
+    # (cline/cline#375): the status is read (the template), but a 404 alone says neither the path nor the model
+    line = 'OpenAI Compatible API returning "404 status code (no body)" -'
+    found = findings_of(tmp_path, line + "\n")
+    assert [f.code for f in found] == ["access.unrecognized_failure"]
+    assert "recognised by: template" in found[0].evidence
+    assert "`http_response` is read by access.client_log pass, which found no known cause for it" in found[0].evidence
