@@ -103,6 +103,10 @@ CASES = [
     ("vllm-invalid-quantization-method", [
         "ValueError: Invalid quantization method: mxfp4",
     ], "load.quantization_unsupported", "Invalid quantization method: mxfp4", None),
+    # a CUDA library torch (torch/__init__.py) or the engine's kernels were built against, missing
+    ("torch-cusparselt-missing", [
+        "ImportError: libcusparseLt.so.0: cannot open shared object file: No such file or directory",
+    ], "load.cuda_mismatch", "libcusparseLt.so.0", None),
     ("torch-forward-compat", [
         "RuntimeError: CUDA error: forward compatibility was attempted on non supported HW",
     ], "load.cuda_mismatch", "forward compatibility was attempted", "ldconfig -p | grep libcuda.so"),
