@@ -12,6 +12,7 @@ numbers is served by the plan of its template (template_cache): both give the sa
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 
@@ -57,6 +58,7 @@ TEMPLATE = re.compile(r"0x[0-9a-fA-F]+|[0-9a-fA-F]{8,}|\d+")
 _TEMPLATE_BYTES = re.compile(TEMPLATE.pattern.encode())
 _DIGIT_X = re.compile(r"\dx")
 MAX_ARGS_CHARS = 256 * 1024
+MEMO_SIZE, MEMO_CHARS = 4096, 2048  # messages whose parse is remembered (_match), and the longest one
 MAX_LINE = 64 * 1024  # a longer line is cut here (a file without newlines cannot fill memory)
 ARGS_FOLLOW_LINES = 120  # TGI pretty-prints `Args {` over many lines
 MAX_COMMANDS = 8  # engine command lines kept (each with its `\` continuation lines)
@@ -249,11 +251,11 @@ class LogScanner:
             self._args_follow = ARGS_FOLLOW_LINES
         plain = not self._setup(text) and plain
         frame = _is_frame(text)
-        found = None if frame else chains.match(text)
+        found = None if frame else _match(text)
         # a line cut by a terminal: the message may go on in this one (an echo names no cause: its rest may)
         open_ended = found is None or found[0].echo
         whole = joined(self._prev, line) if open_ended and self._prev is not None else None
-        longer = chains.match(whole.text) if whole is not None else None
+        longer = _match(whole.text) if whole is not None else None
         if longer is not None and (found is None or not longer[0].echo):
             line, found = whole, longer  # type: ignore[assignment]
             self._take_back()
@@ -355,7 +357,7 @@ class LogScanner:
     def _setup(self, text: str) -> bool:
         """The setup facts this message states; True if it states any."""
         s = self.facts.setup
-        found = st.extract(text)
+        found = _extract(text)
         for name, value, extra in found:
             if name == "gpu_name":
                 if value not in s.gpu_names and len(s.gpu_names) < 64:
@@ -556,6 +558,22 @@ def _template_key(text: str) -> str | None:
 def _lines(block: bytes, offsets: list[int]) -> set[int]:
     """The starts of the lines holding these offsets."""
     return {block.rfind(b"\n", 0, at) + 1 for at in offsets}
+
+
+def _match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:
+    """chains.match, remembered by the exact message: a crash loop prints the same start-up messages
+    (its prefixes, with their times and pids, peeled off) at every restart, and the grammar's ~1,000
+    literal tests and dozens of searches were most of the cost of each restart. Callers copy the values."""
+    return _match_memo(text) if len(text) <= MEMO_CHARS else chains.match(text)
+
+
+def _extract(text: str) -> list[tuple[str, object, dict[str, object]]]:
+    """setup.extract, remembered the same way (callers only read what it found)."""
+    return _extract_memo(text) if len(text) <= MEMO_CHARS else st.extract(text)
+
+
+_match_memo = functools.lru_cache(maxsize=MEMO_SIZE)(chains.match)
+_extract_memo = functools.lru_cache(maxsize=MEMO_SIZE)(st.extract)
 
 
 def _is_frame(text: str) -> bool:

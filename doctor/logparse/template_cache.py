@@ -40,6 +40,7 @@ _BYTES_MASK = bytes.maketrans(b"0123456789", b"0000000000")
 _TEXT_MASK = str.maketrans("0123456789", "0000000000")
 _DIGITS = frozenset(range(ord("0"), ord("9") + 1))
 _ALL_DIGITS = frozenset("0123456789")
+_BACKREF = re.compile(r"\\[1-9]|\(\?P=")
 
 
 @functools.cache  # every scanner asks it of the same ~600 module-level patterns; re-parsing them cost 0.1 s a scanner
@@ -161,7 +162,50 @@ class Cleaning:
 # file is read by two, tail first): parsing ~1,000 regexes again per scanner costs a second.
 @functools.cache
 def _gated(patterns: tuple[re.Pattern[str], ...]) -> list[_Gated]:
-    return [_Gated.of(_gate(p), p) for p in patterns if not digit_blind(p)]
+    """The patterns that are not digit-blind, each split in its top-level alternatives: a big
+    alternation with no literal every match holds (failures.ERROR_IN_LINE) would be searched again
+    on every line of every template, while mostly its digit-blind branches decide, and those decide
+    alike on all the lines of a template (only the other branches are tried again, each behind its own literals)."""
+    out = []
+    for p in patterns:
+        if digit_blind(p):
+            continue
+        branches = _branches(p)
+        blind = tuple(b for b in branches if digit_blind(b))
+        out += [_Gated.of(_gate(b), b, blind) for b in branches if not digit_blind(b)]
+    return out
+
+
+def _branches(pattern: re.Pattern[str]) -> list[re.Pattern[str]]:
+    """The top-level alternatives of a pattern, each compiled alone; the pattern itself when it has
+    one, or when a piece alone would not mean what it means inside it (a back-reference, inline flags)."""
+    src, depth, cuts, i = pattern.pattern, 0, [0], 0
+    while i < len(src):
+        ch = src[i]
+        if ch == "\\":
+            i += 1
+        elif ch == "[":  # a class: up to its closing `]` (`[]x]` and `[^]x]` hold a literal `]`)
+            i += 2 if src.startswith("[^", i) else 1
+            i = src.find("]", i + 1)
+            if i < 0:
+                return [pattern]
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            cuts.append(i + 1)
+        i += 1
+    if len(cuts) == 1 or depth != 0 or _BACKREF.search(src):
+        return [pattern]
+    pieces = [src[a : b - 1] for a, b in zip(cuts, [*cuts[1:], len(src) + 1], strict=True)]
+    try:
+        compiled = [re.compile(piece, pattern.flags) for piece in pieces]
+    except re.error:
+        return [pattern]
+    if any(c.flags != pattern.flags for c in compiled):  # `(?i)` at the start is the whole pattern's
+        return [pattern]
+    return compiled
 
 
 @functools.cache
@@ -256,13 +300,16 @@ class _Gated:
     plain: tuple[str, ...] | None  # None: the pattern has no literal gate
     digits: tuple[tuple[str, str], ...]  # (literal, literal with its digits made 0)
     pattern: re.Pattern[str]
+    # the digit-blind alternatives next to this one in the pattern it was split from (_gated): where
+    # one matches, the whole pattern matches on every line of the template, whatever this one does
+    blind: tuple[re.Pattern[str], ...] = ()
 
     @staticmethod
-    def of(gate: tuple[str, ...] | None, pattern: re.Pattern[str]) -> _Gated:
+    def of(gate: tuple[str, ...] | None, pattern: re.Pattern[str], blind: tuple[re.Pattern[str], ...] = ()) -> _Gated:
         if gate is None:
-            return _Gated(None, (), pattern)
+            return _Gated(None, (), pattern, blind)
         digits = tuple((x, x.translate(_TEXT_MASK)) for x in gate if any(ch in _ALL_DIGITS for ch in x))
-        return _Gated(tuple(x for x in gate if not any(ch in _ALL_DIGITS for ch in x)), digits, pattern)
+        return _Gated(tuple(x for x in gate if not any(ch in _ALL_DIGITS for ch in x)), digits, pattern, blind)
 
     def matches(self, text: str, low: str) -> bool:
         gate = self.plain is None or any(x in low for x in self.plain) or any(x in low for x, _ in self.digits)
@@ -273,6 +320,8 @@ class _Gated:
         and with its digits made 0); None when it cannot match any of them, or must match all of them:
         it matched this one where no digit is, nor next to it, and looks no further (no lookaround), so
         it matches every line that differs from this one in digits only, at the same place."""
+        if any(b.search(text) for b in self.blind):
+            return None
         if matched and _local(self.pattern):
             m = self.pattern.search(text)
             if m is not None and not any(ch in _ALL_DIGITS for ch in text[max(0, m.start() - 1) : m.end() + 1]):
