@@ -96,6 +96,7 @@ class LogScanner:
         self._detect_left = DETECT_BYTES
         self.stats = StatLines()  # the engine's periodic stat lines: series kept as counts and peaks
         self._detected: set[bytes] = set()  # templates of the lines _detect has seen in this source
+        self._masked: set[bytes] = set()  # ... and those lines with their digits made 0
         self.templates = tc.TemplateCache(TEMPLATE_DECIDERS, enabled=templates)
 
     def start_source(self, name: str) -> None:
@@ -105,7 +106,7 @@ class LogScanner:
         self._prev = None
         self._end_of_source()
         self._detect_left = DETECT_BYTES
-        self._detected = set()
+        self._detected, self._masked = set(), set()
 
     @property
     def _must_read(self) -> bool:
@@ -328,7 +329,12 @@ class LogScanner:
         MB/s, and a busy log is the same few messages again and again."""
         self._detect_left -= len(raw)
         new = []
-        for key, line in zip(_TEMPLATE_BYTES.sub(b"#", raw).split(b"\n"), raw.split(b"\n"), strict=True):
+        # lines equal but in their digits have one template: TEMPLATE (a slow regex) reads only the first of them
+        for masked, line in zip(raw.translate(tc.DIGITS_MASK).split(b"\n"), raw.split(b"\n"), strict=True):
+            if masked in self._masked:
+                continue
+            self._masked.add(masked)
+            key = _TEMPLATE_BYTES.sub(b"#", line)
             if key not in self._detected:
                 self._detected.add(key)
                 new.append(line)
@@ -339,6 +345,8 @@ class LogScanner:
                 self._engine_hits[engine] = self._engine_hits.get(engine, 0) + n
         self._v1 += len(st.V1_MARKERS.findall(text))
         self._v0 += len(st.V0_MARKERS.findall(text))
+        if not self._detecting:
+            self._detected, self._masked = set(), set()  # memory back: they are read no more in this source
 
     @property
     def _detecting(self) -> bool:

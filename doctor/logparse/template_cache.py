@@ -36,7 +36,7 @@ from llm_doctor.logparse.lines import Line
 
 MAX_TEMPLATES = 4096
 MAX_KEY = 4096  # a longer line is parsed in full (plans stay small)
-_BYTES_MASK = bytes.maketrans(b"0123456789", b"0000000000")
+DIGITS_MASK = bytes.maketrans(b"0123456789", b"0000000000")
 _TEXT_MASK = str.maketrans("0123456789", "0000000000")
 _DIGITS = frozenset(range(ord("0"), ord("9") + 1))
 _ALL_DIGITS = frozenset("0123456789")
@@ -245,7 +245,7 @@ class TemplateCache:
         """The parsed line, its plan and its rule's match, when a plan for its template holds for it."""
         if len(raw) > MAX_KEY or not self._plans:
             return None
-        plan = self._plans.get(raw.translate(_BYTES_MASK))
+        plan = self._plans.get(raw.translate(DIGITS_MASK))
         if plan is None:
             return None
         decoded = ln.decode(raw)
@@ -286,7 +286,7 @@ class TemplateCache:
         checks += [g.check(g.matches(text, low), text, low, masked) for g in self._others + (self._failures if quiet else [])]
         if len(self._plans) >= MAX_TEMPLATES:
             self._plans.clear()
-        self._plans[raw.translate(_BYTES_MASK)] = Plan(len(stripped) - len(text), process, line.level, rule, moved, quiet,
+        self._plans[raw.translate(DIGITS_MASK)] = Plan(len(stripped) - len(text), process, line.level, rule, moved, quiet,
                                                            tuple(c for c in checks if c), key,
                                                            Cleaning.of(ln.decode(raw)))
 
