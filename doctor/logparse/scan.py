@@ -277,7 +277,7 @@ class LogScanner:
             self.templates.learn(raw, line, None if rule is None else ev.RULES.index(rule), found is None and signal is None,
                                  _template_key(line.text) if rule is not None else None)
 
-    def _recalled(self, line: Line, plan: tc.Plan, m: re.Match[str] | None) -> None:
+    def _recalled(self, line: Line, plan: tc.Plan, values: dict[str, object] | None) -> None:
         """A line its template's plan parses: what _line would do, without the patterns whose
         answer the plan already knows."""
         self._undo = None
@@ -288,9 +288,9 @@ class LogScanner:
             self.tracker.milestone = plan.tracker
         if self.tracker.milestone != before and self._unserved:
             self._progress()
-        if m is not None:  # a rule's line: the failure reader, closed, has nothing to say about it
+        if values is not None:  # a rule's line: the failure reader, closed, has nothing to say about it
             rule = ev.RULES[plan.rule]  # type: ignore[index]
-            self._add(line, rule.kind, rule.fatal, tc.values(m), template=plan.key)
+            self._add(line, rule.kind, rule.fatal, values, template=plan.key)
             self._prev = None
             return
         self._conclude(line, False, None if plan.quiet else self.failures.feed(line.text, line.level, False))
@@ -538,6 +538,8 @@ _PHASED = {"cuda_oom", "ggml_alloc_failed", "host_oom", "killed"}
 
 
 def _same(a: dict[str, object], b: dict[str, object]) -> bool:
+    if "then_served" not in a:
+        return a == b
     return {k: v for k, v in a.items() if k != "then_served"} == b
 
 
