@@ -302,3 +302,32 @@ def test_a_stat_line_the_batch_would_misread_sends_its_block_to_feed_line(odd, m
     assert batched["stats"]["samples"] >= 40
     clean = ("\n".join(lines[:17] + lines[18:]) + "\n").encode()
     assert _stat_facts(clean, monkeypatch, True)[1] == 1  # without it, the batch reads the block
+
+
+def test_repeats_held_back_count_on_their_event_and_quote_its_last_line() -> None:
+    """A run of preemption warnings is read as its last line plus a count; when that last line is
+    the event's first line again, the event's last line is the one before, as line by line."""
+    warn = ("WARNING 09-10 23:40:0{s} [scheduler.py:1560] Sequence group {g} is preempted by PreemptionMode.RECOMPUTE mode "
+            "because there is not enough KV cache space. total_num_cumulative_preemption={n}\n")
+    runs = {  # the same digit counts: one template
+        "ends on another line": [(1, 17, 52), (2, 93, 61), (3, 44, 70), (4, 12, 98)],
+        "ends on its first line": [(1, 17, 52), (2, 93, 61), (3, 44, 70), (1, 17, 52)],
+    }
+    for name, lines in runs.items():
+        # a serving server (else each line between may say it is up: none is held back)
+        text = b"INFO 09-10 23:39:59 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s, Running: 3 reqs\n"
+        text += b"".join(warn.format(s=s, g=g, n=n).encode() + b"INFO 09-10 23:40:00 [loggers.py:87] Finished request x.\n"
+                         for s, g, n in lines)
+        facts, served = {}, 0
+        for templates in (False, True):
+            scanner = LogScanner(templates=templates)
+            scanner.start_source("x")
+            scanner.feed_block(text)
+            facts[templates], served = _facts(scanner.finish()), scanner.templates.served
+        assert facts[True] == facts[False], name
+        (event,) = facts[True]["events"]
+        assert event["count"] == 4
+        if name == "ends on another line":  # the third line was held back: only the second and the last were served
+            assert served == 2 and event["last_line_no"] == 8 and event["last_line"].endswith("=98")
+        else:  # the last one quotes the first: the held-back line before it was read after all, and is the last line
+            assert served == 3 and event["last_line_no"] == 6 and event["last_line"].endswith("=70")

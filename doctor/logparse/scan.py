@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from llm_doctor.facts.logs import LogEvent, LogFacts
 from llm_doctor.logparse import chains, stat_lines
@@ -98,6 +99,8 @@ class LogScanner:
         self._detected: set[bytes] = set()  # templates of the lines _detect has seen in this source
         self._masked: set[bytes] = set()  # ... and those lines with their digits made 0
         self.templates = tc.TemplateCache(TEMPLATE_DECIDERS, enabled=templates)
+        self._plan_used: tc.Plan | None = None  # the plan that served the last line read, if one did
+        self._counted: LogEvent | None = None  # the event the last event line counted on
 
     def start_source(self, name: str) -> None:
         self.source = name
@@ -178,10 +181,12 @@ class LogScanner:
             self.stats.feed_block(block, None, self.source, self._source_no + 1, _lines(block, hits[1]))
         no, pos = self._source_no, 0  # line number of the line before `pos`, byte offset of a line start
         size = len(block)
+        repeat: _Repeat | None = None
         for parsed, start in enumerate(sorted(starts)):
             if start < pos:
                 continue  # already handled as the continuation of the line before
             if expired is not None and parsed % EXPIRY_LINES == EXPIRY_LINES - 1 and expired():
+                self._repeated(block, repeat)
                 no += block.count(b"\n", pos, start)
                 self.facts.lines_read += no - self._source_no
                 self.facts.bytes_read += start
@@ -199,8 +204,17 @@ class LogScanner:
             end = block.find(b"\n", start)
             end = size if end < 0 else end + 1
             no += 1
-            self._line(no, block[start : min(end, start + MAX_LINE)])
+            cut = min(end, start + MAX_LINE)
+            if repeat is not None and not self._must_read and not self._watching and (
+                    (plan := self.templates.plan(block[start:cut])) is not None and plan.repeats == repeat.sig):
+                repeat.lines.append((no, start, cut))
+            else:
+                self._repeated(block, repeat)
+                self._plan_used = None
+                self._line(no, block[start:cut])
+                repeat = _Repeat(self._plan_used.repeats) if self._plan_used is not None and self._plan_used.repeats else None
             pos = end
+        self._repeated(block, repeat)
         if pos < size:
             pos, no = self._follow(block, pos, size, no)
             if pos < size:
@@ -212,6 +226,23 @@ class LogScanner:
         self.facts.lines_read += no - self._source_no
         self.facts.bytes_read += size
         self._source_no = no
+
+    def _repeated(self, block: bytes, repeat: _Repeat | None) -> None:
+        """The lines held back as repeats of a line a plan served (_Repeat): the last is read, the
+        others only count on its event. Were the last the very line the event quotes first, the
+        event's last line would be an earlier one: then they are all read, in order (the last one's
+        count is the same wherever it is read, and it changes nothing else)."""
+        if repeat is None or not repeat.lines:
+            return
+        *held, (no, start, cut) = repeat.lines
+        repeat.lines = []
+        self._line(no, block[start:cut])
+        event = self._counted
+        if event.last_line_no == no:
+            event.count += len(held)
+            return
+        for no, start, cut in held:
+            self._line(no, block[start:cut])
 
     def _follow(self, block: bytes, pos: int, limit: int, no: int) -> tuple[int, int]:
         """Lines after `pos` that must be read whatever they hold: the continuation of a
@@ -281,6 +312,7 @@ class LogScanner:
         """A line its template's plan parses: what _line would do, without the patterns whose
         answer the plan already knows."""
         self._undo = None
+        self._plan_used = plan
         before = self.tracker.milestone
         if plan.tracker == "frame":
             self.tracker.feed(line.text)
@@ -425,6 +457,7 @@ class LogScanner:
             known = variants[-1]
             known.values = dict(values)
         if known is not None:
+            self._counted = known
             known.count += 1
             if raw != known.lines[0]:
                 known.last_line, known.last_line_no = raw, line.no
@@ -443,6 +476,7 @@ class LogScanner:
             fatal=fatal,
         )
         variants.append(event)
+        self._counted = event
         self._mark_unserved(key, event, True)
 
     def _mark_unserved(self, key: tuple[int, str, str], event: LogEvent, new: bool) -> None:
@@ -535,6 +569,17 @@ class LogScanner:
 
 
 _PHASED = {"cuda_oom", "ggml_alloc_failed", "host_oom", "killed"}
+
+
+@dataclass
+class _Repeat:
+    """Lines of one block that repeat an event of fixed values that a plan served, and do nothing
+    else (tc.Plan.repeats): while nothing must be read between them (_must_read, _watching), each
+    such line adds one to the count of that event and makes itself its last line, so they are held
+    back and only the last is read (a worst-case log is millions of preemption warnings)."""
+
+    sig: tuple[object, ...]
+    lines: list[tuple[int, int, int]] = field(default_factory=list)  # line number, start, end in the block
 
 
 def _same(a: dict[str, object], b: dict[str, object]) -> bool:

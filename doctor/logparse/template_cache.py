@@ -122,6 +122,10 @@ class Plan:
     key: str | None = None  # the template of its events (doctor.logparse.scan), when the same for all its lines
     cleaned: Cleaning | None = None  # how the line is cleaned, when known (see Cleaning)
     values: dict[str, object] | None = None  # its rule's values, when the same for all its lines (_fixed)
+    # what its lines do, when all they do is count on one event (a rule of fixed values, no check, no
+    # frame, no failure kind that waits to be served): the lines of plans with the same `repeats`
+    # count on the same event and change nothing else (doctor.logparse.scan._Repeat)
+    repeats: tuple[object, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -296,9 +300,17 @@ class TemplateCache:
         checks += [g.check(g.matches(text, low), text, low, masked) for g in self._others + (self._failures if quiet else [])]
         if len(self._plans) >= MAX_TEMPLATES:
             self._plans.clear()
+        kept = tuple(c for c in checks if c)
+        fixed = _fixed(rule, text)
+        repeats = None
+        if fixed is not None and not kept and moved != "frame" and key is not None and ev.RULES[rule].kind not in fl.KINDS:  # type: ignore[index]
+            repeats = (rule, key, moved, tuple(sorted(fixed.items())))
         self._plans[raw.translate(DIGITS_MASK)] = Plan(len(stripped) - len(text), process, line.level, rule, moved, quiet,
-                                                           tuple(c for c in checks if c), key,
-                                                           Cleaning.of(ln.decode(raw)), _fixed(rule, text))
+                                                           kept, key, Cleaning.of(ln.decode(raw)), fixed, repeats)
+
+    def plan(self, raw: bytes) -> Plan | None:
+        """The plan of this line's template, if there is one (recall says whether it holds)."""
+        return self._plans.get(raw.translate(DIGITS_MASK)) if len(raw) <= MAX_KEY else None
 
 
 
@@ -366,12 +378,12 @@ def _no_lookaround(items: Iterable) -> bool:
 
 def _fixed(rule: int | None, text: str) -> dict[str, object] | None:
     """The rule's values on every line of this template, when they are the same: a digit-blind rule
-    matches all of them at the same place, and where that place holds no digit, with the same text
-    (the preemption warning of a busy server: its rule is not searched again on each line)."""
+    matches all of them at the same places, so where its named groups hold no digit they hold the
+    same text (the preemption warning of a busy server: its rule is not searched again on each line)."""
     if rule is None or not digit_blind(ev.RULES[rule].pattern):
         return None
     m = ev.RULES[rule].pattern.search(text)
-    if m is None or any(ch in _ALL_DIGITS for ch in m.group()):
+    if m is None or any(ch in _ALL_DIGITS for value in m.groupdict().values() if value for ch in value):
         return None
     return values(m)
 
