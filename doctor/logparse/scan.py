@@ -293,7 +293,11 @@ class LogScanner:
             self._take_back()
         self._undo = None
         before = self.tracker.milestone
-        self.tracker.feed(text)
+        move = _move(text) if len(text) <= MEMO_CHARS else _FEED
+        if move is _FEED:
+            self.tracker.feed(text)
+        elif move is not None:
+            self.tracker.milestone = move
         if self.tracker.milestone != before and self._unserved:
             self._progress()
         rule = found[0] if found is not None else None
@@ -625,6 +629,23 @@ def _match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:
 def _extract(text: str) -> list[tuple[str, object, dict[str, object]]]:
     """setup.extract, remembered the same way (callers only read what it found)."""
     return _extract_memo(text) if len(text) <= MEMO_CHARS else st.extract(text)
+
+
+_FEED = "feed"  # _move: the tracker must read the line itself (a frame it keeps, a traceback that clears them)
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _move(text: str) -> str | None:
+    """What PhaseTracker.feed does with this message, remembered like _match (its phases' patterns
+    are long case-insensitive alternations): the milestone it moves to, None, or _FEED. Read off a
+    fresh tracker whose milestone and frames are ones feed never sets, so every change shows."""
+    tracker = ev.PhaseTracker()
+    tracker.milestone = ""
+    tracker.frames.append("")
+    tracker.feed(text)
+    if list(tracker.frames) != [""]:
+        return _FEED
+    return tracker.milestone or None
 
 
 _match_memo = functools.lru_cache(maxsize=MEMO_SIZE)(chains.match)
