@@ -220,11 +220,11 @@ class StatLines:
         n = len(rows)
         running, waiting, kv, swapped, decode, gens, prompts, preemptions, prefix = wording.columns(rows)
         self.engine = self.engine or wording.engine
-        for gen in gens:
-            if gen:
-                self.gen_sum += gen
-                self.gen_n += 1
-                self.gen_max = max(self.gen_max, gen)
+        gens = [x for x in gens if x]
+        for gen in gens:  # in line order, as _throughput adds them: the same float sum
+            self.gen_sum += gen
+        self.gen_n += len(gens)
+        self.gen_max = max([self.gen_max, *gens])
         self.prompt_max = max([self.prompt_max, *(x for x in prompts if x)])
         for x in preemptions:
             self.preemptions += x or 0.0
