@@ -239,3 +239,95 @@ def test_progress_is_shown_on_a_terminal_only(generated) -> None:
     assert "reading <stdin>: " in err and " MiB" in err
     out, err, rc = _analyze_stdin(False, chunks, 1.5)
     assert '"findings"' in out and "reading" not in err
+
+
+STAT_LOGS = sorted(p for p in (ROOT / "fixtures" / "stat_lines").iterdir() if not p.name.endswith(".source.txt"))
+_DECODE = "[2025-03-10 16:21:{s:02d} TP0] Decode batch. #running-req: {r}, #token: 2{s}0, token usage: 0.{k:02d}, gen throughput (token/s): 4{s}.5, #queue-req: {q}"
+_PREFILL = ("[2025-03-10 16:21:{s:02d} TP0] Prefill batch. #new-seq: 1, #new-token: 9{s}, #cached-token: 0, cache hit rate: 0.00%, "
+            "token usage: 0.{k:02d}, #running-req: {r}, #queue-req: {q}")
+_VLLM = ("(APIServer pid=1) INFO 09-10 23:40:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: 1{s}.0 tokens/s, "
+         "Avg generation throughput: 0.0 tokens/s, Running: {r} reqs, Waiting: {q} reqs, GPU KV cache usage: {k}.5%, Prefix cache hit rate: {s}.0%")
+# lines feed_line reads otherwise than the batch's patterns would: each must send its block back to feed_line
+_ODD = [
+    _PREFILL + ", input throughput (token/s): 812.00",  # _fields reads a label the prefill pattern does not hold
+    _DECODE.replace("#queue-req: {q}", "#queue-req: {q}, #running-req: 99"),  # a label twice
+    "Avg prompt throughput: 3.0 tokens/s and " + _DECODE,  # vLLM's words: feed_line reads the line as vLLM's
+    _VLLM + " Running: 12 reqs" + "x" * 5000,  # longer than MAX_LINE: feed_line reads its first 4096 bytes
+    # ... and lines it reads as feed_line does: vLLM V0's CPU usage, an Arabic-Indic digit (`\\d` in text)
+    _VLLM.replace("Prefix cache", "CPU KV cache usage: 1.0%, Prefix cache"),
+    _DECODE.replace("running-req: {r}", "running-req: \u0663"),
+]
+_READ_ALIKE = 2  # the last ones
+
+
+def _stat_facts(path: Path | bytes, monkeypatch, batched: bool) -> tuple[dict, int]:
+    from llm_doctor.logparse import stat_lines
+
+    calls = []
+    series = stat_lines.StatLines._series
+    with monkeypatch.context() as m:
+        if not batched:
+            m.setattr(stat_lines, "_WORDINGS", ())
+        m.setattr(stat_lines.StatLines, "_series", lambda self, *a: calls.append(1) or series(self, *a))
+        scanner = LogScanner()
+        scanner.start_source("x")
+        data = path if isinstance(path, bytes) else path.read_bytes()
+        for block in logs.read_blocks(__import__("io").BytesIO(data)):
+            scanner.feed_block(block)
+        scanner.finish()
+        found = scanner.stats.metrics()
+    return {"stats": dataclasses.asdict(scanner.stats), "metrics": found and dataclasses.asdict(found)}, len(calls)
+
+
+def test_stat_lines_read_in_batches_give_what_feed_line_gives(generated, monkeypatch) -> None:
+    """Every fixture log, the corpus, the stat-line fixtures and the generated busy logs: the same
+    counts, peaks, sums (to the last bit) and quoted lines with and without the batch."""
+    batches = 0
+    for path in FIXTURE_LOGS + STAT_LOGS + generated:
+        batched, n = _stat_facts(path, monkeypatch, True)
+        assert batched == _stat_facts(path, monkeypatch, False)[0], path.name
+        batches += n
+    assert batches > 10  # the busy logs were read in batches
+
+
+@pytest.mark.parametrize("odd", _ODD)
+def test_a_stat_line_the_batch_would_misread_sends_its_block_to_feed_line(odd, monkeypatch) -> None:
+    fill = [(_DECODE if i % 3 else _PREFILL) if "Avg prompt" not in odd[:30] and "APIServer" not in odd else _VLLM for i in range(40)]
+    lines = [line.format(s=i % 60, r=i % 7, q=i % 5, k=(i * 7) % 99) for i, line in enumerate(fill)]
+    lines.insert(17, odd.format(s=17, r=3, q=2, k=95))
+    data = ("\n".join(lines) + "\n").encode()
+    batched, n = _stat_facts(data, monkeypatch, True)
+    assert n == (odd in _ODD[-_READ_ALIKE:])  # an odd line's block was read line by line
+    assert batched == _stat_facts(data, monkeypatch, False)[0]
+    assert batched["stats"]["samples"] >= 40
+    clean = ("\n".join(lines[:17] + lines[18:]) + "\n").encode()
+    assert _stat_facts(clean, monkeypatch, True)[1] == 1  # without it, the batch reads the block
+
+
+def test_repeats_held_back_count_on_their_event_and_quote_its_last_line() -> None:
+    """A run of preemption warnings is read as its last line plus a count; when that last line is
+    the event's first line again, the event's last line is the one before, as line by line."""
+    warn = ("WARNING 09-10 23:40:0{s} [scheduler.py:1560] Sequence group {g} is preempted by PreemptionMode.RECOMPUTE mode "
+            "because there is not enough KV cache space. total_num_cumulative_preemption={n}\n")
+    runs = {  # the same digit counts: one template
+        "ends on another line": [(1, 17, 52), (2, 93, 61), (3, 44, 70), (4, 12, 98)],
+        "ends on its first line": [(1, 17, 52), (2, 93, 61), (3, 44, 70), (1, 17, 52)],
+    }
+    for name, lines in runs.items():
+        # a serving server (else each line between may say it is up: none is held back)
+        text = b"INFO 09-10 23:39:59 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 tokens/s, Running: 3 reqs\n"
+        text += b"".join(warn.format(s=s, g=g, n=n).encode() + b"INFO 09-10 23:40:00 [loggers.py:87] Finished request x.\n"
+                         for s, g, n in lines)
+        facts, served = {}, 0
+        for templates in (False, True):
+            scanner = LogScanner(templates=templates)
+            scanner.start_source("x")
+            scanner.feed_block(text)
+            facts[templates], served = _facts(scanner.finish()), scanner.templates.served
+        assert facts[True] == facts[False], name
+        (event,) = facts[True]["events"]
+        assert event["count"] == 4
+        if name == "ends on another line":  # the third line was held back: only the second and the last were served
+            assert served == 2 and event["last_line_no"] == 8 and event["last_line"].endswith("=98")
+        else:  # the last one quotes the first: the held-back line before it was read after all, and is the last line
+            assert served == 3 and event["last_line_no"] == 6 and event["last_line"].endswith("=70")

@@ -22,7 +22,9 @@ Python prefilter.
 
 from __future__ import annotations
 
+import bisect
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,6 +34,7 @@ from pathlib import Path
 
 MIN_BYTES = 4 * 1024 * 1024  # a smaller range is not worth starting a process for
 _READ = 1 << 16
+_ROW = re.compile(rb"^(\d+):", re.M)  # the byte offset that starts each row of the tool's output
 
 
 def find_tool() -> list[str] | None:
@@ -106,8 +109,8 @@ class Search:
         finally:
             os.close(fd)
         self.pos = 0  # offset (from `start`) of the next block
-        self._rows: list[bytes] = []
-        self._row = 0
+        self._offsets: list[int] = []  # the offsets read and not yet handed out, from _next on
+        self._next = 0
         self._rest = b""
         self.failed = self.proc is None
 
@@ -116,37 +119,34 @@ class Search:
         failed before it had certainly covered them (the caller prefilters that block itself)."""
         end, out = self.pos + size, []
         while not self.failed:
-            while self._row < len(self._rows):
-                at = self._offset(self._rows[self._row])
-                if at >= end:
-                    self.pos = end
-                    return out
-                self._row += 1
-                if at >= self.pos:
-                    out.append(at - self.pos)
+            cut = bisect.bisect_left(self._offsets, end, self._next)
+            pos = self.pos
+            out += [at - pos for at in self._offsets[self._next : cut] if at >= pos]
+            self._next = cut
+            if cut < len(self._offsets):
+                self.pos = end
+                return out
             if not self._more():
                 break
         self.pos = end
         return None if self.failed else out
 
-    @staticmethod
-    def _offset(row: bytes) -> int:
-        return int(row[: row.index(b":")])
-
     def _more(self) -> bool:
-        """Read more rows; False at the end of the output (failed is set if the tool did not succeed)."""
+        """Read more rows (`offset:...`, parsed all at once); False at the end of the output (failed
+        is set if the tool did not succeed)."""
         assert self.proc is not None and self.proc.stdout is not None
         data = self.proc.stdout.read1(_READ)  # type: ignore[attr-defined]
         if not data:
-            if self._rest:
-                self._rows, self._row, self._rest = [self._rest], 0, b""
-                return True
-            self.failed = self.proc.wait() not in (0, 1)  # 1: nothing found
-            self._rows, self._row = [], 0
-            return False
-        rows = (self._rest + data).split(b"\n")
-        self._rest = rows.pop()
-        self._rows, self._row = rows, 0
+            rows, self._rest = self._rest, b""
+            if not rows:
+                self.failed = self.proc.wait() not in (0, 1)  # 1: nothing found
+                self._offsets, self._next = [], 0
+                return False
+        else:
+            data = self._rest + data
+            cut = data.rfind(b"\n") + 1
+            rows, self._rest = data[:cut], data[cut:]
+        self._offsets, self._next = list(map(int, _ROW.findall(rows))), 0
         return True
 
     def close(self) -> None:

@@ -12,8 +12,10 @@ numbers is served by the plan of its template (template_cache): both give the sa
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from llm_doctor.facts.logs import LogEvent, LogFacts
 from llm_doctor.logparse import chains, stat_lines
@@ -57,6 +59,7 @@ TEMPLATE = re.compile(r"0x[0-9a-fA-F]+|[0-9a-fA-F]{8,}|\d+")
 _TEMPLATE_BYTES = re.compile(TEMPLATE.pattern.encode())
 _DIGIT_X = re.compile(r"\dx")
 MAX_ARGS_CHARS = 256 * 1024
+MEMO_SIZE, MEMO_CHARS = 4096, 2048  # messages whose parse is remembered (_match), and the longest one
 MAX_LINE = 64 * 1024  # a longer line is cut here (a file without newlines cannot fill memory)
 ARGS_FOLLOW_LINES = 120  # TGI pretty-prints `Args {` over many lines
 MAX_COMMANDS = 8  # engine command lines kept (each with its `\` continuation lines)
@@ -94,7 +97,10 @@ class LogScanner:
         self._detect_left = DETECT_BYTES
         self.stats = StatLines()  # the engine's periodic stat lines: series kept as counts and peaks
         self._detected: set[bytes] = set()  # templates of the lines _detect has seen in this source
+        self._masked: set[bytes] = set()  # ... and those lines with their digits made 0
         self.templates = tc.TemplateCache(TEMPLATE_DECIDERS, enabled=templates)
+        self._plan_used: tc.Plan | None = None  # the plan that served the last line read, if one did
+        self._counted: LogEvent | None = None  # the event the last event line counted on
 
     def start_source(self, name: str) -> None:
         self.source = name
@@ -103,7 +109,7 @@ class LogScanner:
         self._prev = None
         self._end_of_source()
         self._detect_left = DETECT_BYTES
-        self._detected = set()
+        self._detected, self._masked = set(), set()
 
     @property
     def _must_read(self) -> bool:
@@ -175,10 +181,12 @@ class LogScanner:
             self.stats.feed_block(block, None, self.source, self._source_no + 1, _lines(block, hits[1]))
         no, pos = self._source_no, 0  # line number of the line before `pos`, byte offset of a line start
         size = len(block)
+        repeat: _Repeat | None = None
         for parsed, start in enumerate(sorted(starts)):
             if start < pos:
                 continue  # already handled as the continuation of the line before
             if expired is not None and parsed % EXPIRY_LINES == EXPIRY_LINES - 1 and expired():
+                self._repeated(block, repeat)
                 no += block.count(b"\n", pos, start)
                 self.facts.lines_read += no - self._source_no
                 self.facts.bytes_read += start
@@ -196,8 +204,17 @@ class LogScanner:
             end = block.find(b"\n", start)
             end = size if end < 0 else end + 1
             no += 1
-            self._line(no, block[start : min(end, start + MAX_LINE)])
+            cut = min(end, start + MAX_LINE)
+            if repeat is not None and not self._must_read and not self._watching and (
+                    (plan := self.templates.plan(block[start:cut])) is not None and plan.repeats == repeat.sig):
+                repeat.lines.append((no, start, cut))
+            else:
+                self._repeated(block, repeat)
+                self._plan_used = None
+                self._line(no, block[start:cut])
+                repeat = _Repeat(self._plan_used.repeats) if self._plan_used is not None and self._plan_used.repeats else None
             pos = end
+        self._repeated(block, repeat)
         if pos < size:
             pos, no = self._follow(block, pos, size, no)
             if pos < size:
@@ -209,6 +226,23 @@ class LogScanner:
         self.facts.lines_read += no - self._source_no
         self.facts.bytes_read += size
         self._source_no = no
+
+    def _repeated(self, block: bytes, repeat: _Repeat | None) -> None:
+        """The lines held back as repeats of a line a plan served (_Repeat): the last is read, the
+        others only count on its event. Were the last the very line the event quotes first, the
+        event's last line would be an earlier one: then they are all read, in order (the last one's
+        count is the same wherever it is read, and it changes nothing else)."""
+        if repeat is None or not repeat.lines:
+            return
+        *held, (no, start, cut) = repeat.lines
+        repeat.lines = []
+        self._line(no, block[start:cut])
+        event = self._counted
+        if event.last_line_no == no:
+            event.count += len(held)
+            return
+        for no, start, cut in held:
+            self._line(no, block[start:cut])
 
     def _follow(self, block: bytes, pos: int, limit: int, no: int) -> tuple[int, int]:
         """Lines after `pos` that must be read whatever they hold: the continuation of a
@@ -249,17 +283,21 @@ class LogScanner:
             self._args_follow = ARGS_FOLLOW_LINES
         plain = not self._setup(text) and plain
         frame = _is_frame(text)
-        found = None if frame else chains.match(text)
+        found = None if frame else _match(text)
         # a line cut by a terminal: the message may go on in this one (an echo names no cause: its rest may)
         open_ended = found is None or found[0].echo
         whole = joined(self._prev, line) if open_ended and self._prev is not None else None
-        longer = chains.match(whole.text) if whole is not None else None
+        longer = _match(whole.text) if whole is not None else None
         if longer is not None and (found is None or not longer[0].echo):
             line, found = whole, longer  # type: ignore[assignment]
             self._take_back()
         self._undo = None
         before = self.tracker.milestone
-        self.tracker.feed(text)
+        move = _move(text) if len(text) <= MEMO_CHARS else _FEED
+        if move is _FEED:
+            self.tracker.feed(text)
+        elif move is not None:
+            self.tracker.milestone = move
         if self.tracker.milestone != before and self._unserved:
             self._progress()
         rule = found[0] if found is not None else None
@@ -274,10 +312,11 @@ class LogScanner:
             self.templates.learn(raw, line, None if rule is None else ev.RULES.index(rule), found is None and signal is None,
                                  _template_key(line.text) if rule is not None else None)
 
-    def _recalled(self, line: Line, plan: tc.Plan, m: re.Match[str] | None) -> None:
+    def _recalled(self, line: Line, plan: tc.Plan, values: dict[str, object] | None) -> None:
         """A line its template's plan parses: what _line would do, without the patterns whose
         answer the plan already knows."""
         self._undo = None
+        self._plan_used = plan
         before = self.tracker.milestone
         if plan.tracker == "frame":
             self.tracker.feed(line.text)
@@ -285,11 +324,10 @@ class LogScanner:
             self.tracker.milestone = plan.tracker
         if self.tracker.milestone != before and self._unserved:
             self._progress()
-        if m is not None:  # a rule's line: the failure reader, closed, has nothing to say about it
+        if values is not None:  # a rule's line: the failure reader, closed, has nothing to say about it
             rule = ev.RULES[plan.rule]  # type: ignore[index]
-            values = tc.values(m)
             if rule.source:  # as events.match gives it: a repeat of the line must count on the same event
-                values["template_source"] = rule.source
+                values = {**values, "template_source": rule.source}
             self._add(line, rule.kind, rule.fatal, values, template=plan.key)
             self._prev = None
             return
@@ -329,7 +367,12 @@ class LogScanner:
         MB/s, and a busy log is the same few messages again and again."""
         self._detect_left -= len(raw)
         new = []
-        for key, line in zip(_TEMPLATE_BYTES.sub(b"#", raw).split(b"\n"), raw.split(b"\n"), strict=True):
+        # lines equal but in their digits have one template: TEMPLATE (a slow regex) reads only the first of them
+        for masked, line in zip(raw.translate(tc.DIGITS_MASK).split(b"\n"), raw.split(b"\n"), strict=True):
+            if masked in self._masked:
+                continue
+            self._masked.add(masked)
+            key = _TEMPLATE_BYTES.sub(b"#", line)
             if key not in self._detected:
                 self._detected.add(key)
                 new.append(line)
@@ -340,6 +383,8 @@ class LogScanner:
                 self._engine_hits[engine] = self._engine_hits.get(engine, 0) + n
         self._v1 += len(st.V1_MARKERS.findall(text))
         self._v0 += len(st.V0_MARKERS.findall(text))
+        if not self._detecting:
+            self._detected, self._masked = set(), set()  # memory back: they are read no more in this source
 
     @property
     def _detecting(self) -> bool:
@@ -358,7 +403,7 @@ class LogScanner:
     def _setup(self, text: str) -> bool:
         """The setup facts this message states; True if it states any."""
         s = self.facts.setup
-        found = st.extract(text)
+        found = _extract(text)
         for name, value, extra in found:
             if name == "gpu_name":
                 if value not in s.gpu_names and len(s.gpu_names) < 64:
@@ -418,6 +463,7 @@ class LogScanner:
             known = variants[-1]
             known.values = dict(values)
         if known is not None:
+            self._counted = known
             known.count += 1
             if raw != known.lines[0]:
                 known.last_line, known.last_line_no = raw, line.no
@@ -436,6 +482,7 @@ class LogScanner:
             fatal=fatal,
         )
         variants.append(event)
+        self._counted = event
         self._mark_unserved(key, event, True)
 
     def _mark_unserved(self, key: tuple[int, str, str], event: LogEvent, new: bool) -> None:
@@ -530,7 +577,20 @@ class LogScanner:
 _PHASED = {"cuda_oom", "ggml_alloc_failed", "host_oom", "killed"}
 
 
+@dataclass
+class _Repeat:
+    """Lines of one block that repeat an event of fixed values that a plan served, and do nothing
+    else (tc.Plan.repeats): while nothing must be read between them (_must_read, _watching), each
+    such line adds one to the count of that event and makes itself its last line, so they are held
+    back and only the last is read (a worst-case log is millions of preemption warnings)."""
+
+    sig: tuple[object, ...]
+    lines: list[tuple[int, int, int]] = field(default_factory=list)  # line number, start, end in the block
+
+
 def _same(a: dict[str, object], b: dict[str, object]) -> bool:
+    if "then_served" not in a:
+        return a == b
     return {k: v for k, v in a.items() if k != "then_served"} == b
 
 
@@ -559,6 +619,39 @@ def _template_key(text: str) -> str | None:
 def _lines(block: bytes, offsets: list[int]) -> set[int]:
     """The starts of the lines holding these offsets."""
     return {block.rfind(b"\n", 0, at) + 1 for at in offsets}
+
+
+def _match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:
+    """chains.match, remembered by the exact message: a crash loop prints the same start-up messages
+    (its prefixes, with their times and pids, peeled off) at every restart, and the grammar's ~1,000
+    literal tests and dozens of searches were most of the cost of each restart. Callers copy the values."""
+    return _match_memo(text) if len(text) <= MEMO_CHARS else chains.match(text)
+
+
+def _extract(text: str) -> list[tuple[str, object, dict[str, object]]]:
+    """setup.extract, remembered the same way (callers only read what it found)."""
+    return _extract_memo(text) if len(text) <= MEMO_CHARS else st.extract(text)
+
+
+_FEED = "feed"  # _move: the tracker must read the line itself (a frame it keeps, a traceback that clears them)
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _move(text: str) -> str | None:
+    """What PhaseTracker.feed does with this message, remembered like _match (its phases' patterns
+    are long case-insensitive alternations): the milestone it moves to, None, or _FEED. Read off a
+    fresh tracker whose milestone and frames are ones feed never sets, so every change shows."""
+    tracker = ev.PhaseTracker()
+    tracker.milestone = ""
+    tracker.frames.append("")
+    tracker.feed(text)
+    if list(tracker.frames) != [""]:
+        return _FEED
+    return tracker.milestone or None
+
+
+_match_memo = functools.lru_cache(maxsize=MEMO_SIZE)(chains.match)
+_extract_memo = functools.lru_cache(maxsize=MEMO_SIZE)(st.extract)
 
 
 def _is_frame(text: str) -> bool:

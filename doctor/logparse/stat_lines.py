@@ -34,6 +34,7 @@ The formats, as the engines' sources write them:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llm_doctor.facts import Facts
@@ -175,19 +176,95 @@ class StatLines:
                     pos = low.find(b"\n", m.end()) + 1
                     if pos == 0:
                         break
-        no, counted = first_no, 0
-        for start in sorted(starts):
-            no += block.count(b"\n", counted, start)
-            counted = start
+        if not starts:
+            return
+        ordered = sorted(starts)
+        numbers = _Numbers(block, first_no)
+        if self._batch(block, ordered, source, numbers):
+            return
+        for start in ordered:
             end = block.find(b"\n", start)
             end = len(block) if end < 0 else end
-            self.feed_line(block[start : min(end, start + MAX_LINE)].decode("utf-8", errors="replace").strip(), f"{source}:{no}")
+            no = numbers.at(start)
+            text = _text(block, start, end)
+            self.feed_line(text, source, no)
 
-    def feed_line(self, text: str, where: str) -> None:
+    def _batch(self, block: bytes, starts: list[int], source: str, numbers: _Numbers) -> bool:
+        """The stat lines of a block read by one findall and added up column by column (a busy
+        SGLang log is mostly stat lines: each read in Python cost ~8 µs), when every one of them is
+        in a wording findall reads exactly as feed_line does, all of one engine (_Wording); False,
+        having read nothing, when not. Sums are added in line order and a peak is the first line of
+        the highest load, as feed_line gives them."""
+        ends = [block.find(b"\n", start) for start in starts]
+        if ends[-1] < 0:
+            ends[-1] = len(block)
+        if any(end - start > MAX_LINE for start, end in zip(starts, ends, strict=True)):
+            return False
+        text = b"\n".join([block[start:end] for start, end in zip(starts, ends, strict=True)]).decode("utf-8", errors="replace")
+        for wording in _WORDINGS:
+            if wording.needs not in text:
+                continue
+            rows = wording.pattern.findall(text)
+            if len(rows) != len(starts) or not wording.exact(text, rows):
+                return False
+            peaks = self._series(wording, rows)
+            for kind, i, sample in sorted(peaks, key=lambda peak: peak[1]):  # line numbers are counted forward
+                where = f"{source}:{numbers.at(starts[i])}"
+                self.peaks[kind] = Sample(where, _text(block, starts[i], ends[i]), *sample)
+            return True
+        return False
+
+    def _series(self, wording: _Wording, rows: list[tuple[str, ...]]) -> list[tuple[str, int, tuple[float | None, ...]]]:
+        """What _sample and _throughput do line by line, over the columns of the lines' values;
+        the new peaks: (kind, the line's index, running / waiting / KV usage / swapped)."""
+        n = len(rows)
+        running, waiting, kv, swapped, decode, gens, prompts, preemptions, prefix = wording.columns(rows)
+        self.engine = self.engine or wording.engine
+        gens = [x for x in gens if x]
+        for gen in gens:  # in line order, as _throughput adds them: the same float sum
+            self.gen_sum += gen
+        self.gen_n += len(gens)
+        self.gen_max = max([self.gen_max, *gens])
+        self.prompt_max = max([self.prompt_max, *(x for x in prompts if x)])
+        for x in preemptions:
+            self.preemptions += x or 0.0
+        known = [x for x in prefix if x is not None]
+        if known:
+            self.prefix_hit = round(known[-1] / 100, 6)
+        # every line of these wordings states running, waiting and the KV usage: each is a sample
+        queued = [(w or 0) > 0 for w in waiting]
+        full = [k >= FULL for k in kv]
+        pressed = [f and q for f, q in zip(full, queued, strict=True)]
+        capped = [d and q and bool(r) and not f and k < ROOM for d, q, r, f, k in zip(decode, queued, running, full, kv, strict=True)]
+        self.samples += n
+        self.kv_samples += n
+        self.queued += sum(queued)
+        self.kv_full += sum(full)
+        self.pressed += sum(pressed)
+        self.capped += sum(capped)
+        self.kv_max = max([self.kv_max, *kv])
+        self.waiting_max = max([self.waiting_max, *(w or 0 for w in waiting)])
+        self.running_max = max([self.running_max, *(r or 0 for r in running)])
+        self.swapped_max = max([self.swapped_max, *(x or 0 for x in swapped)])
+        loads = [(w or 0.0, k or 0.0) for w, k in zip(waiting, kv, strict=True)]
+        peaks = []
+        for kind, chosen in (("busiest", range(n)), ("pressed", [i for i in range(n) if pressed[i]]),
+                             ("capped", [i for i in range(n) if capped[i]])):
+            if chosen:
+                i = max(chosen, key=loads.__getitem__)  # the first of the highest load
+                if kind not in self.peaks or loads[i] > self.peaks[kind].load:
+                    peaks.append((kind, i, (running[i], waiting[i], kv[i], swapped[i])))
+        return peaks
+
+    def feed_line(self, text: str, source: str, no: int) -> None:
+        def quote() -> tuple[str, str]:
+            return f"{source}:{no}", text
+
+        where = f"{source}:{no}"
         if "Avg prompt throughput" in text or "Avg generation throughput" in text or "GPU KV cache usage: " in text:
-            self._vllm(text, where)
+            self._vllm(text, quote)
         elif "Decode batch" in text or "Prefill batch" in text:
-            self._sglang(text, where)
+            self._sglang(text, quote)
         elif "time_per_token=" in text or "queue_time=" in text:
             self._tgi(text, where)
         elif "eval time" in text:
@@ -208,22 +285,27 @@ class StatLines:
         else:
             self._bench(text, where)
 
-    def _vllm(self, text: str, where: str) -> None:
-        got = _template(_VLLM_LINE, _VLLM_KEYS, text) or _fields(text, _VLLM)
+    def _vllm(self, text: str, quote: Quote) -> None:
+        self._vllm_values(_template(_VLLM_LINE, _VLLM_KEYS, text) or _fields(text, _VLLM), quote)
+
+    def _vllm_values(self, got: dict[str, float | None], quote: Quote) -> None:
         self.engine = self.engine or "vllm"
         self._throughput(got.get("gen_throughput"), got.get("prompt_throughput"))
-        self.preemptions += got.get("preemptions", 0.0)
-        if "prefix_pct" in got:
-            self.prefix_hit = round(got["prefix_pct"] / 100, 6)
-        kv = round(got["kv_pct"] / 100, 6) if "kv_pct" in got else None  # printed with one decimal
-        self._sample(where, text, got.get("running"), got.get("waiting"), kv, got.get("swapped"), decode=True)
+        self.preemptions += got.get("preemptions") or 0.0
+        if got.get("prefix_pct") is not None:
+            self.prefix_hit = round(got["prefix_pct"] / 100, 6)  # type: ignore[operator]
+        kv = round(got["kv_pct"] / 100, 6) if got.get("kv_pct") is not None else None  # type: ignore[operator]  # printed with one decimal
+        self._sample(quote, got.get("running"), got.get("waiting"), kv, got.get("swapped"), decode=True)
 
-    def _sglang(self, text: str, where: str) -> None:
+    def _sglang(self, text: str, quote: Quote) -> None:
         got = _template(_SGLANG_DECODE, _SGLANG_DECODE_KEYS, text) or _fields(text, _SGLANG)
+        # a prefill line with a queue is a burst being admitted chunk by chunk, not a capped batch
+        self._sglang_values(got, quote, decode="Decode batch" in text)
+
+    def _sglang_values(self, got: dict[str, float | None], quote: Quote, decode: bool) -> None:
         self.engine = self.engine or "sglang"
         self._throughput(got.get("gen_throughput"), got.get("prompt_throughput"))
-        # a prefill line with a queue is a burst being admitted chunk by chunk, not a capped batch
-        self._sample(where, text, got.get("running"), got.get("waiting"), got.get("kv"), None, decode="Decode batch" in text)
+        self._sample(quote, got.get("running"), got.get("waiting"), got.get("kv"), None, decode=decode)
 
     def _tgi(self, text: str, where: str) -> None:
         self.engine = self.engine or "tgi"
@@ -282,8 +364,9 @@ class StatLines:
         if seconds >= self.itl_max:
             self.itl_max, self.itl_where = seconds, where
 
-    def _sample(self, where: str, text: str, running: float | None, waiting: float | None, kv: float | None,
+    def _sample(self, quote: Quote, running: float | None, waiting: float | None, kv: float | None,
                 swapped: float | None, decode: bool) -> None:
+        """`quote`: where the line is and its text, asked only for a new peak (most lines are none)."""
         if running is None and waiting is None and kv is None:
             return
         self.samples += 1
@@ -306,6 +389,7 @@ class StatLines:
         load = (waiting or 0.0, kv or 0.0)
         for kind in kinds:  # a Sample is built only for a new peak: most lines cost a few comparisons
             if kind not in self.peaks or load > self.peaks[kind].load:
+                where, text = quote()
                 self.peaks[kind] = Sample(where, text, running, waiting, kv, swapped)
 
     def absorb(self, other: StatLines, offset: int = 0) -> None:
@@ -451,3 +535,93 @@ def _gib(text: str) -> float | None:
     if m is None:
         return None
     return float(m.group(1)) * {"K": 1 / 1024**2, "M": 1 / 1024, "G": 1.0, "T": 1024.0}[m.group(2)]
+
+
+Quote = Callable[[], tuple[str, str]]
+
+
+def _text(block: bytes, start: int, end: int) -> str:
+    return block[start : min(end, start + MAX_LINE)].decode("utf-8", errors="replace").strip()
+
+
+class _Numbers:
+    """Line numbers of offsets in a block, asked in increasing order (each byte is counted once)."""
+
+    def __init__(self, block: bytes, first_no: int) -> None:
+        self.block, self.pos, self.no = block, 0, first_no
+
+    def at(self, pos: int) -> int:
+        self.no += self.block.count(b"\n", self.pos, pos)
+        self.pos = pos
+        return self.no
+
+
+class _Wording:
+    """Stat lines of one engine read by one findall over them (StatLines._batch): the pattern is
+    feed_line's own, with the rest of the line after it (one match per line, its first), and
+    `exact` proves from counts of labels over the lines that feed_line reads each line so: every
+    label it would look for is the one the pattern holds."""
+
+    engine = ""
+    needs = ""  # lines without it hold none of these
+    pattern: re.Pattern[str]
+
+    def exact(self, text: str, rows: list[tuple[str, ...]]) -> bool:
+        raise NotImplementedError
+
+    def columns(self, rows: list[tuple[str, ...]]) -> tuple[list, ...]:
+        """running, waiting, KV usage (a fraction), swapped, decode-time, generation and prompt
+        throughputs, preemptions, prefix hit rate (%): one value per line (the last four may be empty)."""
+        raise NotImplementedError
+
+
+def _floats(column: tuple[str, ...]) -> list[float | None]:
+    return [float(x) if x else None for x in column]
+
+
+class _VllmWording(_Wording):
+    """_VLLM_LINE: feed_line reads any line holding the vLLM words with it, first match."""
+
+    engine, needs = "vllm", "Avg prompt throughput: "
+    pattern = re.compile(_VLLM_LINE.pattern + r"([^\n]*)")
+
+    def exact(self, text: str, rows: list[tuple[str, ...]]) -> bool:
+        return True  # each line matched, at its first match: _vllm reads just that
+
+    def columns(self, rows: list[tuple[str, ...]]) -> tuple[list, ...]:
+        prompt, gen, running, swapped, waiting, preemptions, kv_pct, prefix, _ = zip(*rows, strict=True)
+        kv = [round(float(x) / 100, 6) for x in kv_pct]
+        return (list(map(float, running)), list(map(float, waiting)), kv, _floats(swapped), [True] * len(rows),
+                list(map(float, gen)), list(map(float, prompt)), _floats(preemptions), _floats(prefix))
+
+
+class _SglangWording(_Wording):
+    """SGLang's decode line (_SGLANG_DECODE after "Decode batch") and prefill line (which _fields
+    reads label by label), as one alternation: a line is matched once."""
+
+    engine, needs = "sglang", " batch"
+    pattern = re.compile(
+        r"(?:Decode batch[.,] " + _SGLANG_DECODE.pattern + r"|Prefill batch\. #new-seq: \d+, #new-token: \d+, #cached-token: \d+, "
+        r"(?:cache hit rate: \d+\.\d+%, )?token usage: (\d+(?:\.\d+)?), #running-req: (\d+), #queue-req: (\d+))([^\n]*)"
+    )
+
+    def exact(self, text: str, rows: list[tuple[str, ...]]) -> bool:
+        n = len(rows)
+        decode = sum(1 for row in rows if row[0])
+        if any(word in text for word in ("Avg prompt throughput", "Avg generation throughput", "GPU KV cache usage: ")):
+            return False  # feed_line would read such a line as vLLM's
+        # each label once per line, where the pattern has it: _SGLANG_DECODE's first match and _fields' first labels are the pattern's
+        return (text.count("Decode batch") == decode and text.count("Prefill batch") == n - decode
+                and text.count("#running-req: ") == n and text.count("#queue-req: ") == n and text.count("token usage: ") == n
+                and text.count("#token: ") + text.count("#full token: ") == decode and text.count("throughput (token/s): ") == decode)
+
+    def columns(self, rows: list[tuple[str, ...]]) -> tuple[list, ...]:
+        d_running, d_kv, d_gen, d_waiting, p_kv, p_running, p_waiting, _ = zip(*rows, strict=True)
+        decode = [bool(x) for x in d_running]
+        return ([float(a or b) for a, b in zip(d_running, p_running, strict=True)],
+                [float(a or b) for a, b in zip(d_waiting, p_waiting, strict=True)],
+                [float(a or b) for a, b in zip(d_kv, p_kv, strict=True)], [None] * len(rows), decode,
+                [float(x) for x in d_gen if x], [], [], [])
+
+
+_WORDINGS = (_VllmWording(), _SglangWording())

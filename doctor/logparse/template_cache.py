@@ -23,8 +23,9 @@ in full every time. The cache holds at most MAX_TEMPLATES plans (then starts afr
 from __future__ import annotations
 
 import functools
+import operator
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -36,10 +37,11 @@ from llm_doctor.logparse.lines import Line
 
 MAX_TEMPLATES = 4096
 MAX_KEY = 4096  # a longer line is parsed in full (plans stay small)
-_BYTES_MASK = bytes.maketrans(b"0123456789", b"0000000000")
+DIGITS_MASK = bytes.maketrans(b"0123456789", b"0000000000")
 _TEXT_MASK = str.maketrans("0123456789", "0000000000")
 _DIGITS = frozenset(range(ord("0"), ord("9") + 1))
 _ALL_DIGITS = frozenset("0123456789")
+_BACKREF = re.compile(r"\\[1-9]|\(\?P=")
 
 
 @functools.cache  # every scanner asks it of the same ~600 module-level patterns; re-parsing them cost 0.1 s a scanner
@@ -119,6 +121,11 @@ class Plan:
     checks: tuple[Check, ...]
     key: str | None = None  # the template of its events (doctor.logparse.scan), when the same for all its lines
     cleaned: Cleaning | None = None  # how the line is cleaned, when known (see Cleaning)
+    values: dict[str, object] | None = None  # its rule's values, when the same for all its lines (_fixed)
+    # what its lines do, when all they do is count on one event (a rule of fixed values, no check, no
+    # frame, no failure kind that waits to be served): the lines of plans with the same `repeats`
+    # count on the same event and change nothing else (doctor.logparse.scan._Repeat)
+    repeats: tuple[object, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -133,7 +140,14 @@ class Cleaning:
     MAX_DIGITS: ClassVar[int] = 64  # each digit costs a cleaning of the line once per template
 
     def apply(self, decoded: str) -> str:
-        return self.fmt.format(*(decoded[i] for i in self.kept))
+        if len(self.kept) < 2:
+            return self.fmt.format(*(decoded[i] for i in self.kept))
+        return self.fmt.format(*self._digits(decoded))
+
+    @functools.cached_property
+    def _digits(self) -> Callable[[str], tuple[str, ...]]:
+        """The kept digits of a line, picked in C (a busy template has dozens: a generator cost ~1 µs each)."""
+        return operator.itemgetter(*self.kept)
 
     @staticmethod
     def of(decoded: str) -> Cleaning | None:
@@ -161,7 +175,50 @@ class Cleaning:
 # file is read by two, tail first): parsing ~1,000 regexes again per scanner costs a second.
 @functools.cache
 def _gated(patterns: tuple[re.Pattern[str], ...]) -> list[_Gated]:
-    return [_Gated.of(_gate(p), p) for p in patterns if not digit_blind(p)]
+    """The patterns that are not digit-blind, each split in its top-level alternatives: a big
+    alternation with no literal every match holds (failures.ERROR_IN_LINE) would be searched again
+    on every line of every template, while mostly its digit-blind branches decide, and those decide
+    alike on all the lines of a template (only the other branches are tried again, each behind its own literals)."""
+    out = []
+    for p in patterns:
+        if digit_blind(p):
+            continue
+        branches = _branches(p)
+        blind = tuple(b for b in branches if digit_blind(b))
+        out += [_Gated.of(_gate(b), b, blind) for b in branches if not digit_blind(b)]
+    return out
+
+
+def _branches(pattern: re.Pattern[str]) -> list[re.Pattern[str]]:
+    """The top-level alternatives of a pattern, each compiled alone; the pattern itself when it has
+    one, or when a piece alone would not mean what it means inside it (a back-reference, inline flags)."""
+    src, depth, cuts, i = pattern.pattern, 0, [0], 0
+    while i < len(src):
+        ch = src[i]
+        if ch == "\\":
+            i += 1
+        elif ch == "[":  # a class: up to its closing `]` (`[]x]` and `[^]x]` hold a literal `]`)
+            i += 2 if src.startswith("[^", i) else 1
+            i = src.find("]", i + 1)
+            if i < 0:
+                return [pattern]
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            cuts.append(i + 1)
+        i += 1
+    if len(cuts) == 1 or depth != 0 or _BACKREF.search(src):
+        return [pattern]
+    pieces = [src[a : b - 1] for a, b in zip(cuts, [*cuts[1:], len(src) + 1], strict=True)]
+    try:
+        compiled = [re.compile(piece, pattern.flags) for piece in pieces]
+    except re.error:
+        return [pattern]
+    if any(c.flags != pattern.flags for c in compiled):  # `(?i)` at the start is the whole pattern's
+        return [pattern]
+    return compiled
 
 
 @functools.cache
@@ -197,11 +254,11 @@ class TemplateCache:
     def __len__(self) -> int:
         return len(self._plans)
 
-    def recall(self, no: int, raw: bytes) -> tuple[Line, Plan, re.Match[str] | None] | None:
-        """The parsed line, its plan and its rule's match, when a plan for its template holds for it."""
+    def recall(self, no: int, raw: bytes) -> tuple[Line, Plan, dict[str, object] | None] | None:
+        """The parsed line, its plan and its rule's values, when a plan for its template holds for it."""
         if len(raw) > MAX_KEY or not self._plans:
             return None
-        plan = self._plans.get(raw.translate(_BYTES_MASK))
+        plan = self._plans.get(raw.translate(DIGITS_MASK))
         if plan is None:
             return None
         decoded = ln.decode(raw)
@@ -212,14 +269,15 @@ class TemplateCache:
             low = text.lower()
             if not all(check.holds(text, low) for check in plan.checks):
                 return None
-        m = None
-        if plan.rule is not None:
+        found = plan.values
+        if plan.rule is not None and found is None:
             m = ev.RULES[plan.rule].pattern.search(text)
             if m is None:
                 return None
+            found = values(m)
         process = stripped[plan.process[0] : plan.process[1]] if plan.process else ""
         self.served += 1
-        return Line(no, text, cleaned, process, plan.level), plan, m
+        return Line(no, text, cleaned, process, plan.level), plan, None if found is None else dict(found)
 
     def learn(self, raw: bytes, line: Line, rule: int | None, quiet: bool, key: str | None = None) -> None:
         """Make the plan of a line that was just parsed in full (a plain message, see the module);
@@ -242,9 +300,17 @@ class TemplateCache:
         checks += [g.check(g.matches(text, low), text, low, masked) for g in self._others + (self._failures if quiet else [])]
         if len(self._plans) >= MAX_TEMPLATES:
             self._plans.clear()
-        self._plans[raw.translate(_BYTES_MASK)] = Plan(len(stripped) - len(text), process, line.level, rule, moved, quiet,
-                                                           tuple(c for c in checks if c), key,
-                                                           Cleaning.of(ln.decode(raw)))
+        kept = tuple(c for c in checks if c)
+        fixed = _fixed(rule, text)
+        repeats = None
+        if fixed is not None and not kept and moved != "frame" and key is not None and ev.RULES[rule].kind not in fl.KINDS:  # type: ignore[index]
+            repeats = (rule, key, moved, tuple(sorted(fixed.items())))
+        self._plans[raw.translate(DIGITS_MASK)] = Plan(len(stripped) - len(text), process, line.level, rule, moved, quiet,
+                                                           kept, key, Cleaning.of(ln.decode(raw)), fixed, repeats)
+
+    def plan(self, raw: bytes) -> Plan | None:
+        """The plan of this line's template, if there is one (recall says whether it holds)."""
+        return self._plans.get(raw.translate(DIGITS_MASK)) if len(raw) <= MAX_KEY else None
 
 
 
@@ -256,13 +322,16 @@ class _Gated:
     plain: tuple[str, ...] | None  # None: the pattern has no literal gate
     digits: tuple[tuple[str, str], ...]  # (literal, literal with its digits made 0)
     pattern: re.Pattern[str]
+    # the digit-blind alternatives next to this one in the pattern it was split from (_gated): where
+    # one matches, the whole pattern matches on every line of the template, whatever this one does
+    blind: tuple[re.Pattern[str], ...] = ()
 
     @staticmethod
-    def of(gate: tuple[str, ...] | None, pattern: re.Pattern[str]) -> _Gated:
+    def of(gate: tuple[str, ...] | None, pattern: re.Pattern[str], blind: tuple[re.Pattern[str], ...] = ()) -> _Gated:
         if gate is None:
-            return _Gated(None, (), pattern)
+            return _Gated(None, (), pattern, blind)
         digits = tuple((x, x.translate(_TEXT_MASK)) for x in gate if any(ch in _ALL_DIGITS for ch in x))
-        return _Gated(tuple(x for x in gate if not any(ch in _ALL_DIGITS for ch in x)), digits, pattern)
+        return _Gated(tuple(x for x in gate if not any(ch in _ALL_DIGITS for ch in x)), digits, pattern, blind)
 
     def matches(self, text: str, low: str) -> bool:
         gate = self.plain is None or any(x in low for x in self.plain) or any(x in low for x, _ in self.digits)
@@ -273,6 +342,8 @@ class _Gated:
         and with its digits made 0); None when it cannot match any of them, or must match all of them:
         it matched this one where no digit is, nor next to it, and looks no further (no lookaround), so
         it matches every line that differs from this one in digits only, at the same place."""
+        if any(b.search(text) for b in self.blind):
+            return None
         if matched and _local(self.pattern):
             m = self.pattern.search(text)
             if m is not None and not any(ch in _ALL_DIGITS for ch in text[max(0, m.start() - 1) : m.end() + 1]):
@@ -303,6 +374,18 @@ def _no_lookaround(items: Iterable) -> bool:
         if op == getattr(c, "ATOMIC_GROUP", None) and not _no_lookaround(av):
             return False
     return True
+
+
+def _fixed(rule: int | None, text: str) -> dict[str, object] | None:
+    """The rule's values on every line of this template, when they are the same: a digit-blind rule
+    matches all of them at the same places, so where its named groups hold no digit they hold the
+    same text (the preemption warning of a busy server: its rule is not searched again on each line)."""
+    if rule is None or not digit_blind(ev.RULES[rule].pattern):
+        return None
+    m = ev.RULES[rule].pattern.search(text)
+    if m is None or any(ch in _ALL_DIGITS for value in m.groupdict().values() if value for ch in value):
+        return None
+    return values(m)
 
 
 def values(m: re.Match[str]) -> dict[str, object]:
