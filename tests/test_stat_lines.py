@@ -221,3 +221,13 @@ def test_ollama_offload_plan_alone_names_the_layers_left_on_the_cpu():
     assert f["code"] == "perf.low_gpu_util" and f["title"].startswith("12 of 41 layers run on the CPU")
     assert f["evidence"][0] == "Ollama offloads 29 of the model's 41 layers to the GPU"
     assert f["fixes"][0]["command"] == "PARAMETER num_gpu 41"
+
+
+def test_vllm_summary_names_its_concurrency_cap_maximum(tmp_path):
+    # vLLM prints "Maximum request concurrency:", SGLang "Max request concurrency:": a capped run is no burst
+    sweep = (FIX / "bench" / "vllm-bench-serve-sweep-c1-c4-c32-qwen2.5-7b.txt").read_text().splitlines()
+    one = tmp_path / "c1.txt"
+    one.write_text("\n".join(sweep[3:28]) + "\n")
+    v = metrics(one)["values"]
+    assert (v["bench_concurrency"], v["bench_burst"]) == (1.0, 0.0)
+    assert v["ttft_mean_s"] == pytest.approx(0.02744)

@@ -89,19 +89,20 @@ _OLLAMA = re.compile(r'msg="offload to \w+".*?memory\.available="\[(?P<avail>[^\
 _OLLAMA_LAYERS = re.compile(r"layers\.model=(?P<model>\d+) layers\.offload=(?P<offload>\d+)")
 _BENCH = re.compile(
     r"^(?P<stat>Mean|Median|P\d+(?:\.\d+)?) (?P<what>TTFT|TPOT|ITL|E2EL|E2E Latency) \(ms\):\s+(?P<value>[\d.]+)"
-    r"|^(?P<name>Request throughput \(req/s\)|Output token throughput \(tok/s\)|Max request concurrency|Concurrency):\s+(?P<v2>[\d.]+)",
+    r"|^(?P<name>Request throughput \(req/s\)|Output token throughput \(tok/s\)|(?:Max|Maximum) request concurrency|Concurrency):\s+(?P<v2>[\d.]+)",
     re.I,
 )
 _BENCH_NAMES = {"ttft": "ttft", "tpot": "itl", "itl": "itl_token", "e2el": "e2e", "e2e latency": "e2e"}
 _BENCH_VALUES = {
     "request throughput (req/s)": "request_throughput",
     "output token throughput (tok/s)": "bench_output_throughput",
-    "max request concurrency": "bench_concurrency",
+    "max request concurrency": "bench_concurrency",  # SGLang's bench_serving
+    "maximum request concurrency": "bench_concurrency",  # vLLM's benchmark_serving / vllm bench serve
     "concurrency": "bench_concurrency",
 }
 # a benchmark that sends every request at once (request rate inf, no concurrency cap) measures its own
 # queue in TTFT; the command line and the summary's header say which it was
-_RATE = re.compile(r"^Traffic request rate:\s+(?P<rate>\S+)|^Max request concurrency:\s+(?P<cap>\S+)", re.I)
+_RATE = re.compile(r"^Traffic request rate:\s+(?P<rate>\S+)|^(?:Max|Maximum) request concurrency:\s+(?P<cap>\S+)", re.I)
 _BENCH_COMMAND = re.compile(r"benchmark_serving\.py|vllm bench serve|sglang\.bench_serving|bench_serving\.py")
 _BOUNDED = re.compile(r"--request[-_]rate[ =](?!inf\b)\d|--max[-_]concurrency[ =]\d")
 _SIZE = re.compile(r"([\d.]+) ([KMGT])i?B")
