@@ -13,7 +13,7 @@ V cache types are two flags).
 from __future__ import annotations
 
 FLAGS: dict[str, dict[str, str]] = {
-    "tp": {"vllm": "--tensor-parallel-size", "sglang": "--tp", "tgi": "--num-shard", "trtllm": "--tp_size"},
+    "tp": {"vllm": "--tensor-parallel-size", "sglang": "--tp", "tgi": "--num-shard", "lmdeploy": "--tp", "trtllm": "--tp_size"},
     "pp": {"vllm": "--pipeline-parallel-size", "sglang": "--pp-size", "trtllm": "--pp_size"},
     "dp": {"vllm": "--data-parallel-size", "sglang": "--dp"},
     "max_seqs": {
@@ -23,8 +23,9 @@ FLAGS: dict[str, dict[str, str]] = {
         "llamacpp": "--parallel",
         "trtllm": "--max_batch_size",
     },
+    # LMDeploy's and TensorRT-LLM's share is of the memory the weights leave free (log_events.FREE_MEMORY_SHARE)
     "mem": {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-static", "tgi": "--cuda-memory-fraction",
-            "trtllm": "--kv_cache_free_gpu_memory_fraction"},
+            "lmdeploy": "--cache-max-entry-count", "trtllm": "--kv_cache_free_gpu_memory_fraction"},
     "batched_tokens": {
         "vllm": "--max-num-batched-tokens",
         "sglang": "--chunked-prefill-size",
@@ -32,10 +33,13 @@ FLAGS: dict[str, dict[str, str]] = {
         "trtllm": "--max_num_tokens",
     },
     "kv_dtype": {"vllm": "--kv-cache-dtype", "sglang": "--kv-cache-dtype", "tgi": "--kv-cache-dtype",
-                 "llamacpp": "-ctk {0} -ctv {0}"},
+                 "llamacpp": "-ctk {0} -ctv {0}", "lmdeploy": "--quant-policy"},
     "ctx": {"vllm": "--max-model-len", "sglang": "--context-length", "tgi": "--max-total-tokens", "llamacpp": "-c",
-            "trtllm": "--max_seq_len"},
+            "lmdeploy": "--session-len", "trtllm": "--max_seq_len"},
+    # quantizing on load (LMDeploy and TensorRT-LLM need a checkpoint quantized beforehand)
     "quant": {"vllm": "--quantization", "sglang": "--quantization", "tgi": "--quantize"},
+    # forcing a quantization method over the checkpoint's own config
+    "quant_method": {"vllm": "--quantization", "sglang": "--quantization", "tgi": "--quantize", "lmdeploy": "--model-format"},
 }  # fmt: skip
 
 # the EngineConfig field each knob sets (what engine_args reads the flag into)
@@ -51,8 +55,13 @@ KNOB_FIELDS = {
     "quant": "quantization",
 }
 
-# a KV cache of half the bytes per token: fp8 in the GPU engines, 8-bit K and V in llama.cpp
-KV_HALF = {"vllm": "fp8", "sglang": "fp8_e5m2", "tgi": "fp8_e5m2", "llamacpp": "q8_0"}
+# a KV cache of half the bytes per token: fp8 in the GPU engines, 8-bit K and V in llama.cpp and LMDeploy
+KV_HALF = {"vllm": "fp8", "sglang": "fp8_e5m2", "tgi": "fp8_e5m2", "llamacpp": "q8_0", "lmdeploy": "8"}
+
+# a newer release of the engine (TGI ships as a container image)
+UPGRADE = {"vllm": "pip install -U vllm", "sglang": "pip install -U sglang",
+           "tgi": "docker pull ghcr.io/huggingface/text-generation-inference:latest",
+           "lmdeploy": "pip install -U lmdeploy", "trtllm": "pip install -U tensorrt_llm"}
 
 
 def flag(kind: str, engine: str) -> str:

@@ -8,6 +8,7 @@ connections, 5xx, timeouts), so ranking puts the server's cause before those sym
 
 from __future__ import annotations
 
+from llm_doctor import engine_flags
 from llm_doctor.facts import Facts
 from llm_doctor.facts.logs import LogEvent
 from llm_doctor.logview import evidence  # noqa: F401  (the checks quote events through le.evidence)
@@ -74,31 +75,23 @@ def gpu_count(facts: Facts) -> int | None:
 # vLLM/SGLang/TGI launcher --help, LMDeploy `lmdeploy serve api_server --help`, trtllm-serve / trtllm-build.
 # "kv_share" is the KV cache's share: of the GPU's total memory for vLLM, SGLang and TGI, of the memory
 # the weights leave free for LMDeploy (--cache-max-entry-count, default 0.8) and TensorRT-LLM (0.9).
-LOAD_FLAGS: dict[str, dict[str, str]] = {
-    "ctx": {"vllm": "--max-model-len", "sglang": "--context-length", "tgi": "--max-total-tokens",
-            "lmdeploy": "--session-len", "trtllm": "--max_seq_len"},
-    "kv_share": {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-static", "tgi": "--cuda-memory-fraction",
-                 "lmdeploy": "--cache-max-entry-count", "trtllm": "--kv_cache_free_gpu_memory_fraction"},
-    "kv_dtype": {"vllm": "--kv-cache-dtype fp8", "sglang": "--kv-cache-dtype fp8_e5m2", "tgi": "--kv-cache-dtype fp8_e5m2",
-                 "lmdeploy": "--quant-policy 8"},
-    "tp": {"vllm": "--tensor-parallel-size", "sglang": "--tp", "tgi": "--num-shard", "lmdeploy": "--tp", "trtllm": "--tp_size"},
-    # quantizing on load (LMDeploy and TensorRT-LLM need a checkpoint quantized beforehand)
-    "quant": {"vllm": "--quantization", "sglang": "--quantization", "tgi": "--quantize"},
-    # the flag that forces a quantization method over the checkpoint's own config
-    "quant_method": {"vllm": "--quantization", "sglang": "--quantization", "tgi": "--quantize", "lmdeploy": "--model-format"},
-    # a newer release of the engine (TGI ships as a container image)
-    "upgrade": {"vllm": "pip install -U vllm", "sglang": "pip install -U sglang",
-                "tgi": "docker pull ghcr.io/huggingface/text-generation-inference:latest",
-                "lmdeploy": "pip install -U lmdeploy", "trtllm": "pip install -U tensorrt_llm"},
-}
+# the engines whose own flags the load fixes speak (doctor/engine_flags.py); the others get vLLM's
+LOAD_ENGINES = ("vllm", "sglang", "tgi", "lmdeploy", "trtllm")
 # engines whose KV share is a fraction of the free memory after the weights, and its default
 FREE_MEMORY_SHARE = {"lmdeploy": 0.8, "trtllm": 0.9}
 
 
 def flag(facts: Facts, key: str) -> str:
-    """The running engine's flag for `key` (LOAD_FLAGS); empty where that engine has no such flag."""
+    """The running engine's flag for `key` (an engine_flags knob; kv_share = mem, kv_dtype = the whole
+    8-bit KV setting, upgrade = the command that installs a newer release); empty where that engine has
+    no such flag, vLLM's for an engine the load fixes do not speak."""
     eng = engine(facts)
-    return LOAD_FLAGS[key].get(eng, "") if eng in LOAD_FLAGS["tp"] else LOAD_FLAGS[key]["vllm"]
+    eng = eng if eng in LOAD_ENGINES else "vllm"
+    if key == "upgrade":
+        return engine_flags.UPGRADE.get(eng, "")
+    if key == "kv_dtype":
+        return engine_flags.kv_half(eng) or ""
+    return engine_flags.FLAGS["mem" if key == "kv_share" else key].get(eng, "")
 
 
 def template_engine(e: LogEvent) -> str:
