@@ -168,22 +168,20 @@ def head_of(path: str) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def _embedded(path: str, facts: Facts, deadline: Deadline) -> bool:
-    """Tool output pasted inside the text: GPU artefacts (doctor.collect.gpu.load_embedded), Python
+def _embedded(path: str, facts: Facts) -> bool:
+    """Tool output pasted inside the text: GPU artefacts (doctor.collect.gpu.embedded_in), Python
     code that starts an engine, an engine container's spec, a serving-benchmark sweep, a `top`
-    screen, a `ray status`. True when one was read."""
-    from llm_doctor.collect.gpu import EMBEDDED_BYTES, _read_text, load_embedded
+    screen, a `ray status`. The head of the log is read once for all of them. True when one was read."""
+    from llm_doctor.collect.gpu import EMBEDDED_BYTES, _read_text, embedded_in
+    from llm_doctor.collect.ray_paste import status_in
 
-    found = load_embedded(path, facts, deadline)
     try:
         text = _read_text(path, EMBEDDED_BYTES)
     except (OSError, EOFError):  # a cut .gz or an unreadable file: the log reader already said so
-        return found
-    from llm_doctor.collect.ray_paste import status_in
-
-    readers = [_launch_code(text, facts), _container_spec(text, facts), _bench_sweep(path, text, facts), _top(text, facts),
-               status_in(path, text, facts)]
-    return any(readers) or found
+        return False
+    readers = [embedded_in(text, facts), _launch_code(text, facts), _container_spec(text, facts),
+               _bench_sweep(path, text, facts), _top(text, facts), status_in(path, text, facts)]
+    return any(readers)
 
 
 def _launch_code(text: str, facts: Facts) -> bool:
@@ -273,11 +271,11 @@ def load_paths(paths: list[str], deadline: Deadline) -> Facts:
         reader = next((r for r in READERS if path != "-" and r.sniff(head)), None)
         if reader is None:
             logs.load_log(path, facts, deadline, named=named)
-            if path != "-" and _embedded(path, facts, deadline):  # topo -m after the engine's output, a dmon paste
+            if path != "-" and _embedded(path, facts):  # topo -m after the engine's output, a dmon paste
                 facts.gaps = [g for g in facts.gaps if not (g.source == path and g.reason == logs.NOT_UNDERSTOOD)]
         else:
             reader.load(path, facts, deadline)
             if reader.kind != "bundle":  # tool output pasted into a log: the engine's errors count too
                 logs.load_log(path, facts, deadline, only_if_events=True)
-                _embedded(path, facts, deadline)
+                _embedded(path, facts)
     return facts

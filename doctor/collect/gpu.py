@@ -359,20 +359,16 @@ def load_monitor(path: str, facts: Facts, deadline: Deadline) -> None:
 EMBEDDED_BYTES = 4 * 1024 * 1024  # a paste with attachments (an issue, a ticket), not a day of engine log
 
 
-def load_embedded(path: str, facts: Facts, deadline: Deadline) -> bool:
+def embedded_in(text: str, facts: Facts) -> bool:
     """GPU artefacts pasted inside a log (a `topo -m` matrix after the engine's output, as issue
     reports and vLLM's collect_env give it; an `nvidia-smi -q` dump or its clocks-event section; an
     `nvidia-smi --query-gpu ... --format=csv` sampling; an `nvidia-smi dmon`, `dcgmi dmon` or `gpustat` series; the
     GPU rows of an `nvidia-smi` table copied without its header; `lspci -vv` link states):
     read as if they were their own file, so the perf checks see the links and clocks the reporter's
-    GPUs have. (A pasted `nvidia-smi` table the log scan reads itself.) Only the head of a big log
-    is looked at. True when something was read."""
+    GPUs have. (A pasted `nvidia-smi` table the log scan reads itself.) `text` is the head of the log
+    (doctor.collect.files reads it once for every embedded reader). True when something was read."""
     from llm_doctor.logparse import gpu_monitors, lspci, nvidia_smi, topo
 
-    try:
-        text = _read_text(path, EMBEDDED_BYTES)
-    except (OSError, EOFError):  # a cut .gz or an unreadable file: the log reader already said so
-        return False
     found = False
     at = topo.embedded_at(text)
     if at is not None and (facts.gpus is None or not facts.gpus.topology):

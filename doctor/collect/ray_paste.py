@@ -9,13 +9,6 @@ from llm_doctor.facts import Facts
 from llm_doctor.facts.cluster import ClusterFacts, NodeFacts, PlacementGroupFacts
 from llm_doctor.logparse import ray_status
 
-READ_BYTES = 4 * 1024 * 1024  # a status is a few KB; in a paste it sits near the other attachments
-
-
-def _read(path: str) -> str:
-    with open(path, "rb") as fh:
-        return fh.read(READ_BYTES).decode("utf-8", errors="replace")
-
 
 def to_cluster(status: ray_status.RayStatus, source: str) -> ClusterFacts:
     nodes = {nid: NodeFacts(node_id=nid, resources=res) for nid, res in status.nodes.items()}
@@ -26,21 +19,25 @@ def to_cluster(status: ray_status.RayStatus, source: str) -> ClusterFacts:
                         failures=status.failures)
 
 
+def _cluster(text: str, source: str) -> ClusterFacts | None:
+    status = ray_status.parse(text)  # empty when the text holds no status
+    return to_cluster(status, source) if status.totals or status.active else None
+
+
 def load_status(path: str, facts: Facts, deadline: Deadline) -> None:
-    status = ray_status.parse(_read(path))
-    if not status.totals and not status.active:
+    from llm_doctor.collect.gpu import EMBEDDED_BYTES, _read_text
+
+    cluster = _cluster(_read_text(path, EMBEDDED_BYTES), path)
+    if cluster is None:
         facts.notes.append(f"{path}: looked like `ray status` output but no resources could be read")
         return
-    facts.cluster = to_cluster(status, path)
+    facts.cluster = cluster
 
 
 def status_in(path: str, text: str, facts: Facts) -> bool:
     """A `ray status` pasted inside a log (an issue with the engine's output and the status it asked
     for) -> facts.cluster; True when one was read."""
-    if facts.cluster is not None or ray_status.embedded_at(text) is None:
+    if facts.cluster is not None or (cluster := _cluster(text, path)) is None:
         return False
-    status = ray_status.parse(text)
-    if not (status.totals or status.active):
-        return False
-    facts.cluster = to_cluster(status, path)
+    facts.cluster = cluster
     return True

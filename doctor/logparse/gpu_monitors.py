@@ -168,7 +168,7 @@ def embedded_gpustat(text: str) -> GpuFacts | None:
 
 def is_monitor(head: str) -> bool:
     """A paste that is mostly a monitor's output (its rows are at least half of the lines): read as
-    that tool's file. A log with a monitor pasted into it stays a log (doctor.collect.gpu.load_embedded)."""
+    that tool's file. A log with a monitor pasted into it stays a log (doctor.collect.gpu.embedded_in)."""
     found = load(head)
     if found is None:
         return False
