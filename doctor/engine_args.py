@@ -361,6 +361,12 @@ def tgi_shards(cfg: EngineConfig, visible_gpus: int) -> EngineConfig:
 TGI_WIGGLE_ROOM = 0.90  # server/text_generation_server/models/globals.py (since 2.3, Aug 2024; env TGI_WIGGLE_ROOM)
 
 
+def configured_share(cfg: EngineConfig) -> float:
+    """The memory share flag as given, else the engine's default when the config has none at all
+    (SGLang's TP-1 mem_fraction_static, vLLM's gpu_memory_utilization)."""
+    return cfg.gpu_memory_utilization or (sglang_mem_fraction(1) if cfg.engine == "sglang" else 0.9)
+
+
 def memory_share(cfg: EngineConfig) -> float:
     """The share of each GPU's total memory the engine budgets for weights, activations and KV cache.
 
@@ -368,7 +374,7 @@ def memory_share(cfg: EngineConfig) -> float:
     --cuda-memory-fraction (default 1.0) is only a per-process cap: its warmup sizes the KV cache from
     the memory free under `CUDA_MEMORY_FRACTION * TGI_WIGGLE_ROOM` of the total (flash_causal_lm.py
     warmup, get_free_memory), so TGI at its defaults leaves 10 % of every GPU unbudgeted."""
-    util = cfg.gpu_memory_utilization or (0.88 if cfg.engine == "sglang" else 0.9)
+    util = configured_share(cfg)
     if cfg.engine == "tgi":
         try:
             wiggle = float(cfg.env.get("TGI_WIGGLE_ROOM", TGI_WIGGLE_ROOM))

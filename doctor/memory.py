@@ -30,7 +30,13 @@ import math
 from dataclasses import dataclass
 
 from llm_doctor import fp8
-from llm_doctor.engine_args import apply_hardware_defaults, memory_share, sglang_mem_fraction, tgi_shards
+from llm_doctor.engine_args import (
+    apply_hardware_defaults,
+    configured_share,
+    memory_share,
+    sglang_mem_fraction,
+    tgi_shards,
+)
 from llm_doctor.engine_flags import KV_HALF, flag
 from llm_doctor.facts.deployment import EngineConfig
 from llm_doctor.facts.model import ModelFacts
@@ -655,7 +661,7 @@ def explain_weights(model: ModelFacts, cfg: EngineConfig, gpu_total_bytes: int, 
     e.g. "the weights need 131.4 GiB per GPU at TP=1; 4 GPUs give 71.3 GiB each at
     gpu_memory_utilization 0.9 (79.3 GiB total); TP=2 needs 65.7 GiB per GPU and fits"."""
     tp, pp = max(1, cfg.tensor_parallel_size or 1), max(1, cfg.pipeline_parallel_size or 1)
-    util = cfg.gpu_memory_utilization or (0.88 if cfg.engine == "sglang" else 0.9)
+    util = configured_share(cfg)
     share = "mem_fraction_static" if cfg.engine == "sglang" else "gpu_memory_utilization"
     need = weights_bytes_per_gpu(model, cfg)
     give = gpu_total_bytes * util

@@ -130,6 +130,7 @@ def _sized_split(facts: Facts, gpus: int) -> tuple[str, int | None] | None:
     """With the model's architecture (facts, or the shipped table by the logged model name) and the
     GPU size, the weights per GPU and the smallest TP that fits, from doctor.memory."""
     from llm_doctor import memory
+    from llm_doctor.engine_args import configured_share
     from llm_doctor.models import from_table
 
     total = le.gpu_total_gib(facts)
@@ -140,7 +141,7 @@ def _sized_split(facts: Facts, gpus: int) -> tuple[str, int | None] | None:
     if model is None or not model.num_layers:
         return None
     total_bytes = int(total * memory.GIB)
-    util = cfg.gpu_memory_utilization or (0.88 if cfg.engine == "sglang" else 0.9)
+    util = configured_share(cfg)
     try:
         text = memory.explain_weights(model, cfg, total_bytes, gpus or 1)
         fitting = memory.smallest_fitting_tp(model, cfg, total_bytes * util)
