@@ -24,11 +24,17 @@ def _fmt(resources: dict[str, float]) -> str:
     return "{" + ", ".join(f"{k}: {v:g}" for k, v in sorted(resources.items()) if v > 0) + "}"
 
 
-def why_infeasible(pg: PlacementGroupFacts, nodes: list[dict[str, float]]) -> str:
-    """Why no placement on these nodes can exist ("" when one might): only certain reasons."""
+def asked(pg: PlacementGroupFacts) -> Counter[str]:
+    """What all of a placement group's bundles ask for together."""
     total: Counter[str] = Counter()
     for b in pg.bundles:
         total.update(b)
+    return total
+
+
+def why_infeasible(pg: PlacementGroupFacts, nodes: list[dict[str, float]]) -> str:
+    """Why no placement on these nodes can exist ("" when one might): only certain reasons."""
+    total = asked(pg)
     if pg.strategy == "STRICT_PACK" and not any(fits(dict(total), n) for n in nodes):
         best = max(nodes, key=lambda n: n.get("GPU", 0.0), default={})
         return f"STRICT_PACK needs {_fmt(dict(total))} on one node; the largest node has {_fmt({k: best.get(k, 0.0) for k in total})}"
@@ -92,10 +98,7 @@ def short_of_totals(cluster: ClusterFacts | None) -> list[tuple[PlacementGroupFa
     for pg in cluster.placement_groups:
         if pg.state not in PENDING:
             continue
-        need: Counter[str] = Counter()
-        for b in pg.bundles:
-            need.update(b)
-        short = {k: v for k, v in need.items() if v > cluster.totals.get(k, 0.0)}
+        short = {k: v for k, v in asked(pg).items() if v > cluster.totals.get(k, 0.0)}
         if short:
             key = "GPU" if "GPU" in short else sorted(short)[0]
             out.append((pg, key, short[key]))
