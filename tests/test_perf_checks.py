@@ -7,17 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from llm_doctor.cli import main
+from tests.analyze_json import analyze, check
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 
-
-def analyze(*paths: str | Path) -> dict:
-    res = CliRunner().invoke(main, ["analyze", *map(str, paths), "--format", "json", "--fail-on", "never"])
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -103,17 +97,12 @@ def test_mem_fraction_095_is_overcommitted():
     assert "--mem-fraction-static 0.85" in commands(top)
 
 
-def _headroom(report: dict) -> dict:
-    (check,) = [c for c in report["checks"] if c["id"] == "perf.memory_headroom"]
-    return check
-
-
 def test_tgi_default_fraction_is_not_overcommitted(tmp_path):
     # TGI's --cuda-memory-fraction defaults to 1.0, but its warmup budgets 1.0 x TGI_WIGGLE_ROOM (0.90)
     r = analyze(write(tmp_path, "launch.sh", "text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct\n"))
     assert "perf.memory_overcommitted" not in [f["code"] for f in r["findings"]]
-    assert _headroom(r)["status"] == "pass"
-    assert _headroom(r)["detail"] == "cuda_memory_fraction=1 x TGI_WIGGLE_ROOM 0.9 = 0.9 budgeted"
+    assert check(r, "perf.memory_headroom")["status"] == "pass"
+    assert check(r, "perf.memory_headroom")["detail"] == "cuda_memory_fraction=1 x TGI_WIGGLE_ROOM 0.9 = 0.9 budgeted"
 
 
 def test_tgi_wiggle_room_099_is_overcommitted(tmp_path):

@@ -3,26 +3,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from llm_doctor.cli import main
 from llm_doctor.logparse import bench_runs, container_spec, gpu_monitors, launch_code, lspci, top
+from tests.analyze_json import analyze, check
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 MON = FIX / "monitors"
 
-
-def analyze(*paths: str | Path) -> dict:
-    res = CliRunner().invoke(main, ["analyze", *map(str, paths), "--format", "json", "--fail-on", "never"])
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
-
-
-def check(report: dict, check_id: str) -> dict:
-    return next(c for c in report["checks"] if c["id"] == check_id)
 
 
 def codes(report: dict) -> list[str]:

@@ -3,26 +3,13 @@ and the placement vLLM asked for judged against it."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from llm_doctor.cli import main
 from llm_doctor.logparse import ray_status
+from tests.analyze_json import analyze, check
 
 RAY = Path(__file__).resolve().parents[1] / "fixtures" / "ray"
 
-
-def analyze(*paths: Path) -> dict:
-    res = CliRunner().invoke(main, ["analyze", *map(str, paths), "--format", "json", "--fail-on", "never"])
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
-
-
-def check(report: dict, check_id: str) -> dict:
-    (c,) = [c for c in report["checks"] if c["id"] == check_id]
-    return c
 
 
 def test_status_layouts_of_each_ray_era_are_read() -> None:

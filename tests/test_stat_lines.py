@@ -14,15 +14,11 @@ from click.testing import CliRunner
 
 from llm_doctor.cli import main
 from llm_doctor.logparse.scan import LogScanner
+from tests.analyze_json import analyze
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 STAT = FIX / "stat_lines"
 
-
-def analyze(*paths: str | Path) -> dict:
-    res = CliRunner().invoke(main, ["analyze", *map(str, paths), "--format", "json", "--fail-on", "never"])
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
 
 
 def metrics(path: Path) -> dict:
