@@ -8,6 +8,7 @@ quote are the sources' own messages (each names where it comes from)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -73,10 +74,6 @@ def test_a_tp_split_family_captures_the_sizes(tmp_path: Path) -> None:
     """TGI's wording for a KV-head count the shards do not divide (text-generation-inference v3.3.7
     flash_llama_modeling.py): the family alone captures both sizes (a catalogue template reads this
     wording too now, and wins, as a template should)."""
-    import re
-
-    from llm_doctor.logparse import families
-
     line = "ValueError: `num_key_value_heads` must be divisible by `num_shards` (got `num_key_value_heads`: 8 and `num_shards`: 3"
     layout = [f for f in families.load() if f.name == "parallel layout" and f.kind == "not_divisible"]
     found = next(m for f in layout if (m := re.search(f.words, line, re.I)))
@@ -113,10 +110,6 @@ def test_a_tp_split_family_captures_the_sizes(tmp_path: Path) -> None:
      "'rope_type': 'llama3'}", "load.engine_outdated", "unsupported model"),
 ])
 def test_a_family_names_the_cause_no_template_knows(tmp_path: Path, line: str, code: str, family: str) -> None:
-    import re
-
-    from llm_doctor.logparse import families
-
     assert any(re.search(f.words, line, re.I) for f in families.load() if f.name == family)
     report, path = report_of(tmp_path, line + "\n")
     assert report.findings[0].code == code
