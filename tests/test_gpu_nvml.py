@@ -217,7 +217,9 @@ def test_run_with_fake_nvml_end_to_end(fake_lib):
 
 
 def test_run_without_nvml_gives_an_info_finding():
-    """This machine has no GPU: `run` says so as info, exits 0, no traceback."""
+    """This machine has no GPU: `run` says so as info, no traceback, and the exit code follows the
+    findings. A live `run` also reads the host's engine processes, and under xdist another worker's real
+    llama-server peer may be one of them, so what else it finds is not this test's to fix."""
     if ctypes.util.find_library("nvidia-ml"):
         pytest.skip("a real NVML is installed here")
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
@@ -225,10 +227,10 @@ def test_run_without_nvml_gives_an_info_finding():
         [sys.executable, "-m", "llm_doctor", "run", "--only", "load,perf", "--sample", "0.2", "--format", "json"],
         capture_output=True, text=True, timeout=120, env=env, cwd=ROOT,
     )
-    assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     codes = [(f["code"], f["severity"]) for f in report["findings"]]
     assert ("load.gpu_not_visible", "info") in codes
+    assert out.returncode == (1 if any(sev == "error" for _, sev in codes) else 0), out.stderr
     assert "Traceback" not in out.stderr
 
 
