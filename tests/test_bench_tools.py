@@ -112,3 +112,41 @@ def test_tgi_benchmark_reads_batch_one_and_the_merged_blank_cells():
     assert m["values"]["itl_mean_s"] == pytest.approx(0.02601) and m["values"]["ttft_mean_s"] == pytest.approx(0.06819)
     assert m["raw"]["bench:itl_mean_s"].startswith(f"{path}:9: | Decode (token) | 1 ")
     assert loud_perf(r) == []
+
+
+def test_llmperf_slow_run_with_its_indent_lost_names_both_means():
+    path = BENCH / "llmperf-inf2-llama2-13b-c22-itl-110ms.txt"
+    r = analyze(path)
+    v = r["facts"]["metrics"]["values"]
+    assert v["itl_mean_s"] == pytest.approx(0.10989042557537512) and v["ttft_mean_s"] == pytest.approx(3.032657462526748)
+    (f,) = loud_perf(r)
+    assert f["code"] == "perf.high_latency" and f["title"].startswith("TTFT 3.0 s and 110 ms per output token")
+    assert f"{path}:8: mean = 0.10989042557537512 (llmperf: mean inter_token_latency_s" in f["evidence"][1]
+
+
+def test_llmperf_healthy_printed_summary_is_quiet():
+    r = analyze(BENCH / "llmperf-inf2-llama3-8b-c1-healthy.txt")
+    v = r["facts"]["metrics"]["values"]
+    assert v["itl_mean_s"] == pytest.approx(0.053548951905597324) and v["ttft_mean_s"] == pytest.approx(1.5821313202395686)
+    assert loud_perf(r) == []
+
+
+def test_llmperf_summary_json_is_read():
+    # the keys token_benchmark_ray.py writes: metrics_summary's dict under "results", flattened with "_" (utils.flatten_dict)
+    found = bench_tools.llmperf('{\n    "results_inter_token_latency_s_mean": 0.25,\n    "results_ttft_s_mean": 0.5\n}')
+    assert found.values == {"itl_mean_s": 0.25, "ttft_mean_s": 0.5}
+
+
+def test_sglang_bench_one_batch_reads_the_measured_run_not_the_warmup():
+    path = BENCH / "sglang-bench-one-batch-mlx-qwen3-0.6b-bs1.txt"
+    r = analyze(path)
+    m = r["facts"]["metrics"]
+    assert m["engine"] == "sglang"
+    assert (m["values"]["itl_mean_s"], m["values"]["ttft_mean_s"]) == (0.00689, 0.01788)  # not the warm-up's 0.00717 / 0.06075
+    assert m["raw"]["bench:itl_mean_s"].startswith(f"{path}:19: Decode.  median latency: 0.00689 s")
+    assert loud_perf(r) == []
+
+
+def test_sglang_bench_one_batch_prefill_of_a_batch_is_not_a_ttft():
+    text = (BENCH / "sglang-bench-one-batch-mlx-qwen3-0.6b-bs1.txt").read_text().replace("Batch size: 1,", "Batch size: 64,")
+    assert set(bench_tools.sglang_one_batch(text).values) == {"itl_mean_s"}

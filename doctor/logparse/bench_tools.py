@@ -126,7 +126,8 @@ def genai_perf_json(text: str) -> Reading | None:
 # -------------------------------------------------------------------------------------------
 # ray-project/llmperf
 
-_LLMPERF_BLOCK = re.compile(r"^(?P<key>inter_token_latency_s|ttft_s)[ \t]*\n(?:[ \t]+p\d+ = \S+[ \t]*\n)*[ \t]+mean = (?P<mean>[\d.eE+-]+)", re.M)
+# the four-space indent is often lost in a markdown paste
+_LLMPERF_BLOCK = re.compile(r"^(?P<key>inter_token_latency_s|ttft_s)[ \t]*\n(?:[ \t]*p\d+ = \S+[ \t]*\n)*[ \t]*mean = (?P<mean>[\d.eE+-]+)", re.M)
 _LLMPERF_JSON = re.compile(r'"results_(?P<key>inter_token_latency_s|ttft_s)_mean"\s*:\s*(?P<mean>[\d.eE+-]+)')
 _LLMPERF_NAMES = {"inter_token_latency_s": "itl_mean_s", "ttft_s": "ttft_mean_s"}
 
