@@ -96,7 +96,7 @@ _GENAI_JSON = {"time_to_first_token": "ttft_mean_s", "inter_token_latency": "itl
 
 def genai_perf(text: str) -> Reading | None:
     """The avg column of the TTFT and inter-token latency rows of the console table."""
-    if _GENAI_TITLE.search(text) is None:
+    if "LLM Metrics" not in text or _GENAI_TITLE.search(text) is None:
         return None
     found = Reading("genai-perf")
     for m in _GENAI_ROW.finditer(text):
@@ -159,6 +159,8 @@ _TGI_VALUE = re.compile(r"^(\d+(?:\.\d+)?) (ns|us|µs|ms|s)$")
 def tgi_benchmark(text: str) -> Reading | None:
     """The latency table: Decode (token) at the smallest batch is the inter-token latency, Prefill
     at batch size 1 the TTFT (a bigger batch's prefill is the batch's, not one request's)."""
+    if "| Batch Size" not in text:  # a C-speed look first: most logs hold no such table
+        return None
     rows: dict[str, list[tuple[int, str, int]]] = {}  # step -> (batch size, Average cell, position)
     for header in _TGI_HEADER.finditer(text):  # the latency table, then the throughput table (tokens/secs)
         step, average = "", ""
