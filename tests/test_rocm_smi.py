@@ -42,3 +42,4 @@ def test_rocm_smi_with_requests_running_is_judged_for_utilization():
     (f,) = [f for f in r["findings"] if f["code"] == "perf.low_gpu_util"]
     assert f["title"] == "GPU utilization 0% while 4 request(s) run (one reading)" and f["severity"] == "info"
     assert f["evidence"][0] == "GPU1: utilization min/mean/max 0/0/0% over 1 sample(s)"
+    assert len(f["evidence"]) == len(set(f["evidence"]))  # the stat line that says 4 run is quoted once

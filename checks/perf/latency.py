@@ -90,9 +90,8 @@ def latency(facts: Facts) -> Outcome:
                         f"observed {itl / floor[0]:.0f}x that")
     if queue is not None:
         evidence.append(f"mean time waiting in the queue {queue:.2f} s")
-    for k in ("running", "waiting", "kv_cache_usage"):
-        if k in m.raw:
-            evidence.append(m.raw[k])
+    # a log's one stat line carries all three: quoted once (as perf.batching quotes it)
+    evidence += dict.fromkeys(m.raw[k] for k in ("running", "waiting", "kv_cache_usage") if k in m.raw)
     engine = (cfg.engine if cfg else "") or m.engine or "vllm"
     fixes = []
     waiting = v.get("waiting", 0)

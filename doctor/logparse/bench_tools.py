@@ -58,6 +58,7 @@ class Reading:
     quotes: dict[str, str] = field(default_factory=dict)
 
     def put(self, name: str, seconds: float, text: str, pos: int, how: str) -> None:
+        """Record a value with the line at `pos` (its number and text) and how it was computed."""
         line = text.count("\n", 0, pos) + 1
         start = text.rfind("\n", 0, pos) + 1
         end = text.find("\n", pos)
