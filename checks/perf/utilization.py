@@ -55,7 +55,7 @@ def gpu_utilization(facts: Facts) -> Outcome:
     if not running and not (probe and probe.tps_n):
         return Outcome([_bursts_finding(g, mine, mean, evidence)])
     if m:
-        evidence += [m.raw[k] for k in ("running", "waiting", "kv_cache_usage") if k in m.raw]
+        evidence += dict.fromkeys(m.raw[k] for k in ("running", "waiting", "kv_cache_usage") if k in m.raw)  # one stat line: once
     if probe and probe.tps_n:
         evidence.append(f"load probe: {probe.tps_n:g} tokens/s at {probe.concurrency} concurrent requests")
     engine = (cfg.engine if cfg else "") or (m.engine if m else "") or "vllm"

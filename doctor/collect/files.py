@@ -170,8 +170,8 @@ def head_of(path: str) -> str:
 
 def _embedded(path: str, facts: Facts) -> bool:
     """Tool output pasted inside the text: GPU artefacts (doctor.collect.gpu.embedded_in), Python
-    code that starts an engine, an engine container's spec, a serving-benchmark sweep, a `top`
-    screen, a `ray status`. The head of the log is read once for all of them. True when one was read."""
+    code that starts an engine, an engine container's spec, a serving-benchmark sweep, another
+    benchmark tool's summary, a `top` screen, a `ray status`. The head of the log is read once for all of them. True when one was read."""
     from llm_doctor.collect.gpu import EMBEDDED_BYTES, _read_text, embedded_in
     from llm_doctor.collect.ray_paste import status_in
 
@@ -180,7 +180,7 @@ def _embedded(path: str, facts: Facts) -> bool:
     except (OSError, EOFError):  # a cut .gz or an unreadable file: the log reader already said so
         return False
     readers = [embedded_in(text, facts), _launch_code(text, facts), _container_spec(text, facts),
-               _bench_sweep(path, text, facts), _top(text, facts), status_in(path, text, facts)]
+               _bench_sweep(path, text, facts), _bench_tool(path, text, facts), _top(text, facts), status_in(path, text, facts)]
     return any(readers)
 
 
@@ -235,6 +235,17 @@ def _bench_sweep(path: str, text: str, facts: Facts) -> bool:
         facts.host = HostFacts()
     facts.host.probe = probe
     return True
+
+
+def _bench_tool(path: str, text: str, facts: Facts) -> bool:
+    """A benchmark tool's summary (doctor.logparse.bench_tools: GenAI-Perf, llmperf, TGI's and
+    SGLang's benchmarks, llama-bench, `ollama run --verbose`) -> its TTFT and inter-token latency
+    as log metrics, which fill only what the engine's own lines did not."""
+    from llm_doctor.logparse import bench_tools, stat_lines
+
+    found = bench_tools.metrics(text, path)
+    stat_lines.into_facts(facts, found)
+    return found is not None
 
 
 def _top(text: str, facts: Facts) -> bool:

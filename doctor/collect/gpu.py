@@ -362,12 +362,12 @@ EMBEDDED_BYTES = 4 * 1024 * 1024  # a paste with attachments (an issue, a ticket
 def embedded_in(text: str, facts: Facts) -> bool:
     """GPU artefacts pasted inside a log (a `topo -m` matrix after the engine's output, as issue
     reports and vLLM's collect_env give it; an `nvidia-smi -q` dump or its clocks-event section; an
-    `nvidia-smi --query-gpu ... --format=csv` sampling; an `nvidia-smi dmon`, `dcgmi dmon` or `gpustat` series; the
+    `nvidia-smi --query-gpu ... --format=csv` sampling; an `nvidia-smi dmon`, `dcgmi dmon`, `gpustat` or `rocm-smi` series; the
     GPU rows of an `nvidia-smi` table copied without its header; `lspci -vv` link states):
     read as if they were their own file, so the perf checks see the links and clocks the reporter's
     GPUs have. (A pasted `nvidia-smi` table the log scan reads itself.) `text` is the head of the log
     (doctor.collect.files reads it once for every embedded reader). True when something was read."""
-    from llm_doctor.logparse import gpu_monitors, lspci, nvidia_smi, topo
+    from llm_doctor.logparse import gpu_monitors, lspci, nvidia_smi, rocm_smi, topo
 
     found = False
     at = topo.embedded_at(text)
@@ -390,7 +390,8 @@ def embedded_in(text: str, facts: Facts) -> bool:
     if (links := lspci.embedded_lspci(text)) is not None:
         _merge(facts, links)
         found = True
-    for series in (gpu_monitors.embedded_dmon(text), gpu_monitors.embedded_dcgmi(text), gpu_monitors.embedded_gpustat(text)):
+    for series in (gpu_monitors.embedded_dmon(text), gpu_monitors.embedded_dcgmi(text), gpu_monitors.embedded_gpustat(text),
+                   rocm_smi.embedded_rocm_smi(text)):
         if series is not None:
             _merge_series(facts, series)
             found = True

@@ -178,8 +178,11 @@ def is_monitor(head: str) -> bool:
 
 
 def load(text: str) -> GpuFacts | None:
-    """The monitor output in a text: `nvidia-smi dmon`, else `dcgmi dmon`, else `gpustat`."""
-    return embedded_dmon(text) or embedded_dcgmi(text) or embedded_gpustat(text)
+    """The monitor output in a text: `nvidia-smi dmon`, else `dcgmi dmon`, else `gpustat`, else `rocm-smi`."""
+    # imported here: rocm_smi reads its cells with this module's helpers
+    from llm_doctor.logparse.rocm_smi import embedded_rocm_smi
+
+    return embedded_dmon(text) or embedded_dcgmi(text) or embedded_gpustat(text) or embedded_rocm_smi(text)
 
 
 def _value(cell: str | None) -> float | None:
