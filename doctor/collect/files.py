@@ -179,8 +179,11 @@ def _embedded(path: str, facts: Facts) -> bool:
         text = _read_text(path, EMBEDDED_BYTES)
     except (OSError, EOFError):  # a cut .gz or an unreadable file: the log reader already said so
         return False
+    from llm_doctor.logparse import perf_prose
+
     readers = [embedded_in(text, facts), _launch_code(text, facts), _container_spec(text, facts),
-               _bench_sweep(path, text, facts), _top(text, facts), status_in(path, text, facts)]
+               _bench_sweep(path, text, facts), _top(text, facts), status_in(path, text, facts),
+               perf_prose.into_facts(path, text, facts)]
     return any(readers)
 
 
