@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from llm_doctor.checks.perf import cpu, throttle, utilization
 from llm_doctor.checks.perf import facts_view as fv
+from llm_doctor.checks.perf.kv_cache import FULL
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
 from llm_doctor.facts.stated import PerfStatement
@@ -73,7 +74,9 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
     v = m.values if m else {}
     x = s.measures
     if s.code == "perf.kv_cache_pressure":
-        return "kv_cache_usage" in v or "preemptions_total" in v
+        # the check judges a reading: below full, or full with the queue known; "full" alone it reads as a busy moment
+        usage = v.get("kv_cache_usage")
+        return "preemptions_total" in v or (usage is not None and (usage < FULL or bool(v.get("queued_samples"))))
     if s.code == "perf.high_latency":
         return "ttft_mean_s" in v or "itl_mean_s" in v or "window_ttft_mean_s" in v
     if s.code == "perf.prefix_caching_off":

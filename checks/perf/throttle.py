@@ -12,6 +12,7 @@ from __future__ import annotations
 from llm_doctor.checks.perf import facts_view as fv
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
+from llm_doctor.facts.gpu import Gpu
 from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 THERMAL = {"hw_thermal_slowdown", "sw_thermal_slowdown", "thermal"}  # "thermal": stated, HW or SW not said
@@ -26,7 +27,7 @@ def clocks(facts: Facts) -> Outcome:
     g = fv.maybe_gpus(facts)
     # without GPU facts, the clocks and reasons a person states (doctor/logparse/perf_prose.py)
     said = [s for s in facts.stated if s.gpu is not None] if g is None else []
-    gpus = g.gpus if g is not None else [s.gpu for s in said if s.gpu is not None]
+    gpus = g.gpus if g is not None else _one_per_index([s.gpu for s in said if s.gpu is not None])
     if not gpus or all(not x.throttle_reasons and "throttle_reasons" in x.unsupported for x in gpus) or all(
         x.sm_clock_mhz is None and not x.throttle_reasons for x in gpus
     ):
@@ -38,7 +39,7 @@ def clocks(facts: Facts) -> Outcome:
             hits.append((x, reasons))
     if not hits:
         return Outcome(detail="no active throttle reason")
-    evidence = [f"{s.where}: {s.text}" for s in said if s.gpu is not None and any(s.gpu is x for x, _ in hits)][:3]
+    evidence = [f"{s.where}: {s.text}" for s in said if s.gpu is not None and any(s.gpu.index == x.index for x, _ in hits)][:3]
     fixes = []
     for x, reasons in hits:
         clock = f", SM {x.sm_clock_mhz:g} of {x.sm_clock_max_mhz:g} MHz" if x.sm_clock_mhz and x.sm_clock_max_mhz else ""
@@ -84,3 +85,15 @@ def counts(x, reason: str) -> bool:
     if reason == "applications_clocks_setting":
         return bool(x.sm_clock_mhz and x.sm_clock_max_mhz and x.sm_clock_mhz < 0.9 * x.sm_clock_max_mhz)
     return True
+
+
+def _one_per_index(stated: list[Gpu]) -> list[Gpu]:
+    """Several sentences about the same GPU are one GPU: its reasons together, the first value of each reading."""
+    out: dict[int, Gpu] = {}
+    for x in stated:
+        mine = out.setdefault(x.index, Gpu(index=x.index))
+        mine.throttle_reasons += [r for r in x.throttle_reasons if r not in mine.throttle_reasons]
+        for name in ("sm_clock_mhz", "sm_clock_max_mhz", "power_draw_w", "power_limit_w", "temperature_c"):
+            if getattr(mine, name) is None:
+                setattr(mine, name, getattr(x, name))
+    return list(out.values())

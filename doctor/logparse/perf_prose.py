@@ -72,20 +72,20 @@ PREFIX_FLAG_UNSET = re.compile(r"\b(?:without|never (?:passes|sets|uses|enables)
 CACHE_READ = re.compile(r"\b(?:cache_read_input_tokens|cached_tokens)['\"]?\s?[:=]\s?(\d+)")
 # time to first token and per output token: vLLM's vllm:time_to_first_token_seconds, time_per_output_token_seconds
 # (the dashboard's "Time To First Token Latency", "Time Per Output Token Latency"), benchmark_serving's TTFT/TPOT/ITL
-TTFT = re.compile(r"\bTTFT\b|\btime[ -]to[ -]first[ -]token\b|\bfirst[ -]token (?:latency|time)\b|\btime_to_first_token(?:_seconds)?\b", re.I)
+TTFT = re.compile(r"\bTTFT\b|\btime[ -]to[ -]first[ -]token\b|\bfirst[ -]token (?:latency|time)\b|\blatency (?:for|of) the first token\b|\btime_to_first_token(?:_seconds)?\b", re.I)
 ITL = re.compile(r"\bTPOT\b|\bITL\b|\binter[ -]?token latency\b|\btime per output token\b|\btime_per_output_token(?:_seconds)?\b|"
                  r"\bper[ -]token latency\b", re.I)
 LATENCY_HIGH = re.compile(r"\b(?:high|slow|long|huge|spik\w*|too|increas\w*|grows?|grew|balloon\w*|terrible|bad|unacceptabl\w*|degrad\w*)\b", re.I)
 # nvidia-smi -q "Clocks Event Reasons" (before driver 535 "Clocks Throttle Reasons") and --query-gpu
 # clocks_event_reasons.* / clocks_throttle_reasons.*: NVML's names for why the clock is held down
 REASONS = (
-    ("hw_thermal_slowdown", re.compile(r"\bHW[ _]Thermal[ _]Slowdown\b", re.I)),
+    ("hw_thermal_slowdown", re.compile(r"\b(?:HW|hardware)[ _-]Thermal[ _-]Slowdown\b", re.I)),
     ("sw_thermal_slowdown", re.compile(r"\bSW[ _]Thermal[ _]Slowdown\b", re.I)),
     ("hw_power_brake_slowdown", re.compile(r"\bHW[ _]Power[ _]Brake(?:[ _]Slowdown)?\b", re.I)),
     ("hw_slowdown", re.compile(r"\bHW[ _]Slowdown\b", re.I)),
     ("sw_power_cap", re.compile(r"\bSW[ _]Power[ _]Cap\b|\bpower[- ]capp?(?:ed|ing)?\b|\bpower[- ]throttl\w*|\bpower[- ]limit(?:ed|ing)\b", re.I)),
     ("applications_clocks_setting", re.compile(r"\bApplications?[ _]Clocks?[ _]Setting\b", re.I)),
-    ("thermal", re.compile(r"\bthermal(?:ly)?[ -]throttl\w*|\bthrottl\w* (?:due to|from|by|because of) (?:heat|temperature)|\boverheat\w*", re.I)),
+    ("thermal", re.compile(r"\bthermal(?:ly)?[ -](?:throttl\w*|slowdown)|\bthrottl\w* (?:due to|from|by|because of) (?:heat|temperature)|\boverheat\w*", re.I)),
 )
 THROTTLE = re.compile(r"\bthrottl\w*|\bclocks? (?:speed |frequency )?(?:is |are |gets? |got )?(?:capped|limited|held|drops?|dropped|stuck|locked|reduced)\b|"
                       r"\bslowdown\b|\bclocks[_ ](?:event|throttle)[_ ]reasons\b", re.I)
@@ -204,11 +204,16 @@ def _near_terms(lines: list[str]) -> set[int]:
     return near
 
 
+# a number that is a change, not a reading: "69% more preemptions", "30% lower throughput"
+RELATIVE = re.compile(r"^\s*(?:more|less|fewer|higher|lower|faster|slower|better|worse|increase|decrease|drop|reduction|"
+                      r"improvement|speed-?up|of (?:the|all|its|total|requests))\b", re.I)
+
+
 def _near(rx: re.Pattern[str], text: str, at: re.Match[str]) -> list[re.Match[str]]:
-    """Matches of `rx` within NEAR characters after the term, or just before it ("99 % KV cache usage")."""
+    """Readings of `rx` within NEAR characters after the term, or just before it ("99 % KV cache usage")."""
     after = [m for m in rx.finditer(text, at.end(), min(len(text), at.end() + NEAR))]
     before = [m for m in rx.finditer(text, max(0, at.start() - NEAR // 2), at.start())]
-    return after + before[-1:]
+    return [m for m in after + before[-1:] if not RELATIVE.match(text, m.end())]
 
 
 def _number(x: str) -> float:
@@ -347,6 +352,9 @@ def _metrics(found: list[PerfStatement], engine: str) -> MetricsFacts | None:
     person reports is the state of the run, so it stands as stat_lines.is_sustained lets one line stand)."""
     v: dict[str, float] = {}
     raw: dict[str, str] = {}
+    # the worst of several statements is the complaint ("direct: TTFT 0.5 s; through the gateway: 17 s"):
+    # the fullest KV cache first, the longest latency wins below
+    found = sorted(found, key=lambda st: (st.code != "perf.kv_cache_pressure", -st.measures.get("kv_cache_usage", -1.0)))
     for st in found:
         said = f"{st.where}: {st.text}"
         x = st.measures
@@ -368,7 +376,7 @@ def _metrics(found: list[PerfStatement], engine: str) -> MetricsFacts | None:
                 raw["preemptions_total"] = said
         elif st.code == "perf.high_latency":
             for name, key in (("ttft_s", "ttft"), ("itl_s", "itl")):
-                if name in x and f"{key}_mean_s" not in v:
+                if name in x and x[name] > v.get(f"{key}_mean_s", -1.0):
                     v[f"{key}_mean_s"] = x[name]
                     raw[key] = said
         elif st.code == "perf.prefix_caching_off" and "prefix_cache_hit_rate" in x and "prefix_cache_hit_rate" not in v:
