@@ -85,7 +85,9 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
     if s.code == "perf.gpu_throttled":
         g = fv.maybe_gpus(facts)
         measured = g is not None and any(gpu.throttle_reasons or gpu.sm_clock_mhz for gpu in g.gpus)
-        return measured or (s.gpu is not None and any(throttle.counts(s.gpu, r) for r in s.gpu.throttle_reasons))
+        # perf.clocks reads the sentences about one GPU together: judged when one of them names a reason that counts
+        same = [o.gpu for o in facts.stated if o.gpu is not None and s.gpu is not None and o.gpu.index == s.gpu.index]
+        return measured or any(throttle.counts(gpu, r) for gpu in same for r in gpu.throttle_reasons)
     if s.code == "perf.cpu_bound":
         return "cpu_percent" in x and x["cpu_percent"] < cpu.BUSY_CPU
     if s.code == "perf.low_gpu_util":

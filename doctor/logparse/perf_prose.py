@@ -55,7 +55,8 @@ WAITING = re.compile(r"(\d+)\s(?:(?:more |pending |new |incoming )?(?:requests?|
                      r"(?:waiting|queued|pending|in (?:the )?(?:waiting )?queue)\b|"
                      r"(?:\bWaiting|\bPending|#queue-req|num_requests_waiting|queue(?: length| size| depth)?)\s?(?:reqs?)?\s?[:=]?\s?(\d+)", re.I)
 RUNNING = re.compile(r"(\d+)\s(?:requests?|reqs?|seqs?|sequences?)\s(?:are )?running\b|(?:\bRunning|#running-req|num_requests_running)\s?[:=]?\s?(\d+)", re.I)
-QUEUE_WORDS = re.compile(r"\b(?:queue(?:s|d|ing)?|waiting|pending|wait(?:s)? in|piles? up|pile up|backlog)\b", re.I)
+# (ASCII bounds: "waiting机制" in a Chinese sentence is the word)
+QUEUE_WORDS = re.compile(r"(?<![A-Za-z])(?:queue(?:s|d|ing)?|waiting|pending|wait(?:s)? in|piles? up|pile up|backlog)(?![A-Za-z])", re.I)
 PREEMPT = re.compile(r"\bpreempt\w*|\bswapp(?:ed|ing) out\b|\bretract\w*", re.I)
 PREEMPTIONS = re.compile(r"(\d+)\s(?:preemptions?|requests? (?:were |are )?preempted)|(?:Preemptions|num_preemptions(?:_total)?)\s?[:=]?\s?(\d+)", re.I)
 # vLLM "Prefix cache hit rate: %.1f%%", vllm:prefix_cache_hits / prefix_cache_queries, gpu_prefix_cache_hit_rate;
@@ -102,7 +103,7 @@ LOW_WORDS = re.compile(r"\b(?:low|only|never (?:exceeds|goes above|gets above)|u
 # a sentence that states no problem: a question, advice, a possibility, an improvement already made
 QUESTION = re.compile(r"\?\s*$|^(?:how|why|what|is|are|does|do|can|could|should|would|will|when|which|where)\b", re.I)
 NOT_A_PROBLEM = re.compile(r"\b(?:to (?:avoid|prevent|reduce|improve|get)|should|recommend\w*|consider|try (?:to|setting|using|adding)|"
-                           r"if you|you can|you could|might|may|would|in case|expected|as expected|is normal|"
+                           r"if you|you can|you could|might|would|in case|as expected|is normal|"
                            r"improv\w*|reduc(?:es|ed)|dropp?ed (?:to|from)|down to|fix(?:es|ed)|after (?:enabling|adding|setting|upgrading|switching))\b", re.I)
 # a row of `nvidia-smi -q` (`    SW Power Cap      : Active`) or a /metrics sample: another reader's
 TOOL_ROW = re.compile(r"^\s*[A-Z][\w .()/-]*?\s{2,}:\s|^[a-z_:]+(?:\{[^}]*\})?\s+[-\d.e+]+\s*$")
@@ -301,14 +302,19 @@ def _seconds(m: re.Match[str]) -> float:
 
 
 def _throttle(s: _Sentence) -> PerfStatement | None:
-    reasons = []
+    reasons: list[str] = []
+    inactive = False
     for name, rx in REASONS:
         for m in rx.finditer(s.text):
             if INACTIVE.match(s.text[m.end():m.end() + 30].lstrip(" |*:`=")) or NEGATED.search(s.text[max(0, m.start() - 20):m.start()]):
+                inactive = True
                 continue
-            if name not in reasons and not (name == "hw_slowdown" and {"hw_thermal_slowdown", "hw_power_brake_slowdown"} & set(reasons)):
+            # the generic word after NVML's own name of it: one reason
+            covered = (name == "hw_slowdown" and {"hw_thermal_slowdown", "hw_power_brake_slowdown"} & set(reasons)) or (
+                name == "thermal" and {"hw_thermal_slowdown", "sw_thermal_slowdown"} & set(reasons))
+            if name not in reasons and not covered:
                 reasons.append(name)
-    if not reasons and not THROTTLE.search(s.text):
+    if not reasons and (inactive or not THROTTLE.search(s.text)):
         return None
     index = GPU_INDEX.search(s.text)
     gpu = Gpu(index=int(index.group(1)) if index else 0, throttle_reasons=reasons)
