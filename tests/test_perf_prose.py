@@ -125,6 +125,22 @@ def test_not_active_reasons_state_no_throttling():
     assert perf_prose.statements("k.md", "| SW Power Cap | Not Active |\n| HW Slowdown | Not Active |\n") == []
 
 
+def test_requests_served_one_at_a_time_are_batching_limited(tmp_path):
+    report = _paste(tmp_path, (
+        # https://github.com/vllm-project/vllm/issues/1707
+        "Of course, I can send multiple seperate requests, but those are handled sequentially and do not benefit from speed "
+        "improvements.\n\n"
+        # https://github.com/EricLBuehler/mistral.rs/issues/2343 (title)
+        "# Concurrent text-serving throughput does not scale above serial despite PagedAttention engaged (v0.9.0, H100, Llama-3.2-1B bf16)\n"))
+    f = _finding(report, "perf.batching_limited")
+    assert f["severity"] == "info" and f["title"].endswith("(2 statements)")
+    assert [e.split("issue.md:")[1][:2] for e in f["evidence"][:2]] == ["1:", "3:"]
+    assert "num_requests_(running|waiting)" in _commands(f)[0]
+    # https://github.com/NVIDIA/TensorRT-LLM/issues/11080 (title)
+    (said,) = perf_prose.statements("t.md", "[Usage]: Batching doesn't improve prefill throughput for llama 3.1 8B")
+    assert said.code == "perf.batching_limited"
+
+
 def test_questions_advice_and_healthy_numbers_stay_quiet(tmp_path):
     text = (
         # https://github.com/vllm-project/vllm/issues/5626 (title)

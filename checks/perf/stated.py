@@ -44,6 +44,10 @@ ABOUT: dict[str, tuple[str, list[str], Fix]] = {
         "the host CPU is said to hold the engine back", ["perf.low_gpu_util", "perf.high_latency"],
         Fix("Show the host while it serves: per-process CPU (the API server, the engine core) and the CPUs it may use",
             "top -b -n 1 -c | head -30; nproc")),
+    "perf.batching_limited": (
+        "requests are said to be served one at a time, not batched", ["perf.high_latency", "perf.low_gpu_util"],
+        Fix("Show the batch cap it runs with and its running/waiting counts under load (the launch command, and the stat "
+            "lines or /metrics); llama-server: its slots", "curl -s localhost:8000/metrics | grep -E 'num_requests_(running|waiting)'")),
     "perf.low_gpu_util": (
         "the GPUs are said to be under-used", [],
         Fix("Sample the GPUs while requests run, with the engine's running/waiting counts",
@@ -62,7 +66,7 @@ def stated(facts: Facts) -> Outcome:
     for code, said in by_code.items():
         what, explains, fix = ABOUT[code]
         evidence = [f"{s.where}: {s.text}" for s in said[:MAX_QUOTED]]
-        evidence.append("stated in words: no number here lets the check compute a fix")
+        evidence.append("stated in words: the figures a fix is computed from (the engine's own) are not in the input")
         findings.append(Finding(code, f"{what} ({len(said)} statement{'s' if len(said) > 1 else ''})", evidence, [fix],
                                 severity="info", explains=explains))
     return Outcome(findings, "" if findings else f"{len(facts.stated)} stated perf measure(s), judged by their checks")
@@ -90,6 +94,8 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
         return measured or any(throttle.counts(gpu, r) for gpu in same for r in gpu.throttle_reasons)
     if s.code == "perf.cpu_bound":
         return "cpu_percent" in x and x["cpu_percent"] < cpu.BUSY_CPU
+    if s.code == "perf.batching_limited":  # perf.batching judges a queue against the cache's room
+        return all(k in v for k in ("running", "waiting", "kv_cache_usage"))
     if s.code == "perf.low_gpu_util":
         return ("gpu_util_percent" in x and x["gpu_util_percent"] >= utilization.LOW) or fv.maybe_gpus(facts) is not None
     return False

@@ -96,6 +96,15 @@ NEGATED = re.compile(r"\b(?:no|not|never|without|zero)\s(?:\w+\s)?$", re.I)
 CPU = re.compile(r"\bCPU[- ]bound\b|\bCPU[- ]bottleneck\w*|\bbottleneck\w* (?:on|by|in) (?:the )?(?:CPU|tokeni[sz]\w+|API server)\b|"
                  r"\b(?:CPU|core|API server|api_server|tokeni[sz]er)\b[^.]{0,40}?\b(?:at|pegged at|stays? at|maxed at|hits?|uses?|using|100\s?%)", re.I)
 CPU_PERCENT = re.compile(r"\b(?:CPU|core|API server|api_server|tokeni[sz]er)\b[^.%]{0,40}?" + _NUM + r"\s?%", re.I)
+# requests served one at a time, not batched: the scheduler's cap (vLLM max_num_seqs, SGLang max_running_requests,
+# llama-server's --parallel slots) or a client that sends one request at a time
+BATCH = re.compile(r"\b(?:requests?|prompts?|calls?|queries|users?)\b[^.]{0,50}?\b(?:one (?:request )?at a time|one by one|one after (?:the )?other|"
+                   r"sequentially|serially|serialized|in series)\b|\bnot (?:being )?batched\b|\bno (?:continuous |dynamic )?batching\b|"
+                   r"\bbatching (?:does not|doesn't|is not|isn't|did not|didn't) (?:work|happen|help|improve|scale)|"
+                   r"\b(?:throughput|tokens?/s|speed)\b[^.]{0,40}?\b(?:does not|doesn't|did not|didn't|never|won'?t) (?:scale|increase|grow|improve)\b|"
+                   r"\bdoes(?: not|n't) scale with (?:concurrency|concurrent|more (?:requests|users|clients|parallel))", re.I)
+AT_ONCE = re.compile(r"\bonly (\d+) (?:requests?|reqs?|sequences?|seqs?) (?:are |get |is )?(?:running|run|processed|served|scheduled|batched)"
+                     r"(?: at once| concurrently| in parallel| together)?", re.I)
 # the GPUs doing little: nvidia-smi's "Volatile GPU-Util" / utilization.gpu, DCGM's GPU utilisation
 GPU_UTIL = re.compile(r"\bGPU[- ]?(?:util\w*|usage|load|activity)\b|\butilization\.gpu\b|\bVolatile GPU-Util\b", re.I)
 LOW_WORDS = re.compile(r"\b(?:low|only|never (?:exceeds|goes above|gets above)|under-?utili[sz]\w*|idle|barely|stays? (?:at|below|under))\b", re.I)
@@ -104,7 +113,7 @@ LOW_WORDS = re.compile(r"\b(?:low|only|never (?:exceeds|goes above|gets above)|u
 QUESTION = re.compile(r"\?\s*$|^(?:how|why|what|is|are|does|do|can|could|should|would|will|when|which|where)\b", re.I)
 NOT_A_PROBLEM = re.compile(r"\b(?:to (?:avoid|prevent|reduce|improve|get)|should|recommend\w*|consider|try (?:to|setting|using|adding)|"
                            r"if you|you can|you could|might|would|in case|as expected|is normal|"
-                           r"improv\w*|reduc(?:es|ed)|dropp?ed (?:to|from)|down to|fix(?:es|ed)|after (?:enabling|adding|setting|upgrading|switching))\b", re.I)
+                           r"improved|reduced|dropp?ed (?:to|from)|down to|fix(?:es|ed)|after (?:enabling|adding|setting|upgrading|switching))\b", re.I)
 # a row of `nvidia-smi -q` (`    SW Power Cap      : Active`) or a /metrics sample: another reader's
 TOOL_ROW = re.compile(r"^\s*[A-Z][\w .()/-]*?\s{2,}:\s|^[a-z_:]+(?:\{[^}]*\})?\s+[-\d.e+]+\s*$")
 SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z(*`\"'\-])|(?<=[a-z)])[.!?]\s*$")
@@ -145,7 +154,7 @@ def statements(source: str, text: str) -> list[PerfStatement]:
         if QUESTION.search(sentence.text) or NOT_A_PROBLEM.search(sentence.text):
             continue
         out += [s for s in (_kv(sentence), _prefix(sentence), _latency(sentence), _throttle(sentence), _cpu(sentence),
-                            _gpu_util(sentence)) if s is not None]
+                            _gpu_util(sentence), _batching(sentence)) if s is not None]
         if len(out) >= MAX_STATEMENTS:
             break
     return _repeated_cache_misses(source, text) + out
@@ -191,7 +200,8 @@ def _sentences(source: str, text: str) -> list[_Sentence]:
     return out
 
 
-ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, GPU_UTIL, PREEMPT))
+ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, GPU_UTIL, PREEMPT,
+                                                              BATCH, AT_ONCE))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 
@@ -351,6 +361,13 @@ def _gpu_util(s: _Sentence) -> PerfStatement | None:
     if pct:
         return _statement("perf.low_gpu_util", s, {"gpu_util_percent": _number(pct[0].group(1))})
     return _statement("perf.low_gpu_util", s) if LOW_WORDS.search(s.text) else None
+
+
+def _batching(s: _Sentence) -> PerfStatement | None:
+    at_once = AT_ONCE.search(s.text)
+    if at_once is None and not BATCH.search(s.text):
+        return None
+    return _statement("perf.batching_limited", s, {"running": float(at_once.group(1))} if at_once else {})
 
 
 def _metrics(found: list[PerfStatement], engine: str) -> MetricsFacts | None:
