@@ -85,6 +85,15 @@ def test_prefix_cache_hit_rate_zero_is_prefix_caching_off_with_the_flag(tmp_path
     assert _commands(f) == ["--enable-prefix-caching"]
 
 
+def test_prefix_caching_never_passed_said_in_words_is_info(tmp_path):
+    # a launch script described, not pasted (the shape of corpus/z155, worded from vLLM's own flag)
+    report = _paste(tmp_path, "Our launch script never passes `--enable-prefix-caching`, so every request re-prefills the full\n"
+                              "prompt.\n")
+    assert report["status"] == "info"
+    f = _finding(report, "perf.prefix_caching_off")
+    assert f["severity"] == "info" and "never passes `--enable-prefix-caching`" in f["evidence"][0]
+
+
 def test_repeated_requests_reading_no_cached_tokens_are_a_zero_hit_rate():
     # Anthropic's usage.cache_read_input_tokens (anthropic-sdk-python types/usage.py), two identical calls
     text = ("call1 usage: {cache_creation_input_tokens: 2048, cache_read_input_tokens: 0, input_tokens: 2050}\n"
