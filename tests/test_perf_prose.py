@@ -150,6 +150,19 @@ def test_requests_served_one_at_a_time_are_batching_limited(tmp_path):
     assert said.code == "perf.batching_limited"
 
 
+def test_more_gpus_slower_than_fewer_is_the_interconnect_as_said(tmp_path):
+    report = _paste(tmp_path, (
+        # https://github.com/oobabooga/textgen/issues/6424 (title)
+        "Inference with TP (tensor parallelism) is around 4x slower than without\n\n"
+        # https://github.com/huggingface/text-generation-inference/issues/1315 (a comment)
+        "Hi, any updates on this? I also had a problem that the deployment with 8 GPUs is not faster than with that with 4 GPUs. "
+        "I'm using V100.\n"))
+    f = _finding(report, "perf.slow_interconnect")
+    assert f["severity"] == "info" and f["title"].endswith("(2 statements)")
+    assert _commands(f) == ["nvidia-smi topo -m"]
+    assert "perf.tp_mismatch" not in [x["code"] for x in report["findings"]]
+
+
 def test_questions_advice_and_healthy_numbers_stay_quiet(tmp_path):
     text = (
         # https://github.com/vllm-project/vllm/issues/5626 (title)

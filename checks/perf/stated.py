@@ -48,6 +48,10 @@ ABOUT: dict[str, tuple[str, list[str], Fix]] = {
         "requests are said to be served one at a time, not batched", ["perf.high_latency", "perf.low_gpu_util"],
         Fix("Show the batch cap it runs with and its running/waiting counts under load (the launch command, and the stat "
             "lines or /metrics); llama-server: its slots", "curl -s localhost:8000/metrics | grep -E 'num_requests_(running|waiting)'")),
+    "perf.slow_interconnect": (
+        "more GPUs are said to be slower than fewer", ["perf.tp_mismatch", "perf.high_latency"],
+        Fix("Show how the GPUs are connected: tensor parallelism all-reduces every layer, over PCIe where there is no NVLink",
+            "nvidia-smi topo -m")),
     "perf.low_gpu_util": (
         "the GPUs are said to be under-used", [],
         Fix("Sample the GPUs while requests run, with the engine's running/waiting counts",
@@ -96,6 +100,9 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
         return "cpu_percent" in x and x["cpu_percent"] < cpu.BUSY_CPU
     if s.code == "perf.batching_limited":  # perf.batching judges a queue against the cache's room
         return all(k in v for k in ("running", "waiting", "kv_cache_usage"))
+    if s.code == "perf.slow_interconnect":  # perf.interconnect judges the topology
+        g = fv.maybe_gpus(facts)
+        return g is not None and bool(g.topology)
     if s.code == "perf.low_gpu_util":
         return ("gpu_util_percent" in x and x["gpu_util_percent"] >= utilization.LOW) or fv.maybe_gpus(facts) is not None
     return False

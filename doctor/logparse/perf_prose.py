@@ -105,12 +105,17 @@ BATCH = re.compile(r"\b(?:requests?|prompts?|calls?|queries|users?)\b[^.]{0,50}?
                    r"\bdoes(?: not|n't) scale with (?:concurrency|concurrent|more (?:requests|users|clients|parallel))", re.I)
 AT_ONCE = re.compile(r"\bonly (\d+) (?:requests?|reqs?|sequences?|seqs?) (?:are |get |is )?(?:running|run|processed|served|scheduled|batched)"
                      r"(?: at once| concurrently| in parallel| together)?", re.I)
+# more GPUs slower than fewer: tensor parallelism's all-reduce every layer, over PCIe when there is no NVLink
+TP_SLOWER = re.compile(r"(?:\btensor[ _-]?parallel\w*|\bTP\s?=?\s?[2-9]\b|\bmulti(?:ple)?[ -]GPUs?\b|\b(?:[2-8]|two|four|eight) (?:GPUs|cards)\b)"
+                       r"[^.]{0,80}?\b(?:slower|no faster|not faster|worse|(?:does not|doesn't|did not|didn't) (?:speed|help|improve|scale))\b", re.I)
 # the GPUs doing little: nvidia-smi's "Volatile GPU-Util" / utilization.gpu, DCGM's GPU utilisation
 GPU_UTIL = re.compile(r"\bGPU[- ]?(?:util\w*|usage|load|activity)\b|\butilization\.gpu\b|\bVolatile GPU-Util\b", re.I)
 LOW_WORDS = re.compile(r"\b(?:low|only|never (?:exceeds|goes above|gets above)|under-?utili[sz]\w*|idle|barely|stays? (?:at|below|under))\b", re.I)
 
-# a sentence that states no problem: a question, advice, a possibility, an improvement already made
+# a sentence that states no problem: a question, advice, a possibility, an improvement already made; but
+# "why is it so slow?" reports the problem it asks about (the family's own words must still say which)
 QUESTION = re.compile(r"\?\s*$|^(?:how|why|what|is|are|does|do|can|could|should|would|will|when|which|where)\b", re.I)
+COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did)\b", re.I)
 NOT_A_PROBLEM = re.compile(r"\b(?:to (?:avoid|prevent|reduce|improve|get)|should|recommend\w*|consider|try (?:to|setting|using|adding)|"
                            r"if you|you can|you could|might|would|in case|as expected|is normal|"
                            r"improved|reduced|dropp?ed (?:to|from)|down to|fix(?:es|ed)|after (?:enabling|adding|setting|upgrading|switching))\b", re.I)
@@ -151,10 +156,10 @@ def into_facts(source: str, text: str, facts: Facts) -> bool:
 def statements(source: str, text: str) -> list[PerfStatement]:
     out: list[PerfStatement] = []
     for sentence in _sentences(source, text):
-        if QUESTION.search(sentence.text) or NOT_A_PROBLEM.search(sentence.text):
+        if (QUESTION.search(sentence.text) and not COMPLAINT.search(sentence.text)) or NOT_A_PROBLEM.search(sentence.text):
             continue
         out += [s for s in (_kv(sentence), _prefix(sentence), _latency(sentence), _throttle(sentence), _cpu(sentence),
-                            _gpu_util(sentence), _batching(sentence)) if s is not None]
+                            _gpu_util(sentence), _batching(sentence), _tp_slower(sentence)) if s is not None]
         if len(out) >= MAX_STATEMENTS:
             break
     return _repeated_cache_misses(source, text) + out
@@ -201,7 +206,7 @@ def _sentences(source: str, text: str) -> list[_Sentence]:
 
 
 ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, GPU_UTIL, PREEMPT,
-                                                              BATCH, AT_ONCE))
+                                                              BATCH, AT_ONCE, TP_SLOWER))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 
@@ -368,6 +373,10 @@ def _batching(s: _Sentence) -> PerfStatement | None:
     if at_once is None and not BATCH.search(s.text):
         return None
     return _statement("perf.batching_limited", s, {"running": float(at_once.group(1))} if at_once else {})
+
+
+def _tp_slower(s: _Sentence) -> PerfStatement | None:
+    return _statement("perf.slow_interconnect", s) if TP_SLOWER.search(s.text) else None
 
 
 def _metrics(found: list[PerfStatement], engine: str) -> MetricsFacts | None:
