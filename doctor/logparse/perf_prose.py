@@ -35,7 +35,7 @@ NEAR = 80  # characters between a term and the number that measures it
 
 _NUM = r"(\d+(?:[.,]\d+)?)"
 PERCENT = re.compile(_NUM + r"\s?%")
-FRACTION = re.compile(r"(?<![\d.])(0?\.\d+|1\.0+|[01])(?![\d.%])")
+FRACTION = re.compile(r"(?<![\w.])(0?\.\d+|1\.0+|[01])(?![\w.%])")
 DURATION = re.compile(r"(?<![\w.])~?" + _NUM + r"\s?(ms|milliseconds?|msecs?|s|secs?|seconds?)\b", re.I)
 MHZ = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s?MHz", re.I)
 WATTS = re.compile(r"(\d+(?:\.\d+)?)\s?W\b")
@@ -47,7 +47,8 @@ GPU_INDEX = re.compile(r"\bGPU\s?#?(\d)\b")
 # (metrics), the dashboard's "Cache Utilization" panel ("GPU Cache Usage"); SGLang: "token usage: %.2f"
 KV = re.compile(r"\bKV[ -]?cache(?: usage| utili[sz]ation| occupancy| util)?\b|\b(?:gpu|kv)_cache_usage(?:_perc)?\b|"
                 r"\bGPU Cache Usage\b|\bCache Utili[sz]ation\b|\btoken[ _]usage\b", re.I)
-KV_FULL = re.compile(r"\b(?:full|fills? up|filled|exhausted|saturated|maxed(?: out)?|runs? out|running out|ran out|no (?:free )?(?:room|space|blocks?)|"
+KV_FULL = re.compile(r"\b(?:(?:is|was|gets?|got|becomes?|became|stays?|remains?|almost|nearly|completely|totally|always) full|fills? up|"
+                     r"filled up|exhausted|saturated|maxed(?: out)?|runs? out|running out|ran out|no (?:free )?(?:room|space|blocks?)|"
                      r"(?:near(?:ly)?|close to|almost|hits?|hitting|reach(?:es|ed|ing)?|at|stays? at|stuck at|pinned at) 100\s?%)", re.I)
 # the scheduler's queue: vLLM "Waiting: %d reqs" (V0 "Pending"), vllm:num_requests_waiting, the dashboard's
 # "Scheduler State"; SGLang "#queue-req: %d"; preemption: vLLM's "Preemptions: %d", vllm:num_preemptions_total
@@ -89,7 +90,9 @@ REASONS = (
     ("thermal", re.compile(r"\bthermal(?:ly)?[ -](?:throttl\w*|slowdown)|\bthrottl\w* (?:due to|from|by|because of) (?:heat|temperature)|\boverheat\w*", re.I)),
 )
 THROTTLE = re.compile(r"\bthrottl\w*|\bclocks? (?:speed |frequency )?(?:is |are |gets? |got )?(?:capped|limited|held|drops?|dropped|stuck|locked|reduced)\b|"
-                      r"\bslowdown\b|\bclocks[_ ](?:event|throttle)[_ ]reasons\b", re.I)
+                      r"\bslowdown\b", re.I)
+GPU_CONTEXT = re.compile(r"\b(?:GPUs?|clocks?|MHz|SM|thermal|power|temperature|nvidia-smi|cards?)\b|°C", re.I)
+SECTION_TITLE = re.compile(r"\bclocks?[_ ](?:event|throttle)[_ ]reasons\b(?:\.\w+)*", re.I)
 INACTIVE = re.compile(r"^\W{0,6}(?:not active|inactive|no\b|none\b|0 samples|never|false\b)", re.I)
 NEGATED = re.compile(r"\b(?:no|not|never|without|zero)\s(?:\w+\s)?$", re.I)
 # the host CPU: the API server, tokenizer or scheduler holding the GPU back
@@ -120,7 +123,8 @@ NOT_A_PROBLEM = re.compile(r"\b(?:to (?:avoid|prevent|reduce|improve|get)|should
                            r"if you|you can|you could|might|would|in case|as expected|is normal|"
                            r"improved|reduced|dropp?ed (?:to|from)|down to|fix(?:es|ed)|after (?:enabling|adding|setting|upgrading|switching))\b", re.I)
 # a row of `nvidia-smi -q` (`    SW Power Cap      : Active`) or a /metrics sample: another reader's
-TOOL_ROW = re.compile(r"^\s*[A-Z][\w .()/-]*?\s{2,}:\s|^[a-z_:]+(?:\{[^}]*\})?\s+[-\d.e+]+\s*$")
+TOOL_ROW = re.compile(r"^\s*[A-Z][\w .()/-]*?\s{2,}:\s|^[a-z_:]+(?:\{[^}]*\})?\s+[-\d.e+]+\s*$|^\s*#\s*(?:HELP|TYPE)\s")
+FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]+")
 SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z(*`\"'\-])|(?<=[a-z)])[.!?]\s*$")
 SGLANG_TERMS = re.compile(r"#queue-req|#running-req|token usage|radix|sglang", re.I)
 VLLM_TERMS = re.compile(r"vllm|GPU KV cache usage|gpu_cache_usage_perc|kv_cache_usage_perc|Prefix cache hit rate|num_requests_waiting", re.I)
@@ -156,7 +160,8 @@ def into_facts(source: str, text: str, facts: Facts) -> bool:
 def statements(source: str, text: str) -> list[PerfStatement]:
     out: list[PerfStatement] = []
     for sentence in _sentences(source, text):
-        if (QUESTION.search(sentence.text) and not COMPLAINT.search(sentence.text)) or NOT_A_PROBLEM.search(sentence.text):
+        if (QUESTION.search(sentence.text) and not COMPLAINT.search(sentence.text)) or NOT_A_PROBLEM.search(sentence.text) or (
+                len(FLAG.findall(sentence.text)) >= 2):  # a command line: engine_args reads it
             continue
         out += [s for s in (_kv(sentence), _prefix(sentence), _latency(sentence), _throttle(sentence), _cpu(sentence),
                             _gpu_util(sentence), _batching(sentence), _tp_slower(sentence)) if s is not None]
@@ -260,7 +265,8 @@ def _kv(s: _Sentence) -> PerfStatement | None:
         measures["queued"] = 1.0
     if "kv_cache_usage" in measures or "preemptions" in measures:
         return _statement("perf.kv_cache_pressure", s, measures)
-    if KV_FULL.search(s.text) or PREEMPT.search(s.text):
+    around = s.text[max(0, term.start() - NEAR // 2):term.end() + NEAR]  # the words about the cache, not the sentence's others
+    if KV_FULL.search(around) or PREEMPT.search(around):
         return _statement("perf.kv_cache_pressure", s, measures)
     return None
 
@@ -329,8 +335,9 @@ def _throttle(s: _Sentence) -> PerfStatement | None:
                 name == "thermal" and {"hw_thermal_slowdown", "sw_thermal_slowdown"} & set(reasons))
             if name not in reasons and not covered:
                 reasons.append(name)
-    if not reasons and (inactive or not THROTTLE.search(s.text)):
-        return None
+    # nvidia-smi's section title ("Clocks Throttle Reasons") names the reasons, it states none
+    if not reasons and (inactive or not THROTTLE.search(SECTION_TITLE.sub("", s.text)) or not GPU_CONTEXT.search(s.text)):
+        return None  # ("throttling_error" is an API's rate limit, not a GPU's clock)
     index = GPU_INDEX.search(s.text)
     gpu = Gpu(index=int(index.group(1)) if index else 0, throttle_reasons=reasons)
     clocks = [_number(m.group(1)) for m in MHZ.finditer(s.text)]
