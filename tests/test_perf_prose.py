@@ -94,6 +94,17 @@ def test_prefix_caching_never_passed_said_in_words_is_info(tmp_path):
     assert f["severity"] == "info" and "never passes `--enable-prefix-caching`" in f["evidence"][0]
 
 
+def test_a_prefix_cache_that_never_hits_is_said_without_a_rate():
+    for url, title in (
+        ("https://github.com/ARahim3/mlx-dspark/issues/7",
+         "Server prefix cache never hits (hits: 0) — TTFT does not improve on repeated identical requests"),
+        ("https://github.com/bstnxbt/dflash-mlx/issues/19",
+         "Multi-turn prompt cache never engages: TTFT for turn 2 = cold start (vs llama.cpp 7x speedup)"),
+    ):
+        (said,) = perf_prose.statements("t.md", title)
+        assert (said.code, said.measures, said.text) == ("perf.prefix_caching_off", {}, title), url
+
+
 def test_repeated_requests_reading_no_cached_tokens_are_a_zero_hit_rate():
     # Anthropic's usage.cache_read_input_tokens (anthropic-sdk-python types/usage.py), two identical calls
     text = ("call1 usage: {cache_creation_input_tokens: 2048, cache_read_input_tokens: 0, input_tokens: 2050}\n"
@@ -148,6 +159,17 @@ def test_requests_served_one_at_a_time_are_batching_limited(tmp_path):
     # https://github.com/NVIDIA/TensorRT-LLM/issues/11080 (title)
     (said,) = perf_prose.statements("t.md", "[Usage]: Batching doesn't improve prefill throughput for llama 3.1 8B")
     assert said.code == "perf.batching_limited"
+
+
+def test_a_memory_share_said_with_the_engines_flag_name_is_judged_by_memory_headroom(tmp_path):
+    # vLLM's own argument name and the share (vllm/engine/arg_utils.py: gpu_memory_utilization), said in a sentence
+    report = _paste(tmp_path, "We run it with gpu_memory_utilization=0.98 so the KV cache gets as much room as possible.\n")
+    f = _finding(report, "perf.memory_overcommitted")
+    assert f["severity"] == "warn" and f["evidence"][0].startswith("gpu_memory_utilization=0.98 (stated at ")
+    assert _commands(f)[0] == "--gpu-memory-utilization 0.90"
+    # below the check's limit: quiet (https://github.com/vllm-project/vllm/issues/7553)
+    quiet = _paste(tmp_path, "BTW, when we set gpu-memory-utilization = 0.9,  it means that 24564(for RTX 4090) * 0.9 can be used.\n")
+    assert not [x for x in quiet["findings"] if x["code"] == "perf.memory_overcommitted"]
 
 
 def test_more_gpus_slower_than_fewer_is_the_interconnect_as_said(tmp_path):

@@ -52,6 +52,9 @@ ABOUT: dict[str, tuple[str, list[str], Fix]] = {
         "more GPUs are said to be slower than fewer", ["perf.tp_mismatch", "perf.high_latency"],
         Fix("Show how the GPUs are connected: tensor parallelism all-reduces every layer, over PCIe where there is no NVLink",
             "nvidia-smi topo -m")),
+    "perf.memory_overcommitted": (
+        "the engine is said to take (almost) all GPU memory", ["load.runtime_oom"],
+        Fix("Show the engine's memory share as it runs (its launch command or the arguments its log prints)")),
     "perf.low_gpu_util": (
         "the GPUs are said to be under-used", [],
         Fix("Sample the GPUs while requests run, with the engine's running/waiting counts",
@@ -100,6 +103,9 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
         return "cpu_percent" in x and x["cpu_percent"] < cpu.BUSY_CPU
     if s.code == "perf.batching_limited":  # perf.batching judges a queue against the cache's room
         return all(k in v for k in ("running", "waiting", "kv_cache_usage"))
+    if s.code == "perf.memory_overcommitted":  # perf.memory_headroom judges the share the deployment holds
+        cfg = fv.maybe_deployment(facts)
+        return cfg is not None and cfg.gpu_memory_utilization is not None
     if s.code == "perf.slow_interconnect":  # perf.interconnect judges the topology
         g = fv.maybe_gpus(facts)
         return g is not None and bool(g.topology)

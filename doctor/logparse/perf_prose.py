@@ -62,9 +62,11 @@ PREEMPT = re.compile(r"\bpreempt\w*|\bswapp(?:ed|ing) out\b|\bretract\w*", re.I)
 PREEMPTIONS = re.compile(r"(\d+)\s(?:preemptions?|requests? (?:were |are )?preempted)|(?:Preemptions|num_preemptions(?:_total)?)\s?[:=]?\s?(\d+)", re.I)
 # vLLM "Prefix cache hit rate: %.1f%%", vllm:prefix_cache_hits / prefix_cache_queries, gpu_prefix_cache_hit_rate;
 # SGLang "cache hit rate", sglang:cache_hit_rate, "#cached-token: %d"
-PREFIX = re.compile(r"\b(?:prefix[ -]cach(?:e|ing)(?: hit rate| hits?)?|(?:prefix |radix |KV )?cache hit(?: rate| ratio)?|prefix_cache_hits?(?:_total)?|"
+PREFIX = re.compile(r"\b(?:(?:prefix|prompt)[ -]cach(?:e|ing)(?: hit rate| hits?)?|(?:prefix |radix |KV )?cache hit(?: rate| ratio)?|prefix_cache_hits?(?:_total)?|"
                     r"gpu_prefix_cache_hit_rate|cache_hit_rate|#cached-token|automatic prefix caching|APC)\b", re.I)
-PREFIX_OFF = re.compile(r"\b(?:off|disabled|not (?:enabled|on|used|working|reused|hit\w*)|never (?:hits?|reused?|enabled|passe?s?|set)|"
+PREFIX_OFF = re.compile(r"\b(?:off|disabled|not (?:enabled|on|used|working|reused|hit\w*)|never (?:hits?|reused?|enabled|engages?|passe?s?|set)|"
+                        r"(?:does not|doesn't|did not|didn't|is not|isn't|never|won't) (?:work|help|hit|kick in|take effect|reuse|speed)\w*|"
+                        r"no (?:speed-?up|benefit|gain|improvement|effect)|cache miss(?:es)?|same (?:TTFT|latency|speed)|as slow as|"
                         r"no (?:cache )?hits?|zero (?:cache )?hits?|without|missing|re-?prefill\w*|recomput\w*)\b|--no-enable-prefix-caching|"
                         r"--disable-radix-cache|\bre-?prefill\w*", re.I)
 PREFIX_FLAG_UNSET = re.compile(r"\b(?:without|never (?:passes|sets|uses|enables)|not (?:passing|setting|using)|no|missing)\s`?--enable-prefix-caching\b|"
@@ -111,6 +113,11 @@ AT_ONCE = re.compile(r"\bonly (\d+) (?:requests?|reqs?|sequences?|seqs?) (?:are 
 # more GPUs slower than fewer: tensor parallelism's all-reduce every layer, over PCIe when there is no NVLink
 TP_SLOWER = re.compile(r"(?:\btensor[ _-]?parallel\w*|\bTP\s?=?\s?[2-9]\b|\bmulti(?:ple)?[ -]GPUs?\b|\b(?:[2-8]|two|four|eight) (?:GPUs|cards)\b)"
                        r"[^.]{0,80}?\b(?:slower|no faster|not faster|worse|(?:does not|doesn't|did not|didn't) (?:speed|help|improve|scale))\b", re.I)
+# the share of GPU memory the engine takes, by the engine's own flag name: vLLM gpu_memory_utilization,
+# SGLang mem_fraction_static, TGI cuda_memory_fraction (what perf.memory_headroom judges)
+MEMORY_SHARE = re.compile(r"(?<![\w-])-{0,2}(?P<name>gpu[-_ ]memory[-_ ]utili[sz]ation|mem[-_ ]fraction[-_ ]static|cuda[-_ ]memory[-_ ]fraction)"
+                          r"['\"`]?\s?(?:=|:|of|to|at|is|was|set to|=\s?)?\s?['\"`]?(?P<share>0?\.\d+|1(?:\.0+)?)(?![\w.%])", re.I)
+MEMORY_ENGINES = {"gpu": "vllm", "mem": "sglang", "cud": "tgi"}
 # the GPUs doing little: nvidia-smi's "Volatile GPU-Util" / utilization.gpu, DCGM's GPU utilisation
 GPU_UTIL = re.compile(r"\bGPU[- ]?(?:util\w*|usage|load|activity)\b|\butilization\.gpu\b|\bVolatile GPU-Util\b", re.I)
 LOW_WORDS = re.compile(r"\b(?:low|only|never (?:exceeds|goes above|gets above)|under-?utili[sz]\w*|idle|barely|stays? (?:at|below|under))\b", re.I)
@@ -144,6 +151,7 @@ def into_facts(source: str, text: str, facts: Facts) -> bool:
         return False
     facts.stated += found
     engine = "sglang" if SGLANG_TERMS.search(text) else "vllm" if VLLM_TERMS.search(text) else ""
+    _deployment(found, facts)
     metrics = _metrics(found, engine)
     if metrics is not None:
         m = facts.metrics
@@ -164,7 +172,7 @@ def statements(source: str, text: str) -> list[PerfStatement]:
                 len(FLAG.findall(sentence.text)) >= 2):  # a command line: engine_args reads it
             continue
         out += [s for s in (_kv(sentence), _prefix(sentence), _latency(sentence), _throttle(sentence), _cpu(sentence),
-                            _gpu_util(sentence), _batching(sentence), _tp_slower(sentence)) if s is not None]
+                            _gpu_util(sentence), _batching(sentence), _tp_slower(sentence), _memory(sentence)) if s is not None]
         if len(out) >= MAX_STATEMENTS:
             break
     return _repeated_cache_misses(source, text) + out
@@ -211,7 +219,7 @@ def _sentences(source: str, text: str) -> list[_Sentence]:
 
 
 ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, GPU_UTIL, PREEMPT,
-                                                              BATCH, AT_ONCE, TP_SLOWER))
+                                                              BATCH, AT_ONCE, TP_SLOWER, MEMORY_SHARE))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 
@@ -382,8 +390,33 @@ def _batching(s: _Sentence) -> PerfStatement | None:
     return _statement("perf.batching_limited", s, {"running": float(at_once.group(1))} if at_once else {})
 
 
+def _memory(s: _Sentence) -> PerfStatement | None:
+    m = MEMORY_SHARE.search(s.text)
+    if m is None:
+        return None
+    return _statement("perf.memory_overcommitted", s, {"memory_share": _number(m.group("share"))})
+
+
 def _tp_slower(s: _Sentence) -> PerfStatement | None:
     return _statement("perf.slow_interconnect", s) if TP_SLOWER.search(s.text) else None
+
+
+def _deployment(found: list[PerfStatement], facts: Facts) -> None:
+    """A memory share stated with the engine's own flag name is that engine's setting (perf.memory_headroom
+    judges it); what a command line or the log gave stays."""
+    from llm_doctor.facts.deployment import EngineConfig
+
+    said = next((st for st in found if st.code == "perf.memory_overcommitted"), None)
+    named = MEMORY_SHARE.search(said.text) if said is not None else None
+    if said is None or named is None:
+        return
+    engine = MEMORY_ENGINES[named.group("name")[:3].lower()]
+    cfg = facts.deployment
+    if cfg is not None and cfg.engine and (cfg.engine != engine or cfg.is_set("gpu_memory_utilization")):
+        return
+    stated = EngineConfig(engine=engine, gpu_memory_utilization=said.measures["memory_share"],
+                          sources={"gpu_memory_utilization": f"stated at {said.where}"})
+    facts.deployment = cfg.merge(stated) if cfg is not None and cfg.engine else stated
 
 
 def _metrics(found: list[PerfStatement], engine: str) -> MetricsFacts | None:
