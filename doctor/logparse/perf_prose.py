@@ -222,12 +222,35 @@ ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX
                                                               BATCH, AT_ONCE, TP_SLOWER, MEMORY_SHARE))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
+MAX_TERM_LINES = 1000  # different lines holding a term literal: a person's text has a few, the rest of a log is not read
+DIGITS = re.compile(r"\d+")
+# lower-case literals one of which every term above holds: a line with none of them is not searched (a big
+# log is mostly such lines; the terms' regex reads a few hundred KB/s)
+TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "itl", "token latency", "output token",
+                 "time_to_first", "time_per_output", "throttl", "slowdown", "clock", "power", "thermal", "overheat", "cpu",
+                 "core", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
+                 "token_usage", "sequential", "serial", "one at a time", "one by one", "one after", "batch", "scale", "tensor",
+                 "tp=", "tp ", "multi", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
+                 "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ")
 
 
 def _near_terms(lines: list[str]) -> set[int]:
-    """Numbers of the lines within WRAP of one holding a term (the rest of a big log is not read)."""
+    """Numbers of the lines within WRAP of one holding a term (the rest of a big log is not read), not
+    counting the engines' stat lines."""
     near: set[int] = set()
+    seen: set[str] = set()  # a line repeated with other numbers is a program's, read once
     for no, raw in enumerate(lines, 1):
+        low = raw.lower()
+        if not any(lit in low for lit in TERM_LITERALS) or any(lit in low for lit in stat_lines.LITERALS):
+            continue
+        masked = DIGITS.sub("0", low)
+        if masked in seen:
+            continue
+        seen.add(masked)
+        if len(seen) > MAX_TERM_LINES:
+            break
+        if normalise(no, raw.encode("utf-8", errors="replace")).level:
+            continue  # an engine's log record: a person's words carry no level
         if ANY_TERM.search(raw):
             near.update(range(no - WRAP, no + WRAP + 1))
     return near
