@@ -79,11 +79,18 @@ def stated(facts: Facts) -> Outcome:
     return Outcome(findings, "" if findings else f"{len(facts.stated)} stated perf measure(s), judged by their checks")
 
 
+# the log events perf.engine_log judges each code by: where the log shows them, that check speaks for the code
+LOGGED = {"perf.kv_cache_pressure": {"decode_retract", "preemption"}, "perf.cpu_bound": {"threads", "sampling_time", "eval_time", "ollama_cpu_share"},
+          "perf.low_gpu_util": {"offload_layers", "ollama_cpu_share"}}
+
+
 def _judged(facts: Facts, s: PerfStatement) -> bool:
     """The statement's numbers (or other facts) let the code's own check judge it, or they are healthy."""
     m = facts.metrics if facts.metrics is not None and facts.metrics.available else None
     v = m.values if m else {}
     x = s.measures
+    if facts.logs is not None and any(e.kind in LOGGED.get(s.code, ()) for e in facts.logs.events):
+        return True
     if s.code == "perf.kv_cache_pressure":
         # the check judges a reading: below full, or full with the queue known; "full" alone it reads as a busy moment
         usage = v.get("kv_cache_usage")
