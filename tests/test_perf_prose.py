@@ -4,6 +4,7 @@ fix value) or reported as said (perf.stated); questions, advice and healthy numb
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from llm_doctor.logparse import perf_prose
@@ -211,3 +212,10 @@ def test_a_crash_in_the_same_paste_ranks_before_the_stated_perf_problem(tmp_path
                               "of 79.15 GiB of which 1.05 GiB is free.\n")
     codes = [f["code"] for f in report["findings"]]
     assert codes[0].startswith("load.") and report["findings"][0]["severity"] == "error"
+
+
+def test_a_key_in_the_sentence_never_reaches_the_report(tmp_path):
+    key = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    report = _paste(tmp_path, f"With OPENAI_API_KEY={key} the TTFT is 20 s at 10 concurrent requests.\n")
+    assert _finding(report, "perf.high_latency")["title"].startswith("TTFT 20.0 s")
+    assert key not in json.dumps(report)

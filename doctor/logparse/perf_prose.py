@@ -146,9 +146,14 @@ class _Sentence:
 def into_facts(source: str, text: str, facts: Facts) -> bool:
     """The perf statements of a text into facts.stated, and their numbers into facts.metrics (a
     scrape or the log's own stat lines keep theirs). True when the text stated one."""
+    from llm_doctor.redact import Redactor
+
     found = statements(source, text)
     if not found:
         return False
+    redactor = Redactor()  # a person's sentence may hold a key or a token: it is evidence, never output as typed
+    for st in found:
+        st.text = redactor.text(st.text)
     facts.stated += found
     engine = "sglang" if SGLANG_TERMS.search(text) else "vllm" if VLLM_TERMS.search(text) else ""
     _deployment(found, facts)
