@@ -157,6 +157,16 @@ def test_requests_served_one_at_a_time_are_batching_limited(tmp_path):
     assert f["severity"] == "info" and f["title"].endswith("(2 statements)")
     assert [e.split("issue.md:")[1][:2] for e in f["evidence"][:2]] == ["1:", "3:"]
     assert "num_requests_(running|waiting)" in _commands(f)[0]
+    for url, sentence in (
+        ("https://github.com/mozilla-ai/llamafile/issues/183", "In server mode on my MacBook Pro M1, when I use the /completion "
+         "API with two different prompts at once, the requests are handled sequentially. The second request waits until the first "
+         "one finishes processing."),
+        ("https://github.com/ggml-org/llama.cpp/issues/3693", "Currently, `./server` processes requests sequentially."),
+        ("https://github.com/ollama/ollama/issues/11277", "It appears that Ollama does not efficiently handle concurrent requests — "
+         "possibly due to a lack of parallel execution or limited context switching."),
+    ):
+        found = perf_prose.statements("t.md", sentence)
+        assert found and {x.code for x in found} == {"perf.batching_limited"}, url
     # https://github.com/NVIDIA/TensorRT-LLM/issues/11080 (title)
     (said,) = perf_prose.statements("t.md", "[Usage]: Batching doesn't improve prefill throughput for llama 3.1 8B")
     assert said.code == "perf.batching_limited"

@@ -105,6 +105,10 @@ CPU_PERCENT = re.compile(r"\b(?:CPU|core|API server|api_server|tokeni[sz]er)\b[^
 # llama-server's --parallel slots) or a client that sends one request at a time
 BATCH = re.compile(r"\b(?:requests?|prompts?|calls?|queries|users?)\b[^.]{0,50}?\b(?:one (?:request )?at a time|one by one|one after (?:the )?other|"
                    r"sequentially|serially|serialized|in series)\b|\bnot (?:being )?batched\b|\bno (?:continuous |dynamic )?batching\b|"
+                   r"\bone (?:request|prompt|generation|query|completion) at a time\b|"
+                   r"(?:\bnot|n't) (?:\w+ )?(?:handle|process|serve|support|run)\w* (?:\w+ )?(?:concurrent|parallel|simultaneous|multiple) "
+                   r"(?:requests?|prompts?|calls?|queries|users?)\b|"
+                   r"\b(?:second|next|other) (?:requests?|prompts?|calls?) (?:waits?|waited|waiting|blocks?|is blocked) (?:until|for)\b|"
                    r"\bbatching (?:does not|doesn't|is not|isn't|did not|didn't) (?:work|happen|help|improve|scale)|"
                    r"\b(?:throughput|tokens?/s|speed)\b[^.]{0,40}?\b(?:does not|doesn't|did not|didn't|never|won'?t) (?:scale|increase|grow|improve)\b|"
                    r"\bdoes(?: not|n't) scale with (?:concurrency|concurrent|more (?:requests|users|clients|parallel))", re.I)
@@ -115,7 +119,7 @@ TP_SLOWER = re.compile(r"(?:\btensor[ _-]?parallel\w*|\bTP\s?=?\s?[2-9]\b|\bmult
                        r"[^.]{0,80}?\b(?:slower|no faster|not faster|worse|(?:does not|doesn't|did not|didn't) (?:speed|help|improve|scale))\b", re.I)
 # the share of GPU memory the engine takes, by the engine's own flag name: vLLM gpu_memory_utilization,
 # SGLang mem_fraction_static, TGI cuda_memory_fraction (what perf.memory_headroom judges)
-MEMORY_SHARE = re.compile(r"(?<![\w-])-{0,2}(?P<name>gpu[-_ ]memory[-_ ]utili[sz]ation|mem[-_ ]fraction[-_ ]static|cuda[-_ ]memory[-_ ]fraction)"
+MEMORY_SHARE = re.compile(r"(?<![\w'\"-])-{0,2}(?P<name>gpu[-_ ]memory[-_ ]utili[sz]ation|mem[-_ ]fraction[-_ ]static|cuda[-_ ]memory[-_ ]fraction)"
                           r"['\"`]?\s?(?:=|:|of|to|at|is|was|set to|=\s?)?\s?['\"`]?(?P<share>0?\.\d+|1(?:\.0+)?)(?![\w.%])", re.I)
 MEMORY_ENGINES = {"gpu": "vllm", "mem": "sglang", "cud": "tgi"}
 # the GPUs doing little: nvidia-smi's "Volatile GPU-Util" / utilization.gpu, DCGM's GPU utilisation
@@ -131,6 +135,7 @@ NOT_A_PROBLEM = re.compile(r"\b(?:to (?:avoid|prevent|reduce|improve|get)|should
                            r"improved|reduced|dropp?ed (?:to|from)|down to|fix(?:es|ed)|after (?:enabling|adding|setting|upgrading|switching))\b", re.I)
 # a row of `nvidia-smi -q` (`    SW Power Cap      : Active`) or a /metrics sample: another reader's
 TOOL_ROW = re.compile(r"^\s*[A-Z][\w .()/-]*?\s{2,}:\s|^[a-z_:]+(?:\{[^}]*\})?\s+[-\d.e+]+\s*$|^\s*#\s*(?:HELP|TYPE)\s")
+STRUCT = re.compile(r"(?:['\"]\w+['\"]\s?:\s?[^,\s]+[,}]\s?){2,}|(?:\w+\s?[:=]\s?[^,\s]+,\s?){3,}")  # `name: value, name: value, ...`: a program printed it
 FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]+")
 SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z(*`\"'\-])|(?<=[a-z)])[.!?]\s*$")
 SGLANG_TERMS = re.compile(r"#queue-req|#running-req|token usage|radix|sglang", re.I)
@@ -174,7 +179,7 @@ def statements(source: str, text: str) -> list[PerfStatement]:
     out: list[PerfStatement] = []
     for sentence in _sentences(source, text):
         if (QUESTION.search(sentence.text) and not COMPLAINT.search(sentence.text)) or NOT_A_PROBLEM.search(sentence.text) or (
-                len(FLAG.findall(sentence.text)) >= 2):  # a command line: engine_args reads it
+                len(FLAG.findall(sentence.text)) >= 2 or STRUCT.search(sentence.text)):  # a command line, printed arguments: engine_args reads them
             continue
         out += [s for s in (_kv(sentence), _prefix(sentence), _latency(sentence), _throttle(sentence), _cpu(sentence),
                             _gpu_util(sentence), _batching(sentence), _tp_slower(sentence), _memory(sentence)) if s is not None]
@@ -213,7 +218,8 @@ def _sentences(source: str, text: str) -> list[_Sentence]:
             continue
         line = normalise(no, raw.encode("utf-8", errors="replace"))
         words = line.text.strip().strip("*_>-#|` ").strip()
-        if not words or line.level or TOOL_ROW.match(raw) or any(lit in raw.lower() for lit in stat_lines.LITERALS):
+        if not words or line.level or TOOL_ROW.match(raw) or raw.rstrip().endswith("\\") or any(
+                lit in raw.lower() for lit in stat_lines.LITERALS):  # (a `\`-continued line is a command's)
             flush()
             continue
         para.append((no, " ".join(raw.strip().strip("*_>-#").split())))
@@ -234,7 +240,8 @@ DIGITS = re.compile(r"\d+")
 TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "itl", "token latency", "output token",
                  "time_to_first", "time_per_output", "throttl", "slowdown", "clock", "power", "thermal", "overheat", "cpu",
                  "core", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
-                 "token_usage", "sequential", "serial", "one at a time", "one by one", "one after", "batch", "scale", "tensor",
+                 "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
+                 "concurrent", "simultaneous", "wait",
                  "tp=", "tp ", "multi", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
                  "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ")
 
