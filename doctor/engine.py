@@ -57,6 +57,7 @@ SECTIONS: dict[str, Callable[[Facts], bool]] = {
     "gate": lambda f: f.gate is not None and bool(f.gate.requirements),  # llm-doctor.toml [requirements]
     "ready": lambda f: f.ready is not None,  # --wait-ready
     "gaps": lambda f: True,
+    "stated": lambda f: bool(f.stated),  # perf symptoms stated in words (doctor/logparse/perf_prose.py)
 }
 
 

@@ -440,10 +440,11 @@ def test_a_retry_the_engine_got_past_is_no_failure(tmp_path: Path) -> None:
 
 
 def test_a_text_with_nothing_the_doctor_reads_is_incomplete(tmp_path: Path) -> None:
-    """Notes pasted instead of a log (corpus/z155, a perf report in words): no line is a log record,
-    an error, a stat line or a launch command, so nothing was judged and "ok" would claim it was."""
-    notes = write(tmp_path, "notes.txt", "`start.sh` never passes `--enable-prefix-caching`, so every request re-prefills\n"
-                                         "the full prompt — including identical system prompts and multi-turn history.\n")
+    """Notes pasted instead of a log: no line is a log record, an error, a stat line, a launch command
+    or a perf problem stated in words (those are read: tests/test_perf_prose.py), so nothing was judged
+    and "ok" would claim it was."""
+    notes = write(tmp_path, "notes.txt", "`start.sh` is the script we deploy the model with on the two nodes;\n"
+                                         "the team uses it for code review — including identical system prompts and multi-turn history.\n")
     rc, report = analyze_json(notes)
     assert (rc, report["status"]) == (1, "incomplete")
     (f,) = report["findings"]

@@ -73,8 +73,9 @@ def engine_gpus(cfg: EngineConfig | None, g: GpuFacts) -> list[Gpu]:
 
 
 def from_log(m) -> bool:
-    """Metrics read from a log's stat lines (a series), not a /metrics scrape (one reading)."""
-    return m is not None and m.origin == "log"
+    """Metrics read from a text (a log's stat lines, a series; or a person's sentence stating the run's
+    state, doctor/logparse/perf_prose.py), not a /metrics scrape (one reading)."""
+    return m is not None and m.origin in ("log", "prose")
 
 
 def sustained(m, count_name: str) -> bool:
@@ -87,6 +88,8 @@ def sustained(m, count_name: str) -> bool:
 
 def share(m, count_name: str) -> str:
     """"12 of 40 stat lines" for the evidence."""
+    if m.origin == "prose":
+        return "the reporter's statement"
     return f"{m.values.get(count_name, 0):g} of {m.values.get('stat_samples', 0):g} stat lines"
 
 

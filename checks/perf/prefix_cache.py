@@ -16,16 +16,23 @@ from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 SHARE = 2.0  # prompt tokens per generated token above this: prefill-heavy, a cache would pay
 
 
-@check("perf.prefix_cache", "perf", codes=["perf.prefix_caching_off"], needs=("deployment",))
+@check("perf.prefix_cache", "perf", codes=["perf.prefix_caching_off"], any_of=("deployment", "metrics"))
 def prefix_cache(facts: Facts) -> Outcome:
-    """Prefix caching is on where the engine supports it."""
-    cfg = fv.deployment(facts)
-    if cfg.engine not in ("vllm", "sglang"):
-        raise NotApplicable(f"{cfg.engine}: prefix caching is not an engine flag here")
-    if cfg.enable_prefix_caching is None:
+    """Prefix caching is on where the engine supports it (and, where a person states the hit rate, it hits)."""
+    cfg = fv.maybe_deployment(facts)
+    m = facts.metrics if facts.metrics and facts.metrics.available else None
+    # a hit rate a person states (doctor/logparse/perf_prose.py): a stat line's 0 % is only an idle or random load
+    rate = m.values.get("prefix_cache_hit_rate") if m and m.origin == "prose" else None
+    if cfg is None or cfg.engine not in ("vllm", "sglang") or cfg.enable_prefix_caching is None:
+        if rate is not None:
+            return _hit_rate(cfg, m, rate)  # type: ignore[arg-type]
+        if cfg is None:
+            raise NotApplicable("no engine config and no stated prefix cache hit rate")
+        if cfg.engine not in ("vllm", "sglang"):
+            raise NotApplicable(f"{cfg.engine}: prefix caching is not an engine flag here")
         raise NotApplicable("whether prefix caching is on is not known")
     if cfg.enable_prefix_caching:
-        return Outcome(detail="prefix caching on")
+        return _hit_rate(cfg, m, rate) if rate is not None else Outcome(detail="prefix caching on")  # type: ignore[arg-type]
     source = cfg.sources.get("enable_prefix_caching", "?")
     evidence = [f"enable_prefix_caching=False ({source})"]
     m = facts.metrics if facts.metrics and facts.metrics.available else None
@@ -42,3 +49,26 @@ def prefix_cache(facts: Facts) -> Outcome:
     on_purpose = source in ("cmdline", "code", "process") or (source in ("log", "metrics") and default_on)
     return Outcome([Finding("perf.prefix_caching_off", "prefix caching is off: every prompt is prefilled from scratch",
                             evidence, [fix], severity="warn" if (on_purpose or heavy) else "info")])
+
+
+def _hit_rate(cfg, m, rate: float) -> Outcome:
+    """A stated prefix cache hit rate: above zero the cache works; zero means no repeated prefix was
+    reused, because caching is off (or not known to be on), or because what repeats never fills a block."""
+    if rate > 0:
+        return Outcome(detail=f"prefix cache hit rate {rate:.0%} (stated)")
+    engine = (cfg.engine if cfg else "") or m.engine
+    on = bool(cfg and cfg.enable_prefix_caching)
+    if on:
+        fix = Fix("Caching is on but nothing hits: a shared prefix shorter than one KV block, or a per-request field "
+                  "(a timestamp, an id, a cache salt) at the start of the prompt, is never reused; put the fixed part first")
+    elif engine == "sglang":
+        fix = Fix("Drop --disable-radix-cache so repeated prefixes are reused")
+    elif engine == "vllm":
+        fix = Fix("Reuse the KV blocks of repeated prompt prefixes", "--enable-prefix-caching")
+    else:
+        fix = Fix("Turn on the server's prefix (KV) cache and check that a repeated request reads from it (its usage shows cached tokens)")
+    evidence = [m.raw.get("prefix_cache_hit_rate", "prefix cache hit rate 0%")]
+    if cfg is not None and cfg.enable_prefix_caching is not None:
+        evidence.append(f"enable_prefix_caching={cfg.enable_prefix_caching} ({cfg.sources.get('enable_prefix_caching', '?')})")
+    return Outcome([Finding("perf.prefix_caching_off", "no repeated prompt prefix is read from the cache (hit rate 0%)",
+                            evidence, [fix], severity="info", explains=["perf.high_latency"])])

@@ -12,30 +12,35 @@ from __future__ import annotations
 from llm_doctor.checks.perf import facts_view as fv
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
+from llm_doctor.facts.gpu import Gpu
 from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
-THERMAL = {"hw_thermal_slowdown", "sw_thermal_slowdown"}
+THERMAL = {"hw_thermal_slowdown", "sw_thermal_slowdown", "thermal"}  # "thermal": stated, HW or SW not said
 POWER = {"sw_power_cap", "hw_power_brake_slowdown"}
 IGNORED = {"idle", "gpu_idle", "sync_boost", "display_clock_setting"}
 NEAR_LIMIT = 0.75
 
 
-@check("perf.clocks", "perf", codes=["perf.gpu_throttled"], needs=("gpus",), per_node=True)
+@check("perf.clocks", "perf", codes=["perf.gpu_throttled"], any_of=("gpus", "stated"), per_node=True)
 def clocks(facts: Facts) -> Outcome:
     """No GPU is held below its clocks by power, heat or a clock limit."""
-    g = fv.gpus(facts)
-    if all(not x.throttle_reasons and "throttle_reasons" in x.unsupported for x in g.gpus) or all(
-        x.sm_clock_mhz is None and not x.throttle_reasons for x in g.gpus
+    g = fv.maybe_gpus(facts)
+    # without GPU facts, the clocks and reasons a person states (doctor/logparse/perf_prose.py)
+    said = [s for s in facts.stated if s.gpu is not None] if g is None else []
+    gpus = g.gpus if g is not None else _one_per_index([s.gpu for s in said if s.gpu is not None])
+    if not gpus or all(not x.throttle_reasons and "throttle_reasons" in x.unsupported for x in gpus) or all(
+        x.sm_clock_mhz is None and not x.throttle_reasons for x in gpus
     ):
         raise NotApplicable("no clock/throttle facts for these GPUs")
     hits = []
-    for x in g.gpus:
-        reasons = [r for r in x.throttle_reasons if _counts(x, r)]
+    for x in gpus:
+        reasons = [r for r in x.throttle_reasons if counts(x, r)]
         if reasons:
             hits.append((x, reasons))
     if not hits:
         return Outcome(detail="no active throttle reason")
-    evidence, fixes = [], []
+    evidence = [f"{s.where}: {s.text}" for s in said if s.gpu is not None and any(s.gpu.index == x.index for x, _ in hits)][:3]
+    fixes = []
     for x, reasons in hits:
         clock = f", SM {x.sm_clock_mhz:g} of {x.sm_clock_max_mhz:g} MHz" if x.sm_clock_mhz and x.sm_clock_max_mhz else ""
         power = f", {x.power_draw_w:g} W of {x.power_limit_w:g} W limit" if x.power_draw_w is not None and x.power_limit_w else ""
@@ -66,7 +71,8 @@ def clocks(facts: Facts) -> Outcome:
                             evidence, fixes, explains=["perf.high_latency"])])
 
 
-def _counts(x, reason: str) -> bool:
+def counts(x, reason: str) -> bool:
+    """The reason holds the clock down (an idle board's power cap or a clock setting at the maximum does not)."""
     if reason in IGNORED:
         return False
     if reason == "sw_power_cap":
@@ -79,3 +85,15 @@ def _counts(x, reason: str) -> bool:
     if reason == "applications_clocks_setting":
         return bool(x.sm_clock_mhz and x.sm_clock_max_mhz and x.sm_clock_mhz < 0.9 * x.sm_clock_max_mhz)
     return True
+
+
+def _one_per_index(stated: list[Gpu]) -> list[Gpu]:
+    """Several sentences about the same GPU are one GPU: its reasons together, the first value of each reading."""
+    out: dict[int, Gpu] = {}
+    for x in stated:
+        mine = out.setdefault(x.index, Gpu(index=x.index))
+        mine.throttle_reasons += [r for r in x.throttle_reasons if r not in mine.throttle_reasons]
+        for name in ("sm_clock_mhz", "sm_clock_max_mhz", "power_draw_w", "power_limit_w", "temperature_c"):
+            if getattr(mine, name) is None:
+                setattr(mine, name, getattr(x, name))
+    return list(out.values())

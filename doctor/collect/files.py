@@ -174,13 +174,15 @@ def _embedded(path: str, facts: Facts) -> bool:
     benchmark tool's summary, a `top` screen, a `ray status`. The head of the log is read once for all of them. True when one was read."""
     from llm_doctor.collect.gpu import EMBEDDED_BYTES, _read_text, embedded_in
     from llm_doctor.collect.ray_paste import status_in
+    from llm_doctor.logparse import perf_prose
 
     try:
         text = _read_text(path, EMBEDDED_BYTES)
     except (OSError, EOFError):  # a cut .gz or an unreadable file: the log reader already said so
         return False
     readers = [embedded_in(text, facts), _launch_code(text, facts), _container_spec(text, facts),
-               _bench_sweep(path, text, facts), _bench_tool(path, text, facts), _top(text, facts), status_in(path, text, facts)]
+               _bench_sweep(path, text, facts), _bench_tool(path, text, facts), _top(text, facts),
+               status_in(path, text, facts), perf_prose.into_facts(path, text, facts)]
     return any(readers)
 
 

@@ -25,6 +25,7 @@ from llm_doctor.facts.logs import LogFacts
 from llm_doctor.facts.metrics import MetricsFacts
 from llm_doctor.facts.model import ModelFacts
 from llm_doctor.facts.plan import MemoryPlan
+from llm_doctor.facts.stated import PerfStatement
 
 FACTS_SCHEMA = "llm-doctor.facts/1"
 
@@ -49,6 +50,7 @@ class Facts:
     ready: ReadyFacts | None = None  # what --wait-ready saw while the server was starting
     notes: list[str] = field(default_factory=list)
     gaps: list[InputGap] = field(default_factory=list)  # input not read in full (doctor.input_incomplete)
+    stated: list[PerfStatement] = field(default_factory=list)  # perf symptoms a person states in words
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)

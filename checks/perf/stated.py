@@ -1,0 +1,121 @@
+"""Perf problems a person states that no measured fact lets a check judge (the reporter's words).
+
+doctor/logparse/perf_prose.py reads "the KV cache is always full and requests queue", "SW Power Cap
+is active under load", "TTFT is very high" into facts.stated; where a sentence gives the number a
+check needs, the number is in facts.metrics (or the statement's GPU) and that check judges it with
+its own threshold. A statement whose code no fact lets a check judge is still a finding, never an
+all-clear: info level, the code it speaks of, the sentence as evidence, and as the next step the
+command that shows the numbers (a computed fix needs them). A number the check's threshold calls
+healthy ("GPU utilisation is 85 %", "CPU at 40 %") stays quiet.
+"""
+
+from __future__ import annotations
+
+from llm_doctor.checks.perf import cpu, throttle, utilization
+from llm_doctor.checks.perf import facts_view as fv
+from llm_doctor.checks.perf.kv_cache import FULL
+from llm_doctor.engine import check
+from llm_doctor.facts import Facts
+from llm_doctor.facts.stated import PerfStatement
+from llm_doctor.findings import Finding, Fix, Outcome
+
+MAX_QUOTED = 3
+
+# what each code's symptom is, the codes it explains (as the measured check's finding names them),
+# and how to get the numbers that would let the check compute a fix
+ABOUT: dict[str, tuple[str, list[str], Fix]] = {
+    "perf.kv_cache_pressure": (
+        "the KV cache is said to be full or preempting", ["perf.high_latency", "perf.batching_limited"],
+        Fix("Show the engine's own numbers (KV cache usage, running and waiting requests, preemptions): the stat lines of "
+            "its log, or its /metrics", "curl -s localhost:8000/metrics | grep -E 'cache_usage|num_requests|preemption'")),
+    "perf.prefix_caching_off": (
+        "repeated prompt prefixes are said not to be reused", ["perf.high_latency"],
+        Fix("Show whether prefix caching is on and what it hits: the launch command and the engine's prefix cache counters",
+            "curl -s localhost:8000/metrics | grep -E 'prefix_cache|cache_hit'")),
+    "perf.high_latency": (
+        "latency is said to be high", [],
+        Fix("Measure it: the engine's TTFT and inter-token histograms (or a serving benchmark at the load you see)",
+            "curl -s localhost:8000/metrics | grep -E 'time_to_first_token|time_per_output_token|inter_token'")),
+    "perf.gpu_throttled": (
+        "the GPU clocks are said to be held down", ["perf.high_latency"],
+        Fix("Show the clocks, the active clocks event reasons, power draw against its limit and temperature, while it serves",
+            "nvidia-smi -q -d PERFORMANCE,CLOCK,POWER,TEMPERATURE")),
+    "perf.cpu_bound": (
+        "the host CPU is said to hold the engine back", ["perf.low_gpu_util", "perf.high_latency"],
+        Fix("Show the host while it serves: per-process CPU (the API server, the engine core) and the CPUs it may use",
+            "top -b -n 1 -c | head -30; nproc")),
+    "perf.batching_limited": (
+        "requests are said to be served one at a time, not batched", ["perf.high_latency", "perf.low_gpu_util"],
+        Fix("Show the batch cap it runs with and its running/waiting counts under load (the launch command, and the stat "
+            "lines or /metrics); llama-server: its slots", "curl -s localhost:8000/metrics | grep -E 'num_requests_(running|waiting)'")),
+    "perf.slow_interconnect": (
+        "more GPUs are said to be slower than fewer", ["perf.tp_mismatch", "perf.high_latency"],
+        Fix("Show how the GPUs are connected: tensor parallelism all-reduces every layer, over PCIe where there is no NVLink",
+            "nvidia-smi topo -m")),
+    "perf.memory_overcommitted": (
+        "the engine is said to take (almost) all GPU memory", ["load.runtime_oom"],
+        Fix("Show the engine's memory share as it runs (its launch command or the arguments its log prints)")),
+    "perf.low_gpu_util": (
+        "the GPUs are said to be under-used", [],
+        Fix("Sample the GPUs while requests run, with the engine's running/waiting counts",
+            "llm-doctor run --sample 10 --probe-load 16")),
+}
+
+
+@check("perf.stated", "perf", codes=list(ABOUT), needs=("stated",), running=True)
+def stated(facts: Facts) -> Outcome:
+    """Every perf problem stated in words is judged: by the check its numbers feed, else reported as said."""
+    by_code: dict[str, list[PerfStatement]] = {}
+    for s in facts.stated:
+        if s.code in ABOUT and not _judged(facts, s):
+            by_code.setdefault(s.code, []).append(s)
+    findings = []
+    for code, said in by_code.items():
+        what, explains, fix = ABOUT[code]
+        evidence = [f"{s.where}: {s.text}" for s in said[:MAX_QUOTED]]
+        evidence.append("stated in words: the figures a fix is computed from (the engine's own) are not in the input")
+        findings.append(Finding(code, f"{what} ({len(said)} statement{'s' if len(said) > 1 else ''})", evidence, [fix],
+                                severity="info", explains=explains))
+    return Outcome(findings, "" if findings else f"{len(facts.stated)} stated perf measure(s), judged by their checks")
+
+
+# the log events perf.engine_log judges each code by: where the log shows them, that check speaks for the code
+LOGGED = {"perf.kv_cache_pressure": {"decode_retract", "preemption"}, "perf.cpu_bound": {"threads", "sampling_time", "eval_time", "ollama_cpu_share"},
+          "perf.low_gpu_util": {"offload_layers", "ollama_cpu_share"}}
+
+
+def _judged(facts: Facts, s: PerfStatement) -> bool:
+    """The statement's numbers (or other facts) let the code's own check judge it, or they are healthy."""
+    m = facts.metrics if facts.metrics is not None and facts.metrics.available else None
+    v = m.values if m else {}
+    x = s.measures
+    if facts.logs is not None and any(e.kind in LOGGED.get(s.code, ()) for e in facts.logs.events):
+        return True
+    if s.code == "perf.kv_cache_pressure":
+        # the check judges a reading: below full, or full with the queue known; "full" alone it reads as a busy moment
+        usage = v.get("kv_cache_usage")
+        return "preemptions_total" in v or (usage is not None and (usage < FULL or bool(v.get("queued_samples"))))
+    if s.code == "perf.high_latency":
+        return "ttft_mean_s" in v or "itl_mean_s" in v or "window_ttft_mean_s" in v
+    if s.code == "perf.prefix_caching_off":
+        cfg = fv.maybe_deployment(facts)
+        return "prefix_cache_hit_rate" in v or bool(cfg and cfg.engine in ("vllm", "sglang") and cfg.enable_prefix_caching is not None)
+    if s.code == "perf.gpu_throttled":
+        g = fv.maybe_gpus(facts)
+        measured = g is not None and any(gpu.throttle_reasons or gpu.sm_clock_mhz for gpu in g.gpus)
+        # perf.clocks reads the sentences about one GPU together: judged when one of them names a reason that counts
+        same = [o.gpu for o in facts.stated if o.gpu is not None and s.gpu is not None and o.gpu.index == s.gpu.index]
+        return measured or any(throttle.counts(gpu, r) for gpu in same for r in gpu.throttle_reasons)
+    if s.code == "perf.cpu_bound":
+        return "cpu_percent" in x and x["cpu_percent"] < cpu.BUSY_CPU
+    if s.code == "perf.batching_limited":  # perf.batching judges a queue against the cache's room
+        return all(k in v for k in ("running", "waiting", "kv_cache_usage"))
+    if s.code == "perf.memory_overcommitted":  # perf.memory_headroom judges the share the deployment holds
+        cfg = fv.maybe_deployment(facts)
+        return cfg is not None and cfg.gpu_memory_utilization is not None
+    if s.code == "perf.slow_interconnect":  # perf.interconnect judges the topology
+        g = fv.maybe_gpus(facts)
+        return g is not None and bool(g.topology)
+    if s.code == "perf.low_gpu_util":
+        return ("gpu_util_percent" in x and x["gpu_util_percent"] >= utilization.LOW) or fv.maybe_gpus(facts) is not None
+    return False

@@ -1,0 +1,494 @@
+"""Perf problems a person states in a sentence, read into the facts the perf checks judge.
+
+An issue often carries no stat line at all, only the reporter's words around the numbers they
+saw: "GPU KV cache usage stays at 99 % and 40 requests are waiting", "SW Power Cap is active and
+the SM clock sits at 1500 MHz", "TTFT is 20 s with 10 concurrent requests", "Prefix cache hit rate
+0%". Such a sentence is read the way failures.py reads a failure stated in prose: by the terms the
+engines and tools themselves use for the measure (vLLM's stat line labels and metric names, the
+Grafana vLLM dashboard's panels, SGLang's stat line, nvidia-smi's clocks event reasons), and the
+number next to the term. The numbers fill the same facts a /metrics scrape or a stat line fills
+(facts.metrics, origin "prose"), so kv_cache, latency and prefix_cache judge them with their own
+thresholds and compute their fixes; a GPU's clocks and reasons are kept on the statement (a sentence
+says nothing of how many GPUs there are, so it must not become GPU inventory). Every statement is
+kept in facts.stated with its code: one that gives no number a check can judge is still reported
+(checks/perf/stated.py). Questions, advice and reports of an improvement state no problem.
+
+Read only on lines with no log level of their own (a person's words carry none) that are not an
+engine's stat line (stat_lines.py reads those), nor a `Key : Value` row of `nvidia-smi -q`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from llm_doctor.facts import Facts
+from llm_doctor.facts.gpu import Gpu
+from llm_doctor.facts.metrics import MetricsFacts
+from llm_doctor.facts.stated import PerfStatement
+from llm_doctor.logparse import stat_lines
+from llm_doctor.logparse.lines import normalise
+
+MAX_SENTENCE = 600  # a "sentence" longer than this is a pasted blob, not a person's words
+MAX_STATEMENTS = 32
+NEAR = 80  # characters between a term and the number that measures it
+
+_NUM = r"(\d+(?:[.,]\d+)?)"
+PERCENT = re.compile(_NUM + r"\s?%")
+FRACTION = re.compile(r"(?<![\w.])(0?\.\d+|1\.0+|[01])(?![\w.%])")
+DURATION = re.compile(r"(?<![\w.])~?" + _NUM + r"\s?(ms|milliseconds?|msecs?|s|secs?|seconds?)\b", re.I)
+MHZ = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s?MHz", re.I)
+WATTS = re.compile(r"(\d+(?:\.\d+)?)\s?W\b")
+CELSIUS = re.compile(r"(\d+(?:\.\d+)?)\s?°?\s?C\b")
+GPU_INDEX = re.compile(r"\bGPU\s?#?(\d)\b")
+
+# --- the terms, as the engines and tools spell them ----------------------------------------------
+# vLLM: "GPU KV cache usage: %.1f%%" (stat line), vllm:gpu_cache_usage_perc / vllm:kv_cache_usage_perc
+# (metrics), the dashboard's "Cache Utilization" panel ("GPU Cache Usage"); SGLang: "token usage: %.2f"
+KV = re.compile(r"\bKV[ -]?cache(?: usage| utili[sz]ation| occupancy| util)?\b|\b(?:gpu|kv)_cache_usage(?:_perc)?\b|"
+                r"\bGPU Cache Usage\b|\bCache Utili[sz]ation\b|\btoken[ _]usage\b", re.I)
+KV_FULL = re.compile(r"\b(?:(?:is|was|gets?|got|becomes?|became|stays?|remains?|almost|nearly|completely|totally|always) full|fills? up|"
+                     r"filled up|exhausted|saturated|maxed(?: out)?|runs? out|running out|ran out|no (?:free )?(?:room|space|blocks?)|"
+                     r"(?:near(?:ly)?|close to|almost|hits?|hitting|reach(?:es|ed|ing)?|at|stays? at|stuck at|pinned at) 100\s?%)", re.I)
+# the scheduler's queue: vLLM "Waiting: %d reqs" (V0 "Pending"), vllm:num_requests_waiting, the dashboard's
+# "Scheduler State"; SGLang "#queue-req: %d"; preemption: vLLM's "Preemptions: %d", vllm:num_preemptions_total
+WAITING = re.compile(r"(\d+)\s(?:(?:more |pending |new |incoming )?(?:requests?|reqs?|seqs?|sequences?|prompts?)\s)?(?:are |were |stay |sit |keep )?"
+                     r"(?:waiting|queued|pending|in (?:the )?(?:waiting )?queue)\b|"
+                     r"(?:\bWaiting|\bPending|#queue-req|num_requests_waiting|queue(?: length| size| depth)?)\s?(?:reqs?)?\s?[:=]?\s?(\d+)", re.I)
+RUNNING = re.compile(r"(\d+)\s(?:requests?|reqs?|seqs?|sequences?)\s(?:are )?running\b|(?:\bRunning|#running-req|num_requests_running)\s?[:=]?\s?(\d+)", re.I)
+# (ASCII bounds: "waiting机制" in a Chinese sentence is the word)
+QUEUE_WORDS = re.compile(r"(?<![A-Za-z])(?:queue(?:s|d|ing)?|waiting|pending|wait(?:s)? in|piles? up|pile up|backlog)(?![A-Za-z])", re.I)
+PREEMPT = re.compile(r"\bpreempt\w*|\bswapp(?:ed|ing) out\b|\bretract\w*", re.I)
+PREEMPTIONS = re.compile(r"(\d+)\s(?:preemptions?|requests? (?:were |are )?preempted)|(?:Preemptions|num_preemptions(?:_total)?)\s?[:=]?\s?(\d+)", re.I)
+# vLLM "Prefix cache hit rate: %.1f%%", vllm:prefix_cache_hits / prefix_cache_queries, gpu_prefix_cache_hit_rate;
+# SGLang "cache hit rate", sglang:cache_hit_rate, "#cached-token: %d"
+PREFIX = re.compile(r"\b(?:(?:prefix|prompt)[ -]cach(?:e|ing)(?: hit rate| hits?)?|(?:prefix |radix |KV )?cache hit(?: rate| ratio)?|prefix_cache_hits?(?:_total)?|"
+                    r"gpu_prefix_cache_hit_rate|cache_hit_rate|#cached-token|automatic prefix caching|APC)\b", re.I)
+PREFIX_OFF = re.compile(r"\b(?:off|disabled|not (?:enabled|on|used|working|reused|hit\w*)|never (?:hits?|reused?|enabled|engages?|passe?s?|set)|"
+                        r"(?:does not|doesn't|did not|didn't|is not|isn't|never|won't) (?:work|help|hit|kick in|take effect|reuse|speed)\w*|"
+                        r"no (?:speed-?up|benefit|gain|improvement|effect)|cache miss(?:es)?|same (?:TTFT|latency|speed)|as slow as|"
+                        r"no (?:cache )?hits?|zero (?:cache )?hits?|without|missing|re-?prefill\w*|recomput\w*)\b|--no-enable-prefix-caching|"
+                        r"--disable-radix-cache|\bre-?prefill\w*", re.I)
+PREFIX_FLAG_UNSET = re.compile(r"\b(?:without|never (?:passes|sets|uses|enables)|not (?:passing|setting|using)|no|missing)\s`?--enable-prefix-caching\b|"
+                               r"--no-enable-prefix-caching|--disable-radix-cache|\bre-?prefill(?:s|ed|ing)? (?:the )?(?:full|whole|entire|same)\b", re.I)
+# OpenAI's usage.prompt_tokens_details.cached_tokens and Anthropic's usage.cache_read_input_tokens: the prompt
+# tokens a request read from the cache; 0 on a repeated request is a 0 % hit rate
+CACHE_READ = re.compile(r"\b(?:cache_read_input_tokens|cached_tokens)['\"]?\s?[:=]\s?(\d+)")
+# time to first token and per output token: vLLM's vllm:time_to_first_token_seconds, time_per_output_token_seconds
+# (the dashboard's "Time To First Token Latency", "Time Per Output Token Latency"), benchmark_serving's TTFT/TPOT/ITL
+TTFT = re.compile(r"\bTTFT\b|\btime[ -]to[ -]first[ -]token\b|\bfirst[ -]token (?:latency|time)\b|\blatency (?:for|of) the first token\b|\btime_to_first_token(?:_seconds)?\b", re.I)
+ITL = re.compile(r"\bTPOT\b|\bITL\b|\binter[ -]?token latency\b|\btime per output token\b|\btime_per_output_token(?:_seconds)?\b|"
+                 r"\bper[ -]token latency\b", re.I)
+LATENCY_HIGH = re.compile(r"\b(?:high|slow|long|huge|spik\w*|too|increas\w*|grows?|grew|balloon\w*|terrible|bad|unacceptabl\w*|degrad\w*)\b", re.I)
+# nvidia-smi -q "Clocks Event Reasons" (before driver 535 "Clocks Throttle Reasons") and --query-gpu
+# clocks_event_reasons.* / clocks_throttle_reasons.*: NVML's names for why the clock is held down
+REASONS = (
+    ("hw_thermal_slowdown", re.compile(r"\b(?:HW|hardware)[ _-]Thermal[ _-]Slowdown\b", re.I)),
+    ("sw_thermal_slowdown", re.compile(r"\bSW[ _]Thermal[ _]Slowdown\b", re.I)),
+    ("hw_power_brake_slowdown", re.compile(r"\bHW[ _]Power[ _]Brake(?:[ _]Slowdown)?\b", re.I)),
+    ("hw_slowdown", re.compile(r"\bHW[ _]Slowdown\b", re.I)),
+    ("sw_power_cap", re.compile(r"\bSW[ _]Power[ _]Cap\b|\bpower[- ]capp?(?:ed|ing)?\b|\bpower[- ]throttl\w*|\bpower[- ]limit(?:ed|ing)\b", re.I)),
+    ("applications_clocks_setting", re.compile(r"\bApplications?[ _]Clocks?[ _]Setting\b", re.I)),
+    ("thermal", re.compile(r"\bthermal(?:ly)?[ -](?:throttl\w*|slowdown)|\bthrottl\w* (?:due to|from|by|because of) (?:heat|temperature)|\boverheat\w*", re.I)),
+)
+THROTTLE = re.compile(r"\bthrottl\w*|\bclocks? (?:speed |frequency )?(?:is |are |gets? |got )?(?:capped|limited|held|drops?|dropped|stuck|locked|reduced)\b|"
+                      r"\bslowdown\b", re.I)
+GPU_CONTEXT = re.compile(r"\b(?:GPUs?|clocks?|MHz|SM|thermal|power|temperature|nvidia-smi|cards?)\b|°C", re.I)
+SECTION_TITLE = re.compile(r"\bclocks?[_ ](?:event|throttle)[_ ]reasons\b(?:\.\w+)*", re.I)
+INACTIVE = re.compile(r"^\W{0,6}(?:not active|inactive|no\b|none\b|0 samples|never|false\b)", re.I)
+NEGATED = re.compile(r"\b(?:no|not|never|without|zero)\s(?:\w+\s)?$", re.I)
+# the host CPU: the API server, tokenizer or scheduler holding the GPU back
+CPU = re.compile(r"\bCPU[- ]bound\b|\bCPU[- ]bottleneck\w*|\bbottleneck\w* (?:on|by|in) (?:the )?(?:CPU|tokeni[sz]\w+|API server)\b|"
+                 r"\b(?:CPU|core|API server|api_server|tokeni[sz]er)\b[^.]{0,40}?\b(?:at|pegged at|stays? at|maxed at|hits?|uses?|using|100\s?%)", re.I)
+CPU_PERCENT = re.compile(r"\b(?:CPU|core|API server|api_server|tokeni[sz]er)\b[^.%]{0,40}?" + _NUM + r"\s?%", re.I)
+# requests served one at a time, not batched: the scheduler's cap (vLLM max_num_seqs, SGLang max_running_requests,
+# llama-server's --parallel slots) or a client that sends one request at a time
+BATCH = re.compile(r"\b(?:requests?|prompts?|calls?|queries|users?)\b[^.]{0,50}?\b(?:one (?:request )?at a time|one by one|one after (?:the )?other|"
+                   r"sequentially|serially|serialized|in series)\b|\bnot (?:being )?batched\b|\bno (?:continuous |dynamic )?batching\b|"
+                   r"\bone (?:request|prompt|generation|query|completion) at a time\b|"
+                   r"(?:\bnot|n't) (?:\w+ )?(?:handle|process|serve|support|run)\w* (?:\w+ )?(?:concurrent|parallel|simultaneous|multiple) "
+                   r"(?:requests?|prompts?|calls?|queries|users?)\b|"
+                   r"\b(?:second|next|other) (?:requests?|prompts?|calls?) (?:waits?|waited|waiting|blocks?|is blocked) (?:until|for)\b|"
+                   r"\bbatching (?:does not|doesn't|is not|isn't|did not|didn't) (?:work|happen|help|improve|scale)|"
+                   r"\b(?:throughput|tokens?/s|speed)\b[^.]{0,40}?\b(?:does not|doesn't|did not|didn't|never|won'?t) (?:scale|increase|grow|improve)\b|"
+                   r"\bdoes(?: not|n't) scale with (?:concurrency|concurrent|more (?:requests|users|clients|parallel))", re.I)
+AT_ONCE = re.compile(r"\bonly (\d+) (?:requests?|reqs?|sequences?|seqs?) (?:are |get |is )?(?:running|run|processed|served|scheduled|batched)"
+                     r"(?: at once| concurrently| in parallel| together)?", re.I)
+# more GPUs slower than fewer: tensor parallelism's all-reduce every layer, over PCIe when there is no NVLink
+TP_SLOWER = re.compile(r"(?:\btensor[ _-]?parallel\w*|\bTP\s?=?\s?[2-9]\b|\bmulti(?:ple)?[ -]GPUs?\b|\b(?:[2-8]|two|four|eight) (?:GPUs|cards)\b)"
+                       r"[^.]{0,80}?\b(?:slower|no faster|not faster|worse|(?:does not|doesn't|did not|didn't) (?:speed|help|improve|scale))\b", re.I)
+# the share of GPU memory the engine takes, by the engine's own flag name: vLLM gpu_memory_utilization,
+# SGLang mem_fraction_static, TGI cuda_memory_fraction (what perf.memory_headroom judges)
+MEMORY_SHARE = re.compile(r"(?<![\w'\"-])-{0,2}(?P<name>gpu[-_ ]memory[-_ ]utili[sz]ation|mem[-_ ]fraction[-_ ]static|cuda[-_ ]memory[-_ ]fraction)"
+                          r"['\"`]?\s?(?:=|:|of|to|at|is|was|set to|=\s?)?\s?['\"`]?(?P<share>0?\.\d+|1(?:\.0+)?)(?![\w.%])", re.I)
+MEMORY_ENGINES = {"gpu": "vllm", "mem": "sglang", "cud": "tgi"}
+# the GPUs doing little: nvidia-smi's "Volatile GPU-Util" / utilization.gpu, DCGM's GPU utilisation
+GPU_UTIL = re.compile(r"\bGPU[- ]?(?:util\w*|usage|load|activity)\b|\butilization\.gpu\b|\bVolatile GPU-Util\b", re.I)
+LOW_WORDS = re.compile(r"\b(?:low|only|never (?:exceeds|goes above|gets above)|under-?utili[sz]\w*|idle|barely|stays? (?:at|below|under))\b", re.I)
+
+# a sentence that states no problem: a question, advice, a possibility, an improvement already made; but
+# "why is it so slow?" reports the problem it asks about (the family's own words must still say which)
+QUESTION = re.compile(r"\?\s*$|^(?:how|why|what|is|are|does|do|can|could|should|would|will|when|which|where)\b", re.I)
+COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did)\b", re.I)
+NOT_A_PROBLEM = re.compile(r"\b(?:to (?:avoid|prevent|reduce|improve|get)|should|recommend\w*|consider|try (?:to|setting|using|adding)|"
+                           r"if you|you can|you could|might|would|in case|as expected|is normal|"
+                           r"improved|reduced|dropp?ed (?:to|from)|down to|fix(?:es|ed)|after (?:enabling|adding|setting|upgrading|switching))\b", re.I)
+# a row of `nvidia-smi -q` (`    SW Power Cap      : Active`) or a /metrics sample: another reader's
+TOOL_ROW = re.compile(r"^\s*[A-Z][\w .()/-]*?\s{2,}:\s|^[a-z_:]+(?:\{[^}]*\})?\s+[-\d.e+]+\s*$|^\s*#\s*(?:HELP|TYPE)\s")
+STRUCT = re.compile(r"(?:['\"]\w+['\"]\s?:\s?[^,\s]+[,}]\s?){2,}|(?:\w+\s?[:=]\s?[^,\s]+,\s?){3,}")  # `name: value, name: value, ...`: a program printed it
+FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]+")
+SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z(*`\"'\-])|(?<=[a-z)])[.!?]\s*$")
+SGLANG_TERMS = re.compile(r"#queue-req|#running-req|token usage|radix|sglang", re.I)
+VLLM_TERMS = re.compile(r"vllm|GPU KV cache usage|gpu_cache_usage_perc|kv_cache_usage_perc|Prefix cache hit rate|num_requests_waiting", re.I)
+
+
+@dataclass
+class _Sentence:
+    where: str
+    text: str
+
+
+def into_facts(source: str, text: str, facts: Facts) -> bool:
+    """The perf statements of a text into facts.stated, and their numbers into facts.metrics (a
+    scrape or the log's own stat lines keep theirs). True when the text stated one."""
+    from llm_doctor.redact import Redactor
+
+    found = statements(source, text)
+    if not found:
+        return False
+    redactor = Redactor()  # a person's sentence may hold a key or a token: it is evidence, never output as typed
+    for st in found:
+        st.text = redactor.text(st.text)
+    facts.stated += found
+    engine = "sglang" if SGLANG_TERMS.search(text) else "vllm" if VLLM_TERMS.search(text) else ""
+    _deployment(found, facts)
+    metrics = _metrics(found, engine)
+    if metrics is not None:
+        m = facts.metrics
+        if m is None or not m.available:
+            facts.metrics = metrics
+        else:
+            for k, v in metrics.values.items():
+                m.values.setdefault(k, v)
+            for k, raw in metrics.raw.items():
+                m.raw.setdefault(k, raw)
+    return True
+
+
+def statements(source: str, text: str) -> list[PerfStatement]:
+    out: list[PerfStatement] = []
+    for sentence in _sentences(source, text):
+        if (QUESTION.search(sentence.text) and not COMPLAINT.search(sentence.text)) or NOT_A_PROBLEM.search(sentence.text) or (
+                len(FLAG.findall(sentence.text)) >= 2 or STRUCT.search(sentence.text)):  # a command line, printed arguments: engine_args reads them
+            continue
+        out += [s for s in (_kv(sentence), _prefix(sentence), _latency(sentence), _throttle(sentence), _cpu(sentence),
+                            _gpu_util(sentence), _batching(sentence), _tp_slower(sentence), _memory(sentence)) if s is not None]
+        if len(out) >= MAX_STATEMENTS:
+            break
+    return _repeated_cache_misses(source, text) + out
+
+
+def _sentences(source: str, text: str) -> list[_Sentence]:
+    """A person's sentences: runs of lines with no log level, joined across hard wraps, cut at
+    sentence ends; each with the line it starts on."""
+    out: list[_Sentence] = []
+    para: list[tuple[int, str]] = []
+
+    def flush() -> None:
+        if para:
+            joined = " ".join(t for _, t in para)
+            offsets, pos = [], 0
+            for no, t in para:
+                offsets.append((pos, no))
+                pos += len(t) + 1
+            start = 0
+            for piece in SENTENCE_END.split(joined) + [""]:
+                if piece.strip() and len(piece) <= MAX_SENTENCE:
+                    at = joined.find(piece, start)
+                    no = max((n for p, n in offsets if p <= max(at, 0)), default=para[0][0])
+                    out.append(_Sentence(f"{source}:{no}", piece.strip()))
+                start += len(piece)
+            para.clear()
+
+    lines = text.splitlines()
+    near = _near_terms(lines)
+    for no, raw in enumerate(lines, 1):
+        if no not in near:
+            flush()
+            continue
+        line = normalise(no, raw.encode("utf-8", errors="replace"))
+        words = line.text.strip().strip("*_>-#|` ").strip()
+        if not words or line.level or TOOL_ROW.match(raw) or raw.rstrip().endswith("\\") or any(
+                lit in raw.lower() for lit in stat_lines.LITERALS):  # (a `\`-continued line is a command's)
+            flush()
+            continue
+        para.append((no, " ".join(raw.strip().strip("*_>-#").split())))
+        if raw.strip().startswith("|") or len(para) > 20:  # a markdown table row is a sentence of its own
+            flush()
+    flush()
+    return out
+
+
+ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, GPU_UTIL, PREEMPT,
+                                                              BATCH, AT_ONCE, TP_SLOWER, MEMORY_SHARE))
+                      + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
+WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
+MAX_TERM_LINES = 1000  # different lines holding a term literal: a person's text has a few, the rest of a log is not read
+DIGITS = re.compile(r"\d+")
+# lower-case literals one of which every term above holds: a line with none of them is not searched (a big
+# log is mostly such lines; the terms' regex reads a few hundred KB/s)
+TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "itl", "token latency", "output token",
+                 "time_to_first", "time_per_output", "throttl", "slowdown", "clock", "power", "thermal", "overheat", "cpu",
+                 "core", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
+                 "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
+                 "concurrent", "simultaneous", "wait",
+                 "tp=", "tp ", "multi", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
+                 "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ")
+
+
+def _near_terms(lines: list[str]) -> set[int]:
+    """Numbers of the lines within WRAP of one holding a term (the rest of a big log is not read), not
+    counting the engines' stat lines."""
+    near: set[int] = set()
+    seen: set[str] = set()  # a line repeated with other numbers is a program's, read once
+    for no, raw in enumerate(lines, 1):
+        low = raw.lower()
+        if not any(lit in low for lit in TERM_LITERALS) or any(lit in low for lit in stat_lines.LITERALS):
+            continue
+        masked = DIGITS.sub("0", low)
+        if masked in seen:
+            continue
+        seen.add(masked)
+        if len(seen) > MAX_TERM_LINES:
+            break
+        if normalise(no, raw.encode("utf-8", errors="replace")).level:
+            continue  # an engine's log record: a person's words carry no level
+        if ANY_TERM.search(raw):
+            near.update(range(no - WRAP, no + WRAP + 1))
+    return near
+
+
+# a number that is a change, not a reading: "69% more preemptions", "30% lower throughput"
+RELATIVE = re.compile(r"^\s*(?:more|less|fewer|higher|lower|faster|slower|better|worse|increase|decrease|drop|reduction|"
+                      r"improvement|speed-?up|of (?:the|all|its|total|requests))\b", re.I)
+
+
+def _near(rx: re.Pattern[str], text: str, at: re.Match[str]) -> list[re.Match[str]]:
+    """Readings of `rx` within NEAR characters after the term, or just before it ("99 % KV cache usage")."""
+    after = [m for m in rx.finditer(text, at.end(), min(len(text), at.end() + NEAR))]
+    before = [m for m in rx.finditer(text, max(0, at.start() - NEAR // 2), at.start())]
+    return [m for m in after + before[-1:] if not RELATIVE.match(text, m.end())]
+
+
+def _number(x: str) -> float:
+    return float(x.replace(",", "") if x.count(",") and len(x.split(",")[-1]) == 3 else x.replace(",", "."))
+
+
+def _statement(code: str, s: _Sentence, measures: dict[str, float] | None = None, gpu: Gpu | None = None) -> PerfStatement:
+    return PerfStatement(code, s.where, s.text[:300], measures or {}, gpu)
+
+
+def _kv(s: _Sentence) -> PerfStatement | None:
+    term = KV.search(s.text)
+    if term is None:
+        return None
+    measures: dict[str, float] = {}
+    pct = _near(PERCENT, s.text, term)
+    if pct:
+        measures["kv_cache_usage"] = round(_number(pct[0].group(1)) / 100, 6)
+    elif re.search(r"usage|_perc", term.group(0), re.I) and (frac := _near(FRACTION, s.text, term)):
+        measures["kv_cache_usage"] = _number(frac[0].group(1))
+    if (w := WAITING.search(s.text)) is not None:
+        measures["waiting"] = float(w.group(1) or w.group(2))
+    if (r := RUNNING.search(s.text)) is not None:
+        measures["running"] = float(r.group(1) or r.group(2))
+    if (p := PREEMPTIONS.search(s.text)) is not None:
+        measures["preemptions"] = float(p.group(1) or p.group(2))
+    if QUEUE_WORDS.search(s.text) or PREEMPT.search(s.text):
+        measures["queued"] = 1.0
+    if "kv_cache_usage" in measures or "preemptions" in measures:
+        return _statement("perf.kv_cache_pressure", s, measures)
+    around = s.text[max(0, term.start() - NEAR // 2):term.end() + NEAR]  # the words about the cache, not the sentence's others
+    if KV_FULL.search(around) or PREEMPT.search(around):
+        return _statement("perf.kv_cache_pressure", s, measures)
+    return None
+
+
+def _prefix(s: _Sentence) -> PerfStatement | None:
+    term = PREFIX.search(s.text)
+    if term is None:
+        return _prefix_unset(s)
+    pct = _near(PERCENT, s.text, term)
+    if pct and re.search(r"hit|rate|ratio", term.group(0), re.I):
+        return _statement("perf.prefix_caching_off", s, {"prefix_cache_hit_rate": round(_number(pct[0].group(1)) / 100, 6)})
+    if re.search(r"hit|rate|ratio", term.group(0), re.I) and re.search(r"\b(?:is|stays?|remains?|at|of|=|:)\s?(?:0|zero)\b(?![.,]\d)", s.text[term.end():term.end() + 30], re.I):
+        return _statement("perf.prefix_caching_off", s, {"prefix_cache_hit_rate": 0.0})
+    if PREFIX_OFF.search(s.text):
+        return _statement("perf.prefix_caching_off", s)
+    return None
+
+
+def _prefix_unset(s: _Sentence) -> PerfStatement | None:
+    """The engine started without prefix caching, said in words (`--enable-prefix-caching` never passed)."""
+    return _statement("perf.prefix_caching_off", s) if PREFIX_FLAG_UNSET.search(s.text) else None
+
+
+def _repeated_cache_misses(source: str, text: str) -> list[PerfStatement]:
+    """Two or more API responses whose usage says no prompt token was read from the cache: a
+    repeated request that missed, a 0 % hit rate measured by the client."""
+    hits = [(text.count("\n", 0, m.start()) + 1, m) for m in CACHE_READ.finditer(text)]
+    if len(hits) < 2 or any(int(m.group(1)) for _, m in hits):
+        return []
+    no, first = hits[0]
+    line = text.splitlines()[no - 1].strip()[:300]
+    return [PerfStatement("perf.prefix_caching_off", f"{source}:{no}", f"{line} ({len(hits)} responses, each {first.group(0)})",
+                          {"prefix_cache_hit_rate": 0.0})]
+
+
+def _latency(s: _Sentence) -> PerfStatement | None:
+    measures: dict[str, float] = {}
+    stated = False
+    for name, rx in (("ttft_s", TTFT), ("itl_s", ITL)):
+        term = rx.search(s.text)
+        if term is None:
+            continue
+        durations = _near(DURATION, s.text, term)
+        if durations:
+            measures[name] = max(_seconds(d) for d in durations)
+        else:
+            stated = stated or bool(LATENCY_HIGH.search(s.text))
+    return _statement("perf.high_latency", s, measures) if measures or stated else None
+
+
+def _seconds(m: re.Match[str]) -> float:
+    value, unit = _number(m.group(1)), m.group(2).lower()
+    return value / 1000 if unit.startswith("m") else value
+
+
+def _throttle(s: _Sentence) -> PerfStatement | None:
+    reasons: list[str] = []
+    inactive = False
+    for name, rx in REASONS:
+        for m in rx.finditer(s.text):
+            if INACTIVE.match(s.text[m.end():m.end() + 30].lstrip(" |*:`=")) or NEGATED.search(s.text[max(0, m.start() - 20):m.start()]):
+                inactive = True
+                continue
+            # the generic word after NVML's own name of it: one reason
+            covered = (name == "hw_slowdown" and {"hw_thermal_slowdown", "hw_power_brake_slowdown"} & set(reasons)) or (
+                name == "thermal" and {"hw_thermal_slowdown", "sw_thermal_slowdown"} & set(reasons))
+            if name not in reasons and not covered:
+                reasons.append(name)
+    # nvidia-smi's section title ("Clocks Throttle Reasons") names the reasons, it states none
+    if not reasons and (inactive or not THROTTLE.search(SECTION_TITLE.sub("", s.text)) or not GPU_CONTEXT.search(s.text)):
+        return None  # ("throttling_error" is an API's rate limit, not a GPU's clock)
+    index = GPU_INDEX.search(s.text)
+    gpu = Gpu(index=int(index.group(1)) if index else 0, throttle_reasons=reasons)
+    clocks = [_number(m.group(1)) for m in MHZ.finditer(s.text)]
+    if clocks:
+        gpu.sm_clock_mhz = clocks[0]
+        if len(clocks) > 1 and max(clocks[1:]) > clocks[0] and re.search(r"\b(?:max|maximum|boost|rated|instead of|from|of|below)\b", s.text, re.I):
+            gpu.sm_clock_max_mhz = max(clocks[1:])
+    for m in WATTS.finditer(s.text):
+        if re.search(r"limit|cap|TDP|max", s.text[max(0, m.start() - 25):m.end() + 25], re.I) and gpu.power_draw_w is not None:
+            gpu.power_limit_w = float(m.group(1))
+        elif gpu.power_draw_w is None:
+            gpu.power_draw_w = float(m.group(1))
+    temp = CELSIUS.search(s.text)
+    if temp:
+        gpu.temperature_c = float(temp.group(1))
+    measures = {k: v for k, v in (("sm_clock_mhz", gpu.sm_clock_mhz), ("power_draw_w", gpu.power_draw_w),
+                                  ("power_limit_w", gpu.power_limit_w), ("temperature_c", gpu.temperature_c)) if v is not None}
+    return _statement("perf.gpu_throttled", s, measures, gpu)
+
+
+def _cpu(s: _Sentence) -> PerfStatement | None:
+    if not CPU.search(s.text):
+        return None
+    pct = CPU_PERCENT.search(s.text)
+    return _statement("perf.cpu_bound", s, {"cpu_percent": _number(pct.group(1))} if pct else {})
+
+
+def _gpu_util(s: _Sentence) -> PerfStatement | None:
+    term = GPU_UTIL.search(s.text)
+    if term is None:
+        return None
+    pct = _near(PERCENT, s.text, term)
+    if pct:
+        return _statement("perf.low_gpu_util", s, {"gpu_util_percent": _number(pct[0].group(1))})
+    return _statement("perf.low_gpu_util", s) if LOW_WORDS.search(s.text) else None
+
+
+def _batching(s: _Sentence) -> PerfStatement | None:
+    at_once = AT_ONCE.search(s.text)
+    if at_once is None and not BATCH.search(s.text):
+        return None
+    return _statement("perf.batching_limited", s, {"running": float(at_once.group(1))} if at_once else {})
+
+
+def _memory(s: _Sentence) -> PerfStatement | None:
+    m = MEMORY_SHARE.search(s.text)
+    if m is None:
+        return None
+    return _statement("perf.memory_overcommitted", s, {"memory_share": _number(m.group("share"))})
+
+
+def _tp_slower(s: _Sentence) -> PerfStatement | None:
+    return _statement("perf.slow_interconnect", s) if TP_SLOWER.search(s.text) else None
+
+
+def _deployment(found: list[PerfStatement], facts: Facts) -> None:
+    """A memory share stated with the engine's own flag name is that engine's setting (perf.memory_headroom
+    judges it); what a command line or the log gave stays."""
+    from llm_doctor.facts.deployment import EngineConfig
+
+    said = next((st for st in found if st.code == "perf.memory_overcommitted"), None)
+    named = MEMORY_SHARE.search(said.text) if said is not None else None
+    if said is None or named is None:
+        return
+    engine = MEMORY_ENGINES[named.group("name")[:3].lower()]
+    cfg = facts.deployment
+    if cfg is not None and cfg.engine and (cfg.engine != engine or cfg.is_set("gpu_memory_utilization")):
+        return
+    stated = EngineConfig(engine=engine, gpu_memory_utilization=said.measures["memory_share"],
+                          sources={"gpu_memory_utilization": f"stated at {said.where}"})
+    facts.deployment = cfg.merge(stated) if cfg is not None and cfg.engine else stated
+
+
+def _metrics(found: list[PerfStatement], engine: str) -> MetricsFacts | None:
+    """The numbers of the statements as the metrics facts a stat line gives (one sample: what a
+    person reports is the state of the run, so it stands as stat_lines.is_sustained lets one line stand)."""
+    v: dict[str, float] = {}
+    raw: dict[str, str] = {}
+    # the worst of several statements is the complaint ("direct: TTFT 0.5 s; through the gateway: 17 s"):
+    # the fullest KV cache first, the longest latency wins below
+    found = sorted(found, key=lambda st: (st.code != "perf.kv_cache_pressure", -st.measures.get("kv_cache_usage", -1.0)))
+    for st in found:
+        said = f"{st.where}: {st.text}"
+        x = st.measures
+        if st.code == "perf.kv_cache_pressure" and "kv_cache_usage" not in v:
+            usage = x.get("kv_cache_usage")
+            queued = bool(x.get("waiting") or x.get("queued"))
+            if usage is not None:
+                full = usage >= stat_lines.FULL
+                v.update(kv_cache_usage=usage, kv_cache_usage_max=usage, stat_samples=1, kv_samples=1,
+                         kv_full_samples=float(full), queued_samples=float(queued), pressed_samples=float(full and queued),
+                         capped_samples=float(queued and bool(x.get("running")) and usage < stat_lines.ROOM))
+                raw["kv_cache_usage"] = said
+            for name in ("waiting", "running"):
+                if name in x:
+                    v[name] = v[f"{name}_max"] = x[name]
+                    raw[name] = said
+            if "preemptions" in x:
+                v["preemptions_total"] = x["preemptions"]
+                raw["preemptions_total"] = said
+        elif st.code == "perf.high_latency":
+            for name, key in (("ttft_s", "ttft"), ("itl_s", "itl")):
+                if name in x and x[name] > v.get(f"{key}_mean_s", -1.0):
+                    v[f"{key}_mean_s"] = x[name]
+                    raw[key] = said
+        elif st.code == "perf.prefix_caching_off" and "prefix_cache_hit_rate" in x and "prefix_cache_hit_rate" not in v:
+            v["prefix_cache_hit_rate"] = x["prefix_cache_hit_rate"]
+            raw["prefix_cache_hit_rate"] = said
+    if not v:
+        return None
+    return MetricsFacts(source="prose", engine=engine, available=True, values=v, raw=raw, origin="prose")

@@ -1,0 +1,231 @@
+"""Perf problems stated in words (doctor/logparse/perf_prose.py): real sentences from public threads,
+read by `llm-doctor analyze` on their own, judged by the perf check their numbers feed (code, evidence,
+fix value) or reported as said (perf.stated); questions, advice and healthy numbers stay quiet."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from llm_doctor.logparse import perf_prose
+from tests.analyze_json import analyze, check
+
+
+def _paste(tmp_path: Path, text: str) -> dict:
+    path = tmp_path / "issue.md"
+    path.write_text(text)
+    return analyze(path)
+
+
+def _finding(report: dict, code: str) -> dict:
+    (found,) = [f for f in report["findings"] if f["code"] == code]
+    return found
+
+
+def _commands(finding: dict) -> list[str]:
+    return [fix["command"] for fix in finding["fixes"] if fix.get("command")]
+
+
+def test_kv_cache_near_full_with_requests_waiting_is_pressure(tmp_path):
+    # https://github.com/vllm-project/vllm-ascend/issues/5859 (title)
+    report = _paste(tmp_path, "[Bug]: KV cache usage接近100%时，TPOT激增四五倍，排队waiting机制是有效的，但这似乎无法保障服务性能\n")
+    f = _finding(report, "perf.kv_cache_pressure")
+    assert f["severity"] == "warn" and f["title"].startswith("KV cache 100% full")
+    assert any("issue.md:1: [Bug]: KV cache usage接近100%" in e for e in f["evidence"])
+    assert any("the reporter's statement" in e for e in f["evidence"])
+    assert report["findings"][0]["code"] == "perf.kv_cache_pressure"
+
+
+def test_kv_cache_full_without_its_queue_is_reported_as_said(tmp_path):
+    # https://github.com/vllm-project/vllm/issues/1607
+    report = _paste(tmp_path, "As the question showed, I meet some case that the output may be so long and the GPU KV cache usage "
+                              "keeps increasing， and reaches 100%，then model don't genearate anything and don't recieve other request. "
+                              "Finally, I only restart it\n")
+    f = _finding(report, "perf.kv_cache_pressure")
+    assert f["severity"] == "info"
+    assert any("GPU KV cache usage keeps increasing" in e for e in f["evidence"])
+    assert "cache_usage|num_requests|preemption" in _commands(f)[0]
+    assert check(report, "perf.kv_cache_metrics")["status"] == "pass"  # full without a queue: the check's own verdict
+
+
+def test_kv_cache_reading_below_full_stays_quiet(tmp_path):
+    # https://github.com/llm-d/llm-d-autoscaling/issues/662
+    report = _paste(tmp_path, "We see in the above experiment graph that we are clearly in saturation state (num_requests_waiting is "
+                              "constantly growing),  the num_requests_running stabilized on ~20,  and the kv_cache_usage_perc "
+                              "stabilized on just ~0.32 (32%), so in this scenario the KVCache will not trigger a saturation indication.\n")
+    assert not [f for f in report["findings"] if f["code"] == "perf.kv_cache_pressure"]
+    assert "32%" in check(report, "perf.kv_cache_metrics")["detail"]
+
+
+def test_stated_ttft_is_judged_by_the_latency_threshold(tmp_path):
+    # https://github.com/vllm-project/vllm/issues/8086 (a comment)
+    report = _paste(tmp_path, "The same situation occurs when I reason about visual models. I compared it with transformers when ten "
+                              "requests were sent concurrently.vLLM TTFT increased from 2s to 17s, and there was no obvious difference "
+                              "between transformers and single request.\n")
+    f = _finding(report, "perf.high_latency")
+    assert f["severity"] == "warn" and f["title"].startswith("TTFT 17.0 s")
+    assert any(e.startswith("mean TTFT 17.00 s (") and "TTFT increased from 2s to 17s" in e for e in f["evidence"])
+    assert "--enable-prefix-caching --enable-chunked-prefill" in _commands(f)
+
+
+def test_slow_first_token_in_words_is_info_with_the_metrics_to_get(tmp_path):
+    # https://github.com/vllm-project/vllm/issues/9722
+    report = _paste(tmp_path, "The request speed is very fast for a single request, but the performance is slow under concurrency, "
+                              "especially the latency for the first token.\n")
+    f = _finding(report, "perf.high_latency")
+    assert f["severity"] == "info" and "stated in words" in f["evidence"][-1]
+    assert "time_to_first_token" in _commands(f)[0]
+
+
+def test_prefix_cache_hit_rate_zero_is_prefix_caching_off_with_the_flag(tmp_path):
+    # https://github.com/vllm-project/vllm/issues/31920 (title)
+    report = _paste(tmp_path, "[Bug]: Prefix cache hit rate remains 0 in multi-round conversation with history of identical prompts.\n")
+    f = _finding(report, "perf.prefix_caching_off")
+    assert f["title"] == "no repeated prompt prefix is read from the cache (hit rate 0%)"
+    assert f["evidence"][0].endswith("issue.md:1: [Bug]: Prefix cache hit rate remains 0 in multi-round conversation with history of identical prompts")
+    assert _commands(f) == ["--enable-prefix-caching"]
+
+
+def test_prefix_caching_never_passed_said_in_words_is_info(tmp_path):
+    # a launch script described, not pasted (the shape of corpus/z155, worded from vLLM's own flag)
+    report = _paste(tmp_path, "Our launch script never passes `--enable-prefix-caching`, so every request re-prefills the full\n"
+                              "prompt.\n")
+    assert report["status"] == "info"
+    f = _finding(report, "perf.prefix_caching_off")
+    assert f["severity"] == "info" and "never passes `--enable-prefix-caching`" in f["evidence"][0]
+
+
+def test_a_prefix_cache_that_never_hits_is_said_without_a_rate():
+    for url, title in (
+        ("https://github.com/ARahim3/mlx-dspark/issues/7",
+         "Server prefix cache never hits (hits: 0) — TTFT does not improve on repeated identical requests"),
+        ("https://github.com/bstnxbt/dflash-mlx/issues/19",
+         "Multi-turn prompt cache never engages: TTFT for turn 2 = cold start (vs llama.cpp 7x speedup)"),
+    ):
+        (said,) = perf_prose.statements("t.md", title)
+        assert (said.code, said.measures, said.text) == ("perf.prefix_caching_off", {}, title), url
+
+
+def test_repeated_requests_reading_no_cached_tokens_are_a_zero_hit_rate():
+    # Anthropic's usage.cache_read_input_tokens (anthropic-sdk-python types/usage.py), two identical calls
+    text = ("call1 usage: {cache_creation_input_tokens: 2048, cache_read_input_tokens: 0, input_tokens: 2050}\n"
+            "call2 usage: {cache_creation_input_tokens: 2048, cache_read_input_tokens: 0, input_tokens: 2050}\n")
+    (said,) = perf_prose.statements("u.txt", text)
+    assert (said.code, said.where, said.measures) == ("perf.prefix_caching_off", "u.txt:1", {"prefix_cache_hit_rate": 0.0})
+    assert perf_prose.statements("u.txt", text.replace("cache_read_input_tokens: 0, input_tokens: 2050}\n", "cache_read_input_tokens: 2048, input_tokens: 2}\n", 1)) == []
+
+
+def test_thermal_throttling_stated_is_judged_by_the_clocks_check(tmp_path):
+    # https://github.com/jundot/omlx/issues/2689 (a comment)
+    report = _paste(tmp_path, "- Additional ~18% drop attributed to GPU thermal throttling after 3h continuous load\n\n"
+                              "This matches the 1368→743 MHz clock drop observed in the soak test.\n")
+    f = _finding(report, "perf.gpu_throttled")
+    assert f["severity"] == "warn" and f["title"] == "1 GPU(s) throttled: thermal"
+    assert any("GPU thermal throttling after 3h continuous load" in e for e in f["evidence"])
+    assert _commands(f) == ["nvidia-smi -i 0 -q -d TEMPERATURE,PERFORMANCE"]
+
+
+def test_hardware_thermal_slowdown_names_its_gpu(tmp_path):
+    # https://github.com/rammsguns/llm-rig/issues/97
+    (said,) = perf_prose.statements("i.md", "A hardware thermal-slowdown flag asserted on GPU0 during the first 8k-prompt workload, "
+                                            "on two consecutive samples 0.5 s apart, and the sweep aborted immediately without retry.")
+    assert said.code == "perf.gpu_throttled" and said.gpu is not None
+    assert (said.gpu.index, said.gpu.throttle_reasons) == (0, ["hw_thermal_slowdown"])
+
+
+def test_power_cap_without_load_figures_is_reported_as_said(tmp_path):
+    # https://github.com/l4rz/reverse-engineering-dell-idrac-to-get-rid-of-gpu-throttling/issues/3
+    report = _paste(tmp_path, "However, when running at full load, frequency reduction and SW Power Cap will appear at about 240W.\n")
+    f = _finding(report, "perf.gpu_throttled")
+    assert f["severity"] == "info"  # the cap counts only near its limit (perf.clocks): the limit is not said
+    assert _commands(f) == ["nvidia-smi -q -d PERFORMANCE,CLOCK,POWER,TEMPERATURE"]
+
+
+def test_not_active_reasons_state_no_throttling():
+    # nvidia-smi -q's rows pasted into a sentence: https://github.com/kubeflow/kubeflow/issues/68 (a comment)
+    assert perf_prose.statements("k.md", "| SW Power Cap | Not Active |\n| HW Slowdown | Not Active |\n") == []
+
+
+def test_requests_served_one_at_a_time_are_batching_limited(tmp_path):
+    report = _paste(tmp_path, (
+        # https://github.com/vllm-project/vllm/issues/1707
+        "Of course, I can send multiple seperate requests, but those are handled sequentially and do not benefit from speed "
+        "improvements.\n\n"
+        # https://github.com/EricLBuehler/mistral.rs/issues/2343 (title)
+        "# Concurrent text-serving throughput does not scale above serial despite PagedAttention engaged (v0.9.0, H100, Llama-3.2-1B bf16)\n"))
+    f = _finding(report, "perf.batching_limited")
+    assert f["severity"] == "info" and f["title"].endswith("(2 statements)")
+    assert [e.split("issue.md:")[1][:2] for e in f["evidence"][:2]] == ["1:", "3:"]
+    assert "num_requests_(running|waiting)" in _commands(f)[0]
+    for url, sentence in (
+        ("https://github.com/mozilla-ai/llamafile/issues/183", "In server mode on my MacBook Pro M1, when I use the /completion "
+         "API with two different prompts at once, the requests are handled sequentially. The second request waits until the first "
+         "one finishes processing."),
+        ("https://github.com/ggml-org/llama.cpp/issues/3693", "Currently, `./server` processes requests sequentially."),
+        ("https://github.com/ollama/ollama/issues/11277", "It appears that Ollama does not efficiently handle concurrent requests — "
+         "possibly due to a lack of parallel execution or limited context switching."),
+    ):
+        found = perf_prose.statements("t.md", sentence)
+        assert found and {x.code for x in found} == {"perf.batching_limited"}, url
+    # https://github.com/NVIDIA/TensorRT-LLM/issues/11080 (title)
+    (said,) = perf_prose.statements("t.md", "[Usage]: Batching doesn't improve prefill throughput for llama 3.1 8B")
+    assert said.code == "perf.batching_limited"
+
+
+def test_a_memory_share_said_with_the_engines_flag_name_is_judged_by_memory_headroom(tmp_path):
+    # vLLM's own argument name and the share (vllm/engine/arg_utils.py: gpu_memory_utilization), said in a sentence
+    report = _paste(tmp_path, "We run it with gpu_memory_utilization=0.98 so the KV cache gets as much room as possible.\n")
+    f = _finding(report, "perf.memory_overcommitted")
+    assert f["severity"] == "warn" and f["evidence"][0].startswith("gpu_memory_utilization=0.98 (stated at ")
+    assert _commands(f)[0] == "--gpu-memory-utilization 0.90"
+    # below the check's limit: quiet (https://github.com/vllm-project/vllm/issues/7553)
+    quiet = _paste(tmp_path, "BTW, when we set gpu-memory-utilization = 0.9,  it means that 24564(for RTX 4090) * 0.9 can be used.\n")
+    assert not [x for x in quiet["findings"] if x["code"] == "perf.memory_overcommitted"]
+
+
+def test_more_gpus_slower_than_fewer_is_the_interconnect_as_said(tmp_path):
+    report = _paste(tmp_path, (
+        # https://github.com/oobabooga/textgen/issues/6424 (title)
+        "Inference with TP (tensor parallelism) is around 4x slower than without\n\n"
+        # https://github.com/huggingface/text-generation-inference/issues/1315 (a comment)
+        "Hi, any updates on this? I also had a problem that the deployment with 8 GPUs is not faster than with that with 4 GPUs. "
+        "I'm using V100.\n"))
+    f = _finding(report, "perf.slow_interconnect")
+    assert f["severity"] == "info" and f["title"].endswith("(2 statements)")
+    assert _commands(f) == ["nvidia-smi topo -m"]
+    assert "perf.tp_mismatch" not in [x["code"] for x in report["findings"]]
+
+
+def test_questions_advice_and_healthy_numbers_stay_quiet(tmp_path):
+    text = (
+        # https://github.com/vllm-project/vllm/issues/5626 (title)
+        "Why is the GPU KV cache usage very low?\n\n"
+        # https://github.com/vllm-project/vllm/issues/14412
+        "1. when GPU kv cache useage is 100% , waiting reqseq should increase? and runing reqseq should descrease\n\n"
+        # https://github.com/vllm-project/vllm/issues/6206 (title)
+        "[Usage]: The GPU KV cache usage is still small (below 20% most of time) though I turned the enable_prefix_caching on "
+        "as well as modified the block_size from 16 to 32.\n\n"
+        # https://github.com/ollama/ollama/issues/6163 (title): above perf.gpu_utilization's 50 %
+        "GPU Usage Never Exceeds 70% When Using LLaMA 3:8B with Ollama\n\n"
+        # https://github.com/vllm-project/vllm/issues/770 (a comment)
+        "Setting: Model 8B, batch 1, GPU A5000, number input token 8\n"
+        "Results: TTFT ~ 62ms.\n"
+    )
+    report = _paste(tmp_path, text)
+    assert not [f for f in report["findings"] if f["code"].startswith("perf.")], report["findings"]
+
+
+def test_a_crash_in_the_same_paste_ranks_before_the_stated_perf_problem(tmp_path):
+    # the crash: vLLM's own OOM line (shared/real); the sentence: https://github.com/vllm-project/vllm/issues/8086
+    report = _paste(tmp_path, "vLLM TTFT increased from 2s to 17s when ten requests were sent concurrently.\n"
+                              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+                              "of 79.15 GiB of which 1.05 GiB is free.\n")
+    codes = [f["code"] for f in report["findings"]]
+    assert codes[0].startswith("load.") and report["findings"][0]["severity"] == "error"
+
+
+def test_a_key_in_the_sentence_never_reaches_the_report(tmp_path):
+    key = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    report = _paste(tmp_path, f"With OPENAI_API_KEY={key} the TTFT is 20 s at 10 concurrent requests.\n")
+    assert _finding(report, "perf.high_latency")["title"].startswith("TTFT 20.0 s")
+    assert key not in json.dumps(report)
