@@ -12,6 +12,7 @@ from tests.test_load_wordings import assert_rank_one, findings_of
 LMDEPLOY = "2024-06-01 10:00:00,000 - lmdeploy - INFO - async_engine.py:250 - input backend=turbomind"
 TGI = '2024-06-10T10:00:00.000000Z  INFO text_generation_launcher: Args { model_id: "mistralai/Mistral-7B-Instruct-v0.2" }'
 TRTLLM = "[TensorRT-LLM][INFO] Loaded engine size: 12852 MiB"
+OLLAMA = 'time=2025-01-10T10:00:00.000Z level=INFO source=images.go:757 msg="total blobs: 5"'
 
 # (name, log lines, rank-1 code, a substring of the evidence, the first fix's exact command or None)
 CASES = [
@@ -64,6 +65,43 @@ CASES = [
     ("xinference-no-gpu-slot", ["RuntimeError: No available slot found for the model"],
      "load.gpu_memory_occupied", "No available slot found for the model", None),
     # mlc-ai/mlc-llm@v0.18.1:cpp/serve/config.cc
+    # InternLM/lmdeploy@v0.8.0:lmdeploy/pytorch/models/patch.py: no PyTorch-engine implementation of the architecture
+    ("lmdeploy-no-rewrite-for-architecture", [LMDEPLOY, "RuntimeError: Can not found rewrite for architectures: ['DeepseekV3ForCausalLM']"],
+     "load.engine_outdated", "Can not found rewrite for architectures", "pip install -U lmdeploy transformers"),
+    # InternLM/lmdeploy@v0.16.0:lmdeploy/turbomind/checkpoint.py
+    ("lmdeploy-no-weight-files", [LMDEPLOY, "RuntimeError: failed to locate weight files under '/models/Qwen2.5-7B-Instruct'"],
+     "load.model_files", "failed to locate weight files under", None),
+    # InternLM/lmdeploy@v0.4.2:lmdeploy/pytorch/check_env/__init__.py: the Triton kernels do not run here
+    ("lmdeploy-triton-check-failed", [LMDEPLOY, "2024-06-01 10:00:01,000 - lmdeploy - ERROR - <Triton> check failed!",
+                                      "Please ensure it has been installed correctly."],
+     "load.cuda_mismatch", "<Triton> check failed!", None),
+    # the engine loop's OOM (lmdeploy/pytorch/engine/request.py) is while serving, and the launch command's --tp is read
+    ("lmdeploy-engine-loop-oom", [
+        "CUDA_VISIBLE_DEVICES=0,1,2,3 lmdeploy serve api_server /models/Mixtral-8x22B --tp 4 --cache-max-entry-count 0.65",
+        "2024-05-08 16:16:10,360 - lmdeploy - ERROR - Engine loop failed with error: CUDA out of memory. Tried to allocate "
+        "488.00 MiB. GPU 0 has a total capacty of 79.21 GiB of which 425.56 MiB is free."],
+     "load.runtime_oom", "phase: serving", None),
+    # huggingface/text-generation-inference@v2.4.1:server/text_generation_server/models/__init__.py
+    ("tgi-sliding-window-vs-max-input", [TGI,
+        "ValueError: The backend cuda does not support sliding window attention that is used by the model type mistral. To use this "
+        "model nonetheless with the cuda backend, please launch TGI with the argument `--max-input-tokens` smaller than "
+        "sliding_window=4096 (got here max_input_tokens=8191).", "Error: ShardCannotStart"],
+     "load.config_invalid", "sliding_window=4096", "--max-input-tokens 4095"),
+    # huggingface/text-generation-inference@v2.4.1:server/text_generation_server/utils/quantization.py
+    ("tgi-quantize-vs-checkpoint", [TGI, "ValueError: Quantize is set to `awq` but received a `GPTQConfig` config.", "Error: ShardCannotStart"],
+     "load.quantization_unsupported", "Quantize is set to `awq`", None),
+    # NVIDIA/TensorRT-LLM@01bffee1:tensorrt_llm/_torch/models/modeling_auto.py
+    ("trtllm-unknown-architecture", [TRTLLM, "ValueError: Unknown architecture for AutoModelForCausalLM: MiniMaxM2ForCausalLM"],
+     "load.engine_outdated", "MiniMaxM2ForCausalLM", "pip install -U tensorrt_llm"),
+    # ollama/ollama@v0.3.14:llm/server.go: the scheduler's estimate of the part that stays in RAM
+    ("ollama-model-needs-more-system-memory", [OLLAMA, "Error: model requires more system memory (20.3 GiB) than is available (14.2 GiB)"],
+     "load.host_oom", "model requires more system memory (20.3 GiB)", None),
+    # ollama/ollama@v0.12.6:llama/llama.go, as the CLI prints the server's 500
+    ("ollama-unable-to-load-model", [OLLAMA, "Error: 500 Internal Server Error: unable to load model: /root/.ollama/models/blobs/sha256-3a4a6b0c"],
+     "load.engine_outdated", "unable to load model", "curl -fsSL https://ollama.com/install.sh | sh"),
+    # ollama/ollama@v0.33.0-rc2:llm/llama_server.go (the llama-server engine): SIGKILL
+    ("ollama-llama-server-killed", [OLLAMA, "Error: 500 Internal Server Error: llama-server process has terminated: signal: killed"],
+     "load.host_oom", "signal: killed", None),
     ("mlc-insufficient-gpu-memory", [
         "TVMError: Insufficient GPU memory error: The available single GPU memory is 6553.600 MB, which is less than the sum "
         "of model weight size (7276.000 MB) and temporary buffer size (1213.000 MB)."],
