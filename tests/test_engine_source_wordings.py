@@ -102,6 +102,35 @@ CASES = [
     # ollama/ollama@v0.33.0-rc2:llm/llama_server.go (the llama-server engine): SIGKILL
     ("ollama-llama-server-killed", [OLLAMA, "Error: 500 Internal Server Error: llama-server process has terminated: signal: killed"],
      "load.host_oom", "signal: killed", None),
+    # Ascend/pytorch@v6.0.0-pytorch2.1.0:torch_npu/csrc/core/npu/NPUCachingAllocator.cpp (vLLM-Ascend, MindIE): read like CUDA's
+    ("ascend-npu-out-of-memory", [
+        "RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 0; 60.97 GiB total capacity; 57.59 GiB already allocated; "
+        "57.59 GiB current active; 1.21 GiB free; 58.32 GiB reserved in total by PyTorch)"],
+     "load.weights_oom", "tried to allocate 2.0 GiB; GPU total 60.97 GiB; free 1.21 GiB", None),
+    # vllm-project/vllm-ascend@v0.25.1rc1:vllm_ascend/utils.py
+    ("vllm-ascend-no-npu", ["ValueError: No NPU devices found or specified in ASCEND_RT_VISIBLE_DEVICES."],
+     "load.gpu_not_visible", "ASCEND_RT_VISIBLE_DEVICES", None),
+    # triton-inference-server/core@73aad7c3:src/model_repository_manager/model_lifecycle.cc: the backend's error inside
+    # Triton's load failure is the cause, not the wrapper nor "failed to load all models"
+    ("triton-load-failure-quotes-the-oom", [TRTLLM,
+        "E1201 10:00:00.000000 1 model_lifecycle.cc:654] failed to load 'tensorrt_llm' version 1: Internal: unexpected error when "
+        "creating modelInstanceState: [TensorRT-LLM][ERROR] CUDA runtime error in cudaMallocAsync(ptr, n, mCudaStream->get()): out of memory",
+        "error: creating server: Internal - failed to load all models"],
+     "load.weights_oom", "cudaMallocAsync", "--tp_size 2"),
+    # triton-inference-server/core@73aad7c3:src/model_repository_manager/model_repository_manager.cc
+    ("triton-no-model-version", [
+        "E1201 10:00:00.000000 1 model_repository_manager.cc:1234] Poll failed for model directory 'llama': failed to load 'llama', "
+        "no version is available"],
+     "load.model_files", "no version is available", None),
+    # xorbitsai/inference@v3.2.1:xinference/core/worker.py
+    ("xinference-gpu-index-occupied", [
+        "RuntimeError: GPU index 0 has been occupied with models: ['qwen2.5-instruct'], and multi-replica-per-GPU is disabled."],
+     "load.gpu_memory_occupied", "GPU index 0 has been occupied", None),
+    # theroyallab/tabbyAPI@e632af41:common/model.py
+    ("tabbyapi-exl2-no-longer-supported", [
+        "ValueError: Models quantized with 'exl2' require the exllamav2 backend, which is no longer supported. Please use an exl3 or "
+        "unquantized model."],
+     "load.quantization_unsupported", "Models quantized with 'exl2'", None),
     ("mlc-insufficient-gpu-memory", [
         "TVMError: Insufficient GPU memory error: The available single GPU memory is 6553.600 MB, which is less than the sum "
         "of model weight size (7276.000 MB) and temporary buffer size (1213.000 MB)."],
