@@ -99,6 +99,9 @@ CASES = [
     # ollama/ollama@v0.12.6:llama/llama.go, as the CLI prints the server's 500
     ("ollama-unable-to-load-model", [OLLAMA, "Error: 500 Internal Server Error: unable to load model: /root/.ollama/models/blobs/sha256-3a4a6b0c"],
      "load.engine_outdated", "unable to load model", "curl -fsSL https://ollama.com/install.sh | sh"),
+    # ollama/ollama@v0.12.6:llm/server.go: the runner's error quoted in the answer to a request is a serving-time OOM
+    ("ollama-error-while-running-the-model", [OLLAMA, "Error: an error was encountered while running the model: CUDA error: out of memory"],
+     "load.runtime_oom", "phase: serving", "OLLAMA_NUM_PARALLEL=1"),
     # ollama/ollama@v0.33.0-rc2:llm/llama_server.go (the llama-server engine): SIGKILL
     ("ollama-llama-server-killed", [OLLAMA, "Error: 500 Internal Server Error: llama-server process has terminated: signal: killed"],
      "load.host_oom", "signal: killed", None),
