@@ -81,6 +81,9 @@ CASES = [
         "2024-05-08 16:16:10,360 - lmdeploy - ERROR - Engine loop failed with error: CUDA out of memory. Tried to allocate "
         "488.00 MiB. GPU 0 has a total capacty of 79.21 GiB of which 425.56 MiB is free."],
      "load.runtime_oom", "phase: serving", None),
+    # InternLM/lmdeploy@v0.6.0:lmdeploy/pytorch/engine/engine_instance.py: the PyTorch engine's input limit is --session-len
+    ("lmdeploy-input-above-max-input-len", [LMDEPLOY, "RuntimeError: Expect input length<=32768 but get 40000"],
+     "load.config_invalid", "Expect input length<=32768", "--session-len 40001"),
     # huggingface/text-generation-inference@v2.4.1:server/text_generation_server/models/__init__.py
     ("tgi-sliding-window-vs-max-input", [TGI,
         "ValueError: The backend cuda does not support sliding window attention that is used by the model type mistral. To use this "
