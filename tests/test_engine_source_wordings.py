@@ -90,6 +90,11 @@ CASES = [
         "model nonetheless with the cuda backend, please launch TGI with the argument `--max-input-tokens` smaller than "
         "sliding_window=4096 (got here max_input_tokens=8191).", "Error: ShardCannotStart"],
      "load.config_invalid", "sliding_window=4096", "--max-input-tokens 4095"),
+    # huggingface/text-generation-inference@v2.4.1:server/text_generation_server/layers/marlin/gptq.py: Llama-2-7B's 11008
+    # MLP features over 8 shards are 1376 a shard, not whole 128-groups
+    ("tgi-gptq-shard-cuts-a-group", ["text-generation-launcher --model-id TheBloke/Llama-2-7B-GPTQ --quantize gptq --num-shard 8",
+        "ValueError: Number of input features (1376) not divisible by group size (128)", "Error: ShardCannotStart"],
+     "load.tp_invalid", "Number of input features (1376)", "--num-shard 4"),
     # huggingface/text-generation-inference@v2.4.1:server/text_generation_server/utils/quantization.py
     ("tgi-quantize-vs-checkpoint", [TGI, "ValueError: Quantize is set to `awq` but received a `GPTQConfig` config.", "Error: ShardCannotStart"],
      "load.quantization_unsupported", "Quantize is set to `awq`", None),
