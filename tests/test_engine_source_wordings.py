@@ -98,6 +98,12 @@ CASES = [
     # huggingface/text-generation-inference@v2.4.1:server/text_generation_server/utils/quantization.py
     ("tgi-quantize-vs-checkpoint", [TGI, "ValueError: Quantize is set to `awq` but received a `GPTQConfig` config.", "Error: ShardCannotStart"],
      "load.quantization_unsupported", "Quantize is set to `awq`", None),
+    # NVIDIA/TensorRT-LLM@0165bd7a:cpp/tensorrt_llm/runtime/tllmRuntime.cpp: an engine input this runtime does not feed
+    # (built by another TensorRT-LLM) is a rebuild, not llama.cpp's missing GGUF tensor
+    ("trtllm-engine-input-not-fed", [TRTLLM,
+        "[TensorRT-LLM][ERROR] Encountered an error in forward function: [TensorRT-LLM][ERROR] Assertion failed: Input tensor "
+        "'host_kv_cache_block_pointers_0' not found; expected shape: (1, -1, 2, -1) (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmRuntime.cpp:149)"],
+     "load.cuda_mismatch", "host_kv_cache_block_pointers_0", None),
     # NVIDIA/TensorRT-LLM@01bffee1:tensorrt_llm/_torch/models/modeling_auto.py
     ("trtllm-unknown-architecture", [TRTLLM, "ValueError: Unknown architecture for AutoModelForCausalLM: MiniMaxM2ForCausalLM"],
      "load.engine_outdated", "MiniMaxM2ForCausalLM", "pip install -U tensorrt_llm"),
@@ -182,9 +188,12 @@ def test_a_kv_pool_without_numbers_names_the_engines_levers(tmp_path) -> None:
     assert "--kv_cache_free_gpu_memory_fraction" in top.fixes[0].summary and "--max_seq_len" in top.fixes[0].summary
 
 
-def test_a_trt_plan_mismatch_is_rebuilt_not_reinstalled(tmp_path) -> None:
-    top = _top(tmp_path, [TRTLLM, "[TensorRT-LLM][ERROR] Assertion failed: Failed to deserialize cuda engine. "
-                                  "(/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmRuntime.cpp:103)"])
+@pytest.mark.parametrize("line", [
+    "[TensorRT-LLM][ERROR] Assertion failed: Failed to deserialize cuda engine. (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmRuntime.cpp:103)",
+    "[TensorRT-LLM][ERROR] Assertion failed: Input tensor 'host_kv_cache_block_pointers_0' not found; expected shape: (1, -1, 2, -1)",
+])
+def test_a_trt_plan_mismatch_is_rebuilt_not_reinstalled(tmp_path, line: str) -> None:
+    top = _top(tmp_path, [TRTLLM, line])
     assert top.code == "load.cuda_mismatch"
     assert top.fixes[0].summary.startswith("Rebuild the TensorRT engine here (trtllm-build")
 

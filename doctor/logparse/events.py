@@ -248,9 +248,9 @@ HAND_RULES: tuple[Rule, ...] = (
         r"Can't load (?:the )?(?:config|tokenizer|model) for|No such file or directory: '(?P<path>[^']+)'|"
         r"Invalid repository ID or local directory|We couldn't connect to 'https://huggingface\.co'|"
         r"LocalEntryNotFoundError|bad magic|invalid model file|not a valid gguf|safetensors_rust\.SafetensorError|"
-        r"gguf_init_from_file: failed to (?:open|read)|failed to open GGUF file|tensor '[\w.]+' (?:not found|has wrong shape)|"
+        r"gguf_init_from_file: failed to (?:open|read)|failed to open GGUF file|(?<!Input )tensor '[\w.]+' (?:not found|has wrong shape)|"
         r"Cannot find any model weights|No model weights found|model path (?:does not exist|not found)",
-    ),
+    ),  # (not TensorRT-LLM's "Input tensor '...' not found": an engine input its runtime lacks, catalogue trtllm.jsonl)
     # llama.cpp / engines print these after ANY load failure: the cause is the line before
     _r("load_failed", r"failed to load model|error loading model|unable to load model|Failed to load model", False, echo=True),
     # --- quantization -----------------------------------------------------------------------
