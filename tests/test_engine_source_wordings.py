@@ -148,6 +148,11 @@ CASES = [
         "ValueError: Models quantized with 'exl2' require the exllamav2 backend, which is no longer supported. Please use an exl3 or "
         "unquantized model."],
      "load.quantization_unsupported", "Models quantized with 'exl2'", None),
+    # coreylowman/cudarc@v0.18.1:src/driver/result.rs: the Rust servers' (candle, mistral.rs) CUDA driver errors
+    ("cudarc-ptx-newer-than-driver", [
+        "thread 'main' panicked at src/main.rs:40:10: called `Result::unwrap()` on an `Err` value: "
+        "DriverError(CUDA_ERROR_UNSUPPORTED_PTX_VERSION, \"the provided PTX was compiled with an unsupported toolchain.\")"],
+     "load.cuda_mismatch", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", None),
     ("mlc-insufficient-gpu-memory", [
         "TVMError: Insufficient GPU memory error: The available single GPU memory is 6553.600 MB, which is less than the sum "
         "of model weight size (7276.000 MB) and temporary buffer size (1213.000 MB)."],
