@@ -217,3 +217,10 @@ def test_tgi_quantize_mismatch_speaks_tgi(tmp_path) -> None:
     assert top.title == "quantization gptq is not supported here"
     assert [f.command for f in top.fixes[1:2]] == ["docker pull ghcr.io/huggingface/text-generation-inference:latest"]
     assert top.fixes[2].summary.endswith("drop --quantize")
+
+
+@pytest.mark.parametrize(("header", "debug"), [(LMDEPLOY, "--log-level DEBUG"), (TRTLLM, "TLLM_LOG_LEVEL=DEBUG")])
+def test_an_unrecognised_engine_failure_asks_for_that_engines_debug_log(tmp_path, header: str, debug: str) -> None:
+    top = _top(tmp_path, [header, "RuntimeError: something no rule knows happened in the engine"])
+    assert top.code == "load.unrecognized_failure"
+    assert debug in [f.command for f in top.fixes]
