@@ -153,6 +153,9 @@ CASES = [
         "thread 'main' panicked at src/main.rs:40:10: called `Result::unwrap()` on an `Err` value: "
         "DriverError(CUDA_ERROR_UNSUPPORTED_PTX_VERSION, \"the provided PTX was compiled with an unsupported toolchain.\")"],
      "load.cuda_mismatch", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", None),
+    # mostlygeek/llama-swap@v150:proxy/process.go: the proxy's health-check deadline ran out while the model loaded
+    ("llama-swap-health-check-timed-out", ["[qwen3] unable to start process: health check timed out after 120s"],
+     "load.startup_timeout", "health check timed out after 120s", None),
     ("mlc-insufficient-gpu-memory", [
         "TVMError: Insufficient GPU memory error: The available single GPU memory is 6553.600 MB, which is less than the sum "
         "of model weight size (7276.000 MB) and temporary buffer size (1213.000 MB)."],
