@@ -15,6 +15,8 @@ Defaults are the engines' documented/source defaults:
 - llama.cpp: common/arg.cpp (port 8080, host 127.0.0.1).
 - TensorRT-LLM: tensorrt_llm/commands/serve.py (max_batch_size 2048, max_num_tokens 8192,
   kv_cache_free_gpu_memory_fraction 0.9, port 8000).
+- LMDeploy: lmdeploy/cli/utils.py and cli/serve.py (tp 1, cache_max_entry_count 0.8 of the memory
+  the weights leave free, max_prefill_token_num 8192, cache_block_seq_len 64, server_port 23333).
 - Ollama: envconfig (OLLAMA_HOST 127.0.0.1:11434).
 """
 
@@ -220,12 +222,35 @@ TRTLLM_FLAGS: dict[str, Flag] = {
     "port": Flag("port", human_int),
 }
 
+# `lmdeploy serve api_server MODEL ...` (lmdeploy/cli/serve.py, cli/utils.py ArgumentHelper): the share of
+# --cache-max-entry-count is of the memory the weights leave free, like TensorRT-LLM's fraction
+LMDEPLOY_FLAGS: dict[str, Flag] = {
+    "tp": Flag("tensor_parallel_size", human_int),
+    "dp": Flag("data_parallel_size", human_int),
+    "session_len": Flag("max_model_len", human_int),
+    "max_batch_size": Flag("max_num_seqs", human_int),
+    "cache_max_entry_count": Flag("gpu_memory_utilization", to_float),
+    "max_prefill_token_num": Flag("max_num_batched_tokens", human_int),
+    "quant_policy": Flag("kv_cache_dtype"),
+    "model_format": Flag("quantization"),
+    "dtype": Flag("dtype"),
+    "cache_block_seq_len": Flag("block_size", human_int),
+    "enable_prefix_caching": _b("enable_prefix_caching"),
+    "eager_mode": _b("enforce_eager"),
+    "model_name": Flag("served_model_name"),
+    "server_name": Flag("host"),
+    "server_port": Flag("port", human_int),
+    "api_keys": Flag("api_key_set", secret_set),
+    "model_path": Flag("model"),
+}
+
 FLAGS: dict[str, dict[str, Flag]] = {
     "vllm": VLLM_FLAGS,
     "sglang": SGLANG_FLAGS,
     "tgi": TGI_FLAGS,
     "llamacpp": LLAMACPP_FLAGS,
     "trtllm": TRTLLM_FLAGS,
+    "lmdeploy": LMDEPLOY_FLAGS,
     "ollama": {},
 }
 
@@ -281,6 +306,7 @@ BOOLEAN_FLAGS = {
         "cpu_moe",
     },
     "trtllm": set(),
+    "lmdeploy": set(),
     "ollama": set(),
 }
 
@@ -339,6 +365,18 @@ def defaults(engine: str, generation: str = "") -> dict[str, object]:
             "gpu_memory_utilization": 0.9,
             "host": "localhost",
             "port": 8000,
+        }
+    if engine == "lmdeploy":
+        return {
+            "tensor_parallel_size": 1,
+            "data_parallel_size": 1,
+            "gpu_memory_utilization": 0.8,
+            "max_num_batched_tokens": 8192,
+            "block_size": 64,
+            "enable_prefix_caching": False,
+            "enforce_eager": False,
+            "host": "0.0.0.0",
+            "port": 23333,
         }
     if engine == "ollama":
         return {"host": "127.0.0.1", "port": 11434}
@@ -458,6 +496,9 @@ def parse_command(argv_or_str: str | Iterable[str], source: str = "cmdline") -> 
             engine, rest = "llamacpp", argv[i + 1 :]
         elif base == "trtllm-serve":
             engine, rest, positional_model = "trtllm", argv[i + (2 if nxt == "serve" else 1) :], True
+        elif (base == "lmdeploy" and nxt == "serve") or tok == "lmdeploy.serve.openai.api_server":
+            # `lmdeploy serve api_server MODEL`; before the CLI (v0.1) `python -m lmdeploy.serve.openai.api_server MODEL`
+            engine, rest, positional_model = "lmdeploy", argv[i + (3 if base == "lmdeploy" else 1) :], True
         elif base == "ollama" and nxt == "serve":
             engine, rest = "ollama", argv[i + 2 :]
         elif any(image in tok for image, _ in IMAGE_ENGINES) and i > 0:
@@ -501,7 +542,7 @@ def _lookup(engine: str, name: str) -> tuple[str, Flag | None]:
     table = FLAGS[engine]
     if name in table:
         return name, table[name]
-    if engine in ("vllm", "sglang", "tgi", "trtllm") and len(name) > 2:  # argparse/clap unique prefixes
+    if engine in ("vllm", "sglang", "tgi", "trtllm", "lmdeploy") and len(name) > 2:  # argparse/clap unique prefixes
         hits = [k for k in table if k.startswith(name)]
         if len(hits) == 1:
             return hits[0], table[hits[0]]

@@ -15,13 +15,14 @@ from __future__ import annotations
 FLAGS: dict[str, dict[str, str]] = {
     "tp": {"vllm": "--tensor-parallel-size", "sglang": "--tp", "tgi": "--num-shard", "lmdeploy": "--tp", "trtllm": "--tp_size"},
     "pp": {"vllm": "--pipeline-parallel-size", "sglang": "--pp-size", "trtllm": "--pp_size"},
-    "dp": {"vllm": "--data-parallel-size", "sglang": "--dp"},
+    "dp": {"vllm": "--data-parallel-size", "sglang": "--dp", "lmdeploy": "--dp"},
     "max_seqs": {
         "vllm": "--max-num-seqs",
         "sglang": "--max-running-requests",
         "tgi": "--max-batch-size",
         "llamacpp": "--parallel",
         "trtllm": "--max_batch_size",
+        "lmdeploy": "--max-batch-size",
     },
     # LMDeploy's and TensorRT-LLM's share is of the memory the weights leave free (log_events.FREE_MEMORY_SHARE)
     "mem": {"vllm": "--gpu-memory-utilization", "sglang": "--mem-fraction-static", "tgi": "--cuda-memory-fraction",
@@ -31,6 +32,7 @@ FLAGS: dict[str, dict[str, str]] = {
         "sglang": "--chunked-prefill-size",
         "tgi": "--max-batch-prefill-tokens",
         "trtllm": "--max_num_tokens",
+        "lmdeploy": "--max-prefill-token-num",
     },
     "kv_dtype": {"vllm": "--kv-cache-dtype", "sglang": "--kv-cache-dtype", "tgi": "--kv-cache-dtype",
                  "llamacpp": "-ctk {0} -ctv {0}", "lmdeploy": "--quant-policy"},

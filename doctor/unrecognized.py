@@ -55,6 +55,8 @@ DEBUG_ENV = {
     "tgi": "RUST_LOG=debug",
     "llamacpp": "--verbose",
     "ollama": "OLLAMA_DEBUG=1",
+    "lmdeploy": "--log-level DEBUG",  # lmdeploy/cli/utils.py ArgumentHelper.log_level
+    "trtllm": "TLLM_LOG_LEVEL=DEBUG",  # tensorrt_llm/logger.py reads it at import, in every rank
 }
 
 

@@ -259,3 +259,16 @@ def test_llama_cpp_cli_binaries_old_and_new_are_llamacpp() -> None:
     new = parse_command("./build/bin/llama-cli -m ../gguf_files/llama-3-8B.gguf -t 6912 --ctx-size 50 --n_predict 50")
     assert (new.engine, new.model, new.extra.get("-t")) == ("llamacpp", "../gguf_files/llama-3-8B.gguf", "6912")
     assert parse_command("python main.py -m foo").engine == ""  # a script called main is not llama.cpp
+
+
+def test_lmdeploy_launch_command() -> None:
+    """`lmdeploy serve api_server MODEL` (lmdeploy/cli/serve.py): the model is positional, --cache-max-entry-count is
+    the KV share of the memory the weights leave free (0.8 by default), the port 23333."""
+    cfg = parse_command("CUDA_VISIBLE_DEVICES=0,1,2,3 lmdeploy serve api_server /models/Mixtral-8x22B --tp 4 "
+                        "--cache-max-entry-count 0.65 --session-len 32768 --quant-policy 8")
+    assert (cfg.engine, cfg.model, cfg.tensor_parallel_size) == ("lmdeploy", "/models/Mixtral-8x22B", 4)
+    assert (cfg.gpu_memory_utilization, cfg.max_model_len, cfg.kv_cache_dtype) == (0.65, 32768, "8")
+    assert cfg.env == {"CUDA_VISIBLE_DEVICES": "0,1,2,3"} and not cfg.unknown_flags
+    plain = parse_command("python -m lmdeploy.serve.openai.api_server ./internlm2-chat-7b --server-port 8000")
+    assert (plain.engine, plain.model, plain.port, plain.gpu_memory_utilization) == ("lmdeploy", "./internlm2-chat-7b", 8000, 0.8)
+    assert plain.sources["gpu_memory_utilization"] == "default"

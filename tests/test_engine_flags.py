@@ -14,6 +14,7 @@ LAUNCH = {
     "tgi": "text-generation-launcher --model-id org/model",
     "llamacpp": "llama-server -m model.gguf",
     "trtllm": "trtllm-serve org/model",
+    "lmdeploy": "lmdeploy serve api_server org/model",
 }
 VALUES = {"tp": 2, "pp": 2, "dp": 2, "max_seqs": 48, "mem": 0.83, "batched_tokens": 4096, "ctx": 8192,
           "quant": "awq"}  # fmt: skip

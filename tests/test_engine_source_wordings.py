@@ -12,6 +12,7 @@ from tests.test_load_wordings import assert_rank_one, findings_of
 LMDEPLOY = "2024-06-01 10:00:00,000 - lmdeploy - INFO - async_engine.py:250 - input backend=turbomind"
 TGI = '2024-06-10T10:00:00.000000Z  INFO text_generation_launcher: Args { model_id: "mistralai/Mistral-7B-Instruct-v0.2" }'
 TRTLLM = "[TensorRT-LLM][INFO] Loaded engine size: 12852 MiB"
+OLLAMA = 'time=2025-01-10T10:00:00.000Z level=INFO source=images.go:757 msg="total blobs: 5"'
 
 # (name, log lines, rank-1 code, a substring of the evidence, the first fix's exact command or None)
 CASES = [
@@ -64,6 +65,97 @@ CASES = [
     ("xinference-no-gpu-slot", ["RuntimeError: No available slot found for the model"],
      "load.gpu_memory_occupied", "No available slot found for the model", None),
     # mlc-ai/mlc-llm@v0.18.1:cpp/serve/config.cc
+    # InternLM/lmdeploy@v0.8.0:lmdeploy/pytorch/models/patch.py: no PyTorch-engine implementation of the architecture
+    ("lmdeploy-no-rewrite-for-architecture", [LMDEPLOY, "RuntimeError: Can not found rewrite for architectures: ['DeepseekV3ForCausalLM']"],
+     "load.engine_outdated", "Can not found rewrite for architectures", "pip install -U lmdeploy transformers"),
+    # InternLM/lmdeploy@v0.16.0:lmdeploy/turbomind/checkpoint.py
+    ("lmdeploy-no-weight-files", [LMDEPLOY, "RuntimeError: failed to locate weight files under '/models/Qwen2.5-7B-Instruct'"],
+     "load.model_files", "failed to locate weight files under", None),
+    # InternLM/lmdeploy@v0.4.2:lmdeploy/pytorch/check_env/__init__.py: the Triton kernels do not run here
+    ("lmdeploy-triton-check-failed", [LMDEPLOY, "2024-06-01 10:00:01,000 - lmdeploy - ERROR - <Triton> check failed!",
+                                      "Please ensure it has been installed correctly."],
+     "load.cuda_mismatch", "<Triton> check failed!", None),
+    # the engine loop's OOM (lmdeploy/pytorch/engine/request.py) is while serving, and the launch command's --tp is read
+    ("lmdeploy-engine-loop-oom", [
+        "CUDA_VISIBLE_DEVICES=0,1,2,3 lmdeploy serve api_server /models/Mixtral-8x22B --tp 4 --cache-max-entry-count 0.65",
+        "2024-05-08 16:16:10,360 - lmdeploy - ERROR - Engine loop failed with error: CUDA out of memory. Tried to allocate "
+        "488.00 MiB. GPU 0 has a total capacty of 79.21 GiB of which 425.56 MiB is free."],
+     "load.runtime_oom", "phase: serving", None),
+    # InternLM/lmdeploy@v0.6.0:lmdeploy/pytorch/engine/engine_instance.py: the PyTorch engine's input limit is --session-len
+    ("lmdeploy-input-above-max-input-len", [LMDEPLOY, "RuntimeError: Expect input length<=32768 but get 40000"],
+     "load.config_invalid", "Expect input length<=32768", "--session-len 40001"),
+    # huggingface/text-generation-inference@v2.4.1:server/text_generation_server/models/__init__.py
+    ("tgi-sliding-window-vs-max-input", [TGI,
+        "ValueError: The backend cuda does not support sliding window attention that is used by the model type mistral. To use this "
+        "model nonetheless with the cuda backend, please launch TGI with the argument `--max-input-tokens` smaller than "
+        "sliding_window=4096 (got here max_input_tokens=8191).", "Error: ShardCannotStart"],
+     "load.config_invalid", "sliding_window=4096", "--max-input-tokens 4095"),
+    # huggingface/text-generation-inference@v2.4.1:server/text_generation_server/layers/marlin/gptq.py: Llama-2-7B's 11008
+    # MLP features over 8 shards are 1376 a shard, not whole 128-groups
+    ("tgi-gptq-shard-cuts-a-group", ["text-generation-launcher --model-id TheBloke/Llama-2-7B-GPTQ --quantize gptq --num-shard 8",
+        "ValueError: Number of input features (1376) not divisible by group size (128)", "Error: ShardCannotStart"],
+     "load.tp_invalid", "Number of input features (1376)", "--num-shard 4"),
+    # huggingface/text-generation-inference@v2.4.1:server/text_generation_server/utils/quantization.py
+    ("tgi-quantize-vs-checkpoint", [TGI, "ValueError: Quantize is set to `awq` but received a `GPTQConfig` config.", "Error: ShardCannotStart"],
+     "load.quantization_unsupported", "Quantize is set to `awq`", None),
+    # NVIDIA/TensorRT-LLM@0165bd7a:cpp/tensorrt_llm/runtime/tllmRuntime.cpp: an engine input this runtime does not feed
+    # (built by another TensorRT-LLM) is a rebuild, not llama.cpp's missing GGUF tensor
+    ("trtllm-engine-input-not-fed", [TRTLLM,
+        "[TensorRT-LLM][ERROR] Encountered an error in forward function: [TensorRT-LLM][ERROR] Assertion failed: Input tensor "
+        "'host_kv_cache_block_pointers_0' not found; expected shape: (1, -1, 2, -1) (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmRuntime.cpp:149)"],
+     "load.cuda_mismatch", "host_kv_cache_block_pointers_0", None),
+    # NVIDIA/TensorRT-LLM@01bffee1:tensorrt_llm/_torch/models/modeling_auto.py
+    ("trtllm-unknown-architecture", [TRTLLM, "ValueError: Unknown architecture for AutoModelForCausalLM: MiniMaxM2ForCausalLM"],
+     "load.engine_outdated", "MiniMaxM2ForCausalLM", "pip install -U tensorrt_llm"),
+    # ollama/ollama@v0.3.14:llm/server.go: the scheduler's estimate of the part that stays in RAM
+    ("ollama-model-needs-more-system-memory", [OLLAMA, "Error: model requires more system memory (20.3 GiB) than is available (14.2 GiB)"],
+     "load.host_oom", "model requires more system memory (20.3 GiB)", None),
+    # ollama/ollama@v0.12.6:llama/llama.go, as the CLI prints the server's 500
+    ("ollama-unable-to-load-model", [OLLAMA, "Error: 500 Internal Server Error: unable to load model: /root/.ollama/models/blobs/sha256-3a4a6b0c"],
+     "load.engine_outdated", "unable to load model", "curl -fsSL https://ollama.com/install.sh | sh"),
+    # ollama/ollama@v0.12.6:llm/server.go: the runner's error quoted in the answer to a request is a serving-time OOM
+    ("ollama-error-while-running-the-model", [OLLAMA, "Error: an error was encountered while running the model: CUDA error: out of memory"],
+     "load.runtime_oom", "phase: serving", "OLLAMA_NUM_PARALLEL=1"),
+    # ollama/ollama@v0.33.0-rc2:llm/llama_server.go (the llama-server engine): SIGKILL
+    ("ollama-llama-server-killed", [OLLAMA, "Error: 500 Internal Server Error: llama-server process has terminated: signal: killed"],
+     "load.host_oom", "signal: killed", None),
+    # Ascend/pytorch@v6.0.0-pytorch2.1.0:torch_npu/csrc/core/npu/NPUCachingAllocator.cpp (vLLM-Ascend, MindIE): read like CUDA's
+    ("ascend-npu-out-of-memory", [
+        "RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 0; 60.97 GiB total capacity; 57.59 GiB already allocated; "
+        "57.59 GiB current active; 1.21 GiB free; 58.32 GiB reserved in total by PyTorch)"],
+     "load.weights_oom", "tried to allocate 2.0 GiB; GPU total 60.97 GiB; free 1.21 GiB", None),
+    # vllm-project/vllm-ascend@v0.25.1rc1:vllm_ascend/utils.py
+    ("vllm-ascend-no-npu", ["ValueError: No NPU devices found or specified in ASCEND_RT_VISIBLE_DEVICES."],
+     "load.gpu_not_visible", "ASCEND_RT_VISIBLE_DEVICES", None),
+    # triton-inference-server/core@73aad7c3:src/model_repository_manager/model_lifecycle.cc: the backend's error inside
+    # Triton's load failure is the cause, not the wrapper nor "failed to load all models"
+    ("triton-load-failure-quotes-the-oom", [TRTLLM,
+        "E1201 10:00:00.000000 1 model_lifecycle.cc:654] failed to load 'tensorrt_llm' version 1: Internal: unexpected error when "
+        "creating modelInstanceState: [TensorRT-LLM][ERROR] CUDA runtime error in cudaMallocAsync(ptr, n, mCudaStream->get()): out of memory",
+        "error: creating server: Internal - failed to load all models"],
+     "load.weights_oom", "cudaMallocAsync", "--tp_size 2"),
+    # triton-inference-server/core@73aad7c3:src/model_repository_manager/model_repository_manager.cc
+    ("triton-no-model-version", [
+        "E1201 10:00:00.000000 1 model_repository_manager.cc:1234] Poll failed for model directory 'llama': failed to load 'llama', "
+        "no version is available"],
+     "load.model_files", "no version is available", None),
+    # xorbitsai/inference@v3.2.1:xinference/core/worker.py
+    ("xinference-gpu-index-occupied", [
+        "RuntimeError: GPU index 0 has been occupied with models: ['qwen2.5-instruct'], and multi-replica-per-GPU is disabled."],
+     "load.gpu_memory_occupied", "GPU index 0 has been occupied", None),
+    # theroyallab/tabbyAPI@e632af41:common/model.py
+    ("tabbyapi-exl2-no-longer-supported", [
+        "ValueError: Models quantized with 'exl2' require the exllamav2 backend, which is no longer supported. Please use an exl3 or "
+        "unquantized model."],
+     "load.quantization_unsupported", "Models quantized with 'exl2'", None),
+    # coreylowman/cudarc@v0.18.1:src/driver/result.rs: the Rust servers' (candle, mistral.rs) CUDA driver errors
+    ("cudarc-ptx-newer-than-driver", [
+        "thread 'main' panicked at src/main.rs:40:10: called `Result::unwrap()` on an `Err` value: "
+        "DriverError(CUDA_ERROR_UNSUPPORTED_PTX_VERSION, \"the provided PTX was compiled with an unsupported toolchain.\")"],
+     "load.cuda_mismatch", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", None),
+    # mostlygeek/llama-swap@v150:proxy/process.go: the proxy's health-check deadline ran out while the model loaded
+    ("llama-swap-health-check-timed-out", ["[qwen3] unable to start process: health check timed out after 120s"],
+     "load.startup_timeout", "health check timed out after 120s", None),
     ("mlc-insufficient-gpu-memory", [
         "TVMError: Insufficient GPU memory error: The available single GPU memory is 6553.600 MB, which is less than the sum "
         "of model weight size (7276.000 MB) and temporary buffer size (1213.000 MB)."],
@@ -104,9 +196,12 @@ def test_a_kv_pool_without_numbers_names_the_engines_levers(tmp_path) -> None:
     assert "--kv_cache_free_gpu_memory_fraction" in top.fixes[0].summary and "--max_seq_len" in top.fixes[0].summary
 
 
-def test_a_trt_plan_mismatch_is_rebuilt_not_reinstalled(tmp_path) -> None:
-    top = _top(tmp_path, [TRTLLM, "[TensorRT-LLM][ERROR] Assertion failed: Failed to deserialize cuda engine. "
-                                  "(/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmRuntime.cpp:103)"])
+@pytest.mark.parametrize("line", [
+    "[TensorRT-LLM][ERROR] Assertion failed: Failed to deserialize cuda engine. (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmRuntime.cpp:103)",
+    "[TensorRT-LLM][ERROR] Assertion failed: Input tensor 'host_kv_cache_block_pointers_0' not found; expected shape: (1, -1, 2, -1)",
+])
+def test_a_trt_plan_mismatch_is_rebuilt_not_reinstalled(tmp_path, line: str) -> None:
+    top = _top(tmp_path, [TRTLLM, line])
     assert top.code == "load.cuda_mismatch"
     assert top.fixes[0].summary.startswith("Rebuild the TensorRT engine here (trtllm-build")
 
@@ -125,3 +220,10 @@ def test_tgi_quantize_mismatch_speaks_tgi(tmp_path) -> None:
     assert top.title == "quantization gptq is not supported here"
     assert [f.command for f in top.fixes[1:2]] == ["docker pull ghcr.io/huggingface/text-generation-inference:latest"]
     assert top.fixes[2].summary.endswith("drop --quantize")
+
+
+@pytest.mark.parametrize(("header", "debug"), [(LMDEPLOY, "--log-level DEBUG"), (TRTLLM, "TLLM_LOG_LEVEL=DEBUG")])
+def test_an_unrecognised_engine_failure_asks_for_that_engines_debug_log(tmp_path, header: str, debug: str) -> None:
+    top = _top(tmp_path, [header, "RuntimeError: something no rule knows happened in the engine"])
+    assert top.code == "load.unrecognized_failure"
+    assert debug in [f.command for f in top.fixes]

@@ -44,7 +44,9 @@ def test_the_worker_error_vllm_quotes_is_the_finding_and_engine_dead_is_its_casc
     top = report.findings[0]
     assert top.code in OOM_CODES, [f.code for f in report.findings]
     assert any("NPU out of memory. Tried to allocate 326.00 MiB" in line for line in top.evidence)
-    assert "recognised by: family: out of memory" in top.evidence
+    # torch_npu's message is a catalogue template (Ascend/pytorch NPUCachingAllocator.cpp): its numbers are read
+    assert "recognised by: template (inside the vLLM worker)" in top.evidence
+    assert "tried to allocate 0.3184 GiB; GPU total 60.96 GiB; free 0.0066 GiB" in top.evidence
     dead = [e for e in facts.logs.events if "EngineDeadError" in e.lines[0]]
     assert dead and dead[0].values["cascade"] == "vLLM engine dead"
 

@@ -11,7 +11,8 @@ from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
 # TensorRT(-LLM)'s words for an engine built by another version or for another GPU (trtllm.jsonl)
-TRT_ENGINE_BUILT_ELSEWHERE = ("engine plan file", "deserialize", "different TensorRT-LLM version", "Tensor names in engine")
+TRT_ENGINE_BUILT_ELSEWHERE = ("engine plan file", "deserialize", "different TensorRT-LLM version", "Tensor names in engine",
+                              "not found; expected shape")
 
 
 @check("load.cuda", "load", codes=["load.cuda_mismatch"], events=["cuda_mismatch"])

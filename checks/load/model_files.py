@@ -24,6 +24,12 @@ UPGRADES = {
     "llamacpp": [Fix("Update llama.cpp to a build that knows this model (new architectures and tensors land on master first)",
                      "docker pull ghcr.io/ggml-org/llama.cpp:server"),
                  Fix("Or rebuild from source: git pull && cmake --build build --config Release (llama-cpp-python: pip install -U llama-cpp-python)")],
+    # LMDeploy's PyTorch engine and TensorRT-LLM's PyTorch backend register architectures per release; TGI ships as an image
+    "lmdeploy": [Fix("Upgrade LMDeploy (and transformers) to a release whose PyTorch engine supports this architecture",
+                     "pip install -U lmdeploy transformers")],
+    "trtllm": [Fix("Upgrade TensorRT-LLM to a release whose PyTorch backend registers this architecture", "pip install -U tensorrt_llm")],
+    "tgi": [Fix("Pull a newer TGI image: architectures arrive with its releases",
+                "docker pull ghcr.io/huggingface/text-generation-inference:latest")],
 }
 
 

@@ -248,9 +248,9 @@ HAND_RULES: tuple[Rule, ...] = (
         r"Can't load (?:the )?(?:config|tokenizer|model) for|No such file or directory: '(?P<path>[^']+)'|"
         r"Invalid repository ID or local directory|We couldn't connect to 'https://huggingface\.co'|"
         r"LocalEntryNotFoundError|bad magic|invalid model file|not a valid gguf|safetensors_rust\.SafetensorError|"
-        r"gguf_init_from_file: failed to (?:open|read)|failed to open GGUF file|tensor '[\w.]+' (?:not found|has wrong shape)|"
+        r"gguf_init_from_file: failed to (?:open|read)|failed to open GGUF file|(?<!Input )tensor '[\w.]+' (?:not found|has wrong shape)|"
         r"Cannot find any model weights|No model weights found|model path (?:does not exist|not found)",
-    ),
+    ),  # (not TensorRT-LLM's "Input tensor '...' not found": an engine input its runtime lacks, catalogue trtllm.jsonl)
     # llama.cpp / engines print these after ANY load failure: the cause is the line before
     _r("load_failed", r"failed to load model|error loading model|unable to load model|Failed to load model", False, echo=True),
     # --- quantization -----------------------------------------------------------------------
@@ -440,7 +440,9 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"load_model|load_weights|create_weights|weight_loader|Loading model weights|Starting to load model|"
             r"Loading safetensors checkpoint|Loading pt checkpoint|llm_load_tensors|load_tensors|llama_model_load|"
-            r"Load weight begin|_initialize_model|initialize_model|from_pretrained|model_loader|init_model",
+            r"Load weight begin|_initialize_model|initialize_model|from_pretrained|model_loader|init_model|"
+            # LMDeploy's executors build the model and load its weights (pytorch/engine/executor/*, model_agent)
+            r"\bbuild_model\b|load_model_weights",
             re.I,
         ),
     ),
@@ -454,7 +456,13 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             # profiling run's execute_model sits under profile_run, which ranks first)
             r"run_busy_loop|\bexecute_model\b|event_loop_normal|event_loop_overlap|"
             # the scheduler preempts or retracts only running requests
-            r"preempted by PreemptionMode|total_num_cumulative_preemption|Decode out of memory happened",
+            r"preempted by PreemptionMode|total_num_cumulative_preemption|Decode out of memory happened|"
+            # LMDeploy's engine loop (pytorch/engine/request.py, engine.py), TGI once warmed up (v2/v3 lib.rs, router
+            # server.rs) and its shard's Prefill/Decode calls, TensorRT-LLM's PyTorch-backend executor loop, Ollama's
+            # runner once started and its access log
+            r"Engine loop failed|\b_?async_loop|async_stream_infer|\b_async_step|"
+            r"Setting max batch total tokens|server\.rs:\d+: Connected|\bin (?:Prefill|Decode)\b|\bgenerate_token\b|"
+            r"_executor_loop|llama runner started|\[GIN\]",
             re.I,
         ),
     ),

@@ -73,8 +73,8 @@ STARTS = re.compile(
 # an engine's command line quoted in the log (a shell prompt, a Dockerfile CMD, a k8s args list
 # flattened, `ps` output); doctor.engine_args.parse_command reads it
 COMMAND = re.compile(
-    r"(?:^|[\s$#>`'\"(])(?P<cmd>(?:vllm serve|sglang serve|trtllm-serve|text-generation-launcher|"
-    r"python3? -m (?:vllm\.entrypoints\.openai\.api_server|sglang\.launch_server)"
+    r"(?:^|[\s$#>`'\"(])(?P<cmd>(?:vllm serve|sglang serve|trtllm-serve|text-generation-launcher|lmdeploy serve api_server|"
+    r"python3? -m (?:vllm\.entrypoints\.openai\.api_server|sglang\.launch_server|lmdeploy\.serve\.openai\.api_server)"
     # llama.cpp's binaries, run from their build folder (./build/bin/llama-cli, .\Release\main.exe -m ...)
     r"|(?:[\w.~/\\-]*[/\\])?(?:llama-server|llama-cli|main(?:\.exe)?(?=\s+-m\s)))\s.*)"
 )
@@ -83,9 +83,13 @@ ENGINE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("vllm", re.compile(r"vllm|VllmWorker|EngineCore|APIServer pid|LLM engine|RayWorkerWrapper|non-default args", re.I)),
     ("sglang", re.compile(r"sglang|ServerArgs|ModelTpServer|TpModelWorker|Scheduler hit an exception|Received sigquit", re.I)),
     ("llamacpp", re.compile(r"llama_model_load|llm_load_|llama_new_context|ggml_|llama_kv_cache|load_tensors:|llama_context:|\bslot \w+:|llama-server|ik_llama")),
-    ("tgi", re.compile(r"text_generation_launcher|text_generation_server|ShardCannotStart|text-generation-launcher")),
+    # TGI's launcher, its Python shards, its router (backends/v3, router/src) and its container image
+    ("tgi", re.compile(r"text_generation_launcher|text_generation_server|text_generation_router|ShardCannotStart|"
+                       r"text-generation-launcher|text-generation-inference")),
     ("ollama", re.compile(r"ollama|source=\w+\.go:\d+|\[GIN\]|llama runner", re.I)),  # "llama runner": Ollama's name for its llama.cpp process
-    ("trtllm", re.compile(r"tensorrt_llm|\[TRT-LLM\]|TensorRT-LLM", re.I)),
+    # TensorRT-LLM's logger, its CLIs, TensorRT's own "[TRT] [E]" lines and the Triton backend's in-flight batcher
+    ("trtllm", re.compile(r"tensorrt_llm|\[TRT-LLM\]|TensorRT-LLM|trtllm-(?:serve|build)|\[TRT\] \[[EWIV]\]|inflight_batcher_llm|"
+                          r"tensorrtllm_backend", re.I)),
     # LMDeploy: its logger name, TurboMind (its C++ engine) and TurboMind's "[TM][ERROR]" prefix
     ("lmdeploy", re.compile(r"lmdeploy|turbomind|\[TM\]\[", re.I)),
     (
