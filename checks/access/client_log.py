@@ -12,6 +12,7 @@ import ipaddress
 import re
 from urllib.parse import urlsplit, urlunsplit
 
+from llm_doctor.checks.access.streaming import buffering_fixes
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
@@ -25,6 +26,7 @@ KIND_CODE = {
     "client_auth": "access.key_rejected",
     "client_key_missing": "access.key_missing",
     "client_stream_cut": "access.streaming_broken",
+    "client_stream_buffered": "access.streaming_broken",
     "client_tls": "access.tls_failed",
     "client_dns": "access.dns_failed",
     "client_proxy": "access.proxy_failed",
@@ -91,6 +93,10 @@ STREAM_CUT = ("the streamed answer was cut off before its last chunk",
               "(nginx proxy_read_timeout, a load balancer's idle timeout); a long answer outlives a short one")
 
 
+# a stream told to arrive all at once, in bursts or not at all (no error raised): something in between buffers it
+STREAM_BUFFERED = "the stream is held back on its way: a proxy or gateway in between buffers the events and releases them late, in bursts"
+
+
 # client_failed: a tool's catch-all ("Please check the LM Studio developer logs"): read, but it names no
 # cause, so unless another line does the failure stays access.unrecognized_failure
 EVENTS = [*KIND_CODE, "http_response", "client_route_not_found", "client_not_found", "client_failed"]
@@ -136,6 +142,9 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         if code == "access.streaming_broken" and any(e.kind == "client_stream_cut" for e in events):
             title, fix = STREAM_CUT
             fixes = [Fix(fix)]
+        elif code == "access.streaming_broken" and any(e.kind == "client_stream_buffered" for e in events):
+            title, fixes = STREAM_BUFFERED, buffering_fixes(s.proxy)
+            evidence += [f"between client and server: {s.proxy}"] if s.proxy else []
         findings.append(Finding(code, title, evidence, fixes, explains=EXPLAINS.get(code, [])))
     return Outcome(findings, "" if findings else "no client-side error in the log")
 

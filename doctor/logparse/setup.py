@@ -45,6 +45,15 @@ _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
+    # the proxy or gateway a text names (first named wins): whose setting holds a buffered stream back
+    (
+        "proxy",
+        re.compile(
+            r"(?P<v>nginx\.ingress\.kubernetes\.io|ingress-nginx|nginx[- ]ingress|\bnginx\b|\bOpenResty\b|\bCloudflare\b|\bcloudflared\b|"
+            r"\bCaddy\b|\bTraefik\b|\bEnvoy\b|\bHAProxy\b|\bmod_proxy\b|\bAPI Gateway\b|\bLiteLLM\b)",
+            re.I,
+        ),
+    ),
     ("sse_done", re.compile(r"^data: \[DONE\]")),
     ("sse_chunks", re.compile(r"^data: \{.*\"choices\"")),
     ("cuda_graphs", re.compile(r"Graph capturing finished|Capture cuda graph end|Capturing CUDA graph shapes: 100%")),
