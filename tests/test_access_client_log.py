@@ -125,3 +125,23 @@ def test_a_buffered_stream_is_fixed_in_the_named_proxys_own_setting(tmp_path: Pa
 ])
 def test_advice_about_buffering_is_no_broken_stream(tmp_path: Path, advice: str) -> None:
     assert not [f for f in findings_of(written(tmp_path, advice + "\n")) if f.code == "access.streaming_broken"]
+
+
+@pytest.mark.parametrize(("name", "quoted"), [
+    # a known engine only named in a sentence, no engine seen starting: the client's urlopen() raised it
+    ("client-sglang-frontend-urlopen-cafile.log", "urlopen() got an unexpected keyword argument 'cafile'"),
+    # the answer a client received, as a JSON body with its status (Cline through OpenRouter)
+    ("client-cline-openrouter-400-json.log", '"status":400'),
+])
+def test_who_raised_an_unknown_failure_decides_its_layer(name: str, quoted: str) -> None:
+    found = findings_of(LOGS / name)
+    assert found[0].code == "access.unrecognized_failure", [f.code for f in found]
+    assert any(quoted in line for line in found[0].evidence)
+    assert not any(f.code.startswith("load.") for f in found)
+
+
+def test_an_engine_seen_starting_owns_an_unknown_failure(tmp_path: Path) -> None:
+    # the same client-side exception after vLLM's own start-up line: the engine's log, the load layer's
+    start = "(APIServer pid=1671) INFO 09-04 01:02:21 [api_server.py:1805] vLLM API server version 0.10.1.1\n"  # shared/real/vllm-startup
+    found = findings_of(written(tmp_path, start + (LOGS / "client-sglang-frontend-urlopen-cafile.log").read_text()))
+    assert found[0].code == "load.unrecognized_failure"
