@@ -109,6 +109,30 @@ CASES = [
     # reqwest (async-openai): the wrapper names no cause, the source error after it does
     ("reqwest-timeout", "error sending request for url (http://localhost:11434/api/chat): operation timed out\n",
      "access.timeout", "operation timed out", None),
+    # .NET HttpClient's refused CONNECT (dotnet/runtime Strings.resx): the proxy is bypassed for a local server
+    ("dotnet-proxy-tunnel", "OPENAI_BASE_URL=http://localhost:8000/v1\nSystem.Net.Http.HttpRequestException: The proxy tunnel "
+     "request to proxy 'http://proxy:3128/' failed with status code '403'.\n", "access.proxy_failed", "proxy tunnel request",
+     "export NO_PROXY=localhost,127.0.0.1"),
+    # undici's dns interceptor; a chunked stream cut (urllib3 2.x, requests, undici HTTP/2, openai-node's stream helper)
+    ("undici-no-dns", "InformationalError: No DNS entries found\n", "access.dns_failed", "No DNS entries found", None),
+    ("urllib3-ended-prematurely", "urllib3.exceptions.ProtocolError: Response ended prematurely\n", "access.streaming_broken",
+     "Response ended prematurely", None),
+    ("requests-chunked-cut", "requests.exceptions.ChunkedEncodingError: ('Connection broken: IncompleteRead(0 bytes read)', "
+     "IncompleteRead(0 bytes read))\n", "access.streaming_broken", "ChunkedEncodingError", None),
+    ("undici-h2-cut", "InformationalError: HTTP/2: stream closed before the response was complete\n", "access.streaming_broken",
+     "stream closed before the response was complete", None),
+    ("openai-node-empty-stream", "OpenAIError: stream ended without producing a ChatCompletionMessage with role=assistant\n",
+     "access.streaming_broken", "stream ended without producing", None),
+    # node's URL parser on a base URL without its scheme
+    ("node-invalid-url", "TypeError [ERR_INVALID_URL]: Invalid URL\n", "access.base_url_invalid", "ERR_INVALID_URL", None),
+    # client tools' own words: AnythingLLM (no base path, no model), LobeChat (Ollama unreachable), LangChain JS (no key)
+    ("anythingllm-no-base-path", "Error: No Ollama Base Path was set.\n", "access.base_url_invalid", "Base Path was set", None),
+    ("anythingllm-no-model", "Error: GenericOpenAI must have a valid model set.\n", "access.model_id_missing", "valid model set", None),
+    ("lobechat-ollama-unavailable", '{"error":{"message":"please check whether your ollama service is available"},'
+     '"errorType":"OllamaServiceUnavailable","provider":"ollama"}\n', "access.connect_failed", "ollama service is available", None),
+    ("langchainjs-anthropic-no-key", "Error: Anthropic API key not found\n", "access.key_missing", "Anthropic API key not found", None),
+    ("openai-agents-no-key", "agents.exceptions.UserError: API key is required but was not provided.\n", "access.key_missing",
+     "API key is required", "read -rs OPENAI_API_KEY && export OPENAI_API_KEY"),
 ]
 
 
