@@ -133,6 +133,16 @@ CASES = [
     ("langchainjs-anthropic-no-key", "Error: Anthropic API key not found\n", "access.key_missing", "Anthropic API key not found", None),
     ("openai-agents-no-key", "agents.exceptions.UserError: API key is required but was not provided.\n", "access.key_missing",
      "API key is required", "read -rs OPENAI_API_KEY && export OPENAI_API_KEY"),
+    # the Anthropic TS SDK (Claude Code bundles it): "Could not resolve" names no host, the key is what is missing
+    ("anthropic-ts-no-key", 'Error: Could not resolve authentication method. Expected either apiKey or authToken to be set. Or for '
+     'one of the "X-Api-Key" or "Authorization" headers to be explicitly omitted\n', "access.key_missing", "apiKey or authToken",
+     "read -rs ANTHROPIC_API_KEY && export ANTHROPIC_API_KEY"),
+    # Go's resolver: the DNS server answered SERVFAIL
+    ("go-dns-server-misbehaving", 'Get "http://vllm:8000/v1/models": dial tcp: lookup vllm on 127.0.0.53:53: server misbehaving\n',
+     "access.dns_failed", "server misbehaving", None),
+    # SGLang's warm-up request to itself answered by an HTML page: a proxy from the environment
+    ("sglang-warmup-proxy-page", "AssertionError: res=<Response [403]>, res.text='<html>\\n<head><title>403 Forbidden</title>"
+     "</head>'\n", "access.proxy_failed", "res=<Response [403]>", None),
 ]
 
 
