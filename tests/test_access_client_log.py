@@ -145,3 +145,23 @@ def test_an_engine_seen_starting_owns_an_unknown_failure(tmp_path: Path) -> None
     start = "(APIServer pid=1671) INFO 09-04 01:02:21 [api_server.py:1805] vLLM API server version 0.10.1.1\n"  # shared/real/vllm-startup
     found = findings_of(written(tmp_path, start + (LOGS / "client-sglang-frontend-urlopen-cafile.log").read_text()))
     assert found[0].code == "load.unrecognized_failure"
+
+
+@pytest.mark.parametrize(("name", "twice", "fix"), [
+    # an Anthropic client whose base URL ends in /v1 asks the server's access log for /api/v1/v1/messages
+    ("client-lmarenabridge-anthropic-v1-v1-messages.log", "(/v1/v1/)", "Remove the trailing /v1 from the base URL"),
+    # a client adding its own /v1 to an API under /v4 (the 404's JSON body quotes the path)
+    ("client-mybrain-v4-v1-chat-completions.log", "(/v4/v1/)", "The API lives under /v4"),
+])
+def test_a_404_on_a_path_with_two_versions_is_the_base_url(name: str, twice: str, fix: str) -> None:
+    found = findings_of(LOGS / name)
+    assert found[0].code == "access.base_url_invalid", [f.code for f in found]
+    assert twice in found[0].title
+    assert found[0].fixes[0].summary.startswith(fix)
+
+
+def test_a_base_url_ending_in_the_endpoint_path_is_cut_back_to_the_api_root() -> None:
+    found = findings_of(LOGS / "client-cline-base-url-with-chat-completions.log")
+    assert found[0].code == "access.base_url_invalid"
+    assert found[0].title.startswith("the base URL ends in the endpoint path (/v1/chat/completions)")
+    assert found[0].fixes[0].command == "OPENAI_BASE_URL=https://api.hyperbolic.xyz/v1"

@@ -115,6 +115,9 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
     not_found = [e for e in log.events() if _is_404(e) and not _speaks_anthropic(e)]
+    doubled = [e for e in not_found if _doubled(e)]
+    if doubled and "access.protocol_mismatch" not in found:
+        found.setdefault("access.base_url_invalid", []).extend(x for x in doubled if x not in found.get("access.base_url_invalid", []))
     if not_found and "access.protocol_mismatch" not in found and _base_url_fix(s.base_url, not_found):
         found.setdefault("access.base_url_invalid", []).extend(x for x in not_found if x not in found.get("access.base_url_invalid", []))
     findings = []
@@ -130,8 +133,12 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             evidence += [f"configured base URL {s.base_url}"]
         elif code == "access.protocol_mismatch" and anthropic and len(anthropic) == len(events):
             title, fixes = NO_MESSAGES_API, [Fix(NO_MESSAGES_API_FIX)]
+        elif code == "access.base_url_invalid" and (twice := next(filter(None, map(_doubled, events)), None)):
+            title, fixes = _doubled_finding(*twice)
         elif code == "access.base_url_invalid":
             fixes, evidence = _base_url_fixes(s.base_url, events, fix), evidence + _base_url_evidence(s.base_url)
+            if s.base_url and (suffix := ENDPOINT_SUFFIX.search(urlsplit(s.base_url).path)):
+                title = f"the base URL ends in the endpoint path ({suffix.group().rstrip('/')}): the client appends it again"
         if code == "access.timeout" and (setting := _timeout_setting(events)):
             fixes = [Fix(f"{fix}: {setting}")]
         if code == "access.proxy_failed" and (hosts := _no_proxy(s.base_url, events)):
@@ -240,6 +247,25 @@ ENDPOINT_SUFFIX = re.compile(r"/(?:v1/)?(?:chat/completions|completions|embeddin
 NATIVE_PATH = re.compile(r"/api/(?:generate|chat|embed|tags|show|pull)\b")  # Ollama's own API: its clients want the bare root
 LOOPBACK = re.compile(r"https?://(?:localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0)[:/]")
 URL = re.compile(r"https?://[^\s'\"`,)\]}]+")
+
+
+# two API versions in a row in a requested path (/api/v1/v1/messages, /v4/v1/chat/completions, a JSON error body's
+# "/ v4/v1/..."): the client appended its own version to a base URL that already ends in one
+DOUBLED_VERSION = re.compile(r"/\s?(?P<base>v\d+(?:beta\d*)?)\s?/\s?(?P<added>v\d+(?:beta\d*)?)/")
+
+
+def _doubled(e: LogEvent) -> tuple[str, str] | None:
+    """(the base URL's version, the one the client added) when the 404's path repeats a version."""
+    m = DOUBLED_VERSION.search(str(e.values.get("path") or "")) or DOUBLED_VERSION.search(" ".join(e.lines))
+    return (m["base"], m["added"]) if m else None
+
+
+def _doubled_finding(base: str, added: str) -> tuple[str, list[Fix]]:
+    title = f"the requested path repeats the API version (/{base}/{added}/): the base URL already ends in /{base} and the client appends /{added} itself"
+    if base == added:
+        return title, [Fix(f"Remove the trailing /{base} from the base URL: the client adds /{added}/... to it")]
+    return title, [Fix(f"The API lives under /{base}, but the client appends its own /{added}: give a client (or setting) that takes "
+                       f"the full base URL, ending in /{base}, without adding a version")]
 
 
 def _is_404(e: LogEvent) -> bool:

@@ -40,7 +40,7 @@ _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "base_url",
         re.compile(
-            r"\b(?:base_?url|api_base|base-url|baseURL|OPENAI_(?:API_)?BASE(?:_URL)?|ANTHROPIC_BASE_URL|api_url|endpoint)\b[\"']?\s*[:=]\s*[\"']?"
+            r"\b(?:base[_ ]?url|api_base|base-url|baseURL|OPENAI_(?:API_)?BASE(?:_URL)?|ANTHROPIC_BASE_URL|api_url|endpoint)\b[\"']?\s*[:=]\s*[\"']?"
             r"(?P<v>https?://[^\s'\"`,)\]}]+)",
             re.I,
         ),
