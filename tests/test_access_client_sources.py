@@ -258,3 +258,14 @@ def test_a_404_without_a_path_is_read_but_names_no_cause(tmp_path: Path) -> None
     assert [f.code for f in found] == ["access.unrecognized_failure"]
     assert "recognised by: template" in found[0].evidence
     assert "`http_response` is read by access.client_log pass, which found no known cause for it" in found[0].evidence
+
+
+@pytest.mark.parametrize(("text", "code", "family"), [
+    # AnythingLLM's providers (server/utils/AiProviders/*/index.js), as the source formats them: no template, the family
+    ("Error: No Groq API key was set.\n", "access.key_missing", "missing key"),
+    ("Error: No Z.AI API key was set.\n", "access.key_missing", "missing key"),
+])
+def test_a_client_failure_in_words_no_template_has_is_named_by_its_family(tmp_path: Path, text: str, code: str, family: str) -> None:
+    found = findings_of(tmp_path, text)
+    assert found[0].code == code, [f.code for f in found]
+    assert f"recognised by: family: {family}" in found[0].evidence
