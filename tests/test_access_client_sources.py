@@ -269,3 +269,12 @@ def test_a_client_failure_in_words_no_template_has_is_named_by_its_family(tmp_pa
     found = findings_of(tmp_path, text)
     assert found[0].code == code, [f.code for f in found]
     assert f"recognised by: family: {family}" in found[0].evidence
+
+
+def test_an_exception_quoted_inside_a_json_field_is_a_failure_not_an_all_clear(tmp_path: Path) -> None:
+    # the LiteLLM proxy's error answer: its 400 (litellm/exceptions.py BadRequestError) quoted as the "message" field
+    text = ('{\n    "code": "400",\n    "message": "litellm.BadRequestError: AnthropicException - b\'{\\"type\\":\\"error\\",'
+            '\\"error\\":{\\"type\\":\\"invalid_request_error\\",\\"message\\":\\"prompt is too long\\"}}\'",\n}\n')
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.unrecognized_failure", [f.code for f in found]
+    assert "litellm.BadRequestError" in found[0].title
