@@ -123,6 +123,11 @@ CASES = [
      "stream closed before the response was complete", None),
     ("openai-node-empty-stream", "OpenAIError: stream ended without producing a ChatCompletionMessage with role=assistant\n",
      "access.streaming_broken", "stream ended without producing", None),
+    # a stream: true answer that is no event stream (openai-node core/streaming.ts, the browser's EventSource)
+    ("openai-node-malformed-sse", "SyntaxError: Error reading response: malformed server-sent event JSON.\n", "access.streaming_broken",
+     "malformed server-sent event JSON", None),
+    ("eventsource-mime", 'EventSource\'s response has a MIME type ("text/html") that is not "text/event-stream". Aborting the '
+     'connection.\n', "access.streaming_broken", "not \"text/event-stream\"", None),
     # node's URL parser on a base URL without its scheme
     ("node-invalid-url", "TypeError [ERR_INVALID_URL]: Invalid URL\n", "access.base_url_invalid", "ERR_INVALID_URL", None),
     # client tools' own words: AnythingLLM (no base path, no model), LobeChat (Ollama unreachable), LangChain JS (no key)

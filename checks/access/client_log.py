@@ -27,6 +27,7 @@ KIND_CODE = {
     "client_key_missing": "access.key_missing",
     "client_stream_cut": "access.streaming_broken",
     "client_stream_buffered": "access.streaming_broken",
+    "client_stream_invalid": "access.streaming_broken",
     "client_tls": "access.tls_failed",
     "client_dns": "access.dns_failed",
     "client_proxy": "access.proxy_failed",
@@ -93,6 +94,12 @@ STREAM_CUT = ("the streamed answer was cut off before its last chunk",
               "(nginx proxy_read_timeout, a load balancer's idle timeout); a long answer outlives a short one")
 
 
+# a stream: true request answered with no body, events that are not JSON, or not text/event-stream
+STREAM_INVALID = ("the stream: true answer is not a valid event stream (no body, events that are not JSON, or another Content-Type)",
+                  "Request once with curl -N and read what arrives: a proxy or gateway in between that rewrites or does not pass "
+                  "text/event-stream, or a server that ignores stream: true, is the cause")
+
+
 # a stream told to arrive all at once, in bursts or not at all (no error raised): something in between buffers it
 STREAM_BUFFERED = "the stream is held back on its way: a proxy or gateway in between buffers the events and releases them late, in bursts"
 
@@ -148,6 +155,9 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             fixes = [Fix(fix, f"read -rs {var} && export {var}") if (var := _key_variable(events)) else Fix(fix)]
         if code == "access.streaming_broken" and any(e.kind == "client_stream_cut" for e in events):
             title, fix = STREAM_CUT
+            fixes = [Fix(fix)]
+        elif code == "access.streaming_broken" and any(e.kind == "client_stream_invalid" for e in events):
+            title, fix = STREAM_INVALID
             fixes = [Fix(fix)]
         elif code == "access.streaming_broken" and any(e.kind == "client_stream_buffered" for e in events):
             title, fixes = STREAM_BUFFERED, buffering_fixes(s.proxy)

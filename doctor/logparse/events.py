@@ -412,7 +412,10 @@ HAND_RULES: tuple[Rule, ...] = (
 # an HTTP client refusing a URL it cannot parse (no scheme: "localhost:8000/v1"); a model the engine cannot
 # split into pipeline stages (checks/load/parallel.py)
 CATALOGUE_KINDS = ("ray_placement_infeasible", "ray_cluster_unreachable", "ray_node_dead", "client_key_missing",
-                   "client_stream_cut", "client_failed", "client_server_error", "client_url_malformed", "pp_unsupported")
+                   "client_stream_cut", "client_failed", "client_server_error", "client_url_malformed", "pp_unsupported",
+                   # a stream answered with something that is no event stream (no body, events that are not JSON, another
+                   # Content-Type): checks/access/client_log.py
+                   "client_stream_invalid")
 KINDS = frozenset({r.kind for r in HAND_RULES} | set(CATALOGUE_KINDS))  # what a catalogue entry may name
 
 
