@@ -104,6 +104,9 @@ CASES = [
     ("requests-no-host", "requests.exceptions.InvalidURL: Invalid URL 'http:///v1/chat/completions': No host supplied\n",
      "access.base_url_invalid", "No host supplied", None),
     ("claude-code-not-logged-in", "Not logged in · Please run /login\n", "access.key_missing", "Not logged in", None),
+    # claude -p without a key (the wording its CHANGELOG quotes): the variable it names is the one to set
+    ("claude-code-key-required", "Error: ANTHROPIC_API_KEY required\n", "access.key_missing", "ANTHROPIC_API_KEY required",
+     "read -rs ANTHROPIC_API_KEY && export ANTHROPIC_API_KEY"),
     # a 5xx quoted as its status line by a client (openai-node's message, a requests Response repr)
     ("status-line-503", "Error: 503 Service Unavailable\n", "access.server_error", "503 Service Unavailable", None),
     # reqwest (async-openai): the wrapper names no cause, the source error after it does
