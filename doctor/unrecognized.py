@@ -129,8 +129,8 @@ def _finding(
     root = first_root(pool)
     # a client's output, or output of no known engine whose failure only a client prints (an HTTP
     # answer, a refused connection): the access layer's
-    client = engine == "client" or (not engine and bool(CLIENT.search(_summary(root)))) or _client_sentence(root)
     quoted = [root] + [e for e in pool[::-1] if e is not root][: MAX_QUOTED - 1]
+    client = engine == "client" or _raised_by_client(quoted, engine, logs.started) or _client_sentence(root)
     evidence = quote(sorted(quoted, key=lambda x: x.line_no), limit=MAX_QUOTED)
     evidence += [_why(e, registry, by_id) for e in unjudged[:2]]
     if not ended:
@@ -148,6 +148,32 @@ def first_root(pool: list[LogEvent]) -> LogEvent:
     roots = [e for e in pool if not e.values.get("cascade")] or pool
     exceptions = [e for e in roots if e.kind == "exception"]
     return (exceptions or roots)[0]
+
+
+# who raised a failure when no engine is seen running: an HTTP client's call or frames (urllib's urlopen, http.client,
+# httpx/httpcore, requests, aiohttp, the OpenAI/Anthropic SDKs' request code, node's undici/fetch/axios), or the
+# answer a client received (a status line's words, a JSON error body's status)
+CLIENT_RAISED = re.compile(
+    r"\burlopen\(|urllib/request\.py|http/client\.py|\bhttpx\b|\bhttpcore\b|requests/(?:adapters|sessions|api)\.py|aiohttp/client|"
+    r"(?:openai|anthropic)/_base_client|node_modules/(?:openai|@anthropic-ai|axios|undici|node-fetch|@ai-sdk)/|node:internal/deps/undici|"
+    r"\b[45]\d\d (?:Bad Request|Unauthorized|Forbidden|Not Found|Conflict|Unprocessable Entity|Too Many Requests|"
+    r"Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out)\b|"
+    r"[\"'](?:status|code|statusCode|status_code)[\"']\s*:\s*[\"']?[45]\d\d\b",
+    re.I,
+)
+# ... except fetching the model's files (the Hugging Face Hub over requests/httpx): the engine's own start-up
+MODEL_DOWNLOAD = re.compile(r"huggingface|hf_hub|snapshot_download|from_pretrained|modelscope", re.I)
+
+
+def _raised_by_client(quoted: list[LogEvent], engine: str, started: bool) -> bool:
+    """A failure of output in which no engine is seen starting (a known engine may only be named in a
+    sentence), raised by an HTTP client or a client's answer: the access layer's, not the engine's."""
+    if engine and started:
+        return False
+    said = [_summary(e) for e in quoted] + [line for e in quoted for line in e.lines]
+    if any(MODEL_DOWNLOAD.search(s) for s in said):
+        return False
+    return any((not engine and CLIENT.search(s)) or CLIENT_RAISED.search(s) for s in said)
 
 
 def _client_sentence(e: LogEvent) -> bool:

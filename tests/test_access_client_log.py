@@ -39,6 +39,10 @@ CASES = [
     # the status of an error answer as the client quotes it: Claude Code's "API Error (529 {...})", llama-server's body
     ("client-claude-code-529-overloaded.log", "access.server_error", "API Error (529", None),
     ("client-llama-server-500-image-unsupported.log", "access.server_error", '{"code":500,', None),
+    # a stream held back by a proxy, told in prose (no client raises an error for it): nginx's own setting
+    ("client-prose-nginx-buffers-event-stream.log", "access.streaming_broken", "nginx buffers event stream responses", "proxy_buffering off;"),
+    ("client-prose-cloudflare-proxy-buffers-sse.log", "access.streaming_broken", "attempts to buffer the request", "proxy_buffering off;"),
+    ("client-prose-sse-frames-sit-in-proxy-buffer.log", "access.streaming_broken", "sit in the proxy buffer", "proxy_buffering off;"),
 ]
 
 
@@ -95,3 +99,69 @@ def test_a_clients_failure_no_rule_knows_is_the_access_layers() -> None:
     found = findings_of(LOGS / "client-claude-code-proxy-400-context-length.log")
     assert found[0].code == "access.unrecognized_failure"
     assert any("API Error: 400" in line for line in found[0].evidence)
+
+
+@pytest.mark.parametrize(("named", "command"), [
+    ("nginx.ingress.kubernetes.io/proxy-body-size: 200M", 'nginx.ingress.kubernetes.io/proxy-buffering: "off"'),
+    ("the API is served through Cloudflare", "Cache-Control: no-cache, no-transform"),
+    ("reverse_proxy localhost:8000 (Caddy)", "flush_interval -1"),
+    ("", "proxy_buffering off;"),
+])
+def test_a_buffered_stream_is_fixed_in_the_named_proxys_own_setting(tmp_path: Path, named: str, command: str) -> None:
+    # xorbitsai/xagent#1358's title, with the proxy named (or not) on another line
+    found = findings_of(written(tmp_path, f"{named}\na2a SSE stream is buffered by the shipped deployment\n"))
+    assert found[0].code == "access.streaming_broken"
+    assert found[0].fixes[0].command == command
+    assert any("is buffered" in line for line in found[0].evidence)
+
+
+@pytest.mark.parametrize("advice", [
+    # dpskvn/express-sse#23, tachyonmcp/tachyon#52, fanout/django-eventstream#37: the fix described, no failure stated
+    "Nginx buffering can prevent SSE responses from being sent in real-time.  Adding 'X-Accel-Buffering: no;' to the "
+    "response header will disable buffering for SSE.",
+    "This instructs reverse proxies (such as nginx) to disable response buffering, ensuring that SSE events are delivered "
+    "to clients immediately rather than being held in a buffer.",
+    "This allows you to use nginx proxy buffering and still have working SSE.",
+])
+def test_advice_about_buffering_is_no_broken_stream(tmp_path: Path, advice: str) -> None:
+    assert not [f for f in findings_of(written(tmp_path, advice + "\n")) if f.code == "access.streaming_broken"]
+
+
+@pytest.mark.parametrize(("name", "quoted"), [
+    # a known engine only named in a sentence, no engine seen starting: the client's urlopen() raised it
+    ("client-sglang-frontend-urlopen-cafile.log", "urlopen() got an unexpected keyword argument 'cafile'"),
+    # the answer a client received, as a JSON body with its status (Cline through OpenRouter)
+    ("client-cline-openrouter-400-json.log", '"status":400'),
+])
+def test_who_raised_an_unknown_failure_decides_its_layer(name: str, quoted: str) -> None:
+    found = findings_of(LOGS / name)
+    assert found[0].code == "access.unrecognized_failure", [f.code for f in found]
+    assert any(quoted in line for line in found[0].evidence)
+    assert not any(f.code.startswith("load.") for f in found)
+
+
+def test_an_engine_seen_starting_owns_an_unknown_failure(tmp_path: Path) -> None:
+    # the same client-side exception after vLLM's own start-up line: the engine's log, the load layer's
+    start = "(APIServer pid=1671) INFO 09-04 01:02:21 [api_server.py:1805] vLLM API server version 0.10.1.1\n"  # shared/real/vllm-startup
+    found = findings_of(written(tmp_path, start + (LOGS / "client-sglang-frontend-urlopen-cafile.log").read_text()))
+    assert found[0].code == "load.unrecognized_failure"
+
+
+@pytest.mark.parametrize(("name", "twice", "fix"), [
+    # an Anthropic client whose base URL ends in /v1 asks the server's access log for /api/v1/v1/messages
+    ("client-lmarenabridge-anthropic-v1-v1-messages.log", "(/v1/v1/)", "Remove the trailing /v1 from the base URL"),
+    # a client adding its own /v1 to an API under /v4 (the 404's JSON body quotes the path)
+    ("client-mybrain-v4-v1-chat-completions.log", "(/v4/v1/)", "The API lives under /v4"),
+])
+def test_a_404_on_a_path_with_two_versions_is_the_base_url(name: str, twice: str, fix: str) -> None:
+    found = findings_of(LOGS / name)
+    assert found[0].code == "access.base_url_invalid", [f.code for f in found]
+    assert twice in found[0].title
+    assert found[0].fixes[0].summary.startswith(fix)
+
+
+def test_a_base_url_ending_in_the_endpoint_path_is_cut_back_to_the_api_root() -> None:
+    found = findings_of(LOGS / "client-cline-base-url-with-chat-completions.log")
+    assert found[0].code == "access.base_url_invalid"
+    assert found[0].title.startswith("the base URL ends in the endpoint path (/v1/chat/completions)")
+    assert found[0].fixes[0].command == "OPENAI_BASE_URL=https://api.hyperbolic.xyz/v1"

@@ -104,11 +104,53 @@ CASES = [
     ("requests-no-host", "requests.exceptions.InvalidURL: Invalid URL 'http:///v1/chat/completions': No host supplied\n",
      "access.base_url_invalid", "No host supplied", None),
     ("claude-code-not-logged-in", "Not logged in · Please run /login\n", "access.key_missing", "Not logged in", None),
+    # claude -p without a key (the wording its CHANGELOG quotes): the variable it names is the one to set
+    ("claude-code-key-required", "Error: ANTHROPIC_API_KEY required\n", "access.key_missing", "ANTHROPIC_API_KEY required",
+     "read -rs ANTHROPIC_API_KEY && export ANTHROPIC_API_KEY"),
     # a 5xx quoted as its status line by a client (openai-node's message, a requests Response repr)
     ("status-line-503", "Error: 503 Service Unavailable\n", "access.server_error", "503 Service Unavailable", None),
     # reqwest (async-openai): the wrapper names no cause, the source error after it does
     ("reqwest-timeout", "error sending request for url (http://localhost:11434/api/chat): operation timed out\n",
      "access.timeout", "operation timed out", None),
+    # .NET HttpClient's refused CONNECT (dotnet/runtime Strings.resx): the proxy is bypassed for a local server
+    ("dotnet-proxy-tunnel", "OPENAI_BASE_URL=http://localhost:8000/v1\nSystem.Net.Http.HttpRequestException: The proxy tunnel "
+     "request to proxy 'http://proxy:3128/' failed with status code '403'.\n", "access.proxy_failed", "proxy tunnel request",
+     "export NO_PROXY=localhost,127.0.0.1"),
+    # undici's dns interceptor; a chunked stream cut (urllib3 2.x, requests, undici HTTP/2, openai-node's stream helper)
+    ("undici-no-dns", "InformationalError: No DNS entries found\n", "access.dns_failed", "No DNS entries found", None),
+    ("urllib3-ended-prematurely", "urllib3.exceptions.ProtocolError: Response ended prematurely\n", "access.streaming_broken",
+     "Response ended prematurely", None),
+    ("requests-chunked-cut", "requests.exceptions.ChunkedEncodingError: ('Connection broken: IncompleteRead(0 bytes read)', "
+     "IncompleteRead(0 bytes read))\n", "access.streaming_broken", "ChunkedEncodingError", None),
+    ("undici-h2-cut", "InformationalError: HTTP/2: stream closed before the response was complete\n", "access.streaming_broken",
+     "stream closed before the response was complete", None),
+    ("openai-node-empty-stream", "OpenAIError: stream ended without producing a ChatCompletionMessage with role=assistant\n",
+     "access.streaming_broken", "stream ended without producing", None),
+    # a stream: true answer that is no event stream (openai-node core/streaming.ts, the browser's EventSource)
+    ("openai-node-malformed-sse", "SyntaxError: Error reading response: malformed server-sent event JSON.\n", "access.streaming_broken",
+     "malformed server-sent event JSON", None),
+    ("eventsource-mime", 'EventSource\'s response has a MIME type ("text/html") that is not "text/event-stream". Aborting the '
+     'connection.\n', "access.streaming_broken", "not \"text/event-stream\"", None),
+    # node's URL parser on a base URL without its scheme
+    ("node-invalid-url", "TypeError [ERR_INVALID_URL]: Invalid URL\n", "access.base_url_invalid", "ERR_INVALID_URL", None),
+    # client tools' own words: AnythingLLM (no base path, no model), LobeChat (Ollama unreachable), LangChain JS (no key)
+    ("anythingllm-no-base-path", "Error: No Ollama Base Path was set.\n", "access.base_url_invalid", "Base Path was set", None),
+    ("anythingllm-no-model", "Error: GenericOpenAI must have a valid model set.\n", "access.model_id_missing", "valid model set", None),
+    ("lobechat-ollama-unavailable", '{"error":{"message":"please check whether your ollama service is available"},'
+     '"errorType":"OllamaServiceUnavailable","provider":"ollama"}\n', "access.connect_failed", "ollama service is available", None),
+    ("langchainjs-anthropic-no-key", "Error: Anthropic API key not found\n", "access.key_missing", "Anthropic API key not found", None),
+    ("openai-agents-no-key", "agents.exceptions.UserError: API key is required but was not provided.\n", "access.key_missing",
+     "API key is required", "read -rs OPENAI_API_KEY && export OPENAI_API_KEY"),
+    # the Anthropic TS SDK (Claude Code bundles it): "Could not resolve" names no host, the key is what is missing
+    ("anthropic-ts-no-key", 'Error: Could not resolve authentication method. Expected either apiKey or authToken to be set. Or for '
+     'one of the "X-Api-Key" or "Authorization" headers to be explicitly omitted\n', "access.key_missing", "apiKey or authToken",
+     "read -rs ANTHROPIC_API_KEY && export ANTHROPIC_API_KEY"),
+    # Go's resolver: the DNS server answered SERVFAIL
+    ("go-dns-server-misbehaving", 'Get "http://vllm:8000/v1/models": dial tcp: lookup vllm on 127.0.0.53:53: server misbehaving\n',
+     "access.dns_failed", "server misbehaving", None),
+    # SGLang's warm-up request to itself answered by an HTML page: a proxy from the environment
+    ("sglang-warmup-proxy-page", "AssertionError: res=<Response [403]>, res.text='<html>\\n<head><title>403 Forbidden</title>"
+     "</head>'\n", "access.proxy_failed", "res=<Response [403]>", None),
 ]
 
 
@@ -224,3 +266,23 @@ def test_a_404_without_a_path_is_read_but_names_no_cause(tmp_path: Path) -> None
     assert [f.code for f in found] == ["access.unrecognized_failure"]
     assert "recognised by: template" in found[0].evidence
     assert "`http_response` is read by access.client_log pass, which found no known cause for it" in found[0].evidence
+
+
+@pytest.mark.parametrize(("text", "code", "family"), [
+    # AnythingLLM's providers (server/utils/AiProviders/*/index.js), as the source formats them: no template, the family
+    ("Error: No Groq API key was set.\n", "access.key_missing", "missing key"),
+    ("Error: No Z.AI API key was set.\n", "access.key_missing", "missing key"),
+])
+def test_a_client_failure_in_words_no_template_has_is_named_by_its_family(tmp_path: Path, text: str, code: str, family: str) -> None:
+    found = findings_of(tmp_path, text)
+    assert found[0].code == code, [f.code for f in found]
+    assert f"recognised by: family: {family}" in found[0].evidence
+
+
+def test_an_exception_quoted_inside_a_json_field_is_a_failure_not_an_all_clear(tmp_path: Path) -> None:
+    # the LiteLLM proxy's error answer: its 400 (litellm/exceptions.py BadRequestError) quoted as the "message" field
+    text = ('{\n    "code": "400",\n    "message": "litellm.BadRequestError: AnthropicException - b\'{\\"type\\":\\"error\\",'
+            '\\"error\\":{\\"type\\":\\"invalid_request_error\\",\\"message\\":\\"prompt is too long\\"}}\'",\n}\n')
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.unrecognized_failure", [f.code for f in found]
+    assert "litellm.BadRequestError" in found[0].title

@@ -12,6 +12,7 @@ import ipaddress
 import re
 from urllib.parse import urlsplit, urlunsplit
 
+from llm_doctor.checks.access.streaming import buffering_fixes
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
@@ -25,6 +26,8 @@ KIND_CODE = {
     "client_auth": "access.key_rejected",
     "client_key_missing": "access.key_missing",
     "client_stream_cut": "access.streaming_broken",
+    "client_stream_buffered": "access.streaming_broken",
+    "client_stream_invalid": "access.streaming_broken",
     "client_tls": "access.tls_failed",
     "client_dns": "access.dns_failed",
     "client_proxy": "access.proxy_failed",
@@ -91,6 +94,16 @@ STREAM_CUT = ("the streamed answer was cut off before its last chunk",
               "(nginx proxy_read_timeout, a load balancer's idle timeout); a long answer outlives a short one")
 
 
+# a stream: true request answered with no body, events that are not JSON, or not text/event-stream
+STREAM_INVALID = ("the stream: true answer is not a valid event stream (no body, events that are not JSON, or another Content-Type)",
+                  "Request once with curl -N and read what arrives: a proxy or gateway in between that rewrites or does not pass "
+                  "text/event-stream, or a server that ignores stream: true, is the cause")
+
+
+# a stream told to arrive all at once, in bursts or not at all (no error raised): something in between buffers it
+STREAM_BUFFERED = "the stream is held back on its way: a proxy or gateway in between buffers the events and releases them late, in bursts"
+
+
 # client_failed: a tool's catch-all ("Please check the LM Studio developer logs"): read, but it names no
 # cause, so unless another line does the failure stays access.unrecognized_failure
 EVENTS = [*KIND_CODE, "http_response", "client_route_not_found", "client_not_found", "client_failed"]
@@ -109,6 +122,9 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
     not_found = [e for e in log.events() if _is_404(e) and not _speaks_anthropic(e)]
+    doubled = [e for e in not_found if _doubled(e)]
+    if doubled and "access.protocol_mismatch" not in found:
+        found.setdefault("access.base_url_invalid", []).extend(x for x in doubled if x not in found.get("access.base_url_invalid", []))
     if not_found and "access.protocol_mismatch" not in found and _base_url_fix(s.base_url, not_found):
         found.setdefault("access.base_url_invalid", []).extend(x for x in not_found if x not in found.get("access.base_url_invalid", []))
     findings = []
@@ -124,8 +140,12 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             evidence += [f"configured base URL {s.base_url}"]
         elif code == "access.protocol_mismatch" and anthropic and len(anthropic) == len(events):
             title, fixes = NO_MESSAGES_API, [Fix(NO_MESSAGES_API_FIX)]
+        elif code == "access.base_url_invalid" and (twice := next(filter(None, map(_doubled, events)), None)):
+            title, fixes = _doubled_finding(*twice)
         elif code == "access.base_url_invalid":
             fixes, evidence = _base_url_fixes(s.base_url, events, fix), evidence + _base_url_evidence(s.base_url)
+            if s.base_url and (suffix := ENDPOINT_SUFFIX.search(urlsplit(s.base_url).path)):
+                title = f"the base URL ends in the endpoint path ({suffix.group().rstrip('/')}): the client appends it again"
         if code == "access.timeout" and (setting := _timeout_setting(events)):
             fixes = [Fix(f"{fix}: {setting}")]
         if code == "access.proxy_failed" and (hosts := _no_proxy(s.base_url, events)):
@@ -136,6 +156,12 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         if code == "access.streaming_broken" and any(e.kind == "client_stream_cut" for e in events):
             title, fix = STREAM_CUT
             fixes = [Fix(fix)]
+        elif code == "access.streaming_broken" and any(e.kind == "client_stream_invalid" for e in events):
+            title, fix = STREAM_INVALID
+            fixes = [Fix(fix)]
+        elif code == "access.streaming_broken" and any(e.kind == "client_stream_buffered" for e in events):
+            title, fixes = STREAM_BUFFERED, buffering_fixes(s.proxy)
+            evidence += [f"between client and server: {s.proxy}"] if s.proxy else []
         findings.append(Finding(code, title, evidence, fixes, explains=EXPLAINS.get(code, [])))
     return Outcome(findings, "" if findings else "no client-side error in the log")
 
@@ -231,6 +257,25 @@ ENDPOINT_SUFFIX = re.compile(r"/(?:v1/)?(?:chat/completions|completions|embeddin
 NATIVE_PATH = re.compile(r"/api/(?:generate|chat|embed|tags|show|pull)\b")  # Ollama's own API: its clients want the bare root
 LOOPBACK = re.compile(r"https?://(?:localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0)[:/]")
 URL = re.compile(r"https?://[^\s'\"`,)\]}]+")
+
+
+# two API versions in a row in a requested path (/api/v1/v1/messages, /v4/v1/chat/completions, a JSON error body's
+# "/ v4/v1/..."): the client appended its own version to a base URL that already ends in one
+DOUBLED_VERSION = re.compile(r"/\s?(?P<base>v\d+(?:beta\d*)?)\s?/\s?(?P<added>v\d+(?:beta\d*)?)/")
+
+
+def _doubled(e: LogEvent) -> tuple[str, str] | None:
+    """(the base URL's version, the one the client added) when the 404's path repeats a version."""
+    m = DOUBLED_VERSION.search(str(e.values.get("path") or "")) or DOUBLED_VERSION.search(" ".join(e.lines))
+    return (m["base"], m["added"]) if m else None
+
+
+def _doubled_finding(base: str, added: str) -> tuple[str, list[Fix]]:
+    title = f"the requested path repeats the API version (/{base}/{added}/): the base URL already ends in /{base} and the client appends /{added} itself"
+    if base == added:
+        return title, [Fix(f"Remove the trailing /{base} from the base URL: the client adds /{added}/... to it")]
+    return title, [Fix(f"The API lives under /{base}, but the client appends its own /{added}: give a client (or setting) that takes "
+                       f"the full base URL, ending in /{base}, without adding a version")]
 
 
 def _is_404(e: LogEvent) -> bool:

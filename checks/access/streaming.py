@@ -8,6 +8,8 @@ the client sees a long silence then the whole answer. Signs: a Content-Length on
 
 from __future__ import annotations
 
+import re
+
 from llm_doctor.checks.access import transcript as t
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
@@ -16,6 +18,19 @@ from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 BUFFERED_AFTER_MS = 200  # a stream held back at least this long, and about as long as the plain answer took
 NGINX = Fix("Turn buffering off for the API location in the proxy (nginx)", "proxy_buffering off;")
+ACCEL = Fix("Or have the server tell nginx not to buffer", "X-Accel-Buffering: no")
+# what holds an event stream back, in each proxy's own setting (matched on the name a log or a person gives it)
+BUFFERING = (
+    (re.compile(r"ingress", re.I), Fix("Turn response buffering off on the Ingress (ingress-nginx annotation)",
+                                        'nginx.ingress.kubernetes.io/proxy-buffering: "off"')),
+    (re.compile(r"nginx|openresty", re.I), NGINX),
+    # Cloudflare streams text/event-stream unless it transforms (compresses) or buffers the answer (Enterprise
+    # zones' Response Buffering setting); no-transform keeps the stream as the origin sent it
+    (re.compile(r"cloudflare", re.I), Fix("Have the origin mark the stream untouchable and leave the zone's Response Buffering off",
+                                          "Cache-Control: no-cache, no-transform")),
+    (re.compile(r"caddy", re.I), Fix("Flush every write in Caddy's reverse_proxy", "flush_interval -1")),
+    (re.compile(r"mod_proxy", re.I), Fix("Flush every packet in Apache's ProxyPass", "flushpackets=on")),
+)
 
 
 @check("access.streaming", "access", codes=("access.streaming_broken",), needs=("endpoint",), after=("access.request",))
@@ -53,7 +68,7 @@ def streaming(facts: Facts) -> Outcome:
     if events >= 2 and (length or _one_late_read(step, times, plain.duration_ms if plain else 0.0)):
         why = f"Content-Length: {length} on an event stream" if length else f"all {events} events arrived in one read, {times[0]:.0f} ms after the request"
         return broken("the stream is buffered: events arrive all at once at the end, not as they are generated", why,
-                      fixes=[NGINX, Fix("Or have the server tell nginx not to buffer", "X-Accel-Buffering: no")])  # fmt: skip
+                      fixes=[NGINX, ACCEL])  # fmt: skip
     first = f"first event after {times[0]:.0f} ms, " if times else ""
     return Outcome([], f"{first}{events} events, ended with {end}")
 
@@ -63,3 +78,13 @@ def _one_late_read(step: ProbeStep, times: list[float], plain_ms: float) -> bool
     would have been ready: what a buffering proxy produces, never a live stream of 16 tokens."""
     one_read = int(step.detail.get("sse_reads_with_events") or 0) == 1
     return one_read and len(times) >= 2 and times[0] >= max(BUFFERED_AFTER_MS, 0.5 * plain_ms)
+
+
+def buffering_fixes(proxy: str) -> list[Fix]:
+    """The setting that stops the named proxy from holding the stream back; nginx's when none is named
+    (the most common one in front of an LLM server), with the header any nginx-based one obeys."""
+    fix = next((f for name, f in BUFFERING if name.search(proxy)), None) if proxy else None
+    if fix is None:
+        return [Fix(f"Turn response buffering off in the proxy or gateway between client and server{f' ({proxy})' if proxy else ''}; "
+                    "behind nginx, in the API's location", "proxy_buffering off;"), ACCEL]
+    return [fix] if fix is not NGINX else [NGINX, ACCEL]

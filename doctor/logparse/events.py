@@ -52,6 +52,14 @@ def _r(kind: str, pattern: str, fatal: bool = True, flags: int = re.I, echo: boo
     return Rule(kind, compiled, fatal, tuple(prefilter.literals([compiled])), echo)
 
 
+# a sentence about a stream (not advice, not a fix), for the rules of a stream held back in between
+_STREAM_SAID = (
+    r"^(?!.*\b(?:to (?:avoid|prevent)|avoids?|prevents?|fix(?:es|ed|ing)?|disabl\w+|turn\w* off|should|make sure|ensure|"
+    r"if you|in case|without buffering)\b)"
+    r"(?=.*\b(?:stream(?:s|ed|ing)?|SSE|server[- ]sent|event[- ]?stream|tokens?|chunks?|deltas?|output|response|answer|reply)\b).*?"
+)
+
+
 # Ordered: the first hand rule that matches a message wins, so specific wordings come before generic ones.
 HAND_RULES: tuple[Rule, ...] = (
     # --- KV cache capacity ------------------------------------------------------------------
@@ -352,6 +360,22 @@ HAND_RULES: tuple[Rule, ...] = (
         r"JSONDecodeError|Expecting value: line 1 column 1|object has no attribute 'choices'|KeyError: 'choices'|"
         r"<!DOCTYPE HTML|<html>|Response \[502\]|\b50[234]\b (?:Bad Gateway|Service Unavailable|Gateway Time-?out)",
     ),
+    # a stream held back on its way (a buffering proxy or gateway), told in prose: no client raises an error for it.
+    # What nginx's proxy_buffering, a compressing CDN or a Go proxy without FlushInterval do to an event stream:
+    # nothing, then the answer all at once, or bursts of many chunks (one rule per group of wordings: each needs
+    # its own literals); a sentence that advises or fixes states no failure
+    *(_r("client_stream_buffered", _STREAM_SAID + r"(?P<said>" + said + ")") for said in (
+        r"all at once|\b(?:in|as|into) (?:one|a single) (?:\w+ )?(?:burst|chunk|block|blob|piece|go|read|lump)\b|"
+        r"\bin (?:\w+ )?(?:bursts|clumps|lumps)\b|\bbursts of \d+|"
+        r"\b(?:arriv\w*|com(?:es|ing)|came|appear\w*|show(?:s|ed|ing)?(?: up)?|return\w*|dump\w*|display\w*) at once\b",
+        r"\bin chunks rather than|\brather than (?:\w+ ){0,3}?stream\b|\binstead of (?:being )?stream(?:ed|ing)|"
+        r"\binstead of (?:token[- ]by[- ]token|incrementally|word[- ]by[- ]word)|\bonly (?:the )?(?:final|last) (?:chunk|event|delta)s?\b",
+        r"(?<![-_])\bbuffer(?:s|ed|ing) (?:\w+ ){0,2}?(?:SSE|stream|events?|requests?|responses?|output|tokens?|chunks?|answer|body)\b|"
+        r"\b(?:is|are|was|were|get|gets|got|being) (?:\w+ )?buffered\b|\bbuffer (?:the|all) (?:\w+ )?(?:SSE|stream|events?|requests?|responses?|output|tokens?)\b|"
+        r"\b(?:sit|sits|sat|held|stuck|stay|stays|kept) in (?:the|a|its) (?:\w+ )?buffer\b",
+        r"\bstutter(?:s|ing|ed)?\b|\b(?:not|less) smooth\b|\bchoppy\b|\bnot (?:\w+ )?streamed\b|"
+        r"\bnever (?:reach(?:es)?|arrives?|gets?)(?: at| to)? the (?:client|browser|UI|frontend)\b",
+    )),
     # --- perf signals -----------------------------------------------------------------------
     _r("decode_retract", r"Decode out of memory happened|#retracted_reqs: (?P<retracted>\d+)", False),
     _r("preemption", r"preempted by PreemptionMode\.\w+|Sequence group \S+ is preempted|total_num_cumulative_preemption=(?P<count>\d+)", False),
@@ -388,7 +412,10 @@ HAND_RULES: tuple[Rule, ...] = (
 # an HTTP client refusing a URL it cannot parse (no scheme: "localhost:8000/v1"); a model the engine cannot
 # split into pipeline stages (checks/load/parallel.py)
 CATALOGUE_KINDS = ("ray_placement_infeasible", "ray_cluster_unreachable", "ray_node_dead", "client_key_missing",
-                   "client_stream_cut", "client_failed", "client_server_error", "client_url_malformed", "pp_unsupported")
+                   "client_stream_cut", "client_failed", "client_server_error", "client_url_malformed", "pp_unsupported",
+                   # a stream answered with something that is no event stream (no body, events that are not JSON, another
+                   # Content-Type): checks/access/client_log.py
+                   "client_stream_invalid")
 KINDS = frozenset({r.kind for r in HAND_RULES} | set(CATALOGUE_KINDS))  # what a catalogue entry may name
 
 

@@ -100,7 +100,7 @@ _ANSWER = (
 # (JavaScript, wrapped Python), a 5xx status
 ERROR_IN_LINE = re.compile(
     _ANSWER + r"|^\{\s*\"detail\"\s*:|\"object\"\s*:\s*\"error\"|\berror=\{|['\"]error['\"]\s*:\s*[{'\"]|"
-    r"(?:^|[\s:(\[`'\"])(?P<type>[A-Z]\w*(?:Error|Exception)|Error): \S|\b(?:got |unhandled |uncaught )?exception: \S|"
+    r"(?:^|[\s:(\[`'\"])(?P<type>(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)|Error): \S|\b(?:got |unhandled |uncaught )?exception: \S|"
     r"\b(?:HTTP|status code:?)\s*5\d\d\b"
 )
 # a failure only a client prints: the server's answer to its request or the request's connection

@@ -40,8 +40,17 @@ _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "base_url",
         re.compile(
-            r"\b(?:base_?url|api_base|base-url|baseURL|OPENAI_(?:API_)?BASE(?:_URL)?|ANTHROPIC_BASE_URL|api_url|endpoint)\b[\"']?\s*[:=]\s*[\"']?"
+            r"\b(?:base[_ ]?url|api_base|base-url|baseURL|OPENAI_(?:API_)?BASE(?:_URL)?|ANTHROPIC_BASE_URL|api_url|endpoint)\b[\"']?\s*[:=]\s*[\"']?"
             r"(?P<v>https?://[^\s'\"`,)\]}]+)",
+            re.I,
+        ),
+    ),
+    # the proxy or gateway a text names (first named wins): whose setting holds a buffered stream back
+    (
+        "proxy",
+        re.compile(
+            r"(?P<v>nginx\.ingress\.kubernetes\.io|ingress-nginx|nginx[- ]ingress|\bnginx\b|\bOpenResty\b|\bCloudflare\b|\bcloudflared\b|"
+            r"\bCaddy\b|\bTraefik\b|\bEnvoy\b|\bHAProxy\b|\bmod_proxy\b|\bAPI Gateway\b|\bLiteLLM\b)",
             re.I,
         ),
     ),
