@@ -102,6 +102,15 @@ class LogScanner:
         self._plan_used: tc.Plan | None = None  # the plan that served the last line read, if one did
         self._counted: LogEvent | None = None  # the event the last event line counted on
 
+    def sibling(self) -> LogScanner:
+        """A scanner of another part of the same input (doctor.collect.logs reads a big file's tail
+        first) that shares this one's template plans: a plan depends on its template alone (it is
+        made and used only on a line with nothing open before it), and learning the plans of a
+        start-up header costs ~1 ms a line, so the head would pay again for every plan the tail made."""
+        other = LogScanner()
+        other.templates = self.templates
+        return other
+
     def start_source(self, name: str) -> None:
         self.source = name
         self.facts.sources.append(name)
