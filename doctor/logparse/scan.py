@@ -202,26 +202,27 @@ class LogScanner:
                 self._source_no = no
                 raise TimeoutError("the deadline was reached while reading the log")
             if start > pos:  # lines nobody needs: they only end a hard-wrap and may say "serving"
-                pos, no = self._follow(block, pos, start, no)
-                if pos < start:
-                    if self._watching:
-                        low = low or block.lower()
-                        self._note_serving(low, pos, start)
-                    no += block.count(b"\n", pos, start)
-                    self._prev = None
-                    pos = start
+                if repeat is None:  # (while repeats are held, no line must be read and none is watched: _Repeat)
+                    pos, no = self._follow(block, pos, start, no)
+                    if pos < start:
+                        if self._watching:
+                            low = low or block.lower()
+                            self._note_serving(low, pos, start)
+                        self._prev = None
+                no += block.count(b"\n", pos, start)
+                pos = start
             end = block.find(b"\n", start)
             end = size if end < 0 else end + 1
             no += 1
             cut = min(end, start + MAX_LINE)
-            if repeat is not None and not self._must_read and not self._watching and (
-                    (plan := self.templates.plan(block[start:cut])) is not None and plan.repeats == repeat.sig):
+            if repeat is not None and (plan := self.templates.plan(block[start:cut])) is not None and plan.repeats == repeat.sig:
                 repeat.lines.append((no, start, cut))
             else:
                 self._repeated(block, repeat)
                 self._plan_used = None
                 self._line(no, block[start:cut])
-                repeat = _Repeat(self._plan_used.repeats) if self._plan_used is not None and self._plan_used.repeats else None
+                plan = self._plan_used
+                repeat = _Repeat(plan.repeats) if plan is not None and plan.repeats and not self._must_read and not self._watching else None
             pos = end
         self._repeated(block, repeat)
         if pos < size:
@@ -591,7 +592,9 @@ class _Repeat:
     """Lines of one block that repeat an event of fixed values that a plan served, and do nothing
     else (tc.Plan.repeats): while nothing must be read between them (_must_read, _watching), each
     such line adds one to the count of that event and makes itself its last line, so they are held
-    back and only the last is read (a worst-case log is millions of preemption warnings)."""
+    back and only the last is read (a worst-case log is millions of preemption warnings). Holding
+    starts only when nothing must be read and nothing is watched, and holding reads nothing, so
+    that stays so until a line of another template ends it: the held lines are not asked again."""
 
     sig: tuple[object, ...]
     lines: list[tuple[int, int, int]] = field(default_factory=list)  # line number, start, end in the block
