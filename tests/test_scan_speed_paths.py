@@ -174,6 +174,29 @@ def test_external_prefilter_on_every_fixture_and_corpus_log(name, tool, tmp_path
     assert _collect(every, tool) == python
 
 
+def test_the_tail_s_plans_serve_the_head_and_change_no_fact(generated, tmp_path, monkeypatch) -> None:
+    """A big file is read tail first by a sibling scanner that shares the head's template plans: the
+    head is served by the plans the tail made (the same start-up header is not learned twice), and the
+    facts are those of a tail scanner with plans of its own."""
+    monkeypatch.setattr(logs, "BLOCK", 16 * 1024)
+    monkeypatch.setattr(logs, "TAIL_BYTES", 64 * 1024)
+    every = tmp_path / "every.log"
+    every.write_bytes(b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in FIXTURE_LOGS[::5]))
+    sibling, siblings = LogScanner.sibling, []
+
+    def sharing(self):
+        siblings.append(sibling(self))
+        assert siblings[-1].templates is self.templates
+        return siblings[-1]
+
+    for path in [*generated, every]:
+        monkeypatch.setattr(LogScanner, "sibling", sharing)
+        shared = _collect(path, None)
+        monkeypatch.setattr(LogScanner, "sibling", lambda self: LogScanner())
+        assert _collect(path, None) == shared, path.name
+    assert siblings  # the files were read tail first
+
+
 def test_a_cleaned_template_puts_each_line_s_own_digits_back() -> None:
     """Colour codes hold digits too: those are dropped, the message's are the line's own."""
     from llm_doctor.logparse import lines as ln

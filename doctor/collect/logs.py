@@ -258,7 +258,7 @@ class LogCollector:
         fh.seek(size - TAIL_BYTES)
         skipped = fh.readline()
         tail_at = size - TAIL_BYTES + len(skipped)
-        tail = LogScanner()
+        tail = self.scanner.sibling()
         self.add_stream(path, fh, named=True, total=size, scanner=tail,
                         hits=external.search(path, tail_at) if external else None, progress=progress)
         fh.seek(0)

@@ -20,11 +20,14 @@ CatalogueError naming file:line, raised when the grammar is built: a broken cata
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
+
+from llm_doctor.logparse import grammar_cache
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "catalogue"
 
@@ -73,6 +76,25 @@ class Entry:
     regex: str  # the compiled template (flags: re.I)
     literal: int  # its literal characters (no spaces, no quotes): the longer, the more specific
     words: tuple[str, ...]  # its literal runs between spaces, quotes and placeholders (lower-case)
+
+
+class LazyPattern:
+    """A template's regex (flags re.I), compiled at its first search: compiling the ~800 templates
+    was a third of every start-up, while a line reaches a template only when it holds the
+    template's word (doctor.logparse.events.match), so most are never searched. `pattern` and
+    `flags` are the compiled regex's, available before it is compiled (prefilter, template_cache
+    read only them); every other attribute is the compiled regex's."""
+
+    __slots__ = ("pattern", "flags", "_compiled")
+
+    def __init__(self, source: str) -> None:
+        self.pattern, self.flags = source, int(re.I | re.U)  # what re.compile(source, re.I).flags is
+        self._compiled: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str) -> object:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern, re.I)
+        return getattr(self._compiled, name)
 
 
 def compile_template(template: str) -> tuple[str, int]:
@@ -185,12 +207,21 @@ def parse_line(raw: str, where: str, kinds: Collection[str]) -> Entry:
 
 
 def load(kinds: Collection[str], paths: Iterable[Path] | None = None) -> list[Entry]:
-    """Every entry of every catalogue file (default: all doctor/data/catalogue/*.jsonl, by name)."""
-    files = sorted(DATA_DIR.glob("*.jsonl")) if paths is None else list(paths)
+    """Every entry of every catalogue file (default: all doctor/data/catalogue/*.jsonl, by name).
+    Checking them compiles every template and matches its sample: the entries of files checked
+    before (the same names and bytes, the same kinds) are remembered (doctor.logparse.grammar_cache)."""
+    files = [(path.name, path.read_text(encoding="utf-8"))
+             for path in (sorted(DATA_DIR.glob("*.jsonl")) if paths is None else list(paths))]
+    digest = hashlib.sha256(repr((files, sorted(kinds))).encode()).hexdigest()
+    checked = grammar_cache.recall(("catalogue.load", digest), lambda: [astuple(e) for e in _parse(files, kinds)])
+    return [Entry(*fields) for fields in checked]
+
+
+def _parse(files: list[tuple[str, str]], kinds: Collection[str]) -> list[Entry]:
     entries: list[Entry] = []
-    for path in files:
-        for no, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            where = f"{path.name}:{no}"
+    for name, text in files:
+        for no, raw in enumerate(text.splitlines(), 1):
+            where = f"{name}:{no}"
             if not raw.strip():
                 raise CatalogueError(f"{where}: blank line (the format is plain JSONL)")
             entries.append(parse_line(raw, where, kinds))

@@ -34,7 +34,9 @@ from pathlib import Path
 
 MIN_BYTES = 4 * 1024 * 1024  # a smaller range is not worth starting a process for
 _READ = 1 << 16
-_ROW = re.compile(rb"^(\d+):", re.M)  # the byte offset that starts each row of the tool's output
+# the byte offset that starts each row of the tool's output (read after a newline put before the first:
+# a pattern that starts with a literal byte is searched for it, twice as fast as `^` in MULTILINE)
+_ROW = re.compile(rb"\n(\d+):")
 
 
 def find_tool() -> list[str] | None:
@@ -146,7 +148,7 @@ class Search:
             data = self._rest + data
             cut = data.rfind(b"\n") + 1
             rows, self._rest = data[:cut], data[cut:]
-        self._offsets, self._next = list(map(int, _ROW.findall(rows))), 0
+        self._offsets, self._next = list(map(int, _ROW.findall(b"\n" + rows))), 0
         return True
 
     def close(self) -> None:

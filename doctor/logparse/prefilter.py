@@ -17,10 +17,11 @@ impossible on a line that holds none of the factors, so rejecting such lines cha
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from llm_doctor.logparse import grammar_cache
 
 try:  # Python >= 3.11
     from re import _constants as sre_constants
@@ -195,12 +196,12 @@ def _item(op, av) -> _Info:
 
 def factors(pattern: re.Pattern[str] | str) -> frozenset[str] | None:
     """Literals (lower-case) one of which every match of the pattern contains; None if none is required."""
-    if isinstance(pattern, re.Pattern):
-        return _factors(pattern.pattern, pattern.flags)
-    return _factors(pattern, 0)
+    if isinstance(pattern, str):
+        return _factors(pattern, 0)
+    return _factors(pattern.pattern, pattern.flags)  # a re.Pattern, or a catalogue.LazyPattern
 
 
-@functools.cache  # the rules', the scanner's and the template cache's literals come from the same patterns
+@grammar_cache.remembered  # the rules', the scanner's and the template cache's literals come from the same patterns
 def _factors(source: str, flags: int) -> frozenset[str] | None:
     info = _sequence(sre_parse.parse(source, flags))
     return _best(info.exact, info.factor, info.prefix, info.suffix)

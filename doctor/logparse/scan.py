@@ -102,6 +102,15 @@ class LogScanner:
         self._plan_used: tc.Plan | None = None  # the plan that served the last line read, if one did
         self._counted: LogEvent | None = None  # the event the last event line counted on
 
+    def sibling(self) -> LogScanner:
+        """A scanner of another part of the same input (doctor.collect.logs reads a big file's tail
+        first) that shares this one's template plans: a plan depends on its template alone (it is
+        made and used only on a line with nothing open before it), and learning the plans of a
+        start-up header costs ~1 ms a line, so the head would pay again for every plan the tail made."""
+        other = LogScanner()
+        other.templates = self.templates
+        return other
+
     def start_source(self, name: str) -> None:
         self.source = name
         self.facts.sources.append(name)
@@ -193,26 +202,27 @@ class LogScanner:
                 self._source_no = no
                 raise TimeoutError("the deadline was reached while reading the log")
             if start > pos:  # lines nobody needs: they only end a hard-wrap and may say "serving"
-                pos, no = self._follow(block, pos, start, no)
-                if pos < start:
-                    if self._watching:
-                        low = low or block.lower()
-                        self._note_serving(low, pos, start)
-                    no += block.count(b"\n", pos, start)
-                    self._prev = None
-                    pos = start
+                if repeat is None:  # (while repeats are held, no line must be read and none is watched: _Repeat)
+                    pos, no = self._follow(block, pos, start, no)
+                    if pos < start:
+                        if self._watching:
+                            low = low or block.lower()
+                            self._note_serving(low, pos, start)
+                        self._prev = None
+                no += block.count(b"\n", pos, start)
+                pos = start
             end = block.find(b"\n", start)
             end = size if end < 0 else end + 1
             no += 1
             cut = min(end, start + MAX_LINE)
-            if repeat is not None and not self._must_read and not self._watching and (
-                    (plan := self.templates.plan(block[start:cut])) is not None and plan.repeats == repeat.sig):
+            if repeat is not None and (plan := self.templates.plan(block[start:cut])) is not None and plan.repeats == repeat.sig:
                 repeat.lines.append((no, start, cut))
             else:
                 self._repeated(block, repeat)
                 self._plan_used = None
                 self._line(no, block[start:cut])
-                repeat = _Repeat(self._plan_used.repeats) if self._plan_used is not None and self._plan_used.repeats else None
+                plan = self._plan_used
+                repeat = _Repeat(plan.repeats) if plan is not None and plan.repeats and not self._must_read and not self._watching else None
             pos = end
         self._repeated(block, repeat)
         if pos < size:
@@ -582,7 +592,9 @@ class _Repeat:
     """Lines of one block that repeat an event of fixed values that a plan served, and do nothing
     else (tc.Plan.repeats): while nothing must be read between them (_must_read, _watching), each
     such line adds one to the count of that event and makes itself its last line, so they are held
-    back and only the last is read (a worst-case log is millions of preemption warnings)."""
+    back and only the last is read (a worst-case log is millions of preemption warnings). Holding
+    starts only when nothing must be read and nothing is watched, and holding reads nothing, so
+    that stays so until a line of another template ends it: the held lines are not asked again."""
 
     sig: tuple[object, ...]
     lines: list[tuple[int, int, int]] = field(default_factory=list)  # line number, start, end in the block

@@ -33,9 +33,11 @@ The formats, as the engines' sources write them:
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import compress
 
 from llm_doctor.facts import Facts
 from llm_doctor.facts.metrics import MetricsFacts
@@ -232,11 +234,13 @@ class StatLines:
         known = [x for x in prefix if x is not None]
         if known:
             self.prefix_hit = round(known[-1] / 100, 6)
-        # every line of these wordings states running, waiting and the KV usage: each is a sample
-        queued = [(w or 0) > 0 for w in waiting]
-        full = [k >= FULL for k in kv]
-        pressed = [f and q for f, q in zip(full, queued, strict=True)]
-        capped = [d and q and bool(r) and not f and k < ROOM for d, q, r, f, k in zip(decode, queued, running, full, kv, strict=True)]
+        # every line of these wordings states running, waiting and the KV usage (numbers, never None): each
+        # is a sample; the per-line tests run in C (map over the columns: a busy SGLang log is ~7,000 lines a MB)
+        queued = list(map((0.0).__lt__, waiting))
+        full = list(map(FULL.__le__, kv))
+        pressed = list(map(operator.and_, full, queued))
+        # capped: decode-time, queued, running and the cache below ROOM (so not full: ROOM < FULL)
+        capped = list(map(all, zip(decode, queued, running, map(ROOM.__gt__, kv), strict=True)))
         self.samples += n
         self.kv_samples += n
         self.queued += sum(queued)
@@ -244,13 +248,13 @@ class StatLines:
         self.pressed += sum(pressed)
         self.capped += sum(capped)
         self.kv_max = max([self.kv_max, *kv])
-        self.waiting_max = max([self.waiting_max, *(w or 0 for w in waiting)])
-        self.running_max = max([self.running_max, *(r or 0 for r in running)])
+        self.waiting_max = max([self.waiting_max, *waiting])
+        self.running_max = max([self.running_max, *running])
         self.swapped_max = max([self.swapped_max, *(x or 0 for x in swapped)])
-        loads = [(w or 0.0, k or 0.0) for w, k in zip(waiting, kv, strict=True)]
+        loads = list(zip(waiting, kv, strict=True))
         peaks = []
-        for kind, chosen in (("busiest", range(n)), ("pressed", [i for i in range(n) if pressed[i]]),
-                             ("capped", [i for i in range(n) if capped[i]])):
+        for kind, chosen in (("busiest", range(n)), ("pressed", list(compress(range(n), pressed))),
+                             ("capped", list(compress(range(n), capped)))):
             if chosen:
                 i = max(chosen, key=loads.__getitem__)  # the first of the highest load
                 if kind not in self.peaks or loads[i] > self.peaks[kind].load:
@@ -572,7 +576,8 @@ class _Wording:
 
     def columns(self, rows: list[tuple[str, ...]]) -> tuple[list, ...]:
         """running, waiting, KV usage (a fraction), swapped, decode-time, generation and prompt
-        throughputs, preemptions, prefix hit rate (%): one value per line (the last four may be empty)."""
+        throughputs, preemptions, prefix hit rate (%): one value per line (the last four may be empty);
+        running, waiting and the KV usage are numbers on every line (_series relies on it)."""
         raise NotImplementedError
 
 
@@ -618,10 +623,10 @@ class _SglangWording(_Wording):
 
     def columns(self, rows: list[tuple[str, ...]]) -> tuple[list, ...]:
         d_running, d_kv, d_gen, d_waiting, p_kv, p_running, p_waiting, _ = zip(*rows, strict=True)
-        decode = [bool(x) for x in d_running]
-        return ([float(a or b) for a, b in zip(d_running, p_running, strict=True)],
-                [float(a or b) for a, b in zip(d_waiting, p_waiting, strict=True)],
-                [float(a or b) for a, b in zip(d_kv, p_kv, strict=True)], [None] * len(rows), decode,
+        # a row is a decode line's or a prefill line's: of each pair of its columns one is "" (joined in C)
+        return (list(map(float, map(operator.add, d_running, p_running))),
+                list(map(float, map(operator.add, d_waiting, p_waiting))),
+                list(map(float, map(operator.add, d_kv, p_kv))), [None] * len(rows), list(map(bool, d_running)),
                 [float(x) for x in d_gen if x], [], [], [])
 
 

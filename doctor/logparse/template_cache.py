@@ -31,6 +31,7 @@ from typing import ClassVar
 
 from llm_doctor.logparse import events as ev
 from llm_doctor.logparse import failures as fl
+from llm_doctor.logparse import grammar_cache
 from llm_doctor.logparse import lines as ln
 from llm_doctor.logparse import prefilter as pf
 from llm_doctor.logparse.lines import Line
@@ -44,10 +45,14 @@ _ALL_DIGITS = frozenset("0123456789")
 _BACKREF = re.compile(r"\\[1-9]|\(\?P=")
 
 
-@functools.cache  # every scanner asks it of the same ~600 module-level patterns; re-parsing them cost 0.1 s a scanner
 def digit_blind(pattern: re.Pattern[str] | re.Pattern[bytes]) -> bool:
     """Does every piece of the pattern that can match an ASCII digit match every ASCII digit?"""
-    return _blind(pf.sre_parse.parse(pattern.pattern, pattern.flags))
+    return _digit_blind(pattern.pattern, pattern.flags)
+
+
+@grammar_cache.remembered  # every scanner asks it of the same ~1,000 module-level patterns (a parse each)
+def _digit_blind(source: str | bytes, flags: int) -> bool:
+    return _blind(pf.sre_parse.parse(source, flags))
 
 
 def _blind(items: Iterable) -> bool:
@@ -354,10 +359,14 @@ class _Gated:
         return Check(gate, self.pattern, matched) if gate or matched else None
 
 
-@functools.cache
 def _local(pattern: re.Pattern[str]) -> bool:
     """Whether a match depends only on its span and the characters either side (no lookaround, no back-reference)."""
-    return _no_lookaround(pf.sre_parse.parse(pattern.pattern, pattern.flags))
+    return _no_lookaround_in(pattern.pattern, pattern.flags)
+
+
+@grammar_cache.remembered
+def _no_lookaround_in(source: str, flags: int) -> bool:
+    return _no_lookaround(pf.sre_parse.parse(source, flags))
 
 
 def _no_lookaround(items: Iterable) -> bool:

@@ -1,0 +1,73 @@
+"""The grammar's derived facts kept on disk (doctor.logparse.grammar_cache) change nothing but speed.
+
+Every value read back from the cache file is the value computed afresh; `analyze` gives the same
+report with no cache file, with the file it wrote, and with a corrupt one; a catalogue template's
+regex compiled at its first search (catalogue.LazyPattern) is the regex compiled at load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llm_doctor.logparse import catalogue as cat
+from llm_doctor.logparse import events as ev
+from llm_doctor.logparse import prefilter as pf
+from llm_doctor.logparse import scan
+from llm_doctor.logparse import template_cache as tc
+
+ROOT = Path(__file__).resolve().parents[1]
+LOG = ROOT / "fixtures" / "logs" / "sglang-a10g-prefill-oom.log"
+
+
+def test_every_kept_value_is_the_value_computed_afresh() -> None:
+    for p in scan.GRAMMAR:
+        assert pf.factors(p) == pf._factors.__wrapped__(p.pattern, p.flags), p.pattern
+        assert tc.digit_blind(p) == tc._digit_blind.__wrapped__(p.pattern, p.flags), p.pattern
+        assert tc._local(p) == tc._no_lookaround_in.__wrapped__(p.pattern, p.flags), p.pattern
+
+
+def test_the_catalogue_read_back_is_the_catalogue_checked() -> None:
+    files = [(path.name, path.read_text(encoding="utf-8")) for path in sorted(cat.DATA_DIR.glob("*.jsonl"))]
+    assert cat.load(ev.KINDS) == cat._parse(files, ev.KINDS)
+
+
+def test_a_catalogue_error_is_raised_every_time_never_kept(tmp_path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"kind": "cuda_oom"}\n', encoding="utf-8")
+    for _ in range(2):
+        with pytest.raises(cat.CatalogueError, match="bad.jsonl:1: missing"):
+            cat.load(ev.KINDS, [bad])
+
+
+def test_a_lazy_template_is_the_compiled_template() -> None:
+    for rule in ev.CATALOGUE_RULES[:50]:
+        compiled = re.compile(rule.pattern.pattern, re.I)
+        assert rule.pattern.flags == compiled.flags
+        entry = next(e for e in cat.load(ev.KINDS) if e.regex == rule.pattern.pattern)
+        assert rule.pattern.search(entry.sample).groupdict() == compiled.search(entry.sample).groupdict()
+        assert rule.pattern.groupindex == compiled.groupindex
+
+
+def _report(cache: Path) -> dict:
+    env = {**os.environ, "LLM_DOCTOR_CACHE": str(cache), "NO_COLOR": "1"}
+    out = subprocess.run([str(Path(sys.executable).with_name("llm-doctor")), "analyze", str(LOG), "--format", "json", "--fail-on", "never"],
+                         capture_output=True, text=True, env=env, timeout=240, check=True).stdout
+    doc = json.loads(out)
+    return {"findings": doc["findings"], "logs": doc["facts"]["logs"], "deployment": doc["facts"]["deployment"]}
+
+
+def test_analyze_is_the_same_with_no_cache_its_own_and_a_corrupt_one(tmp_path) -> None:
+    first = _report(tmp_path)
+    (kept,) = (tmp_path / "grammar").glob("*.marshal")
+    assert kept.stat().st_size > 0
+    assert _report(tmp_path) == first
+    kept.write_bytes(b"\x00not marshal" * 10)
+    assert _report(tmp_path) == first
+    assert first["findings"][0]["code"]  # the fixture's crash was diagnosed, not an empty report compared to itself
