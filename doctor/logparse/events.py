@@ -18,7 +18,7 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
-from llm_doctor.logparse import catalogue, prefilter
+from llm_doctor.logparse import catalogue, frames, prefilter
 
 _NUM = r"\d[\d,]*(?:\.\d+)?"
 _SIZE = _NUM + r"\s*[KMGT]i?B"
@@ -448,7 +448,7 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "serving",
         re.compile(
             r"Uvicorn running|Application startup complete|Exception in ModelTpServer|TpModelWorkerClient hit an exception|The server is fired up|Prefill batch|Decode batch|"
-            r"Avg prompt throughput|POST /v1/|forward_batch_generation|run_batch|sampler|\bsample\b|"
+            r"Avg prompt throughput|POST /v1/|\"POST /\w+ HTTP/1\.[01]\" 200|router/src/server\.rs:\d+: Success|forward_batch_generation|run_batch|sampler|\bsample\b|"
             r"step_async|execute_model_req|slot \w+: id|update_slots|Generation throughput|"
             # vLLM V1's engine-core loop and SGLang's scheduler loop run only once the server is up (a
             # profiling run's execute_model sits under profile_run, which ranks first)
@@ -476,7 +476,7 @@ class PhaseTracker:
         if text.startswith("Traceback (most recent call last)"):
             self.frames.clear()
             return
-        if text.startswith("File ") or text.startswith("frame #") or " in " in text[:200] and ".py" in text[:200]:
+        if text.startswith("File ") or text.startswith("frame #") or " in " in text[:200] and ".py" in text[:200] or frames.parse(text):
             self.frames.append(text[:300])
             return
         for phase, pattern in PHASES:
@@ -487,8 +487,10 @@ class PhaseTracker:
     def phase(self) -> str:
         best = ""
         for frame in self.frames:
+            # the function the frame names, by the engines' call paths (doctor/data/oom_frames.jsonl), else its words
+            named = frames.phase(frame)
             for phase, pattern in PHASES:
-                if pattern.search(frame) and (not best or _PHASE_RANK[phase] < _PHASE_RANK[best]):
+                if (phase == named if named else pattern.search(frame)) and (not best or _PHASE_RANK[phase] < _PHASE_RANK[best]):
                     best = phase
         return best or self.milestone
 
