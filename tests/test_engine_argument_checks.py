@@ -1,0 +1,55 @@
+"""Engine arguments the engine's own validators reject, and launchers that gave up on a loading
+server: the code, the quoted line and the value the fix gives, from the engines' own messages
+(vLLM SchedulerConfig/CacheConfig validators, TGI's sharding assert, llama-swap's and docker
+compose's health checks)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_load_wordings import assert_rank_one, findings_of
+
+_PYDANTIC = "[type=value_error, input_value=ArgsKwargs((), {'runner_type': 'generate'}), input_type=ArgsKwargs]"
+
+CASES = [
+    # vllm/config/scheduler.py verify_max_model_len, raised through pydantic
+    ("vllm-batched-below-model-len", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for SchedulerConfig",
+                                      "  Value error, max_num_batched_tokens (2048) is smaller than max_model_len (32768). This "
+                                      "effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM "
+                                      "reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len. "
+                                      + _PYDANTIC],
+     "load.config_invalid", "max_num_batched_tokens (2048) is smaller than max_model_len (32768)", "--max-num-batched-tokens 32768"),
+    # vllm/config.py SchedulerConfig._verify_args (V0)
+    ("vllm-batched-below-seqs", ["ValueError: max_num_batched_tokens (128) must be greater than or equal to max_num_seqs (256)."],
+     "load.config_invalid", "must be greater than or equal to max_num_seqs (256)", "--max-num-batched-tokens 256"),
+    # vllm/config.py CacheConfig._verify_args
+    ("vllm-util-above-one", ["ValueError: GPU memory utilization must be less than 1.0. Got 90.0."],
+     "load.config_invalid", "Got 90.0", "--gpu-memory-utilization 0.9"),
+    # vllm/config.py CacheConfig._verify_cache_dtype
+    ("vllm-kv-dtype", ["ValueError: Unknown kv cache dtype: fp16"], "load.config_invalid", "Unknown kv cache dtype: fp16", "--kv-cache-dtype auto"),
+    # a SchedulerConfig rejection no template knows yet is still the arguments' (the family of pydantic's header)
+    ("vllm-scheduler-config-unknown-reason", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for SchedulerConfig"],
+     "load.config_invalid", "family: engine arguments", None),
+    # TGI server/text_generation_server/utils/weights.py (v2.0.1): a weight dimension that --num-shard does not divide
+    ("tgi-choosen-size", ["AssertionError: The choosen size 32001 is not compatible with sharding on 2 shards"],
+     "load.tp_invalid", "not compatible with sharding on 2 shards", None),
+    # llama-swap proxy/process.go (older wording) and docker compose's depends_on: service_healthy
+    ("llama-swap-health-check", ["unable to start process: health check failed after 15s"],
+     "load.startup_timeout", "health check failed after 15s", None),
+    ("compose-unhealthy", ["dependency failed to start: container vllm-server-1 is unhealthy"],
+     "load.startup_timeout", "is unhealthy", None),
+]
+
+
+@pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
+def test_engine_argument_wording(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, lines, code, evidence, command)
+
+
+def test_a_model_config_rejection_keeps_its_own_cause(tmp_path) -> None:
+    """ModelConfig also rejects models (an architecture this vLLM lacks): pydantic's header is not
+    read as an argument error there, the reason under it names the cause."""
+    log = tmp_path / "engine.log"
+    log.write_text("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+                   "  Value error, Model architectures ['Qwen3NextForCausalLM'] are not supported for now. " + _PYDANTIC + "\n")
+    assert findings_of(log)[0].code != "load.config_invalid"
