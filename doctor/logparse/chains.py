@@ -152,7 +152,7 @@ PHASE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("profiling", re.compile(r"warm ?up|profil|dummy", re.I)),
     # the engine's request loop wrapping the error (LMDeploy request.py "Engine loop failed with error", engine.py
     # "Engine main loop failed"): the loop runs once the engine is built, so its failure is a served step's
-    ("serving", re.compile(r"\brequest|\bgenerat|\bdecod|\bsampl|\bforward\b|engine (?:main )?loop failed|execution step failed", re.I)),
+    ("serving", re.compile(r"\brequest|\bgenerat|\bdecod|\bsampl|\bforward\b|engine (?:main )?loop failed", re.I)),
     ("profiling", re.compile(r"prefill|\btokens\b|\bbatch|warm ?up|executor|KV ?cache|kv_cache|compute buffer|workspace|"
                              r"activation|cuBLAS", re.I)),
     ("weights", re.compile(r"\bweights?\b|load(?:ing)? (?:the )?model|checkpoint|safetensors|\btensors?\b|\blayers?\b", re.I)),
