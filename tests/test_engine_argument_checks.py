@@ -53,3 +53,19 @@ def test_a_model_config_rejection_keeps_its_own_cause(tmp_path) -> None:
     log.write_text("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
                    "  Value error, Model architectures ['Qwen3NextForCausalLM'] are not supported for now. " + _PYDANTIC + "\n")
     assert findings_of(log)[0].code != "load.config_invalid"
+
+
+@pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), [
+    # vllm/config.py CacheConfig.verify_with_parallel_config: above 70% of host RAM the engine refuses --swap-space
+    ("vllm-swap-too-large", ["ValueError: Too large swap space. 64.00 GiB out of the 62.50 GiB total CPU memory is allocated for the "
+                             "swap space."], "load.config_invalid", "Too large swap space", "--swap-space 0"),
+    # the kubelet's HTTP probe quotes Go's client timeout (pkg/probe/http): the probe gave up, not a client of the API
+    ("kubelet-readiness-timeout", ['Warning  Unhealthy  12s (x3 over 32s)  kubelet  Readiness probe failed: Get '
+                                   '"http://10.244.1.5:8000/health": context deadline exceeded (Client.Timeout exceeded while '
+                                   'awaiting headers)'], "load.startup_timeout", "Readiness probe failed", None),
+    # libnvidia-container quoting NVML_ERROR_LIB_RM_VERSION_MISMATCH: a driver mismatch, not a missing GPU
+    ("container-cli-nvml-mismatch", ["nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown"],
+     "load.cuda_mismatch", "driver/library version mismatch", "cat /proc/driver/nvidia/version; nvidia-smi"),
+], ids=lambda x: x if isinstance(x, str) and " " not in x and len(x) < 40 else None)
+def test_owned_and_refused_wordings(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, lines, code, evidence, command)

@@ -54,12 +54,19 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
 
 
 # the values vLLM's SchedulerConfig / CacheConfig validators quote (vllm/config.py, vllm/config/scheduler.py)
-SCHEDULER_KEYS = {"batched", "util", "kv_dtype", "threshold"}
+SCHEDULER_KEYS = {"batched", "util", "kv_dtype", "threshold", "swap_used"}
+SWAP_LIMIT = 0.7  # CacheConfig.verify_with_parallel_config raises above 70% of the host's RAM
 VLLM_DEFAULT_UTIL = 0.9  # CacheConfig.gpu_memory_utilization's default (vllm/config.py)
 
 
 def _scheduler(v: dict) -> tuple[str, list[Fix]]:
     """The value the validator's own comparison needs, from the numbers it quoted."""
+    if "swap_used" in v:
+        bound = SWAP_LIMIT * float(v["swap_total"])
+        return (f"--swap-space reserves {v['swap_used']:g} GiB of the host's {v['swap_total']:g} GiB",
+                [Fix(f"Lower --swap-space (GiB per GPU worker) so all workers together stay under {bound:.1f} GiB "
+                     f"({SWAP_LIMIT:.0%} of the host's RAM): at most {SWAP_LIMIT * float(v['swap_total']) / float(v['swap_used']):.0%} "
+                     "of the value now; 0 turns CPU swap off (preempted requests are recomputed)", "--swap-space 0")])
     if "util" in v:
         return (f"gpu_memory_utilization {v['util']:g} is not a share of the GPU (0-1)",
                 [Fix(f"Give the share of each GPU the engine may use (vLLM's default is {VLLM_DEFAULT_UTIL})",

@@ -162,6 +162,12 @@ PHASE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # "Cannot allocate memory" is errno ENOMEM; from ibv_reg_mr / NET/IB it is InfiniBand's memlock limit (NCCL).
 OWNERS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("host_oom", re.compile(r"\bibv_\w+|NET/IB|\bNCCL\b|InfiniBand|\bRDMA\b|\bmlx5_|ibvwrap", re.I), "nccl_error"),
+    # the kubelet quotes its HTTP probe's own client error (prober/http.go: "Readiness probe failed: Get ...: context
+    # deadline exceeded (Client.Timeout exceeded while awaiting headers)"): the probe's verdict, not a client's timeout
+    ("client_timeout", re.compile(r"\b(?:Readiness|Liveness|Startup) probe failed\b", re.I), "startup_timeout"),
+    # NVML's "Driver/library version mismatch" (nvml.h NVML_ERROR_LIB_RM_VERSION_MISMATCH) behind the container runtime's
+    # "initialization error": the GPU is there, the kernel module and the user-space driver differ (an upgrade without reboot)
+    ("gpu_not_visible", re.compile(r"driver/library version mismatch", re.I), "cuda_mismatch"),
 )
 _OWNER_RULES = {owner: ev.Rule(owner, re.compile("(?!)"), True) for _, _, owner in OWNERS}
 
