@@ -69,3 +69,12 @@ def test_a_model_config_rejection_keeps_its_own_cause(tmp_path) -> None:
 ], ids=lambda x: x if isinstance(x, str) and " " not in x and len(x) < 40 else None)
 def test_owned_and_refused_wordings(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
     assert_rank_one(tmp_path, name, lines, code, evidence, command)
+
+
+def test_the_swap_space_warning_is_not_the_refusal(tmp_path) -> None:
+    """vLLM warns 'Possibly too large swap space' above 40% and goes on; only the ValueError above
+    70% refuses the argument (vllm/config.py): the warning's line alone is no config error."""
+    log = tmp_path / "engine.log"
+    log.write_text("WARNING 06-30 09:24:54 config.py:131] Possibly too large swap space. 16.00 GiB out of the 32.00 GiB total CPU "
+                   "memory is allocated for the swap space.\n")
+    assert "load.config_invalid" not in [f.code for f in findings_of(log)]
