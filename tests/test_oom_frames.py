@@ -68,6 +68,9 @@ CASES = [
     # the CUDA driver API's name for it, as a binding prints it (cudarc's DriverError Debug format), under a generate call
     ("driver-api-oom", ["ERROR generate failed: DriverError(CUDA_ERROR_OUT_OF_MEMORY, \"out of memory\")"],
      "load.runtime_oom", "phase: serving", None),
+    # the report says what the server was doing before the bare OOM it pastes: requests were being served
+    ("report-says-under-load", ["The server starts fine, but it crashes after sending 50 concurrent requests:", _OOM],
+     "load.runtime_oom", "phase: serving", None),
     # the server had answered requests (uvicorn's access line) before a bare OOM: it ran out while serving
     ("served-then-oom", ['INFO:     127.0.0.1:53122 - "POST /generate HTTP/1.1" 200 OK', _OOM], "load.runtime_oom", "phase: serving", None),
 ]

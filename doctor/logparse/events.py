@@ -454,7 +454,12 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             # profiling run's execute_model sits under profile_run, which ranks first)
             r"run_busy_loop|\bexecute_model\b|event_loop_normal|event_loop_overlap|"
             # the scheduler preempts or retracts only running requests
-            r"preempted by PreemptionMode|total_num_cumulative_preemption|Decode out of memory happened",
+            r"preempted by PreemptionMode|total_num_cumulative_preemption|Decode out of memory happened|"
+            # a report that says what the server was doing ("it crashes during inference", "after sending 50
+            # concurrent requests", "under heavy load"): requests were being served when it ran out
+            r"\bduring (?:inference|generation|decoding|serving|benchmark)|\bunder (?:heavy |high )?load\b|"
+            r"\b(?:concurrent|parallel|simultaneous) requests\b|\bafter (?:running|serving) for\b|"
+            r"\b(?:sending|processing|handling) (?:a |the |some |many |multiple |\d+ )?(?:long |large )?(?:requests?|prompts?)\b",
             re.I,
         ),
     ),
