@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from llm_doctor.logparse import frames
-from tests.test_load_wordings import assert_rank_one
+from tests.test_load_wordings import assert_rank_one, findings_of
 
 _OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 488.00 MiB. GPU 0 has a total capacity of 79.21 GiB "
         "of which 425.56 MiB is free.")
@@ -98,3 +98,25 @@ def test_every_frame_sample_names_its_phase() -> None:
 ])
 def test_frame_shapes(frame: str, phase: str) -> None:
     assert frames.phase(frame) == phase
+
+
+_HELD = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of "
+         "which 1.02 GiB is free. Including non-PyTorch memory, this process has 78.10 GiB memory in use.")
+
+
+@pytest.mark.parametrize(("command", "code", "evidence"), [
+    # an 8B model's bf16 shard is 15 GiB: a process holding 78 GiB had loaded it and was allocating something else
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1", "load.runtime_oom", "more than its 15.0 GiB weight shard"),
+    # a 70B model's shard (131 GiB) never fit: 78 GiB held says nothing against the weights
+    ("vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 1", "load.weights_oom", "(weights), tensor_parallel_size 1"),
+    # online FP8 loads the bf16 weights first: the quantized shard's size cannot place it
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --quantization fp8", "load.weights_oom", "(weights), tensor_parallel_size 1"),
+])
+def test_memory_held_against_the_weight_shard(tmp_path, command: str, code: str, evidence: str) -> None:
+    """PyTorch's OOM says what the process holds; with the model's size known, holding well over its
+    weight shard means the weights had loaded (the profiling run or the KV cache ran out)."""
+    log = tmp_path / "engine.log"
+    log.write_text(command + "\n" + _HELD + "\n")
+    top = findings_of(log)[0]
+    assert top.code == code, [f.code for f in findings_of(log)]
+    assert any(evidence in line for line in top.evidence), top.evidence
