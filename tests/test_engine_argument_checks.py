@@ -66,6 +66,14 @@ def test_a_model_config_rejection_keeps_its_own_cause(tmp_path) -> None:
     # libnvidia-container quoting NVML_ERROR_LIB_RM_VERSION_MISMATCH: a driver mismatch, not a missing GPU
     ("container-cli-nvml-mismatch", ["nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown"],
      "load.cuda_mismatch", "driver/library version mismatch", "cat /proc/driver/nvidia/version; nvidia-smi"),
+    # transformers' bitsandbytes quantizer (quantizers/quantizer_bnb_4bit.py): device_map put modules off the GPU
+    ("bnb-modules-off-gpu", ["ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM to fit "
+                             "the quantized model. If you want to dispatch the model on the CPU or the disk while keeping these modules "
+                             "in 32-bit, you need to set `llm_int8_enable_fp32_cpu_offload=True` and pass a custom `device_map` to "
+                             "`from_pretrained`."], "load.weights_oom", "enough GPU RAM to fit the quantized model", None),
+    # c10/core/impl/alloc_cpu.cpp: the CPU allocator's NULL branch, host RAM ("not enough memory" is no GPU OOM)
+    ("cpu-allocator-not-enough", ["RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: "
+                                  "you tried to allocate 4294967296 bytes."], "load.host_oom", "DefaultCPUAllocator", None),
 ], ids=lambda x: x if isinstance(x, str) and " " not in x and len(x) < 40 else None)
 def test_owned_and_refused_wordings(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
     assert_rank_one(tmp_path, name, lines, code, evidence, command)
