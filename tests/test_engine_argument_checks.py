@@ -74,6 +74,14 @@ def test_a_model_config_rejection_keeps_its_own_cause(tmp_path) -> None:
     # c10/core/impl/alloc_cpu.cpp: the CPU allocator's NULL branch, host RAM ("not enough memory" is no GPU OOM)
     ("cpu-allocator-not-enough", ["RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: "
                                   "you tried to allocate 4294967296 bytes."], "load.host_oom", "DefaultCPUAllocator", None),
+    # multiprocessing.shared_memory under vLLM's shm_broadcast queue: the words name no file, the raising frame names /dev/shm's API
+    ("shared-memory-frame", ["Traceback (most recent call last):",
+                             '  File "/usr/local/lib/python3.12/dist-packages/vllm/distributed/device_communicators/shm_broadcast.py", '
+                             "line 195, in __init__",
+                             "    self.shared_memory = shared_memory.SharedMemory(create=True, size=self.total_bytes_of_buffer)",
+                             '  File "/usr/lib/python3.12/multiprocessing/shared_memory.py", line 104, in __init__',
+                             "    os.ftruncate(self._fd, size)",
+                             "OSError: [Errno 28] No space left on device"], "load.shm_insufficient", "No space left on device", None),
 ], ids=lambda x: x if isinstance(x, str) and " " not in x and len(x) < 40 else None)
 def test_owned_and_refused_wordings(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
     assert_rank_one(tmp_path, name, lines, code, evidence, command)
