@@ -71,6 +71,9 @@ CASES = [
     # the report says what the server was doing before the bare OOM it pastes: requests were being served
     ("report-says-under-load", ["The server starts fine, but it crashes after sending 50 concurrent requests:", _OOM],
      "load.runtime_oom", "phase: serving", None),
+    # Ollama's gin access line for an answered POST, then llama.cpp's compute-pool abort: the runner ran out while serving
+    ("ollama-served-then-oom", ['[GIN] 2024/06/01 - 12:00:00 | 200 |  5.123456s |       127.0.0.1 | POST     "/api/chat"',
+                                "CUDA error: out of memory"], "load.runtime_oom", "phase: serving", None),
     # the server had answered requests (uvicorn's access line) before a bare OOM: it ran out while serving
     ("served-then-oom", ['INFO:     127.0.0.1:53122 - "POST /generate HTTP/1.1" 200 OK', _OOM], "load.runtime_oom", "phase: serving", None),
 ]

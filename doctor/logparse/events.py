@@ -448,7 +448,7 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "serving",
         re.compile(
             r"Uvicorn running|Application startup complete|Exception in ModelTpServer|TpModelWorkerClient hit an exception|The server is fired up|Prefill batch|Decode batch|"
-            r"Avg prompt throughput|POST /v1/|\"POST /\w+ HTTP/1\.[01]\" 200|router/src/server\.rs:\d+: Success|forward_batch_generation|run_batch|sampler|\bsample\b|"
+            r"Avg prompt throughput|POST /v1/|\"POST /\w+ HTTP/1\.[01]\" 200|router/src/server\.rs:\d+: Success|\[GIN\][^|]*\| 200 \|[^|]*\|[^|]*\| POST|forward_batch_generation|run_batch|sampler|\bsample\b|"
             r"step_async|execute_model_req|slot \w+: id|update_slots|Generation throughput|"
             # vLLM V1's engine-core loop and SGLang's scheduler loop run only once the server is up (a
             # profiling run's execute_model sits under profile_run, which ranks first)
