@@ -94,3 +94,16 @@ def test_the_swap_space_warning_is_not_the_refusal(tmp_path) -> None:
     log.write_text("WARNING 06-30 09:24:54 config.py:131] Possibly too large swap space. 16.00 GiB out of the 32.00 GiB total CPU "
                    "memory is allocated for the swap space.\n")
     assert "load.config_invalid" not in [f.code for f in findings_of(log)]
+
+
+@pytest.mark.parametrize(("line", "evidence"), [
+    ("Error: Detected XID 79 for GPU 0", "Xid 79"),  # DCGM_FR_XID_ERROR: the title names the Xid
+    ("Error: GPU 5 had uncorrectable memory errors and row remapping failed.", "row remapping failed"),
+])
+def test_dcgm_health_messages_are_gpu_faults(tmp_path, line: str, evidence: str) -> None:
+    """NVIDIA DCGM's health/diag wordings (dcgmlib/dcgm_errors.h) name a GPU hardware fault."""
+    log = tmp_path / "dcgmi.log"
+    log.write_text(line + "\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.gpu_fault"
+    assert evidence in top.title or any(evidence in e for e in top.evidence), (top.title, top.evidence)
