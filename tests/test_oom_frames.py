@@ -123,3 +123,28 @@ def test_memory_held_against_the_weight_shard(tmp_path, command: str, code: str,
     top = findings_of(log)[0]
     assert top.code == code, [f.code for f in findings_of(log)]
     assert any(evidence in line for line in top.evidence), top.evidence
+
+
+_SGLANG_KV = ["[2025-03-08 12:29:21 TP0] KV Cache is allocated. #tokens: 46611, K size: 1.42 GB, V size: 1.42 GB",
+              "[2025-03-08 12:29:21 TP0] Memory pool end. avail mem=6.09 GB"]
+
+
+@pytest.mark.parametrize(("lines", "phase", "command"), [
+    # SGLang sized its KV pool (memory_pool.py, model_runner.init_memory_pool): CUDA graph capture is next ...
+    (["python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct", *_SGLANG_KV], "cuda_graph",
+     "--disable-cuda-graph"),
+    # ... unless graphs are off, then it was serving
+    (["python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --disable-cuda-graph", *_SGLANG_KV], "serving",
+     None),
+    # vLLM V1's engine core finished its start-up (core.py): what ran out next was a served step
+    (["(EngineCore_0 pid=1309) INFO 04-27 07:55:18 [core.py:283] init engine (profile, create kv cache, warmup model) took 136.57 seconds"],
+     "serving", "--max-num-seqs 128"),
+])
+def test_start_up_milestones_place_a_bare_oom(tmp_path, lines: list[str], phase: str, command: str | None) -> None:
+    log = tmp_path / "engine.log"
+    log.write_text("\n".join([*lines, _OOM]) + "\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.runtime_oom", [f.code for f in findings_of(log)]
+    assert f"phase: {phase}" in top.evidence
+    if command:
+        assert top.fixes[0].command == command

@@ -58,6 +58,9 @@ def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
         if "ggml_compute_buffers" in kinds:
             return "profiling"
         return phase if phase in ("profiling", "cuda_graph", "serving") else "weights"
+    if phase == "cuda_graph" and (log.events("enforce_eager") or log.setup.cuda_graphs is False
+                                  or le.deployment_value(facts, "enforce_eager") is True):
+        return "serving"  # a KV-sized milestone places graph capture next, unless graphs are off
     if phase not in LOAD_PHASES:
         return phase
     if ggml and e.kind == "cuda_oom":

@@ -414,7 +414,9 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"capture_model|Capturing (?:the model for )?(?:CUDA ?graphs?|cudagraphs|batches)|cuda_graph_runner|"
             r"CudaGraphRunner|capture_one_batch_size|_capture_cudagraphs|graph capture|"
             # the KV cache sized (vLLM V0 llm_engine, V1 gpu_worker / kv_cache_utils): graph capture comes next
-            r"# GPU blocks: [1-9]|Available KV cache memory: \d|GPU KV cache size: [1-9]",
+            r"# GPU blocks: [1-9]|Available KV cache memory: \d|GPU KV cache size: [1-9]|"
+            # SGLang: the KV pool allocated (mem_cache/memory_pool.py, model_runner.init_memory_pool), then its graph capture
+            r"KV Cache is allocated\. #tokens: [1-9]|Memory pool end\. avail mem|Capture cuda graph begin",
             re.I,
         ),
     ),
@@ -431,7 +433,7 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             # TensorRT-LLM: the engine (its weights) is deserialized before the execution context and KV cache
             r"IExecutionContext creation|for max tokens in paged KV cache|"
             # TGI's warm-up batch (server.py Warmup, flash_causal_lm.py warmup) and the launcher's report of it
-            r"\bwarmup\b|Method Warmup",
+            r"\bwarmup\b|Method Warmup|Warming up model",
             re.I,
         ),
     ),
@@ -447,6 +449,9 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "serving",
         re.compile(
+            # the engine finished starting (vLLM V1 core.py "init engine (profile, create kv cache, warmup model) took",
+            # api_server "Starting vLLM API server ... on", TGI router "Connected" once the shards warmed up)
+            r"create kv cache, warmup model\) took|Starting vLLM (?:API )?server (?:\d+ )?on|router/src/server\.rs:\d+: Connected|"
             r"Uvicorn running|Application startup complete|Exception in ModelTpServer|TpModelWorkerClient hit an exception|The server is fired up|Prefill batch|Decode batch|"
             r"Avg prompt throughput|POST /v1/|\"POST /\w+ HTTP/1\.[01]\" 200|router/src/server\.rs:\d+: Success|\[GIN\][^|]*\| 200 \|[^|]*\|[^|]*\| POST|forward_batch_generation|run_batch|sampler|\bsample\b|"
             r"step_async|execute_model_req|slot \w+: id|update_slots|Generation throughput|"
