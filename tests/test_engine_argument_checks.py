@@ -30,6 +30,9 @@ CASES = [
     # a SchedulerConfig rejection no template knows yet is still the arguments' (the family of pydantic's header)
     ("vllm-scheduler-config-unknown-reason", ["pydantic_core._pydantic_core.ValidationError: 1 validation error for SchedulerConfig"],
      "load.config_invalid", "family: engine arguments", None),
+    # vLLM's LLM(**kwargs) hands its keywords to EngineArgs: Python names the one this version lacks
+    ("vllm-engine-args-kwarg", ["TypeError: EngineArgs.__init__() got an unexpected keyword argument 'max_tokens'"],
+     "load.config_invalid", "family: engine arguments", None),
     # TGI server/text_generation_server/utils/weights.py (v2.0.1): a weight dimension that --num-shard does not divide
     ("tgi-choosen-size", ["AssertionError: The choosen size 32001 is not compatible with sharding on 2 shards"],
      "load.tp_invalid", "not compatible with sharding on 2 shards", None),
