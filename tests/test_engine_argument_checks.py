@@ -110,3 +110,20 @@ def test_dcgm_health_messages_are_gpu_faults(tmp_path, line: str, evidence: str)
     top = findings_of(log)[0]
     assert top.code == "load.gpu_fault"
     assert evidence in top.title or any(evidence in e for e in top.evidence), (top.title, top.evidence)
+
+
+@pytest.mark.parametrize("line", [
+    # TGI launcher/src/main.rs: the shard died of SIGBUS (signal 7 on Linux), TGI's classic too-small /dev/shm
+    "2024-01-01T00:00:00.000000Z ERROR text_generation_launcher: Shard process was signaled to shutdown with signal 7",
+    # a shell's or container runtime's 128 + 7
+    "vllm-server exited with code 135",
+    # torch.distributed.elastic's ChildFailedError report (negative signal number)
+    "  exitcode  : -7 (pid: 1234)",
+])
+def test_sigbus_is_shared_memory(tmp_path, line: str) -> None:
+    """SIGBUS (7) is what a write past the end of a full /dev/shm gets: the exit number states the cause."""
+    log = tmp_path / "engine.log"
+    log.write_text(line + "\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.shm_insufficient", [f.code for f in findings_of(log)]
+    assert top.fixes[0].command == "--ipc=host"

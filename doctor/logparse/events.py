@@ -110,6 +110,10 @@ HAND_RULES: tuple[Rule, ...] = (
     # --- host memory --------------------------------------------------------------------------
     _r("host_oom", r"OOMKilled|Out of memory: Kill(?:ed)? process|oom-kill|invoked oom-killer"),
     _r("host_oom", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*137\b|signal 9 \(SIGKILL\)|SIGKILL"),
+    # signal 7 is SIGBUS on Linux (exit status 135 = 128 + 7; torch elastic's exitcode -7; TGI launcher/src/main.rs "Shard
+    # process was signaled to shutdown with signal 7"): a write past the end of a full /dev/shm
+    _r("shm_too_small", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*135\b|exitcode\s*:?\s*-7\b|signal 7 \(SIGBUS\)|"
+       r"signaled to shutdown with signal 7\b"),
     _r("host_oom", r"ray\.exceptions\.OutOfMemoryError|node running low on memory|Task was killed due to the node running low"),
     _r(
         "host_oom",
