@@ -34,6 +34,8 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
                  Fix("Or, when the model really supports more (RoPE scaling), allow it explicitly",
                      "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" if engine != "sglang" else "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")]
         title = f"{v.get('field')} {v.get('value')} is above the model's limit {v['derived']}"
+    elif SCHEDULER_KEYS & set(v):
+        title, fixes = _scheduler(v)
     elif "argument" in v:  # the engine could not infer a value and asks for it (LMDeploy's model_name)
         flag = "--" + str(v["argument"]).replace("_", "-")
         fixes = [Fix(f"Pass {flag} explicitly (the engine's --help lists the values): it could not infer it from the model folder")]
@@ -49,6 +51,39 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
             fixes.insert(0, Fix("Flags use dashes, not underscores", flag.split()[0].replace("_", "-")))
         title = f"the engine rejected its arguments{f': {flag}' if flag else ''}"
     return Outcome([Finding("load.config_invalid", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)])
+
+
+# the values vLLM's SchedulerConfig / CacheConfig validators quote (vllm/config.py, vllm/config/scheduler.py)
+SCHEDULER_KEYS = {"batched", "util", "kv_dtype", "threshold", "swap_used"}
+SWAP_LIMIT = 0.7  # CacheConfig.verify_with_parallel_config raises above 70% of the host's RAM
+VLLM_DEFAULT_UTIL = 0.9  # CacheConfig.gpu_memory_utilization's default (vllm/config.py)
+
+
+def _scheduler(v: dict) -> tuple[str, list[Fix]]:
+    """The value the validator's own comparison needs, from the numbers it quoted."""
+    if "swap_used" in v:
+        bound = SWAP_LIMIT * float(v["swap_total"])
+        return (f"--swap-space reserves {v['swap_used']:g} GiB of the host's {v['swap_total']:g} GiB",
+                [Fix(f"Lower --swap-space (GiB per GPU worker) so all workers together stay under {bound:.1f} GiB "
+                     f"({SWAP_LIMIT:.0%} of the host's RAM): at most {SWAP_LIMIT * float(v['swap_total']) / float(v['swap_used']):.0%} "
+                     "of the value now; 0 turns CPU swap off (preempted requests are recomputed)", "--swap-space 0")])
+    if "util" in v:
+        return (f"gpu_memory_utilization {v['util']:g} is not a share of the GPU (0-1)",
+                [Fix(f"Give the share of each GPU the engine may use (vLLM's default is {VLLM_DEFAULT_UTIL})",
+                     f"--gpu-memory-utilization {VLLM_DEFAULT_UTIL}")])
+    if "kv_dtype" in v:
+        return (f"--kv-cache-dtype {v['kv_dtype']} is no KV cache dtype this vLLM knows",
+                [Fix("Use auto (the model's dtype) or an fp8 variant (fp8, fp8_e4m3, fp8_e5m2)", "--kv-cache-dtype auto")])
+    if "threshold" in v:
+        return (f"long_prefill_token_threshold {v['threshold']} is above max_model_len {v['model_len']}",
+                [Fix(f"Keep the threshold within the context length ({v['model_len']})", f"--long-prefill-token-threshold {v['model_len']}")])
+    if "model_len" in v:  # without chunked prefill one step must hold a whole prompt
+        return (f"max_num_batched_tokens {v['batched']} is below max_model_len {v['model_len']}",
+                [Fix(f"Let one step hold a whole prompt of max_model_len ({v['model_len']}) tokens", f"--max-num-batched-tokens {v['model_len']}"),
+                 Fix("Or split long prompts over steps", "--enable-chunked-prefill")])
+    return (f"max_num_batched_tokens {v['batched']} is below max_num_seqs {v['seqs']}",
+            [Fix(f"Give each of the {v['seqs']} sequences at least one token of the step", f"--max-num-batched-tokens {v['seqs']}"),
+             Fix(f"Or run at most {v['batched']} sequences at once", f"--max-num-seqs {v['batched']}")])
 
 
 def _context(facts: Facts, log: LogView, found: list) -> Finding:

@@ -31,7 +31,7 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
         sm = f"sm_{int(float(cc) * 10)}" if cc else "this GPU's compute capability"
         fixes = [Fix(f"Install a build compiled for {sm} (a newer wheel / image, or build from source with TORCH_CUDA_ARCH_LIST={cc or '<cc>'})"),
                  Fix("Check what torch was built for", "python -c 'import torch; print(torch.cuda.get_arch_list())'")]
-    elif "Driver/library version mismatch" in text or "LibRmVersionMismatch" in text:
+    elif "driver/library version mismatch" in text.lower() or "LibRmVersionMismatch" in text:  # nvidia-container-cli writes it lower-case
         # NVML's own check: the loaded kernel module is from another driver release than libnvidia-ml
         fixes = [Fix("The NVIDIA driver was upgraded but the old kernel module is still loaded: reboot the host (or unload and "
                      "reload the nvidia modules); the two versions here must agree", "cat /proc/driver/nvidia/version; nvidia-smi")]

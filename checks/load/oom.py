@@ -58,6 +58,9 @@ def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
         if "ggml_compute_buffers" in kinds:
             return "profiling"
         return phase if phase in ("profiling", "cuda_graph", "serving") else "weights"
+    if phase == "cuda_graph" and (log.events("enforce_eager") or log.setup.cuda_graphs is False
+                                  or le.deployment_value(facts, "enforce_eager") is True):
+        return "serving"  # a KV-sized milestone places graph capture next, unless graphs are off
     if phase not in LOAD_PHASES:
         return phase
     if ggml and e.kind == "cuda_oom":
@@ -76,7 +79,40 @@ def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
     if any(k.run == e.run and k.source == e.source and k.line_no > e.line_no for k in log.events("kv_cache_too_small", "no_kv_memory")):
         # the engine went on to size its KV cache after this OOM: it was the profiling run's, not the weights'
         return "profiling"
+    if _weights_loaded(facts, e):
+        return "profiling"
     return phase
+
+
+# While the weights load, the process holds at most its shard of them, the one tensor being copied in
+# (the failed allocation) and its CUDA context; holding more than WEIGHTS_MARGIN x the shard plus those
+# means the weights were in and something else (activations, the KV cache) was being allocated.
+WEIGHTS_MARGIN = 1.25
+CUDA_CONTEXT_GIB = 1.0  # a CUDA context with cuBLAS/NCCL workspaces: about 0.5-1 GiB per process
+
+
+def _weights_loaded(facts: Facts, e) -> str:
+    """PyTorch's OOM says how much this process holds ("this process has 28.62 GiB memory in use");
+    with the model's size known (its config or the shipped table), that number tells whether its
+    weight shard had already been loaded: the evidence saying so, or ""."""
+    from llm_doctor import memory
+    from llm_doctor.models import from_table
+
+    held, tried = e.values.get("this_process"), e.values.get("tried")
+    cfg = facts.deployment
+    if not isinstance(held, (int, float)) or cfg is None:
+        return ""
+    model = facts.model or (from_table(cfg.model) if cfg.model else None)
+    if model is None or (cfg.quantization or "").lower() not in ("", "none", (model.quant_method or "").lower()):
+        return ""  # online quantization loads the full-precision weights first: the quantized shard says nothing
+    try:
+        shard = memory.weights_bytes_per_gpu(model, cfg) / memory.GIB
+    except (ValueError, TypeError, ZeroDivisionError):
+        return ""
+    if held <= WEIGHTS_MARGIN * shard + float(tried or 0) + CUDA_CONTEXT_GIB:
+        return ""
+    return (f"the process held {held:g} GiB, more than its {shard:.1f} GiB weight shard ({model.name}, "
+            f"TP {cfg.tensor_parallel_size or 1}) could take: the weights had loaded")
 
 
 def _numbers(e) -> list[str]:
@@ -151,7 +187,8 @@ def _sized_split(facts: Facts, gpus: int) -> tuple[str, int | None] | None:
 
 
 def _runtime(facts: Facts, log: LogView, e, phase: str) -> Finding:
-    evidence = le.evidence([e]) + _numbers(e) + [f"phase: {phase}"] + log.earlier_runs()
+    loaded = _weights_loaded(facts, e)
+    evidence = le.evidence([e]) + _numbers(e) + [f"phase: {phase}"] + ([loaded] if loaded else []) + log.earlier_runs()
     fixes: list[Fix] = []
     engine = le.engine(facts)
     seqs = le.deployment_value(facts, "max_num_seqs")

@@ -150,8 +150,10 @@ PHASE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("cuda_graph", re.compile(r"cuda ?graph|graph capture", re.I)),
     # a start-up warm-up wraps the error of the batch it ran (TGI's "Warmup(Generation(...))"): start-up, not serving
     ("profiling", re.compile(r"warm ?up|profil|dummy", re.I)),
-    # Ollama's "an error was encountered while running the model" (llm/server.go) answers a request
-    ("serving", re.compile(r"\brequest|\bgenerat|\bdecod|\bsampl|\bforward\b|\brunning the model\b", re.I)),
+    # Ollama's "an error was encountered while running the model" (llm/server.go) answers a request; the engine's
+    # request loop wrapping the error (LMDeploy request.py "Engine loop failed with error", engine.py "Engine main loop
+    # failed"): the loop runs once the engine is built, so its failure is a served step's
+    ("serving", re.compile(r"\brequest|\bgenerat|\bdecod|\bsampl|\bforward\b|\brunning the model\b|engine (?:main )?loop failed", re.I)),
     ("profiling", re.compile(r"prefill|\btokens\b|\bbatch|warm ?up|executor|KV ?cache|kv_cache|compute buffer|workspace|"
                              r"activation|cuBLAS", re.I)),
     ("weights", re.compile(r"\bweights?\b|load(?:ing)? (?:the )?model|checkpoint|safetensors|\btensors?\b|\blayers?\b", re.I)),
@@ -161,6 +163,12 @@ PHASE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # "Cannot allocate memory" is errno ENOMEM; from ibv_reg_mr / NET/IB it is InfiniBand's memlock limit (NCCL).
 OWNERS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("host_oom", re.compile(r"\bibv_\w+|NET/IB|\bNCCL\b|InfiniBand|\bRDMA\b|\bmlx5_|ibvwrap", re.I), "nccl_error"),
+    # the kubelet quotes its HTTP probe's own client error (prober/http.go: "Readiness probe failed: Get ...: context
+    # deadline exceeded (Client.Timeout exceeded while awaiting headers)"): the probe's verdict, not a client's timeout
+    ("client_timeout", re.compile(r"\b(?:Readiness|Liveness|Startup) probe failed\b", re.I), "startup_timeout"),
+    # NVML's "Driver/library version mismatch" (nvml.h NVML_ERROR_LIB_RM_VERSION_MISMATCH) behind the container runtime's
+    # "initialization error": the GPU is there, the kernel module and the user-space driver differ (an upgrade without reboot)
+    ("gpu_not_visible", re.compile(r"driver/library version mismatch", re.I), "cuda_mismatch"),
 )
 _OWNER_RULES = {owner: ev.Rule(owner, re.compile("(?!)"), True) for _, _, owner in OWNERS}
 

@@ -18,7 +18,7 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
-from llm_doctor.logparse import catalogue, prefilter
+from llm_doctor.logparse import catalogue, frames, prefilter
 
 _NUM = r"\d[\d,]*(?:\.\d+)?"
 _SIZE = _NUM + r"\s*[KMGT]i?B"
@@ -118,6 +118,10 @@ HAND_RULES: tuple[Rule, ...] = (
     # --- host memory --------------------------------------------------------------------------
     _r("host_oom", r"OOMKilled|Out of memory: Kill(?:ed)? process|oom-kill|invoked oom-killer"),
     _r("host_oom", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*137\b|signal 9 \(SIGKILL\)|SIGKILL"),
+    # signal 7 is SIGBUS on Linux (exit status 135 = 128 + 7; torch elastic's exitcode -7; TGI launcher/src/main.rs "Shard
+    # process was signaled to shutdown with signal 7"): a write past the end of a full /dev/shm
+    _r("shm_too_small", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*135\b|exitcode\s*:?\s*-7\b|signal 7 \(SIGBUS\)|"
+       r"signaled to shutdown with signal 7\b"),
     _r("host_oom", r"ray\.exceptions\.OutOfMemoryError|node running low on memory|Task was killed due to the node running low"),
     _r(
         "host_oom",
@@ -441,7 +445,9 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"capture_model|Capturing (?:the model for )?(?:CUDA ?graphs?|cudagraphs|batches)|cuda_graph_runner|"
             r"CudaGraphRunner|capture_one_batch_size|_capture_cudagraphs|graph capture|"
             # the KV cache sized (vLLM V0 llm_engine, V1 gpu_worker / kv_cache_utils): graph capture comes next
-            r"# GPU blocks: [1-9]|Available KV cache memory: \d|GPU KV cache size: [1-9]",
+            r"# GPU blocks: [1-9]|Available KV cache memory: \d|GPU KV cache size: [1-9]|"
+            # SGLang: the KV pool allocated (mem_cache/memory_pool.py, model_runner.init_memory_pool), then its graph capture
+            r"KV Cache is allocated\. #tokens: [1-9]|Memory pool end\. avail mem|Capture cuda graph begin",
             re.I,
         ),
     ),
@@ -458,7 +464,7 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             # TensorRT-LLM: the engine (its weights) is deserialized before the execution context and KV cache
             r"IExecutionContext creation|for max tokens in paged KV cache|"
             # TGI's warm-up batch (server.py Warmup, flash_causal_lm.py warmup) and the launcher's report of it
-            r"\bwarmup\b|Method Warmup",
+            r"\bwarmup\b|Method Warmup|Warming up model",
             re.I,
         ),
     ),
@@ -476,8 +482,11 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "serving",
         re.compile(
+            # the engine finished starting (vLLM V1 core.py "init engine (profile, create kv cache, warmup model) took",
+            # api_server "Starting vLLM API server ... on", TGI router "Connected" once the shards warmed up)
+            r"create kv cache, warmup model\) took|Starting vLLM (?:API )?server (?:\d+ )?on|router/src/server\.rs:\d+: Connected|"
             r"Uvicorn running|Application startup complete|Exception in ModelTpServer|TpModelWorkerClient hit an exception|The server is fired up|Prefill batch|Decode batch|"
-            r"Avg prompt throughput|POST /v1/|forward_batch_generation|run_batch|sampler|\bsample\b|"
+            r"Avg prompt throughput|POST /v1/|\"POST /\w+ HTTP/1\.[01]\" 200|router/src/server\.rs:\d+: Success|\[GIN\][^|]*\| 200 \|[^|]*\|[^|]*\| POST|forward_batch_generation|run_batch|sampler|\bsample\b|"
             r"step_async|execute_model_req|slot \w+: id|update_slots|Generation throughput|"
             # vLLM V1's engine-core loop and SGLang's scheduler loop run only once the server is up (a
             # profiling run's execute_model sits under profile_run, which ranks first)
@@ -489,7 +498,12 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             # runner once started and its access log
             r"Engine loop failed|\b_?async_loop|async_stream_infer|\b_async_step|"
             r"Setting max batch total tokens|server\.rs:\d+: Connected|\bin (?:Prefill|Decode)\b|\bgenerate_token\b|"
-            r"_executor_loop|llama runner started|\[GIN\]",
+            r"_executor_loop|llama runner started|\[GIN\]|"
+            # a report that says what the server was doing ("it crashes during inference", "after sending 50
+            # concurrent requests", "under heavy load"): requests were being served when it ran out
+            r"\bduring (?:inference|generation|decoding|serving|benchmark)|\bunder (?:heavy |high )?load\b|"
+            r"\b(?:concurrent|parallel|simultaneous) requests\b|\bafter (?:running|serving) for\b|"
+            r"\b(?:sending|processing|handling) (?:a |the |some |many |multiple |\d+ )?(?:long |large )?(?:requests?|prompts?)\b",
             re.I,
         ),
     ),
@@ -511,7 +525,7 @@ class PhaseTracker:
         if text.startswith("Traceback (most recent call last)"):
             self.frames.clear()
             return
-        if text.startswith("File ") or text.startswith("frame #") or " in " in text[:200] and ".py" in text[:200]:
+        if text.startswith("File ") or text.startswith("frame #") or " in " in text[:200] and ".py" in text[:200] or frames.parse(text):
             self.frames.append(text[:300])
             return
         for phase, pattern in PHASES:
@@ -522,8 +536,10 @@ class PhaseTracker:
     def phase(self) -> str:
         best = ""
         for frame in self.frames:
+            # the function the frame names, by the engines' call paths (doctor/data/oom_frames.jsonl), else its words
+            named = frames.phase(frame)
             for phase, pattern in PHASES:
-                if pattern.search(frame) and (not best or _PHASE_RANK[phase] < _PHASE_RANK[best]):
+                if (phase == named if named else pattern.search(frame)) and (not best or _PHASE_RANK[phase] < _PHASE_RANK[best]):
                     best = phase
         return best or self.milestone
 
