@@ -453,6 +453,15 @@ def test_a_text_with_nothing_the_doctor_reads_is_incomplete(tmp_path: Path) -> N
                              "stat line or launch command), so it could not be judged: pass the engine's or client's own log"]
 
 
+def test_a_proxy_named_in_a_sentence_is_not_a_line_read(tmp_path: Path) -> None:
+    """A proxy or gateway named in prose (the setup fact the streaming fix speaks to) is, like an engine
+    named in a sentence, no line of its log: the text is still one nothing was read in."""
+    notes = write(tmp_path, "notes.txt", "We run two replicas behind nginx and LiteLLM on the same host;\n"
+                                         "the config is the one from the team wiki.\n")
+    rc, report = analyze_json(notes)
+    assert (rc, report["status"], [f["code"] for f in report["findings"]]) == (1, "incomplete", ["doctor.input_incomplete"])
+
+
 @pytest.mark.skipif(not (ROOT.parent / "shared" / "real").is_dir(), reason="shared/real is not here")
 @pytest.mark.parametrize("name", [
     "nccl/net-ib-detected-azure.txt",  # one NCCL INFO line: a log record the failure reader read, no failure in it

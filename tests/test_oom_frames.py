@@ -64,7 +64,7 @@ CASES = [
     # MLX's Metal allocator (mlx/backend/metal/allocator.cpp) under mlx_lm.server's generation thread: the GPU's OOM, while serving
     ("mlx-metal-malloc", ["2026-09-24 03:12:44,101 - ERROR - mlx_lm.server generation thread died: [metal::malloc] Attempting to "
                           "allocate 21474836480 bytes which is greater than the maximum allowed buffer size of 17179869184 bytes."],
-     "load.runtime_oom", "family: out of memory", None),
+     "load.runtime_oom", "phase: serving", None),
     # the CUDA driver API's name for it, as a binding prints it (cudarc's DriverError Debug format), under a generate call
     ("driver-api-oom", ["ERROR generate failed: DriverError(CUDA_ERROR_OUT_OF_MEMORY, \"out of memory\")"],
      "load.runtime_oom", "phase: serving", None),

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
@@ -364,8 +365,8 @@ NOT_UNDERSTOOD = ("nothing in it is output the doctor reads (no engine or client
 
 def _understood_nothing(logs: LogFacts) -> bool:
     """No line of the scanned text was anything: no event, no start or serving, no setup fact (an engine
-    named in a sentence is no line of its log)."""
-    return not (logs.events or logs.started or logs.ready or logs.setup != LogSetup())
+    or a proxy named in a sentence is no line of its log)."""
+    return not (logs.events or logs.started or logs.ready or replace(logs.setup, proxy="") != LogSetup())
 
 
 def _log_shaped(path: str) -> bool:
