@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from llm_doctor import engine_flags
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
@@ -34,6 +35,10 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
                  Fix("Or, when the model really supports more (RoPE scaling), allow it explicitly",
                      "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" if engine != "sglang" else "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")]
         title = f"{v.get('field')} {v.get('value')} is above the model's limit {v['derived']}"
+    elif "setting" in v and "needed" in v:  # a setting below what the engine says it must hold (vLLM's max_num_batched_tokens, max_lora_rank)
+        flag = "--" + str(v["setting"]).replace("_", "-")
+        fixes = [Fix(f"Raise {flag} to {v['needed']}, the value the engine's message names", f"{flag} {v['needed']}")]
+        title = f"{v['setting']} {v.get('value')} is below the {v['needed']} the engine needs"
     elif "argument" in v:  # the engine could not infer a value and asks for it (LMDeploy's model_name)
         flag = "--" + str(v["argument"]).replace("_", "-")
         fixes = [Fix(f"Pass {flag} explicitly (the engine's --help lists the values): it could not infer it from the model folder")]
@@ -64,7 +69,11 @@ def _context(facts: Facts, log: LogView, found: list) -> Finding:
                             f"-b {size} -ub {size}")], explains=le.CLIENT_SYMPTOMS)
     sized = isinstance(prompt, int) and isinstance(ctx, int)
     size = -(-(prompt + 1) // 1024) * 1024 if sized else None
-    if le.engine(facts) == "ollama":
+    engine = le.engine(facts) or le.template_engine(found[-1])
+    if engine in ("vllm", "sglang"):  # a prompt above the context length the engine was started with
+        fix = Fix(f"Start the engine with a longer context, if the model supports it ({engine_flags.flag('ctx', engine)})",
+                  engine_flags.setting("ctx", engine, size) if size else None)
+    elif engine == "ollama":
         fix = Fix("Give the model a longer context (num_ctx in the request's options or the Modelfile; "
                   "OLLAMA_CONTEXT_LENGTH for the server's default)", f"OLLAMA_CONTEXT_LENGTH={size}" if size else None)
     else:
