@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_load_wordings import assert_rank_one
+from tests.test_load_wordings import assert_rank_one, findings_of
 
 VLLM = "(APIServer pid=1) INFO 10-01 12:00:00 [api_server.py:1885] vLLM API server version 0.10.2"
 V1_CORE = "(EngineCore_0 pid=310) ERROR 10-01 12:00:09 [core.py:700]"
@@ -48,6 +48,30 @@ CASES = [
      "load.unrecognized_failure", "watchdog_timeout=300", None),
     ("sglang-watchdog-timeout-v04", [SGLANG, "[2025-02-01 10:20:00 TP0] Watchdog timeout (self.watchdog_timeout=300)"],
      "load.unrecognized_failure", "Watchdog timeout", None),
+    # vllm-project/vllm@v0.6.3:vllm/entrypoints/openai/serving_chat.py, the 400 a client prints
+    ("vllm-auto-tool-choice-not-enabled", [
+        "openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': '\"auto\" tool choice requires "
+        "--enable-auto-tool-choice and --tool-call-parser to be set', 'type': 'BadRequestError', 'param': None, 'code': 400}"],
+     "load.config_invalid", "tool choice requires", None),
+    # vllm-project/vllm@v0.6.3:vllm/entrypoints/openai/api_server.py
+    ("vllm-unknown-tool-parser", [VLLM,
+        "KeyError: 'invalid tool call parser: qwen3_coder (chose from { deepseek_v3,hermes,llama3_json,mistral })'"],
+     "load.config_invalid", "invalid tool call parser: qwen3_coder", None),
+    # vllm-project/vllm@1c0d9ecf:vllm/platforms/cuda.py: a forced backend, and no backend at all
+    ("vllm-forced-attention-backend-refused", [VLLM, f"{V1_CORE} ValueError: Selected backend AttentionBackendEnum.FLASH_ATTN "
+        "is not valid for this configuration. Reason: ['kv_cache_dtype not supported']"],
+     "load.config_invalid", "Selected backend AttentionBackendEnum.FLASH_ATTN", None),
+    ("vllm-no-attention-backend", [VLLM, f"{V1_CORE} ValueError: No valid attention backend found for cuda with "
+        "AttentionSelectorConfig(head_size=576, dtype=torch.bfloat16, kv_cache_dtype=fp8, use_mla=True, use_sparse=True). "
+        "Reasons: {FLASH_ATTN_MLA: [compute capability not supported], FLASHMLA: [compute capability not supported]}."],
+     "load.config_invalid", "No valid attention backend found", None),
+    # ggml-org/llama.cpp@aa6192d3:tools/server/server.cpp: the last line names no cause; the line before it does
+    ("llamacpp-exiting-after-unknown-arch", [LLAMA,
+        "llama_model_load: error loading model: error loading model architecture: unknown model architecture: 'glm5next'",
+        "llama_model_load_from_file_impl: failed to load model", "srv  llama_server: exiting due to model loading error"],
+     "load.engine_outdated", "unknown model architecture: 'glm5next'", None),
+    ("llamacpp-exiting-alone-is-a-finding", [LLAMA, "main: exiting due to model loading error"],
+     "load.unrecognized_failure", "exiting due to model loading error", None),
     # ggml-org/llama.cpp@4c7103b9:src/llama-context.cpp: the KV cache has no room for the batch
     ("llamacpp-no-memory-slot", [LLAMA, "decode: failed to find a memory slot for batch of size 1024"],
      "load.config_invalid", "failed to find a memory slot", None),
@@ -57,3 +81,30 @@ CASES = [
 @pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
 def test_engine_limit_wording(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
     assert_rank_one(tmp_path, name, lines, code, evidence, command)
+
+
+def _top(tmp_path, lines: list[str]):
+    log = tmp_path / "engine.log"
+    log.write_text("\n".join(lines) + "\n")
+    return findings_of(log)[0]
+
+
+def test_a_forced_backend_is_named_with_its_reason(tmp_path) -> None:
+    top = _top(tmp_path, [VLLM, "ValueError: Selected backend AttentionBackendEnum.FLASHINFER is not valid for this configuration. "
+                                "Reason: ['head_size not supported']"])
+    assert "AttentionBackendEnum.FLASHINFER" in top.title and "head_size not supported" in top.title
+    assert "--attention-backend" in top.fixes[0].summary
+    assert top.fixes[1].command == "pip install -U vllm"
+
+
+def test_an_unknown_parser_lists_the_accepted_names(tmp_path) -> None:
+    top = _top(tmp_path, [VLLM, "KeyError: 'invalid reasoning parser: qwen3x (chose from { deepseek_r1,granite,qwen3 })'"])
+    assert top.code == "load.config_invalid"
+    assert "deepseek_r1,granite,qwen3" in top.fixes[0].summary and "qwen3x" in top.title
+
+
+def test_a_prompt_over_vllms_max_model_len_is_not_fixed_with_llamacpps_flag(tmp_path) -> None:
+    """The prompt-overrun fix speaks the engine's flag: --max-model-len for vLLM (never llama.cpp's --ctx-size)."""
+    top = _top(tmp_path, [VLLM, "ValueError: The decoder prompt (length 8825) is longer than the maximum model length of 8192."])
+    assert top.fixes[0].command == "--max-model-len 9216"
+    assert "--ctx-size" not in " ".join(f.summary + (f.command or "") for f in top.fixes)

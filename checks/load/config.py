@@ -39,6 +39,20 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
         flag = "--" + str(v["setting"]).replace("_", "-")
         fixes = [Fix(f"Raise {flag} to {v['needed']}, the value the engine's message names", f"{flag} {v['needed']}")]
         title = f"{v['setting']} {v.get('value')} is below the {v['needed']} the engine needs"
+    elif "choices" in v and "value" in v:  # a name the engine does not know, with the ones it does (vLLM's tool/reasoning parsers)
+        fixes = [Fix(f"Use one of the names this engine version accepts instead of {v['value']}: {str(v['choices']).strip()}")]
+        title = f"the engine does not know {v['value']}"
+    elif "missing" in v:  # a feature the engine serves only when started with flags it names (vLLM's auto tool choice)
+        fixes = [Fix(f"Start the engine with {v['missing']} (its --help lists the accepted values)")]
+        title = f"the engine needs {v['missing']}"
+    elif "reason" in v:  # vLLM's attention-backend selector refused the model, GPU and KV-cache dtype it was given
+        forced = f" ({v['backend']})" if v.get("backend") else ""
+        fixes = [Fix(f"Let the engine choose its attention backend: remove --attention-backend / VLLM_ATTENTION_BACKEND{forced}, "
+                     f"or the setting the reason names ({v['reason']}), e.g. a forced --kv-cache-dtype"),
+                 Fix("Or upgrade the engine: newer versions add backends for more GPUs, head sizes and KV dtypes",
+                     engine_flags.UPGRADE.get(engine or "vllm"))]
+        title = (f"the attention backend {v['backend']} refuses this configuration: {v['reason']}" if v.get("backend")
+                 else f"no attention backend accepts this configuration: {v['reason']}")
     elif "argument" in v:  # the engine could not infer a value and asks for it (LMDeploy's model_name)
         flag = "--" + str(v["argument"]).replace("_", "-")
         fixes = [Fix(f"Pass {flag} explicitly (the engine's --help lists the values): it could not infer it from the model folder")]
