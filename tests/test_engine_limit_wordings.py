@@ -48,6 +48,10 @@ CASES = [
      "load.unrecognized_failure", "watchdog_timeout=300", None),
     ("sglang-watchdog-timeout-v04", [SGLANG, "[2025-02-01 10:20:00 TP0] Watchdog timeout (self.watchdog_timeout=300)"],
      "load.unrecognized_failure", "Watchdog timeout", None),
+    # sgl-project/sglang@v0.4.3:python/sglang/srt/model_executor/model_runner.py: a negative profiled KV pool
+    ("sglang-negative-profiled-kv-pool", [SGLANG,
+        "[2025-07-02 07:41:59 DP0 TP0] max_total_tokens=131072 is larger than the profiled value -561981. Use the profiled value instead."],
+     "load.no_kv_cache_memory", "the profiled value -561981", None),
     # vllm-project/vllm@v0.6.3:vllm/entrypoints/openai/serving_chat.py, the 400 a client prints
     ("vllm-auto-tool-choice-not-enabled", [
         "openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': '\"auto\" tool choice requires "
@@ -108,3 +112,18 @@ def test_a_prompt_over_vllms_max_model_len_is_not_fixed_with_llamacpps_flag(tmp_
     top = _top(tmp_path, [VLLM, "ValueError: The decoder prompt (length 8825) is longer than the maximum model length of 8192."])
     assert top.fixes[0].command == "--max-model-len 9216"
     assert "--ctx-size" not in " ".join(f.summary + (f.command or "") for f in top.fixes)
+
+
+def test_a_negative_sglang_pool_is_fixed_with_sglangs_flag(tmp_path) -> None:
+    top = _top(tmp_path, [SGLANG, "[2026-02-11 06:45:01] max_total_tokens=20480 is larger than the profiled value -89624. "
+                                  "Use the profiled value instead."])
+    assert top.code == "load.no_kv_cache_memory"
+    assert "--mem-fraction-static" in top.fixes[0].summary and "--gpu-memory-utilization" not in top.fixes[0].summary
+
+
+def test_a_positive_profiled_pool_is_no_failure(tmp_path) -> None:
+    """Only a negative profiled value means no KV memory; a positive one just caps --max-total-tokens."""
+    log = tmp_path / "engine.log"
+    log.write_text(SGLANG + "\n[2026-02-11 06:45:01] max_total_tokens=131072 is larger than the profiled value 50756. "
+                   "Use the profiled value instead.\n")
+    assert "load.no_kv_cache_memory" not in [f.code for f in findings_of(log)]
