@@ -127,3 +127,12 @@ def test_a_positive_profiled_pool_is_no_failure(tmp_path) -> None:
     log.write_text(SGLANG + "\n[2026-02-11 06:45:01] max_total_tokens=131072 is larger than the profiled value 50756. "
                    "Use the profiled value instead.\n")
     assert "load.no_kv_cache_memory" not in [f.code for f in findings_of(log)]
+
+
+def test_sglangs_stated_share_is_the_one_raised(tmp_path) -> None:
+    """sgl-project/sglang pool_configurator.py names the share it was given: the fix raises that one, in SGLang's
+    flag, even when the pasted message is all there is."""
+    top = _top(tmp_path, ["RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+                          "Current value: mem_fraction_static=0.25"])
+    assert top.code == "load.no_kv_cache_memory"
+    assert top.fixes[0].summary.startswith("Raise --mem-fraction-static above 0.25")
