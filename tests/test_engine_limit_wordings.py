@@ -52,6 +52,13 @@ CASES = [
     ("sglang-negative-profiled-kv-pool", [SGLANG,
         "[2025-07-02 07:41:59 DP0 TP0] max_total_tokens=131072 is larger than the profiled value -561981. Use the profiled value instead."],
      "load.no_kv_cache_memory", "the profiled value -561981", None),
+    # vllm-project/vllm@v0.7.3:vllm/multimodal/processing.py, and the later "You set or defaulted to '{...}'" opening
+    ("vllm-mm-items-above-limit", [VLLM, "ValueError: You set image=1 (or defaulted to 1) in `--limit-mm-per-prompt`, "
+                                         "but passed 3 image items in the same prompt."],
+     "load.config_invalid", "passed 3 image items", """--limit-mm-per-prompt '{"image": 3}'"""),
+    ("vllm-mm-items-above-limit-json", [VLLM, "ERROR: You set or defaulted to '{\"video\": 1}' in `--limit-mm-per-prompt`, "
+                                              "but passed 2 video items in the same prompt."],
+     "load.config_invalid", "passed 2 video items", """--limit-mm-per-prompt '{"video": 2}'"""),
     # vllm-project/vllm@v0.6.3:vllm/entrypoints/openai/serving_chat.py, the 400 a client prints
     ("vllm-auto-tool-choice-not-enabled", [
         "openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': '\"auto\" tool choice requires "

@@ -4,6 +4,7 @@ negative context length). The fix names the value the engine itself derived."""
 
 from __future__ import annotations
 
+import json
 import math
 
 from llm_doctor import engine_flags
@@ -35,6 +36,10 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
                  Fix("Or, when the model really supports more (RoPE scaling), allow it explicitly",
                      "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" if engine != "sglang" else "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")]
         title = f"{v.get('field')} {v.get('value')} is above the model's limit {v['derived']}"
+    elif "modality" in v and "needed" in v:  # vLLM's per-prompt cap on images/videos/audios (1 by default)
+        limit = json.dumps({v["modality"]: v["needed"]})
+        fixes = [Fix(f"Allow {v['needed']} {v['modality']} items per prompt (if the model takes that many)", f"--limit-mm-per-prompt '{limit}'")]
+        title = f"a prompt carries {v['needed']} {v['modality']} items, above --limit-mm-per-prompt"
     elif "setting" in v and "needed" in v:  # a setting below what the engine says it must hold (vLLM's max_num_batched_tokens, max_lora_rank)
         flag = "--" + str(v["setting"]).replace("_", "-")
         fixes = [Fix(f"Raise {flag} to {v['needed']}, the value the engine's message names", f"{flag} {v['needed']}")]
