@@ -81,6 +81,12 @@ CASES = [
         "llama_model_load: error loading model: error loading model architecture: unknown model architecture: 'glm5next'",
         "llama_model_load_from_file_impl: failed to load model", "srv  llama_server: exiting due to model loading error"],
      "load.engine_outdated", "unknown model architecture: 'glm5next'", None),
+    # ggml-org/llama.cpp@3679b65d:tools/mtmd/clip.cpp: an --mmproj projector newer than the build (no build line pasted)
+    ("llamacpp-unknown-projector-type", [
+        "clip_init: failed to load model '/models/mmproj-F16.gguf': load_hparams: unknown projector type: qwen3vl_merger",
+        "mtmd_init_from_file: error: Failed to load CLIP model from /models/mmproj-F16.gguf",
+        "srv    load_model: failed to load multimodal model, '/models/mmproj-F16.gguf'", "main: exiting due to model loading error"],
+     "load.engine_outdated", "unknown projector type: qwen3vl_merger", "docker pull ghcr.io/ggml-org/llama.cpp:server"),
     ("llamacpp-exiting-alone-is-a-finding", [LLAMA, "main: exiting due to model loading error"],
      "load.unrecognized_failure", "exiting due to model loading error", None),
     # ggml-org/llama.cpp@4c7103b9:src/llama-context.cpp: the KV cache has no room for the batch
