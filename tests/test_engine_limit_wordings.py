@@ -89,6 +89,16 @@ CASES = [
      "load.engine_outdated", "unknown projector type: qwen3vl_merger", "docker pull ghcr.io/ggml-org/llama.cpp:server"),
     ("llamacpp-exiting-alone-is-a-finding", [LLAMA, "main: exiting due to model loading error"],
      "load.unrecognized_failure", "exiting due to model loading error", None),
+    # sgl-project/sglang@v0.4.3:python/sglang/srt/managers/detokenizer_manager.py: the traceback's last error is quoted
+    ("sglang-detokenizer-died", [SGLANG, "[2025-01-01 10:00:00] DetokenizerManager hit an exception: Traceback (most recent call last):",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/detokenizer_manager.py", line 250, in run_detokenizer_process',
+        "    manager.event_loop()", "OverflowError: out of range integral type conversion attempted"],
+     "load.unrecognized_failure", "OverflowError: out of range integral type conversion attempted", None),
+    # sgl-project/sglang@v0.4.6:python/sglang/srt/entrypoints/http_server.py: a stuck engine, not silence
+    ("sglang-health-check-no-detokenizer", [SGLANG,
+        "[2026-09-08 04:05:00] ERROR: Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. "
+        "tic start time: 04:04:40. last_heartbeat time: 04:00:01"],
+     "load.unrecognized_failure", "couldn't get a response from detokenizer", None),
     # ggml-org/llama.cpp@4c7103b9:src/llama-context.cpp: the KV cache has no room for the batch
     ("llamacpp-no-memory-slot", [LLAMA, "decode: failed to find a memory slot for batch of size 1024"],
      "load.config_invalid", "failed to find a memory slot", None),
