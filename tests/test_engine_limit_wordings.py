@@ -87,6 +87,15 @@ CASES = [
         "mtmd_init_from_file: error: Failed to load CLIP model from /models/mmproj-F16.gguf",
         "srv    load_model: failed to load multimodal model, '/models/mmproj-F16.gguf'", "main: exiting due to model loading error"],
      "load.engine_outdated", "unknown projector type: qwen3vl_merger", "docker pull ghcr.io/ggml-org/llama.cpp:server"),
+    # ggml-org/llama.cpp@aa6192d3:tools/server/{utils.hpp,server.cpp}: requests that need a start-up flag, as clients print them
+    ("llamacpp-tools-need-jinja", ['{"error":{"code":500,"message":"tools param requires --jinja flag","type":"server_error"}}'],
+     "load.config_invalid", "tools param requires --jinja flag", None),
+    ("llamacpp-image-needs-mmproj", ["openai.InternalServerError: Error code: 500 - {'error': {'code': 500, 'message': 'image input "
+                                     "is not supported - hint: if this is unexpected, you may need to provide the mmproj', 'type': 'server_error'}}"],
+     "load.config_invalid", "image input is not supported", None),
+    ("llamacpp-embeddings-not-enabled", ['{"error":{"code":501,"message":"This server does not support embeddings. Start it with '
+                                         '`--embeddings`","type":"not_supported_error"}}'],
+     "load.config_invalid", "does not support embeddings", None),
     ("llamacpp-exiting-alone-is-a-finding", [LLAMA, "main: exiting due to model loading error"],
      "load.unrecognized_failure", "exiting due to model loading error", None),
     # sgl-project/sglang@v0.4.3:python/sglang/srt/managers/detokenizer_manager.py: the traceback's last error is quoted
@@ -159,3 +168,11 @@ def test_sglangs_stated_share_is_the_one_raised(tmp_path) -> None:
                           "Current value: mem_fraction_static=0.25"])
     assert top.code == "load.no_kv_cache_memory"
     assert top.fixes[0].summary.startswith("Raise --mem-fraction-static above 0.25")
+
+
+def test_a_missing_start_up_flag_is_named_as_a_flag(tmp_path) -> None:
+    top = _top(tmp_path, ['{"error":{"code":500,"message":"audio input is not supported - hint: if this is unexpected, '
+                          'you may need to provide the mmproj","type":"server_error"}}'])
+    assert top.title == "the engine needs --mmproj"
+    top = _top(tmp_path, ['{"error":{"code":501,"message":"This server does not support reranking. Start it with `--reranking`"}}'])
+    assert top.fixes[0].summary.startswith("Start the engine with --reranking")

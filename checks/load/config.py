@@ -47,9 +47,11 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
     elif "choices" in v and "value" in v:  # a name the engine does not know, with the ones it does (vLLM's tool/reasoning parsers)
         fixes = [Fix(f"Use one of the names this engine version accepts instead of {v['value']}: {str(v['choices']).strip()}")]
         title = f"the engine does not know {v['value']}"
-    elif "missing" in v:  # a feature the engine serves only when started with flags it names (vLLM's auto tool choice)
-        fixes = [Fix(f"Start the engine with {v['missing']} (its --help lists the accepted values)")]
-        title = f"the engine needs {v['missing']}"
+    elif "missing" in v:  # a feature the engine serves only when started with flags it names (vLLM's auto tool choice, llama-server's --jinja)
+        missing = str(v["missing"]).strip("`'\" ")
+        missing = missing if missing.startswith("-") else f"--{missing}"
+        fixes = [Fix(f"Start the engine with {missing} (its --help lists the accepted values)")]
+        title = f"the engine needs {missing}"
     elif "reason" in v:  # vLLM's attention-backend selector refused the model, GPU and KV-cache dtype it was given
         forced = f" ({v['backend']})" if v.get("backend") else ""
         fixes = [Fix(f"Let the engine choose its attention backend: remove --attention-backend / VLLM_ATTENTION_BACKEND{forced}, "
