@@ -59,6 +59,13 @@ CASES = [
     ("vllm-mm-items-above-limit-json", [VLLM, "ERROR: You set or defaulted to '{\"video\": 1}' in `--limit-mm-per-prompt`, "
                                               "but passed 2 video items in the same prompt."],
      "load.config_invalid", "passed 2 video items", """--limit-mm-per-prompt '{"video": 2}'"""),
+    # vllm-project/vllm@v0.6.3:vllm/lora/worker_manager.py and @v0.6.0:vllm/model_executor/model_loader/loader.py
+    ("vllm-lora-adapter-not-found", [VLLM, "vllm.exceptions.LoRAAdapterNotFoundError: Loading lora samp-123 failed: "
+                                           "No adapter found for /tmp/peft/samp-123/adapter_config.json"],
+     "load.model_files", "No adapter found for", None),
+    ("vllm-model-without-lora", [VLLM, "ValueError: Model Qwen2MoeForCausalLM does not support LoRA, but LoRA is enabled. Support for "
+                                       "this model may be added in the future. If this is important to you, please open an issue on github."],
+     "load.config_invalid", "does not support LoRA", None),
     # vllm-project/vllm@v0.6.3:vllm/entrypoints/openai/serving_chat.py, the 400 a client prints
     ("vllm-auto-tool-choice-not-enabled", [
         "openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': '\"auto\" tool choice requires "

@@ -60,6 +60,10 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
                      engine_flags.UPGRADE.get(engine or "vllm"))]
         title = (f"the attention backend {v['backend']} refuses this configuration: {v['reason']}" if v.get("backend")
                  else f"no attention backend accepts this configuration: {v['reason']}")
+    elif "arch" in v:  # a model class the engine cannot serve with a feature that is on (vLLM's LoRA)
+        fixes = [Fix("Serve this model without the feature (for LoRA: drop --enable-lora and merge the adapter into the weights)"),
+                 Fix("Or upgrade the engine: newer releases add the feature to more model classes", engine_flags.UPGRADE.get(engine or "vllm"))]
+        title = f"{v['arch']} does not support a feature the engine was started with"
     elif "argument" in v:  # the engine could not infer a value and asks for it (LMDeploy's model_name)
         flag = "--" + str(v["argument"]).replace("_", "-")
         fixes = [Fix(f"Pass {flag} explicitly (the engine's --help lists the values): it could not infer it from the model folder")]
