@@ -71,6 +71,11 @@ CASES = [
         "openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': '\"auto\" tool choice requires "
         "--enable-auto-tool-choice and --tool-call-parser to be set', 'type': 'BadRequestError', 'param': None, 'code': 400}"],
      "load.config_invalid", "tool choice requires", None),
+    # vllm-project/vllm@v0.6.0:vllm/entrypoints/chat_utils.py: a tokenizer without a chat template
+    ("vllm-no-chat-template", ["openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': 'As of transformers v4.44, "
+                               "default chat template is no longer allowed, so you must provide a chat template if the tokenizer does not "
+                               "define one. None', 'type': 'BadRequestError', 'param': None, 'code': 400}"],
+     "load.config_invalid", "default chat template is no longer allowed", None),
     # vllm-project/vllm@v0.6.3:vllm/entrypoints/openai/api_server.py
     ("vllm-unknown-tool-parser", [VLLM,
         "KeyError: 'invalid tool call parser: qwen3_coder (chose from { deepseek_v3,hermes,llama3_json,mistral })'"],
@@ -183,3 +188,9 @@ def test_a_missing_start_up_flag_is_named_as_a_flag(tmp_path) -> None:
     assert top.title == "the engine needs --mmproj"
     top = _top(tmp_path, ['{"error":{"code":501,"message":"This server does not support reranking. Start it with `--reranking`"}}'])
     assert top.fixes[0].summary.startswith("Start the engine with --reranking")
+
+
+def test_a_missing_chat_template_is_fixed_with_the_flag(tmp_path) -> None:
+    top = _top(tmp_path, [VLLM, "ERROR 10-01 12:00:00 [serving_chat.py:222] As of transformers v4.44, default chat template is no "
+                                "longer allowed, so you must provide a chat template if the tokenizer does not define one."])
+    assert top.title == "the engine needs --chat-template"

@@ -49,7 +49,7 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
         title = f"the engine does not know {v['value']}"
     elif "missing" in v:  # a feature the engine serves only when started with flags it names (vLLM's auto tool choice, llama-server's --jinja)
         missing = str(v["missing"]).strip("`'\" ")
-        missing = missing if missing.startswith("-") else f"--{missing}"
+        missing = missing if missing.startswith("-") else "--" + missing.replace(" ", "-")  # "chat template" -> --chat-template
         fixes = [Fix(f"Start the engine with {missing} (its --help lists the accepted values)")]
         title = f"the engine needs {missing}"
     elif "reason" in v:  # vLLM's attention-backend selector refused the model, GPU and KV-cache dtype it was given
