@@ -38,6 +38,8 @@ CASES = [
         "ValueError: The decoder prompt (length 12324) is longer than the maximum model length of 8192. Make sure that "
         "`max_model_len` is no smaller than the number of text tokens plus multimodal tokens."],
      "load.config_invalid", "(length 12324)", "--max-model-len 13312"),
+    ("vllm-v1-prompt-length-of", [VLLM, "ValueError: Prompt length of 40000 is longer than the maximum model length of 32768."],
+     "load.config_invalid", "Prompt length of 40000", "--max-model-len 40960"),
     # vllm-project/vllm@v0.8.5:vllm/model_executor/model_loader/loader.py
     ("vllm-weights-not-initialized", [VLLM,
         f"{V1_CORE} ValueError: Following weights were not initialized from checkpoint: "
@@ -99,7 +101,7 @@ CASES = [
         "mtmd_init_from_file: error: Failed to load CLIP model from /models/mmproj-F16.gguf",
         "srv    load_model: failed to load multimodal model, '/models/mmproj-F16.gguf'", "main: exiting due to model loading error"],
      "load.engine_outdated", "unknown projector type: qwen3vl_merger", "docker pull ghcr.io/ggml-org/llama.cpp:server"),
-    # ggml-org/llama.cpp@aa6192d3:tools/server/{utils.hpp,server.cpp}: requests that need a start-up flag, as clients print them
+    # ggml-org/llama.cpp@aa6192d3:tools/server/{server-common.cpp,server.cpp}: requests that need a start-up flag, as clients print them
     ("llamacpp-tools-need-jinja", ['{"error":{"code":500,"message":"tools param requires --jinja flag","type":"server_error"}}'],
      "load.config_invalid", "tools param requires --jinja flag", None),
     ("llamacpp-image-needs-mmproj", ["openai.InternalServerError: Error code: 500 - {'error': {'code': 500, 'message': 'image input "
