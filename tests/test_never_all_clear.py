@@ -306,7 +306,7 @@ CLIENT_SHAPES = [
     # curl -i: the status line of the answer
     "HTTP/1.1 422 Unprocessable Entity",
     # llama.cpp tools/server/utils.hpp format_error_response: {"code", "message", "type": "<x>_error"}
-    '{"code": 501, "message": "This server does not support embeddings. Start it with `--embeddings`", "type": "not_supported_error"}',
+    '{"code": 400, "message": "Pooling type \'none\' is not OAI compatible. Please use a different pooling type", "type": "invalid_request_error"}',
 ]
 
 

@@ -4,8 +4,10 @@ negative context length). The fix names the value the engine itself derived."""
 
 from __future__ import annotations
 
+import json
 import math
 
+from llm_doctor import engine_flags
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
@@ -36,6 +38,34 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
         title = f"{v.get('field')} {v.get('value')} is above the model's limit {v['derived']}"
     elif SCHEDULER_KEYS & set(v):
         title, fixes = _scheduler(v)
+    elif "modality" in v and "needed" in v:  # vLLM's per-prompt cap on images/videos/audios (1 by default)
+        limit = json.dumps({v["modality"]: v["needed"]})
+        fixes = [Fix(f"Allow {v['needed']} {v['modality']} items per prompt (if the model takes that many)", f"--limit-mm-per-prompt '{limit}'")]
+        title = f"a prompt carries {v['needed']} {v['modality']} items, above --limit-mm-per-prompt"
+    elif "setting" in v and "needed" in v:  # a setting below what the engine says it must hold (vLLM's max_num_batched_tokens, max_lora_rank)
+        flag = "--" + str(v["setting"]).replace("_", "-")
+        fixes = [Fix(f"Raise {flag} to {v['needed']}, the value the engine's message names", f"{flag} {v['needed']}")]
+        title = f"{v['setting']} {v.get('value')} is below the {v['needed']} the engine needs"
+    elif "choices" in v and "value" in v:  # a name the engine does not know, with the ones it does (vLLM's tool/reasoning parsers)
+        fixes = [Fix(f"Use one of the names this engine version accepts instead of {v['value']}: {str(v['choices']).strip()}")]
+        title = f"the engine does not know {v['value']}"
+    elif "missing" in v:  # a feature the engine serves only when started with flags it names (vLLM's auto tool choice, llama-server's --jinja)
+        missing = str(v["missing"]).strip("`'\" ")
+        missing = missing if missing.startswith("-") else "--" + missing.replace(" ", "-")  # "chat template" -> --chat-template
+        fixes = [Fix(f"Start the engine with {missing} (its --help lists the accepted values)")]
+        title = f"the engine needs {missing}"
+    elif "reason" in v:  # vLLM's attention-backend selector refused the model, GPU and KV-cache dtype it was given
+        forced = f" ({v['backend']})" if v.get("backend") else ""
+        fixes = [Fix(f"Let the engine choose its attention backend: remove --attention-backend / VLLM_ATTENTION_BACKEND{forced}, "
+                     f"or the setting the reason names ({v['reason']}), e.g. a forced --kv-cache-dtype"),
+                 Fix("Or upgrade the engine: newer versions add backends for more GPUs, head sizes and KV dtypes",
+                     engine_flags.UPGRADE.get(engine or "vllm"))]
+        title = (f"the attention backend {v['backend']} refuses this configuration: {v['reason']}" if v.get("backend")
+                 else f"no attention backend accepts this configuration: {v['reason']}")
+    elif "arch" in v:  # a model class the engine cannot serve with a feature that is on (vLLM's LoRA)
+        fixes = [Fix("Serve this model without the feature (for LoRA: drop --enable-lora and merge the adapter into the weights)"),
+                 Fix("Or upgrade the engine: newer releases add the feature to more model classes", engine_flags.UPGRADE.get(engine or "vllm"))]
+        title = f"{v['arch']} does not support a feature the engine was started with"
     elif "argument" in v:  # the engine could not infer a value and asks for it (LMDeploy's model_name)
         flag = "--" + str(v["argument"]).replace("_", "-")
         fixes = [Fix(f"Pass {flag} explicitly (the engine's --help lists the values): it could not infer it from the model folder")]
@@ -99,7 +129,11 @@ def _context(facts: Facts, log: LogView, found: list) -> Finding:
                             f"-b {size} -ub {size}")], explains=le.CLIENT_SYMPTOMS)
     sized = isinstance(prompt, int) and isinstance(ctx, int)
     size = -(-(prompt + 1) // 1024) * 1024 if sized else None
-    if le.engine(facts) == "ollama":
+    engine = le.engine(facts) or le.template_engine(found[-1])
+    if engine in ("vllm", "sglang"):  # a prompt above the context length the engine was started with
+        fix = Fix(f"Start the engine with a longer context, if the model supports it ({engine_flags.flag('ctx', engine)})",
+                  engine_flags.setting("ctx", engine, size) if size else None)
+    elif engine == "ollama":
         fix = Fix("Give the model a longer context (num_ctx in the request's options or the Modelfile; "
                   "OLLAMA_CONTEXT_LENGTH for the server's default)", f"OLLAMA_CONTEXT_LENGTH={size}" if size else None)
     else:

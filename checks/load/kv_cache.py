@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from llm_doctor import fp8
+from llm_doctor import engine_flags, fp8
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
@@ -202,13 +202,15 @@ def _no_memory(facts: Facts, log: LogView, found: list) -> Finding:
     exceed weights / total. The activation peak and non-torch memory are measured by the engine at
     start-up; when the log does not print them, `llm-doctor plan` computes them (and
     load.memory_fit does so here when the model and GPUs are known)."""
-    util = _util(facts)
+    stated = found[-1].values.get("util")  # SGLang's message names the share it was given
+    util = float(stated) if isinstance(stated, (int, float)) else _util(facts)
     logs = facts.logs
     assert logs is not None
     evidence = le.evidence(found[-1:]) + log.earlier_runs()
     total = le.gpu_total_gib(facts)
     weights = logs.setup.weights_gib
-    flag = le.flag(facts, "kv_share")
+    # a pasted message alone names no engine, but its wording is one engine's own (SGLang's --mem-fraction-static)
+    flag = le.flag(facts, "kv_share") if le.engine(facts) else engine_flags.flag("mem", le.template_engine(found[-1]))
     fixes: list[Fix] = []
     if le.engine(facts) in le.FREE_MEMORY_SHARE:  # a share of what the weights leave: the weights' size does not bound it
         fixes.append(Fix(f"The weights leave (almost) no free GPU memory: free the GPU of other processes, split the model "

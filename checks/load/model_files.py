@@ -72,7 +72,7 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
             version = facts.logs.engine_version if facts.logs else ""
             findings.append(Finding("load.engine_outdated", f"this engine build does not know the architecture {name or ''}".rstrip(),
                                     le.evidence(arch) + ([f"engine version {version}"] if version else []) + log.earlier_runs(),
-                                    UPGRADES.get(le.engine(facts), UPGRADES["vllm"]),
+                                    UPGRADES.get(le.engine(facts) or le.template_engine(e), UPGRADES["vllm"]),
                                     explains=["load.model_files", *le.CLIENT_SYMPTOMS]))
     if remote and not findings:
         findings.append(Finding("load.remote_code", "the model ships custom code and needs --trust-remote-code",
