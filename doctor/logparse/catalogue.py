@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
@@ -204,6 +204,27 @@ def parse_line(raw: str, where: str, kinds: Collection[str]) -> Entry:
         literal=literal,
         words=literal_words(data["template"]),
     )
+
+
+def rows(path: Path, required: Collection[str], optional: Collection[str]) -> Iterator[tuple[str, dict]]:
+    """(file:line, entry) for each line of a JSONL data table beside the catalogue (keyword families, OOM
+    frames): JSON with every required field set, no field it does not know, and a source it can be read at.
+    CatalogueError names the line otherwise, so a bad table fails at load, not while reading a log."""
+    for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        where = f"{path.name}:{no}"
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CatalogueError(f"{where}: not JSON ({exc.msg})") from None
+        missing = [k for k in required if not entry.get(k)]
+        unknown = sorted(set(entry) - set(required) - set(optional))
+        if missing or unknown:
+            raise CatalogueError(f"{where}: " + "; ".join(
+                ([f"missing or empty field(s): {', '.join(missing)}"] if missing else []) +
+                ([f"unknown field(s): {', '.join(unknown)}"] if unknown else [])))
+        if not SOURCE.fullmatch(entry["source"]):
+            raise CatalogueError(f"{where}: source {entry['source']!r} is not owner/repo@ref:path")
+        yield where, entry
 
 
 def load(kinds: Collection[str], paths: Iterable[Path] | None = None) -> list[Entry]:

@@ -17,12 +17,11 @@ fails before a broken table ships.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm_doctor.logparse.catalogue import SOURCE, CatalogueError
+from llm_doctor.logparse.catalogue import CatalogueError, rows
 from llm_doctor.logparse.events import KINDS
 
 PATH = Path(__file__).resolve().parents[1] / "data" / "families.jsonl"
@@ -43,22 +42,9 @@ class Family:
 def load(path: Path = PATH) -> list[Family]:
     """Every entry of the table, in order; CatalogueError on a bad one."""
     out = []
-    for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        where = f"{path.name}:{no}"
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CatalogueError(f"{where}: not JSON ({exc.msg})") from None
-        missing = [k for k in REQUIRED if not entry.get(k)]
-        unknown = sorted(set(entry) - set(REQUIRED) - set(OPTIONAL))
-        if missing or unknown:
-            raise CatalogueError(f"{where}: " + "; ".join(
-                ([f"missing or empty field(s): {', '.join(missing)}"] if missing else []) +
-                ([f"unknown field(s): {', '.join(unknown)}"] if unknown else [])))
+    for where, entry in rows(path, REQUIRED, OPTIONAL):
         if entry["kind"] not in KINDS:
             raise CatalogueError(f"{where}: unknown event kind {entry['kind']!r}")
-        if not SOURCE.fullmatch(entry["source"]):
-            raise CatalogueError(f"{where}: source {entry['source']!r} is not owner/repo@ref:path")
         try:
             re.compile(entry["words"], re.I)
         except re.error as exc:

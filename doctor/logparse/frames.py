@@ -14,12 +14,11 @@ doctor.logparse.events.PHASES, which read the whole frame line (a file under mod
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from llm_doctor.logparse.catalogue import SOURCE, CatalogueError
+from llm_doctor.logparse.catalogue import CatalogueError, rows
 
 PATH = Path(__file__).resolve().parents[1] / "data" / "oom_frames.jsonl"
 PHASES = ("weights", "profiling", "cuda_graph", "serving")
@@ -55,20 +54,9 @@ def parse(frame: str) -> tuple[str, str] | None:
 def load(path: Path = PATH) -> dict[str, list[FrameRule]]:
     """Function name -> its rules; CatalogueError on a bad entry (its sample must parse to one of its functions)."""
     table: dict[str, list[FrameRule]] = {}
-    for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        where = f"{path.name}:{no}"
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CatalogueError(f"{where}: not JSON ({exc.msg})") from None
-        missing = [k for k in REQUIRED if not entry.get(k)]
-        unknown = sorted(set(entry) - set(REQUIRED) - set(OPTIONAL))
-        if missing or unknown:
-            raise CatalogueError(f"{where}: missing {missing} or unknown {unknown} field(s)")
+    for where, entry in rows(path, REQUIRED, OPTIONAL):
         if entry["phase"] not in PHASES:
             raise CatalogueError(f"{where}: unknown phase {entry['phase']!r}")
-        if not SOURCE.fullmatch(entry["source"]):
-            raise CatalogueError(f"{where}: source {entry['source']!r} is not owner/repo@ref:path")
         parsed = parse(entry["sample"])
         if parsed is None or parsed[1] not in entry["functions"]:
             raise CatalogueError(f"{where}: sample {entry['sample']!r} is no frame of its functions")
