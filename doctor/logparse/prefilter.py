@@ -49,6 +49,10 @@ NOISE_SAMPLE = (
     "frequency_penalty=0.0, repetition_penalty=1.0, temperature=0.0, top_p=1.0, top_k=-1, min_p=0.0, use_beam_search=False, "
     "length_penalty=1.0, early_stopping=False, stop=[], stop_token_ids=[], include_stop_str_in_output=False, ignore_eos=False, "
     "max_tokens=512, min_tokens=0, logprobs=None, prompt_logprobs=None, skip_special_tokens=True), lora_request: None.",
+    # vLLM 0.8's request line (shared/real/vllm-startup/v0.8.4-v1-deepseek-r1-tp16-ray-2nodes-stats.txt): one per request
+    "INFO 04-16 10:35:13 [logger.py:39] Received request chatcmpl-8f878979543841479d089e13a1da85f4: params: SamplingParams(n=1, "
+    "seed=None, bad_words=[], spaces_between_special_tokens=True, truncate_prompt_tokens=None, guided_decoding=None, "
+    "extra_args=None), prompt_token_ids: None, lora_request: None, prompt_adapter_request: None.",
     "INFO 04-16 10:35:20 [loggers.py:87] Finished request chatcmpl-8f878979543841479d089e13a1da85f4.",
     "[2025-03-07 11:02:38 TP0] Decode batch. #running-req: 1, #token: 44, token usage: 0.00, gen throughput (token/s): 0.01, #queue-req: 0",
     "[16:43:29 TP0] Prefill batch. #new-seq: 1, #new-token: 2062, #cached-token: 0, cache hit rate: 0.00%, token usage: 0.00, "
