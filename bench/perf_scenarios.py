@@ -9,9 +9,10 @@ warning or error may come out of it). Two numbers per split:
 - healthy quiet: the share of healthy scenarios with no perf finding at warn or error.
 
 Held out: `corpus/perf/holdout/` (sha256(source URL) % 5 < 2), read only as a score: its misses are
-counted, never listed.
+counted, never listed. Fresh: `corpus/perf/fresh/`, the round h blind set collected by someone who
+writes no rules, read the same way (a score only, misses never listed, no rule written from it).
 
-    .venv/bin/python bench/perf_scenarios.py [--split train|held-out|all] [--show-misses]
+    .venv/bin/python bench/perf_scenarios.py [--split train|held-out|fresh|all] [--show-misses]
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-SPLITS = {"train": ROOT / "corpus" / "perf", "held-out": ROOT / "corpus" / "perf" / "holdout"}
+PERF = ROOT / "corpus" / "perf"
+SPLITS = {"train": PERF, "held-out": PERF / "holdout", "fresh": PERF / "fresh"}
 LOUD = ("warn", "error")
 
 
@@ -39,7 +41,12 @@ class Score:
 
 
 def scenarios(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if (p / "scenario.json").is_file()) if folder.is_dir() else []
+    """The scenario folders directly under `folder`; the held-out and fresh roots sit inside train's
+    folder and are never its scenarios."""
+    if not folder.is_dir():
+        return []
+    split_roots = set(SPLITS.values())
+    return sorted(p for p in folder.iterdir() if p not in split_roots and (p / "scenario.json").is_file())
 
 
 def findings(folder: Path) -> list[tuple[str, str]]:
@@ -81,7 +88,7 @@ def score(folder: Path) -> Score:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--split", choices=["train", "held-out", "all"], default="all")
+    ap.add_argument("--split", choices=[*SPLITS, "all"], default="all")
     ap.add_argument("--show-misses", action="store_true", help="list the train split's misses (never the held-out ones)")
     args = ap.parse_args()
     for name, folder in SPLITS.items():
