@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from llm_doctor.facts import Facts
 from llm_doctor.facts.stated import FailureStatement
-from llm_doctor.logparse.failures import CARET, EXCEPTION, FRAME, TRACEBACK
+from llm_doctor.logparse.failures import CARET, EXCEPTION, FRAME, TRACEBACK, own_level
 from llm_doctor.logparse.lines import normalise
 from llm_doctor.logparse.perf_prose import SENTENCE_END, TOOL_ROW
 
@@ -77,7 +77,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"malformed|invalid|(?:arriv\w*|come|came|appear\w*|show\w*(?: up)?|display\w*)[^.]{0,30}?\b(?:at once|all at the same time|at the same time|"
         r"together|in one (?:go|piece|block))|only (?:the )?first|after the first|never (?:ends?|finish\w*|arriv\w*)|not (?:work\w*|stream\w*)|"
         r"(?:does|did|is)(?: not|n't) (?:work\w*|stream\w*))|"
-        r"\bbuffer\w*\b[^.]{0,60}?" + STREAM + r"|\bnon-stream\w*\b[^.]{0,40}?\bworks?\b[^.]{0,40}?\bstream", re.I)),
+        r"\bbuffer\w*\b[^.]{0,80}?" + STREAM + r"|\bnon-stream\w*\b[^.]{0,40}?\bworks?\b[^.]{0,40}?\bstream", re.I)),
     ("access.proxy_failed", re.compile(
         r"\b(?:corporate|company|forward|outbound|egress|squid|socks5?|https?)[ -]proxy\b|\b(?:no|https?|all)_proxy\b|\bproxy (?:env|settings?|variables?)\b|"
         r"\b407\b|\bproxy authentication required\b|\bproxy\b[^.]{0,40}?\b(?:unreachable|refus\w*|intercept\w*|blocks?|blocked)\b", re.I)),
@@ -210,6 +210,9 @@ ADVICE = re.compile(
     r"add(?:s|ed|ing)? support|feature request|documentation|docs?\b)", re.I)
 FENCE = re.compile(r"^\s*(?:```|~~~)")
 # a line a program printed: a timestamp, a `key=value, key=value` record, a prompt's command line
+LEVEL_WORD = re.compile(r"^\W{0,2}(?:[\w:.\[\]-]+\s){0,2}(?:INFO|WARN|WARNING|ERROR|DEBUG|FATAL|CRITICAL)\b")  # a program's level, after its tag
+FIELD = re.compile(r"^[A-Z][A-Za-z ]{0,20}:\s+\S+(?:\s+\S+){0,3}\s*$")  # one `Status Code: 500` row of such a form
+RECORD = re.compile(r"(?:^|\s)[A-Z][A-Za-z ]{0,20}:\s")  # `Model: x Provider: y Status Code: 401`: a form a program filled
 STAMP = re.compile(r"^\W{0,3}\d{4}-\d\d-\d\d[ T]\d\d:\d\d|^\W{0,3}\d\d:\d\d:\d\d|^\s*(?:\$|>>>|#\s*(?:vllm|python|docker|curl)\b)|^\s*(?:INFO|DEBUG|WARNING|ERROR)\b")
 
 
@@ -254,6 +257,12 @@ def _prose(raw: str) -> str:
     words = line.text.strip().strip("*_>-#|` ").strip()
     if (not words or line.level or line.process or TOOL_ROW.match(raw) or STAMP.match(raw) or raw.rstrip().endswith("\\")
             or EXCEPTION.match(words) or FRAME.match(words) or TRACEBACK.search(words) or CARET.match(words)):
+        return ""
+    # a program's record by its shape: a level after a tag (glog's `[W socket.cpp:601]`, `NCCL WARN`, `ERROR [x]`),
+    # a filled form (`Status Code: 500`). A line quoting an error (`The demo failed to run: RuntimeError: ...`,
+    # a title) is read: its words name the failure where no rule places the error it quotes
+    if (own_level(line.text) or LEVEL_WORD.match(line.text) or FIELD.match(words)
+            or len(RECORD.findall(words)) >= 3):
         return ""
     return " ".join(raw.strip().strip("*_>-#").split())
 
