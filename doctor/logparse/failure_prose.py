@@ -200,14 +200,17 @@ LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "payment", "429
 
 # a sentence that states no failure: a question about a setting, advice or a possibility, a fix already
 # made, something healthy ("loads fine"); "why does it fail with ...?" still reports what it asks about
-QUESTION = re.compile(r"\?\s*$|^(?:how|what|is|are|does|do|can|could|should|would|will|when|which|where|any (?:idea|way)s?)\b", re.I)
+QUESTION = re.compile(r"\?\s*$|^(?:how|what|is|are|does|do|can|could|should|would|will|any (?:idea|way)s?)\b", re.I)
 COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did|am|would|can)\b", re.I)
+# advice is addressed to someone ("you could try", "consider", "to avoid"); an engine's message may carry
+# its own ("make sure you have read the code", "see the docs"), which is no reason to drop the failure it states
 ADVICE = re.compile(
-    r"\b(?:you (?:can|could|should|may|might|need to|have to|must)|try (?:to|setting|using|adding|passing|with|running|lowering|raising|"
-    r"increasing|reducing|upgrading)|consider|recommend\w*|suggest\w*|to (?:avoid|prevent|get rid of)|in case|if you\b|"
-    r"might|may|would|should|make sure|please (?:set|use|add|pass|try)|fix(?:es|ed)|resolv(?:es|ed)|solv(?:es|ed)|(?:works|worked|loads|loaded|"
-    r"runs|ran|starts|started) (?:fine|well|correctly|successfully|now|as expected)|no (?:more |longer )|successfully|as expected|"
-    r"add(?:s|ed|ing)? support|feature request|documentation|docs?\b)", re.I)
+    r"\b(?:(?:you|we|I) (?:can|could|should|might|may|need to|have to|must)|(?:it|this|that) (?:may|might|could|would) (?:be|help|work|fix)|"
+    r"try (?:to|setting|using|adding|passing|with|running|lowering|raising|increasing|reducing|upgrading)|consider|recommend\w*|suggest\w*|"
+    r"to (?:avoid|prevent|get rid of)|(?:avoid|prevent)ing|in case|if you\b|fix(?:es|ed)|resolv(?:es|ed)|solv(?:es|ed)|"
+    r"(?:works|worked|loads|loaded|runs|ran|starts|started) (?:fine|well|correctly|successfully|now|as expected)|no (?:more |longer )|"
+    r"successfully|add(?:s|ed|ing)? support|feature request)", re.I)
+ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+\S")
 FENCE = re.compile(r"^\s*(?:```|~~~)")
 # a line a program printed: a timestamp, a `key=value, key=value` record, a prompt's command line
 LEVEL_WORD = re.compile(r"^\W{0,2}(?:[\w:.\[\]-]+\s){0,2}(?:INFO|WARN|WARNING|ERROR|DEBUG|FATAL|CRITICAL)\b")  # a program's level, after its tag
@@ -308,6 +311,8 @@ def _sentences(source: str, text: str) -> list[_Sentence]:
         if not words:
             flush()
             continue
+        if ITEM.match(raw):  # a list item is a sentence of its own, not the wrapped rest of the one above
+            flush()
         para.append((no, words))
         if raw.strip().startswith("|") or len(para) > 20:
             flush()
