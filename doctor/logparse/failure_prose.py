@@ -208,7 +208,7 @@ ADVICE = re.compile(
     r"\b(?:(?:you|we|I) (?:can|could|should|might|may|need to|have to|must)|(?:it|this|that) (?:may|might|could|would) (?:be|help|work|fix)|"
     r"try (?:to|setting|using|adding|passing|with|running|lowering|raising|increasing|reducing|upgrading)|consider|recommend\w*|suggest\w*|"
     r"to (?:avoid|prevent|get rid of)|(?:avoid|prevent)ing|in case|if you\b|fix(?:es|ed)|resolv(?:es|ed)|solv(?:es|ed)|"
-    r"(?:works|worked|loads|loaded|runs|ran|starts|started) (?:fine|well|correctly|successfully|now|as expected)|no (?:more |longer )|"
+    r"(?:works|worked|loads|loaded|runs|ran|starts|started) (?:fine|well|great|correctly|successfully|now|as expected)|no (?:more |longer )|"
     r"successfully|add(?:s|ed|ing)? support|feature request)", re.I)
 ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+\S")
 FENCE = re.compile(r"^\s*(?:```|~~~)")
@@ -240,13 +240,21 @@ def into_facts(source: str, text: str, facts: Facts) -> bool:
     return True
 
 
+# the families whose words name only the context (a proxy, a quota, a certificate, a rate limit): the sentence
+# must also say that something went wrong ("I use a corporate proxy" states nothing)
+CONTEXT_ONLY = frozenset({"access.proxy_failed", "access.quota_exceeded", "access.rate_limited", "access.tls_failed"})
+PROBLEM = re.compile(_FAIL + r"|\b(?:problem|issue|exceed\w*|reached|hit(?:s|ting)?|block\w*|denied|again|stuck|hang\w*|unable|"
+                     r"not (?:work\w*|respected|honou?red|used|applied)|ignor\w*|bypass\w*|intercept\w*|40[0-9]|429|402|"
+                     r"unknown authority|untrusted|expired)\b", re.I)
+
+
 def statements(source: str, text: str) -> list[FailureStatement]:
     """Each sentence that names a load or access failure, with the first code of VOCABULARY it holds."""
     out: list[FailureStatement] = []
     for s in _sentences(source, text):
         if (QUESTION.search(s.text) and not COMPLAINT.search(s.text)) or ADVICE.search(s.text):
             continue
-        code = next((c for c, rx in VOCABULARY if rx.search(s.text)), None)
+        code = next((c for c, rx in VOCABULARY if rx.search(s.text) and (c not in CONTEXT_ONLY or PROBLEM.search(s.text))), None)
         if code is not None:
             out.append(FailureStatement(code, s.where, s.text[:300]))
             if len(out) >= MAX_STATEMENTS:
