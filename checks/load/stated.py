@@ -20,10 +20,10 @@ from llm_doctor.findings import STATEMENT, Finding, Fix, Outcome
 
 MAX_QUOTED = 3
 
-ENGINE_LOG = Fix("Pass the engine's own output from its start to the failure: that log confirms the cause and gives the fix's values",
-                 "docker logs <container> 2>&1 | llm-doctor analyze -")
-PROBE = Fix("Probe the endpoint the client uses: the transcript (DNS, TCP, TLS, HTTP status, body) confirms the cause",
-            "llm-doctor run --base-url <BASE_URL> --model <MODEL>")
+ENGINE_LOG = Fix("Pass the engine's own output from its start to the failure (its container's `docker logs`, saved to a file): "
+                 "that log confirms the cause and gives the fix's values", "llm-doctor analyze engine.log")
+PROBE = Fix("Probe the endpoint the client uses (base URL, key and model from the flags, the environment or the client's "
+            "config): the transcript (DNS, TCP, TLS, HTTP status, body) confirms the cause", "llm-doctor run")
 
 # code -> (what the sentence says, the fix that follows from the code's definition); ENGINE_LOG or PROBE comes after it
 ABOUT: dict[str, tuple[str, Fix | None]] = {
@@ -52,7 +52,8 @@ ABOUT: dict[str, tuple[str, Fix | None]] = {
     "load.gpu_not_visible": ("the engine is said not to see the GPU", Fix(
         "Show the GPUs the container or process sees (NVIDIA container runtime, --gpus, CUDA_VISIBLE_DEVICES)",
         "nvidia-smi -L; echo CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES")),
-    "load.shm_insufficient": ("shared memory (/dev/shm) is said to be too small", Fix("Give the container more shared memory", "--shm-size=16g")),
+    "load.shm_insufficient": ("shared memory (/dev/shm) is said to be too small", Fix(
+        "Give the container more shared memory (docker --shm-size, or a memory-backed /dev/shm volume); show what it has", "df -h /dev/shm")),
     "load.host_oom": ("the process is said to be killed for host memory", Fix(
         "Show the kernel's OOM kills and the memory limit of the container", "dmesg -T | grep -iE 'killed process|out of memory'")),
     "load.nccl_failed": ("NCCL is said to fail", Fix("Rerun with NCCL's own diagnostics and pass that log", "NCCL_DEBUG=INFO")),
@@ -60,29 +61,33 @@ ABOUT: dict[str, tuple[str, Fix | None]] = {
     "load.startup_timeout": ("the model is said not to finish loading before something gives up", Fix(
         "Give the start-up the time the load takes (the probe's initial delay, the launcher's timeout)")),
     "load.model_files": ("the model's files are said to be missing, gated or at a wrong path", Fix(
-        "Show what the model path holds (or log in for a gated repository)", "ls -la <model path>; huggingface-cli whoami")),
-    "load.config_invalid": ("the engine's arguments are said to be invalid", Fix("Show the arguments the engine accepts", "vllm serve --help")),
+        "Check the model path the engine is given holds config.json and the weights; for a gated repository, log in with an "
+        "account that was granted access", "huggingface-cli whoami")),
+    "load.config_invalid": ("the engine's arguments are said to be invalid", Fix(
+        "Compare the arguments with those the installed engine accepts (its --help)")),
     "load.dtype_unsupported": ("the dtype is said to be unsupported on this GPU", Fix("Use a dtype the GPU supports", "--dtype float16")),
     "load.quantization_unsupported": ("the quantization is said to be unsupported by the engine or GPU", None),
     "access.key_malformed": ("the API key is said to carry quotes, whitespace or a doubled Bearer", Fix(
         "Strip the quotes and whitespace around the key where it is read (the .env line, the shell export)")),
-    "access.key_missing": ("no API key is said to be set", Fix("Set the key where the client reads it", "export OPENAI_API_KEY=<key>")),
+    "access.key_missing": ("no API key is said to be set", Fix("Set the key where the client reads it (its flag, its environment variable "
+                                                               "such as OPENAI_API_KEY, or its config file)")),
     "access.key_rejected": ("the server is said to reject the key (401/403)", None),
     "access.quota_exceeded": ("the provider is said to refuse for quota or billing", None),
     "access.rate_limited": ("the provider is said to rate-limit the requests (429)", None),
     "access.tls_failed": ("TLS or certificate verification is said to fail", Fix(
-        "Show the certificate chain the server presents", "openssl s_client -connect <host>:443 -servername <host> </dev/null")),
+        "Show the certificate chain the server presents (openssl s_client -connect on its host and port); trust a private CA "
+        "through the client's CA bundle (SSL_CERT_FILE, REQUESTS_CA_BUNDLE, NODE_EXTRA_CA_CERTS) rather than turning verification off")),
     "access.streaming_broken": ("streaming is said to stall, arrive buffered or be malformed", Fix(
         "Behind a reverse proxy, turn off its buffering for the stream (nginx: `proxy_buffering off;`, or the header "
-        "`X-Accel-Buffering: no`); compare with a stream straight from the server",
-        "curl -sN <BASE_URL>/chat/completions -H 'Content-Type: application/json' -d '{\"model\": \"<MODEL>\", \"stream\": true, "
-        "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}'")),
+        "`X-Accel-Buffering: no`); compare with a stream straight from the server", "proxy_buffering off;")),
     "access.proxy_failed": ("the HTTP(S) proxy is said to get in the way", Fix(
         "Show the proxy settings the client inherits; exempt the server's host with NO_PROXY", "env | grep -i _proxy")),
-    "access.dns_failed": ("the host name is said not to resolve", Fix("Resolve the host as the client does", "getent hosts <host>")),
+    "access.dns_failed": ("the host name is said not to resolve", Fix(
+        "Resolve the host as the client does, from where it runs (a container resolves its own names: host.docker.internal, service names)")),
     "access.connect_failed": ("the connection to the server is said to be refused or to fail", Fix(
-        "Check that the server listens where the client points (host, port, container network)", "curl -sv <BASE_URL>/models")),
-    "access.model_not_found": ("the model ID is said not to be served", Fix("List the IDs the server serves", "curl -s <BASE_URL>/models")),
+        "Check that the server listens where the client points (host, port, container network: localhost inside a container is the container)")),
+    "access.model_not_found": ("the model ID is said not to be served", Fix(
+        "Use an ID the server lists at its /v1/models (vLLM serves --served-model-name, Ollama the pulled tag)")),
     "access.model_id_missing": ("no model ID is said to be configured", None),
     "access.base_url_invalid": ("the base URL is said to be wrong", Fix(
         "Give the base URL up to its /v1 (no doubled /v1, no /chat/completions pasted in)")),

@@ -209,7 +209,10 @@ ADVICE = re.compile(
     r"try (?:to|setting|using|adding|passing|with|running|lowering|raising|increasing|reducing|upgrading)|consider|recommend\w*|suggest\w*|"
     r"to (?:avoid|prevent|get rid of)|(?:avoid|prevent)ing|in case|if you\b|fix(?:es|ed)|resolv(?:es|ed)|solv(?:es|ed)|"
     r"(?:works|worked|loads|loaded|runs|ran|starts|started) (?:fine|well|great|correctly|successfully|now|as expected)|no (?:more |longer )|"
-    r"successfully|add(?:s|ed|ing)? support|feature request)", re.I)
+    r"successfully|add(?:s|ed|ing)? support|feature request|"
+    # a possibility or a fix described: "buffering can prevent SSE ...", "disable buffering, ensuring ...", "allows you to"
+    r"(?:can|may|might|could) (?:prevent|cause|lead to|result in)|(?:disabl(?:e|es|ing)|turn(?:s|ing)? off) (?:\w+ ){0,2}buffering|"
+    r"ensur(?:e|es|ing)|allows? (?:you|us|users|clients) to)", re.I)
 ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+\S")
 FENCE = re.compile(r"^\s*(?:```|~~~)")
 # a line a program printed: a timestamp, a `key=value, key=value` record, a prompt's command line
