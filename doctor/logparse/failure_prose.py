@@ -43,6 +43,10 @@ _FAIL = (r"(?:fail\w*|error\w*|crash\w*|broken|breaks?|(?:does|did|do|is|was|are
 STREAM = r"(?:\bstream\w*|\bSSE\b|event-stream|\bchunk\w*|token[- ]by[- ]token)"
 ENGINES = r"(?:vLLM|SGLang|TGI|text-generation-inference|transformers|llama\.cpp|llama-cpp-python|Ollama|LMDeploy|TensorRT-LLM|TRT-?LLM|turbomind|engine)"
 
+# GPU memory that ran out, as the engines say it (torch "CUDA out of memory", llama.cpp "unable to allocate
+# CUDA0 buffer", "failed to allocate ... MiB", Ollama "out of memory") and as people do ("OOMs", "not possible to allocate")
+OOM = (r"(?:\bOOM(?:s|ed|ing)?\b|\bout of (?:GPU |CUDA |device |video |VRAM )?memory\b|\b(?:not possible|unable|cannot|can't|could ?n[o']t|"
+       r"fail(?:s|ed)?) to allocate\b(?:[^.]|\.(?=\d)){0,40}?\b(?:memory|VRAM|buffer|[MG]i?B)\b)")  # (a size's decimal point is no sentence end)
 # (code, words): tried in this order, the first that a sentence holds is the failure it names; a cause
 # before the symptom it shares words with (quotes in a key before the 401 they cause, a stream's buffering
 # before the reverse proxy it happens in, OOM while loading before OOM in general)
@@ -143,6 +147,12 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("load.runtime_oom", re.compile(
         r"\b(?:OOM|out of (?:GPU |CUDA |device )?memory)\b[^.]{0,60}?\b(?:during|under|while|when|after)\b[^.]{0,20}?\b(?:inference|serving|requests?|"
         r"generat\w+|decod\w+|prefill|load test|concurren\w+|long (?:prompts?|context))\b", re.I)),
+    # GPU memory that runs out with no phase named: at load when the sentence speaks of loading or offloading the
+    # model (llama.cpp's "unable to allocate CUDA0 buffer" at start), else while serving
+    ("load.weights_oom", re.compile(
+        OOM + r"[^.]{0,80}?\b(?:boot\w*|loading|load(?:s|ed)? (?:the )?(?:model|weights)|start(?:s|ed|ing)? (?:up|the (?:model|server|engine))|launch\w*|"
+        r"offload\w*|weights)\b|\b(?:loading|offload\w*|weights)\b[^.]{0,60}?" + OOM, re.I)),
+    ("load.runtime_oom", re.compile(OOM, re.I)),
     # "max seq len (x) ... larger than the maximum number of tokens that can be stored in KV cache"
     ("load.kv_cache_insufficient", re.compile(
         r"\bmax[-_ ]?(?:model|seq)[-_ ]len\w*\b[^.]{0,60}?\b(?:larger|greater|more|exceeds?)\b[^.]{0,40}?\bKV[ -]?cache\b|"
@@ -299,22 +309,27 @@ def _sentences(source: str, text: str) -> list[_Sentence]:
     out: list[_Sentence] = []
     para: list[tuple[int, str]] = []
 
+    def split(run: list[tuple[int, str]]) -> list[_Sentence]:
+        joined = " ".join(t for _, t in run)
+        starts, pos = [], 0
+        for no, t in run:
+            starts.append((pos, no))
+            pos += len(t) + 1
+        found, at = [], 0
+        for piece in SENTENCE_END.split(joined):
+            at = max(at, joined.find(piece, at))
+            if piece.strip():
+                no = max((n for p, n in starts if p <= at), default=run[0][0])
+                found.append(_Sentence(f"{source}:{no}", piece.strip()))
+            at += len(piece)
+        return found
+
     def flush() -> None:
         if para:
-            joined = " ".join(t for _, t in para)
-            pos = 0
-            starts = []
-            for no, t in para:
-                starts.append((pos, no))
-                pos += len(t) + 1
-            at = 0
-            for piece in SENTENCE_END.split(joined):
-                found = joined.find(piece, at)
-                at = max(at, found)
-                if piece.strip() and len(piece) <= MAX_SENTENCE:
-                    no = max((n for p, n in starts if p <= at), default=para[0][0])
-                    out.append(_Sentence(f"{source}:{no}", piece.strip()))
-                at += len(piece)
+            found = split(para)
+            if any(len(s.text) > MAX_SENTENCE for s in found):  # lines with no sentence end (a program's): each its own
+                found = [s for no_text in para for s in split([no_text])]
+            out.extend(s for s in found if len(s.text) <= MAX_SENTENCE)
             para.clear()
 
     for no, raw in enumerate(lines, 1):
