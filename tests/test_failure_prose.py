@@ -33,6 +33,9 @@ FAMILIES = [
                            "the version used by the runtime."),
     # https://github.com/mitchross/talos-argocd-proxmox/pull/1766
     ("load.host_oom", "The litellm pod OOMKilled (exit 137) within ~11s of starting on every attempt"),
+    # https://github.com/mozilla-ai/llamafile/issues/372 (no phase named, but the model's start)
+    ("load.weights_oom", "But it seem not possible to allocate  66.50 MB of memory on my card, even if I just boot the machine without any "
+                         "use of the GPU before."),
     # https://github.com/sonichi/sutando/pull/691 (the quotes in the key cause the 401: the cause is named)
     ("access.key_malformed", "The Authorization header ends up as `Bearer \\\"abc123\\\"` and the request 401s with no useful error"),
     # https://github.com/BerriAI/litellm/issues/2127

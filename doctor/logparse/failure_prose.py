@@ -43,14 +43,19 @@ _FAIL = (r"(?:fail\w*|error\w*|crash\w*|broken|breaks?|(?:does|did|do|is|was|are
 STREAM = r"(?:\bstream\w*|\bSSE\b|event-stream|\bchunk\w*|token[- ]by[- ]token)"
 ENGINES = r"(?:vLLM|SGLang|TGI|text-generation-inference|transformers|llama\.cpp|llama-cpp-python|Ollama|LMDeploy|TensorRT-LLM|TRT-?LLM|turbomind|engine)"
 
+GAP = r"(?:[^.]|\.(?=\S)){0,80}?"  # within one sentence: a dot inside a URL, a file or a version is no sentence end
 # GPU memory that ran out, as the engines say it (torch "CUDA out of memory", llama.cpp "unable to allocate
 # CUDA0 buffer", "failed to allocate ... MiB", Ollama "out of memory") and as people do ("OOMs", "not possible to allocate")
-OOM = (r"(?:\bOOM(?:s|ed|ing)?\b|\bout of (?:GPU |CUDA |device |video |VRAM )?memory\b|\b(?:not possible|unable|cannot|can't|could ?n[o']t|"
+OOM = (r"(?:\bOOM(?:s|ed|ing)?\b|\bout of (?:GPU |CUDA |device |video |VRAM )?memory\b|\b(?:not enough|insufficient) (?:GPU |CUDA |device |video )?(?:memory|VRAM)\b|\b(?:not possible|unable|cannot|can't|could ?n[o']t|"
        r"fail(?:s|ed)?) to allocate\b(?:[^.]|\.(?=\d)){0,40}?\b(?:memory|VRAM|buffer|[MG]i?B)\b)")  # (a size's decimal point is no sentence end)
 # (code, words): tried in this order, the first that a sentence holds is the failure it names; a cause
 # before the symptom it shares words with (quotes in a key before the 401 they cause, a stream's buffering
 # before the reverse proxy it happens in, OOM while loading before OOM in general)
 VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # the Hub's 401/403 for a gated or private repository is the model's files, not the server's key
+    ("load.model_files", re.compile(
+        r"(?:huggingface|hugging face|\bHF\b|hf_hub|HF_TOKEN|\bgated\b)" + GAP + r"\b(?:40[13]|unauthori[sz]ed|forbidden|not (?:have )?access)\b|"
+        r"\b40[13]\b" + GAP + r"(?:huggingface|hugging face|\bHF\b|hf_hub|\bgated\b)", re.I)),
     # --- access: the channel to the model ------------------------------------------------------------
     # a key with quotes, whitespace, a newline or a doubled `Bearer ` (codes.md access.key_malformed)
     ("access.key_malformed", re.compile(
@@ -132,7 +137,8 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"unrecogni[sz]ed|(?:does|did|do|can)(?: not|n't) (?:recogni[sz]e|support|know))\b|"
         r"\b(?:does|did|do|can)(?: not|n't) (?:recogni[sz]e|support) (?:this|the|my|that|new|newer)? ?(?:model'?s? )?(?:architecture|model[ _]type|arch)\b|"
         r"\b" + ENGINES + r"\b[^.]{0,30}?\b(?:is |are |was )?(?:too old|outdated|out of date)\b|\b(?:too old|outdated|older|lower) (?:version of )?" + ENGINES + r"\b|"
-        r"\blower version of " + ENGINES + r"\b|\b(?:requires?|needs?) (?:a )?(?:newer|more recent|later) (?:version of )?" + ENGINES + r"?|"
+        r"\blower version of " + ENGINES + r"\b|\b(?:requires?|needs?) (?:a )?(?:newer|more recent|later) (?:version of )?" + ENGINES + r"|"
+        r"\b(?:requires?|needs?) (?:a )?(?:newer|more recent|later) version\b(?! of (?:the )?(?:NVIDIA |CUDA )?(?:driver|CUDA|torch|PyTorch))|"
         r"\b" + ENGINES + r"\b[^.]{0,20}?\bversion\b[^.]{0,30}?\b(?:too old|too low|not (?:new|recent) enough)\b|"
         r"\bnot supported by (?:the )?(?:current |this |installed )?(?:version of )?" + ENGINES + r"\b", re.I)),
     # "Total number of attention heads (x) must be divisible by tensor parallel size (y)"
