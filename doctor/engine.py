@@ -58,6 +58,7 @@ SECTIONS: dict[str, Callable[[Facts], bool]] = {
     "ready": lambda f: f.ready is not None,  # --wait-ready
     "gaps": lambda f: True,
     "stated": lambda f: bool(f.stated),  # perf symptoms stated in words (doctor/logparse/perf_prose.py)
+    "said": lambda f: bool(f.said),  # load/access failures stated in words (doctor/logparse/failure_prose.py)
 }
 
 

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from llm_doctor.codes import info
 
 SEVERITIES = ("error", "warn", "info")
+# the evidence tier of a finding that rests on a person's sentence, not on a log line or a probe
+# (doctor/logparse/perf_prose.py, failure_prose.py): the report ranks it below every other finding
+STATEMENT = "statement"
 
 
 @dataclass
@@ -30,6 +33,7 @@ class Finding:
     explains: list[str] = field(default_factory=list)
     check: str = ""
     node: str = ""  # the Ray node whose own facts gave it (run --ray); "" for this machine or a log
+    tier: str = ""  # STATEMENT when its evidence is a person's words; "" when a log line, a probe or a fact
 
     def __post_init__(self) -> None:
         entry = info(self.code)  # raises on an unknown code: codes are a contract

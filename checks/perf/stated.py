@@ -17,7 +17,7 @@ from llm_doctor.checks.perf.kv_cache import FULL
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
 from llm_doctor.facts.stated import PerfStatement
-from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.findings import STATEMENT, Finding, Fix, Outcome
 
 MAX_QUOTED = 3
 
@@ -75,7 +75,7 @@ def stated(facts: Facts) -> Outcome:
         evidence = [f"{s.where}: {s.text}" for s in said[:MAX_QUOTED]]
         evidence.append("stated in words: the figures a fix is computed from (the engine's own) are not in the input")
         findings.append(Finding(code, f"{what} ({len(said)} statement{'s' if len(said) > 1 else ''})", evidence, [fix],
-                                severity="info", explains=explains))
+                                severity="info", explains=explains, tier=STATEMENT))
     return Outcome(findings, "" if findings else f"{len(facts.stated)} stated perf measure(s), judged by their checks")
 
 

@@ -186,6 +186,22 @@ def _embedded(path: str, facts: Facts) -> bool:
     return any(readers)
 
 
+def _said(path: str, facts: Facts) -> None:
+    """The load and access failures a person states in the text (doctor.logparse.failure_prose) ->
+    facts.said. A text of nothing but such sentences stays a gap: no output the doctor reads shows
+    them, so the report is never an all-clear on them and says what to pass."""
+    from llm_doctor.collect.gpu import _read_text
+    from llm_doctor.logparse import failure_prose
+
+    if path == "-":
+        return
+    try:
+        text = _read_text(path, failure_prose.HEAD_BYTES)
+    except (OSError, EOFError):
+        return
+    failure_prose.into_facts(path, text, facts)
+
+
 def _launch_code(text: str, facts: Facts) -> bool:
     """`LLM(model, tensor_parallel_size=8, ...)` in the text -> facts.deployment."""
     from llm_doctor.logparse import launch_code
@@ -286,9 +302,11 @@ def load_paths(paths: list[str], deadline: Deadline) -> Facts:
             logs.load_log(path, facts, deadline, named=named)
             if path != "-" and _embedded(path, facts):  # topo -m after the engine's output, a dmon paste
                 facts.gaps = [g for g in facts.gaps if not (g.source == path and g.reason == logs.NOT_UNDERSTOOD)]
+            _said(path, facts)
         else:
             reader.load(path, facts, deadline)
             if reader.kind != "bundle":  # tool output pasted into a log: the engine's errors count too
                 logs.load_log(path, facts, deadline, only_if_events=True)
                 _embedded(path, facts)
+                _said(path, facts)
     return facts

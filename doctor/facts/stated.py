@@ -22,3 +22,13 @@ class PerfStatement:
     text: str  # the sentence, cut to 300 characters
     measures: dict[str, float] = field(default_factory=dict)  # what it gives in numbers (kv_cache_usage, ttft_s, ...)
     gpu: Gpu | None = None  # a GPU's clocks and throttle reasons as stated (perf.gpu_throttled)
+
+
+@dataclass
+class FailureStatement:
+    """A load or access failure a person names in a sentence (doctor/logparse/failure_prose.py): the
+    evidence tier "statement", reported by checks/load/stated.py below what a log or a probe shows."""
+
+    code: str  # the load or access finding code the sentence names ("load.engine_outdated")
+    where: str  # "source:line"
+    text: str  # the sentence, redacted, cut to 300 characters

@@ -1,7 +1,8 @@
 """One Report object, ranked once, rendered by every format (text, json, markdown, html, junit, codequality).
 
-Ranking: a root cause comes before the symptoms it explains; then errors before warnings before
-info; a recognised cause before what the doctor could not place (`*.unrecognized_failure`, its own
+Ranking: a root cause comes before the symptoms it explains; then what a log line, a probe or a fact
+shows before what a person only states in words (the evidence tier "statement") before the doctor's
+own state (`doctor.*`); then errors before warnings before info; a recognised cause before what the doctor could not place (`*.unrecognized_failure`, its own
 `doctor.*` state) and what is about how it was run (a key typed on its command line); then earlier layers first; then causal order in the log (the finding that quotes
 the earliest root error of the judged run: a failure comes before the ones it set off, whichever
 check ran first); then the order the checks ran in.
@@ -22,7 +23,7 @@ from llm_doctor.codes import LAYERS
 from llm_doctor.engine import CheckResult
 from llm_doctor.facts import Facts
 from llm_doctor.facts.plan import MemoryPlan
-from llm_doctor.findings import SEVERITIES, Finding
+from llm_doctor.findings import SEVERITIES, STATEMENT, Finding
 
 REPORT_SCHEMA = "llm-doctor.report/1"
 FAIL_ON = {"error": ("error", "incomplete"), "warn": ("error", "incomplete", "warn"), "never": ()}
@@ -63,6 +64,7 @@ class Report:
                     "layer": f.layer,
                     "check": f.check,
                     **({"node": f.node} if f.node else {}),
+                    **({"tier": f.tier} if f.tier else {}),
                     "title": f.title,
                     "evidence": list(f.evidence),
                     "fixes": [{"summary": x.summary, "command": x.command} for x in f.fixes],
@@ -83,7 +85,7 @@ class Report:
 
 def build_report(checks: list[CheckResult], facts: Facts, title: str = "llm-doctor",
                  ignored: list[tuple[Finding, str]] | None = None) -> Report:
-    findings = [f for c in checks for f in c.findings]
+    findings = _without_restated([f for c in checks for f in c.findings])
     report = Report(rank(findings, causal_order(findings, facts)), checks, facts, title, ignored=list(ignored or []))
     if facts.gate is not None:
         report.extra_sections.append((f"Configuration ({facts.gate.config_file})", _configuration(facts)))
@@ -167,12 +169,33 @@ QUOTED = re.compile(r"^(.+?:\d+|line \d+)(?: \(x\d+\))?: ")
 NOWHERE = (2, 0, 0)  # a finding that quotes no log line: after those that do, among equals
 
 
+def _without_restated(findings: list[Finding]) -> list[Finding]:
+    """A statement whose code a finding with real evidence already has adds nothing: that finding judged it."""
+    shown = {f.code for f in findings if f.tier != STATEMENT}
+    return [f for f in findings if f.tier != STATEMENT or f.code not in shown]
+
+
+def _tier(f: Finding) -> int:
+    """What a log line, a probe or a fact shows (0) before what a person says (1), before the doctor's own
+    state (2: what it could not read comes after every diagnosis, the stated ones included)."""
+    return 1 if f.tier == STATEMENT else 2 if f.layer == "doctor" else 0
+
+
+def _said_at(f: Finding) -> tuple[int, int, int]:
+    """Where in the text the statement's first sentence is: a title before the sentences below it."""
+    m = QUOTED.match(f.evidence[0]) if f.evidence else None
+    line = m.group(1).rsplit(":", 1)[-1] if m else ""
+    return (1, 0, int(line)) if line.isdigit() else NOWHERE
+
+
 def rank(findings: list[Finding], causal: dict[int, tuple[int, int, int]] | None = None) -> list[Finding]:
     order = {id(f): i for i, f in enumerate(findings)}
     causal = causal or {}
 
-    def base(f: Finding) -> tuple[int, int, int, tuple[int, int, int], int]:
-        return (SEVERITIES.index(f.severity), int(_unplaced(f)), LAYERS.index(f.layer), causal.get(id(f), NOWHERE), order[id(f)])
+    def base(f: Finding) -> tuple[int, int, int, int, tuple[int, int, int], int]:
+        if f.tier == STATEMENT:  # among statements: the worst first, then in the order they are said, whatever the layer
+            return (1, SEVERITIES.index(f.severity), 0, 0, _said_at(f), order[id(f)])
+        return (_tier(f), SEVERITIES.index(f.severity), int(_unplaced(f)), LAYERS.index(f.layer), causal.get(id(f), NOWHERE), order[id(f)])
 
     by_code: dict[str, list[Finding]] = {}
     for f in findings:

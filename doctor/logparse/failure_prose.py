@@ -1,0 +1,352 @@
+"""Load and access failures a person states in a sentence: the facts behind a report that pastes no log.
+
+Many reports are a title and a few sentences: "transformers does not recognize this architecture",
+"vLLM is too old for this model", "32 heads are not divisible by 5 GPUs", "the stream arrives all at
+once behind nginx", "the request 401s". Such a sentence names the failure with the terms of the
+code's own definition (doctor/codes.py, shared/codes.md) and of the engines' and clients' messages
+(the catalogue's wordings, doctor/data/catalogue/*.jsonl: "Model architectures [...] are not
+supported", "requires you to execute the configuration file ... trust_remote_code=True", "must be
+divisible by tensor parallel size", "Connection refused", "CERTIFICATE_VERIFY_FAILED", "429 Too Many
+Requests", ...), said in a person's words. Each such sentence becomes a FailureStatement in
+facts.said, with the code it names; checks/load/stated.py reports it as a finding of the evidence
+tier "statement" (below every finding a log line or a probe gives, never an all-clear).
+
+The shape follows doctor/logparse/perf_prose.py: read only lines with no log level, no process tag,
+no timestamp and no exception or traceback shape (a person's words carry none; what an engine
+printed is the catalogue's to read), outside ``` fences, joined across hard wraps and cut at
+sentence ends. Questions, advice, possibilities, fixes already made and healthy statements state no
+failure. Sentences are redacted before they are kept (a pasted key or token is never evidence as
+typed).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from llm_doctor.facts import Facts
+from llm_doctor.facts.stated import FailureStatement
+from llm_doctor.logparse.failures import CARET, EXCEPTION, FRAME, TRACEBACK, own_level
+from llm_doctor.logparse.lines import normalise
+from llm_doctor.logparse.perf_prose import SENTENCE_END, TOOL_ROW
+
+MAX_SENTENCE = 600  # longer is a pasted blob, not a person's words
+MAX_STATEMENTS = 16
+MAX_LINES = 2000  # a person's text is short: the head of a big log is all that is read
+HEAD_BYTES = 256 * 1024  # of a file, what is read for them
+WRAP = 3  # lines around a term that may hold the rest of its hard-wrapped sentence
+
+
+_FAIL = (r"(?:fail\w*|error\w*|crash\w*|broken|breaks?|(?:does|did|do|is|was|are|were|can|could|will|wo)(?:\s?not|n't)\s(?:\w+\s)?"
+         r"(?:work|load|start|run|connect|resolve|recogni[sz]e|support|find|fit|stream)\w*|cannot|can't|unable|refus\w*|reject\w*)")
+# the client's stream (SSE): "stream", "streaming", "SSE", "text/event-stream", "chunks", "token by token"
+STREAM = r"(?:\bstream\w*|\bSSE\b|event-stream|\bchunk\w*|token[- ]by[- ]token)"
+ENGINES = r"(?:vLLM|SGLang|TGI|text-generation-inference|transformers|llama\.cpp|llama-cpp-python|Ollama|LMDeploy|TensorRT-LLM|TRT-?LLM|turbomind|engine)"
+
+GAP = r"(?:[^.]|\.(?=\S)){0,80}?"  # within one sentence: a dot inside a URL, a file or a version is no sentence end
+# GPU memory that ran out, as the engines say it (torch "CUDA out of memory", llama.cpp "unable to allocate
+# CUDA0 buffer", "failed to allocate ... MiB", Ollama "out of memory") and as people do ("OOMs", "not possible to allocate")
+OOM = (r"(?:\bOOM(?:s|ed|ing)?\b|\bout of (?:GPU |CUDA |device |video |VRAM )?memory\b|\b(?:not enough|insufficient) (?:GPU |CUDA |device |video )?(?:memory|VRAM)\b|\b(?:not possible|unable|cannot|can't|could ?n[o']t|"
+       r"fail(?:s|ed)?) to allocate\b(?:[^.]|\.(?=\d)){0,40}?\b(?:memory|VRAM|buffer|[MG]i?B)\b)")  # (a size's decimal point is no sentence end)
+# (code, words): tried in this order, the first that a sentence holds is the failure it names; a cause
+# before the symptom it shares words with (quotes in a key before the 401 they cause, a stream's buffering
+# before the reverse proxy it happens in, OOM while loading before OOM in general)
+VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # the Hub's 401/403 for a gated or private repository is the model's files, not the server's key
+    ("load.model_files", re.compile(
+        r"(?:huggingface|hugging face|\bHF\b|hf_hub|HF_TOKEN|\bgated\b)" + GAP + r"\b(?:40[13]|unauthori[sz]ed|forbidden|not (?:have )?access)\b|"
+        r"\b40[13]\b" + GAP + r"(?:huggingface|hugging face|\bHF\b|hf_hub|\bgated\b)", re.I)),
+    # --- access: the channel to the model ------------------------------------------------------------
+    # a key with quotes, whitespace, a newline or a doubled `Bearer ` (codes.md access.key_malformed)
+    ("access.key_malformed", re.compile(
+        r"\b(?:api[ _-]?)?key\b[^.]{0,60}?\b(?:literal |extra |surrounding |trailing |leading )?(?:quotes|quotation marks|whitespace|newline|"
+        r"trailing (?:space|\\n)|line ?break)\b|Bearer\s+[\\]?[\"']|Bearer Bearer|\bdouble[d]? ['\"`]?Bearer\b", re.I)),
+    # "no API key provided", "OPENAI_API_KEY is not set" (OpenAI's client: "The api_key client option must be set")
+    ("access.key_missing", re.compile(
+        r"\bno (?:[\w.-]+ )?api[ _-]?key (?:was |is )?(?:set|provided|found|given|configured)\b|\bapi[ _-]?key\b[^.]{0,30}?\b(?:is |was )?"
+        r"(?:missing|not (?:set|provided|found|configured)|empty)\b|\b[A-Z_]*API_KEY\b[^.]{0,20}?\b(?:is |was )?(?:not set|missing|unset|empty)\b", re.I)),
+    # 401/403 answers, "Incorrect API key provided", "invalid x-api-key", "authentication_error"
+    ("access.key_rejected", re.compile(
+        r"\b40[13]s?\b(?! ?(?:ms|bytes|tokens))|\bunauthori[sz]ed\b|\b(?:invalid|incorrect|wrong|expired|revoked) (?:[\w-]+ )?(?:api[ _-]?key|key|token)\b|"
+        r"\b(?:api[ _-]?key|token)\b[^.]{0,30}?\b(?:is |was |gets? |got )?(?:rejected|invalid|not (?:valid|accepted)|expired|revoked)\b|"
+        r"\bauthentication(?:_| )(?:error|fail\w*)\b", re.I)),
+    # 402 / insufficient_quota / billing (OpenAI "You exceeded your current quota")
+    ("access.quota_exceeded", re.compile(
+        r"\bquota\b|\binsufficient[_ ](?:quota|credits?|balance|funds)\b|\bbilling\b|\b402\b|\bpayment required\b|\bout of credits?\b", re.I)),
+    # 429 (OpenAI RateLimitError, Anthropic rate_limit_error, "Too Many Requests")
+    ("access.rate_limited", re.compile(r"\b429\b|\brate[ _-]?limit\w*|\btoo many requests\b|\bthrottled by the (?:api|provider|server)\b", re.I)),
+    # "certificate verify failed", "self-signed certificate", "SSL: WRONG_VERSION_NUMBER", x509
+    ("access.tls_failed", re.compile(
+        r"\bcertificate\b[^.]{0,40}?\b(?:verif\w* fail\w*|fail\w*|invalid|expired|not trusted|untrusted|error|problem|issue)|"
+        r"\bself[- ]signed\b|CERTIFICATE_VERIFY_FAILED|WRONG_VERSION_NUMBER|\bx509\b|\b(?:SSL|TLS)\b[^.]{0,30}?\b(?:error|fail\w*|handshake)\b", re.I)),
+    # a forward proxy from env or flags (HTTP(S)_PROXY, NO_PROXY, a corporate proxy): a reverse proxy in front
+    # of the server (nginx) that buffers a stream is access.streaming_broken, below
+    ("access.streaming_broken", re.compile(
+        STREAM + r"[^.]{0,80}?\b(?:buffer\w*|stall\w*|hang\w*|hung|stops?|stopped|freez\w*|cut (?:off|short)?|truncat\w*|breaks?|broken|"
+        r"malformed|invalid|(?:arriv\w*|come|came|appear\w*|show\w*(?: up)?|display\w*)[^.]{0,30}?\b(?:at once|all at the same time|at the same time|"
+        r"together|in one (?:go|piece|block))|only (?:the )?first|after the first|never (?:ends?|finish\w*|arriv\w*)|not (?:work\w*|stream\w*)|"
+        r"(?:does|did|is)(?: not|n't) (?:work\w*|stream\w*))|"
+        r"\bbuffer\w*\b[^.]{0,80}?" + STREAM + r"|\bnon-stream\w*\b[^.]{0,40}?\bworks?\b[^.]{0,40}?\bstream", re.I)),
+    ("access.proxy_failed", re.compile(
+        r"\b(?:corporate|company|forward|outbound|egress|squid|socks5?|https?)[ -]proxy\b|\b(?:no|https?|all)_proxy\b|\bproxy (?:env|settings?|variables?)\b|"
+        r"\b407\b|\bproxy authentication required\b|\bproxy\b[^.]{0,40}?\b(?:unreachable|refus\w*|intercept\w*|blocks?|blocked)\b", re.I)),
+    # "Could not resolve host", "getaddrinfo ENOTFOUND", "Name or service not known", "nodename nor servname"
+    ("access.dns_failed", re.compile(
+        r"\b(?:could ?n[o']t|cannot|can't|unable to|fail\w* to) resolve\b|\bname resolution\b|\bgetaddrinfo\b|\bENOTFOUND\b|\bEAI_AGAIN\b|"
+        r"\bName or service not known\b|\bno such host\b|\bDNS\b[^.]{0,30}?\b(?:fail\w*|error|lookup)", re.I)),
+    # ECONNREFUSED, "Connection refused", "Failed to establish a new connection", "Cannot connect to host"
+    ("access.connect_failed", re.compile(
+        r"\bconnection (?:was )?(?:refused|reset)\b|\bECONNREFUSED\b|\bECONNRESET\b|\b(?:could ?n[o']t|cannot|can't|unable to|fail\w* to|"
+        r"(?:does|did)(?: not|n't)) (?:establish (?:a )?(?:new )?connection|connect)\b|\bno route to host\b|\bAPIConnectionError\b|\bconnection error\b", re.I)),
+    # "The model `x` does not exist", "model not found" as an API's 404 (not a file on disk: load.model_files)
+    ("access.model_not_found", re.compile(
+        r"\bmodel\b[^.]{0,50}?\b(?:does not exist|not found|is not (?:served|available|listed)|unknown)\b[^.]{0,40}?\b(?:404|API|endpoint|server|request|served)|"
+        r"\b404\b[^.]{0,40}?\bmodel\b|\bmodel\b[^.]{0,40}?\b404\b|\bmodel_not_found\b|\bNotFoundError\b[^.]{0,30}?\bmodel", re.I)),
+    ("access.model_id_missing", re.compile(r"\b(?:no|missing|empty) model (?:id|name)\b|\bmodel (?:id|name|parameter|field) (?:is )?(?:missing|empty|required|not set)\b", re.I)),
+    # the base URL's path: a missing or doubled /v1, a chat path pasted in
+    ("access.base_url_invalid", re.compile(
+        r"/v1/v1\b|\b(?:wrong|incorrect|invalid|malformed|bad) (?:api[ _-]?)?base[ _-]?url\b|\bbase[ _-]?url\b[^.]{0,40}?\b(?:without|missing|lacks?|"
+        r"doubled?|wrong|incorrect|invalid|needs?)\b[^.]{0,20}?(?:/v1|path)?|\bmissing (?:the )?[`'\"]?/v1\b", re.I)),
+    # an OpenAI-style client at an Anthropic-style endpoint or the reverse
+    ("access.protocol_mismatch", re.compile(
+        r"\b(?:OpenAI|Anthropic)[- ](?:style|compatible|format|API|SDK|client|protocol)\b[^.]{0,80}?\b(?:Anthropic|OpenAI|/v1/messages|/chat/completions)\b"
+        r"[^.]{0,60}?" + _FAIL + r"|\b(?:/v1/messages|/chat/completions)\b[^.]{0,40}?\b(?:instead of|not|404)\b", re.I)),
+    # 200 with the wrong shape: no `choices`, null content, a missing finish_reason, HTML instead of JSON
+    ("access.response_invalid", re.compile(
+        r"\b(?:missing|no|without|null|empty|none) [`'\"]?(?:finish_reason|choices|usage|message|content|delta|tool_calls)\b|"
+        r"\b(?:finish_reason|choices|content)\b[`'\"]?\s?(?:is |are |was )?(?:missing|null|None|empty)\b|"
+        r"\b(?:response|body|output)\b[^.]{0,30}?\b(?:is |was )?(?:not (?:valid )?JSON|HTML|malformed|unparseable|invalid JSON)\b|\bJSONDecodeError\b", re.I)),
+    # 502/503/504, "Internal Server Error", "Bad Gateway"
+    ("access.server_error", re.compile(
+        r"\b(?:error|status|HTTP|code|returns?|returned|gets?|got)\W{0,3}50[0234]\b|\b50[0234]s?\b[^.]{0,20}?\b(?:error|response|from)\b|"
+        r"\bInternal Server Error\b|\bBad Gateway\b|\bService Unavailable\b|\bGateway Time-?out\b", re.I)),
+    # "Request timed out", ReadTimeout, APITimeoutError: an answer that never came
+    ("access.timeout", re.compile(
+        r"\b(?:request|requests|call|calls|API|client|response|read)\b[^.]{0,40}?\b(?:time[sd]? ?out|timeout)\b|\bReadTimeout\b|\bAPITimeoutError\b|"
+        r"\btimeout error\b", re.I)),
+    # --- load: the model loading and staying up -----------------------------------------------------
+    # "requires you to execute the configuration file in that repo ... trust_remote_code=True" (transformers)
+    ("load.remote_code", re.compile(
+        r"\btrust[-_ ]remote[-_ ]code\b[^.]{0,80}?(?:\b(?:not|n't|never|ignored|missing|requires?|needs?|must|without|lost|dropped)\b|" + _FAIL + r")|"
+        r"\b(?:requires?|needs?|without|missing|not (?:passed|forwarded|set))\b[^.]{0,40}?\btrust[-_ ]remote[-_ ]code\b|"
+        r"\b(?:custom|remote) (?:model(?:ing)? )?code\b[^.]{0,40}?\b(?:not (?:trusted|allowed|loaded)|requires?)\b", re.I)),
+    # "Model architectures [...] are not supported for now", "does not recognize this architecture",
+    # "model type `x` ... Transformers does not recognize", "requires transformers>=", "please upgrade"
+    ("load.engine_outdated", re.compile(
+        r"\b(?:architecture|model[ _]type|arch)\b[^.]{0,60}?\b(?:(?:is |are )?not (?:yet )?(?:supported|recogni[sz]ed|known)|unsupported|unknown|"
+        r"unrecogni[sz]ed|(?:does|did|do|can)(?: not|n't) (?:recogni[sz]e|support|know))\b|"
+        r"\b(?:does|did|do|can)(?: not|n't) (?:recogni[sz]e|support) (?:this|the|my|that|new|newer)? ?(?:model'?s? )?(?:architecture|model[ _]type|arch)\b|"
+        r"\b" + ENGINES + r"\b[^.]{0,30}?\b(?:is |are |was )?(?:too old|outdated|out of date)\b|\b(?:too old|outdated|older|lower) (?:version of )?" + ENGINES + r"\b|"
+        r"\blower version of " + ENGINES + r"\b|\b(?:requires?|needs?) (?:a )?(?:newer|more recent|later) (?:version of )?" + ENGINES + r"|"
+        r"\b(?:requires?|needs?) (?:a )?(?:newer|more recent|later) version\b(?! of (?:the )?(?:NVIDIA |CUDA )?(?:driver|CUDA|torch|PyTorch))|"
+        r"\b" + ENGINES + r"\b[^.]{0,20}?\bversion\b[^.]{0,30}?\b(?:too old|too low|not (?:new|recent) enough)\b|"
+        r"\bnot supported by (?:the )?(?:current |this |installed )?(?:version of )?" + ENGINES + r"\b", re.I)),
+    # "Total number of attention heads (x) must be divisible by tensor parallel size (y)"
+    ("load.tp_invalid", re.compile(
+        r"\b(?:heads?|num_heads|num_key_value_heads|vocab\w*|layers?|tp|tensor[ _-]?parallel\w*|tp_size|GPUs?)\b[^.]{0,60}?"
+        r"\b(?:not (?:evenly )?divisible|indivisible|(?:does|do|did)(?: not|n't) divide|must (?:be divisible|divide)|cannot be divided)|"
+        r"(?:不整除|无法整除|不能整除)|\b(?:MPI|world) size \d+ ?!= ?TP size\b", re.I)),
+    # OOM told with its phase: at weight load (load.weights_oom) or while serving requests (load.runtime_oom)
+    ("load.weights_oom", re.compile(
+        r"\b(?:OOM|out of (?:GPU |CUDA |device )?memory)\b[^.]{0,40}?\b(?:while|when|during|at) (?:loading|load|startup|start-up|initiali[sz]\w+)|"
+        r"\b(?:model|weights)\b[^.]{0,30}?\b(?:does|do|did|will|would)(?: not|n't) fit\b[^.]{0,30}?\b(?:GPU|VRAM|memory|card)", re.I)),
+    ("load.runtime_oom", re.compile(
+        r"\b(?:OOM|out of (?:GPU |CUDA |device )?memory)\b[^.]{0,60}?\b(?:during|under|while|when|after)\b[^.]{0,20}?\b(?:inference|serving|requests?|"
+        r"generat\w+|decod\w+|prefill|load test|concurren\w+|long (?:prompts?|context))\b", re.I)),
+    # GPU memory that runs out with no phase named: at load when the sentence speaks of loading or offloading the
+    # model (llama.cpp's "unable to allocate CUDA0 buffer" at start), else while serving
+    ("load.weights_oom", re.compile(
+        OOM + r"[^.]{0,80}?\b(?:boot\w*|loading|load(?:s|ed)? (?:the )?(?:model|weights)|start(?:s|ed|ing)? (?:up|the (?:model|server|engine))|launch\w*|"
+        r"offload\w*|weights)\b|\b(?:loading|offload\w*|weights)\b[^.]{0,60}?" + OOM, re.I)),
+    ("load.runtime_oom", re.compile(OOM, re.I)),
+    # "max seq len (x) ... larger than the maximum number of tokens that can be stored in KV cache"
+    ("load.kv_cache_insufficient", re.compile(
+        r"\bmax[-_ ]?(?:model|seq)[-_ ]len\w*\b[^.]{0,60}?\b(?:larger|greater|more|exceeds?)\b[^.]{0,40}?\bKV[ -]?cache\b|"
+        r"\bKV[ -]?cache\b[^.]{0,30}?\btoo small (?:for|to hold)\b", re.I)),
+    ("load.no_kv_cache_memory", re.compile(r"\bno (?:available )?memory for (?:the )?cache blocks\b|\bnum_gpu_blocks\b[^.]{0,20}?\b(?:0|zero|negative)\b", re.I)),
+    # free memory below the requested share: other processes hold it, or it is not freed
+    ("load.gpu_memory_occupied", re.compile(
+        r"\b(?:other|another|previous|old|zombie) (?:\w+ )?process(?:es)?\b[^.]{0,40}?\b(?:hold\w*|us(?:e|es|ing)|occup\w*|tak\w*)\b[^.]{0,20}?\b(?:GPU|VRAM|memory)|"
+        r"\b(?:GPU |VRAM |device )?memory (?:is |was )?(?:not (?:freed|released)|never (?:freed|released)|still (?:occupied|in use|held))\b|"
+        r"\bfree memory\b[^.]{0,40}?\b(?:less|lower|smaller) than (?:the )?(?:desired|requested)", re.I)),
+    # "CUDA driver version is insufficient for CUDA runtime version", "no kernel image is available"
+    ("load.cuda_mismatch", re.compile(
+        r"\b(?:CUDA|driver|cuDNN|torch|PyTorch|TensorRT|TRT-?LLM)\b[^.]{0,40}?\bversions?\b[^.]{0,60}?\b(?:mismatch\w*|incompatib\w+|not compatible|"
+        r"(?:does|do)(?: not|n't) match|too old|insufficient)|\b(?:mismatch|incompatib\w+)\b[^.]{0,40}?\b(?:CUDA|driver|torch|TensorRT|TRT-?LLM)\b[^.]{0,30}?\bversions?\b|"
+        r"\bno kernel image\b|\b(?:NVIDIA |CUDA )?driver (?:is )?too old\b|\bcompiled (?:with|for|against) (?:a )?(?:different|newer|older) CUDA\b", re.I)),
+    ("load.dtype_unsupported", re.compile(
+        r"\b(?:bfloat16|bf16|FP8|float8)\b[^.]{0,50}?\b(?:not supported|unsupported|only supported|requires? compute capability)\b[^.]{0,40}?\b(?:GPU|card|compute capability|V100|T4|Turing|Volta|Pascal)?", re.I)),
+    ("load.quantization_unsupported", re.compile(
+        r"\b(?:quantiz\w+|quant_method|AWQ|GPTQ|NVFP4|MXFP4|bitsandbytes|marlin|EXL2|GGUF quant\w*)\b[^.]{0,50}?\b(?:not supported|unsupported|"
+        r"(?:does|do|is)(?: not|n't) (?:support\w*|work\w*)|mismatch\w*)\b", re.I)),
+    ("load.shm_insufficient", re.compile(r"/dev/shm\b[^.]{0,40}?\b(?:too small|full|64 ?MB|insufficient)|\bshared memory\b[^.]{0,20}?\b(?:too small|insufficient)|--shm-size\b[^.]{0,40}?" + _FAIL, re.I)),
+    ("load.host_oom", re.compile(
+        r"\bOOM[- ]?kill\w*|\bOOMKilled\b|\bkilled by the (?:kernel|OOM)\b|\bexit (?:code|status) 137\b|\b(?:system|host|CPU) (?:RAM|memory)\b[^.]{0,30}?"
+        r"\b(?:runs? out|ran out|full|exhausted|not enough)\b", re.I)),
+    ("load.nccl_failed", re.compile(r"\bNCCL\b[^.]{0,40}?(?:\b(?:timeout|timed out|hangs?|hung|stuck)\b|" + _FAIL + ")", re.I)),
+    ("load.gpu_not_visible", re.compile(
+        r"\b(?:no|not|n't|cannot|can't)\b[^.]{0,20}?\b(?:detect\w*|see|sees|find|finds|found|visible|available)\b[^.]{0,20}?\b(?:any )?GPUs?\b|"
+        r"\bGPUs?\b[^.]{0,20}?\b(?:is |are )?not (?:detected|visible|found|available|used)\b|\bfall(?:s|ing)? back to (?:the )?CPU\b|"
+        r"\bCUDA (?:is )?not available\b|\bis_available\(\)\W{0,3}(?:returns? )?False\b", re.I)),
+    ("load.gpu_fault", re.compile(r"\bXid\b|\bfallen off the bus\b|\bfell off the bus\b|\b(?:uncorrectable )?ECC error", re.I)),
+    ("load.startup_timeout", re.compile(
+        r"\b(?:readiness|liveness|startup|start-up) probe\b[^.]{0,30}?(?:\bkill\w*|" + _FAIL + r")|\b(?:time[sd]? ?out|timeout)\b[^.]{0,30}?\b(?:while |during )?"
+        r"(?:loading|startup|start-up|warm ?up)\b|\btakes? too long to (?:load|start)\b", re.I)),
+    # the model's files: missing, gated (HF 401/403), a wrong path
+    ("load.model_files", re.compile(
+        r"\b(?:config\.json|safetensors|weights?|checkpoint|tokenizer(?:\.json|_config\.json)?|model (?:files?|path|directory|folder))\b[^.]{0,40}?"
+        r"\b(?:not found|missing|does not exist|cannot be found|could not be found)\b|\bgated (?:repo|model)\b|\bNo such file or directory\b", re.I)),
+    ("load.config_invalid", re.compile(
+        r"\bunrecogni[sz]ed arguments?\b|\bunknown (?:flag|argument|option)\b|\binvalid (?:value|argument|choice) for --|"
+        r"\bmax[-_ ]model[-_ ]len\b[^.]{0,40}?\b(?:greater|larger|exceeds?)\b[^.]{0,30}?\b(?:model'?s?|derived|maximum|max_position)", re.I)),
+)
+
+# lower-case literals one of which each entry above needs: a line holding none is not read
+LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "payment", "429", "rate", "too many", "throttl", "certificate",
+            "signed", "ssl", "tls", "x509", "wrong_version", "stream", "sse", "chunk", "token", "buffer", "proxy", "resolve",
+            "resolution", "getaddrinfo", "enotfound", "eai_again", "name or service", "no such host", "dns", "connect", "no route",
+            "model", "/v1", "base", "openai", "anthropic", "messages", "finish_reason", "choices", "usage", "content", "delta",
+            "response", "body", "output", "json", "50", "server error", "gateway", "unavailable", "time", "trust", "remote",
+            "custom", "arch", "old", "outdated", "out of date", "lower version", "newer", "recent", "later", "version",
+            "not supported", "divis", "divide", "整除", "size", "oom", "out of", "fit", "kv", "cache", "memory", "cuda",
+            "driver", "kernel image", "compiled", "bf16", "bfloat16", "fp8", "float8", "quant", "awq", "gptq", "fp4",
+            "bitsandbytes", "marlin", "exl2", "shm", "shared memory", "killed", "137", "ram", "nccl", "gpu", "cpu",
+            "is_available", "xid", "bus", "ecc", "probe", "too long", "config", "safetensors", "weight", "checkpoint",
+            "gated", "no such file", "argument", "flag", "option", "max")
+
+# a sentence that states no failure: a question about a setting, advice or a possibility, a fix already
+# made, something healthy ("loads fine"); "why does it fail with ...?" still reports what it asks about
+QUESTION = re.compile(r"\?\s*$|^(?:how|what|is|are|does|do|can|could|should|would|will|any (?:idea|way)s?)\b", re.I)
+COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did|am|would|can)\b", re.I)
+# advice is addressed to someone ("you could try", "consider", "to avoid"); an engine's message may carry
+# its own ("make sure you have read the code", "see the docs"), which is no reason to drop the failure it states
+ADVICE = re.compile(
+    r"\b(?:(?:you|we|I) (?:can|could|should|might|may|need to|have to|must)|(?:it|this|that) (?:may|might|could|would) (?:be|help|work|fix)|"
+    r"try (?:to|setting|using|adding|passing|with|running|lowering|raising|increasing|reducing|upgrading)|consider|recommend\w*|suggest\w*|"
+    r"to (?:avoid|prevent|get rid of)|(?:avoid|prevent)ing|in case|if you\b|fix(?:es|ed)|resolv(?:es|ed)|solv(?:es|ed)|"
+    r"(?:works|worked|loads|loaded|runs|ran|starts|started) (?:fine|well|great|correctly|successfully|now|as expected)|no (?:more |longer )|"
+    r"successfully|add(?:s|ed|ing)? support|feature request|"
+    # a possibility or a fix described: "buffering can prevent SSE ...", "disable buffering, ensuring ...", "allows you to"
+    r"(?:can|may|might|could) (?:prevent|cause|lead to|result in)|(?:disabl(?:e|es|ing)|turn(?:s|ing)? off) (?:\w+ ){0,2}buffering|"
+    r"ensur(?:e|es|ing)|allows? (?:you|us|users|clients) to)", re.I)
+ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+\S")
+FENCE = re.compile(r"^\s*(?:```|~~~)")
+# a line a program printed: a timestamp, a `key=value, key=value` record, a prompt's command line
+LEVEL_WORD = re.compile(r"^\W{0,2}(?:[\w:.\[\]-]+\s){0,2}(?:INFO|WARN|WARNING|ERROR|DEBUG|FATAL|CRITICAL)\b")  # a program's level, after its tag
+FIELD = re.compile(r"^[A-Z][A-Za-z ]{0,20}:\s+\S+(?:\s+\S+){0,3}\s*$")  # one `Status Code: 500` row of such a form
+RECORD = re.compile(r"(?:^|\s)[A-Z][A-Za-z ]{0,20}:\s")  # `Model: x Provider: y Status Code: 401`: a form a program filled
+STAMP = re.compile(r"^\W{0,3}\d{4}-\d\d-\d\d[ T]\d\d:\d\d|^\W{0,3}\d\d:\d\d:\d\d|^\s*(?:\$|>>>|#\s*(?:vllm|python|docker|curl)\b)|^\s*(?:INFO|DEBUG|WARNING|ERROR)\b")
+
+
+@dataclass
+class _Sentence:
+    where: str
+    text: str
+
+
+def into_facts(source: str, text: str, facts: Facts) -> bool:
+    """The failures the text states into facts.said, redacted. True when it stated one."""
+    from llm_doctor.redact import Redactor
+
+    found = statements(source, text)
+    if not found:
+        return False
+    redactor = Redactor()  # a person's sentence may hold a key or a token: it is evidence, never output as typed
+    for st in found:
+        st.text = redactor.text(st.text)
+    known = {(s.code, s.text) for s in facts.said}
+    facts.said += [s for s in found if (s.code, s.text) not in known]
+    return True
+
+
+# the families whose words name only the context (a proxy, a quota, a certificate, a rate limit): the sentence
+# must also say that something went wrong ("I use a corporate proxy" states nothing)
+CONTEXT_ONLY = frozenset({"access.proxy_failed", "access.quota_exceeded", "access.rate_limited", "access.tls_failed"})
+PROBLEM = re.compile(_FAIL + r"|\b(?:problem|issue|exceed\w*|reached|hit(?:s|ting)?|block\w*|denied|again|stuck|hang\w*|unable|"
+                     r"not (?:work\w*|respected|honou?red|used|applied)|ignor\w*|bypass\w*|intercept\w*|40[0-9]|429|402|"
+                     r"unknown authority|untrusted|expired)\b", re.I)
+
+
+def statements(source: str, text: str) -> list[FailureStatement]:
+    """Each sentence that names a load or access failure, with the first code of VOCABULARY it holds."""
+    out: list[FailureStatement] = []
+    for s in _sentences(source, text):
+        if (QUESTION.search(s.text) and not COMPLAINT.search(s.text)) or ADVICE.search(s.text):
+            continue
+        code = next((c for c, rx in VOCABULARY if rx.search(s.text) and (c not in CONTEXT_ONLY or PROBLEM.search(s.text))), None)
+        if code is not None:
+            out.append(FailureStatement(code, s.where, s.text[:300]))
+            if len(out) >= MAX_STATEMENTS:
+                break
+    return out
+
+
+def _prose(raw: str) -> str:
+    """The words of a line a person may have written, or "" for a line a program printed."""
+    line = normalise(0, raw.encode("utf-8", errors="replace"))
+    words = line.text.strip().strip("*_>-#|` ").strip()
+    if (not words or line.level or line.process or TOOL_ROW.match(raw) or STAMP.match(raw) or raw.rstrip().endswith("\\")
+            or EXCEPTION.match(words) or FRAME.match(words) or TRACEBACK.search(words) or CARET.match(words)):
+        return ""
+    # a program's record by its shape: a level after a tag (glog's `[W socket.cpp:601]`, `NCCL WARN`, `ERROR [x]`),
+    # a filled form (`Status Code: 500`). A line quoting an error (`The demo failed to run: RuntimeError: ...`,
+    # a title) is read: its words name the failure where no rule places the error it quotes
+    if (own_level(line.text) or LEVEL_WORD.match(line.text) or FIELD.match(words)
+            or len(RECORD.findall(words)) >= 3):
+        return ""
+    return " ".join(raw.strip().strip("*_>-#").split())
+
+
+def _sentences(source: str, text: str) -> list[_Sentence]:
+    """A person's sentences near a vocabulary literal: runs of prose lines outside code fences,
+    joined across hard wraps, cut at sentence ends; each with the line it starts on."""
+    lines = text.splitlines()[:MAX_LINES]
+    near: set[int] = set()
+    fenced, inside = set(), False
+    for no, raw in enumerate(lines, 1):
+        if FENCE.match(raw):
+            inside = not inside
+            fenced.add(no)
+            continue
+        if inside:
+            fenced.add(no)
+        elif any(lit in raw.lower() for lit in LITERALS):
+            near.update(range(no - WRAP, no + WRAP + 1))
+    out: list[_Sentence] = []
+    para: list[tuple[int, str]] = []
+
+    def split(run: list[tuple[int, str]]) -> list[_Sentence]:
+        joined = " ".join(t for _, t in run)
+        starts, pos = [], 0
+        for no, t in run:
+            starts.append((pos, no))
+            pos += len(t) + 1
+        found, at = [], 0
+        for piece in SENTENCE_END.split(joined):
+            at = max(at, joined.find(piece, at))
+            if piece.strip():
+                no = max((n for p, n in starts if p <= at), default=run[0][0])
+                found.append(_Sentence(f"{source}:{no}", piece.strip()))
+            at += len(piece)
+        return found
+
+    def flush() -> None:
+        if para:
+            found = split(para)
+            if any(len(s.text) > MAX_SENTENCE for s in found):  # lines with no sentence end (a program's): each its own
+                found = [s for no_text in para for s in split([no_text])]
+            out.extend(s for s in found if len(s.text) <= MAX_SENTENCE)
+            para.clear()
+
+    for no, raw in enumerate(lines, 1):
+        words = _prose(raw) if no in near and no not in fenced else ""
+        if not words:
+            flush()
+            continue
+        if ITEM.match(raw):  # a list item is a sentence of its own, not the wrapped rest of the one above
+            flush()
+        para.append((no, words))
+        if raw.strip().startswith("|") or len(para) > 20:
+            flush()
+    flush()
+    return out
