@@ -404,6 +404,14 @@ HAND_RULES: tuple[Rule, ...] = (
     _r("ollama_cpu_share", r"\b(?:(?P<cpu>\d{1,2})%/(?P<gpu>\d{1,2})% CPU/GPU|(?P<all_cpu>100)% ?CPU)\b", False),
     # NCCL's network transport: sockets (TCP) where InfiniBand/RoCE/EFA was expected across nodes
     _r("nccl_net_socket", r"(?:(?P<host>[\w.<>-]+):\d+:\d+ \[\d+\] )?NCCL INFO NET/Socket : Using (?P<ifaces>\S.*)", False),
+    # the status of an answer, in two more access-log and client shapes, last so that any rule naming a cause
+    # on the same line wins: Ollama's request log (gin-gonic's LoggerWithFormatter default,
+    # `[GIN] 2026/01/28 - 23:40:13 | 404 |  3.2µs | 10.0.0.5 | POST  "/v1/messages?beta=true"`), and Claude Code's
+    # API_ERROR_MESSAGE_PREFIX before the Anthropic SDK's APIError message `${status} ${message}`
+    # (`API Error: 529 Overloaded. This is a server-side issue ...`, `API Error (529 {"type":"error",...})`)
+    _r("http_response", r"\[GIN\][^|\n]*\|\s*(?P<status>[45]\d\d)\s*\|[^|\n]*\|[^|\n]*\|\s*"
+       r"(?P<method>GET|POST|PUT|DELETE|PATCH|HEAD)\s+\"?(?P<path>/[^\"\s]*)", False),
+    _r("http_response", r"\bAPI Error:? \(?(?P<status>[45]\d\d)\b", False),
 )
 
 
