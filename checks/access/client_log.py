@@ -24,6 +24,7 @@ KIND_CODE = {
     "client_quota": "access.quota_exceeded",
     "client_rate_limit": "access.rate_limited",
     "client_auth": "access.key_rejected",
+    "client_key_malformed": "access.key_malformed",
     "client_key_missing": "access.key_missing",
     "client_stream_cut": "access.streaming_broken",
     "client_stream_buffered": "access.streaming_broken",
@@ -72,7 +73,7 @@ TITLES = {
     "access.rate_limited": ("the provider rate-limited the requests (429)", "Send fewer requests/tokens per minute (lower concurrency) and retry with backoff"),
     "access.key_missing": ("the client has no API key to send (none passed, the variable unset)",
                            "Give the client the key the server expects; a server started without --api-key accepts any non-empty value"),
-    "access.key_rejected": ("the server rejected the API key (401/403)", "Use the key the server expects (vLLM: the value of --api-key / VLLM_API_KEY)"),
+    "access.key_rejected": ("the server rejected the API key (401/403)", "Use the key the server expects (vLLM: the value of VLLM_API_KEY, or of --api-key)"),
     "access.key_malformed": ("the API key is not a key (URL, masked value, prefix, quotes, whitespace, or a character no HTTP header carries)",
                              "Set the key itself, without 'Bearer ', quotes, spaces, a URL or characters pasted along with it"),
     "access.tls_failed": ("TLS certificate verification failed", "Trust the server's CA: SSL_CERT_FILE=/path/ca.pem (or REQUESTS_CA_BUNDLE), or use http:// for a plain-HTTP server"),
@@ -175,8 +176,11 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             fixes = [Fix(f"{fix}: {setting}")]
         if code == "access.proxy_failed" and (hosts := _no_proxy(s.base_url, events)):
             fixes = [Fix(fix, f"export NO_PROXY={hosts}")]
-        if code == "access.proxy_failed" and any(e.values.get("status") == 407 for e in events):
+        if code == "access.proxy_failed" and any(e.values.get("status") == 407 or "Proxy Authentication Required" in " ".join(e.lines)
+                                                 for e in events):
             title, fixes = PROXY_AUTH, [Fix(PROXY_AUTH_FIX), *fixes]
+        if code == "access.key_malformed" and (var := le.first_value(events, "var")):
+            fixes = [Fix(f"Windows cmd keeps the quotes of set {var}=\"...\" in the value: set it without them", f"set {var}=<the key>")]
         if code == "access.key_missing":
             # typed at the prompt, as checks/access/key.py has it: the key stays out of the shell history
             fixes = [Fix(fix, f"read -rs {var} && export {var}") if (var := _key_variable(events)) else Fix(fix)]

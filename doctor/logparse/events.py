@@ -412,6 +412,11 @@ HAND_RULES: tuple[Rule, ...] = (
     _r("http_response", r"\[GIN\][^|\n]*\|\s*(?P<status>[45]\d\d)\s*\|[^|\n]*\|[^|\n]*\|\s*"
        r"(?P<method>GET|POST|PUT|DELETE|PATCH|HEAD)\s+\"?(?P<path>/[^\"\s]*)", False),
     _r("http_response", r"\bAPI Error:? \(?(?P<status>[45]\d\d)\b", False),
+    # a key in a shape no server accepts, as the log shows it sent or set: an Authorization header whose token is
+    # quoted or carries the scheme twice (`Bearer \"abc123\"`, `Bearer Bearer sk-...`), or Windows cmd's
+    # `set OPENAI_API_KEY="sk-..."`, which keeps the quotes in the value (cmd's set takes all after `=`)
+    _r("client_key_malformed", r"\bBearer\s+(?:Bearer\s|\\?[\"'\u2018\u2019\u201c\u201d](?=[\w-]))|"
+       r"(?:^|>)\s*set\s+(?P<var>[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN|_KEY))=[\"']", False),
 )
 
 
