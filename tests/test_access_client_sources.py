@@ -176,6 +176,21 @@ CASES = [
     ("claude-code-mid-response", "API Error: Connection closed mid-response. The response above may be incomplete.\n",
      "access.streaming_broken", "Connection closed mid-response", None),
     # node's stream.finished on a body destroyed before its end (lib/internal/errors.js)
+    # .NET's HttpClient (dotnet/runtime System.Net.Http Strings.resx): its own deadline, a status, a SOCKS proxy's refusal
+    ("dotnet-timeout", "System.Threading.Tasks.TaskCanceledException: The request was canceled due to the configured "
+     "HttpClient.Timeout of 100 seconds elapsing.\n", "access.timeout", "HttpClient.Timeout of 100 seconds", None),
+    ("dotnet-503", "System.Net.Http.HttpRequestException: Response status code does not indicate success: 503 (Service Unavailable).\n",
+     "access.server_error", "does not indicate success: 503", None),
+    ("dotnet-socks", "System.Net.Http.HttpRequestException: SOCKS server failed to connect to the destination.\n",
+     "access.proxy_failed", "SOCKS server failed", None),
+    # java.net.http's chunked body parser and OkHttp's sources: the body ended before its last chunk
+    ("jdk-chunked-cut", "java.io.IOException: chunked transfer encoding, state: READING_LENGTH\n", "access.streaming_broken",
+     "chunked transfer encoding", None),
+    ("okhttp-body-cut", "java.net.ProtocolException: unexpected end of stream\n", "access.streaming_broken", "unexpected end of stream", None),
+    # curl's socks.c: the SOCKS proxy refused the CONNECT
+    ("curl-socks5", "curl: (97) Can't complete SOCKS5 connection to localhost. (4)\n", "access.proxy_failed", "SOCKS5 connection", None),
+    # Envoy's 504 body for its route timeout (source/common/router/router.cc)
+    ("envoy-route-timeout", "upstream request timeout\n", "access.timeout", "upstream request timeout", None),
     ("node-premature-close", "Error [ERR_STREAM_PREMATURE_CLOSE]: Premature close\n    at new NodeError (node:internal/errors:405:5)\n",
      "access.streaming_broken", "ERR_STREAM_PREMATURE_CLOSE", None),
 ]
@@ -373,3 +388,14 @@ def test_a_407_asks_for_the_proxys_credentials(tmp_path: Path) -> None:
 ])
 def test_a_well_formed_header_or_assignment_is_no_malformed_key(tmp_path: Path, line: str) -> None:
     assert "access.key_malformed" not in [f.code for f in findings_of(tmp_path, line + "\n")]
+
+
+def test_a_dotnet_4xx_no_rule_explains_is_a_client_failure_not_an_all_clear(tmp_path: Path) -> None:
+    # EnsureSuccessStatusCode's 404 names no path: read (the template), judged by no rule, so the client's failure is quoted
+    found = findings_of(tmp_path, "System.Net.Http.HttpRequestException: Response status code does not indicate success: 404 (Not Found).\n")
+    assert [f.code for f in found] == ["access.unrecognized_failure"]
+
+
+def test_a_gateway_route_timeout_names_the_gateways_setting(tmp_path: Path) -> None:
+    found = findings_of(tmp_path, "upstream request timeout\n")
+    assert "the Envoy route's timeout (15 s by default" in found[0].fixes[0].summary

@@ -220,6 +220,8 @@ def _malformed_fixes(events: list[LogEvent]) -> list[Fix]:
 
 # the client's own timeout setting, by the words of the client that timed out
 TIMEOUT_SETTING = (
+    (re.compile(r"HttpClient\.Timeout"), "HttpClient.Timeout (100 s by default; Timeout.InfiniteTimeSpan for a long streamed answer)"),
+    (re.compile(r"upstream request timeout"), "the Envoy route's timeout (15 s by default; 0s turns it off for long or streamed answers)"),
     (re.compile(r"litellm", re.I), "timeout= on completion(), or timeout / stream_timeout in the proxy's litellm_params"),
     (re.compile(r"\banthropic\.|Request timed out or interrupted"), "timeout= on Anthropic(...) or per request (seconds)"),
     (re.compile(r"\bopenai\.|APITimeoutError|httpx|httpcore"), "timeout= on OpenAI(...) or per request (seconds; httpx.Timeout for read/connect apart)"),
