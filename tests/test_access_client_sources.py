@@ -191,6 +191,15 @@ CASES = [
     ("curl-socks5", "curl: (97) Can't complete SOCKS5 connection to localhost. (4)\n", "access.proxy_failed", "SOCKS5 connection", None),
     # Envoy's 504 body for its route timeout (source/common/router/router.cc)
     ("envoy-route-timeout", "upstream request timeout\n", "access.timeout", "upstream request timeout", None),
+    # a stream cut as other clients word it: node's String(err), the browser, hyper (reqwest), Go's HTTP/2 transport
+    ("node-premature-close-message", "[ERROR] Failed to process stream: Error: Premature close\n", "access.streaming_broken",
+     "Premature close", None),
+    ("chromium-incomplete-chunked", "net::ERR_INCOMPLETE_CHUNKED_ENCODING 200 (OK)\n", "access.streaming_broken",
+     "ERR_INCOMPLETE_CHUNKED_ENCODING", None),
+    ("hyper-incomplete-body", "error decoding response body: error reading a body from connection: end of file before message "
+     "length reached\n", "access.streaming_broken", "end of file before message length reached", None),
+    ("go-h2-stream-reset", "stream error: stream ID 3; INTERNAL_ERROR; received from peer\n", "access.streaming_broken",
+     "received from peer", None),
     ("node-premature-close", "Error [ERR_STREAM_PREMATURE_CLOSE]: Premature close\n    at new NodeError (node:internal/errors:405:5)\n",
      "access.streaming_broken", "ERR_STREAM_PREMATURE_CLOSE", None),
 ]
