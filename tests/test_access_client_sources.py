@@ -172,6 +172,19 @@ CASES = [
     # a key read from .env with its quotes: the header carries them (sonichi/sutando#691)
     ("bearer-quoted", "The Authorization header ends up as `Bearer \\\"abc123\\\"` and the request 401s with no useful error\n",
      "access.key_malformed", "Bearer", None),
+    # the OpenAI API's message with another provider's key in it (an Anthropic key sent to OpenAI)
+    ("openai-anthropic-key", "openai.AuthenticationError: Error code: 401 - {'error': {'message': 'Incorrect API key provided: "
+     "sk-ant-a***************************xyz. You can find your API key at https://platform.openai.com/account/api-keys.'}}\n",
+     "access.key_malformed", "sk-ant-a", None),
+    # HTTP clients refusing to send a key with a newline or leading space in its header
+    ("h11-illegal-header", "httpx.LocalProtocolError: Illegal header value b'Bearer sk-abc123\\n'\n", "access.key_malformed",
+     "Illegal header value", None),
+    ("requests-invalid-header", "requests.exceptions.InvalidHeader: Invalid leading whitespace, reserved character(s), or return "
+     "character(s) in header value: ' sk-abc123'\n", "access.key_malformed", "Invalid leading whitespace", None),
+    ("node-invalid-char", 'TypeError [ERR_INVALID_CHAR]: Invalid character in header content ["Authorization"]\n',
+     "access.key_malformed", "Invalid character in header content", None),
+    ("go-invalid-header", 'Post "http://localhost:8000/v1/chat/completions": net/http: invalid header field value for "Authorization"\n',
+     "access.key_malformed", "invalid header field value", None),
     # Claude Code's words for a streamed answer cut before its end (its CHANGELOG quotes them)
     ("claude-code-mid-response", "API Error: Connection closed mid-response. The response above may be incomplete.\n",
      "access.streaming_broken", "Connection closed mid-response", None),

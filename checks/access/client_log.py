@@ -50,7 +50,8 @@ GENERATION_PATHS = re.compile(r"^/v1/(?:chat/completions|completions)\b")
 # which vLLM serves only for pooling models
 OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages|embeddings)\b|^/api/(?:chat|generate)\b")
 # (the API masks the key it received but keeps its first characters: a quote there was part of the key)
-KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"‘’“”])|API key.*(?:whitespace|newline)|"
+# or another provider's key: Anthropic's sk-ant-, Groq's gsk_, Google's AIza, Hugging Face's hf_, xAI's xai-
+KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"‘’“”]|sk-ant-|gsk_|AIza|hf_|xai-)|API key.*(?:whitespace|newline)|"
                        # undici's header check (and Roo Code's words for it): a character no header can carry
                        r"Cannot convert argument to a ByteString|API key contains invalid characters", re.I)
 

@@ -414,9 +414,19 @@ HAND_RULES: tuple[Rule, ...] = (
     _r("http_response", r"\bAPI Error:? \(?(?P<status>[45]\d\d)\b", False),
     # a key in a shape no server accepts, as the log shows it sent or set: an Authorization header whose token is
     # quoted or carries the scheme twice (`Bearer \"abc123\"`, `Bearer Bearer sk-...`), or Windows cmd's
-    # `set OPENAI_API_KEY="sk-..."`, which keeps the quotes in the value (cmd's set takes all after `=`)
+    # `set OPENAI_API_KEY="sk-..."`, which keeps the quotes in the value (cmd's set takes all after `=`); and an HTTP
+    # client refusing to send the auth header because the key has a character no header carries (a newline,
+    # leading whitespace): h11/httpx `Illegal header value b'Bearer sk-...\n'`, CPython http.client `Invalid header
+    # value`, requests `Invalid leading whitespace, reserved character(s), or return character(s) in header value`,
+    # node's ERR_INVALID_CHAR `Invalid character in header content ["Authorization"]`, Go's transport
+    # `net/http: invalid header field value for "Authorization"` (before go1.20: `... value %q for key Authorization`)
     _r("client_key_malformed", r"\bBearer\s+(?:Bearer\s|\\?[\"'\u2018\u2019\u201c\u201d](?=[\w-]))|"
-       r"(?:^|>)\s*set\s+(?P<var>[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN|_KEY))=[\"']", False),
+       r"(?:^|>)\s*set\s+(?P<var>[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN|_KEY))=[\"']|"
+       r"(?:Illegal|Invalid) header value b?['\"](?:Bearer\b|\s*sk-)|"
+       r"return character\(s\) in header value: b?['\"](?:Bearer\b|\s|sk-)|"
+       r"Invalid character in header content \[\"(?:Authorization|x-api-key|api-key)\"\]|"
+       r"invalid header field value (?:for \"(?:Authorization|X-Api-Key|Api-Key)\"|.* for key (?:Authorization|X-Api-Key|Api-Key)\b)",
+       False),
 )
 
 
