@@ -151,6 +151,70 @@ CASES = [
     # SGLang's warm-up request to itself answered by an HTML page: a proxy from the environment
     ("sglang-warmup-proxy-page", "AssertionError: res=<Response [403]>, res.text='<html>\\n<head><title>403 Forbidden</title>"
      "</head>'\n", "access.proxy_failed", "res=<Response [403]>", None),
+    # Claude Code's API_ERROR_MESSAGE_PREFIX before the SDK's `${status} ${message}` (anthropics/claude-code#87317)
+    ("claude-code-529", "API Error: 529 Overloaded. This is a server-side issue, usually temporary \u2014 try again in a moment. If it "
+     "persists, check https://status.claude.com/.\n", "access.server_error", "API Error: 529 Overloaded", None),
+    # the Anthropic API's overloaded_error object, pasted pretty-printed (anthropics/claude-code#23049)
+    ("anthropic-overloaded-body", '{\n  "type": "error",\n  "error": {\n    "type": "overloaded_error",\n    "message": "Overloaded"\n'
+     '  },\n  "request_id": "req_011CXnukXFhq5zC25S7ev2cy"\n}\n', "access.server_error", '"type": "overloaded_error"', None),
+    # axios settle.js through the CodeGPT extension (diffbot/code-gpt-docs#33): 407 is a proxy wanting credentials
+    ("axios-407", "OpenAI API Response was: Error: Request failed with status code 407.\n", "access.proxy_failed",
+     "status code 407", None),
+    # httpx raise_for_status on Ollama's 404 for a model it has not pulled (run-llama/llama_index#12985)
+    ("httpx-ollama-404-model", "httpx.HTTPStatusError: Client error '404 Not Found' for url 'http://localhost:11434/api/chat'\n",
+     "access.model_not_found", "Client error '404 Not Found'", None),
+    # the OpenAI API masks the key it got but keeps its first characters: a quote there was sent (OpenBMB/ChatDev#128)
+    ("openai-key-with-quotes", 'Incorrect API key provided: "sk-RoCv*****************************************ABM". You can find '
+     "your API key at https://platform.openai.com/account/api-keys.\n", "access.key_malformed", "provided: \"sk-RoCv", None),
+    # Windows cmd keeps the quotes of `set VAR="..."` in the value (Aider-AI/aider#1731)
+    ("cmd-set-quoted-key", '(aider) D:\\SD> set  OPENAI_API_KEY="sk-projXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX...."\n',
+     "access.key_malformed", "set  OPENAI_API_KEY=", "set OPENAI_API_KEY=<the key>"),
+    # a key read from .env with its quotes: the header carries them (sonichi/sutando#691)
+    ("bearer-quoted", "The Authorization header ends up as `Bearer \\\"abc123\\\"` and the request 401s with no useful error\n",
+     "access.key_malformed", "Bearer", None),
+    # the OpenAI API's message with another provider's key in it (an Anthropic key sent to OpenAI)
+    ("openai-anthropic-key", "openai.AuthenticationError: Error code: 401 - {'error': {'message': 'Incorrect API key provided: "
+     "sk-ant-a***************************xyz. You can find your API key at https://platform.openai.com/account/api-keys.'}}\n",
+     "access.key_malformed", "sk-ant-a", None),
+    # HTTP clients refusing to send a key with a newline or leading space in its header
+    ("h11-illegal-header", "httpx.LocalProtocolError: Illegal header value b'Bearer sk-abc123\\n'\n", "access.key_malformed",
+     "Illegal header value", None),
+    ("requests-invalid-header", "requests.exceptions.InvalidHeader: Invalid leading whitespace, reserved character(s), or return "
+     "character(s) in header value: ' sk-abc123'\n", "access.key_malformed", "Invalid leading whitespace", None),
+    ("node-invalid-char", 'TypeError [ERR_INVALID_CHAR]: Invalid character in header content ["Authorization"]\n',
+     "access.key_malformed", "Invalid character in header content", None),
+    ("go-invalid-header", 'Post "http://localhost:8000/v1/chat/completions": net/http: invalid header field value for "Authorization"\n',
+     "access.key_malformed", "invalid header field value", None),
+    # Claude Code's words for a streamed answer cut before its end (its CHANGELOG quotes them)
+    ("claude-code-mid-response", "API Error: Connection closed mid-response. The response above may be incomplete.\n",
+     "access.streaming_broken", "Connection closed mid-response", None),
+    # node's stream.finished on a body destroyed before its end (lib/internal/errors.js)
+    # .NET's HttpClient (dotnet/runtime System.Net.Http Strings.resx): its own deadline, a status, a SOCKS proxy's refusal
+    ("dotnet-timeout", "System.Threading.Tasks.TaskCanceledException: The request was canceled due to the configured "
+     "HttpClient.Timeout of 100 seconds elapsing.\n", "access.timeout", "HttpClient.Timeout of 100 seconds", None),
+    ("dotnet-503", "System.Net.Http.HttpRequestException: Response status code does not indicate success: 503 (Service Unavailable).\n",
+     "access.server_error", "does not indicate success: 503", None),
+    ("dotnet-socks", "System.Net.Http.HttpRequestException: SOCKS server failed to connect to the destination.\n",
+     "access.proxy_failed", "SOCKS server failed", None),
+    # java.net.http's chunked body parser and OkHttp's sources: the body ended before its last chunk
+    ("jdk-chunked-cut", "java.io.IOException: chunked transfer encoding, state: READING_LENGTH\n", "access.streaming_broken",
+     "chunked transfer encoding", None),
+    ("okhttp-body-cut", "java.net.ProtocolException: unexpected end of stream\n", "access.streaming_broken", "unexpected end of stream", None),
+    # curl's socks.c: the SOCKS proxy refused the CONNECT
+    ("curl-socks5", "curl: (97) Can't complete SOCKS5 connection to localhost. (4)\n", "access.proxy_failed", "SOCKS5 connection", None),
+    # Envoy's 504 body for its route timeout (source/common/router/router.cc)
+    ("envoy-route-timeout", "upstream request timeout\n", "access.timeout", "upstream request timeout", None),
+    # a stream cut as other clients word it: node's String(err), the browser, hyper (reqwest), Go's HTTP/2 transport
+    ("node-premature-close-message", "[ERROR] Failed to process stream: Error: Premature close\n", "access.streaming_broken",
+     "Premature close", None),
+    ("chromium-incomplete-chunked", "net::ERR_INCOMPLETE_CHUNKED_ENCODING 200 (OK)\n", "access.streaming_broken",
+     "ERR_INCOMPLETE_CHUNKED_ENCODING", None),
+    ("hyper-incomplete-body", "error decoding response body: error reading a body from connection: end of file before message "
+     "length reached\n", "access.streaming_broken", "end of file before message length reached", None),
+    ("go-h2-stream-reset", "stream error: stream ID 3; INTERNAL_ERROR; received from peer\n", "access.streaming_broken",
+     "received from peer", None),
+    ("node-premature-close", "Error [ERR_STREAM_PREMATURE_CLOSE]: Premature close\n    at new NodeError (node:internal/errors:405:5)\n",
+     "access.streaming_broken", "ERR_STREAM_PREMATURE_CLOSE", None),
 ]
 
 
@@ -286,3 +350,74 @@ def test_an_exception_quoted_inside_a_json_field_is_a_failure_not_an_all_clear(t
     found = findings_of(tmp_path, text)
     assert found[0].code == "access.unrecognized_failure", [f.code for f in found]
     assert "litellm.BadRequestError" in found[0].title
+
+
+def test_a_fetch_body_cut_mid_answer_is_the_stream_not_a_refused_connection(tmp_path: Path) -> None:
+    # undici's fetch (lib/web/fetch/index.js): the body errors with TypeError('terminated'), its cause the socket's
+    # hang-up (lib/dispatcher/client-h1.js "other side closed"): the answer had begun, so the stream was cut
+    text = ("TypeError: terminated\n    at Fetch.onAborted (node:internal/deps/undici/undici:11000:53)\n"
+            "  [cause]: SocketError: other side closed\n      at TLSSocket.onSocketEnd (node:internal/deps/undici/undici:6261:26) {\n"
+            "    code: 'UND_ERR_SOCKET',\n")
+    found = findings_of(tmp_path, text)
+    assert [f.code for f in found][:1] == ["access.streaming_broken"]
+    assert "access.connect_failed" in found[0].explains
+
+
+# Ollama's request log (gin's default format) for Claude Code's POST /v1/messages, and the 404 body (ollama/ollama#13949)
+GIN_MESSAGES_404 = ('[GIN] 2026/01/28 - 23:40:13 | 404 |       3.232\u00b5s | 172.17.0.1 | POST     "/v1/messages?beta=true"\n'
+                    '[GIN] 2026/01/28 - 23:40:13 | 404 |       3.968\u00b5s | 172.17.0.1 | POST     "/v1/messages?beta=true"\n'
+                    "404 page not found\n")
+
+
+def test_an_ollama_without_the_messages_api_is_a_protocol_mismatch_fixed_by_updating(tmp_path: Path) -> None:
+    found = findings_of(tmp_path, GIN_MESSAGES_404)
+    assert [f.code for f in found] == ["access.protocol_mismatch"]  # the bare 404 body is the same answer, not a base URL
+    assert "v0.14.0" in found[0].title
+    assert found[0].fixes[0].command == "curl -fsSL https://ollama.com/install.sh | sh"
+
+
+def test_a_404_body_alone_still_reads_as_a_base_url_without_the_api_root(tmp_path: Path) -> None:
+    found = findings_of(tmp_path, "404 page not found\n")
+    assert found[0].code == "access.base_url_invalid"
+
+
+def test_ollamas_own_5xx_answer_to_a_runner_crash_is_not_the_root(tmp_path: Path) -> None:
+    # intel/ipex-llm#12118: the runner dies; the request log's 500 is its answer to that request
+    text = ('time=2024-09-25T08:35:45.801+08:00 level=ERROR source=sched.go:456 msg="error loading llama server" '
+            'error="llama runner process has terminated: exit status 0xc0000135"\n'
+            '[GIN] 2024/09/25 - 08:35:45 | 500 |    6.7307138s |       127.0.0.1 | POST     "/api/embed"\n')
+    found = findings_of(tmp_path, text)
+    assert "access.server_error" not in [f.code for f in found]
+    assert found[0].code.startswith("load.")
+
+
+def test_a_gin_5xx_alone_is_the_servers_error(tmp_path: Path) -> None:
+    found = findings_of(tmp_path, '[GIN] 2024/09/25 - 08:35:45 | 500 |    6.7307138s |       127.0.0.1 | POST     "/api/chat"\n')
+    assert found[0].code == "access.server_error"
+
+
+def test_a_407_asks_for_the_proxys_credentials(tmp_path: Path) -> None:
+    found = findings_of(tmp_path, "AxiosError: Request failed with status code 407\n")
+    assert found[0].code == "access.proxy_failed"
+    assert "407 Proxy Authentication Required" in found[0].title
+    assert found[0].fixes[0].summary.startswith("Give the client the proxy's user name and password")
+
+
+@pytest.mark.parametrize("line", [
+    'headers = {"Authorization": "Bearer " + api_key}',  # the scheme written before the key, in code
+    'curl -H "Authorization: Bearer $OPENAI_API_KEY" http://localhost:8000/v1/models',
+    "export OPENAI_API_KEY=\"sk-abc123\"",  # a POSIX shell takes the quotes off
+])
+def test_a_well_formed_header_or_assignment_is_no_malformed_key(tmp_path: Path, line: str) -> None:
+    assert "access.key_malformed" not in [f.code for f in findings_of(tmp_path, line + "\n")]
+
+
+def test_a_dotnet_4xx_no_rule_explains_is_a_client_failure_not_an_all_clear(tmp_path: Path) -> None:
+    # EnsureSuccessStatusCode's 404 names no path: read (the template), judged by no rule, so the client's failure is quoted
+    found = findings_of(tmp_path, "System.Net.Http.HttpRequestException: Response status code does not indicate success: 404 (Not Found).\n")
+    assert [f.code for f in found] == ["access.unrecognized_failure"]
+
+
+def test_a_gateway_route_timeout_names_the_gateways_setting(tmp_path: Path) -> None:
+    found = findings_of(tmp_path, "upstream request timeout\n")
+    assert "the Envoy route's timeout (15 s by default" in found[0].fixes[0].summary

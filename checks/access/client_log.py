@@ -24,6 +24,7 @@ KIND_CODE = {
     "client_quota": "access.quota_exceeded",
     "client_rate_limit": "access.rate_limited",
     "client_auth": "access.key_rejected",
+    "client_key_malformed": "access.key_malformed",
     "client_key_missing": "access.key_missing",
     "client_stream_cut": "access.streaming_broken",
     "client_stream_buffered": "access.streaming_broken",
@@ -48,7 +49,9 @@ GENERATION_PATHS = re.compile(r"^/v1/(?:chat/completions|completions)\b")
 # a 404 here says the server has no such API: Anthropic/Responses/Ollama routes, and embeddings,
 # which vLLM serves only for pooling models
 OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages|embeddings)\b|^/api/(?:chat|generate)\b")
-KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"]\s)|API key.*(?:whitespace|newline)|"
+# (the API masks the key it received but keeps its first characters: a quote there was part of the key)
+# or another provider's key: Anthropic's sk-ant-, Groq's gsk_, Google's AIza, Hugging Face's hf_, xAI's xai-
+KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"‘’“”]|sk-ant-|gsk_|AIza|hf_|xai-)|API key.*(?:whitespace|newline)|"
                        # undici's header check (and Roo Code's words for it): a character no header can carry
                        r"Cannot convert argument to a ByteString|API key contains invalid characters", re.I)
 
@@ -71,8 +74,8 @@ TITLES = {
     "access.rate_limited": ("the provider rate-limited the requests (429)", "Send fewer requests/tokens per minute (lower concurrency) and retry with backoff"),
     "access.key_missing": ("the client has no API key to send (none passed, the variable unset)",
                            "Give the client the key the server expects; a server started without --api-key accepts any non-empty value"),
-    "access.key_rejected": ("the server rejected the API key (401/403)", "Use the key the server expects (vLLM: the value of --api-key / VLLM_API_KEY)"),
-    "access.key_malformed": ("the API key is not a key (URL, masked value, prefix, whitespace, or a character no HTTP header carries)",
+    "access.key_rejected": ("the server rejected the API key (401/403)", "Use the key the server expects (vLLM: the value of VLLM_API_KEY, or of --api-key)"),
+    "access.key_malformed": ("the API key is not a key (URL, masked value, prefix, quotes, whitespace, or a character no HTTP header carries)",
                              "Set the key itself, without 'Bearer ', quotes, spaces, a URL or characters pasted along with it"),
     "access.tls_failed": ("TLS certificate verification failed", "Trust the server's CA: SSL_CERT_FILE=/path/ca.pem (or REQUESTS_CA_BUNDLE), or use http:// for a plain-HTTP server"),
     "access.dns_failed": ("the server's host name does not resolve", "Use a host name resolvable from the client (inside Docker: the service name on a shared network, or the host IP)"),
@@ -92,6 +95,12 @@ TITLES = {
 STREAM_CUT = ("the streamed answer was cut off before its last chunk",
               "Read the server's log at that moment (a crash or restart ends streams), and any proxy's read timeout in between "
               "(nginx proxy_read_timeout, a load balancer's idle timeout); a long answer outlives a short one")
+
+
+# 407 Proxy Authentication Required: a forward proxy (the env's HTTPS_PROXY, a corporate one) wants credentials
+PROXY_AUTH = "the HTTP proxy in the path demands authentication (407 Proxy Authentication Required)"
+PROXY_AUTH_FIX = ("Give the client the proxy's user name and password (in the HTTPS_PROXY URL before the host, or the tool's proxy "
+                  "settings), or bypass the proxy for this server")
 
 
 # a stream: true request answered with no body, events that are not JSON, or not text/event-stream
@@ -115,10 +124,24 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     logs = log.logs
     found: dict[str, list[LogEvent]] = {}
     s = logs.setup
+    bare: list[LogEvent] = []
     for e in log.events():
+        if e.kind == "client_route_not_found" and not e.values.get("path") and not _speaks_anthropic(e):
+            bare.append(e)
+            continue
         code = _anthropic_404(e, s.base_url) if _speaks_anthropic(e) else _code(e)
         if code:
             found.setdefault(code, []).append(e)
+    # a bare "404 page not found" body is the answer a request line of the same log shows with its path: that
+    # path says what the 404 means; alone it reads as a base URL without the API's root
+    # Ollama's request log is its own: a 5xx there is the answer to a failure the same log states (its runner's
+    # crash), which the check that knows that failure judges
+    served = found.get("access.server_error", [])
+    if served and all("[GIN]" in " ".join(e.lines) for e in served) and log.other_failures():
+        del found["access.server_error"]
+    routed = next((c for c, evs in found.items() if any(_is_404(e) and _path(e) for e in evs)), None)
+    for e in bare:
+        found.setdefault(routed or "access.base_url_invalid", []).append(e)
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
     not_found = [e for e in log.events() if _is_404(e) and not _speaks_anthropic(e)]
@@ -138,6 +161,10 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         elif code == "access.base_url_invalid" and anthropic:
             title, fixes = ANTHROPIC_V1, [Fix(ANTHROPIC_V1_FIX, f"ANTHROPIC_BASE_URL={_anthropic_root(s.base_url)}")]
             evidence += [f"configured base URL {s.base_url}"]
+        elif code == "access.protocol_mismatch" and any(OLLAMA.search(" ".join(e.lines)) and _path(e).startswith("/v1/messages")
+                                                        for e in events):
+            title, fix = OLLAMA_MESSAGES
+            fixes = [Fix(fix, "curl -fsSL https://ollama.com/install.sh | sh")]
         elif code == "access.protocol_mismatch" and anthropic and len(anthropic) == len(events):
             title, fixes = NO_MESSAGES_API, [Fix(NO_MESSAGES_API_FIX)]
         elif code == "access.base_url_invalid" and (twice := next(filter(None, map(_doubled, events)), None)):
@@ -150,19 +177,28 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             fixes = [Fix(f"{fix}: {setting}")]
         if code == "access.proxy_failed" and (hosts := _no_proxy(s.base_url, events)):
             fixes = [Fix(fix, f"export NO_PROXY={hosts}")]
+        if code == "access.proxy_failed" and any(e.values.get("status") == 407 or "Proxy Authentication Required" in " ".join(e.lines)
+                                                 for e in events):
+            title, fixes = PROXY_AUTH, [Fix(PROXY_AUTH_FIX), *fixes]
+        if code == "access.key_malformed" and (var := le.first_value(events, "var")):
+            fixes = [Fix(f"Windows cmd keeps the quotes of set {var}=\"...\" in the value: set it without them", f"set {var}=<the key>")]
         if code == "access.key_missing":
             # typed at the prompt, as checks/access/key.py has it: the key stays out of the shell history
             fixes = [Fix(fix, f"read -rs {var} && export {var}") if (var := _key_variable(events)) else Fix(fix)]
+        explains = EXPLAINS.get(code, [])
         if code == "access.streaming_broken" and any(e.kind == "client_stream_cut" for e in events):
             title, fix = STREAM_CUT
             fixes = [Fix(fix)]
+            # the socket error a cut stream carries as its cause (undici's "other side closed", ECONNRESET) is
+            # the same hang-up, after the answer had begun: not a server that could not be reached
+            explains = ["access.connect_failed"]
         elif code == "access.streaming_broken" and any(e.kind == "client_stream_invalid" for e in events):
             title, fix = STREAM_INVALID
             fixes = [Fix(fix)]
         elif code == "access.streaming_broken" and any(e.kind == "client_stream_buffered" for e in events):
             title, fixes = STREAM_BUFFERED, buffering_fixes(s.proxy)
             evidence += [f"between client and server: {s.proxy}"] if s.proxy else []
-        findings.append(Finding(code, title, evidence, fixes, explains=EXPLAINS.get(code, [])))
+        findings.append(Finding(code, title, evidence, fixes, explains=explains))
     return Outcome(findings, "" if findings else "no client-side error in the log")
 
 
@@ -185,6 +221,8 @@ def _malformed_fixes(events: list[LogEvent]) -> list[Fix]:
 
 # the client's own timeout setting, by the words of the client that timed out
 TIMEOUT_SETTING = (
+    (re.compile(r"HttpClient\.Timeout"), "HttpClient.Timeout (100 s by default; Timeout.InfiniteTimeSpan for a long streamed answer)"),
+    (re.compile(r"upstream request timeout"), "the Envoy route's timeout (15 s by default; 0s turns it off for long or streamed answers)"),
     (re.compile(r"litellm", re.I), "timeout= on completion(), or timeout / stream_timeout in the proxy's litellm_params"),
     (re.compile(r"\banthropic\.|Request timed out or interrupted"), "timeout= on Anthropic(...) or per request (seconds)"),
     (re.compile(r"\bopenai\.|APITimeoutError|httpx|httpcore"), "timeout= on OpenAI(...) or per request (seconds; httpx.Timeout for read/connect apart)"),
@@ -278,6 +316,21 @@ def _doubled_finding(base: str, added: str) -> tuple[str, list[Fix]]:
                        f"the full base URL, ending in /{base}, without adding a version")]
 
 
+# a line from or to Ollama: its request log (gin), or its default port (envconfig: OLLAMA_HOST 127.0.0.1:11434)
+OLLAMA = re.compile(r"\[GIN\]|:11434\b")
+# the routes where Ollama (server/routes.go) answers a model it does not have with 404 "model ... not found"
+OLLAMA_MODEL_ROUTES = re.compile(r"^/api/(?:generate|chat|embed(?:dings)?|show)\b")
+# Ollama serves the Anthropic Messages API from v0.14.0 (ollama.com/blog/claude, 2026-01-16): before, /v1/messages is 404
+OLLAMA_MESSAGES = ("Ollama before v0.14.0 has no Anthropic Messages API: every POST /v1/messages is 404",
+                   "Update Ollama to v0.14.0 or later (check with ollama -v; a container's image too), and set "
+                   "ANTHROPIC_BASE_URL to its root, without /v1")
+
+
+def _path(e: LogEvent) -> str:
+    """The requested path: the event's own, else the path of the URL it quotes."""
+    return str(e.values.get("path") or urlsplit(str(e.values.get("url") or "")).path)
+
+
 def _is_404(e: LogEvent) -> bool:
     if e.kind in ("client_route_not_found", "client_not_found"):
         return True
@@ -368,11 +421,15 @@ def _code(e: LogEvent) -> str | None:
         return "access.response_invalid"
     if e.kind == "http_response":
         status = e.values.get("status")
-        path = str(e.values.get("path") or "")
+        path = _path(e)
         if status in (401, 403):
             return "access.key_rejected"
+        if status == 407:  # Proxy Authentication Required (RFC 9110 15.5.8): a proxy answered, not the server
+            return "access.proxy_failed"
         if status == 422 and MODEL_PATHS.search(path):  # the request body failed the schema: most often the model field
             return "access.model_id_missing"
+        if status == 404 and OLLAMA_MODEL_ROUTES.search(path) and OLLAMA.search(" ".join(e.lines)):
+            return "access.model_not_found"  # Ollama serves these routes: its 404 there is "model not found, try pulling it"
         if status == 404 and OTHER_PROTOCOL.search(path):
             return "access.protocol_mismatch"
         if status == 404 and OPENAI_PATHS.search(path):

@@ -404,6 +404,29 @@ HAND_RULES: tuple[Rule, ...] = (
     _r("ollama_cpu_share", r"\b(?:(?P<cpu>\d{1,2})%/(?P<gpu>\d{1,2})% CPU/GPU|(?P<all_cpu>100)% ?CPU)\b", False),
     # NCCL's network transport: sockets (TCP) where InfiniBand/RoCE/EFA was expected across nodes
     _r("nccl_net_socket", r"(?:(?P<host>[\w.<>-]+):\d+:\d+ \[\d+\] )?NCCL INFO NET/Socket : Using (?P<ifaces>\S.*)", False),
+    # the status of an answer, in two more access-log and client shapes, last so that any rule naming a cause
+    # on the same line wins: Ollama's request log (gin-gonic's LoggerWithFormatter default,
+    # `[GIN] 2026/01/28 - 23:40:13 | 404 |  3.2µs | 10.0.0.5 | POST  "/v1/messages?beta=true"`), and Claude Code's
+    # API_ERROR_MESSAGE_PREFIX before the Anthropic SDK's APIError message `${status} ${message}`
+    # (`API Error: 529 Overloaded. This is a server-side issue ...`, `API Error (529 {"type":"error",...})`)
+    _r("http_response", r"\[GIN\][^|\n]*\|\s*(?P<status>[45]\d\d)\s*\|[^|\n]*\|[^|\n]*\|\s*"
+       r"(?P<method>GET|POST|PUT|DELETE|PATCH|HEAD)\s+\"?(?P<path>/[^\"\s]*)", False),
+    _r("http_response", r"\bAPI Error:? \(?(?P<status>[45]\d\d)\b", False),
+    # a key in a shape no server accepts, as the log shows it sent or set: an Authorization header whose token is
+    # quoted or carries the scheme twice (`Bearer \"abc123\"`, `Bearer Bearer sk-...`), or Windows cmd's
+    # `set OPENAI_API_KEY="sk-..."`, which keeps the quotes in the value (cmd's set takes all after `=`); and an HTTP
+    # client refusing to send the auth header because the key has a character no header carries (a newline,
+    # leading whitespace): h11/httpx `Illegal header value b'Bearer sk-...\n'`, CPython http.client `Invalid header
+    # value`, requests `Invalid leading whitespace, reserved character(s), or return character(s) in header value`,
+    # node's ERR_INVALID_CHAR `Invalid character in header content ["Authorization"]`, Go's transport
+    # `net/http: invalid header field value for "Authorization"` (before go1.20: `... value %q for key Authorization`)
+    _r("client_key_malformed", r"\bBearer\s+(?:Bearer\s|\\?[\"'\u2018\u2019\u201c\u201d](?=[\w-]))|"
+       r"(?:^|>)\s*set\s+(?P<var>[A-Z][A-Z0-9_]*(?:API_KEY|TOKEN|_KEY))=[\"']|"
+       r"(?:Illegal|Invalid) header value b?['\"](?:Bearer\b|\s*sk-)|"
+       r"return character\(s\) in header value: b?['\"](?:Bearer\b|\s|sk-)|"
+       r"Invalid character in header content \[\"(?:Authorization|x-api-key|api-key)\"\]|"
+       r"invalid header field value (?:for \"(?:Authorization|X-Api-Key|Api-Key)\"|.* for key (?:Authorization|X-Api-Key|Api-Key)\b)",
+       False),
 )
 
 

@@ -89,11 +89,12 @@ ERROR_LEVEL = re.compile(
 # of `curl -v`), openai-node / anthropic-sdk-typescript APIError ("404 status code (no body)"),
 # openai-python and anthropic-sdk-python ("Error code: 400 - {...}"), Claude Code ("API Error: 400 ..."),
 # axios ("Request failed with status code 502"), requests' raise_for_status ("404 Client Error: Not
-# Found for url"), httpx's ("Client error '404 Not Found' for url"); an error object's type (OpenAI,
+# Found for url"), httpx's ("Client error '404 Not Found' for url"), .NET's EnsureSuccessStatusCode ("Response
+# status code does not indicate success: 404 (Not Found)."); an error object's type (OpenAI,
 # Anthropic, llama.cpp: `"type": "invalid_request_error"`, `"type":"server_error"`)
 _ANSWER = (
     r"^(?:< )?HTTP/\d(?:\.\d)? [45]\d\d\b|\b[45]\d\d status code \(no body\)|\b(?:Error code|API Error|status code):? [45]\d\d\b|"
-    r"\b[45]\d\d (?:Client|Server) Error\b|\b(?:Client|Server) error '[45]\d\d\b|['\"]type['\"]\s*:\s*['\"]\w*_error['\"]|"
+    r"\b[45]\d\d (?:Client|Server) Error\b|\b(?:Client|Server) error '[45]\d\d\b|\bdoes not indicate success: [45]\d\d\b|['\"]type['\"]\s*:\s*['\"]\w*_error['\"]|"
     r"^\{\s*\"error\"\s*:|^curl: \(\d+\)"
 )
 # a failure stated inside a line: a client's answer (above), a JSON error body, `... Error: msg`
