@@ -48,6 +48,7 @@ from llm_doctor.logparse import prefilter as pf
 LITERALS = (
     "avg prompt throughput", "gpu kv cache usage:", "decode batch", "prefill batch", "time_per_token=", "eval time", "memory.required",
     " (ms):", "(req/s):", "(tok/s):", "concurrency:", "request rate:", "benchmark_serving", "bench serve", "bench_serving",
+    "configured (rps):", "--request-rate", "--request_rate", "--max-concurrency", "--max_concurrency",
 )
 TRIGGERS = pf.compile_groups(LITERALS)
 
@@ -104,9 +105,14 @@ _BENCH_VALUES = {
 }
 # a benchmark that sends every request at once (request rate inf, no concurrency cap) measures its own
 # queue in TTFT; the command line and the summary's header say which it was
-_RATE = re.compile(r"^Traffic request rate:\s+(?P<rate>\S+)|^(?:Max|Maximum) request concurrency:\s+(?P<cap>\S+)", re.I)
+# (newer summaries print "Request rate configured (RPS):" only for a finite rate: vllm/benchmarks/serve.py)
+_RATE = re.compile(r"^(?:Traffic request rate|Request rate configured \(RPS\)):\s+(?P<rate>\S+)"
+                   r"|^(?:Max|Maximum) request concurrency:\s+(?P<cap>\S+)", re.I)
 _BENCH_COMMAND = re.compile(r"benchmark_serving\.py|vllm bench serve|sglang\.bench_serving|bench_serving\.py")
 _BOUNDED = re.compile(r"--request[-_]rate[ =](?!inf\b)\d|--max[-_]concurrency[ =]\d")
+# a bench command continued over lines ("vllm bench serve \" then "  --request-rate 10 \"): the flag's own line
+_RATE_ARG = re.compile(r"--request[-_]rate[ =](\d+(?:\.\d+)?)\b")
+_CONTINUED = re.compile(r"^\s*--(?:request[-_]rate|max[-_]concurrency)[ =]\S")
 _SIZE = re.compile(r"([\d.]+) ([KMGT])i?B")
 
 
@@ -266,6 +272,10 @@ class StatLines:
             return f"{source}:{no}", text
 
         where = f"{source}:{no}"
+        if len(pieces := _glued(text)) > 1:  # a paste that lost its newlines: several stat lines on one
+            for piece in pieces:
+                self.feed_line(piece, source, no)
+            return
         if "Avg prompt throughput" in text or "Avg generation throughput" in text or "GPU KV cache usage: " in text:
             self._vllm(text, quote)
         elif "Decode batch" in text or "Prefill batch" in text:
@@ -280,11 +290,20 @@ class StatLines:
             if "bench_burst" not in self.bench or self.bench_where.get("bench_burst", "").endswith("(command)"):
                 self.bench["bench_burst"] = 0.0 if _BOUNDED.search(text) else 1.0
                 self.bench_where["bench_burst"] = f"{where}: {text[:300]} (command)"
+                self._offered(_RATE_ARG.search(text), where, text)
+        elif _CONTINUED.match(text):
+            if self.bench_where.get("bench_burst", "").endswith("(command)") and _BOUNDED.search(text):
+                self.bench["bench_burst"] = 0.0
+                self.bench_where["bench_burst"] = f"{where}: {text[:300]} (command)"
+                self._offered(_RATE_ARG.search(text), where, text)
         elif m := _RATE.search(text):
             value = (m.group("rate") or m.group("cap") or "").lower()
             if value == "inf" or value.replace(".", "", 1).isdigit():
                 self.bench["bench_burst"] = 1.0 if value == "inf" else 0.0
                 self.bench_where["bench_burst"] = f"{where}: {text}"
+                if m.group("rate") and value != "inf":
+                    self.bench["bench_rate"] = float(value)
+                    self.bench_where["bench_rate"] = f"{where}: {text}"
             if m.group("cap") and value.isdigit():
                 self._bench(text, where)
         else:
@@ -354,6 +373,12 @@ class StatLines:
             name = _BENCH_VALUES[m.group("name").lower()]
             self.bench[name] = float(m.group("v2"))
         self.bench_where[name] = f"{where}: {text}"
+
+    def _offered(self, m: re.Match[str] | None, where: str, text: str) -> None:
+        """The request rate a bench command offers (--request-rate N): what the server must keep up with."""
+        if m is not None:
+            self.bench["bench_rate"] = float(m.group(1))
+            self.bench_where["bench_rate"] = f"{where}: {text[:300]} (command)"
 
     def _throughput(self, gen: float | None, prompt: float | None) -> None:
         if gen:
@@ -514,6 +539,26 @@ def into_facts(facts: Facts, found: MetricsFacts | None) -> None:
     m.engine = m.engine or found.engine
 
 
+_GLUE_MARKS = ("Avg prompt throughput", "Decode batch", "Prefill batch")
+
+
+def _glued(text: str) -> list[str]:
+    """The stat lines a paste glued into one line ("... Prefix cache hit rate: 0.0%INFO 07-28 ...
+    Avg prompt throughput: ..."), cut before each engine's first word; one piece when none are glued."""
+    if sum(text.count(mark) for mark in _GLUE_MARKS) < 2:
+        return [text]
+    cuts = sorted(at for mark in _GLUE_MARKS for at in _starts(text, mark))
+    return [text[a:b] for a, b in zip([0, *cuts[1:]], [*cuts[1:], len(text)], strict=True)]
+
+
+def _starts(text: str, mark: str) -> list[int]:
+    out, at = [], text.find(mark)
+    while at >= 0:
+        out.append(at)
+        at = text.find(mark, at + 1)
+    return out
+
+
 def _shift(where: str, offset: int) -> str:
     """"src:12" or "src:12: text" -> the line number plus offset."""
     head, sep, text = where.partition(": ")
@@ -592,7 +637,8 @@ class _VllmWording(_Wording):
     pattern = re.compile(_VLLM_LINE.pattern + r"([^\n]*)")
 
     def exact(self, text: str, rows: list[tuple[str, ...]]) -> bool:
-        return True  # each line matched, at its first match: _vllm reads just that
+        # each line matched, at its first match: _vllm reads just that, unless a paste glued two lines into one
+        return text.count("Avg prompt throughput") == len(rows)
 
     def columns(self, rows: list[tuple[str, ...]]) -> tuple[list, ...]:
         prompt, gen, running, swapped, waiting, preemptions, kv_pct, prefix, _ = zip(*rows, strict=True)
