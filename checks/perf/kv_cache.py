@@ -41,7 +41,8 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
     full = fv.sustained(m, "pressed_samples") if log else usage is not None and usage >= FULL
     # ... or a cache that stays full over most of the series with nothing queued (or the queue not printed):
     # the running batch already fills it, and the next long request is preempted (vLLM) or retracted (SGLang)
-    held = log and not full and _held_full(v)
+    # (a person stating the cache full is their complaint: one statement is the state they saw)
+    held = log and not full and (_held_full(v) or (m.origin == "prose" and usage is not None and usage >= FULL))
     full = full or held
     if not (full or preempting or swapped > 0):
         if log and usage is not None:
@@ -53,7 +54,7 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
     if log and not held:
         evidence.append(f"the KV cache was >= {FULL:.0%} full with requests waiting in {fv.share(m, 'pressed_samples')} "
                         f"(peak usage {v.get('kv_cache_usage_max', 0):.0%}, at most {v.get('waiting_max', 0):g} waiting)")
-    if held:
+    if held and m.origin != "prose":
         evidence.append(f"the KV cache was >= {FULL:.0%} full in {v['kv_full_samples']:g} of {v['kv_samples']:g} stat lines "
                         f"(peak {v.get('kv_cache_usage_max', 0):.0%}) with {v.get('running_max', 0):g} running: the batch fills it, "
                         "one more long request is preempted or retracted")
@@ -84,7 +85,7 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
     if (halve := fv.kv_half(engine)) and not (cfg and cfg.kv_cache_dtype.startswith(("fp8", "q8", "q4"))) and (
         engine == "llamacpp" or fp8.from_facts(facts) is not False
     ):
-        fixes.append(Fix("Or halve the KV cache per token with an 8-bit cache" + ("" if engine == "llamacpp" else " (Ada/Hopper or newer)"), halve))
+        fixes.append(Fix(("Or h" if fixes else "H") + "alve the KV cache per token with an 8-bit cache" + ("" if engine == "llamacpp" else " (Ada/Hopper or newer)"), halve))
     title = (f"KV cache {usage:.0%} full" if full and usage is not None else "KV cache under pressure") + (
         f", {preempt_total:g} preemptions" if preempting and preempt_total else "") + (
         f", {swapped:g} requests swapped out" if swapped else "") + (f", {waiting:g} waiting" if waiting else "")

@@ -117,7 +117,7 @@ def latency(facts: Facts) -> Outcome:
             fixes.append(Fix("Requests wait for a batch slot and the KV cache is full: add replicas (more GPUs) for this load"))
     if engine in GGUF_OFFLOAD and (slow_ttft or slow_itl):
         # llama.cpp and Ollama run the layers they do not offload on the CPU: prompt and decode both crawl
-        fixes.append(Fix("Layers left on the CPU slow both the prompt and each token: offload every layer to the GPU "
+        fixes.append(Fix("Layers left on the CPU slow both the prompt and every output token; offload every layer to the GPU "
                          "(and check that the run uses the GPU backend, not the CPU)", GGUF_OFFLOAD[engine]))
     elif slow_ttft and not queued:
         fixes.append(Fix("Long prompts dominate TTFT: reuse repeated prefixes and chunk long prefills",

@@ -45,8 +45,9 @@ GPU_INDEX = re.compile(r"\bGPU\s?#?(\d)\b")
 # --- the terms, as the engines and tools spell them ----------------------------------------------
 # vLLM: "GPU KV cache usage: %.1f%%" (stat line), vllm:gpu_cache_usage_perc / vllm:kv_cache_usage_perc
 # (metrics), the dashboard's "Cache Utilization" panel ("GPU Cache Usage"); SGLang: "token usage: %.2f"
+# ... and a bare "cache" right after its percentage ("close to 100% cache"), not a hit rate's
 KV = re.compile(r"\bKV[ -]?cache(?: usage| utili[sz]ation| occupancy| util)?\b|\b(?:gpu|kv)_cache_usage(?:_perc)?\b|"
-                r"\bGPU Cache Usage\b|\bCache Utili[sz]ation\b|\btoken[ _]usage\b", re.I)
+                r"\bGPU Cache Usage\b|\bCache Utili[sz]ation\b|\btoken[ _]usage\b|(?<=%\s)(?:GPU\s)?cache\b(?![ -]hit)", re.I)
 KV_FULL = re.compile(r"\b(?:(?:is|was|gets?|got|becomes?|became|stays?|remains?|almost|nearly|completely|totally|always) full|fills? up|"
                      r"filled up|exhausted|saturated|maxed(?: out)?|runs? out|running out|ran out|no (?:free )?(?:room|space|blocks?)|"
                      r"(?:near(?:ly)?|close to|almost|hits?|hitting|reach(?:es|ed|ing)?|at|stays? at|stuck at|pinned at) 100\s?%)", re.I)
@@ -129,7 +130,7 @@ LOW_WORDS = re.compile(r"\b(?:low|only|never (?:exceeds|goes above|gets above)|u
 # a sentence that states no problem: a question, advice, a possibility, an improvement already made; but
 # "why is it so slow?" reports the problem it asks about (the family's own words must still say which)
 QUESTION = re.compile(r"\?\s*$|^(?:how|why|what|is|are|does|do|can|could|should|would|will|when|which|where)\b", re.I)
-COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did)\b", re.I)
+COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did|only)\b", re.I)  # "why only two requests ...?" states the two
 NOT_A_PROBLEM = re.compile(r"\b(?:to (?:avoid|prevent|reduce|improve|get)|should|recommend\w*|consider|try (?:to|setting|using|adding)|"
                            r"if you|you can|you could|might|would|in case|as expected|is normal|"
                            r"improved|reduced|dropp?ed (?:to|from)|down to|fix(?:es|ed)|after (?:enabling|adding|setting|upgrading|switching))\b", re.I)
