@@ -62,6 +62,15 @@ def test_why_only_n_requests_states_the_full_cache_it_asks_about(tmp_path):
     assert _finding(report, "perf.kv_cache_pressure")["severity"] == "warn"
 
 
+def test_layers_said_to_be_offloaded_name_the_ones_left_on_the_cpu(tmp_path):
+    # https://github.com/ollama/ollama/issues/5843
+    report = _paste(tmp_path, "Currently when I am running gemma2 (using Ollama serve) on my device by default only 27 layers are "
+                              "offloaded on GPU, but I want to offload all 43 layers to GPU\n")
+    (f,) = [f for f in report["findings"] if f["code"] == "perf.low_gpu_util"]
+    assert f["severity"] == "warn" and f["title"].startswith("16 of 43 layers run on the CPU")
+    assert _commands(f) == ["PARAMETER num_gpu 43"]
+
+
 def test_kv_cache_reading_below_full_stays_quiet(tmp_path):
     # https://github.com/llm-d/llm-d-autoscaling/issues/662
     report = _paste(tmp_path, "We see in the above experiment graph that we are clearly in saturation state (num_requests_waiting is "

@@ -75,7 +75,8 @@ def _no_offload(facts: Facts, log: LogView) -> Finding | None:
         # Ollama's own plan ("offload to cuda ... layers.model=43 layers.offload=42"), when the runner's
         # "offloaded 42/43 layers" line is not in the paste
         done, layers = int(planned["offload_layers_gpu"]), int(planned["offload_layers_model"])
-        evidence = [f"Ollama offloads {done} of the model's {layers} layers to the GPU"]
+        evidence = [m.raw["offload"]] if m.origin == "prose" and "offload" in m.raw else [  # type: ignore[union-attr]
+            f"Ollama offloads {done} of the model's {layers} layers to the GPU"]
     else:
         return _ollama_on_cpu(facts, log)
     # Ollama takes the layer count as its num_gpu option (a Modelfile line, or the request's options), llama.cpp as -ngl

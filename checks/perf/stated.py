@@ -117,5 +117,6 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
         g = fv.maybe_gpus(facts)
         return g is not None and bool(g.topology)
     if s.code == "perf.low_gpu_util":
-        return ("gpu_util_percent" in x and x["gpu_util_percent"] >= utilization.LOW) or fv.maybe_gpus(facts) is not None
+        return ("gpu_util_percent" in x and x["gpu_util_percent"] >= utilization.LOW) or fv.maybe_gpus(facts) is not None or (
+            "offload_layers_model" in x and "offload_layers_model" in v)  # perf.engine_log judges the layers on the CPU
     return False
