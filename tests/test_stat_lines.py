@@ -290,3 +290,25 @@ def test_eager_mode_where_decode_measures_fast_is_a_note():
     r = analyze(FIX / "bench" / "sglang-bench-one-batch-mlx-qwen3-0.6b-bs1.txt")
     f = next(f for f in r["findings"] if f["code"] == "perf.eager_mode")
     assert f["severity"] == "info" and any("measured decode: 6.9 ms per output token" in e for e in f["evidence"])
+
+
+def test_llama_server_reevaluating_the_same_prompt_from_its_first_token_is_prefix_caching_off():
+    path = STAT / "ik-llama-server-cache-prompt-off-536-tokens-again.log"
+    v = metrics(path)["values"]
+    # one count per task (its first "kv cache rm"), and 536 tokens evaluated again twice from 0
+    assert (v["prompt_fresh"], v["prompt_reused"], v["prompt_repeat"]) == (4, 0, 2)
+    f = next(f for f in analyze(path)["findings"] if f["code"] == "perf.prefix_caching_off")
+    assert f["severity"] == "warn" and '"cache_prompt": true' in [x["command"] for x in f["fixes"]]
+    assert "kv cache rm [p0, end)" in f["evidence"][0]
+
+
+def test_llama_server_chunks_of_one_prompt_are_one_request_and_different_prompts_are_a_note():
+    # b5614: one 10846-token prompt in 2048-token chunks ("kv cache rm [2048, end)" ...): one request, no judgement
+    r = analyze(STAT / "llama-server-b5614-rtx3090-deepseek-r1-offload-slots-timings.txt")
+    v = r["facts"]["metrics"]["values"]
+    assert (v["prompt_fresh"], v["prompt_reused"]) == (1, 0)
+    assert "perf.prefix_caching_off" not in [f["code"] for f in r["findings"]]
+    # b4020 (cache_prompt off by default then): three chat requests of 51, 717, 777 tokens, each from 0: a note
+    r = analyze(STAT / "llama-server-b4020-3xP40-split-row-peer-access-error.txt")
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.prefix_caching_off"]
+    assert f["severity"] == "info" and "3 of 3 requests evaluated their prompt from its first token" in f["evidence"]
