@@ -137,6 +137,15 @@ def test_power_capped_gpu_in_q_output_is_not_throttled_at_idle():
     assert {c["id"]: c["status"] for c in r["checks"]}["perf.clocks"] == "pass"
 
 
+def test_power_cap_in_a_working_performance_state_is_throttling_when_no_draw_is_shown():
+    """An -q excerpt taken during generation: P2 (CUDA work) with SW Power Cap active and no power section."""
+    r = analyze(FIX / "smi" / "nvidia-smi-q-excerpt-p2-sw-power-cap-active-ollama.txt")
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.gpu_throttled"]
+    assert f["evidence"] == ["GPU0: active sw_power_cap, 77 C, performance state P2"]
+    assert commands(f) == ["nvidia-smi -i 0 -q -d POWER"]
+    # the RTX 5090 above is in P8 at 24 W: its active cap stays an idle artefact (the test before this one)
+
+
 def test_idle_narrow_link_is_info_and_idle_low_generation_is_normal():
     r = analyze(FIX / "smi" / "nvidia-smi-q-1x-l4-driver550.txt")  # Gen1 x8 of Gen4 x16, 0% busy
     (f,) = [f for f in r["findings"] if f["code"] == "perf.slow_interconnect"]

@@ -227,3 +227,88 @@ def test_vllm_summary_names_its_concurrency_cap_maximum(tmp_path):
     v = metrics(one)["values"]
     assert (v["bench_concurrency"], v["bench_burst"]) == (1.0, 0.0)
     assert v["ttft_mean_s"] == pytest.approx(0.02744)
+
+
+def test_stat_lines_a_paste_glued_into_one_line_are_each_read():
+    # line 2 holds three loggers.py lines without newlines between them (the last one cut before its usage)
+    v = metrics(STAT / "vllm-v1-glued-lines-kv-91pct-nothing-waiting.log")["values"]
+    assert (v["stat_samples"], v["kv_full_samples"], v["waiting_max"], v["kv_cache_usage_max"]) == (3, 3, 0, 0.919)
+
+
+def test_a_cache_full_through_the_series_with_nothing_waiting_is_pressure_with_the_computed_cap():
+    (f,) = perf(analyze(STAT / "vllm-v1-glued-lines-kv-91pct-nothing-waiting.log"))
+    assert f["code"] == "perf.kv_cache_pressure" and f["title"] == "KV cache 92% full"
+    assert any("full in 3 of 3 stat lines (peak 92%) with 8 running" in e for e in f["evidence"])
+    # 8 running fill 91.9%: floor(8 * 0.8 / 0.919) = 6 keep it near 80%
+    assert [x["command"] for x in f["fixes"]][0] == "--max-num-seqs 6"
+
+
+def test_sglang_full_token_usage_without_a_queue_field_is_pressure_in_sglang_flags():
+    path = STAT / "sglang-swa-full-token-usage-0.92-no-queue-field.log"
+    v = metrics(path)["values"]
+    assert (v["stat_samples"], v["kv_full_samples"], v["kv_cache_usage"], v["running"]) == (7, 7, 0.92, 6)
+    (f,) = perf(analyze(path))
+    assert f["code"] == "perf.kv_cache_pressure"
+    assert [x["command"] for x in f["fixes"]][0] == "--max-running-requests 5"  # floor(6 * 0.8 / 0.92)
+
+
+def test_one_full_moment_with_nothing_waiting_stays_quiet(tmp_path):
+    # the first line of the V1 paste alone: a busy engine at 91% with no queue is doing its job
+    line = (STAT / "vllm-v1-glued-lines-kv-91pct-nothing-waiting.log").read_text().splitlines()[0]
+    (tmp_path / "one.log").write_text(line + "\n")
+    assert perf(analyze(tmp_path / "one.log")) == []
+
+
+def test_a_bench_offering_more_than_the_server_completes_is_judged_and_given_the_rate():
+    path = STAT / "vllm-bench-serve-rate-10-completes-0.02.txt"
+    v = metrics(path)["values"]
+    # "--request-rate 10" on a continued line and "Request rate configured (RPS): 10.00": not a burst
+    assert (v["bench_burst"], v["bench_rate"], v["request_throughput"]) == (0.0, 10.0, 0.02)
+    (f,) = perf(analyze(path))
+    assert f["code"] == "perf.high_latency"
+    assert any("offers 10 requests/s" in e and "completes 0.02/s" in e for e in f["evidence"])
+    assert [x["command"] for x in f["fixes"]] == ["--request-rate 0.02"]  # not the long-prompt advice
+
+
+def test_a_continued_bench_command_without_a_rate_stays_a_burst(tmp_path):
+    # the same command with its --request-rate line taken out: every request at once, TTFT is the queue
+    lines = (STAT / "vllm-bench-serve-rate-10-completes-0.02.txt").read_text().splitlines()
+    kept = [x for x in lines if "--request-rate" not in x and "Request rate configured" not in x]
+    (tmp_path / "burst.txt").write_text("\n".join(kept) + "\n")
+    assert metrics(tmp_path / "burst.txt")["values"]["bench_burst"] == 1.0
+
+
+def test_sglang_disable_cuda_graph_is_eager_mode_with_its_own_flag():
+    r = analyze(STAT / "sglang-disable-cuda-graph-table.txt")
+    f = next(f for f in r["findings"] if f["code"] == "perf.eager_mode")
+    assert f["severity"] == "warn" and f["fixes"][0]["summary"].startswith("Drop --disable-cuda-graph")
+    assert r["findings"][0]["code"] == "perf.eager_mode"  # before the 240 ms TPOT it causes
+
+
+def test_eager_mode_where_decode_measures_fast_is_a_note():
+    # SGLang's bench_one_batch on MLX with --disable-cuda-graph: decode median 6.89 ms per token
+    r = analyze(FIX / "bench" / "sglang-bench-one-batch-mlx-qwen3-0.6b-bs1.txt")
+    f = next(f for f in r["findings"] if f["code"] == "perf.eager_mode")
+    assert f["severity"] == "info" and any("measured decode: 6.9 ms per output token" in e for e in f["evidence"])
+
+
+def test_llama_server_reevaluating_the_same_prompt_from_its_first_token_is_prefix_caching_off():
+    path = STAT / "ik-llama-server-cache-prompt-off-536-tokens-again.log"
+    v = metrics(path)["values"]
+    # one count per task (its first "kv cache rm"), and 536 tokens evaluated again twice from 0
+    assert (v["prompt_fresh"], v["prompt_reused"], v["prompt_repeat"]) == (4, 0, 2)
+    f = next(f for f in analyze(path)["findings"] if f["code"] == "perf.prefix_caching_off")
+    assert f["severity"] == "warn" and '"cache_prompt": true' in [x["command"] for x in f["fixes"]]
+    assert "kv cache rm [p0, end)" in f["evidence"][0]
+
+
+def test_llama_server_chunks_of_one_prompt_are_one_request_and_different_prompts_are_a_note():
+    # b5614: one 10846-token prompt in 2048-token chunks ("kv cache rm [2048, end)" ...): one request, no judgement
+    r = analyze(STAT / "llama-server-b5614-rtx3090-deepseek-r1-offload-slots-timings.txt")
+    v = r["facts"]["metrics"]["values"]
+    assert (v["prompt_fresh"], v["prompt_reused"]) == (1, 0)
+    assert "perf.prefix_caching_off" not in [f["code"] for f in r["findings"]]
+    # b4020 (cache_prompt off by default then): three chat requests of 51, 717, 777 tokens, each from 0: a note
+    r = analyze(STAT / "llama-server-b4020-3xP40-split-row-peer-access-error.txt")
+    (f,) = [f for f in r["findings"] if f["code"] == "perf.prefix_caching_off"]
+    assert f["severity"] == "info" and "3 of 3 requests evaluated their prompt from its first token" in f["evidence"]

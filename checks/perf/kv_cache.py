@@ -18,6 +18,7 @@ from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 FULL = 0.90
 TARGET = 0.80
+HELD = 0.5  # share of the stat lines a full cache must hold, with nothing waiting, to be the run's state
 
 
 @check("perf.kv_cache_metrics", "perf", codes=["perf.kv_cache_pressure"], needs=("metrics",), running=True)
@@ -38,6 +39,11 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
     # a log is a series: one full moment is a busy engine doing its job, a full cache with a queue
     # over a share of the run is pressure
     full = fv.sustained(m, "pressed_samples") if log else usage is not None and usage >= FULL
+    # ... or a cache that stays full over most of the series with nothing queued (or the queue not printed):
+    # the running batch already fills it, and the next long request is preempted (vLLM) or retracted (SGLang)
+    # (a person stating the cache full is their complaint: one statement is the state they saw)
+    held = log and not full and (_held_full(v) or (m.origin == "prose" and usage is not None and usage >= FULL))
+    full = full or held
     if not (full or preempting or swapped > 0):
         if log and usage is not None:
             return Outcome(detail=f"KV cache peak {v.get('kv_cache_usage_max', usage):.0%}, full with requests waiting in "
@@ -45,9 +51,13 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
         return Outcome(detail=f"KV cache usage {usage:.0%}" if usage is not None else "no preemptions")
     evidence = [m.raw[k] for k in ("kv_cache_usage", "preemptions_total", "swapped", "running", "waiting") if k in m.raw]
     evidence = list(dict.fromkeys(evidence))  # a log quotes one stat line for several values
-    if log:
+    if log and not held:
         evidence.append(f"the KV cache was >= {FULL:.0%} full with requests waiting in {fv.share(m, 'pressed_samples')} "
                         f"(peak usage {v.get('kv_cache_usage_max', 0):.0%}, at most {v.get('waiting_max', 0):g} waiting)")
+    if held and m.origin != "prose":
+        evidence.append(f"the KV cache was >= {FULL:.0%} full in {v['kv_full_samples']:g} of {v['kv_samples']:g} stat lines "
+                        f"(peak {v.get('kv_cache_usage_max', 0):.0%}) with {v.get('running_max', 0):g} running: the batch fills it, "
+                        "one more long request is preempted or retracted")
     if preempt_rate is not None:
         evidence.append(f"preemptions in the {m.window_s:g} s window: {preempt_rate:g}/s")
     cfg = fv.maybe_deployment(facts)
@@ -75,9 +85,16 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
     if (halve := fv.kv_half(engine)) and not (cfg and cfg.kv_cache_dtype.startswith(("fp8", "q8", "q4"))) and (
         engine == "llamacpp" or fp8.from_facts(facts) is not False
     ):
-        fixes.append(Fix("Or halve the KV cache per token with an 8-bit cache" + ("" if engine == "llamacpp" else " (Ada/Hopper or newer)"), halve))
+        fixes.append(Fix(("Or h" if fixes else "H") + "alve the KV cache per token with an 8-bit cache" + ("" if engine == "llamacpp" else " (Ada/Hopper or newer)"), halve))
     title = (f"KV cache {usage:.0%} full" if full and usage is not None else "KV cache under pressure") + (
         f", {preempt_total:g} preemptions" if preempting and preempt_total else "") + (
         f", {swapped:g} requests swapped out" if swapped else "") + (f", {waiting:g} waiting" if waiting else "")
     return Outcome([Finding("perf.kv_cache_pressure", title, evidence, fixes,
                             explains=["perf.high_latency", "perf.batching_limited"])])
+
+
+def _held_full(v: dict[str, float]) -> bool:
+    """Full (>= FULL) in at least half of two or more stat lines while requests run: the run's state,
+    not a moment's (one pasted line at 92% is a busy engine doing its job)."""
+    samples, held = v.get("kv_samples", 0), v.get("kv_full_samples", 0)
+    return samples >= 2 and held >= HELD * samples and v.get("running_max", 0) > 0

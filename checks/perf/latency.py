@@ -19,6 +19,7 @@ TTFT_S = 2.0
 ITL_S = 0.1
 FAR_ABOVE = 5.0  # observed ITL this many times the bandwidth floor: time goes elsewhere
 MIN_ITL_S = 0.03
+OVERLOAD = 2.0  # offered / completed requests per second above this: the benchmark's queue only grows
 # the setting that puts every layer on the GPU: llama.cpp's --n-gpu-layers, Ollama's num_gpu option (api/types.go)
 GGUF_OFFLOAD = {"llamacpp": "-ngl 999", "ollama": 'PARAMETER num_gpu 999 (Modelfile) or "options": {"num_gpu": 999}'}
 
@@ -96,7 +97,17 @@ def latency(facts: Facts) -> Outcome:
     fixes = []
     waiting = v.get("waiting", 0)
     queued = queue is not None and ttft and queue >= 0.5 * ttft
-    if queued or waiting:
+    # a benchmark offering more requests per second than the server completes: its queue grows for the
+    # whole run, and TTFT is the time spent in it
+    offered, done = v.get("bench_rate"), v.get("request_throughput")
+    if fv.from_log(m) and slow_ttft and offered and done and offered >= OVERLOAD * done:
+        queued = True
+        evidence.append(f"the benchmark offers {offered:g} requests/s ({m.raw.get('bench:bench_rate', 'its command')}) and "
+                        f"the server completes {done:g}/s ({m.raw.get('bench:request_throughput', 'its summary')})")
+        fixes.append(Fix(f"Requests arrive {offered / done:.0f}x faster than they complete, so TTFT measures the queue: offer "
+                         f"at most the measured {done:g} requests/s, or add that much more capacity (replicas)",
+                         f"--request-rate {done:g}"))
+    elif queued or waiting:
         usage, running = v.get("kv_cache_usage"), v.get("running", 0)
         if usage is not None and 0 < usage < 0.7 and running:
             fits = int(running * 0.8 / usage)
@@ -106,7 +117,7 @@ def latency(facts: Facts) -> Outcome:
             fixes.append(Fix("Requests wait for a batch slot and the KV cache is full: add replicas (more GPUs) for this load"))
     if engine in GGUF_OFFLOAD and (slow_ttft or slow_itl):
         # llama.cpp and Ollama run the layers they do not offload on the CPU: prompt and decode both crawl
-        fixes.append(Fix("Layers left on the CPU slow both the prompt and each token: offload every layer to the GPU "
+        fixes.append(Fix("Layers left on the CPU slow both the prompt and every output token; offload every layer to the GPU "
                          "(and check that the run uses the GPU backend, not the CPU)", GGUF_OFFLOAD[engine]))
     elif slow_ttft and not queued:
         fixes.append(Fix("Long prompts dominate TTFT: reuse repeated prefixes and chunk long prefills",

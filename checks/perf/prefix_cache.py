@@ -14,6 +14,7 @@ from llm_doctor.facts import Facts
 from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 
 SHARE = 2.0  # prompt tokens per generated token above this: prefill-heavy, a cache would pay
+FRESH_MIN = 3  # llama-server requests re-evaluated from their first token, with none reusing a prefix: caching is off
 
 
 @check("perf.prefix_cache", "perf", codes=["perf.prefix_caching_off"], any_of=("deployment", "metrics"))
@@ -21,6 +22,8 @@ def prefix_cache(facts: Facts) -> Outcome:
     """Prefix caching is on where the engine supports it (and, where a person states the hit rate, it hits)."""
     cfg = fv.maybe_deployment(facts)
     m = facts.metrics if facts.metrics and facts.metrics.available else None
+    if m is not None and fv.from_log(m) and (m.values.get("prompt_fresh") or m.values.get("prompt_reused")):
+        return _llama_server(m)
     # a hit rate a person states (doctor/logparse/perf_prose.py): a stat line's 0 % is only an idle or random load
     rate = m.values.get("prefix_cache_hit_rate") if m and m.origin == "prose" else None
     if cfg is None or cfg.engine not in ("vllm", "sglang") or cfg.enable_prefix_caching is None:
@@ -72,3 +75,22 @@ def _hit_rate(cfg, m, rate: float) -> Outcome:
         evidence.append(f"enable_prefix_caching={cfg.enable_prefix_caching} ({cfg.sources.get('enable_prefix_caching', '?')})")
     return Outcome([Finding("perf.prefix_caching_off", "no repeated prompt prefix is read from the cache (hit rate 0%)",
                             evidence, [fix], severity="info", explains=["perf.high_latency"])])
+
+
+def _llama_server(m) -> Outcome:
+    """llama-server says per request how much of the prompt it kept from the slot's cache ("kv cache rm
+    [n_past, end)", doctor/logparse/stat_lines.py): a chat's turns and a regenerate share their start, so
+    with the prompt cache on the first token at least (the template's head) is kept. Every request from 0
+    means it is off ("cache_prompt" was off by default in older builds and in forks); the same prompt length
+    evaluated twice from 0 is a prompt sent again and computed again, a warning."""
+    v = m.values
+    fresh, reused, repeat = int(v.get("prompt_fresh", 0)), int(v.get("prompt_reused", 0)), int(v.get("prompt_repeat", 0))
+    if reused or fresh < FRESH_MIN:
+        return Outcome(detail=f"llama-server kept a cached prompt prefix in {reused} of {fresh + reused} request(s)")
+    evidence = [m.raw.get("prompt_fresh", "kv cache rm [0, end)"), f"{fresh} of {fresh} requests evaluated their prompt from its first token"]
+    if repeat:
+        evidence.append(f"{repeat} of them the same length as the prompt before: the same prompt computed again")
+    fix = Fix('Send "cache_prompt": true with each request (off by default in older llama-server builds and forks) and keep '
+              "the start of the prompt identical across requests", '"cache_prompt": true')
+    return Outcome([Finding("perf.prefix_caching_off", "llama-server reuses no cached prompt prefix: every request is prefilled from scratch",
+                            evidence, [fix], severity="warn" if repeat else "info", explains=["perf.high_latency"])])

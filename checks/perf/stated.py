@@ -92,9 +92,9 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
     if facts.logs is not None and any(e.kind in LOGGED.get(s.code, ()) for e in facts.logs.events):
         return True
     if s.code == "perf.kv_cache_pressure":
-        # the check judges a reading: below full, or full with the queue known; "full" alone it reads as a busy moment
+        # the check judges a reading: below full, full with the queue known, or a person's own "full" (their complaint)
         usage = v.get("kv_cache_usage")
-        return "preemptions_total" in v or (usage is not None and (usage < FULL or bool(v.get("queued_samples"))))
+        return "preemptions_total" in v or (usage is not None and (usage < FULL or bool(v.get("queued_samples")) or m.origin == "prose"))  # type: ignore[union-attr]
     if s.code == "perf.high_latency":
         return "ttft_mean_s" in v or "itl_mean_s" in v or "window_ttft_mean_s" in v
     if s.code == "perf.prefix_caching_off":
@@ -117,5 +117,6 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
         g = fv.maybe_gpus(facts)
         return g is not None and bool(g.topology)
     if s.code == "perf.low_gpu_util":
-        return ("gpu_util_percent" in x and x["gpu_util_percent"] >= utilization.LOW) or fv.maybe_gpus(facts) is not None
+        return ("gpu_util_percent" in x and x["gpu_util_percent"] >= utilization.LOW) or fv.maybe_gpus(facts) is not None or (
+            "offload_layers_model" in x and "offload_layers_model" in v)  # perf.engine_log judges the layers on the CPU
     return False

@@ -45,7 +45,8 @@ def clocks(facts: Facts) -> Outcome:
         clock = f", SM {x.sm_clock_mhz:g} of {x.sm_clock_max_mhz:g} MHz" if x.sm_clock_mhz and x.sm_clock_max_mhz else ""
         power = f", {x.power_draw_w:g} W of {x.power_limit_w:g} W limit" if x.power_draw_w is not None and x.power_limit_w else ""
         temp = f", {x.temperature_c:g} C" if x.temperature_c is not None else ""
-        evidence.append(f"GPU{x.index}{' ' + x.name if x.name else ''}: active {', '.join(reasons)}{clock}{power}{temp}")
+        state = f", performance state {x.performance_state}" if x.performance_state else ""
+        evidence.append(f"GPU{x.index}{' ' + x.name if x.name else ''}: active {', '.join(reasons)}{clock}{power}{temp}{state}")
     kinds = {r for _, rs in hits for r in rs}
     ids = ",".join(str(x.index) for x, _ in hits)
     first = hits[0][0]
@@ -79,6 +80,9 @@ def counts(x, reason: str) -> bool:
         # the driver reports the cap "active" on an idle board too; it throttles when the GPU draws
         # near its limit (the reading is an average, so somewhat below it) or is busy
         busy = x.util_gpu is not None and x.util_gpu.mean >= 50
+        # no draw or utilization read: the performance state says whether it works (P0-P2 under load, P8 idle)
+        if x.power_draw_w is None and x.util_gpu is None and x.performance_state in ("P0", "P1", "P2"):
+            busy = True
         near = busy or (x.power_draw_w is not None and x.power_limit_w and x.power_draw_w >= NEAR_LIMIT * x.power_limit_w)
         lowered = x.power_limit_w and x.power_max_limit_w and x.power_limit_w < 0.95 * x.power_max_limit_w
         return bool(near or lowered)

@@ -47,6 +47,7 @@ class Gpu:
     sm_clock_mhz: float | None = None
     sm_clock_max_mhz: float | None = None
     throttle_reasons: list[str] = field(default_factory=list)  # active, "idle" excluded
+    performance_state: str = ""  # "P0" (full) .. "P8" (idle) .. "P12": nvidia-smi -q's Performance State
     power_draw_w: float | None = None
     power_limit_w: float | None = None
     power_max_limit_w: float | None = None

@@ -388,7 +388,9 @@ HAND_RULES: tuple[Rule, ...] = (
     _r("threads", r"n_threads = (?P<threads>\d+) / (?P<hw_threads>\d+)", False),
     _r("offload_layers", r"offloaded (?P<offloaded>\d+)/(?P<layers>\d+) layers to GPU", False),
     # quoted, it is vLLM's start-up advice ("set 'enforce_eager=True' or use '--enforce-eager'"), not the setting
-    _r("enforce_eager", r"(?<!')(?:enforce_eager=True|--enforce-eager)|CUDA graph is turned off|cuda graph is disabled", False),
+    # SGLang's spelling: --disable-cuda-graph (not --disable-cuda-graph-padding), disable_cuda_graph=True in its ServerArgs
+    _r("enforce_eager", r"(?<!')(?:enforce_eager=True|--enforce-eager)|CUDA graph is turned off|cuda graph is disabled|"
+                        r"--disable-cuda-graph(?![-\w])|disable_cuda_graph=True", False),
     _r("custom_allreduce_off", r"Custom allreduce is disabled", False),
     # SGLang sizing its batch cap to the KV pool (mem_cache/kv_cache_configurator.py, model_runner.py before it):
     # "max_running_requests was reduced from the requested 128 to 50 (per dp worker) due to the available KV

@@ -278,6 +278,7 @@ def _gpu_from_leaves(index: int, bus_id: str, leaf: dict[str, str], procs: list[
     )
     gpu.power_max_limit_w = _num(_first(leaf, *(p + "Max Power Limit" for p in power)))
     gpu.sm_clock_mhz = _num(_first(leaf, "Clocks/SM"))
+    gpu.performance_state = _pstate(leaf.get("Performance State", ""))
     gpu.sm_clock_max_mhz = _num(_first(leaf, "Max Clocks/SM"))
     for path, value in leaf.items():
         section = path.split("/", 1)[0]
@@ -359,6 +360,7 @@ def parse_xml(text: str) -> GpuFacts:
         gpu.power_limit_w = _num(t(*(p + k for p in pr for k in ("current_power_limit", "enforced_power_limit", "power_limit"))))
         gpu.power_max_limit_w = _num(t(*(p + "max_power_limit" for p in pr)))
         gpu.sm_clock_mhz = _num(t("clocks/sm_clock"))
+        gpu.performance_state = _pstate(t("performance_state") or "")
         gpu.sm_clock_max_mhz = _num(t("max_clocks/sm_clock"))
         for section in ("clocks_event_reasons", "clocks_throttle_reasons"):
             for child in el.findall(section + "/*"):
@@ -470,3 +472,9 @@ def parse_csv(header: list[str], rows: list[list[str]]) -> GpuFacts:
                         gpu.throttle_reasons.append(reason)
         facts.gpus.append(gpu)
     return facts
+
+
+def _pstate(text: str) -> str:
+    """"P2" from nvidia-smi's Performance State ("P2", " P0 "); "" for N/A or anything else."""
+    text = text.strip().upper()
+    return text if re.fullmatch(r"P\d{1,2}", text) else ""

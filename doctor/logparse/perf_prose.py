@@ -45,8 +45,9 @@ GPU_INDEX = re.compile(r"\bGPU\s?#?(\d)\b")
 # --- the terms, as the engines and tools spell them ----------------------------------------------
 # vLLM: "GPU KV cache usage: %.1f%%" (stat line), vllm:gpu_cache_usage_perc / vllm:kv_cache_usage_perc
 # (metrics), the dashboard's "Cache Utilization" panel ("GPU Cache Usage"); SGLang: "token usage: %.2f"
+# ... and a bare "cache" right after its percentage ("close to 100% cache"), not a hit rate's
 KV = re.compile(r"\bKV[ -]?cache(?: usage| utili[sz]ation| occupancy| util)?\b|\b(?:gpu|kv)_cache_usage(?:_perc)?\b|"
-                r"\bGPU Cache Usage\b|\bCache Utili[sz]ation\b|\btoken[ _]usage\b", re.I)
+                r"\bGPU Cache Usage\b|\bCache Utili[sz]ation\b|\btoken[ _]usage\b|(?<=%\s)(?:GPU\s)?cache\b(?![ -]hit)", re.I)
 KV_FULL = re.compile(r"\b(?:(?:is|was|gets?|got|becomes?|became|stays?|remains?|almost|nearly|completely|totally|always) full|fills? up|"
                      r"filled up|exhausted|saturated|maxed(?: out)?|runs? out|running out|ran out|no (?:free )?(?:room|space|blocks?)|"
                      r"(?:near(?:ly)?|close to|almost|hits?|hitting|reach(?:es|ed|ing)?|at|stays? at|stuck at|pinned at) 100\s?%)", re.I)
@@ -124,12 +125,17 @@ MEMORY_SHARE = re.compile(r"(?<![\w'\"-])-{0,2}(?P<name>gpu[-_ ]memory[-_ ]utili
 MEMORY_ENGINES = {"gpu": "vllm", "mem": "sglang", "cud": "tgi"}
 # the GPUs doing little: nvidia-smi's "Volatile GPU-Util" / utilization.gpu, DCGM's GPU utilisation
 GPU_UTIL = re.compile(r"\bGPU[- ]?(?:util\w*|usage|load|activity)\b|\butilization\.gpu\b|\bVolatile GPU-Util\b", re.I)
+# layers a GGUF runner put on the GPU, as llama.cpp prints them ("offloaded 27/43 layers to GPU") and people say them
+# ("only 27 layers are offloaded on GPU ... all 43 layers"): the rest run on the CPU
+LAYERS = re.compile(r"\b(?P<done>\d+)\s?(?:/|of|out of)\s?(?P<all>\d+) layers?\b[^.]{0,40}?\b(?:offload\w*|on (?:the )?GPU)|"
+                    r"\bonly (?P<only>\d+) layers? (?:are |were |is |was |get |got )?(?:being )?(?:offloaded|loaded|put|placed)\b"
+                    r"[^.]{0,80}?\ball (?P<total>\d+) layers\b", re.I)
 LOW_WORDS = re.compile(r"\b(?:low|only|never (?:exceeds|goes above|gets above)|under-?utili[sz]\w*|idle|barely|stays? (?:at|below|under))\b", re.I)
 
 # a sentence that states no problem: a question, advice, a possibility, an improvement already made; but
 # "why is it so slow?" reports the problem it asks about (the family's own words must still say which)
 QUESTION = re.compile(r"\?\s*$|^(?:how|why|what|is|are|does|do|can|could|should|would|will|when|which|where)\b", re.I)
-COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did)\b", re.I)
+COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did|only)\b", re.I)  # "why only two requests ...?" states the two
 NOT_A_PROBLEM = re.compile(r"\b(?:to (?:avoid|prevent|reduce|improve|get)|should|recommend\w*|consider|try (?:to|setting|using|adding)|"
                            r"if you|you can|you could|might|would|in case|as expected|is normal|"
                            r"improved|reduced|dropp?ed (?:to|from)|down to|fix(?:es|ed)|after (?:enabling|adding|setting|upgrading|switching))\b", re.I)
@@ -182,7 +188,7 @@ def statements(source: str, text: str) -> list[PerfStatement]:
                 len(FLAG.findall(sentence.text)) >= 2 or STRUCT.search(sentence.text)):  # a command line, printed arguments: engine_args reads them
             continue
         out += [s for s in (_kv(sentence), _prefix(sentence), _latency(sentence), _throttle(sentence), _cpu(sentence),
-                            _gpu_util(sentence), _batching(sentence), _tp_slower(sentence), _memory(sentence)) if s is not None]
+                            _layers(sentence) or _gpu_util(sentence), _batching(sentence), _tp_slower(sentence), _memory(sentence)) if s is not None]
         if len(out) >= MAX_STATEMENTS:
             break
     return _repeated_cache_misses(source, text) + out
@@ -230,7 +236,7 @@ def _sentences(source: str, text: str) -> list[_Sentence]:
 
 
 ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, GPU_UTIL, PREEMPT,
-                                                              BATCH, AT_ONCE, TP_SLOWER, MEMORY_SHARE))
+                                                              BATCH, AT_ONCE, TP_SLOWER, MEMORY_SHARE, LAYERS))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 MAX_TERM_LINES = 1000  # different lines holding a term literal: a person's text has a few, the rest of a log is not read
@@ -243,7 +249,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
                  "concurrent", "simultaneous", "wait",
                  "tp=", "tp ", "multi", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
-                 "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ")
+                 "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ", "layer")
 
 
 def _near_terms(lines: list[str]) -> set[int]:
@@ -418,6 +424,16 @@ def _gpu_util(s: _Sentence) -> PerfStatement | None:
     return _statement("perf.low_gpu_util", s) if LOW_WORDS.search(s.text) else None
 
 
+def _layers(s: _Sentence) -> PerfStatement | None:
+    m = LAYERS.search(s.text)
+    if m is None:
+        return None
+    done, total = int(m.group("done") or m.group("only")), int(m.group("all") or m.group("total"))
+    if not 0 <= done < total:
+        return None  # every layer on the GPU (or a count that is not a share)
+    return _statement("perf.low_gpu_util", s, {"offload_layers_gpu": float(done), "offload_layers_model": float(total)})
+
+
 def _batching(s: _Sentence) -> PerfStatement | None:
     at_once = AT_ONCE.search(s.text)
     if at_once is None and not BATCH.search(s.text):
@@ -486,6 +502,9 @@ def _metrics(found: list[PerfStatement], engine: str) -> MetricsFacts | None:
                 if name in x and x[name] > v.get(f"{key}_mean_s", -1.0):
                     v[f"{key}_mean_s"] = x[name]
                     raw[key] = said
+        elif st.code == "perf.low_gpu_util" and "offload_layers_model" in x and "offload_layers_model" not in v:
+            v.update(offload_layers_gpu=x["offload_layers_gpu"], offload_layers_model=x["offload_layers_model"])
+            raw["offload"] = said
         elif st.code == "perf.prefix_caching_off" and "prefix_cache_hit_rate" in x and "prefix_cache_hit_rate" not in v:
             v["prefix_cache_hit_rate"] = x["prefix_cache_hit_rate"]
             raw["prefix_cache_hit_rate"] = said

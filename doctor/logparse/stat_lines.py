@@ -48,6 +48,7 @@ from llm_doctor.logparse import prefilter as pf
 LITERALS = (
     "avg prompt throughput", "gpu kv cache usage:", "decode batch", "prefill batch", "time_per_token=", "eval time", "memory.required",
     " (ms):", "(req/s):", "(tok/s):", "concurrency:", "request rate:", "benchmark_serving", "bench serve", "bench_serving",
+    "configured (rps):", "kv cache rm [", "--request-rate", "--request_rate", "--max-concurrency", "--max_concurrency",
 )
 TRIGGERS = pf.compile_groups(LITERALS)
 
@@ -85,7 +86,14 @@ _SGLANG_DECODE = re.compile(
 _SGLANG_DECODE_KEYS = ("running", "kv", "gen_throughput", "waiting")
 _TGI_DURATION = re.compile(r'(?P<name>time_per_token|queue_time)="?(?P<value>\d+(?:\.\d+)?)(?P<unit>ns|µs|us|ms|s)"?')
 _UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-_LLAMACPP = re.compile(r"(?P<prompt>prompt )?eval time =\s*[\d.]+ ms /\s*(?P<n>\d+) (?:tokens|runs)\s*\(\s*(?P<ms>[\d.]+) ms per token")
+_LLAMACPP = re.compile(r"(?P<prompt>prompt )?eval time\s*=\s*[\d.]+ ms /\s*(?P<n>\d+) (?:tokens|runs)\s*\(\s*(?P<ms>[\d.]+) ms per token")
+# llama-server (tools/server/server.cpp): "kv cache rm [%d, end)" with n_past, the prompt tokens kept from the slot's
+# cache, then again per prompt chunk; older builds: "kv cache rm [p0, end) | ... id_task=7 p0=0". A task's first one
+# says whether its prompt reused a cached prefix
+_KV_RM = re.compile(r"kv cache rm \[(?:(?P<at>\d+)|p0), end\)")
+_TASK = re.compile(r"\btask (\d+)\b|\bid_task=(\d+)")
+_P0 = re.compile(r"\bp0=(\d+)")
+REPEAT_MIN = 64  # prompt tokens: a prompt this long evaluated again at the same length is the same prompt again
 _OLLAMA = re.compile(r'msg="offload to \w+".*?memory\.available="\[(?P<avail>[^\]]*)\]".*?memory\.required\.full="(?P<full>[\d.]+ [KMGT]i?B)"')
 # llm/memory.go logs the layers it will put on the GPUs next to the model's ("layers.model=43 layers.offload=42")
 _OLLAMA_LAYERS = re.compile(r"layers\.model=(?P<model>\d+) layers\.offload=(?P<offload>\d+)")
@@ -104,9 +112,14 @@ _BENCH_VALUES = {
 }
 # a benchmark that sends every request at once (request rate inf, no concurrency cap) measures its own
 # queue in TTFT; the command line and the summary's header say which it was
-_RATE = re.compile(r"^Traffic request rate:\s+(?P<rate>\S+)|^(?:Max|Maximum) request concurrency:\s+(?P<cap>\S+)", re.I)
+# (newer summaries print "Request rate configured (RPS):" only for a finite rate: vllm/benchmarks/serve.py)
+_RATE = re.compile(r"^(?:Traffic request rate|Request rate configured \(RPS\)):\s+(?P<rate>\S+)"
+                   r"|^(?:Max|Maximum) request concurrency:\s+(?P<cap>\S+)", re.I)
 _BENCH_COMMAND = re.compile(r"benchmark_serving\.py|vllm bench serve|sglang\.bench_serving|bench_serving\.py")
 _BOUNDED = re.compile(r"--request[-_]rate[ =](?!inf\b)\d|--max[-_]concurrency[ =]\d")
+# a bench command continued over lines ("vllm bench serve \" then "  --request-rate 10 \"): the flag's own line
+_RATE_ARG = re.compile(r"--request[-_]rate[ =](\d+(?:\.\d+)?)\b")
+_CONTINUED = re.compile(r"^\s*--(?:request[-_]rate|max[-_]concurrency)[ =]\S")
 _SIZE = re.compile(r"([\d.]+) ([KMGT])i?B")
 
 
@@ -165,6 +178,13 @@ class StatLines:
     bench_where: dict[str, str] = field(default_factory=dict)
     offload: dict[str, float] = field(default_factory=dict)  # Ollama's memory estimate at load
     offload_where: str = ""
+    prompt_fresh: int = 0  # llama-server tasks whose prompt reused no cached token (their first "kv cache rm [0, end)")
+    prompt_reused: int = 0  # ... and those that kept a cached prefix
+    prompt_repeat: int = 0  # prompts evaluated from scratch at the same length as the one before (>= REPEAT_MIN tokens)
+    fresh_where: str = ""
+    last_task: str = ""
+    last_fresh: bool = False
+    last_prompt_n: int = 0
 
     def feed_block(self, block: bytes, low: bytes | None, source: str, first_no: int, starts: set[int] | None = None) -> None:
         """Every stat line in a block of whole lines (`low` is it lower-cased; `first_no` the
@@ -266,12 +286,18 @@ class StatLines:
             return f"{source}:{no}", text
 
         where = f"{source}:{no}"
+        if len(pieces := _glued(text)) > 1:  # a paste that lost its newlines: several stat lines on one
+            for piece in pieces:
+                self.feed_line(piece, source, no)
+            return
         if "Avg prompt throughput" in text or "Avg generation throughput" in text or "GPU KV cache usage: " in text:
             self._vllm(text, quote)
         elif "Decode batch" in text or "Prefill batch" in text:
             self._sglang(text, quote)
         elif "time_per_token=" in text or "queue_time=" in text:
             self._tgi(text, where)
+        elif "kv cache rm [" in text:
+            self._kv_rm(text, where)
         elif "eval time" in text:
             self._llamacpp(text, where)
         elif "memory.required" in text:
@@ -280,11 +306,20 @@ class StatLines:
             if "bench_burst" not in self.bench or self.bench_where.get("bench_burst", "").endswith("(command)"):
                 self.bench["bench_burst"] = 0.0 if _BOUNDED.search(text) else 1.0
                 self.bench_where["bench_burst"] = f"{where}: {text[:300]} (command)"
+                self._offered(_RATE_ARG.search(text), where, text)
+        elif _CONTINUED.match(text):
+            if self.bench_where.get("bench_burst", "").endswith("(command)") and _BOUNDED.search(text):
+                self.bench["bench_burst"] = 0.0
+                self.bench_where["bench_burst"] = f"{where}: {text[:300]} (command)"
+                self._offered(_RATE_ARG.search(text), where, text)
         elif m := _RATE.search(text):
             value = (m.group("rate") or m.group("cap") or "").lower()
             if value == "inf" or value.replace(".", "", 1).isdigit():
                 self.bench["bench_burst"] = 1.0 if value == "inf" else 0.0
                 self.bench_where["bench_burst"] = f"{where}: {text}"
+                if m.group("rate") and value != "inf":
+                    self.bench["bench_rate"] = float(value)
+                    self.bench_where["bench_rate"] = f"{where}: {text}"
             if m.group("cap") and value.isdigit():
                 self._bench(text, where)
         else:
@@ -322,10 +357,34 @@ class StatLines:
                 self.queue_sum += seconds
                 self.queue_n += 1
 
+    def _kv_rm(self, text: str, where: str) -> None:
+        m = _KV_RM.search(text)
+        if m is None:
+            return
+        task = _TASK.search(text)
+        key = (task.group(1) or task.group(2)) if task else where  # no task id: each line is its own request
+        if key == self.last_task:
+            return  # the next chunk of the same prompt
+        self.engine = self.engine or "llamacpp"
+        self.last_task = key
+        p0 = m.group("at") or ((p := _P0.search(text)) and p.group(1)) or "0"
+        self.last_fresh = int(p0) == 0
+        if self.last_fresh:
+            self.prompt_fresh += 1
+            self.fresh_where = self.fresh_where or f"{where}: {text[:300]}"
+        else:
+            self.prompt_reused += 1
+
     def _llamacpp(self, text: str, where: str) -> None:
         m = _LLAMACPP.search(text)
-        if m is None or m.group("prompt") or int(m.group("n")) < 2:
-            return  # the prompt's time is prefill, and one token says nothing about decode
+        if m is not None and m.group("prompt"):
+            n = int(m.group("n"))
+            if self.last_fresh and n >= REPEAT_MIN and n == self.last_prompt_n:
+                self.prompt_repeat += 1
+            self.last_prompt_n = n
+            return  # the prompt's time is prefill
+        if m is None or int(m.group("n")) < 2:
+            return  # one token says nothing about decode
         self.engine = self.engine or "llamacpp"
         self._itl(float(m.group("ms")) / 1000, where)
 
@@ -354,6 +413,12 @@ class StatLines:
             name = _BENCH_VALUES[m.group("name").lower()]
             self.bench[name] = float(m.group("v2"))
         self.bench_where[name] = f"{where}: {text}"
+
+    def _offered(self, m: re.Match[str] | None, where: str, text: str) -> None:
+        """The request rate a bench command offers (--request-rate N): what the server must keep up with."""
+        if m is not None:
+            self.bench["bench_rate"] = float(m.group(1))
+            self.bench_where["bench_rate"] = f"{where}: {text[:300]} (command)"
 
     def _throughput(self, gen: float | None, prompt: float | None) -> None:
         if gen:
@@ -403,7 +468,7 @@ class StatLines:
         if offset:
             other.shift(offset)
         for name in ("samples", "kv_samples", "kv_full", "queued", "pressed", "capped", "preemptions", "gen_sum", "gen_n",
-                     "itl_sum", "itl_n", "queue_sum", "queue_n"):
+                     "itl_sum", "itl_n", "queue_sum", "queue_n", "prompt_fresh", "prompt_reused", "prompt_repeat"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for name in ("kv_max", "waiting_max", "running_max", "swapped_max", "gen_max", "prompt_max"):
             setattr(self, name, max(getattr(self, name), getattr(other, name)))
@@ -418,6 +483,7 @@ class StatLines:
         self.bench_where.update(other.bench_where)
         if other.offload:
             self.offload, self.offload_where = other.offload, other.offload_where
+        self.fresh_where = self.fresh_where or other.fresh_where
 
     def shift(self, offset: int) -> None:
         """Move every quoted "source:line" by `offset` lines."""
@@ -426,6 +492,7 @@ class StatLines:
         self.itl_where = _shift(self.itl_where, offset)
         self.bench_where = {k: _shift(w, offset) for k, w in self.bench_where.items()}
         self.offload_where = _shift(self.offload_where, offset)
+        self.fresh_where = _shift(self.fresh_where, offset)
 
     def snapshot(self) -> Sample | None:
         """The sample the checks read as "the" reading: the fullest moment of a sustained
@@ -438,7 +505,7 @@ class StatLines:
 
     def metrics(self, engine: str = "") -> MetricsFacts | None:
         """The metrics facts these lines give; None when the log held none."""
-        if not (self.samples or self.itl_n or self.queue_n or self.bench or self.offload):
+        if not (self.samples or self.itl_n or self.queue_n or self.bench or self.offload or self.prompt_fresh or self.prompt_reused):
             return None
         v: dict[str, float] = {}
         raw: dict[str, str] = {}
@@ -472,6 +539,10 @@ class StatLines:
         v.update(self.bench)
         raw.update({f"bench:{k}": w for k, w in self.bench_where.items()})
         v.update(self.offload)
+        if self.prompt_fresh or self.prompt_reused:
+            v.update(prompt_fresh=self.prompt_fresh, prompt_reused=self.prompt_reused, prompt_repeat=self.prompt_repeat)
+            if self.fresh_where:
+                raw["prompt_fresh"] = self.fresh_where
         if self.offload_where:
             raw["offload"] = self.offload_where
         return MetricsFacts(source="log", engine=engine or self.engine, available=True, values=v, raw=raw,
@@ -512,6 +583,26 @@ def into_facts(facts: Facts, found: MetricsFacts | None) -> None:
     m.values = merged
     m.raw = {**m.raw, **found.raw} if busier else {**found.raw, **m.raw}
     m.engine = m.engine or found.engine
+
+
+_GLUE_MARKS = ("Avg prompt throughput", "Decode batch", "Prefill batch")
+
+
+def _glued(text: str) -> list[str]:
+    """The stat lines a paste glued into one line ("... Prefix cache hit rate: 0.0%INFO 07-28 ...
+    Avg prompt throughput: ..."), cut before each engine's first word; one piece when none are glued."""
+    if sum(text.count(mark) for mark in _GLUE_MARKS) < 2:
+        return [text]
+    cuts = sorted(at for mark in _GLUE_MARKS for at in _starts(text, mark))
+    return [text[a:b] for a, b in zip([0, *cuts[1:]], [*cuts[1:], len(text)], strict=True)]
+
+
+def _starts(text: str, mark: str) -> list[int]:
+    out, at = [], text.find(mark)
+    while at >= 0:
+        out.append(at)
+        at = text.find(mark, at + 1)
+    return out
 
 
 def _shift(where: str, offset: int) -> str:
@@ -592,7 +683,8 @@ class _VllmWording(_Wording):
     pattern = re.compile(_VLLM_LINE.pattern + r"([^\n]*)")
 
     def exact(self, text: str, rows: list[tuple[str, ...]]) -> bool:
-        return True  # each line matched, at its first match: _vllm reads just that
+        # each line matched, at its first match: _vllm reads just that, unless a paste glued two lines into one
+        return text.count("Avg prompt throughput") == len(rows)
 
     def columns(self, rows: list[tuple[str, ...]]) -> tuple[list, ...]:
         prompt, gen, running, swapped, waiting, preemptions, kv_pct, prefix, _ = zip(*rows, strict=True)
