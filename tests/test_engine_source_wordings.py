@@ -109,7 +109,7 @@ CASES = [
      "load.engine_outdated", "MiniMaxM2ForCausalLM", "pip install -U tensorrt_llm"),
     # ollama/ollama@v0.3.14:llm/server.go: the scheduler's estimate of the part that stays in RAM
     ("ollama-model-needs-more-system-memory", [OLLAMA, "Error: model requires more system memory (20.3 GiB) than is available (14.2 GiB)"],
-     "load.host_oom", "model requires more system memory (20.3 GiB)", None),
+     "load.weights_oom", "model requires more system memory (20.3 GiB)", None),
     # ollama/ollama@v0.12.6:llama/llama.go, as the CLI prints the server's 500
     ("ollama-unable-to-load-model", [OLLAMA, "Error: 500 Internal Server Error: unable to load model: /root/.ollama/models/blobs/sha256-3a4a6b0c"],
      "load.engine_outdated", "unable to load model", "curl -fsSL https://ollama.com/install.sh | sh"),
