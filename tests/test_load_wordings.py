@@ -71,7 +71,7 @@ CASES = [
         '{"error":"requested model (18.4 GiB) is too large for this system (6.8 GiB)"}',
         "[2024-12-20T02:51:46] Error generating autocompletion:  Error: HTTP 500 Internal Server Error from "
         "http://xxxxxxxxxxx/api/generate",
-    ], "load.weights_oom", "requested model (18.4 GiB) is too large for this system (6.8 GiB)", None),
+    ], "load.host_oom", "requested model (18.4 GiB) is too large for this system (6.8 GiB)", None),
 ]
 
 

@@ -4,8 +4,9 @@ failed, but SGLang prints it after any child failure, so then it is only mention
 
 Ollama's refusal before loading ("model requires more system memory (X) than is available (Y)",
 llm/server.go: the model's estimated size less what fits in VRAM, against free RAM and swap) kills
-nothing: the model does not fit the machine, so it is load.weights_oom, with host RAM the memory
-that ran short (load.host_oom beside it)."""
+nothing but names host RAM as what ran short: load.host_oom, with load.weights_oom beside it (the
+model is too large for this machine). The corpus labels disagree on which comes first (rounds x-f
+host_oom, round g weights_oom); the two findings carry the same computed shortfall either way."""
 
 from __future__ import annotations
 
@@ -50,19 +51,17 @@ def host_memory(facts: Facts, log: LogView) -> Outcome:
 
 
 def _refused(log: LogView, refused: list) -> list[Finding]:
-    """The engine's own check found the model larger than the memory it may use (RAM and GPUs):
-    the weights do not fit, by the shortfall its two numbers give."""
+    """The engine's own check found the model larger than the memory it may use (RAM and GPUs),
+    by the shortfall its two numbers give."""
     e = refused[-1]  # the last attempt is what failed
     req, avail = float(e.values["required"]), float(e.values["available"])
     short = req - avail
     evidence = le.evidence([e]) + [f"needs {req:g} GiB of system memory, {avail:g} GiB available: {short:.1f} GiB short"] + log.earlier_runs()
-    fixes = [Fix(f"Use a model or quantization at least {short:.1f} GiB smaller (a lower Q-level of the same model, "
-                 "or fewer parameters)"),
-             Fix(f"Or free {short:.1f} GiB of RAM (stop other processes; free swap counts too), or add GPU memory "
-                 "so less of the model stays in RAM"),
+    smaller = Fix(f"Use a model or quantization at least {short:.1f} GiB smaller (a lower Q-level of the same model, or fewer parameters)")
+    fixes = [Fix(f"Free {short:.1f} GiB of RAM (stop other processes; free swap counts too), or give the container more memory"),
+             Fix("Or add GPU memory, so less of the model stays in RAM"), Fix(f"Or: {smaller.summary[0].lower()}{smaller.summary[1:]}"),
              Fix("Or a shorter context (num_ctx): its KV cache is part of the estimate")]
-    weights = Finding("load.weights_oom", "the model does not fit in memory (RAM and the GPUs together)", evidence, fixes,
-                      explains=["load.host_oom"] + le.CLIENT_SYMPTOMS)
-    host = Finding("load.host_oom", f"host RAM is {short:.1f} GiB short of what the model needs", le.evidence([e], 1),
-                   [Fix(f"Free {short:.1f} GiB of RAM or give the container more memory")])
-    return [weights, host]
+    host = Finding("load.host_oom", "the model does not fit in system memory (RAM and the GPUs together)", evidence, fixes,
+                   explains=["load.weights_oom"] + le.CLIENT_SYMPTOMS)
+    weights = Finding("load.weights_oom", f"the model is {short:.1f} GiB too large for this machine's memory", le.evidence([e], 1), [smaller])
+    return [host, weights]
