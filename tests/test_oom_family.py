@@ -107,3 +107,17 @@ def test_parameter_count_from_the_name(name: str, params: float, quant: str) -> 
 @pytest.mark.parametrize("name", ["microsoft/Phi-3-mini-128k-instruct", "deepseek-ai/DeepSeek-V3", "vllm-0.6.3"])
 def test_a_name_without_a_count_sizes_nothing(name: str) -> None:
     assert from_name(name) is None
+
+
+def test_a_kv_cache_near_full_in_every_stat_line_is_pressure(tmp_path) -> None:
+    """sgl-project/sglang#26248: the full-attention pool at 0.92 in every decode line, nothing queued
+    yet: "near full" (codes.md perf.kv_cache_pressure), never an all-clear; no cap on admission is
+    offered while nothing waits."""
+    line = ("[03:51:{:02d}] Decode batch, #running-req: 6, #full token: 2435072, full token usage: 0.92, swa token usage: 0.09, "
+            "gen throughput (token/s): 24.33")
+    log = tmp_path / "sglang.log"
+    log.write_text("\n".join(line.format(s) for s in (54, 59)) + "\n")
+    top = findings_of(log)[0]
+    assert top.code == "perf.kv_cache_pressure"
+    assert any("full in 2 of 2 stat lines" in e for e in top.evidence), top.evidence
+    assert "--max-running-requests" not in " ".join(f.command or "" for f in top.fixes)

@@ -37,7 +37,11 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
     log = fv.from_log(m)
     # a log is a series: one full moment is a busy engine doing its job, a full cache with a queue
     # over a share of the run is pressure
-    full = fv.sustained(m, "pressed_samples") if log else usage is not None and usage >= FULL
+    # ... and so is a cache at or above FULL in a sustained share with nothing queued yet: "near full" (codes.md),
+    # every new request now waits or preempts a running one
+    pressed = log and fv.sustained(m, "pressed_samples")
+    near_full = log and not pressed and fv.sustained(m, "kv_full_samples")
+    full = pressed or near_full if log else usage is not None and usage >= FULL
     if not (full or preempting or swapped > 0):
         if log and usage is not None:
             return Outcome(detail=f"KV cache peak {v.get('kv_cache_usage_max', usage):.0%}, full with requests waiting in "
@@ -45,7 +49,10 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
         return Outcome(detail=f"KV cache usage {usage:.0%}" if usage is not None else "no preemptions")
     evidence = [m.raw[k] for k in ("kv_cache_usage", "preemptions_total", "swapped", "running", "waiting") if k in m.raw]
     evidence = list(dict.fromkeys(evidence))  # a log quotes one stat line for several values
-    if log:
+    if near_full:
+        evidence.append(f"the KV cache was >= {FULL:.0%} full in {fv.share(m, 'kv_full_samples')} (peak usage "
+                        f"{v.get('kv_cache_usage_max', 0):.0%}), nothing queued yet: the next requests wait or preempt")
+    elif log:
         evidence.append(f"the KV cache was >= {FULL:.0%} full with requests waiting in {fv.share(m, 'pressed_samples')} "
                         f"(peak usage {v.get('kv_cache_usage_max', 0):.0%}, at most {v.get('waiting_max', 0):g} waiting)")
     if preempt_rate is not None:
@@ -61,7 +68,7 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
             fixes.append(Fix(f"Serve the queue: {running:g} running fill {usage:.0%} of the KV cache and {waiting:g} more wait, "
                              f"so this load needs about {need:.1f}x the cache: {copies} replicas (or {copies}x the KV memory "
                              "with more TP)", fv.command(engine, ("dp", copies))))
-    if running and usage and (preempting or swapped > 0 or not fixes):
+    if running and usage and (preempting or swapped > 0 or not fixes) and not (near_full and not preempting):
         seqs = max(1, math.floor(running * TARGET / max(usage, 0.01)))
         fixes.append(Fix(f"Admit fewer sequences at once: {running:g} running use {usage:.0%} of the cache, "
                          f"{seqs} would keep it near {TARGET:.0%}", f"{fv.flag('max_seqs', engine)} {seqs}"))
@@ -76,6 +83,11 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
         engine == "llamacpp" or fp8.from_facts(facts) is not False
     ):
         fixes.append(Fix("Or halve the KV cache per token with an 8-bit cache" + ("" if engine == "llamacpp" else " (Ada/Hopper or newer)"), halve))
+    if fixes and fixes[0].summary.startswith("Or "):  # the first of the fixes offered is no alternative
+        fixes[0] = Fix(fixes[0].summary[3].upper() + fixes[0].summary[4:], fixes[0].command)
+    if not fixes:
+        fixes.append(Fix("Give the KV cache more room before the load grows: more GPU memory for it, more TP, or a shorter "
+                         "maximum context"))
     title = (f"KV cache {usage:.0%} full" if full and usage is not None else "KV cache under pressure") + (
         f", {preempt_total:g} preemptions" if preempting and preempt_total else "") + (
         f", {swapped:g} requests swapped out" if swapped else "") + (f", {waiting:g} waiting" if waiting else "")
