@@ -250,3 +250,26 @@ def known(name: str) -> ModelFacts | None:
 
 def builtin_names() -> list[str]:
     return sorted(_table())
+
+
+# the parameter count a checkpoint's name states: "Llama-3.2-11B-Vision", "gpt-oss-120b", "Qwen2.5-0.5B",
+# "SmolLM-135M"; "Mixtral-8x7B" as 8 x 7 (an upper bound: the experts share attention); "Qwen3-30B-A3B"
+# reads 30 (the active "A3B" follows a letter); "128k" contexts and "v0.6" versions are no counts
+_PARAMS = re.compile(r"(?<![\w.])(?:(?P<experts>\d+)x)?(?P<n>\d+(?:\.\d+)?)(?P<unit>[bm])(?![a-z0-9])", re.I)
+# the weight format a name states: 4-bit AWQ/GPTQ/bitsandbytes/W4A16, 8-bit FP8/INT8/W8A8
+_NAME_QUANT = (("awq", re.compile(r"awq|gptq|int4|\b4bit|-4bit|w4a16|\bnf4", re.I)), ("fp8", re.compile(r"fp8|int8|w8a8|8bit", re.I)))
+
+
+def from_name(name: str) -> ModelFacts | None:
+    """The parameter count (and weight format) a model's name states, when nothing else describes
+    it: the doctor.memory arithmetic then sizes its weights. Only the last path part is read (a
+    folder above it may hold any digits); None when the name states no count."""
+    base = name.rstrip("/").split("/")[-1]
+    counts = []
+    for m in _PARAMS.finditer(base):
+        scale = 1e9 if m.group("unit").lower() == "b" else 1e6
+        counts.append(float(m.group("n")) * scale * int(m.group("experts") or 1))
+    if not counts:
+        return None
+    quant = next((q for q, rx in _NAME_QUANT if rx.search(base)), "")
+    return ModelFacts(name=base, source=f"the parameter count in its name ({base})", params=int(max(counts)), quant_method=quant)

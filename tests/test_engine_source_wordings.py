@@ -128,12 +128,14 @@ CASES = [
     ("vllm-ascend-no-npu", ["ValueError: No NPU devices found or specified in ASCEND_RT_VISIBLE_DEVICES."],
      "load.gpu_not_visible", "ASCEND_RT_VISIBLE_DEVICES", None),
     # triton-inference-server/core@73aad7c3:src/model_repository_manager/model_lifecycle.cc: the backend's error inside
-    # Triton's load failure is the cause, not the wrapper nor "failed to load all models"
+    # Triton's load failure is the cause, not the wrapper nor "failed to load all models"; the cudaMallocAsync is
+    # TensorRT-LLM's BufferManager (runtime/tllmBuffers.h), which allocates the execution context, runtime buffers
+    # and KV cache after TensorRT deserialized the engine's weights (runtime/tllmRuntime.cpp): not the weights
     ("triton-load-failure-quotes-the-oom", [TRTLLM,
         "E1201 10:00:00.000000 1 model_lifecycle.cc:654] failed to load 'tensorrt_llm' version 1: Internal: unexpected error when "
         "creating modelInstanceState: [TensorRT-LLM][ERROR] CUDA runtime error in cudaMallocAsync(ptr, n, mCudaStream->get()): out of memory",
         "error: creating server: Internal - failed to load all models"],
-     "load.weights_oom", "cudaMallocAsync", "--tp_size 2"),
+     "load.runtime_oom", "cudaMallocAsync", None),
     # triton-inference-server/core@73aad7c3:src/model_repository_manager/model_repository_manager.cc
     ("triton-no-model-version", [
         "E1201 10:00:00.000000 1 model_repository_manager.cc:1234] Poll failed for model directory 'llama': failed to load 'llama', "

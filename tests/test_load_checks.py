@@ -42,6 +42,7 @@ CASES = [
      'gh search issues --repo vllm-project/vllm "ray.exceptions.RayChannelTimeoutError: System error: Timed out waiting for"'),
     ("sglang-a10g-prefill-oom.log", "load.runtime_oom", "Tried to allocate 764.00 MiB", "--mem-fraction-static 0.84"),  # 0.88 - 764 MiB / A10G
     ("ollama-system-memory.log", "load.host_oom", "model requires more system memory (164.8 GiB)", None),
+    ("kernel-oom-killer-killed-process.log", "load.host_oom", "Out of memory: Killed process 930269 (python3)", None),
     ("sglang-tp2-dev-shm-nccl.log", "load.shm_insufficient", "/dev/shm/nccl-vzIpS6 (size 9637888)", "--ipc=host"),
     ("vllm-llama2-13b-heads-not-divisible-tp3.log", "load.tp_invalid", "attention heads (40) must be divisible by tensor parallel size (3)",
      "--tensor-parallel-size 2"),

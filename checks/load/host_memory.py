@@ -1,7 +1,12 @@
 """Was the engine killed for host RAM? (OOM killer, cgroup / Kubernetes OOMKilled, exit 137, Ray's
-memory monitor, Ollama's system-memory check). A bare `Killed` line is the shell reporting SIGKILL:
-host OOM when nothing else failed, but SGLang prints it after any child failure, so then it is
-only mentioned."""
+memory monitor). A bare `Killed` line is the shell reporting SIGKILL: host OOM when nothing else
+failed, but SGLang prints it after any child failure, so then it is only mentioned.
+
+Ollama's refusal before loading ("model requires more system memory (X) than is available (Y)",
+llm/server.go: the model's estimated size less what fits in VRAM, against free RAM and swap) kills
+nothing but names host RAM as what ran short: load.host_oom, with load.weights_oom beside it (the
+model is too large for this machine). The corpus labels disagree on which comes first (rounds x-f
+host_oom, round g weights_oom); the two findings carry the same computed shortfall either way."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
 
-@check("load.host_memory", "load", codes=["load.host_oom"], events=["host_oom", "killed", "swap_space_large", "load_failed"])
+@check("load.host_memory", "load", codes=["load.host_oom", "load.weights_oom"], events=["host_oom", "killed", "swap_space_large", "load_failed"])
 def host_memory(facts: Facts, log: LogView) -> Outcome:
     """The engine was not killed for host memory."""
     strong = log.events("host_oom")
@@ -21,6 +26,9 @@ def host_memory(facts: Facts, log: LogView) -> Outcome:
     if not strong and not (killed and not others):
         return Outcome(detail="no host out-of-memory kill in the log")
     found = strong or killed
+    refused = [e for e in strong if "required" in e.values and "available" in e.values]
+    if refused:
+        return Outcome(_refused(log, refused))
     evidence = le.evidence(found) + log.earlier_runs()
     fixes = [Fix("Give the container/pod more memory (Kubernetes: resources.limits.memory; Docker: --memory)")]
     swap = log.events("swap_space_large")
@@ -40,3 +48,20 @@ def host_memory(facts: Facts, log: LogView) -> Outcome:
     else:
         fixes.append(Fix("Load weights without staging them in RAM", "--load-format safetensors"))
     return Outcome([Finding("load.host_oom", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)])
+
+
+def _refused(log: LogView, refused: list) -> list[Finding]:
+    """The engine's own check found the model larger than the memory it may use (RAM and GPUs),
+    by the shortfall its two numbers give."""
+    e = refused[-1]  # the last attempt is what failed
+    req, avail = float(e.values["required"]), float(e.values["available"])
+    short = req - avail
+    evidence = le.evidence([e]) + [f"needs {req:g} GiB of system memory, {avail:g} GiB available: {short:.1f} GiB short"] + log.earlier_runs()
+    smaller = Fix(f"Use a model or quantization at least {short:.1f} GiB smaller (a lower Q-level of the same model, or fewer parameters)")
+    fixes = [Fix(f"Free {short:.1f} GiB of RAM (stop other processes; free swap counts too), or give the container more memory"),
+             Fix("Or add GPU memory, so less of the model stays in RAM"), Fix(f"Or: {smaller.summary[0].lower()}{smaller.summary[1:]}"),
+             Fix("Or a shorter context (num_ctx): its KV cache is part of the estimate")]
+    host = Finding("load.host_oom", "the model does not fit in system memory (RAM and the GPUs together)", evidence, fixes,
+                   explains=["load.weights_oom"] + le.CLIENT_SYMPTOMS)
+    weights = Finding("load.weights_oom", f"the model is {short:.1f} GiB too large for this machine's memory", le.evidence([e], 1), [smaller])
+    return [host, weights]

@@ -79,8 +79,8 @@ def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
     if any(k.run == e.run and k.source == e.source and k.line_no > e.line_no for k in log.events("kv_cache_too_small", "no_kv_memory")):
         # the engine went on to size its KV cache after this OOM: it was the profiling run's, not the weights'
         return "profiling"
-    if _weights_loaded(facts, e):
-        return "profiling"
+    if _weights_loaded(facts, e, placed=phase == "weights"):
+        return "loaded"
     return phase
 
 
@@ -89,30 +89,58 @@ def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
 # means the weights were in and something else (activations, the KV cache) was being allocated.
 WEIGHTS_MARGIN = 1.25
 CUDA_CONTEXT_GIB = 1.0  # a CUDA context with cuBLAS/NCCL workspaces: about 0.5-1 GiB per process
+# A weights OOM fails on a weight tensor of a model at least as large as the card. Its bytes lie in the
+# matrices of at most ~128 layers x ~8 (attention, MLP, fused experts) plus the embeddings: the tensor
+# a load fails on (the one that crosses the limit, picked in proportion to its bytes) holds well over
+# 1/1024 of the card. A smaller failed allocation is an activation, a workspace or a KV block.
+SMALLEST_WEIGHT_SHARE = 1 / 1024
 
 
-def _weights_loaded(facts: Facts, e) -> str:
-    """PyTorch's OOM says how much this process holds ("this process has 28.62 GiB memory in use");
-    with the model's size known (its config or the shipped table), that number tells whether its
-    weight shard had already been loaded: the evidence saying so, or ""."""
+def _weights_loaded(facts: Facts, e, placed: bool = False) -> str:
+    """What the OOM's own numbers prove against the weights, as evidence, or "": a failed
+    allocation too small for a weight tensor of a model that fills the card; or, with the model's
+    size known (its config, the shipped table, else the parameter count its name states), the
+    process holding more than its weight shard ("this process has 28.62 GiB memory in use"), or a
+    shard that fits the card with room to spare when the OOM says nothing of what it holds.
+    `placed`: the log put the OOM in the weights loading (a loader frame or milestone): then only
+    what the process held can overrule it."""
     from llm_doctor import memory
-    from llm_doctor.models import from_table
 
     held, tried = e.values.get("this_process"), e.values.get("tried")
+    if tried is None and "alloc_mib" in e.values:
+        tried = float(e.values["alloc_mib"]) / 1024
+    total = e.values.get("total") or le.gpu_total_gib(facts)
+    if not placed and isinstance(tried, (int, float)) and isinstance(total, (int, float)) and 0 < tried < total * SMALLEST_WEIGHT_SHARE:
+        return (f"a {tried * 1024:.1f} MiB allocation is below 1/1024 of the {total:g} GiB GPU: an activation or workspace, "
+                "not a weight tensor of a model that fills the card; the weights had loaded")
     cfg = facts.deployment
-    if not isinstance(held, (int, float)) or cfg is None:
-        return ""
-    model = facts.model or (from_table(cfg.model) if cfg.model else None)
-    if model is None or (cfg.quantization or "").lower() not in ("", "none", (model.quant_method or "").lower()):
+    model = _model(facts)
+    if model is None or cfg is None or (cfg.quantization or "").lower() not in ("", "none", (model.quant_method or "").lower()):
         return ""  # online quantization loads the full-precision weights first: the quantized shard says nothing
     try:
         shard = memory.weights_bytes_per_gpu(model, cfg) / memory.GIB
     except (ValueError, TypeError, ZeroDivisionError):
         return ""
-    if held <= WEIGHTS_MARGIN * shard + float(tried or 0) + CUDA_CONTEXT_GIB:
-        return ""
-    return (f"the process held {held:g} GiB, more than its {shard:.1f} GiB weight shard ({model.name}, "
-            f"TP {cfg.tensor_parallel_size or 1}) could take: the weights had loaded")
+    whose = f"its {shard:.1f} GiB weight shard ({model.name}, TP {cfg.tensor_parallel_size or 1}"
+    whose += f"; {model.source})" if model.source.startswith("the parameter count") else ")"
+    need = WEIGHTS_MARGIN * shard + float(tried or 0) + CUDA_CONTEXT_GIB
+    if isinstance(held, (int, float)):
+        return f"the process held {held:g} GiB, more than {whose} could take: the weights had loaded" if held > need else ""
+    if not placed and isinstance(total, (int, float)) and need < total:
+        return f"{whose} fits the {total:g} GiB GPU with room to spare: the weights were not what ran out"
+    return ""
+
+
+def _model(facts: Facts):
+    """The served model's facts: its config, the shipped table by the logged name, else its name's parameter count."""
+    from llm_doctor.models import from_name, from_table
+
+    cfg = facts.deployment
+    if facts.model is not None:
+        return facts.model
+    if cfg is None or not cfg.model:
+        return None
+    return from_table(cfg.model) or from_name(cfg.model)
 
 
 def _numbers(e) -> list[str]:
@@ -187,7 +215,7 @@ def _sized_split(facts: Facts, gpus: int) -> tuple[str, int | None] | None:
 
 
 def _runtime(facts: Facts, log: LogView, e, phase: str) -> Finding:
-    loaded = _weights_loaded(facts, e)
+    loaded = _weights_loaded(facts, e, placed=e.phase == "weights")
     evidence = le.evidence([e]) + _numbers(e) + [f"phase: {phase}"] + ([loaded] if loaded else []) + log.earlier_runs()
     fixes: list[Fix] = []
     engine = le.engine(facts)
@@ -219,6 +247,8 @@ def _runtime(facts: Facts, log: LogView, e, phase: str) -> Finding:
         # llama.cpp's defaults are -b 2048 -ub 512 (common/common.h n_batch, n_ubatch): halve them
         fixes.append(Fix("Use a smaller context or batch: compute buffers scale with them"
                          + (f" (context now {n_ctx})" if n_ctx else ""), f"{ctx}-b 1024 -ub 256"))
+    elif engine in ("tgi", "lmdeploy", "trtllm"):
+        fixes.extend(_caps(facts, engine, half, seqs))
     else:
         if half:
             fixes.append(Fix(f"Fewer concurrent sequences (now {seqs})", f"--max-num-seqs {half}"))
@@ -230,9 +260,26 @@ def _runtime(facts: Facts, log: LogView, e, phase: str) -> Finding:
         if isinstance(util, (int, float)) and drop:
             fixes.append(Fix(f"Or leave the failed allocation ({drop:.1%} of the GPU) outside the KV cache budget",
                              f"--gpu-memory-utilization {math.floor((util - drop) * 100) / 100:.2f}"))
-    title = {"profiling": "out of GPU memory in the start-up profiling run", "cuda_graph": "out of GPU memory while capturing CUDA graphs"}.get(
+    title = {"profiling": "out of GPU memory in the start-up profiling run", "cuda_graph": "out of GPU memory while capturing CUDA graphs",
+             "loaded": "out of GPU memory after the weights had loaded (profiling run, CUDA graphs or serving)"}.get(
         phase, "out of GPU memory while serving")
     return Finding("load.runtime_oom", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)
+
+
+def _caps(facts: Facts, engine: str, half: int | None, seqs: object) -> list[Fix]:
+    """TGI's, LMDeploy's and TensorRT-LLM's own caps on a batch, halved where the log gives them
+    (engine_flags spells each); TensorRT-LLM's are build options, baked into the engine."""
+    seqs_flag, tokens_flag, mem_flag = le.flag(facts, "max_seqs"), le.flag(facts, "batched_tokens"), le.flag(facts, "mem")
+    tokens = le.deployment_value(facts, "max_num_batched_tokens")
+    rebuild = " (a build option: rebuild the engine with it)" if engine == "trtllm" else ""
+    fixes = [Fix(f"Fewer sequences per batch (now {seqs}){rebuild}", f"{seqs_flag} {half}") if half else
+             Fix(f"Fewer sequences per batch: lower {seqs_flag}{rebuild}")]
+    if isinstance(tokens, int) and tokens > 1:
+        fixes.append(Fix(f"Or halve the tokens per batch (now {tokens}; activations scale with it){rebuild}", f"{tokens_flag} {tokens // 2}"))
+    else:
+        fixes.append(Fix(f"Or fewer tokens per batch: lower {tokens_flag}{rebuild}"))
+    fixes.append(Fix(f"Or leave more memory outside the KV cache: lower {mem_flag}"))
+    return fixes
 
 
 def _failed_share(facts: Facts, e) -> float | None:

@@ -86,6 +86,9 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
         engine == "llamacpp" or fp8.from_facts(facts) is not False
     ):
         fixes.append(Fix(("Or h" if fixes else "H") + "alve the KV cache per token with an 8-bit cache" + ("" if engine == "llamacpp" else " (Ada/Hopper or newer)"), halve))
+    if not fixes:
+        fixes.append(Fix("Give the KV cache more room before the load grows: more GPU memory for it, more TP, or a shorter "
+                         "maximum context"))
     title = (f"KV cache {usage:.0%} full" if full and usage is not None else "KV cache under pressure") + (
         f", {preempt_total:g} preemptions" if preempting and preempt_total else "") + (
         f", {swapped:g} requests swapped out" if swapped else "") + (f", {waiting:g} waiting" if waiting else "")

@@ -153,7 +153,14 @@ PHASE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Ollama's "an error was encountered while running the model" (llm/server.go) answers a request; the engine's
     # request loop wrapping the error (LMDeploy request.py "Engine loop failed with error", engine.py "Engine main loop
     # failed"): the loop runs once the engine is built, so its failure is a served step's
-    ("serving", re.compile(r"\brequest|\bgenerat|\bdecod|\bsampl|\bforward\b|\brunning the model\b|engine (?:main )?loop failed", re.I)),
+    # a scheduler's step failing ("Execution step failed: Alloc failed ...") is a served batch's
+    ("serving", re.compile(r"\brequest|\bgenerat|\bdecod|\bsampl|\bforward\b|\brunning the model\b|engine (?:main )?loop failed|"
+                           r"\b(?:execution |engine |batch )?step failed\b", re.I)),
+    # TensorRT-LLM's C++ runtime: TensorRT deserializes the engine (its weights) with its own allocator, then
+    # TllmRuntime allocates the execution context memory, and the runtime buffers and KV cache follow, through
+    # the BufferManager (runtime/tllmRuntime.cpp `mEngineBuffer = mBufferManager.gpu(...)`; runtime/tllmBuffers.h
+    # CudaAllocatorAsync: "cudaMallocAsync(ptr, n, mCudaStream->get())"): past the weights
+    ("profiling", re.compile(r"cudaMallocAsync\(ptr, n, mCudaStream|tllmBuffers\.h", re.I)),
     ("profiling", re.compile(r"prefill|\btokens\b|\bbatch|warm ?up|executor|KV ?cache|kv_cache|compute buffer|workspace|"
                              r"activation|cuBLAS", re.I)),
     ("weights", re.compile(r"\bweights?\b|load(?:ing)? (?:the )?model|checkpoint|safetensors|\btensors?\b|\blayers?\b", re.I)),

@@ -528,12 +528,15 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             # concurrent requests", "under heavy load"): requests were being served when it ran out
             r"\bduring (?:inference|generation|decoding|serving|benchmark)|\bunder (?:heavy |high )?load\b|"
             r"\b(?:concurrent|parallel|simultaneous) requests\b|\bafter (?:running|serving) for\b|"
-            r"\b(?:sending|processing|handling) (?:a |the |some |many |multiple |\d+ )?(?:long |large )?(?:requests?|prompts?)\b",
+            r"\b(?:sending|processing|handling) (?:a |the |some |many |multiple |\d+ )?(?:long |large )?(?:requests?|prompts?)\b|"
+            # the same report in Chinese (LMDeploy's, SGLang's and Qwen's trackers): "concurrency" (并发); not "推理时",
+            # which reporters write for any run of the tool, start-up included
+            r"并发",
             re.I,
         ),
     ),
 )
-_PHASE_RANK = {"cuda_graph": 0, "profiling": 1, "weights": 2, "serving": 3}
+PHASE_RANK = {"cuda_graph": 0, "profiling": 1, "weights": 2, "serving": 3}
 # the order a start-up goes through them: a later milestone means the engine went on
 PROGRESS = {"startup": 0, "weights": 1, "profiling": 2, "cuda_graph": 3, "serving": 4}
 
@@ -559,14 +562,18 @@ class PhaseTracker:
                 return
 
     def phase(self) -> str:
+        return self.frame_phase() or self.milestone
+
+    def frame_phase(self) -> str:
+        """The phase the kept frames name (the earliest start-up step among them), or ""."""
         best = ""
         for frame in self.frames:
             # the function the frame names, by the engines' call paths (doctor/data/oom_frames.jsonl), else its words
             named = frames.phase(frame)
             for phase, pattern in PHASES:
-                if (phase == named if named else pattern.search(frame)) and (not best or _PHASE_RANK[phase] < _PHASE_RANK[best]):
+                if (phase == named if named else pattern.search(frame)) and (not best or PHASE_RANK[phase] < PHASE_RANK[best]):
                     best = phase
-        return best or self.milestone
+        return best
 
     def reset(self) -> None:
         self.milestone = "startup"

@@ -65,6 +65,7 @@ ARGS_FOLLOW_LINES = 120  # TGI pretty-prints `Args {` over many lines
 MAX_COMMANDS = 8  # engine command lines kept (each with its `\` continuation lines)
 MAX_COMMAND_CHARS = 8192
 ENGINE_SURE = 256  # engine markers after which the engine is known (see _detect)
+PLACE_LINES = 300  # how far after an unplaced OOM a traceback may still place it (_place)
 EXPIRY_LINES = 256  # parsed lines between two looks at the deadline
 DETECT_BYTES = 4 * 1024 * 1024  # ... or after this much of a source: the markers are in its start-up header
 
@@ -101,6 +102,7 @@ class LogScanner:
         self.templates = tc.TemplateCache(TEMPLATE_DECIDERS, enabled=templates)
         self._plan_used: tc.Plan | None = None  # the plan that served the last line read, if one did
         self._counted: LogEvent | None = None  # the event the last event line counted on
+        self._unplaced: LogEvent | None = None  # the last out-of-memory no milestone or frame placed (see _place)
 
     def sibling(self) -> LogScanner:
         """A scanner of another part of the same input (doctor.collect.logs reads a big file's tail
@@ -306,8 +308,11 @@ class LogScanner:
         move = _move(text) if len(text) <= MEMO_CHARS else _FEED
         if move is _FEED:
             self.tracker.feed(text)
+            self._place(no)
         elif move is not None:
             self.tracker.milestone = move
+            if self.failures.open:  # a traceback's source line: the call it shows was on the stack
+                self._place(no, move)
         if self.tracker.milestone != before and self._unserved:
             self._progress()
         rule = found[0] if found is not None else None
@@ -330,8 +335,11 @@ class LogScanner:
         before = self.tracker.milestone
         if plan.tracker == "frame":
             self.tracker.feed(line.text)
+            self._place(line.no)
         elif plan.tracker is not None:
             self.tracker.milestone = plan.tracker
+            if self.failures.open:
+                self._place(line.no, plan.tracker)
         if self.tracker.milestone != before and self._unserved:
             self._progress()
         if values is not None:  # a rule's line: the failure reader, closed, has nothing to say about it
@@ -342,6 +350,22 @@ class LogScanner:
             self._prev = None
             return
         self._conclude(line, False, None if plan.quiet else self.failures.feed(line.text, line.level, False))
+
+    def _place(self, no: int, called: str = "") -> None:
+        """An out-of-memory that nothing before it placed (its phase still "startup") takes the phase
+        the frames printed after it name: an issue quotes the error line first, then the engine's
+        traceback, and a worker's crash is followed by the traceback of the loop it killed (vLLM V1's
+        engine core under run_busy_loop). `called`: the phase a traceback's source line names (the
+        call into the next frame). Only within PLACE_LINES of the OOM, before the next one."""
+        e = self._unplaced
+        if e is None:
+            return
+        if no - e.line_no > PLACE_LINES or e.source != self.source:
+            self._unplaced = None
+            return
+        named = [p for p in (self.tracker.frame_phase(), called, "" if e.phase == "startup" else e.phase) if p]
+        if named:
+            e.phase = min(named, key=ev.PHASE_RANK.__getitem__)
 
     def _conclude(self, line: Line, found: bool, signal: fl.Signal | None, echo: bool = False) -> None:
         """After the rules: the failure reader's signal, signs of serving, and the line kept for a hard-wrap."""
@@ -407,6 +431,7 @@ class LogScanner:
         self._unserved = {}
         self._fold(self.facts.runs - 1 - MAX_RUNS_KEPT)
         self.tracker.reset()
+        self._unplaced = None
         s = self.facts.setup  # capacities belong to the run that printed them
         s.gpu_blocks = s.kv_cache_tokens = s.available_kv_gib = s.max_concurrency = None
 
@@ -478,6 +503,8 @@ class LogScanner:
             if raw != known.lines[0]:
                 known.last_line, known.last_line_no = raw, line.no
             known.values.pop("then_served", None)  # a repeat after serving has not been served yet
+            if known.phase == "startup" and kind in _PHASED:  # the traceback the repeat ends may place it
+                known.phase = chains.phase(self.tracker.phase(), values)
             self._mark_unserved(key, known, False)
             return
         event = LogEvent(
@@ -491,6 +518,8 @@ class LogScanner:
             phase=chains.phase(self.tracker.phase(), values) if kind in _PHASED else "",
             fatal=fatal,
         )
+        if kind in _PHASED:
+            self._unplaced = event if event.phase == "startup" else None
         variants.append(event)
         self._counted = event
         self._mark_unserved(key, event, True)
