@@ -24,7 +24,14 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
     text = " ".join(line for e in found for line in e.lines)
     evidence = le.evidence(found) + log.earlier_runs()
     cc = facts.logs.setup.compute_capability if facts.logs else None
-    if any(w in text for w in TRT_ENGINE_BUILT_ELSEWHERE):
+    floor = le.gpu_below_floor(found)
+    if floor:
+        need = le.first_value(found, "need")
+        fixes = [Fix(f"This GPU{f' (compute capability {cc})' if cc else ''} is older than every kernel this build ships"
+                     f"{f' (it needs {need} or newer)' if need else ''}: no dtype or flag fixes that; run on a newer GPU"),
+                 Fix("Or use an engine or build that still supports this GPU (llama.cpp built with its CUDA arch, an older "
+                     "release, or a source build with TORCH_CUDA_ARCH_LIST set to it)")]
+    elif any(w in text for w in TRT_ENGINE_BUILT_ELSEWHERE):
         fixes = [Fix("Rebuild the TensorRT engine here (trtllm-build from the checkpoint, in this image): a plan runs only "
                      "with the TensorRT/TensorRT-LLM version and the GPU architecture it was built with")]
     elif "no kernel image" in text or "not compatible" in text:
@@ -49,4 +56,4 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
                      "(e.g. the cu12x wheel matching `nvidia-smi`), or use the engine's official container image"),
                  Fix("Make sure the matching CUDA libraries come first", "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu121")]
     return Outcome([Finding("load.cuda_mismatch", "the CUDA driver/runtime/kernels do not match this GPU or each other", evidence, fixes,
-                            explains=["load.gpu_not_visible", *le.CLIENT_SYMPTOMS])])
+                            explains=["load.gpu_not_visible", *(["load.dtype_unsupported"] if floor else []), *le.CLIENT_SYMPTOMS])])

@@ -122,7 +122,9 @@ WRAPPERS = Table(
     # sglang/srt/entrypoints/engine.py (sigquit_handler): "Received sigquit from a child process. It usually means the child failed."
     _p("SGLang launcher", r"Received sigquit from a child proce|It usually means the child failed"),
     # sglang/srt/entrypoints/engine.py _launch_subprocesses: "Rank 0 scheduler is dead. Please check if there are relevant logs."
-    _p("SGLang scheduler", r"scheduler is dead|Initialization failed\. (?:warmup|detoken)|detokenizer_manager .*died"),
+    # engine.py _scheduler_died_error: "Rank 0 scheduler died during initialization (exit code: -3)" after the child's own
+    # error; SIGBUS (-7) and SIGKILL (-9) are the cause themselves (a full /dev/shm, a kill)
+    _p("SGLang scheduler", r"scheduler died during initialization \(exit code:? ?(?!-[79]\))-?\d|scheduler is dead|Initialization failed\. (?:warmup|detoken)|detokenizer_manager .*died"),
     # torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: the watchdog reports collectives that could not finish after one failed
     _p("NCCL watchdog", r"Watchdog caught collective operation timeout|ProcessGroupNCCL.*(?:Some NCCL operations have failed|"
        r"To avoid data inconsistency, we are taking the entire process down)|Process group watchdog thread terminated"),
@@ -206,7 +208,7 @@ def family(text: str, inner: tuple[str, str] | None = None) -> Pattern | None:
     that something failed."""
     inner = inner or inner_message(text)
     for candidate in ([inner[0]] if inner else []) + [text]:
-        found = FAMILIES.first(candidate)
+        found = FAMILIES.first(ev.without_advice(candidate))
         if found:
             return found[0]
     return None

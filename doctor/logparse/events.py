@@ -118,9 +118,10 @@ HAND_RULES: tuple[Rule, ...] = (
     # --- host memory --------------------------------------------------------------------------
     _r("host_oom", r"OOMKilled|Out of memory: Kill(?:ed)? process|oom-kill|invoked oom-killer"),
     _r("host_oom", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*137\b|signal 9 \(SIGKILL\)|SIGKILL"),
-    # signal 7 is SIGBUS on Linux (exit status 135 = 128 + 7; torch elastic's exitcode -7; TGI launcher/src/main.rs "Shard
+    # signal 7 is SIGBUS on Linux (exit status 135 = 128 + 7; torch elastic's exitcode -7, SGLang's "scheduler died during
+    # initialization (exit code: -7)": Python's negative exitcode is the signal; TGI launcher/src/main.rs "Shard
     # process was signaled to shutdown with signal 7"): a write past the end of a full /dev/shm
-    _r("shm_too_small", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*135\b|exitcode\s*:?\s*-7\b|signal 7 \(SIGBUS\)|"
+    _r("shm_too_small", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*135\b|exit ?code\s*:?\s*-7\b|signal 7 \(SIGBUS\)|"
        r"signaled to shutdown with signal 7\b"),
     _r("host_oom", r"ray\.exceptions\.OutOfMemoryError|node running low on memory|Task was killed due to the node running low"),
     _r(
@@ -585,6 +586,7 @@ def match(text: str) -> tuple[Rule, dict[str, object]] | None:
     rule on a tie; of one kind, the one with more values. So a template for a whole message beats
     a hand rule's keyword ("Cannot allocate memory" inside an NCCL registration failure), and the
     hand rules keep the lines they were tuned on."""
+    text = without_advice(text)
     low = text.lower()
     tried: set[int] = set()
     for lit in _LITERALS:
@@ -616,6 +618,19 @@ def match(text: str) -> tuple[Rule, dict[str, object]] | None:
     if rule.source:
         values["template_source"] = rule.source
     return rule, values
+
+
+# advice an engine appends to its own error whatever happened: sglang/srt/entrypoints/engine.py _scheduler_died_error
+# ("Rank 0 scheduler died during initialization (exit code: -3). If exit code is -9 (SIGKILL), a common cause is the OS
+# OOM killer. Run `dmesg -T | grep -i oom` to check."): its SIGKILL and OOM killer are not what this exit was
+ADVICE_MARK = "a common cause is the OS OOM killer"
+ADVICE = re.compile(r"If exit code is -9 \(SIGKILL\), a common cause is the OS OOM killer\.?(?:\s*Run [`'\"]?dmesg[^`'\"]*[`'\"]? to check\.?)?")
+
+
+
+def without_advice(text: str) -> str:
+    """The message without the advice its engine appends to it whatever happened (ADVICE)."""
+    return ADVICE.sub("", text) if ADVICE_MARK in text else text
 
 
 def _fixed(m: re.Match[str]) -> int:
