@@ -12,7 +12,7 @@ from llm_doctor.logview import LogView
 
 # TensorRT(-LLM)'s words for an engine built by another version or for another GPU (trtllm.jsonl)
 TRT_ENGINE_BUILT_ELSEWHERE = ("engine plan file", "deserialize", "different TensorRT-LLM version", "Tensor names in engine",
-                              "not found; expected shape")
+                              "not found; expected shape", "SERIALIZATION_VERSION", "Serialized Engine Version")
 
 
 @check("load.cuda", "load", codes=["load.cuda_mismatch"], events=["cuda_mismatch"])

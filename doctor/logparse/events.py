@@ -213,7 +213,11 @@ HAND_RULES: tuple[Rule, ...] = (
         r"(?P<lib>lib(?:cudart|cuda|cublas\w*|cudnn\w*|nccl|nvrtc|cusparse)\.so(?:\.[\d.]+)?): cannot open shared object file|"
         r"is not compatible with the current PyTorch installation|sm_\d+ is not compatible|"
         r"CUDA error: the provided PTX was compiled with an unsupported toolchain|"
-        r"not compiled for (?:this|your) (?:GPU|architecture)|unsupported GPU architecture",
+        r"not compiled for (?:this|your) (?:GPU|architecture)|unsupported GPU architecture|"
+        # TensorRT's runtime (libnvinfer, IRuntime::deserializeCudaEngine: "Error Code 1: Serialization (Serialization
+        # assertion stdVersionRead == kSERIALIZATION_VERSION failed.Version tag does not match. Note: Current Version: 228,
+        # Serialized Engine Version: 237)"): a plan built by another TensorRT version
+        r"Serialization assertion \w*VersionRead ?== ?k\w*SERIALIZATION_VERSION failed|Serialized Engine Version: \d+",
     ),
     # --- GPU faults -------------------------------------------------------------------------
     _r("gpu_fault", r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)|\bXid (?P<xid2>\d+)\b"),
@@ -583,7 +587,8 @@ def match(text: str) -> tuple[Rule, dict[str, object]] | None:
 
     The first hand rule that matches and the first catalogue template that matches compete: of two
     kinds, the match that spells out more fixed text (its span less its captures) wins, a hand
-    rule on a tie; of one kind, the one with more values. So a template for a whole message beats
+    rule on a tie; of one kind, the one with more values; an echo (a wrapper that only repeats a failure)
+    never beats a cause on the same line. So a template for a whole message beats
     a hand rule's keyword ("Cannot allocate memory" inside an NCCL registration failure), and the
     hand rules keep the lines they were tuned on."""
     text = without_advice(text)
@@ -639,6 +644,8 @@ def _fixed(m: re.Match[str]) -> int:
 
 
 def _better(hand: tuple[Rule, re.Match[str]], listed: tuple[Rule, re.Match[str]]) -> tuple[Rule, re.Match[str]]:
+    if hand[0].echo != listed[0].echo:  # a wrapper's words ("Download encountered an error: ...") lose to the cause it quotes
+        return listed if hand[0].echo else hand
     if hand[0].kind == listed[0].kind:
         count = [sum(v is not None for v in m.groupdict().values()) for _, m in (hand, listed)]
         return listed if count[1] > count[0] else hand
