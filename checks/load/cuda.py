@@ -4,6 +4,8 @@ version)."""
 
 from __future__ import annotations
 
+import re
+
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
@@ -25,7 +27,12 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
     evidence = le.evidence(found) + log.earlier_runs()
     cc = facts.logs.setup.compute_capability if facts.logs else None
     floor = le.gpu_below_floor(found)
-    if floor:
+    if re.search(r"flash[ _-]?attention|flash_attn", text, re.I):
+        # flash-attn 2 (csrc/flash_attn/flash_api.cpp) and TGI's flash/paged attention import only on GPUs they were built for
+        fixes = [Fix("The flash-attention kernels do not run on this GPU (flash-attn 2 needs compute capability 8.0+, TGI's "
+                     "7.5+): use another attention implementation (vLLM: VLLM_ATTENTION_BACKEND=XFORMERS or TRITON_ATTN; "
+                     "transformers: attn_implementation=\"sdpa\"; TGI: a single unsharded shard, or a newer GPU)")]
+    elif floor:
         need = le.first_value(found, "need")
         fixes = [Fix(f"This GPU{f' (compute capability {cc})' if cc else ''} is older than every kernel this build ships"
                      f"{f' (it needs {need} or newer)' if need else ''}: no dtype or flag fixes that; run on a newer GPU"),

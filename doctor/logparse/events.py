@@ -204,7 +204,11 @@ HAND_RULES: tuple[Rule, ...] = (
         "dtype_unsupported",
         r"(?:fp8|float8|FP8)[^.]*(?:not supported|requires|only supported)[^.]*(?:compute capability|sm_?\d+|Hopper|Ada)",
     ),
-    _r("dtype_unsupported", r"compute capability (?P<cc>[\d.]+).*(?:not supported|too old|does not support)"),
+    # a compute capability refused for a dtype the line names is the dtype's; refused outright, the GPU is below the
+    # build's kernels (vLLM's "GPUs with compute capability below 7.0", Ollama's "CUDA GPU is too old"): no dtype fixes it
+    _r("dtype_unsupported", r"^(?=.*\b(?:bfloat16|bf16|float16|fp16|half|fp8|float8|e4m3|e5m2)\b)"
+       r".*compute capability (?P<cc>[\d.]+).*(?:not supported|too old|does not support)"),
+    _r("cuda_mismatch", r"compute capability (?P<cc>[\d.]+).*(?:not supported|too old|does not support)"),
     _r(
         "cuda_mismatch",
         r"no kernel image is available for execution|CUDA driver version is insufficient|"
