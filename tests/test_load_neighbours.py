@@ -179,3 +179,43 @@ def test_a_title_retelling_transformers_unknown_architecture_is_outdated(tmp_pat
     assert_rank_one(tmp_path, "title", [
         "[Bug]: The lower version of Transformers does not recognize this architecture like `qwen3_vl`",
     ], "load.engine_outdated", "does not recognize this architecture", "pip install -U vllm transformers")
+
+
+def test_nccl_failing_on_the_cuda_driver_is_the_cuda_stack(tmp_path) -> None:
+    # NVIDIA/nccl include/checks.h CUDACHECK inside torch's ProcessGroupNCCL error
+    assert_rank_one(tmp_path, "nccl-driver", [
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, unhandled cuda "
+        "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+        "ncclUnhandledCudaError: Call to CUDA function failed.",
+        "Last error:",
+        "Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'",
+    ], "load.cuda_mismatch", "CUDA driver version is insufficient", None)
+
+
+def test_a_custom_code_error_in_other_words_is_remote_code(tmp_path) -> None:
+    assert_rank_one(tmp_path, "remote", ["RuntimeError: trust_remote_code must be set to True to load this model"],
+                    "load.remote_code", "trust_remote_code must be set", "--trust-remote-code")
+
+
+def test_missing_quantization_kernels_are_the_quantization(tmp_path) -> None:
+    # casper-hansen/AutoAWQ awq/modules/linear/gemm.py imports its CUDA module awq_ext
+    assert_rank_one(tmp_path, "awq-ext", ["ModuleNotFoundError: No module named 'awq_ext'"],
+                    "load.quantization_unsupported", "awq_ext", None)
+
+
+def test_launcher_flag_errors_of_clap_3_and_go(tmp_path) -> None:
+    # clap-rs/clap v3 error/kind.rs UnknownArgument; spf13/pflag flag.go (Ollama's cobra CLI)
+    assert_rank_one(tmp_path, "clap3", ["error: Found argument '--max-input-tokens' which wasn't expected, or isn't valid in "
+                                        "this context"], "load.config_invalid", "--max-input-tokens", None)
+    assert_rank_one(tmp_path, "pflag", ["Error: unknown flag: --ngl"], "load.config_invalid", "unknown flag: --ngl", None)
+
+
+def test_docker_without_the_nvidia_runtime_sees_no_gpu(tmp_path) -> None:
+    # moby/moby daemon/runtime_unix.go
+    assert_rank_one(tmp_path, "runtime", ["docker: Error response from daemon: unknown or invalid runtime name: nvidia."],
+                    "load.gpu_not_visible", "invalid runtime name: nvidia", "--gpus all")
+    assert_rank_one(tmp_path, "entrypoint", [
+        "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available.",
+        "   Use the NVIDIA Container Toolkit to start this container with GPU support; see",
+        "RuntimeError: Failed to infer device type",
+    ], "load.gpu_not_visible", "NVIDIA Driver was not detected", "--gpus all")

@@ -63,4 +63,5 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
                      "(e.g. the cu12x wheel matching `nvidia-smi`), or use the engine's official container image"),
                  Fix("Make sure the matching CUDA libraries come first", "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu121")]
     return Outcome([Finding("load.cuda_mismatch", "the CUDA driver/runtime/kernels do not match this GPU or each other", evidence, fixes,
-                            explains=["load.gpu_not_visible", *(["load.dtype_unsupported"] if floor else []), *le.CLIENT_SYMPTOMS])])
+                            explains=["load.gpu_not_visible", "load.nccl_failed",  # NCCL's CUDA calls fail with it
+                                      *(["load.dtype_unsupported"] if floor else []), *le.CLIENT_SYMPTOMS])])

@@ -171,6 +171,10 @@ OWNERS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     # NVML's "Driver/library version mismatch" (nvml.h NVML_ERROR_LIB_RM_VERSION_MISMATCH) behind the container runtime's
     # "initialization error": the GPU is there, the kernel module and the user-space driver differ (an upgrade without reboot)
     ("gpu_not_visible", re.compile(r"driver/library version mismatch", re.I), "cuda_mismatch"),
+    # NCCL reports the CUDA call it made (include/checks.h CUDACHECK: "Cuda failure 'CUDA driver version is insufficient for CUDA
+    # runtime version'", torch's "ncclUnhandledCudaError: Call to CUDA function failed"): the CUDA stack's mismatch, not NCCL's
+    ("nccl_error", re.compile(r"driver version is insufficient|no kernel image is available|forward compatibility was attempted|"
+                              r"unsupported display driver", re.I), "cuda_mismatch"),
 )
 _OWNER_RULES = {owner: ev.Rule(owner, re.compile("(?!)"), True) for _, _, owner in OWNERS}
 

@@ -191,8 +191,12 @@ HAND_RULES: tuple[Rule, ...] = (
         r"Torch not compiled with CUDA enabled|Is CUDA available: False|NVIDIA-SMI has failed|"
         r"RuntimeError: No HIP GPUs are available|Device string must not be empty|libnvidia-ml\.so\.1: cannot open|"
         # Ollama's discovery (gpu.go) before it falls back to the CPU
-        r"no compatible GPUs were discovered",
+        r"no compatible GPUs were discovered|"
+        # moby daemon/runtime_unix.go: the host's Docker has no NVIDIA runtime registered (nvidia-container-toolkit not configured)
+        r"unknown or invalid runtime name: nvidia",
     ),
+    # NVIDIA's container images (nvidia_entrypoint.sh) at start: the container was given no GPU; what runs next runs on the CPU
+    _r("gpu_not_visible", r"The NVIDIA Driver was not detected\.\s+GPU functionality will not be available", False),
     # --- dtype / CUDA / kernels -------------------------------------------------------------
     _r(
         "dtype_unsupported",
@@ -296,7 +300,11 @@ HAND_RULES: tuple[Rule, ...] = (
         "config_invalid",
         r"error: unrecognized arguments: (?P<flag>.+)|error: unknown argument: (?P<flag2>\S+)|"
         r"error: argument (?P<flag3>--[\w-]+)[^:]*: invalid (?:choice|\w+ value)|error: the following arguments are required|"
-        r"invalid value '[^']*' for '(?P<flag4>--[\w-]+)|unexpected argument '(?P<flag5>[^']+)'",
+        r"invalid value '[^']*' for '(?P<flag4>--[\w-]+)|unexpected argument '(?P<flag5>[^']+)'|"
+        # clap 2/3 (TGI's launcher before clap 4): "error: Found argument '--x' which wasn't expected, or isn't valid in this
+        # context"; Go's flag package (llama-swap, Go launchers) and spf13/pflag's (Ollama's cobra CLI)
+        r"Found argument '(?P<flag6>[^']+)' which wasn't expected|flag provided but not defined: (?P<flag7>-{1,2}[\w-]+)|"
+        r"\bunknown (?:shorthand )?flag: (?P<flag8>'?-{0,2}[\w-]+'?)",
     ),
     # llama-server's 400 for a prompt longer than a slot's context carries both sizes (since PR #15780,
     # after either wording of its message): the fix sizes --ctx-size from them
