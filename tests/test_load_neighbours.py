@@ -219,3 +219,24 @@ def test_docker_without_the_nvidia_runtime_sees_no_gpu(tmp_path) -> None:
         "   Use the NVIDIA Container Toolkit to start this container with GPU support; see",
         "RuntimeError: Failed to infer device type",
     ], "load.gpu_not_visible", "NVIDIA Driver was not detected", "--gpus all")
+
+
+def test_an_extension_built_for_another_torch_is_reinstalled(tmp_path) -> None:
+    # the dynamic loader's message for vLLM's _C built against another torch (vllm-project/vllm issues)
+    assert_rank_one(tmp_path, "vllm-abi", [
+        "ImportError: /usr/local/lib/python3.10/dist-packages/vllm/_C.abi3.so: undefined symbol: _ZN5torch3jit17parseSchemaOrNameERKSs",
+    ], "load.cuda_mismatch", "undefined symbol", "pip install --force-reinstall --no-cache-dir vllm")
+    assert_rank_one(tmp_path, "fa-abi", [
+        "ImportError: /usr/local/lib/python3.10/dist-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined "
+        "symbol: _ZN3c104cuda9SetDeviceEi",
+    ], "load.cuda_mismatch", "flash_attn_2_cuda", "pip install --force-reinstall --no-cache-dir flash-attn")
+
+
+def test_an_image_needing_a_newer_cuda_than_the_driver(tmp_path) -> None:
+    # NVIDIA/libnvidia-container src/cli/configure.c: the image's NVIDIA_REQUIRE_CUDA against the host driver
+    assert_rank_one(tmp_path, "require-cuda", [
+        "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.4, please update your driver to a newer "
+        "version, or use an earlier cuda container: unknown",
+    ], "load.cuda_mismatch", "cuda>=12.4", "nvidia-smi")
+    top = findings_of(tmp_path / "require-cuda.log")[0]
+    assert top.fixes[1].command == "-e NVIDIA_DISABLE_REQUIRE=1"
