@@ -240,3 +240,35 @@ def test_an_image_needing_a_newer_cuda_than_the_driver(tmp_path) -> None:
     ], "load.cuda_mismatch", "cuda>=12.4", "nvidia-smi")
     top = findings_of(tmp_path / "require-cuda.log")[0]
     assert top.fixes[1].command == "-e NVIDIA_DISABLE_REQUIRE=1"
+
+
+def test_cuda_runtime_names_for_a_binary_without_this_gpu(tmp_path) -> None:
+    # cudaGetErrorString(cudaErrorJitCompilerNotFound) as ggml-cuda.cu and c10's CUDA_CHECK print it
+    assert_rank_one(tmp_path, "ptxjit", ["ggml_cuda_init: failed to initialize CUDA: PTX JIT compiler library not found"],
+                    "load.cuda_mismatch", "PTX JIT compiler library not found", None)
+
+
+def test_a_bfloat16_gemm_cublas_refuses_is_the_dtype(tmp_path) -> None:
+    # torch's CUDA_CHECK around cublasGemmStridedBatchedEx with CUDA_R_16BF (aten/src/ATen/cuda/CUDABlas.cpp) on a V100
+    assert_rank_one(tmp_path, "bf16-gemm", [
+        "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmStridedBatchedEx(handle, opa, opb, m, n, "
+        "k, (void*)(&falpha), a, CUDA_R_16BF, lda, stridea, b, CUDA_R_16BF, ldb, strideb, (void*)(&fbeta), c, CUDA_R_16BF, ldc, "
+        "stridec, num_batches, CUDA_R_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`",
+    ], "load.dtype_unsupported", "CUBLAS_STATUS_NOT_SUPPORTED", "--dtype float16")
+
+
+def test_inductor_on_a_gpu_below_triton(tmp_path) -> None:
+    # pytorch@v2.4.0 torch/_inductor/scheduler.py; vLLM V1 compiles the model with it by default
+    assert_rank_one(tmp_path, "inductor-p100", [
+        "[rank0]: torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:",
+        "[rank0]: RuntimeError: Found Tesla P100-PCIE-16GB which is too old to be supported by the triton GPU compiler, which is "
+        "used as the backend. Triton only supports devices of CUDA Capability >= 7.0, but your device is of CUDA capability 6.0",
+    ], "load.cuda_mismatch", "too old to be supported by the triton GPU compiler", None)
+    assert "older than every kernel" in findings_of(tmp_path / "inductor-p100.log")[0].fixes[0].summary
+
+
+def test_a_wheel_built_on_a_newer_glibc(tmp_path) -> None:
+    assert_rank_one(tmp_path, "glibcxx", [
+        "ImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by "
+        "/opt/conda/lib/python3.10/site-packages/vllm/_C.abi3.so)",
+    ], "load.cuda_mismatch", "GLIBCXX_3.4.30", "conda install -c conda-forge libstdcxx-ng")

@@ -69,6 +69,14 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
         fixes = [Fix("A CUDA forward-compatibility libcuda (cuda-compat in the image) is loaded where the host driver or GPU "
                      "cannot use it: take it off LD_LIBRARY_PATH so the host's libcuda is used, or use an image built for "
                      "the CUDA version the host driver supports (`nvidia-smi`, top right)", "ldconfig -p | grep libcuda.so")]
+    elif "GLIBC" in text:
+        glibc = le.first_value(found, "glibc")
+        fixes = [Fix(f"The binary was built for a newer C/C++ runtime{f' ({glibc})' if glibc else ''} than this system has: use the "
+                     "engine's official container image, or a wheel built for this OS; in conda, a newer libstdc++",
+                     "conda install -c conda-forge libstdcxx-ng" if "GLIBCXX" in text else None)]
+    elif "torchvision" in text:
+        fixes = [Fix("torchvision was built for another torch than the one installed: install the torchvision release that "
+                     "pairs with this torch (the same index URL, e.g. .../whl/cu121)", "pip install --force-reinstall torchvision")]
     elif (req := re.search(r"unsatisfied condition: cuda>=(?P<cuda>[\d.]+)", text)):
         # libnvidia-container's check of the image's NVIDIA_REQUIRE_CUDA against the host driver's CUDA version
         fixes = [Fix(f"The image needs CUDA {req.group('cuda')}+ but the host driver offers less: upgrade the NVIDIA driver, or "

@@ -21,7 +21,7 @@ GIB = 1024**3
 # supported", torch "PyTorch no longer supports this GPU because it is too old", Ollama "CUDA GPU is too old", "amdgpu
 # too old", TGI's "GPU with CUDA capability 7 0 is not supported", flash-attn's "only supports Ampere GPUs or newer"): no
 # dtype runs there, so such a cuda_mismatch comes before a bfloat16 refusal beside it
-GPU_BELOW_FLOOR = re.compile(r"GPU[^.]{0,20}? too old|no longer supports this GPU|compute capability (?:below )?\d[\d.]*\b[^.]*?"
+GPU_BELOW_FLOOR = re.compile(r"GPU[^.]{0,20}? too old|too old to be supported by the triton|no longer supports this GPU|compute capability (?:below )?\d[\d.]*\b[^.]*?"
                              r"(?:not supported|too old)|(?:CUDA|ROCm) capability \d+ \d+ is not supported|"
                              r"only supports Ampere GPUs or newer", re.I)
 

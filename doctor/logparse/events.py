@@ -213,6 +213,20 @@ HAND_RULES: tuple[Rule, ...] = (
     _r("dtype_unsupported", r"^(?=.*\b(?:bfloat16|bf16|float16|fp16|half|fp8|float8|e4m3|e5m2)\b)"
        r".*compute capability (?P<cc>[\d.]+).*(?:not supported|too old|does not support)"),
     _r("cuda_mismatch", r"compute capability (?P<cc>[\d.]+).*(?:not supported|too old|does not support)"),
+    # cuBLAS refusing a bfloat16 GEMM (CUDA_R_16BF) on a GPU without bfloat16 tensor cores (V100, T4): the dtype
+    _r("dtype_unsupported", r"^(?=.*\bCUDA_R_16BF\b).*CUBLAS_STATUS_(?:ARCH_MISMATCH|NOT_SUPPORTED)"),
+    _r(
+        "cuda_mismatch",
+        # the CUDA runtime's and driver's own names for a binary without code for this GPU or toolchain (cudaGetErrorString /
+        # cuGetErrorName: cudaErrorNoKernelImageForDevice, cudaErrorSymbolNotFound, cudaErrorJitCompilerNotFound), cuBLAS's
+        # CUBLAS_STATUS_ARCH_MISMATCH, cuDNN v8's "GET was unable to find an engine" (aten/src/ATen/native/cudnn/Conv_v8.cpp),
+        # torch's dispatcher for a torchvision built against another torch, the dynamic loader for a wheel built on a newer glibc
+        r"\bPTX JIT compiler library not found|CUDA error: named symbol not found|"
+        r"\b(?:CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice|CUDA_ERROR_UNSUPPORTED_PTX_VERSION|"
+        r"cudaErrorUnsupportedPtxVersion|CUDA_ERROR_JIT_COMPILER_NOT_FOUND|cudaErrorJitCompilerNotFound|CUBLAS_STATUS_ARCH_MISMATCH)\b|"
+        r"GET was unable to find an engine to execute this computation|operator torchvision::\w+ does not exist|"
+        r"version [`'](?P<glibc>GLIBC(?:XX)?_[\d.]+)['`] not found",
+    ),
     _r(
         "cuda_mismatch",
         r"no kernel image is available for execution|CUDA driver version is insufficient|"
