@@ -66,6 +66,11 @@ def test_no_template_is_catalogued_twice() -> None:
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e.where for e in ENTRIES])
 def test_sample_matches_its_kind(entry: cat.Entry) -> None:
     found = ev.match(entry.sample)
+    if entry.echo and found is not None and found[0].kind != entry.kind:
+        # an echo's sample that quotes its cause ("could not load model (no success): ... CUDA out of memory") is read as
+        # that cause (events.match: a wrapper never beats the cause on its own line), never as another echo
+        assert not found[0].echo, f"{entry.where}: {found}"
+        return
     assert found is not None and found[0].kind == entry.kind, f"{entry.where}: {found}"
     assert entry.kind in _kinds([entry.sample])
     # the numbers the template captures are numbers, and the sample's own
@@ -87,7 +92,10 @@ def test_sample_survives_a_paste(entry: cat.Entry) -> None:
         **{name: [prefix + entry.sample] for name, prefix in PREFIXES.items()},
         "worker prefix, wrapped at 80": _wrap(PREFIXES["vllm-worker"] + entry.sample),
     }
-    missed = {name: sorted(_kinds(lines)) for name, lines in variants.items() if entry.kind not in _kinds(lines)}
+    whole = ev.match(entry.sample)
+    # an echo whose sample quotes a known cause is read as the cause (test_sample_matches_its_kind): that kind must survive
+    kind = whole[0].kind if entry.echo and whole is not None and not whole[0].echo else entry.kind
+    missed = {name: sorted(_kinds(lines)) for name, lines in variants.items() if kind not in _kinds(lines)}
     assert not missed, f"{entry.where} ({entry.kind}): {missed}"
 
 

@@ -4,6 +4,8 @@ version)."""
 
 from __future__ import annotations
 
+import re
+
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
@@ -11,8 +13,10 @@ from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
 # TensorRT(-LLM)'s words for an engine built by another version or for another GPU (trtllm.jsonl)
+# "ImportError: /usr/local/lib/python3.10/dist-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c10..."
+SO_UNDEFINED = re.compile(r"(?P<so>/\S+?\.so)(?:\.[\d.]+)?: undefined symbol")
 TRT_ENGINE_BUILT_ELSEWHERE = ("engine plan file", "deserialize", "different TensorRT-LLM version", "Tensor names in engine",
-                              "not found; expected shape")
+                              "not found; expected shape", "SERIALIZATION_VERSION", "Serialized Engine Version")
 
 
 @check("load.cuda", "load", codes=["load.cuda_mismatch"], events=["cuda_mismatch"])
@@ -24,7 +28,31 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
     text = " ".join(line for e in found for line in e.lines)
     evidence = le.evidence(found) + log.earlier_runs()
     cc = facts.logs.setup.compute_capability if facts.logs else None
-    if any(w in text for w in TRT_ENGINE_BUILT_ELSEWHERE):
+    floor = le.gpu_below_floor(found)
+    so = SO_UNDEFINED.search(text)
+    if so:
+        # an extension's binary built against another torch (a c10/torch C++ symbol) or CUDA than the ones installed
+        pkg = _package(so.group("so"))
+        fixes = [Fix(f"{so.group('so').rsplit('/', 1)[-1]} was built against another torch/CUDA than the one installed: reinstall "
+                     f"{pkg or 'the package it belongs to'} for this torch (or install the torch version its wheel names)",
+                     f"pip install --force-reinstall --no-cache-dir {pkg}" if pkg else None),
+                 Fix("Or use the engine's official container image, whose torch, CUDA and extensions were built together")]
+    elif re.search(r"flash[ -]?attention\S*(?: V2)? is not installed|Could not import (?:vllm paged attention|attention_?kernels)", text, re.I):
+        # TGI's imports of its attention kernels (layers/attention, utils/flash_attn.py): the image or install lacks them
+        fixes = [Fix("The engine's attention kernels are not installed for this torch/CUDA: use the engine's official image, "
+                     "or install them to match", "pip install flash-attn --no-build-isolation")]
+    elif re.search(r"FlashAttention only supports|flash[ -]?attention", text, re.I):
+        # flash-attn 2 (csrc/flash_attn/flash_api.cpp) and TGI's flash/paged attention import only on GPUs they were built for
+        fixes = [Fix("The flash-attention kernels do not run on this GPU (flash-attn 2 needs compute capability 8.0+, TGI's "
+                     "7.5+): use another attention implementation (vLLM: VLLM_ATTENTION_BACKEND=XFORMERS or TRITON_ATTN; "
+                     "transformers: attn_implementation=\"sdpa\"; TGI: a single unsharded shard, or a newer GPU)")]
+    elif floor:
+        need = le.first_value(found, "need")
+        fixes = [Fix(f"This GPU{f' (compute capability {cc})' if cc else ''} is older than every kernel this build ships"
+                     f"{f' (it needs {need} or newer)' if need else ''}: no dtype or flag fixes that; run on a newer GPU"),
+                 Fix("Or use an engine or build that still supports this GPU (llama.cpp built with its CUDA arch, an older "
+                     "release, or a source build with TORCH_CUDA_ARCH_LIST set to it)")]
+    elif any(w in text for w in TRT_ENGINE_BUILT_ELSEWHERE):
         fixes = [Fix("Rebuild the TensorRT engine here (trtllm-build from the checkpoint, in this image): a plan runs only "
                      "with the TensorRT/TensorRT-LLM version and the GPU architecture it was built with")]
     elif "no kernel image" in text or "not compatible" in text:
@@ -41,6 +69,20 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
         fixes = [Fix("A CUDA forward-compatibility libcuda (cuda-compat in the image) is loaded where the host driver or GPU "
                      "cannot use it: take it off LD_LIBRARY_PATH so the host's libcuda is used, or use an image built for "
                      "the CUDA version the host driver supports (`nvidia-smi`, top right)", "ldconfig -p | grep libcuda.so")]
+    elif "GLIBC" in text:
+        glibc = le.first_value(found, "glibc")
+        fixes = [Fix(f"The binary was built for a newer C/C++ runtime{f' ({glibc})' if glibc else ''} than this system has: use the "
+                     "engine's official container image, or a wheel built for this OS; in conda, a newer libstdc++",
+                     "conda install -c conda-forge libstdcxx-ng" if "GLIBCXX" in text else None)]
+    elif "torchvision" in text:
+        fixes = [Fix("torchvision was built for another torch than the one installed: install the torchvision release that "
+                     "pairs with this torch (the same index URL, e.g. .../whl/cu121)", "pip install --force-reinstall torchvision")]
+    elif (req := re.search(r"unsatisfied condition: cuda>=(?P<cuda>[\d.]+)", text)):
+        # libnvidia-container's check of the image's NVIDIA_REQUIRE_CUDA against the host driver's CUDA version
+        fixes = [Fix(f"The image needs CUDA {req.group('cuda')}+ but the host driver offers less: upgrade the NVIDIA driver, or "
+                     "pull an image built for the CUDA version `nvidia-smi` shows (top right)", "nvidia-smi"),
+                 Fix("If the GPU runs newer CUDA through forward compatibility (data-center GPUs with cuda-compat), skip the "
+                     "image's requirement check", "-e NVIDIA_DISABLE_REQUIRE=1")]
     elif "driver version is insufficient" in text or "driver on your system is too old" in text:
         fixes = [Fix("Upgrade the NVIDIA driver, or use a build for the CUDA version the driver supports (see `nvidia-smi`, top right)")]
     else:
@@ -49,4 +91,17 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
                      "(e.g. the cu12x wheel matching `nvidia-smi`), or use the engine's official container image"),
                  Fix("Make sure the matching CUDA libraries come first", "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu121")]
     return Outcome([Finding("load.cuda_mismatch", "the CUDA driver/runtime/kernels do not match this GPU or each other", evidence, fixes,
-                            explains=["load.gpu_not_visible", *le.CLIENT_SYMPTOMS])])
+                            explains=["load.gpu_not_visible", "load.nccl_failed",  # NCCL's CUDA calls fail with it
+                                      *(["load.dtype_unsupported"] if floor else []), *le.CLIENT_SYMPTOMS])])
+
+
+def _package(path: str) -> str:
+    """The Python distribution an extension's path belongs to (site-packages/vllm/_C.abi3.so -> vllm;
+    dist-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so -> flash_attn), or ""."""
+    m = re.search(r"(?:site|dist)-packages/(?P<top>[^/]+)", path)
+    if not m:
+        return ""
+    top = m.group("top")
+    if top.endswith(".so"):
+        top = re.sub(r"(?:_\d+)?_cuda.*$|\.cpython.*$|\.abi3.*$", "", top)
+    return top.replace("_", "-") if top in ("flash_attn",) else top

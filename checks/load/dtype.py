@@ -10,7 +10,7 @@ from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
 
-@check("load.dtype", "load", codes=["load.dtype_unsupported"], events=["dtype_unsupported"])
+@check("load.dtype", "load", codes=["load.dtype_unsupported"], events=["dtype_unsupported", "cuda_mismatch"])
 def dtype(facts: Facts, log: LogView) -> Outcome:
     """The model's dtype runs on this GPU's compute capability."""
     found = log.events("dtype_unsupported")
@@ -29,4 +29,6 @@ def dtype(facts: Facts, log: LogView) -> Outcome:
     else:
         fixes = [Fix("Run in float16 (bfloat16 needs compute capability 8.0+)", "--dtype float16")]
         title = "bfloat16 is not supported on this GPU"
-    return Outcome([Finding("load.dtype_unsupported", title, evidence, fixes, explains=["load.cuda_mismatch", *le.CLIENT_SYMPTOMS])])
+    # a GPU below every kernel of the build runs no dtype: then the CUDA finding is the cause, not this one
+    explains = [] if le.gpu_below_floor(log.events("cuda_mismatch")) else ["load.cuda_mismatch"]
+    return Outcome([Finding("load.dtype_unsupported", title, evidence, fixes, explains=[*explains, *le.CLIENT_SYMPTOMS])])

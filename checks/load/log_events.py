@@ -8,6 +8,8 @@ connections, 5xx, timeouts), so ranking puts the server's cause before those sym
 
 from __future__ import annotations
 
+import re
+
 from llm_doctor import engine_flags
 from llm_doctor.facts import Facts
 from llm_doctor.facts.logs import LogEvent
@@ -15,6 +17,18 @@ from llm_doctor.logview import evidence  # noqa: F401  (the checks quote events 
 
 CLIENT_SYMPTOMS = ["access.connect_failed", "access.server_error", "access.timeout", "access.response_invalid", "access.not_ready"]
 GIB = 1024**3
+# the GPU is older than any kernel of the build (vLLM's setup.py "GPUs with compute capability below 7.0 are not
+# supported", torch "PyTorch no longer supports this GPU because it is too old", Ollama "CUDA GPU is too old", "amdgpu
+# too old", TGI's "GPU with CUDA capability 7 0 is not supported", flash-attn's "only supports Ampere GPUs or newer"): no
+# dtype runs there, so such a cuda_mismatch comes before a bfloat16 refusal beside it
+GPU_BELOW_FLOOR = re.compile(r"GPU[^.]{0,20}? too old|too old to be supported by the triton|no longer supports this GPU|compute capability (?:below )?\d[\d.]*\b[^.]*?"
+                             r"(?:not supported|too old)|(?:CUDA|ROCm) capability \d+ \d+ is not supported|"
+                             r"only supports Ampere GPUs or newer", re.I)
+
+
+def gpu_below_floor(found: list[LogEvent]) -> bool:
+    """Whether a cuda_mismatch event says the GPU is below what the build supports at all."""
+    return any(GPU_BELOW_FLOOR.search(line) for e in found if e.kind == "cuda_mismatch" for line in e.lines)
 
 
 def first_value(found: list[LogEvent], key: str) -> object | None:

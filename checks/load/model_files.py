@@ -8,12 +8,18 @@ from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
 from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logparse.catalogue import DATA_DIR, rows
+from llm_doctor.logparse.failures import KINDS as GENERIC_KINDS
 from llm_doctor.logview import LogView
 
 ARCH_IS_FILE = {"clip"}  # a GGUF of a projector/encoder, not a language model: the wrong file
 # GGUF architectures of image/video generation models (city96/ComfyUI-GGUF loader.py IMG_ARCH_LIST): no
 # language-model engine runs them, whatever its version
 IMAGE_ARCHS = {"flux", "sd1", "sdxl", "sd3", "aura", "hidream", "cosmos", "ltxv", "hyvid", "wan", "lumina2", "qwen_image"}
+# the architectures the newest source of an engine implements (doctor/data/architectures.jsonl): a model outside it is
+# not a build too old for it (load.engine_outdated) but a model this engine does not run at all (load.model_files)
+ARCHS_PATH = DATA_DIR.parent / "architectures.jsonl"
+KNOWN_ARCHS = {e["engine"]: (frozenset(e["archs"]), e["source"]) for _, e in rows(ARCHS_PATH, ("engine", "archs", "source"), ("note",))}
 # how each engine is brought to a release that reads a newer model (GGUF engines: the runtime, not pip)
 UPGRADES = {
     "vllm": [Fix("Upgrade the engine (and transformers) to a release that supports this architecture", "pip install -U vllm transformers"),
@@ -52,7 +58,7 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
                                      f"huggingface-cli download {model} --local-dir ./model" if model else None)],
                                 explains=le.CLIENT_SYMPTOMS))
     if arch:
-        e = arch[0]
+        e = next((x for x in arch if x.fatal), arch[0])
         name = e.values.get("arch") or e.values.get("model_type") or e.values.get("gguf_arch") or ""
         if "config_class" in e.values:
             name = f"{e.values['config_class']} (its config has no field {e.values.get('attribute')})"
@@ -68,12 +74,28 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
                                     le.evidence(arch + missing[:1]),
                                     [Fix("Load a language-model GGUF here; this one is for an image tool (ComfyUI-GGUF, stable-diffusion.cpp)")],
                                     explains=le.CLIENT_SYMPTOMS))
+        elif _never_implemented(facts, e, name):
+            known, source = KNOWN_ARCHS["llamacpp"]
+            findings.append(Finding("load.model_files", f"no llama.cpp build implements the architecture '{name}'",
+                                    le.evidence(arch) + [f"'{name}' is not among the {len(known)} architectures of llama.cpp master "
+                                                         f"({source.split(':')[0]})"] + log.earlier_runs(),
+                                    [Fix(f"This GGUF ('{name}') is for another runtime: run it there (Ollama's own engine, vLLM or "
+                                         "transformers from the original checkpoint), or pick a GGUF of a model llama.cpp supports"),
+                                     Fix("List what this file declares", "python -m gguf.scripts.gguf_dump --no-tensors MODEL.gguf")],
+                                    explains=le.CLIENT_SYMPTOMS))
         else:
             version = facts.logs.engine_version if facts.logs else ""
+            fatal = [x for x in arch if x.fatal]
+            # only a warning that the engine took another path for it (LMDeploy's TurboMind -> PyTorch fallback): the model
+            # runs slower; it is the first cause only when that path then failed with nothing known to say why
+            others = log.other_failures()
+            first_cause = bool(fatal) or bool(others) and others <= set(GENERIC_KINDS)
             findings.append(Finding("load.engine_outdated", f"this engine build does not know the architecture {name or ''}".rstrip(),
-                                    le.evidence(arch) + ([f"engine version {version}"] if version else []) + log.earlier_runs(),
+                                    le.evidence(fatal or arch) + ([f"engine version {version}"] if version else []) + log.earlier_runs(),
                                     UPGRADES.get(le.engine(facts) or le.template_engine(e), UPGRADES["vllm"]),
-                                    explains=["load.model_files", *le.CLIENT_SYMPTOMS]))
+                                    severity="" if first_cause else "warn",
+                                    explains=["load.model_files", *(["load.unrecognized_failure"] if first_cause and not fatal else []),
+                                              *le.CLIENT_SYMPTOMS]))
     if remote and not findings:
         findings.append(Finding("load.remote_code", "the model ships custom code and needs --trust-remote-code",
                                 le.evidence(remote) + log.earlier_runs(),
@@ -109,3 +131,13 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
         findings.append(Finding("load.model_files", "the model files could not be found or read", le.evidence(missing) + log.earlier_runs(),
                                 fixes, explains=network + le.CLIENT_SYMPTOMS))
     return Outcome(findings, "" if findings else "no model-file error in the log")
+
+
+def _never_implemented(facts: Facts, e, name: str) -> bool:
+    """llama.cpp's "unknown model architecture" for a name its newest source does not list either: updating
+    will not help. Ollama prints the same words from its vendored llama.cpp, but runs more architectures with
+    its own engine, so there a newer Ollama may."""
+    if "gguf_arch" not in e.values and "arch" not in e.values or not name:
+        return False
+    engine = le.engine(facts) or le.template_engine(e)
+    return engine == "llamacpp" and "unknown model architecture" in " ".join(e.lines) and name not in KNOWN_ARCHS["llamacpp"][0]

@@ -43,6 +43,12 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
         if gpus and best < gpus:
             fixes.append(Fix(f"Or run {gpus // best} replicas of TP {best}, or add pipeline parallelism over the rest",
                              f"{flag} {best} --pipeline-parallel-size {gpus // best}" if gpus % best == 0 and flag == "--tensor-parallel-size" else None))
+    elif e.kind == "tp_gpus" and "ranks" in e.values:
+        # TensorRT-LLM's WorldConfig: the engine's TP x PP ranks against the MPI processes that started, not the GPUs
+        ranks, world = e.values["ranks"], int(e.values.get("tp") or 1) * int(e.values.get("pp_ranks") or 1)  # type: ignore[call-overload]
+        fixes.append(Fix(f"The engine was built for {world} ranks (TP {e.values.get('tp')} x PP {e.values.get('pp_ranks') or 1}) but "
+                         f"{ranks} process(es) started: launch one per rank", f"mpirun -n {world} --allow-run-as-root <the same command>"))
+        fixes.append(Fix(f"Or rebuild the engine for {ranks} GPU(s) (convert_checkpoint.py --tp_size {ranks}, then trtllm-build)"))
     elif e.kind == "tp_gpus":
         n = e.values.get("gpus") or le.gpu_count(facts)
         fixes.append(Fix(f"Use at most the {n} visible GPUs", f"{flag} {n}") if n else

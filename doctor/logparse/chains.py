@@ -122,7 +122,9 @@ WRAPPERS = Table(
     # sglang/srt/entrypoints/engine.py (sigquit_handler): "Received sigquit from a child process. It usually means the child failed."
     _p("SGLang launcher", r"Received sigquit from a child proce|It usually means the child failed"),
     # sglang/srt/entrypoints/engine.py _launch_subprocesses: "Rank 0 scheduler is dead. Please check if there are relevant logs."
-    _p("SGLang scheduler", r"scheduler is dead|Initialization failed\. (?:warmup|detoken)|detokenizer_manager .*died"),
+    # engine.py _scheduler_died_error: "Rank 0 scheduler died during initialization (exit code: -3)" after the child's own
+    # error; SIGBUS (-7) and SIGKILL (-9) are the cause themselves (a full /dev/shm, a kill)
+    _p("SGLang scheduler", r"scheduler died during initialization \(exit code:? ?(?!-[79]\))-?\d|scheduler is dead|Initialization failed\. (?:warmup|detoken)|detokenizer_manager .*died"),
     # torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: the watchdog reports collectives that could not finish after one failed
     _p("NCCL watchdog", r"Watchdog caught collective operation timeout|ProcessGroupNCCL.*(?:Some NCCL operations have failed|"
        r"To avoid data inconsistency, we are taking the entire process down)|Process group watchdog thread terminated"),
@@ -176,6 +178,10 @@ OWNERS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     # NVML's "Driver/library version mismatch" (nvml.h NVML_ERROR_LIB_RM_VERSION_MISMATCH) behind the container runtime's
     # "initialization error": the GPU is there, the kernel module and the user-space driver differ (an upgrade without reboot)
     ("gpu_not_visible", re.compile(r"driver/library version mismatch", re.I), "cuda_mismatch"),
+    # NCCL reports the CUDA call it made (include/checks.h CUDACHECK: "Cuda failure 'CUDA driver version is insufficient for CUDA
+    # runtime version'", torch's "ncclUnhandledCudaError: Call to CUDA function failed"): the CUDA stack's mismatch, not NCCL's
+    ("nccl_error", re.compile(r"driver version is insufficient|no kernel image is available|forward compatibility was attempted|"
+                              r"unsupported display driver", re.I), "cuda_mismatch"),
 )
 _OWNER_RULES = {owner: ev.Rule(owner, re.compile("(?!)"), True) for _, _, owner in OWNERS}
 
@@ -213,7 +219,7 @@ def family(text: str, inner: tuple[str, str] | None = None) -> Pattern | None:
     that something failed."""
     inner = inner or inner_message(text)
     for candidate in ([inner[0]] if inner else []) + [text]:
-        found = FAMILIES.first(candidate)
+        found = FAMILIES.first(ev.without_advice(candidate))
         if found:
             return found[0]
     return None

@@ -118,9 +118,10 @@ HAND_RULES: tuple[Rule, ...] = (
     # --- host memory --------------------------------------------------------------------------
     _r("host_oom", r"OOMKilled|Out of memory: Kill(?:ed)? process|oom-kill|invoked oom-killer"),
     _r("host_oom", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*137\b|signal 9 \(SIGKILL\)|SIGKILL"),
-    # signal 7 is SIGBUS on Linux (exit status 135 = 128 + 7; torch elastic's exitcode -7; TGI launcher/src/main.rs "Shard
+    # signal 7 is SIGBUS on Linux (exit status 135 = 128 + 7; torch elastic's exitcode -7, SGLang's "scheduler died during
+    # initialization (exit code: -7)": Python's negative exitcode is the signal; TGI launcher/src/main.rs "Shard
     # process was signaled to shutdown with signal 7"): a write past the end of a full /dev/shm
-    _r("shm_too_small", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*135\b|exitcode\s*:?\s*-7\b|signal 7 \(SIGBUS\)|"
+    _r("shm_too_small", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*135\b|exit ?code\s*:?\s*-7\b|signal 7 \(SIGBUS\)|"
        r"signaled to shutdown with signal 7\b"),
     _r("host_oom", r"ray\.exceptions\.OutOfMemoryError|node running low on memory|Task was killed due to the node running low"),
     _r(
@@ -190,8 +191,12 @@ HAND_RULES: tuple[Rule, ...] = (
         r"Torch not compiled with CUDA enabled|Is CUDA available: False|NVIDIA-SMI has failed|"
         r"RuntimeError: No HIP GPUs are available|Device string must not be empty|libnvidia-ml\.so\.1: cannot open|"
         # Ollama's discovery (gpu.go) before it falls back to the CPU
-        r"no compatible GPUs were discovered",
+        r"no compatible GPUs were discovered|"
+        # moby daemon/runtime_unix.go: the host's Docker has no NVIDIA runtime registered (nvidia-container-toolkit not configured)
+        r"unknown or invalid runtime name: nvidia",
     ),
+    # NVIDIA's container images (nvidia_entrypoint.sh) at start: the container was given no GPU; what runs next runs on the CPU
+    _r("gpu_not_visible", r"The NVIDIA Driver was not detected\.\s+GPU functionality will not be available", False),
     # --- dtype / CUDA / kernels -------------------------------------------------------------
     _r(
         "dtype_unsupported",
@@ -203,7 +208,25 @@ HAND_RULES: tuple[Rule, ...] = (
         "dtype_unsupported",
         r"(?:fp8|float8|FP8)[^.]*(?:not supported|requires|only supported)[^.]*(?:compute capability|sm_?\d+|Hopper|Ada)",
     ),
-    _r("dtype_unsupported", r"compute capability (?P<cc>[\d.]+).*(?:not supported|too old|does not support)"),
+    # a compute capability refused for a dtype the line names is the dtype's; refused outright, the GPU is below the
+    # build's kernels (vLLM's "GPUs with compute capability below 7.0", Ollama's "CUDA GPU is too old"): no dtype fixes it
+    _r("dtype_unsupported", r"^(?=.*\b(?:bfloat16|bf16|float16|fp16|half|fp8|float8|e4m3|e5m2)\b)"
+       r".*compute capability (?P<cc>[\d.]+).*(?:not supported|too old|does not support)"),
+    _r("cuda_mismatch", r"compute capability (?P<cc>[\d.]+).*(?:not supported|too old|does not support)"),
+    # cuBLAS refusing a bfloat16 GEMM (CUDA_R_16BF) on a GPU without bfloat16 tensor cores (V100, T4): the dtype
+    _r("dtype_unsupported", r"^(?=.*\bCUDA_R_16BF\b).*CUBLAS_STATUS_(?:ARCH_MISMATCH|NOT_SUPPORTED)"),
+    _r(
+        "cuda_mismatch",
+        # the CUDA runtime's and driver's own names for a binary without code for this GPU or toolchain (cudaGetErrorString /
+        # cuGetErrorName: cudaErrorNoKernelImageForDevice, cudaErrorSymbolNotFound, cudaErrorJitCompilerNotFound), cuBLAS's
+        # CUBLAS_STATUS_ARCH_MISMATCH, cuDNN v8's "GET was unable to find an engine" (aten/src/ATen/native/cudnn/Conv_v8.cpp),
+        # torch's dispatcher for a torchvision built against another torch, the dynamic loader for a wheel built on a newer glibc
+        r"\bPTX JIT compiler library not found|CUDA error: named symbol not found|"
+        r"\b(?:CUDA_ERROR_NO_BINARY_FOR_GPU|cudaErrorNoKernelImageForDevice|CUDA_ERROR_UNSUPPORTED_PTX_VERSION|"
+        r"cudaErrorUnsupportedPtxVersion|CUDA_ERROR_JIT_COMPILER_NOT_FOUND|cudaErrorJitCompilerNotFound|CUBLAS_STATUS_ARCH_MISMATCH)\b|"
+        r"GET was unable to find an engine to execute this computation|operator torchvision::\w+ does not exist|"
+        r"version [`'](?P<glibc>GLIBC(?:XX)?_[\d.]+)['`] not found",
+    ),
     _r(
         "cuda_mismatch",
         r"no kernel image is available for execution|CUDA driver version is insufficient|"
@@ -212,7 +235,11 @@ HAND_RULES: tuple[Rule, ...] = (
         r"(?P<lib>lib(?:cudart|cuda|cublas\w*|cudnn\w*|nccl|nvrtc|cusparse)\.so(?:\.[\d.]+)?): cannot open shared object file|"
         r"is not compatible with the current PyTorch installation|sm_\d+ is not compatible|"
         r"CUDA error: the provided PTX was compiled with an unsupported toolchain|"
-        r"not compiled for (?:this|your) (?:GPU|architecture)|unsupported GPU architecture",
+        r"not compiled for (?:this|your) (?:GPU|architecture)|unsupported GPU architecture|"
+        # TensorRT's runtime (libnvinfer, IRuntime::deserializeCudaEngine: "Error Code 1: Serialization (Serialization
+        # assertion stdVersionRead == kSERIALIZATION_VERSION failed.Version tag does not match. Note: Current Version: 228,
+        # Serialized Engine Version: 237)"): a plan built by another TensorRT version
+        r"Serialization assertion \w*VersionRead ?== ?k\w*SERIALIZATION_VERSION failed|Serialized Engine Version: \d+",
     ),
     # --- GPU faults -------------------------------------------------------------------------
     _r("gpu_fault", r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)|\bXid (?P<xid2>\d+)\b"),
@@ -287,7 +314,11 @@ HAND_RULES: tuple[Rule, ...] = (
         "config_invalid",
         r"error: unrecognized arguments: (?P<flag>.+)|error: unknown argument: (?P<flag2>\S+)|"
         r"error: argument (?P<flag3>--[\w-]+)[^:]*: invalid (?:choice|\w+ value)|error: the following arguments are required|"
-        r"invalid value '[^']*' for '(?P<flag4>--[\w-]+)|unexpected argument '(?P<flag5>[^']+)'",
+        r"invalid value '[^']*' for '(?P<flag4>--[\w-]+)|unexpected argument '(?P<flag5>[^']+)'|"
+        # clap 2/3 (TGI's launcher before clap 4): "error: Found argument '--x' which wasn't expected, or isn't valid in this
+        # context"; Go's flag package (llama-swap, Go launchers) and spf13/pflag's (Ollama's cobra CLI)
+        r"Found argument '(?P<flag6>[^']+)' which wasn't expected|flag provided but not defined: (?P<flag7>-{1,2}[\w-]+)|"
+        r"\bunknown (?:shorthand )?flag: (?P<flag8>'?-{0,2}[\w-]+'?)",
     ),
     # llama-server's 400 for a prompt longer than a slot's context carries both sizes (since PR #15780,
     # after either wording of its message): the fix sizes --ctx-size from them
@@ -614,9 +645,11 @@ def match(text: str) -> tuple[Rule, dict[str, object]] | None:
 
     The first hand rule that matches and the first catalogue template that matches compete: of two
     kinds, the match that spells out more fixed text (its span less its captures) wins, a hand
-    rule on a tie; of one kind, the one with more values. So a template for a whole message beats
+    rule on a tie; of one kind, the one with more values; an echo (a wrapper that only repeats a failure)
+    never beats a cause on the same line. So a template for a whole message beats
     a hand rule's keyword ("Cannot allocate memory" inside an NCCL registration failure), and the
     hand rules keep the lines they were tuned on."""
+    text = without_advice(text)
     low = text.lower()
     tried: set[int] = set()
     for lit in _LITERALS:
@@ -650,12 +683,27 @@ def match(text: str) -> tuple[Rule, dict[str, object]] | None:
     return rule, values
 
 
+# advice an engine appends to its own error whatever happened: sglang/srt/entrypoints/engine.py _scheduler_died_error
+# ("Rank 0 scheduler died during initialization (exit code: -3). If exit code is -9 (SIGKILL), a common cause is the OS
+# OOM killer. Run `dmesg -T | grep -i oom` to check."): its SIGKILL and OOM killer are not what this exit was
+ADVICE_MARK = "a common cause is the OS OOM killer"
+ADVICE = re.compile(r"If exit code is -9 \(SIGKILL\), a common cause is the OS OOM killer\.?(?:\s*Run [`'\"]?dmesg[^`'\"]*[`'\"]? to check\.?)?")
+
+
+
+def without_advice(text: str) -> str:
+    """The message without the advice its engine appends to it whatever happened (ADVICE)."""
+    return ADVICE.sub("", text) if ADVICE_MARK in text else text
+
+
 def _fixed(m: re.Match[str]) -> int:
     """Characters of the match that are not captured values: how much wording it pinned down."""
     return len(m.group()) - sum(len(v) for v in m.groupdict().values() if v)
 
 
 def _better(hand: tuple[Rule, re.Match[str]], listed: tuple[Rule, re.Match[str]]) -> tuple[Rule, re.Match[str]]:
+    if hand[0].echo != listed[0].echo:  # a wrapper's words ("Download encountered an error: ...") lose to the cause it quotes
+        return listed if hand[0].echo else hand
     if hand[0].kind == listed[0].kind:
         count = [sum(v is not None for v in m.groupdict().values()) for _, m in (hand, listed)]
         return listed if count[1] > count[0] else hand

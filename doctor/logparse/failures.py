@@ -43,6 +43,8 @@ LITERALS = (
     # the shapes of CRASH / ERROR_IN_LINE / ERROR_LEVEL below that hold none of the words above
     "killed", "status code", "http/1.0 4", "http/1.0 5", "http/1.1 4", "http/1.1 5", "http/2 4", "http/2 5", "severe:",
     "cant ", "couldnt ",
+    # transformers' configuration_auto.py "... but Transformers does not recognize this architecture", as titles retell it
+    "recogni",
     # a person stating the failure in prose (PROSE below): verbs no log line above needs
     "crash", " hang", "hung ", "stuck", "freez", "froze", "segfault", " dies", " died", "not working", "n't work", "won't",
     "wont ", "broken", " oom", "fails", "failing", "please upgrade", "please update", "newer", "is required", "bad gateway", "service unavailable",
@@ -131,7 +133,9 @@ FAILURE_WORDS = re.compile(
     r"\b(?:failed|failure|not supported|unsupported|permission denied|no such file|timed out|not found|incompatible|"
     r"mismatch|refused|unreachable|aborted)\b|"
     # a message that asks for a newer release (transformers' require_version, engines' version checks)
-    r"\bplease (?:upgrade|update)\b|\brequires? (?:a )?newer\b|\bis required\b[^.]*\bbut found\b",
+    r"\bplease (?:upgrade|update)\b|\brequires? (?:a )?newer\b|\bis required\b[^.]*\bbut found\b|"
+    # a library that does not know what it was given (transformers: "does not recognize this architecture")
+    r"\b(?:does|do|did) ?(?:not|n't) recogni[sz]e\b",
     re.I,
 )
 ERROR_LEVELS = ("ERROR", "CRITICAL", "FATAL")

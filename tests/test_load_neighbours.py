@@ -1,0 +1,274 @@
+"""Load failures that sit between two neighbour codes, decided the way the codes' definitions and the
+engines' sources decide them: a GPU below every kernel of the build before its bfloat16 refusal, an
+architecture no llama.cpp build implements (model_files) against one a newer build knows
+(engine_outdated), LMDeploy's TurboMind fallback as a warning or as the first step of a failure,
+SGLang's scheduler death by its signal (SIGBUS, SIGKILL or the cascade of the child's own error), a
+wrapper's words against the cause it quotes on the same line. Each log line is the source's message
+as it prints it (the source is named beside each case)."""
+
+from __future__ import annotations
+
+from llm_doctor.logparse import events as ev
+from tests.test_load_wordings import assert_rank_one, findings_of
+
+# sglang/srt/entrypoints/engine.py _scheduler_died_error, whatever the exit code
+SGLANG_DIED = ("RuntimeError: Rank 0 scheduler died during initialization (exit code: {}). If exit code is -9 (SIGKILL), "
+               "a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.")
+LLAMA_CPP_HEAD = [
+    "ggml_cuda_init: found 1 CUDA devices:",
+    "  Device 0: NVIDIA A10G, compute capability 8.6, VMM: yes",
+    "build: 6019 (8ad7b3e6) with cc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0 for x86_64-linux-gnu",
+]
+
+
+def test_a_gpu_below_every_kernel_comes_before_its_bfloat16_refusal(tmp_path) -> None:
+    # vllm@v0.6.3 worker.py (the bfloat16 check), vllm@v0.2.0 setup.py (the compute capability floor)
+    log = tmp_path / "p100.log"
+    log.write_text("Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla P100-PCIE-16GB GPU "
+                   "has compute capability 6.0.\nRuntimeError: GPUs with compute capability below 7.0 are not supported.\n")
+    codes = [f.code for f in findings_of(log)]
+    assert codes[:2] == ["load.cuda_mismatch", "load.dtype_unsupported"], codes
+    assert "needs 7.0 or newer" in findings_of(log)[0].fixes[0].summary
+
+
+def test_a_bfloat16_refusal_alone_stays_the_dtype(tmp_path) -> None:
+    assert_rank_one(tmp_path, "t4", [
+        "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has "
+        "compute capability 7.5. You can use float16 instead by explicitly setting the `dtype` flag in CLI, for example: "
+        "--dtype=half.",
+    ], "load.dtype_unsupported", "Tesla T4", "--dtype float16")
+
+
+def test_an_architecture_no_llama_cpp_build_implements_is_the_model_file(tmp_path) -> None:
+    # src/llama-model-loader.cpp; mllama (Llama 3.2 Vision) is in no LLM_ARCH_NAMES (src/llama-arch.cpp, master)
+    assert_rank_one(tmp_path, "mllama", [*LLAMA_CPP_HEAD,
+                    "llama_model_load: error loading model: error loading model architecture: unknown model architecture: 'mllama'"],
+                    "load.model_files", "unknown model architecture: 'mllama'", None)
+
+
+def test_an_architecture_master_knows_is_an_outdated_llama_cpp(tmp_path) -> None:
+    assert_rank_one(tmp_path, "gemma4", [*LLAMA_CPP_HEAD,
+                    "llama_model_load: error loading model: error loading model architecture: unknown model architecture: 'gemma4'"],
+                    "load.engine_outdated", "'gemma4'", "docker pull ghcr.io/ggml-org/llama.cpp:server")
+
+
+def test_ollama_printing_llama_cpp_words_for_mllama_is_an_outdated_ollama(tmp_path) -> None:
+    # Ollama's vendored llama.cpp prints the loader's words, but Ollama's own engine runs mllama: a newer Ollama may
+    assert_rank_one(tmp_path, "ollama-mllama", [
+        "time=2024-10-01T10:00:00.000Z level=INFO source=server.go:388 msg=\"starting llama server\" cmd=\"/usr/lib/ollama/runners/"
+        "cuda_v12/ollama_llama_server --model /root/.ollama/models/blobs/sha256-11f2 --ctx-size 8192 --port 33421\"",
+        "llama_model_load: error loading model: error loading model architecture: unknown model architecture: 'mllama'",
+        "time=2024-10-01T10:00:01.000Z level=ERROR source=sched.go:455 msg=\"error loading llama server\" error=\"llama runner "
+        "process has terminated: error loading model: error loading model architecture: unknown model architecture: 'mllama'\"",
+    ], "load.engine_outdated", "'mllama'", "curl -fsSL https://ollama.com/install.sh | sh")
+
+
+# lmdeploy@19669b3 archs.py autoget_backend
+FALLBACK = ("2025-07-08 14:12:38,320 - lmdeploy - WARNING - archs.py:51 - Fallback to pytorch engine because "
+            "`/models/Qwen3.5-35B-A3B` not supported by turbomind engine.")
+
+
+def test_the_turbomind_fallback_alone_is_a_warning(tmp_path) -> None:
+    log = tmp_path / "fallback.log"
+    log.write_text(FALLBACK + "\n")
+    top = findings_of(log)[0]
+    assert (top.code, top.severity) == ("load.engine_outdated", "warn")
+    assert top.fixes[0].command == "pip install -U lmdeploy transformers"
+
+
+def test_the_turbomind_fallback_before_an_unknown_crash_is_its_first_cause(tmp_path) -> None:
+    log = tmp_path / "fallback-crash.log"
+    log.write_text("\n".join([
+        FALLBACK,
+        "Traceback (most recent call last):",
+        '  File "/opt/py3/lib/python3.10/site-packages/lmdeploy/pytorch/engine/engine.py", line 120, in __init__',
+        "    self.model_agent = build_model_agent(model_path)",
+        "AttributeError: 'NoneType' object has no attribute 'rope_theta'",
+    ]) + "\n")
+    top = findings_of(log)[0]
+    assert (top.code, top.severity) == ("load.engine_outdated", "error")
+
+
+def test_the_turbomind_fallback_does_not_hide_a_known_cause(tmp_path) -> None:
+    log = tmp_path / "fallback-oom.log"
+    log.write_text(FALLBACK + "\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+                   "capacity of 23.55 GiB of which 1.06 GiB is free.\n")
+    findings = findings_of(log)
+    assert findings[0].code != "load.engine_outdated", [f.code for f in findings]
+    assert ("load.engine_outdated", "warn") in [(f.code, f.severity) for f in findings]
+
+
+def test_sglang_scheduler_dead_of_sigbus_is_dev_shm(tmp_path) -> None:
+    assert_rank_one(tmp_path, "sigbus", [SGLANG_DIED.format(-7)], "load.shm_insufficient", "exit code: -7", None)
+
+
+def test_sglang_scheduler_dead_of_sigkill_is_a_kill(tmp_path) -> None:
+    assert_rank_one(tmp_path, "sigkill", [SGLANG_DIED.format(-9)], "load.host_oom", "exit code: -9", None)
+
+
+def test_sglang_advice_about_sigkill_is_not_the_exit_it_reports(tmp_path) -> None:
+    """-3 is the SIGQUIT SGLang sends a child after the child's own error: the advice appended about -9 states no kill."""
+    log = tmp_path / "sigquit.log"
+    log.write_text("[2025-04-05 00:01:19] Received sigquit from a child process. It usually means the child failed.\n"
+                   + SGLANG_DIED.format(-3) + "\n")
+    assert "load.host_oom" not in [f.code for f in findings_of(log)]
+
+
+def test_sglang_scheduler_death_is_the_cascade_of_the_childs_error(tmp_path) -> None:
+    assert_rank_one(tmp_path, "child-oom", [
+        "[2025-04-05 00:01:18 TP0] Scheduler hit an exception: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+        "1.50 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.02 GiB is free.",
+        SGLANG_DIED.format(-3),
+    ], "load.weights_oom", "CUDA out of memory", None)
+
+
+def test_a_wrappers_words_lose_to_the_cause_on_its_line() -> None:
+    # TGI launcher: "Download encountered an error: <the download's traceback>" (an echo), with huggingface_hub's 401 inside
+    rule, _ = ev.match("ERROR download: text_generation_launcher: Download encountered an error: requests.exceptions.HTTPError: "
+                       "401 Client Error: Unauthorized for url: https://huggingface.co/api/models/meta-llama/Meta-Llama-3-8B")
+    assert rule.kind == "hf_access"
+
+
+def test_a_tensorrt_plan_from_another_version_is_rebuilt(tmp_path) -> None:
+    # TensorRT's IRuntime::deserializeCudaEngine (triton-inference-server/tensorrtllm_backend#531)
+    assert_rank_one(tmp_path, "trt-serialization", [
+        "[TRT] [E] IRuntime::deserializeCudaEngine: Error Code 1: Serialization (Serialization assertion stdVersionRead == "
+        "kSERIALIZATION_VERSION failed.Version tag does not match. Note: Current Version: 228, Serialized Engine Version: 237)",
+    ], "load.cuda_mismatch", "kSERIALIZATION_VERSION", None)
+    log = tmp_path / "trt-serialization.log"
+    assert "Rebuild the TensorRT engine here" in findings_of(log)[0].fixes[0].summary
+
+
+def test_tensorrt_llm_ranks_below_the_engines_tp_get_mpirun(tmp_path) -> None:
+    # TensorRT-LLM@65b31db cpp/tensorrt_llm/runtime/worldConfig.cpp WorldConfig::mpi
+    assert_rank_one(tmp_path, "mpi-size", [
+        "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: MPI size 1 != TP size 2 * PP size 1 "
+        "(/home/jenkins/agent/workspace/LLM/main/L0_PostMerge/tensorrt_llm/cpp/tensorrt_llm/runtime/worldConfig.cpp:104)",
+    ], "load.tp_invalid", "MPI size 1 != TP size 2", "mpirun -n 2 --allow-run-as-root <the same command>")
+
+
+def test_flash_attention_below_ampere_is_the_kernels_not_the_dtype(tmp_path) -> None:
+    # Dao-AILab/flash-attention@v2.5.8 csrc/flash_attn/flash_api.cpp: no float16 fixes it, another attention backend does
+    assert_rank_one(tmp_path, "fa2-t4", ["RuntimeError: FlashAttention only supports Ampere GPUs or newer."],
+                    "load.cuda_mismatch", "only supports Ampere", None)
+    assert "attn_implementation" in findings_of(tmp_path / "fa2-t4.log")[0].fixes[0].summary
+
+
+def test_tgi_refusing_the_gpus_capability_is_the_kernels(tmp_path) -> None:
+    # huggingface/text-generation-inference@v3.3.7 layers/attention/cuda.py
+    assert_rank_one(tmp_path, "tgi-cc", ["ImportError: GPU with CUDA capability 7 0 is not supported"],
+                    "load.cuda_mismatch", "CUDA capability 7 0", None)
+
+
+def test_marlin_needing_ampere_is_the_quantization(tmp_path) -> None:
+    # huggingface/text-generation-inference@v3.3.7 layers/marlin/util.py
+    assert_rank_one(tmp_path, "tgi-marlin", [
+        "NotImplementedError: Using quantized Marlin models requires a GPU with CUDA capability 8.0 or later.",
+    ], "load.quantization_unsupported", "quantized Marlin models", None)
+
+
+def test_a_compute_capability_refused_without_a_dtype_is_the_build(tmp_path) -> None:
+    assert_rank_one(tmp_path, "cc-refused", ["RuntimeError: GPU compute capability 6.1 is not supported by this build"],
+                    "load.cuda_mismatch", "compute capability 6.1", None)
+    assert_rank_one(tmp_path, "cc-fp8", ["ValueError: fp8 e4m3 needs a newer GPU: compute capability 8.6 is not supported"],
+                    "load.dtype_unsupported", "compute capability 8.6", None)
+
+
+def test_a_title_retelling_transformers_unknown_architecture_is_outdated(tmp_path) -> None:
+    # transformers configuration_auto.py "... but Transformers does not recognize this architecture", as an issue title puts it
+    assert_rank_one(tmp_path, "title", [
+        "[Bug]: The lower version of Transformers does not recognize this architecture like `qwen3_vl`",
+    ], "load.engine_outdated", "does not recognize this architecture", "pip install -U vllm transformers")
+
+
+def test_nccl_failing_on_the_cuda_driver_is_the_cuda_stack(tmp_path) -> None:
+    # NVIDIA/nccl include/checks.h CUDACHECK inside torch's ProcessGroupNCCL error
+    assert_rank_one(tmp_path, "nccl-driver", [
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, unhandled cuda "
+        "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+        "ncclUnhandledCudaError: Call to CUDA function failed.",
+        "Last error:",
+        "Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'",
+    ], "load.cuda_mismatch", "CUDA driver version is insufficient", None)
+
+
+def test_a_custom_code_error_in_other_words_is_remote_code(tmp_path) -> None:
+    assert_rank_one(tmp_path, "remote", ["RuntimeError: trust_remote_code must be set to True to load this model"],
+                    "load.remote_code", "trust_remote_code must be set", "--trust-remote-code")
+
+
+def test_missing_quantization_kernels_are_the_quantization(tmp_path) -> None:
+    # casper-hansen/AutoAWQ awq/modules/linear/gemm.py imports its CUDA module awq_ext
+    assert_rank_one(tmp_path, "awq-ext", ["ModuleNotFoundError: No module named 'awq_ext'"],
+                    "load.quantization_unsupported", "awq_ext", None)
+
+
+def test_launcher_flag_errors_of_clap_3_and_go(tmp_path) -> None:
+    # clap-rs/clap v3 error/kind.rs UnknownArgument; spf13/pflag flag.go (Ollama's cobra CLI)
+    assert_rank_one(tmp_path, "clap3", ["error: Found argument '--max-input-tokens' which wasn't expected, or isn't valid in "
+                                        "this context"], "load.config_invalid", "--max-input-tokens", None)
+    assert_rank_one(tmp_path, "pflag", ["Error: unknown flag: --ngl"], "load.config_invalid", "unknown flag: --ngl", None)
+
+
+def test_docker_without_the_nvidia_runtime_sees_no_gpu(tmp_path) -> None:
+    # moby/moby daemon/runtime_unix.go
+    assert_rank_one(tmp_path, "runtime", ["docker: Error response from daemon: unknown or invalid runtime name: nvidia."],
+                    "load.gpu_not_visible", "invalid runtime name: nvidia", "--gpus all")
+    assert_rank_one(tmp_path, "entrypoint", [
+        "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available.",
+        "   Use the NVIDIA Container Toolkit to start this container with GPU support; see",
+        "RuntimeError: Failed to infer device type",
+    ], "load.gpu_not_visible", "NVIDIA Driver was not detected", "--gpus all")
+
+
+def test_an_extension_built_for_another_torch_is_reinstalled(tmp_path) -> None:
+    # the dynamic loader's message for vLLM's _C built against another torch (vllm-project/vllm issues)
+    assert_rank_one(tmp_path, "vllm-abi", [
+        "ImportError: /usr/local/lib/python3.10/dist-packages/vllm/_C.abi3.so: undefined symbol: _ZN5torch3jit17parseSchemaOrNameERKSs",
+    ], "load.cuda_mismatch", "undefined symbol", "pip install --force-reinstall --no-cache-dir vllm")
+    assert_rank_one(tmp_path, "fa-abi", [
+        "ImportError: /usr/local/lib/python3.10/dist-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined "
+        "symbol: _ZN3c104cuda9SetDeviceEi",
+    ], "load.cuda_mismatch", "flash_attn_2_cuda", "pip install --force-reinstall --no-cache-dir flash-attn")
+
+
+def test_an_image_needing_a_newer_cuda_than_the_driver(tmp_path) -> None:
+    # NVIDIA/libnvidia-container src/cli/configure.c: the image's NVIDIA_REQUIRE_CUDA against the host driver
+    assert_rank_one(tmp_path, "require-cuda", [
+        "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.4, please update your driver to a newer "
+        "version, or use an earlier cuda container: unknown",
+    ], "load.cuda_mismatch", "cuda>=12.4", "nvidia-smi")
+    top = findings_of(tmp_path / "require-cuda.log")[0]
+    assert top.fixes[1].command == "-e NVIDIA_DISABLE_REQUIRE=1"
+
+
+def test_cuda_runtime_names_for_a_binary_without_this_gpu(tmp_path) -> None:
+    # cudaGetErrorString(cudaErrorJitCompilerNotFound) as ggml-cuda.cu and c10's CUDA_CHECK print it
+    assert_rank_one(tmp_path, "ptxjit", ["ggml_cuda_init: failed to initialize CUDA: PTX JIT compiler library not found"],
+                    "load.cuda_mismatch", "PTX JIT compiler library not found", None)
+
+
+def test_a_bfloat16_gemm_cublas_refuses_is_the_dtype(tmp_path) -> None:
+    # torch's CUDA_CHECK around cublasGemmStridedBatchedEx with CUDA_R_16BF (aten/src/ATen/cuda/CUDABlas.cpp) on a V100
+    assert_rank_one(tmp_path, "bf16-gemm", [
+        "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmStridedBatchedEx(handle, opa, opb, m, n, "
+        "k, (void*)(&falpha), a, CUDA_R_16BF, lda, stridea, b, CUDA_R_16BF, ldb, strideb, (void*)(&fbeta), c, CUDA_R_16BF, ldc, "
+        "stridec, num_batches, CUDA_R_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`",
+    ], "load.dtype_unsupported", "CUBLAS_STATUS_NOT_SUPPORTED", "--dtype float16")
+
+
+def test_inductor_on_a_gpu_below_triton(tmp_path) -> None:
+    # pytorch@v2.4.0 torch/_inductor/scheduler.py; vLLM V1 compiles the model with it by default
+    assert_rank_one(tmp_path, "inductor-p100", [
+        "[rank0]: torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:",
+        "[rank0]: RuntimeError: Found Tesla P100-PCIE-16GB which is too old to be supported by the triton GPU compiler, which is "
+        "used as the backend. Triton only supports devices of CUDA Capability >= 7.0, but your device is of CUDA capability 6.0",
+    ], "load.cuda_mismatch", "too old to be supported by the triton GPU compiler", None)
+    assert "older than every kernel" in findings_of(tmp_path / "inductor-p100.log")[0].fixes[0].summary
+
+
+def test_a_wheel_built_on_a_newer_glibc(tmp_path) -> None:
+    assert_rank_one(tmp_path, "glibcxx", [
+        "ImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by "
+        "/opt/conda/lib/python3.10/site-packages/vllm/_C.abi3.so)",
+    ], "load.cuda_mismatch", "GLIBCXX_3.4.30", "conda install -c conda-forge libstdcxx-ng")
