@@ -86,11 +86,11 @@ def test_questions_advice_and_healthy_statements_stay_quiet(sentence):
 
 
 def test_a_title_alone_is_a_statement_finding_never_an_all_clear(tmp_path):
-    path = _paste(tmp_path, "[Bug]: The lower version of Transformers does not recognize this architecture like `qwen3_vl`\n")
+    path = _paste(tmp_path, "[Bug]: tensor parallel size 3 does not divide the number of attention heads\n")
     report = analyze(path)
     first = report["findings"][0]
-    assert first["code"] == "load.engine_outdated" and first["tier"] == "statement" and first["severity"] == "error"
-    assert first["evidence"][0].endswith("issue.md:1: [Bug]: The lower version of Transformers does not recognize this architecture like `qwen3_vl`")
+    assert first["code"] == "load.tp_invalid" and first["tier"] == "statement" and first["severity"] == "error"
+    assert first["evidence"][0].endswith("issue.md:1: [Bug]: tensor parallel size 3 does not divide the number of attention heads")
     assert [f["code"] for f in report["findings"]][1:] == ["doctor.input_incomplete"]  # below the statement: nothing output was read
     assert report["status"] != "ok"
     res = CliRunner().invoke(main, ["analyze", str(path), "--format", "json"])
@@ -100,12 +100,12 @@ def test_a_title_alone_is_a_statement_finding_never_an_all_clear(tmp_path):
 def test_a_failure_the_output_shows_ranks_before_the_statement(tmp_path):
     # the kernel's OOM-killer line (shared/real/k8s/kernel-oom-killer-killed-process-line.txt,
     # https://github.com/ggml-org/llama.cpp/issues/76) below the title of another report
-    path = _paste(tmp_path, "[Bug]: The lower version of Transformers does not recognize this architecture like `qwen3_vl`\n"
+    path = _paste(tmp_path, "[Bug]: tensor parallel size 3 does not divide the number of attention heads\n"
                             "Out of memory: Killed process 930269 (python3) total-vm:15643332kB, anon-rss:13201980kB, file-rss:4kB, "
                             "shmem-rss:0kB, UID:0 pgtables:26524kB oom_score_adj:0\n")
     report = analyze(path)
     codes = [f["code"] for f in report["findings"]]
-    assert codes[:2] == ["load.host_oom", "load.engine_outdated"]
+    assert codes[:2] == ["load.host_oom", "load.tp_invalid"]
     assert "tier" not in report["findings"][0] and report["findings"][1]["tier"] == "statement"
 
 

@@ -57,10 +57,11 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?:huggingface|hugging face|\bHF\b|hf_hub|HF_TOKEN|\bgated\b)" + GAP + r"\b(?:40[13]|unauthori[sz]ed|forbidden|not (?:have )?access)\b|"
         r"\b40[13]\b" + GAP + r"(?:huggingface|hugging face|\bHF\b|hf_hub|\bgated\b)", re.I)),
     # --- access: the channel to the model ------------------------------------------------------------
-    # a key with quotes, whitespace, a newline or a doubled `Bearer ` (codes.md access.key_malformed)
+    # a key with quotes, whitespace, a newline or a doubled `Bearer ` (codes.md access.key_malformed); the quote after
+    # `Bearer ` must open a key, not close a string in code (`"Bearer " + api_key`)
     ("access.key_malformed", re.compile(
         r"\b(?:api[ _-]?)?key\b[^.]{0,60}?\b(?:literal |extra |surrounding |trailing |leading )?(?:quotes|quotation marks|whitespace|newline|"
-        r"trailing (?:space|\\n)|line ?break)\b|Bearer\s+[\\]?[\"']|Bearer Bearer|\bdouble[d]? ['\"`]?Bearer\b", re.I)),
+        r"trailing (?:space|\\n)|line ?break)\b|Bearer\s+[\\]?[\"'](?=[\w-]{6})|Bearer Bearer|\bdouble[d]? ['\"`]?Bearer\b", re.I)),
     # "no API key provided", "OPENAI_API_KEY is not set" (OpenAI's client: "The api_key client option must be set")
     ("access.key_missing", re.compile(
         r"\bno (?:[\w.-]+ )?api[ _-]?key (?:was |is )?(?:set|provided|found|given|configured)\b|\bapi[ _-]?key\b[^.]{0,30}?\b(?:is |was )?"
