@@ -91,10 +91,11 @@ CASES = [
         "Reasons: {FLASH_ATTN_MLA: [compute capability not supported], FLASHMLA: [compute capability not supported]}."],
      "load.config_invalid", "No valid attention backend found", None),
     # ggml-org/llama.cpp@aa6192d3:tools/server/server.cpp: the last line names no cause; the line before it does
+    # (gemma4 is in llama.cpp master's LLM_ARCH_NAMES, doctor/data/architectures.jsonl: a build too old for it)
     ("llamacpp-exiting-after-unknown-arch", [LLAMA,
-        "llama_model_load: error loading model: error loading model architecture: unknown model architecture: 'glm5next'",
+        "llama_model_load: error loading model: error loading model architecture: unknown model architecture: 'gemma4'",
         "llama_model_load_from_file_impl: failed to load model", "srv  llama_server: exiting due to model loading error"],
-     "load.engine_outdated", "unknown model architecture: 'glm5next'", None),
+     "load.engine_outdated", "unknown model architecture: 'gemma4'", None),
     # ggml-org/llama.cpp@3679b65d:tools/mtmd/clip.cpp: an --mmproj projector newer than the build (no build line pasted)
     ("llamacpp-unknown-projector-type", [
         "clip_init: failed to load model '/models/mmproj-F16.gguf': load_hparams: unknown projector type: qwen3vl_merger",

@@ -144,7 +144,9 @@ def test_tensorrt_llm_ranks_below_the_engines_tp_get_mpirun(tmp_path) -> None:
     assert_rank_one(tmp_path, "mpi-size", [
         "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: MPI size 1 != TP size 2 * PP size 1 "
         "(/home/jenkins/agent/workspace/LLM/main/L0_PostMerge/tensorrt_llm/cpp/tensorrt_llm/runtime/worldConfig.cpp:104)",
-    ], "load.tp_invalid", "MPI size 1 != TP size 2", "mpirun -n 2 --allow-run-as-root <the same command>")
+    ], "load.tp_invalid", "MPI size 1 != TP size 2", None)
+    top = findings_of(tmp_path / "mpi-size.log")[0]
+    assert "put `mpirun -n 2 --allow-run-as-root` before the same command" in top.fixes[0].summary
 
 
 def test_flash_attention_below_ampere_is_the_kernels_not_the_dtype(tmp_path) -> None:

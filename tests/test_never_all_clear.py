@@ -301,8 +301,6 @@ def test_a_traceback_cut_before_its_exception_line_is_a_failure(tmp_path: Path) 
 # knows, so only the shape says it failed. The report must say so, quoting the line and its place.
 
 CLIENT_SHAPES = [
-    # Claude Code: "API Error: <status> <message>" (ddalcu/mlx-serve#66)
-    "⏺ API Error: 400 Prompt exceeds maximum context length",
     # curl -i: the status line of the answer
     "HTTP/1.1 422 Unprocessable Entity",
     # llama.cpp tools/server/utils.hpp format_error_response: {"code", "message", "type": "<x>_error"}

@@ -181,7 +181,8 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
                                                  for e in events):
             title, fixes = PROXY_AUTH, [Fix(PROXY_AUTH_FIX), *fixes]
         if code == "access.key_malformed" and (var := le.first_value(events, "var")):
-            fixes = [Fix(f"Windows cmd keeps the quotes of set {var}=\"...\" in the value: set it without them", f"set {var}=<the key>")]
+            fixes = [Fix(f"Windows cmd keeps the quotes of set {var}=\"...\" in the value: type set {var}= followed by the key, "
+                         "with no quotes around it")]
         if code == "access.key_missing":
             # typed at the prompt, as checks/access/key.py has it: the key stays out of the shell history
             fixes = [Fix(fix, f"read -rs {var} && export {var}") if (var := _key_variable(events)) else Fix(fix)]

@@ -47,7 +47,8 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
         # TensorRT-LLM's WorldConfig: the engine's TP x PP ranks against the MPI processes that started, not the GPUs
         ranks, world = e.values["ranks"], int(e.values.get("tp") or 1) * int(e.values.get("pp_ranks") or 1)  # type: ignore[call-overload]
         fixes.append(Fix(f"The engine was built for {world} ranks (TP {e.values.get('tp')} x PP {e.values.get('pp_ranks') or 1}) but "
-                         f"{ranks} process(es) started: launch one per rank", f"mpirun -n {world} --allow-run-as-root <the same command>"))
+                         f"{ranks} process(es) started: launch one per rank (put `mpirun -n {world} --allow-run-as-root` before the same "
+                         "command)"))
         fixes.append(Fix(f"Or rebuild the engine for {ranks} GPU(s) (convert_checkpoint.py --tp_size {ranks}, then trtllm-build)"))
     elif e.kind == "tp_gpus":
         n = e.values.get("gpus") or le.gpu_count(facts)
