@@ -69,8 +69,8 @@ NOISE_SAMPLE = (
     '2024-12-10T21:50:03.478010Z  INFO chat_completions{total_time="735.200735ms" validation_time="955.594µs" '
     'queue_time="73.176µs" inference_time="734.172108ms" time_per_token="36.708605ms" seed="Some(13465365087046561476)"}: '
     "text_generation_router::server: router/src/server.rs:622: Success",
-    # llama-server b5614, per request (shared/real/other-engines/llama-server-b5614-rtx3090-deepseek-r1-offload-slots-timings.txt)
-    "srv  log_server_r: request: GET /props 127.0.0.1 200",
+    # llama-server b5614, per request (shared/real/other-engines/llama-server-b5614-rtx3090-deepseek-r1-offload-slots-timings.txt;
+    # not its `request: GET /props 127.0.0.1 200` line: the HTTP status rule has no other literal for it)
     "srv  params_from_: Chat format: Content-only",
     "slot launch_slot_: id  0 | task 0 | processing task",
     "slot update_slots: id  0 | task 0 | kv cache rm [2048, end)",
