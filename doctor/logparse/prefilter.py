@@ -61,6 +61,30 @@ NOISE_SAMPLE = (
     "(EngineCore_0 pid=2881) INFO 09-04 01:29:00 [core.py:636] Waiting for init message from front-end.",
     "(APIServer pid=1) WARNING 05-03 18:07:25 [protocol.py:58] The following fields were present in the request but ignored: {'stream_options'}",
     "slot update_slots: id  0 | task 0 | new prompt, n_ctx_slot = 4096, n_keep = 0, n_prompt_tokens = 12",
+    # uvicorn's access lines of the probes every load balancer sends (vLLM's /health, /version, /metrics routes)
+    'INFO:     10.244.1.7:51234 - "GET /health HTTP/1.1" 200 OK',
+    'INFO:     10.244.1.7:51236 - "GET /version HTTP/1.1" 200 OK',
+    'INFO:     10.244.1.7:51238 - "GET /metrics HTTP/1.1" 200 OK',
+    # TGI 2.x router, one per request (fixtures/stat_lines/tgi-success-line.log)
+    '2024-12-10T21:50:03.478010Z  INFO chat_completions{total_time="735.200735ms" validation_time="955.594µs" '
+    'queue_time="73.176µs" inference_time="734.172108ms" time_per_token="36.708605ms" seed="Some(13465365087046561476)"}: '
+    "text_generation_router::server: router/src/server.rs:622: Success",
+    # llama-server b5614, per request (shared/real/other-engines/llama-server-b5614-rtx3090-deepseek-r1-offload-slots-timings.txt;
+    # not its `request: GET /props 127.0.0.1 200` line: the HTTP status rule has no other literal for it)
+    "srv  params_from_: Chat format: Content-only",
+    "slot launch_slot_: id  0 | task 0 | processing task",
+    "slot update_slots: id  0 | task 0 | kv cache rm [2048, end)",
+    "slot update_slots: id  0 | task 0 | prompt processing progress, n_past = 2048, n_tokens = 2048, progress = 0.188825",
+    "slot update_slots: id  0 | task 0 | prompt done, n_past = 10846, n_tokens = 606",
+    "slot      release: id  0 | task 0 | stop processing: n_past = 11656, truncated = 0",
+    "slot print_timing: id  0 | task 0 | ",
+    "prompt eval time =  961813.26 ms / 10846 tokens (   88.68 ms per token,    11.28 tokens per second)",
+    "       eval time =  347536.86 ms /   811 tokens (  428.53 ms per token,     2.33 tokens per second)",
+    "      total time = 1309350.13 ms / 11657 tokens",
+    "srv  update_slots: all slots are idle",
+    # Ollama's gin access lines (shared/real/other-engines/ollama-0.5.x-windows-rtx4060-full-offload-43of43.txt)
+    '[GIN] 2025/01/14 - 21:42:14 | 200 |       539.3µs |       127.0.0.1 | GET      "/api/tags"',
+    '[GIN] 2025/01/14 - 21:43:02 | 200 |    3.0077555s |       127.0.0.1 | POST     "/api/chat"',
 )
 _NOISE = "\n".join(NOISE_SAMPLE).lower()
 
@@ -88,17 +112,22 @@ _ANY = _Info(None, None, None, None)
 _EMPTY = _exact(frozenset({""}))
 
 
+_NONE = (-(10**9), 0, 0)  # the score of no factor
+
+
 def _score(factor: frozenset[str] | None) -> tuple[int, int, int]:
-    """Higher is better: not in the noise sample, long, few alternatives."""
+    """Higher is better: fewest alternatives in the noise sample (none: clean), long, few alternatives.
+    Of two noisy factors the one that admits fewer kinds of noise line wins (an access-log rule whose
+    llama.cpp branch is noisy must not fall back to `"get /`, which every uvicorn access line holds)."""
     if not factor or "" in factor:
-        return (-1, 0, 0)
-    clean = not any(f in _NOISE for f in factor)
-    return (int(clean), min(8, min(len(f) for f in factor)), -len(factor))
+        return _NONE
+    noisy = sum(f in _NOISE for f in factor)
+    return (-noisy, min(8, min(len(f) for f in factor)), -len(factor))
 
 
 def _best(*factors: frozenset[str] | None) -> frozenset[str] | None:
     best = max(factors, key=_score, default=None)
-    return best if _score(best)[0] >= 0 else None
+    return best if _score(best) != _NONE else None
 
 
 def _chars(items: list) -> frozenset[str] | None:
@@ -216,7 +245,7 @@ def weak(patterns: Iterable[re.Pattern[str]]) -> list[str]:
     out = []
     for p in patterns:
         f = factors(p)
-        if f is None or _score(f)[0] < 1 or _score(f)[1] < MIN_LEN:
+        if f is None or _score(f)[0] < 0 or _score(f)[1] < MIN_LEN:
             out.append(f"{p.pattern[:80]!r} -> {sorted(f) if f else None}")
     return out
 
