@@ -176,6 +176,11 @@ def test_the_scanner_skips_steady_state_lines(engine: str) -> None:
         # the one kind read on purpose: llama-server's request line ends with its status, so the HTTP 4xx/5xx
         # rule (events.py) has no literal its 200 lines lack: `request: get /` it is, and nothing else
         admitted = [line for line in admitted if b"log_server_r: request: " not in line]
+    if engine == "ollama":
+        # the same for Ollama's request log (events.py http_response): gin prints the status between `|`s and the
+        # prefilter is blind to digits, so `[GIN]` it is; its lines differ only in digits, so the template cache
+        # parses each shape once
+        admitted = [line for line in admitted if not line.startswith(b"[gin] ")]
     assert len(admitted) <= TINY * LINES, admitted[:3]
 
 

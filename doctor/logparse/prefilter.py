@@ -82,9 +82,9 @@ NOISE_SAMPLE = (
     "       eval time =  347536.86 ms /   811 tokens (  428.53 ms per token,     2.33 tokens per second)",
     "      total time = 1309350.13 ms / 11657 tokens",
     "srv  update_slots: all slots are idle",
-    # Ollama's gin access lines (shared/real/other-engines/ollama-0.5.x-windows-rtx4060-full-offload-43of43.txt)
-    '[GIN] 2025/01/14 - 21:42:14 | 200 |       539.3µs |       127.0.0.1 | GET      "/api/tags"',
-    '[GIN] 2025/01/14 - 21:43:02 | 200 |    3.0077555s |       127.0.0.1 | POST     "/api/chat"',
+    # (not Ollama's gin access lines: they are read on purpose, their 4xx/5xx name the failure (events.py
+    # http_response), and its status, between `|`s, gives no literal that the 200 lines lack; they differ only in
+    # digits, so the template cache parses each shape once)
 )
 _NOISE = "\n".join(NOISE_SAMPLE).lower()
 
