@@ -247,14 +247,11 @@ class _Sentence:
 
 def into_facts(source: str, text: str, facts: Facts) -> bool:
     """The failures the text states into facts.said, redacted. True when it stated one."""
-    from llm_doctor.redact import Redactor
+    from llm_doctor.logparse.perf_prose import redacted
 
-    found = statements(source, text)
+    found = redacted(statements(source, text))
     if not found:
         return False
-    redactor = Redactor()  # a person's sentence may hold a key or a token: it is evidence, never output as typed
-    for st in found:
-        st.text = redactor.text(st.text)
     known = {(s.code, s.text) for s in facts.said}
     facts.said += [s for s in found if (s.code, s.text) not in known]
     return True

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TypeVar
 
 from llm_doctor.facts import Facts
 from llm_doctor.facts.gpu import Gpu
@@ -28,6 +29,8 @@ from llm_doctor.facts.metrics import MetricsFacts
 from llm_doctor.facts.stated import PerfStatement
 from llm_doctor.logparse import stat_lines
 from llm_doctor.logparse.lines import normalise
+
+_T = TypeVar("_T")  # a statement of either reader (this one, failure_prose): anything with a .text
 
 MAX_SENTENCE = 600  # a "sentence" longer than this is a pasted blob, not a person's words
 MAX_STATEMENTS = 32
@@ -157,14 +160,9 @@ class _Sentence:
 def into_facts(source: str, text: str, facts: Facts) -> bool:
     """The perf statements of a text into facts.stated, and their numbers into facts.metrics (a
     scrape or the log's own stat lines keep theirs). True when the text stated one."""
-    from llm_doctor.redact import Redactor
-
-    found = statements(source, text)
+    found = redacted(statements(source, text))
     if not found:
         return False
-    redactor = Redactor()  # a person's sentence may hold a key or a token: it is evidence, never output as typed
-    for st in found:
-        st.text = redactor.text(st.text)
     facts.stated += found
     engine = "sglang" if SGLANG_TERMS.search(text) else "vllm" if VLLM_TERMS.search(text) else ""
     _deployment(found, facts)
@@ -179,6 +177,17 @@ def into_facts(source: str, text: str, facts: Facts) -> bool:
             for k, raw in metrics.raw.items():
                 m.raw.setdefault(k, raw)
     return True
+
+
+def redacted(found: list[_T]) -> list[_T]:
+    """The statements with their sentences redacted: a person's sentence may hold a key or a token; it is
+    evidence, never output as typed."""
+    from llm_doctor.redact import Redactor
+
+    redactor = Redactor()
+    for st in found:
+        st.text = redactor.text(st.text)
+    return found
 
 
 def statements(source: str, text: str) -> list[PerfStatement]:
