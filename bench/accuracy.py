@@ -181,6 +181,9 @@ def main() -> int:
         splits = {k: v for k, v in SPLITS.items() if args.split in (k, "all")}
     for name, folders in splits.items():
         print(f"corpus {name}: {', '.join(str(p) for p in folders)}")
+        for missing in (p for p in folders if not (p / "cases.jsonl").exists()):
+            # run from a worktree, ../shared is not beside the checkout: say so, the figure is of fewer cases
+            print(f"WARNING: {missing} has no cases.jsonl: this split is scored without it", file=sys.stderr)
         blind = any({"holdout", "fresh"} & set(p.parts) for p in folders)
         print_split(run_split(name, folders), args.show_misses and not blind)
     return 0
