@@ -71,3 +71,16 @@ def test_analyze_is_the_same_with_no_cache_its_own_and_a_corrupt_one(tmp_path) -
     kept.write_bytes(b"\x00not marshal" * 10)
     assert _report(tmp_path) == first
     assert first["findings"][0]["code"]  # the fixture's crash was diagnosed, not an empty report compared to itself
+
+
+def test_writing_the_cache_removes_other_versions_files_gone_stale(tmp_path) -> None:
+    grammar = tmp_path / "grammar"
+    grammar.mkdir()
+    stale, recent = grammar / "0123456789abcdef0123.marshal", grammar / "fedcba9876543210fedc.marshal"
+    for old in (stale, recent):
+        old.write_bytes(b"\x00")
+    week_ago = os.path.getmtime(recent) - 8 * 24 * 3600
+    os.utime(stale, (week_ago, week_ago))
+    _report(tmp_path)
+    files = sorted(p.name for p in grammar.glob("*.marshal"))
+    assert stale.name not in files and recent.name in files and len(files) == 2  # this version's own file and the recent one

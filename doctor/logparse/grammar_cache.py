@@ -20,6 +20,7 @@ import marshal
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,6 +29,9 @@ T = TypeVar("T")
 # the modules whose functions' values are kept: their code is part of every value
 CODE = ("grammar_cache.py", "prefilter.py", "template_cache.py", "catalogue.py")
 MAX_ENTRIES = 50_000  # past this (a catalogue edited many times), only what this run used is written back
+# another code version's file untouched this long is removed when this one is written: upgrades do not pile up
+# ~0.6 MB each, and a second install still in use keeps its own file fresh by writing it
+STALE_S = 7 * 24 * 3600
 
 
 def directory() -> Path:
@@ -85,6 +89,19 @@ class _Store:
         except OSError:
             return
         self.new = False
+        _prune(target)
+
+
+def _prune(kept: Path) -> None:
+    """The files of other code versions, unwritten for STALE_S, removed; one that cannot be is left (a
+    cache is never a reason to fail)."""
+    cutoff = time.time() - STALE_S
+    try:
+        for old in kept.parent.glob("*.marshal"):
+            if old != kept and old.stat().st_mtime < cutoff:
+                old.unlink()
+    except OSError:
+        return
 
 
 _STORE = _Store()
