@@ -1,0 +1,2 @@
+--limit-mm-per-prompt image=0,video=1 --gpu-memory-utilization 0.9 --disable-log-requests 
+--enable-chunked-prefill --max-num-batched-tokens 2048 --max-model-len 33400 --max-num-seqs 15
