@@ -68,6 +68,8 @@ def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
     if phase == "cuda_graph" and (log.events("enforce_eager") or log.setup.cuda_graphs is False
                                   or le.deployment_value(facts, "enforce_eager") is True):
         return "serving"  # a KV-sized milestone places graph capture next, unless graphs are off
+    if phase in (UNPLACED, "profiling") and _shard_never_started(log, e):
+        return "weights"
     if phase not in ("weights", UNPLACED):
         return phase
     if ggml and e.kind == "cuda_oom":
@@ -88,21 +90,27 @@ def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
         return "profiling"
     if _weights_loaded(facts, e, placed=phase == "weights"):
         return "loaded"
-    if phase == UNPLACED and _weights_evidence(facts, log, e):
+    if phase == UNPLACED and _weights_too_large(facts, e):
         return "weights"
     return phase
 
 
-def _weights_evidence(facts: Facts, log: LogView, e) -> str:
-    """Positive evidence, found after the OOM or in the numbers, that the weights were what ran out, or "":
-    TGI's launcher saying the shard never started (launcher/src/main.rs "Shard N failed to start",
-    ShardCannotStart: a shard reports ready from server.py once get_model returned, and its warm-up
-    comes later, from the router), or the model's own weight shard larger than the GPU."""
+def _shard_never_started(log: LogView, e) -> str:
+    """TGI's launcher saying, after the OOM, that a shard never started (launcher/src/main.rs "Shard N
+    failed to start", ShardCannotStart), as evidence, or "": a shard is ready once server.py's
+    serve_inner has its model from get_model ("Server started at unix://", "Shard ready in"); the
+    warm-up comes later, from the router, and fails as "Method Warmup encountered an error". So a
+    shard that never started died loading its weights, whatever another shard's milestones said."""
     for k in log.events("load_failed"):
         if k.run == e.run and k.line_no > e.line_no and k.values.get("cascade") == "TGI launcher" and \
                 any(w in k.lines[0] for w in ("failed to start", "ShardCannotStart")):
             return f"TGI's shard never started (line {k.line_no}: {k.lines[0][-60:].strip()}): it died loading the model"
-    return _weights_too_large(facts, e)
+    return ""
+
+
+def _weights_evidence(facts: Facts, log: LogView, e) -> str:
+    """Positive evidence found after the OOM or in the numbers that the weights ran out, or ""."""
+    return _shard_never_started(log, e) or _weights_too_large(facts, e)
 
 
 def _weights_too_large(facts: Facts, e) -> str:
@@ -202,8 +210,8 @@ def _numbers(e) -> list[str]:
 def _weights(facts: Facts, log: LogView, e) -> Finding:
     tp = int(le.deployment_value(facts, "tensor_parallel_size") or 1)
     gpus = le.gpu_count(facts) or 0
-    placed = e.phase not in ("", UNPLACED)
-    why = "" if placed else _weights_evidence(facts, log, e)
+    why = _weights_evidence(facts, log, e) if e.phase in ("", UNPLACED, "profiling") else ""
+    placed = not why and e.phase not in ("", UNPLACED)
     phase = f"phase: {e.phase} (weights)" if placed else f"phase: weights ({why})" if why else \
         "phase: not placed (the weights, if the model alone exceeds the GPU)"
     evidence = le.evidence([e]) + _numbers(e) + [f"{phase}, tensor_parallel_size {tp}"] + log.earlier_runs()

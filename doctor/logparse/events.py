@@ -503,7 +503,9 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             # the KV cache sized (vLLM V0 llm_engine, V1 gpu_worker / kv_cache_utils): graph capture comes next
             r"# GPU blocks: [1-9]|Available KV cache memory: \d|GPU KV cache size: [1-9]|"
             # SGLang: the KV pool allocated (mem_cache/memory_pool.py, model_runner.init_memory_pool), then its graph capture
-            r"KV Cache is allocated\. #tokens: [1-9]|Memory pool end\. avail mem|Capture cuda graph begin",
+            r"KV Cache is allocated\. #tokens: [1-9]|Memory pool end\. avail mem|Capture cuda graph begin|"
+            # vLLM V1 kv_cache_utils after sizing the cache: "Maximum concurrency for %s tokens per request: %.2fx"
+            r"Maximum concurrency for [\d,]+ tokens per request",
             re.I,
         ),
     ),
@@ -520,7 +522,11 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             # TensorRT-LLM: the engine (its weights) is deserialized before the execution context and KV cache
             r"IExecutionContext creation|for max tokens in paged KV cache|"
             # TGI's warm-up batch (server.py Warmup, flash_causal_lm.py warmup) and the launcher's report of it
-            r"\bwarmup\b|Method Warmup|Warming up model",
+            r"\bwarmup\b|Method Warmup|Warming up model|"
+            # TGI's shard has loaded its model (server.py serve_inner logs "Server started at unix://..." once get_model
+            # returned; the launcher then "Shard ready in"): the router's warm-up is next; TensorRT deserialized the
+            # engine (its weights): "Loaded engine size: %d MiB", the execution context and KV cache are next
+            r"Server started at unix://|Shard ready in|Loaded engine size: \d",
             re.I,
         ),
     ),
@@ -540,7 +546,11 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             # the engine finished starting (vLLM V1 core.py "init engine (profile, create kv cache, warmup model) took",
             # api_server "Starting vLLM API server ... on", TGI router "Connected" once the shards warmed up)
-            r"create kv cache, warmup model\) took|Starting vLLM (?:API )?server (?:\d+ )?on|router/src/server\.rs:\d+: Connected|"
+            r"create kv cache, warmup model\) took|"
+            # graph capture done (vLLM V0 model_runner / V1 gpu_model_runner "Graph capturing finished in %.0f secs",
+            # SGLang model_runner "Capture cuda graph end."), llama-server up ("server is listening on %s - starting
+            # the main loop"): what runs out next is a served step
+            r"Graph capturing finished in \d|Capture cuda graph end|server is listening on \S+ - starting the main loop|Starting vLLM (?:API )?server (?:\d+ )?on|router/src/server\.rs:\d+: Connected|"
             r"Uvicorn running|Application startup complete|Exception in ModelTpServer|TpModelWorkerClient hit an exception|The server is fired up|Prefill batch|Decode batch|"
             r"Avg prompt throughput|POST /v1/|\"POST /\w+ HTTP/1\.[01]\" 200|router/src/server\.rs:\d+: Success|\[GIN\][^|]*\| 200 \|[^|]*\|[^|]*\| POST|forward_batch_generation|run_batch|sampler|\bsample\b|"
             r"step_async|execute_model_req|slot \w+: id|update_slots|Generation throughput|"

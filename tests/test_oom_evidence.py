@@ -1,0 +1,89 @@
+"""An out-of-memory is load.weights_oom only on positive evidence that the weights were loading, and
+load.runtime_oom on evidence of anything later; with none, both are named, runtime first.
+
+The evidence is what the engines print around the error (their own stage markers, mined from their
+sources) and the frames of the traceback. Every log line is verbatim from the public source named
+above it; the fix asserted is the exact command the finding gives."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_load_wordings import assert_rank_one, findings_of
+
+# vllm-project/vllm#12529: vLLM V1's engine core logs the OOM with no traceback frame that places it
+_V1_OOM = ("ERROR 03-13 09:00:43 [core.py:330] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.16 GiB. GPU 0 has a "
+           "total capacity of 7.75 GiB of which 1.17 GiB is free. Including non-PyTorch memory, this process has 5.02 GiB memory in use. "
+           "Of the allocated memory 4.81 GiB is allocated by PyTorch, and 18.97 MiB is reserved by PyTorch but unallocated.")
+# huggingface/text-generation-inference#866: the shard's OOM, then the launcher's verdict on it
+_TGI_OOM = ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 128.00 MiB (GPU 0; 15.77 GiB total capacity; "
+            "15.37 GiB already allocated; 13.62 MiB free; 15.77 GiB allowed; 15.40 GiB reserved in total by PyTorch)")
+_TGI_NEVER_STARTED = ["2023-08-17T10:23:27.032737Z ERROR text_generation_launcher: Shard 0 failed to start", "Error: ShardCannotStart"]
+# a TGI 2.x launcher's milestones (a public TGI log): the shard server is up once its model loaded
+_TGI_READY = ["2024-05-07T12:39:20.593317Z  INFO shard-manager: text_generation_launcher: Shard ready in 10.308899699s rank=0"]
+
+
+def _frames(*frames: tuple[str, int, str]) -> list[str]:
+    return ["Traceback (most recent call last):"] + [f'  File "/usr/local/lib/python3.10/site-packages/{path}", line {no}, in {fn}'
+                                                     for path, no, fn in frames]
+
+
+CASES = [
+    # vLLM V0/V1 model_runner "Graph capturing finished in %.0f secs, took %.2f GiB" (a public vLLM 0.11 log): graphs are
+    # captured, so what ran out next was a served step, and skipping graph capture is no longer the fix
+    ("vllm-after-graph-capture", ["(EngineCore_DP0 pid=212) INFO 10-06 12:00:40 [gpu_model_runner.py:3480] Graph capturing finished in "
+                                  "8 secs, took 0.31 GiB", _V1_OOM], "load.runtime_oom", "phase: serving", "--max-num-seqs 128"),
+    # vLLM V1 kv_cache_utils "Maximum concurrency for %s tokens per request: %.2fx": the KV cache is sized, graphs come next
+    ("vllm-after-kv-sizing", ["Maximum concurrency for 240,000 tokens per request: 1.00x", _V1_OOM], "load.runtime_oom",
+     "phase: cuda_graph", "--enforce-eager"),
+    # the launcher's "Shard N failed to start" after the OOM: the shard died in get_model, before it was ready
+    ("tgi-shard-never-started", [_TGI_OOM, " rank=0", *_TGI_NEVER_STARTED], "load.weights_oom",
+     "phase: weights (TGI's shard never started (line 3: ", "--num-shard 2"),
+    # ... even after another shard's "Shard ready in": one shard's milestone does not place another shard's OOM
+    ("tgi-one-shard-ready-another-never-started", [*_TGI_READY, _TGI_OOM, *_TGI_NEVER_STARTED], "load.weights_oom",
+     "phase: weights (TGI's shard never started", "--num-shard 2"),
+    # a shard that reported ready has its model: the router's warm-up is what runs out next
+    ("tgi-after-shard-ready", [*_TGI_READY, _TGI_OOM], "load.runtime_oom", "phase: profiling", None),
+    # vllm-project/vllm#636: vLLM 0.1.2 builds LlamaModel's decoder layers in their constructors (models/llama.py __init__,
+    # ColumnParallelLinear's Parameter(torch.empty(...))): the model being built is its weights
+    ("vllm-model-constructor", [*_frames(("vllm/model_executor/models/llama.py", 200, "__init__"),
+                                         ("vllm/model_executor/models/llama.py", 201, "<listcomp>"),
+                                         ("vllm/model_executor/models/llama.py", 146, "__init__")),
+                                "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 160.00 MiB (GPU 0; 79.35 GiB total "
+                                "capacity; 78.58 GiB already allocated; 145.19 MiB free; 78.58 GiB reserved in total by PyTorch)"],
+     "load.weights_oom", "phase: weights (weights)", "--tensor-parallel-size 2"),
+    # vllm-project/vllm#15598: the traceback runs through a model's forward (models/deepseek_v2.py) and Module.__call__:
+    # activations, never the weight loading
+    ("vllm-model-forward", [*_frames(("vllm/compilation/decorators.py", 172, "__call__"),
+                                     ("vllm/model_executor/models/deepseek_v2.py", 646, "forward"),
+                                     ("torch/nn/modules/module.py", 1739, "_wrapped_call_impl")),
+                            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 56.00 MiB. GPU 6 has a total capacity of "
+                            "44.53 GiB of which 448.00 KiB is free."], "load.runtime_oom", "phase: serving", "--max-num-seqs 128"),
+]
+
+
+@pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
+def test_oom_evidence(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, lines, code, evidence, command)
+
+
+def test_no_phase_evidence_names_both_runtime_first(tmp_path) -> None:
+    """vllm-project/vllm#12529's engine-core line alone: nothing places it, so runtime leads and the
+    weights follow, each saying it is not placed; the runtime fix halves vLLM's default 256 sequences."""
+    log = tmp_path / "core.log"
+    log.write_text(_V1_OOM + "\n")
+    found = findings_of(log)
+    assert [f.code for f in found[:2]] == ["load.runtime_oom", "load.weights_oom"]
+    assert "phase: not placed (no loader frame, start-up milestone or serving line around it)" in found[0].evidence
+    assert found[0].fixes[0].command == "--max-num-seqs 128"
+
+
+def test_a_shard_larger_than_the_gpu_is_the_weights(tmp_path) -> None:
+    """The same line with the served model named: Llama-3.1-70B's bf16 shard (131.4 GiB at TP 1) exceeds
+    the 7.75 GiB GPU, positive evidence for the weights, and the split that fits is computed."""
+    log = tmp_path / "core.log"
+    log.write_text("vllm serve meta-llama/Llama-3.1-70B-Instruct\n" + _V1_OOM + "\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.weights_oom"
+    assert any("its 131.4 GiB weight shard (meta-llama/Llama-3.1-70B-Instruct, TP 1) and a CUDA context exceed the 7.75 GiB GPU" in line
+               for line in top.evidence), top.evidence
