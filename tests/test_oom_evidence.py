@@ -87,3 +87,39 @@ def test_a_shard_larger_than_the_gpu_is_the_weights(tmp_path) -> None:
     assert top.code == "load.weights_oom"
     assert any("its 131.4 GiB weight shard (meta-llama/Llama-3.1-70B-Instruct, TP 1) and a CUDA context exceed the 7.75 GiB GPU" in line
                for line in top.evidence), top.evidence
+
+
+# --- /dev/shm and host RAM, as the engines and people word them ----------------------------------------------------
+
+@pytest.mark.parametrize(("line", "code"), [
+    # vllm-project/vllm issues (Ray workers in a docker container, TP 2): Ray's logging.cc installs absl's failure
+    # signal handler, which names the signal: SIGBUS is a write past what the container's /dev/shm backs
+    ("(RayWorker pid=4711) *** SIGBUS received at time=1692322557 on cpu 5 ***", "load.shm_insufficient"),
+    # vLLM V1's API server reports its engine core's exit code (v1/engine/utils.py): -7 is SIGBUS, -9 SIGKILL
+    ("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_0': -7}",
+     "load.shm_insufficient"),
+    ("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_0': -9}", "load.host_oom"),
+    # NVIDIA/nccl#342: NCCL 2.7 (include/shm.h) names the segment without its /dev/shm/ directory
+    ("include/shm.h:48 NCCL WARN Error while creating shared memory segment nccl-shm-recv-250a7cc850ba9298-0-1-3 (size 9637888)",
+     "load.shm_insufficient"),
+    # tenstorrent/vllm#161: a server killed by the host for its RAM, not a CUDA OOM
+    ("If we try to run 4 concurrent Llama-70B servers on a single Galaxy the 4th server will be killed by the host due to OOM.",
+     "load.host_oom"),
+    # vllm-project/vllm#3895 and #4786 (titles): the host's memory, in words
+    ("[Bug]: killed due to high memory usage", "load.host_oom"),
+    ("[Bug]: RAM OOM Error Loading 480GB MoE Model Despite Fix in PR #1395", "load.host_oom"),
+])
+def test_shm_and_host_memory_wordings(tmp_path, line: str, code: str) -> None:
+    log = tmp_path / "case.log"
+    log.write_text(line + "\n")
+    found = findings_of(log)
+    assert found[0].code == code, [f.code for f in found]
+    if code == "load.shm_insufficient":  # Docker's fix: the host's IPC namespace, whose /dev/shm is not capped at 64 MB
+        assert found[0].fixes[0].command == "--ipc=host"
+
+
+def test_a_gpu_oom_that_killed_a_worker_stays_the_gpu(tmp_path) -> None:
+    """"killed due to CUDA OOM" names the GPU's memory: the host's wording must not take it."""
+    log = tmp_path / "case.log"
+    log.write_text("the worker was killed due to CUDA OOM\n")
+    assert findings_of(log)[0].code == "load.runtime_oom"

@@ -46,8 +46,11 @@ def gpu_oom(facts: Facts, log: LogView) -> Outcome:
     if phase == UNPLACED and "ggml_compute_buffers" not in kinds:
         # nothing in the log says the weights were loading: an OOM is load.weights_oom only on positive
         # evidence of it (codes.md: "the weights alone ... do not fit"); the rest of an engine's life
-        # (profiling, graphs, every served request) is load.runtime_oom, so it leads and the weights follow
-        findings.append(_weights(facts, log, e))
+        # (profiling, graphs, every served request) is load.runtime_oom, so it leads and the weights follow,
+        # as a warning: a possibility the log does not show, ranked after every error it does
+        alternative = _weights(facts, log, e)
+        alternative.severity = "warn"
+        findings.append(alternative)
     util = le.deployment_value(facts, "gpu_memory_utilization")
     if isinstance(util, (int, float)) and util >= 0.95 and facts.deployment and facts.deployment.is_set("gpu_memory_utilization"):
         findings.append(Finding("perf.memory_overcommitted", f"gpu_memory_utilization {util:g} leaves no headroom for peaks",

@@ -138,7 +138,8 @@ HAND_RULES: tuple[Rule, ...] = (
     # --- /dev/shm, NCCL, distributed -----------------------------------------------------------
     _r(
         "shm_too_small",
-        r"(?:Error while creating shared memory segment|failed to extend) (?P<path>/dev/shm/\S+?)(?: to (?P<size>\d+) bytes|"
+        # NCCL 2.7's include/shm.h names the segment without its /dev/shm/ directory ("nccl-shm-recv-...")
+        r"(?:Error while creating shared memory segment|failed to extend) (?P<path>(?:/dev/shm/|nccl-)\S+?)(?: to (?P<size>\d+) bytes|"
         r" \(size (?P<segment>\d+)\))",
     ),
     _r(
