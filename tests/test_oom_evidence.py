@@ -123,3 +123,44 @@ def test_a_gpu_oom_that_killed_a_worker_stays_the_gpu(tmp_path) -> None:
     log = tmp_path / "case.log"
     log.write_text("the worker was killed due to CUDA OOM\n")
     assert findings_of(log)[0].code == "load.runtime_oom"
+
+
+# --- the KV cache sized around the OOM ------------------------------------------------------------------------------
+
+# a TensorRT-LLM server's start-up as a public deployment guide quotes it (its KV cache holds 5248 tokens)
+_TRT_KV = ["[TensorRT-LLM][INFO] Memory usage when calculating max tokens in paged kv cache: total: 22.18 GiB, available: 1.42 GiB",
+           "[TensorRT-LLM][INFO] Number of blocks in KV cache primary pool: 82",
+           "[TensorRT-LLM][WARNING] maxAttentionWindow and maxSequenceLen are too large for at least one sequence to fit in kvCache. "
+           "they are reduced to 5185"]
+
+
+def test_trtllm_cutting_the_sequence_to_its_kv_cache_is_kv_insufficient(tmp_path) -> None:
+    """trtGptModelInflightBatching.cpp warns and serves on with max_seq_len cut to what one sequence's
+    KV blocks hold: the build's length needs more KV cache than fits, and the fix is that number."""
+    log = tmp_path / "trt.log"
+    log.write_text("\n".join(_TRT_KV) + "\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.kv_cache_insufficient"
+    assert "largest context that fits: 5185 tokens (KV cache capacity)" in top.evidence
+    assert top.fixes[0].command == "--max_seq_len 5185"
+
+
+def test_trtllm_oom_while_sizing_its_kv_cache_is_past_the_weights(tmp_path) -> None:
+    """TensorRT-LLM prints its KV sizing from the memory the engine left, then allocates: an OOM after
+    it is the runtime's (the KV pool), not the engine's weights."""
+    log = tmp_path / "trt.log"
+    log.write_text(_TRT_KV[0] + "\nRuntimeError: [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMalloc(ptr, n): out of memory\n")
+    found = findings_of(log)
+    assert [f.code for f in found] == ["load.runtime_oom"]
+    assert "phase: profiling" in found[0].evidence
+
+
+def test_an_oom_after_the_kv_cache_was_sized_is_past_the_weights(tmp_path) -> None:
+    """vLLM sized its KV cache (its capacity message) before the OOM: the weights were in, so the OOM
+    names no weights alternative."""
+    log = tmp_path / "engine.log"
+    log.write_text("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV "
+                   "cache (20000). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n"
+                   + _V1_OOM + "\n")
+    codes = [f.code for f in findings_of(log)]
+    assert codes[0] == "load.kv_cache_insufficient" and "load.runtime_oom" in codes and "load.weights_oom" not in codes, codes

@@ -88,9 +88,12 @@ def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
         # the KV cache was sized: what ran out next is CUDA graph capture (unless eager) or serving
         # (a log printed newest first places no milestone before it)
         return "serving" if log.events("enforce_eager") or s.cuda_graphs is False else "cuda_graph"
-    if any(k.run == e.run and k.source == e.source and k.line_no > e.line_no for k in log.events("kv_cache_too_small", "no_kv_memory")):
+    sized = [k for k in log.events("kv_cache_too_small", "no_kv_memory") if k.run == e.run and k.source == e.source]
+    if any(k.line_no > e.line_no for k in sized):
         # the engine went on to size its KV cache after this OOM: it was the profiling run's, not the weights'
         return "profiling"
+    if sized:  # the KV cache was sized before it: the weights were in
+        return "loaded"
     if _weights_loaded(facts, e, placed=phase == "weights"):
         return "loaded"
     if phase == UNPLACED and _weights_too_large(facts, e):

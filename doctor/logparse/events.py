@@ -522,6 +522,8 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\bKV (?:buffer|self) size\b|"
             # TensorRT-LLM: the engine (its weights) is deserialized before the execution context and KV cache
             r"IExecutionContext creation|for max tokens in paged KV cache|"
+            # TensorRT-LLM sizing its paged KV cache from the memory the engine left (trtGptModelInflightBatching.cpp)
+            r"Memory usage when calculating max tokens in paged kv cache|"
             # TGI's warm-up batch (server.py Warmup, flash_causal_lm.py warmup) and the launcher's report of it
             r"\bwarmup\b|Method Warmup|Warming up model|"
             # TGI's shard has loaded its model (server.py serve_inner logs "Server started at unix://..." once get_model
