@@ -164,3 +164,23 @@ def test_an_oom_after_the_kv_cache_was_sized_is_past_the_weights(tmp_path) -> No
                    + _V1_OOM + "\n")
     codes = [f.code for f in findings_of(log)]
     assert codes[0] == "load.kv_cache_insufficient" and "load.runtime_oom" in codes and "load.weights_oom" not in codes, codes
+
+
+@pytest.mark.parametrize(("line", "command"), [
+    # ggml-org/llama.cpp ggml/src/ggml-alloc.c: the graph allocator reserving the compute buffers (Ollama issues quote it)
+    ("ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 2365587456", "-b 1024 -ub 256"),
+    # src/llama.cpp (b4000) and src/llama-context.cpp: the context's compute buffers, after the weights and the KV cache
+    ("llama_new_context_with_model: failed to allocate compute buffers", "-b 1024 -ub 256"),
+    # a line that names no engine the doctor knows gets the generic runtime fix
+    ("llama_init_from_model: failed to initialize the context: failed to allocate compute pp buffers", None),
+])
+def test_llamacpp_compute_buffers_are_a_runtime_oom(tmp_path, line: str, command: str | None) -> None:
+    """The compute buffers fail only when the backend cannot allocate them: an OOM past the weights,
+    whose fix for llama.cpp is a smaller batch (its defaults -b 2048 -ub 512, halved)."""
+    log = tmp_path / "llama.log"
+    log.write_text(line + "\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.runtime_oom", [f.code for f in findings_of(log)]
+    assert "phase: profiling" in top.evidence
+    if command:
+        assert top.fixes[0].command == command

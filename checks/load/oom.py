@@ -34,7 +34,9 @@ SGLANG_DEFAULT_FRACTION = 0.88
                                       "kv_cache_too_small", "no_kv_memory", "load_failed"])
 def gpu_oom(facts: Facts, log: LogView) -> Outcome:
     """The engine did not run out of GPU memory."""
-    ooms = log.events("cuda_oom", "ggml_alloc_failed", "ggml_weights_failed")
+    # llama.cpp's compute buffers fail only when the backend cannot allocate them (ggml-alloc.c returns NULL
+    # from ggml_backend_buft_alloc_buffer): an out-of-memory of its own, after the weights and the KV cache
+    ooms = log.events("cuda_oom", "ggml_alloc_failed", "ggml_weights_failed", "ggml_compute_buffers")
     kinds = log.fatal_kinds()
     if not ooms or "kv_cache_alloc_failed" in kinds:  # llama.cpp's KV allocation is judged by load.kv_cache
         return Outcome(detail="no out-of-memory error in the log")
@@ -48,7 +50,7 @@ def gpu_oom(facts: Facts, log: LogView) -> Outcome:
         # evidence of it (codes.md: "the weights alone ... do not fit"); the rest of an engine's life
         # (profiling, graphs, every served request) is load.runtime_oom, so it leads and the weights follow,
         # as a warning: a possibility the log does not show, ranked after every error it does
-        alternative = _weights(facts, log, e)
+        alternative = _weights(facts, log, e, alternative=True)
         alternative.severity = "warn"
         findings.append(alternative)
     util = le.deployment_value(facts, "gpu_memory_utilization")
@@ -64,7 +66,7 @@ def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
     numbers and wording prove about it."""
     phase = e.phase or UNPLACED
     ggml = le.engine(facts) in ("llamacpp", "ollama")
-    if e.kind in ("ggml_alloc_failed", "ggml_weights_failed"):  # llama.cpp: the model's buffers, else the compute buffers
+    if e.kind in ("ggml_alloc_failed", "ggml_weights_failed", "ggml_compute_buffers"):  # llama.cpp: the model's buffers, else the compute buffers
         if "ggml_compute_buffers" in kinds:
             return "profiling"
         return phase if phase in ("profiling", "cuda_graph", "serving") else "weights"
@@ -213,13 +215,13 @@ def _numbers(e) -> list[str]:
     return ["; ".join(parts)] if parts else []
 
 
-def _weights(facts: Facts, log: LogView, e) -> Finding:
+def _weights(facts: Facts, log: LogView, e, alternative: bool = False) -> Finding:
+    """The weights do not fit; `alternative`: nothing placed the OOM, this is the possibility after load.runtime_oom."""
     tp = int(le.deployment_value(facts, "tensor_parallel_size") or 1)
     gpus = le.gpu_count(facts) or 0
-    why = _weights_evidence(facts, log, e) if e.phase in ("", UNPLACED, "profiling") else ""
-    placed = not why and e.phase not in ("", UNPLACED)
-    phase = f"phase: {e.phase} (weights)" if placed else f"phase: weights ({why})" if why else \
-        "phase: not placed (the weights, if the model alone exceeds the GPU)"
+    why = "" if alternative else _weights_evidence(facts, log, e) if e.phase in ("", UNPLACED, "profiling") else ""
+    phase = "phase: not placed (the weights, if the model alone exceeds the GPU)" if alternative else \
+        f"phase: weights ({why})" if why else f"phase: {e.phase or UNPLACED} (weights)"
     evidence = le.evidence([e]) + _numbers(e) + [f"{phase}, tensor_parallel_size {tp}"] + log.earlier_runs()
     fixes: list[Fix] = []
     engine = le.engine(facts)

@@ -111,6 +111,9 @@ HAND_RULES: tuple[Rule, ...] = (
         "ggml_alloc_failed",
         r"allocating (?P<alloc_mib>" + _NUM + r") MiB on device (?P<device>\d+): (?:cuda|hip)Malloc failed",
     ),
+    # ggml-alloc.c ggml_gallocr_reserve_n: the graph allocator reserving the compute buffers (GGML_BACKEND_BUFFER_USAGE_COMPUTE),
+    # after the weights and the KV cache; the weights fail in alloc_tensor_range ("unable to allocate CUDA0 buffer")
+    _r("ggml_compute_buffers", r"ggml_gallocr_reserve_n: failed to allocate (?P<buffer>\w+) buffer of size (?P<alloc_bytes>\d+)"),
     _r("ggml_alloc_failed", r"failed to allocate (?P<buffer>\w+) buffer of size (?P<alloc_bytes>\d+)"),
     _r("ggml_alloc_failed", r"ggml_backend_\w+_buffer_type_alloc_buffer: failed to allocate buffer of size (?P<alloc_bytes>\d+)"),
     _r("ggml_compute_buffers", r"failed to allocate compute buffers"),
