@@ -33,6 +33,15 @@ CASES = [
     # captured, so what ran out next was a served step, and skipping graph capture is no longer the fix
     ("vllm-after-graph-capture", ["(EngineCore_DP0 pid=212) INFO 10-06 12:00:40 [gpu_model_runner.py:3480] Graph capturing finished in "
                                   "8 secs, took 0.31 GiB", _V1_OOM], "load.runtime_oom", "phase: serving", "--max-num-seqs 128"),
+    # vLLM's model loaders log "Loading weights took %.2f seconds" once load_weights returned: the profiling run is next
+    ("vllm-after-loading-weights", ["(VllmWorker rank=0 pid=123) INFO 05-01 10:00:00 [default_loader.py:262] Loading weights took "
+                                    "5.36 seconds", _V1_OOM], "load.runtime_oom", "phase: profiling", "--max-num-seqs 128"),
+    # TurboMind allocated its KV blocks (src/turbomind/models/llama/BlockManager.cc) and started its batch loop (a public
+    # LMDeploy 0.x log): what ran out next was a served batch
+    ("lmdeploy-turbomind-after-kv-blocks", ["[TM][INFO] [BlockManager] block_size = 64 MB", "[TM][INFO] [BlockManager] max_block_count = 159",
+                                            "[TM][INFO] LlamaBatch<T>::Start()",
+                                            "[TM][ERROR] CUDA runtime error: out of memory /lmdeploy/src/turbomind/core/allocator.cc:49"],
+     "load.runtime_oom", "phase: serving", None),
     # vLLM V1 kv_cache_utils "Maximum concurrency for %s tokens per request: %.2fx": the KV cache is sized, graphs come next
     ("vllm-after-kv-sizing", ["Maximum concurrency for 240,000 tokens per request: 1.00x", _V1_OOM], "load.runtime_oom",
      "phase: cuda_graph", "--enforce-eager"),

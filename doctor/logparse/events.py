@@ -519,7 +519,7 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"profile_run|determine_num_available_blocks|determine_available_memory|Memory profiling|_dummy_run|"
             r"_dummy_sampler_run|warming up sampler|init_memory_pool|"
             # the weights loaded (vLLM V0 model_runner, V1 gpu_model_runner, SGLang model_runner): the profiling run is next
-            r"Loading model weights took|Model loading took|Load weight end|profile_max_num_token|initialize_kv_cache|_initialize_kv_caches|"
+            r"Loading model weights took|Loading weights took \d|Model loading took|Load weight end|profile_max_num_token|initialize_kv_cache|_initialize_kv_caches|"
             r"llama_kv_cache_init|initialize_cache|compute buffer|llama_new_context|llama_context:|"
             # llama.cpp places the KV cache after the weights, whatever its backend prefix (CUDA0, Vulkan1, Metal)
             r"\bKV (?:buffer|self) size\b|"
@@ -556,7 +556,11 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             # graph capture done (vLLM V0 model_runner / V1 gpu_model_runner "Graph capturing finished in %.0f secs",
             # SGLang model_runner "Capture cuda graph end."), llama-server up ("server is listening on %s - starting
             # the main loop"): what runs out next is a served step
-            r"Graph capturing finished in \d|Capture cuda graph end|server is listening on \S+ - starting the main loop|Starting vLLM (?:API )?server (?:\d+ )?on|router/src/server\.rs:\d+: Connected|"
+            r"Graph capturing finished in \d|Capture cuda graph end|server is listening on \S+ - starting the main loop|"
+            # SGLang's scheduler once its model runner is built (weights, KV pool, graphs): "max_total_num_tokens=%d,
+            # chunked_prefill_size=%d, ..."; TurboMind's KV blocks allocated (BlockManager.cc "[BlockManager]
+            # max_block_count = %d") and its batch loop started (LlamaBatch<T>::Start())
+            r"max_total_num_tokens=\d+, chunked_prefill_size=|\[BlockManager\] max_block_count = [1-9]|LlamaBatch<T>::Start\(\)|Starting vLLM (?:API )?server (?:\d+ )?on|router/src/server\.rs:\d+: Connected|"
             r"Uvicorn running|Application startup complete|Exception in ModelTpServer|TpModelWorkerClient hit an exception|The server is fired up|Prefill batch|Decode batch|"
             r"Avg prompt throughput|POST /v1/|\"POST /\w+ HTTP/1\.[01]\" 200|router/src/server\.rs:\d+: Success|\[GIN\][^|]*\| 200 \|[^|]*\|[^|]*\| POST|forward_batch_generation|run_batch|sampler|\bsample\b|"
             r"step_async|execute_model_req|slot \w+: id|update_slots|Generation throughput|"
