@@ -123,7 +123,7 @@ CASES = [
     ("ascend-npu-out-of-memory", [
         "RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 0; 60.97 GiB total capacity; 57.59 GiB already allocated; "
         "57.59 GiB current active; 1.21 GiB free; 58.32 GiB reserved in total by PyTorch)"],
-     "load.weights_oom", "tried to allocate 2.0 GiB; GPU total 60.97 GiB; free 1.21 GiB", None),
+     "load.runtime_oom", "tried to allocate 2.0 GiB; GPU total 60.97 GiB; free 1.21 GiB", None),  # unplaced: runtime leads
     # vllm-project/vllm-ascend@v0.25.1rc1:vllm_ascend/utils.py
     ("vllm-ascend-no-npu", ["ValueError: No NPU devices found or specified in ASCEND_RT_VISIBLE_DEVICES."],
      "load.gpu_not_visible", "ASCEND_RT_VISIBLE_DEVICES", None),

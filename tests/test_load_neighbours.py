@@ -119,7 +119,7 @@ def test_sglang_scheduler_death_is_the_cascade_of_the_childs_error(tmp_path) -> 
         "[2025-04-05 00:01:18 TP0] Scheduler hit an exception: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
         "1.50 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.02 GiB is free.",
         SGLANG_DIED.format(-3),
-    ], "load.weights_oom", "CUDA out of memory", None)
+    ], "load.runtime_oom", "CUDA out of memory", None)  # the OOM, not the death it caused; nothing places it, so runtime leads
 
 
 def test_a_wrappers_words_lose_to_the_cause_on_its_line() -> None:

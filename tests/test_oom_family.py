@@ -60,13 +60,17 @@ def test_oom_family(tmp_path, name: str, lines: list[str], code: str, evidence: 
     assert_rank_one(tmp_path, name, lines, code, evidence, command)
 
 
-def test_a_weight_sized_allocation_with_no_phase_stays_the_weights(tmp_path) -> None:
-    """vllm-project/vllm#11560's 462 MiB on a 79 GiB card is over 1/1024 of it: a weight tensor may
-    be what failed, and nothing else places the OOM, so it stays load.weights_oom."""
+def test_a_weight_sized_allocation_with_no_phase_leads_with_runtime(tmp_path) -> None:
+    """vllm-project/vllm#11560's 462 MiB on a 79 GiB card is over 1/1024 of it: a weight tensor may be
+    what failed, but nothing shows the weights loading, and an OOM is load.weights_oom only on
+    positive evidence of it (codes.md). So runtime leads, the weights follow in the top 3."""
     log = tmp_path / "bare.log"
     log.write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 462.00 MiB. GPU 0 has a total capacity "
                    "of 79.15 GiB of which 370.62 MiB is free.\n")
-    assert findings_of(log)[0].code == "load.weights_oom"
+    found = findings_of(log)
+    assert [f.code for f in found[:2]] == ["load.runtime_oom", "load.weights_oom"]
+    assert "phase: not placed (no loader frame, start-up milestone or serving line around it)" in found[0].evidence
+    assert found[0].fixes[0].command == "--max-num-seqs 128"
 
 
 def test_a_loader_frame_is_not_overruled_by_a_small_allocation(tmp_path) -> None:

@@ -110,10 +110,11 @@ _HELD = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB
 @pytest.mark.parametrize(("command", "code", "evidence"), [
     # an 8B model's bf16 shard is 15 GiB: a process holding 78 GiB had loaded it and was allocating something else
     ("vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1", "load.runtime_oom", "more than its 15.0 GiB weight shard"),
-    # a 70B model's shard (131 GiB) never fit: 78 GiB held says nothing against the weights
-    ("vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 1", "load.weights_oom", "(weights), tensor_parallel_size 1"),
-    # online FP8 loads the bf16 weights first: the quantized shard's size cannot place it
-    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --quantization fp8", "load.weights_oom", "(weights), tensor_parallel_size 1"),
+    # a 70B model's shard (131 GiB) never fit a 79 GiB card: that is positive evidence for the weights
+    ("vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 1", "load.weights_oom",
+     "phase: weights (its 131.4 GiB weight shard (meta-llama/Llama-3.1-70B-Instruct, TP 1) and a CUDA context exceed the 79.15 GiB GPU)"),
+    # online FP8 loads the bf16 weights first: the quantized shard's size places nothing, so nothing does
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --quantization fp8", "load.runtime_oom", "phase: not placed"),
 ])
 def test_memory_held_against_the_weight_shard(tmp_path, command: str, code: str, evidence: str) -> None:
     """PyTorch's OOM says what the process holds; with the model's size known, holding well over its

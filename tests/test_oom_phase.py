@@ -60,13 +60,15 @@ def test_oom_phase(tmp_path, name: str, lines: list[str], code: str, evidence: s
     assert_rank_one(tmp_path, name, lines, code, evidence, command)
 
 
-def test_weights_oom_stays_weights_without_later_milestones(tmp_path) -> None:
-    """A bare PyTorch OOM with no milestone, frame or allocation words says nothing against the
-    weights: it stays load.weights_oom (vllm-project/vllm#11560's wording)."""
+def test_a_bare_oom_names_both_and_leads_with_runtime(tmp_path) -> None:
+    """A bare PyTorch OOM with no milestone, frame or allocation words (vllm-project/vllm#11560's wording)
+    shows nothing of the weights loading: both codes, runtime first, each saying it is not placed."""
     log = tmp_path / "bare.log"
     log.write_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 462.00 MiB. GPU 0 has a total capacity "
                    "of 79.15 GiB of which 370.62 MiB is free.\n")
-    assert findings_of(log)[0].code == "load.weights_oom"
+    found = findings_of(log)
+    assert [f.code for f in found[:2]] == ["load.runtime_oom", "load.weights_oom"]
+    assert any(line.startswith("phase: not placed (the weights, if the model alone") for line in found[1].evidence), found[1].evidence
 
 
 def test_vllm_v1_busy_loop_frame_is_serving() -> None:

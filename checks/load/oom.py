@@ -17,7 +17,9 @@ from llm_doctor.facts import Facts
 from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
-LOAD_PHASES = ("weights", "startup")
+# an OOM that no frame, milestone, message word or number places: PhaseTracker's start value
+UNPLACED = "startup"
+NOT_PLACED = "phase: not placed (no loader frame, start-up milestone or serving line around it)"
 
 
 # the flag that turns CUDA graphs off, where it is not vLLM's --enforce-eager (sglang server_args.py,
@@ -29,18 +31,28 @@ SGLANG_DEFAULT_FRACTION = 0.88
 
 
 @check("load.gpu_oom", "load", codes=["load.weights_oom", "load.runtime_oom", "perf.memory_overcommitted"], events=["cuda_oom", "ggml_alloc_failed", "ggml_compute_buffers", "ggml_weights_failed", "kv_cache_alloc_failed", "enforce_eager",
-                                      "kv_cache_too_small", "no_kv_memory"])
+                                      "kv_cache_too_small", "no_kv_memory", "load_failed"])
 def gpu_oom(facts: Facts, log: LogView) -> Outcome:
     """The engine did not run out of GPU memory."""
-    ooms = log.events("cuda_oom", "ggml_alloc_failed", "ggml_weights_failed")
+    # llama.cpp's compute buffers fail only when the backend cannot allocate them (ggml-alloc.c returns NULL
+    # from ggml_backend_buft_alloc_buffer): an out-of-memory of its own, after the weights and the KV cache
+    ooms = log.events("cuda_oom", "ggml_alloc_failed", "ggml_weights_failed", "ggml_compute_buffers")
     kinds = log.fatal_kinds()
     if not ooms or "kv_cache_alloc_failed" in kinds:  # llama.cpp's KV allocation is judged by load.kv_cache
         return Outcome(detail="no out-of-memory error in the log")
     e = next((x for x in ooms if x.kind == "cuda_oom" and "tried" in x.values), ooms[0])
     phase = _phase(facts, log, e, kinds)
-    if phase in LOAD_PHASES and "ggml_compute_buffers" not in kinds:
+    if phase == "weights" and "ggml_compute_buffers" not in kinds:
         return Outcome([_weights(facts, log, e)])
     findings = [_runtime(facts, log, e, phase)]
+    if phase == UNPLACED and "ggml_compute_buffers" not in kinds:
+        # nothing in the log says the weights were loading: an OOM is load.weights_oom only on positive
+        # evidence of it (codes.md: "the weights alone ... do not fit"); the rest of an engine's life
+        # (profiling, graphs, every served request) is load.runtime_oom, so it leads and the weights follow,
+        # as a warning: a possibility the log does not show, ranked after every error it does
+        alternative = _weights(facts, log, e, alternative=True)
+        alternative.severity = "warn"
+        findings.append(alternative)
     util = le.deployment_value(facts, "gpu_memory_utilization")
     if isinstance(util, (int, float)) and util >= 0.95 and facts.deployment and facts.deployment.is_set("gpu_memory_utilization"):
         findings.append(Finding("perf.memory_overcommitted", f"gpu_memory_utilization {util:g} leaves no headroom for peaks",
@@ -52,16 +64,18 @@ def gpu_oom(facts: Facts, log: LogView) -> Outcome:
 def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
     """The phase of the out-of-memory: where the log placed it, else what the engine's own
     numbers and wording prove about it."""
-    phase = e.phase or "startup"
+    phase = e.phase or UNPLACED
     ggml = le.engine(facts) in ("llamacpp", "ollama")
-    if e.kind in ("ggml_alloc_failed", "ggml_weights_failed"):  # llama.cpp: the model's buffers, else the compute buffers
+    if e.kind in ("ggml_alloc_failed", "ggml_weights_failed", "ggml_compute_buffers"):  # llama.cpp: the model's buffers, else the compute buffers
         if "ggml_compute_buffers" in kinds:
             return "profiling"
         return phase if phase in ("profiling", "cuda_graph", "serving") else "weights"
     if phase == "cuda_graph" and (log.events("enforce_eager") or log.setup.cuda_graphs is False
                                   or le.deployment_value(facts, "enforce_eager") is True):
         return "serving"  # a KV-sized milestone places graph capture next, unless graphs are off
-    if phase not in LOAD_PHASES:
+    if phase in (UNPLACED, "profiling") and _shard_never_started(log, e):
+        return "weights"
+    if phase not in ("weights", UNPLACED):
         return phase
     if ggml and e.kind == "cuda_oom":
         # ggml reports a weights buffer it cannot allocate ("cudaMalloc failed", ggml_alloc_failed) and goes
@@ -72,16 +86,60 @@ def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
     # capture_model; SGLang load weights, init_memory_pool, CudaGraphRunner); the line that ends a step
     # moves the start-up to the next one (doctor/logparse/events.py PHASES)
     s = log.setup
-    if phase == "startup" and (s.gpu_blocks or s.kv_cache_tokens or s.available_kv_gib):
+    if phase == UNPLACED and (s.gpu_blocks or s.kv_cache_tokens or s.available_kv_gib):
         # the KV cache was sized: what ran out next is CUDA graph capture (unless eager) or serving
         # (a log printed newest first places no milestone before it)
         return "serving" if log.events("enforce_eager") or s.cuda_graphs is False else "cuda_graph"
-    if any(k.run == e.run and k.source == e.source and k.line_no > e.line_no for k in log.events("kv_cache_too_small", "no_kv_memory")):
+    sized = [k for k in log.events("kv_cache_too_small", "no_kv_memory") if k.run == e.run and k.source == e.source]
+    if any(k.line_no > e.line_no for k in sized):
         # the engine went on to size its KV cache after this OOM: it was the profiling run's, not the weights'
         return "profiling"
+    if sized:  # the KV cache was sized before it: the weights were in
+        return "loaded"
     if _weights_loaded(facts, e, placed=phase == "weights"):
         return "loaded"
+    if phase == UNPLACED and _weights_too_large(facts, e):
+        return "weights"
     return phase
+
+
+def _shard_never_started(log: LogView, e) -> str:
+    """TGI's launcher saying, after the OOM, that a shard never started (launcher/src/main.rs "Shard N
+    failed to start", ShardCannotStart), as evidence, or "": a shard is ready once server.py's
+    serve_inner has its model from get_model ("Server started at unix://", "Shard ready in"); the
+    warm-up comes later, from the router, and fails as "Method Warmup encountered an error". So a
+    shard that never started died loading its weights, whatever another shard's milestones said."""
+    for k in log.events("load_failed"):
+        if k.run == e.run and k.line_no > e.line_no and k.values.get("cascade") == "TGI launcher" and \
+                any(w in k.lines[0] for w in ("failed to start", "ShardCannotStart")):
+            return f"TGI's shard never started (line {k.line_no}: {k.lines[0][-60:].strip()}): it died loading the model"
+    return ""
+
+
+def _weights_evidence(facts: Facts, log: LogView, e) -> str:
+    """Positive evidence found after the OOM or in the numbers that the weights ran out, or ""."""
+    return _shard_never_started(log, e) or _weights_too_large(facts, e)
+
+
+def _weights_too_large(facts: Facts, e) -> str:
+    """The model's weight shard (its config, the shipped table, else its name's parameter count) and
+    a CUDA context exceed the GPU the OOM names: the weights alone cannot fit, whatever ran out."""
+    from llm_doctor import memory
+
+    total = e.values.get("total") or le.gpu_total_gib(facts)
+    cfg, model = facts.deployment, _model(facts)
+    if model is None or cfg is None or not isinstance(total, (int, float)):
+        return ""
+    if (cfg.quantization or "").lower() not in ("", "none", (model.quant_method or "").lower()):
+        return ""  # online quantization: the full-precision weights come first, their size is not the shard's
+    try:
+        shard = memory.weights_bytes_per_gpu(model, cfg) / memory.GIB
+    except (ValueError, TypeError, ZeroDivisionError):
+        return ""
+    if shard + CUDA_CONTEXT_GIB <= total:
+        return ""
+    return (f"its {shard:.1f} GiB weight shard ({model.name}, TP {cfg.tensor_parallel_size or 1}) and a CUDA context "
+            f"exceed the {total:g} GiB GPU")
 
 
 # While the weights load, the process holds at most its shard of them, the one tensor being copied in
@@ -157,10 +215,14 @@ def _numbers(e) -> list[str]:
     return ["; ".join(parts)] if parts else []
 
 
-def _weights(facts: Facts, log: LogView, e) -> Finding:
+def _weights(facts: Facts, log: LogView, e, alternative: bool = False) -> Finding:
+    """The weights do not fit; `alternative`: nothing placed the OOM, this is the possibility after load.runtime_oom."""
     tp = int(le.deployment_value(facts, "tensor_parallel_size") or 1)
     gpus = le.gpu_count(facts) or 0
-    evidence = le.evidence([e]) + _numbers(e) + [f"phase: {e.phase or 'start-up'} (weights), tensor_parallel_size {tp}"] + log.earlier_runs()
+    why = "" if alternative else _weights_evidence(facts, log, e) if e.phase in ("", UNPLACED, "profiling") else ""
+    phase = "phase: not placed (the weights, if the model alone exceeds the GPU)" if alternative else \
+        f"phase: weights ({why})" if why else f"phase: {e.phase or UNPLACED} (weights)"
+    evidence = le.evidence([e]) + _numbers(e) + [f"{phase}, tensor_parallel_size {tp}"] + log.earlier_runs()
     fixes: list[Fix] = []
     engine = le.engine(facts)
     flag = le.flag(facts, "tp")
@@ -216,7 +278,8 @@ def _sized_split(facts: Facts, gpus: int) -> tuple[str, int | None] | None:
 
 def _runtime(facts: Facts, log: LogView, e, phase: str) -> Finding:
     loaded = _weights_loaded(facts, e, placed=e.phase == "weights")
-    evidence = le.evidence([e]) + _numbers(e) + [f"phase: {phase}"] + ([loaded] if loaded else []) + log.earlier_runs()
+    where = NOT_PLACED if phase == UNPLACED else f"phase: {phase}"
+    evidence = le.evidence([e]) + _numbers(e) + [where] + ([loaded] if loaded else []) + log.earlier_runs()
     fixes: list[Fix] = []
     engine = le.engine(facts)
     seqs = le.deployment_value(facts, "max_num_seqs")
@@ -261,8 +324,8 @@ def _runtime(facts: Facts, log: LogView, e, phase: str) -> Finding:
             fixes.append(Fix(f"Or leave the failed allocation ({drop:.1%} of the GPU) outside the KV cache budget",
                              f"--gpu-memory-utilization {math.floor((util - drop) * 100) / 100:.2f}"))
     title = {"profiling": "out of GPU memory in the start-up profiling run", "cuda_graph": "out of GPU memory while capturing CUDA graphs",
-             "loaded": "out of GPU memory after the weights had loaded (profiling run, CUDA graphs or serving)"}.get(
-        phase, "out of GPU memory while serving")
+             "loaded": "out of GPU memory after the weights had loaded (profiling run, CUDA graphs or serving)",
+             UNPLACED: "out of GPU memory (nothing in the log shows the weights loading)"}.get(phase, "out of GPU memory while serving")
     return Finding("load.runtime_oom", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)
 
 

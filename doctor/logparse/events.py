@@ -111,6 +111,9 @@ HAND_RULES: tuple[Rule, ...] = (
         "ggml_alloc_failed",
         r"allocating (?P<alloc_mib>" + _NUM + r") MiB on device (?P<device>\d+): (?:cuda|hip)Malloc failed",
     ),
+    # ggml-alloc.c ggml_gallocr_reserve_n: the graph allocator reserving the compute buffers (GGML_BACKEND_BUFFER_USAGE_COMPUTE),
+    # after the weights and the KV cache; the weights fail in alloc_tensor_range ("unable to allocate CUDA0 buffer")
+    _r("ggml_compute_buffers", r"ggml_gallocr_reserve_n: failed to allocate (?P<buffer>\w+) buffer of size (?P<alloc_bytes>\d+)"),
     _r("ggml_alloc_failed", r"failed to allocate (?P<buffer>\w+) buffer of size (?P<alloc_bytes>\d+)"),
     _r("ggml_alloc_failed", r"ggml_backend_\w+_buffer_type_alloc_buffer: failed to allocate buffer of size (?P<alloc_bytes>\d+)"),
     _r("ggml_compute_buffers", r"failed to allocate compute buffers"),
@@ -138,7 +141,8 @@ HAND_RULES: tuple[Rule, ...] = (
     # --- /dev/shm, NCCL, distributed -----------------------------------------------------------
     _r(
         "shm_too_small",
-        r"(?:Error while creating shared memory segment|failed to extend) (?P<path>/dev/shm/\S+?)(?: to (?P<size>\d+) bytes|"
+        # NCCL 2.7's include/shm.h names the segment without its /dev/shm/ directory ("nccl-shm-recv-...")
+        r"(?:Error while creating shared memory segment|failed to extend) (?P<path>(?:/dev/shm/|nccl-)\S+?)(?: to (?P<size>\d+) bytes|"
         r" \(size (?P<segment>\d+)\))",
     ),
     _r(
@@ -503,7 +507,9 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             # the KV cache sized (vLLM V0 llm_engine, V1 gpu_worker / kv_cache_utils): graph capture comes next
             r"# GPU blocks: [1-9]|Available KV cache memory: \d|GPU KV cache size: [1-9]|"
             # SGLang: the KV pool allocated (mem_cache/memory_pool.py, model_runner.init_memory_pool), then its graph capture
-            r"KV Cache is allocated\. #tokens: [1-9]|Memory pool end\. avail mem|Capture cuda graph begin",
+            r"KV Cache is allocated\. #tokens: [1-9]|Memory pool end\. avail mem|Capture cuda graph begin|"
+            # vLLM V1 kv_cache_utils after sizing the cache: "Maximum concurrency for %s tokens per request: %.2fx"
+            r"Maximum concurrency for [\d,]+ tokens per request",
             re.I,
         ),
     ),
@@ -513,14 +519,20 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"profile_run|determine_num_available_blocks|determine_available_memory|Memory profiling|_dummy_run|"
             r"_dummy_sampler_run|warming up sampler|init_memory_pool|"
             # the weights loaded (vLLM V0 model_runner, V1 gpu_model_runner, SGLang model_runner): the profiling run is next
-            r"Loading model weights took|Model loading took|Load weight end|profile_max_num_token|initialize_kv_cache|_initialize_kv_caches|"
+            r"Loading model weights took|Loading weights took \d|Model loading took|Load weight end|profile_max_num_token|initialize_kv_cache|_initialize_kv_caches|"
             r"llama_kv_cache_init|initialize_cache|compute buffer|llama_new_context|llama_context:|"
             # llama.cpp places the KV cache after the weights, whatever its backend prefix (CUDA0, Vulkan1, Metal)
             r"\bKV (?:buffer|self) size\b|"
             # TensorRT-LLM: the engine (its weights) is deserialized before the execution context and KV cache
             r"IExecutionContext creation|for max tokens in paged KV cache|"
+            # TensorRT-LLM sizing its paged KV cache from the memory the engine left (trtGptModelInflightBatching.cpp)
+            r"Memory usage when calculating max tokens in paged kv cache|"
             # TGI's warm-up batch (server.py Warmup, flash_causal_lm.py warmup) and the launcher's report of it
-            r"\bwarmup\b|Method Warmup|Warming up model",
+            r"\bwarmup\b|Method Warmup|Warming up model|"
+            # TGI's shard has loaded its model (server.py serve_inner logs "Server started at unix://..." once get_model
+            # returned; the launcher then "Shard ready in"): the router's warm-up is next; TensorRT deserialized the
+            # engine (its weights): "Loaded engine size: %d MiB", the execution context and KV cache are next
+            r"Server started at unix://|Shard ready in|Loaded engine size: \d",
             re.I,
         ),
     ),
@@ -540,7 +552,15 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             # the engine finished starting (vLLM V1 core.py "init engine (profile, create kv cache, warmup model) took",
             # api_server "Starting vLLM API server ... on", TGI router "Connected" once the shards warmed up)
-            r"create kv cache, warmup model\) took|Starting vLLM (?:API )?server (?:\d+ )?on|router/src/server\.rs:\d+: Connected|"
+            r"create kv cache, warmup model\) took|"
+            # graph capture done (vLLM V0 model_runner / V1 gpu_model_runner "Graph capturing finished in %.0f secs",
+            # SGLang model_runner "Capture cuda graph end."), llama-server up ("server is listening on %s - starting
+            # the main loop"): what runs out next is a served step
+            r"Graph capturing finished in \d|Capture cuda graph end|server is listening on \S+ - starting the main loop|"
+            # SGLang's scheduler once its model runner is built (weights, KV pool, graphs): "max_total_num_tokens=%d,
+            # chunked_prefill_size=%d, ..."; TurboMind's KV blocks allocated (BlockManager.cc "[BlockManager]
+            # max_block_count = %d") and its batch loop started (LlamaBatch<T>::Start())
+            r"max_total_num_tokens=\d+, chunked_prefill_size=|\[BlockManager\] max_block_count = [1-9]|LlamaBatch<T>::Start\(\)|Starting vLLM (?:API )?server (?:\d+ )?on|router/src/server\.rs:\d+: Connected|"
             r"Uvicorn running|Application startup complete|Exception in ModelTpServer|TpModelWorkerClient hit an exception|The server is fired up|Prefill batch|Decode batch|"
             r"Avg prompt throughput|POST /v1/|\"POST /\w+ HTTP/1\.[01]\" 200|router/src/server\.rs:\d+: Success|\[GIN\][^|]*\| 200 \|[^|]*\|[^|]*\| POST|forward_batch_generation|run_batch|sampler|\bsample\b|"
             r"step_async|execute_model_req|slot \w+: id|update_slots|Generation throughput|"

@@ -147,6 +147,11 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:heads?|num_heads|num_key_value_heads|vocab\w*|layers?|tp|tensor[ _-]?parallel\w*|tp_size|GPUs?)\b[^.]{0,60}?"
         r"\b(?:not (?:evenly )?divisible|indivisible|(?:does|do|did)(?: not|n't) divide|must (?:be divisible|divide)|cannot be divided)|"
         r"(?:不整除|无法整除|不能整除)|\b(?:MPI|world) size \d+ ?!= ?TP size\b", re.I)),
+    # the host's memory named before the GPU's OOM words below read it: "RAM OOM", "killed due to high memory usage",
+    # "killed by the host due to OOM" (a CUDA OOM raises an error, it kills nothing)
+    ("load.host_oom", re.compile(
+        r"\b(?:RAM|host|system|CPU)[- ]OOM\b|\bkilled\b[^.]{0,40}?\b(?:due to|because of)\b[^.]{0,30}?\b(?:(?:high |excessive )?memory usage|"
+        r"(?<!CUDA )(?<!GPU )OOM|(?<!CUDA )(?<!GPU )out of memory)\b", re.I)),
     # OOM told with its phase: at weight load (load.weights_oom) or while serving requests (load.runtime_oom)
     ("load.weights_oom", re.compile(
         r"\b(?:OOM|out of (?:GPU |CUDA |device )?memory)\b[^.]{0,40}?\b(?:while|when|during|at) (?:loading|load|startup|start-up|initiali[sz]\w+)|"
@@ -180,10 +185,18 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("load.quantization_unsupported", re.compile(
         r"\b(?:quantiz\w+|quant_method|AWQ|GPTQ|NVFP4|MXFP4|bitsandbytes|marlin|EXL2|GGUF quant\w*)\b[^.]{0,50}?\b(?:not supported|unsupported|"
         r"(?:does|do|is)(?: not|n't) (?:support\w*|work\w*)|mismatch\w*)\b", re.I)),
-    ("load.shm_insufficient", re.compile(r"/dev/shm\b[^.]{0,40}?\b(?:too small|full|64 ?MB|insufficient)|\bshared memory\b[^.]{0,20}?\b(?:too small|insufficient)|--shm-size\b[^.]{0,40}?" + _FAIL, re.I)),
+    # /dev/shm named with what a container gives it (Docker's 64 MB default, "shm is full", `--shm-size` failing; not
+    # "I already raised --shm-size", which says what was tried); a bare "shared memory" is also the GPU's on-chip
+    # memory (Triton's "out of resource: shared memory"): it needs words of its own (torch's "out of shared memory")
+    ("load.shm_insufficient", re.compile(
+        r"(?:/dev/shm|\bshm)\b[^.]{0,40}?\b(?:too small|too low|full|64 ?MB?|insufficient|exhausted|not enough|r[au]n out)\b|"
+        r"\bshared memory\b[^.]{0,20}?\b(?:too small|insufficient)|\bout of shared memory\b|--shm-size\b[^.]{0,40}?" + _FAIL, re.I)),
     ("load.host_oom", re.compile(
         r"\bOOM[- ]?kill\w*|\bOOMKilled\b|\bkilled by the (?:kernel|OOM)\b|\bexit (?:code|status) 137\b|\b(?:system|host|CPU) (?:RAM|memory)\b[^.]{0,30}?"
-        r"\b(?:runs? out|ran out|full|exhausted|not enough)\b", re.I)),
+        r"\b(?:runs? out|ran out|full|exhausted|not enough)\b|"
+        # RAM alone is the host's (a GPU's is VRAM): "my RAM fills up", "runs out of RAM", "not enough RAM"
+        r"\bRAM\b[^.]{0,30}?\b(?:fills? up|filled up|full|exhausted|r[au]ns? out|maxe[sd] out|spikes? to 100 ?%)|"
+        r"\b(?:r[au]n(?:s|ning)?|running) out of (?:system |host |CPU )?RAM\b|\b(?:not enough|insufficient) (?:system |host |CPU )?RAM\b", re.I)),
     ("load.nccl_failed", re.compile(r"\bNCCL\b[^.]{0,40}?(?:\b(?:timeout|timed out|hangs?|hung|stuck)\b|" + _FAIL + ")", re.I)),
     ("load.gpu_not_visible", re.compile(
         r"\b(?:no|not|n't|cannot|can't)\b[^.]{0,20}?\b(?:detect\w*|see|sees|find|finds|found|visible|available)\b[^.]{0,20}?\b(?:any )?GPUs?\b|"
