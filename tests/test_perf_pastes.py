@@ -224,3 +224,21 @@ def test_a_shell_wrapped_args_string_and_other_images_are_told_apart():
             "image: chromadb/chroma:latest\ncommand: --port 8000\n")
     assert container_spec.commands(text) == [["docker", "run", "vllm/vllm-openai:latest", "vllm", "serve", "m",
                                               "--max_num_batched_tokens", "1024"]]
+
+
+def test_a_recipes_engine_named_argument_list_is_the_launch_command(tmp_path):
+    # https://github.com/vllm-project/recipes/pull/573 (models/deepseek-ai/DeepSeek-V4-Pro.yaml, the old value)
+    text = 'strategy_overrides:\n      vllm_args:\n        - "--enforce-eager"\n        - "--max-num-seqs"\n        - "2"\n'
+    assert container_spec.engine_arg_lists(text) == [["vllm", "serve", "--enforce-eager", "--max-num-seqs", "2"]]
+    path = tmp_path / "DeepSeek-V4-Pro.yaml"
+    path.write_text(text)
+    report = analyze(path)
+    dep = report["facts"]["deployment"]
+    assert (dep["engine"], dep["max_num_seqs"], dep["enforce_eager"]) == ("vllm", 2, True)
+    (f,) = [f for f in report["findings"] if f["code"] == "perf.batching_limited"]
+    assert f["severity"] == "warn" and [x["command"] for x in f["fixes"]] == ["--max-num-seqs 256"]
+    assert "perf.eager_mode" in codes(report)
+
+
+def test_an_argument_list_under_a_key_naming_no_engine_is_not_read():
+    assert container_spec.engine_arg_lists('extra_args:\n  - "--max-num-seqs"\n  - "2"\n') == []

@@ -252,3 +252,47 @@ def test_a_key_in_the_sentence_never_reaches_the_report(tmp_path):
     report = _paste(tmp_path, f"With OPENAI_API_KEY={key} the TTFT is 20 s at 10 concurrent requests.\n")
     assert _finding(report, "perf.high_latency")["title"].startswith("TTFT 20.0 s")
     assert key not in json.dumps(report)
+
+
+def test_decode_falling_back_to_eager_is_eager_mode_as_said(tmp_path):
+    # https://github.com/sgl-project/sglang/pull/40346
+    report = _paste(tmp_path, "On an RTX 5090 (32 GB, SM120), the 20–35 GiB memory tier currently defaults to a decode CUDA graph "
+                              "maximum batch size of 48 for TP < 4. Under concurrency, decode can exceed that ceiling and fall back "
+                              "to eager execution.\n")
+    f = _finding(report, "perf.eager_mode")
+    assert f["severity"] == "info" and f["title"].startswith("CUDA graphs are said to be off")
+    assert any("fall back to eager execution" in e for e in f["evidence"])
+    # "maximum batch size of 48" is no batch cap flag: nothing said of batching
+    assert [x["code"] for x in report["findings"]] == ["perf.eager_mode"]
+
+
+def test_a_benchmark_headed_disable_cuda_graph_is_eager_mode():
+    # https://github.com/xLLM-AI/xllm/pull/713 (the heading above its benchmark block)
+    (st,) = perf_prose.statements("pr.md", "**Disable CUDA Graph:**\n```\n")
+    assert st.code == "perf.eager_mode" and st.where == "pr.md:1"
+
+
+def test_a_statement_opening_with_when_is_no_question(tmp_path):
+    # https://github.com/vllm-project/vllm/issues/3384
+    report = _paste(tmp_path, "When running inference we see that the CPU of the VLLM process is maxed at 100%, but the GPU varies "
+                              "between 50-70%. For a single request, our avg generated throughput is only about 100 tokens/second.\n")
+    f = _finding(report, "perf.cpu_bound")
+    assert any("CPU of the VLLM process is maxed at 100%" in e for e in f["evidence"])
+    assert report["status"] != "incomplete"
+
+
+def test_a_batch_cap_said_with_the_flag_name_is_judged_by_perf_batching(tmp_path):
+    # https://github.com/MiaAI-Lab/Qwen3.8-Flash-Next-Single-DGX-Spark/issues/19
+    report = _paste(tmp_path, "**Affects:** `.env.sample` (`MAX_NUM_SEQS=4`), `start.sh`\n"
+                              "### 15a — MAX_NUM_SEQS=4 is a benchmarking trap\n")
+    assert report["facts"]["deployment"]["max_num_seqs"] == 4
+    (f,) = [f for f in report["findings"] if f["code"] == "perf.batching_limited"]
+    assert f["severity"] == "warn" and f["check"] == "perf.batching"
+    assert _commands(f) == ["--max-num-seqs 256"]
+
+
+def test_eager_and_cap_words_that_state_no_problem_stay_quiet(tmp_path):
+    text = ("We serve with CUDA graphs enabled and the server is not in eager mode.\n\n"
+            "The deployment runs max_num_seqs=256 on one H100.\n")
+    report = _paste(tmp_path, text)
+    assert not [f for f in report["findings"] if f["code"].startswith("perf.")], report["findings"]

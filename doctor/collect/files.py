@@ -210,11 +210,12 @@ def _launch_code(text: str, facts: Facts) -> bool:
 
 
 def _container_spec(text: str, facts: Facts) -> bool:
-    """An engine container's `command:`/`args:` in a compose file or manifest -> facts.deployment."""
+    """An engine container's `command:`/`args:` in a compose file or manifest, or a recipe's `vllm_args:`
+    list -> facts.deployment."""
     from llm_doctor.engine_args import parse_command
     from llm_doctor.logparse import container_spec
 
-    found = container_spec.commands(text)
+    found = container_spec.commands(text) or container_spec.engine_arg_lists(text)
     return _deployed(parse_command(found[-1], source="cmdline") if found else None, facts)
 
 

@@ -121,6 +121,20 @@ AT_ONCE = re.compile(r"\bonly (\d+) (?:requests?|reqs?|sequences?|seqs?) (?:are 
 # more GPUs slower than fewer: tensor parallelism's all-reduce every layer, over PCIe when there is no NVLink
 TP_SLOWER = re.compile(r"(?:\btensor[ _-]?parallel\w*|\bTP\s?=?\s?[2-9]\b|\bmulti(?:ple)?[ -]GPUs?\b|\b(?:[2-8]|two|four|eight) (?:GPUs|cards)\b)"
                        r"[^.]{0,80}?\b(?:slower|no faster|not faster|worse|(?:does not|doesn't|did not|didn't) (?:speed|help|improve|scale))\b", re.I)
+# the batch cap by the engine's own flag name, set to a number: vLLM max_num_seqs, SGLang max_running_requests, TGI
+# --max-batch-size (the env spelling MAX_NUM_SEQS=4 of a recipe too; perf.batching judges the value)
+BATCH_CAP = re.compile(r"(?<![\w'\"-])-{0,2}(?P<cap_name>max[-_]num[-_]seqs|max[-_]running[-_]requests|max[-_]batch[-_]size)"
+                       r"['\"`]?\s?(?:=|:|is|was|of|at|set to)?\s?['\"`]?(?P<cap>\d+)(?![\w.%])", re.I)
+CAP_ENGINES = {"max_num": "vllm", "max_run": "sglang", "max_bat": "tgi"}
+# CUDA graphs off, in the engines' own words: vLLM --enforce-eager / enforce_eager=True ("eager mode"), SGLang
+# --disable-cuda-graph and its decode stat line's "cuda graph: False" (a batch above --cuda-graph-max-bs runs eager),
+# TGI --cuda-graphs 0; and the plain words ("CUDA graphs disabled", "without CUDA graph", "falls back to eager")
+EAGER = re.compile(r"(?<![\w-])--enforce[-_]eager\b|\benforce_eager\s?[=:]\s?['\"`]?True\b|(?<![\w-])--disable[-_]cuda[-_]graph(?![-\w])|"
+                   r"\bdisable_cuda_graph\s?[=:]\s?['\"`]?True\b|\bcuda[ _]graph\s?:\s?False\b|(?<![\w-])--cuda[-_]graphs[ =]['\"]?0['\"]?(?![\w,])|"
+                   r"\b(?:disabl\w*|turn(?:s|ed|ing)? off|without|no)\s(?:the\s)?(?:CUDA[ -]?graphs?|cudagraphs?)\b|"
+                   r"\b(?:CUDA[ -]?graphs?|cudagraphs?)\s(?:(?:are|is|were|was|got|get|gets)\s)?(?:disabled|off|not (?:captured|used|enabled))\b|"
+                   r"\b(?:falls?|fell|falling) back to eager\b|\b(?:runs?|ran|running) (?:in )?eager\b|\beager (?:mode|execution|decod\w*)\b", re.I)
+EAGER_NEGATED = re.compile(r"\b(?:not|never|no longer|without)\s(?:\w+\s)?(?:in\s)?$", re.I)  # "not in eager mode", "without --enforce-eager"
 # the share of GPU memory the engine takes, by the engine's own flag name: vLLM gpu_memory_utilization,
 # SGLang mem_fraction_static, TGI cuda_memory_fraction (what perf.memory_headroom judges)
 MEMORY_SHARE = re.compile(r"(?<![\w'\"-])-{0,2}(?P<name>gpu[-_ ]memory[-_ ]utili[sz]ation|mem[-_ ]fraction[-_ ]static|cuda[-_ ]memory[-_ ]fraction)"
@@ -137,7 +151,8 @@ LOW_WORDS = re.compile(r"\b(?:low|only|never (?:exceeds|goes above|gets above)|u
 
 # a sentence that states no problem: a question, advice, a possibility, an improvement already made; but
 # "why is it so slow?" reports the problem it asks about (the family's own words must still say which)
-QUESTION = re.compile(r"\?\s*$|^(?:how|why|what|is|are|does|do|can|could|should|would|will|when|which|where)\b", re.I)
+# ("when" opens a statement as often as a question: "When running inference the CPU is at 100 %." needs its "?")
+QUESTION = re.compile(r"\?\s*$|^(?:how|why|what|is|are|does|do|can|could|should|would|will|which|where)\b", re.I)
 COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did|only)\b", re.I)  # "why only two requests ...?" states the two
 NOT_A_PROBLEM = re.compile(r"\b(?:to (?:avoid|prevent|reduce|improve|get)|should|recommend\w*|consider|try (?:to|setting|using|adding)|"
                            r"if you|you can|you could|might|would|in case|as expected|is normal|"
@@ -197,7 +212,7 @@ def statements(source: str, text: str) -> list[PerfStatement]:
                 len(FLAG.findall(sentence.text)) >= 2 or STRUCT.search(sentence.text)):  # a command line, printed arguments: engine_args reads them
             continue
         out += [s for s in (_kv(sentence), _prefix(sentence), _latency(sentence), _throttle(sentence), _cpu(sentence),
-                            _layers(sentence) or _gpu_util(sentence), _batching(sentence), _tp_slower(sentence), _memory(sentence)) if s is not None]
+                            _layers(sentence) or _gpu_util(sentence), _batching(sentence) or _batch_cap(sentence), _tp_slower(sentence), _memory(sentence), _eager(sentence)) if s is not None]
         if len(out) >= MAX_STATEMENTS:
             break
     return _repeated_cache_misses(source, text) + out
@@ -245,7 +260,7 @@ def _sentences(source: str, text: str) -> list[_Sentence]:
 
 
 ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, GPU_UTIL, PREEMPT,
-                                                              BATCH, AT_ONCE, TP_SLOWER, MEMORY_SHARE, LAYERS))
+                                                              BATCH, AT_ONCE, TP_SLOWER, MEMORY_SHARE, LAYERS, EAGER, BATCH_CAP))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 MAX_TERM_LINES = 1000  # different lines holding a term literal: a person's text has a few, the rest of a log is not read
@@ -258,7 +273,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
                  "concurrent", "simultaneous", "wait",
                  "tp=", "tp ", "multi", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
-                 "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ", "layer")
+                 "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-")
 
 
 def _near_terms(lines: list[str]) -> set[int]:
@@ -457,25 +472,45 @@ def _memory(s: _Sentence) -> PerfStatement | None:
     return _statement("perf.memory_overcommitted", s, {"memory_share": _number(m.group("share"))})
 
 
+def _batch_cap(s: _Sentence) -> PerfStatement | None:
+    m = BATCH_CAP.search(s.text)
+    return _statement("perf.batching_limited", s, {"max_num_seqs": float(m.group("cap"))}) if m else None
+
+
+def _eager(s: _Sentence) -> PerfStatement | None:
+    """CUDA graphs are off: decode pays a kernel launch per layer and step (checks/perf/engine_log.py
+    judges the flag where a log or a command gives it)."""
+    m = EAGER.search(s.text)
+    if m is None or EAGER_NEGATED.search(s.text[max(0, m.start() - 30):m.start()]):
+        return None
+    return _statement("perf.eager_mode", s)
+
+
 def _tp_slower(s: _Sentence) -> PerfStatement | None:
     return _statement("perf.slow_interconnect", s) if TP_SLOWER.search(s.text) else None
 
 
 def _deployment(found: list[PerfStatement], facts: Facts) -> None:
-    """A memory share stated with the engine's own flag name is that engine's setting (perf.memory_headroom
-    judges it); what a command line or the log gave stays."""
+    """A memory share or a batch cap stated with the engine's own flag name is that engine's setting
+    (perf.memory_headroom, perf.batching judge them); what a command line or the log gave stays."""
+    for code, rx, engines, field, measure in (
+            ("perf.memory_overcommitted", MEMORY_SHARE, MEMORY_ENGINES, "gpu_memory_utilization", "memory_share"),
+            ("perf.batching_limited", BATCH_CAP, CAP_ENGINES, "max_num_seqs", "max_num_seqs")):
+        said = next((st for st in found if st.code == code and measure in st.measures), None)
+        named = rx.search(said.text) if said is not None else None
+        if said is not None and named is not None:
+            key = named.group("cap_name" if rx is BATCH_CAP else "name").lower().replace("-", "_")
+            _stated_setting(facts, next(e for k, e in engines.items() if key.startswith(k)), field, said.measures[measure], said.where)
+
+
+def _stated_setting(facts: Facts, engine: str, field: str, value: float, where: str) -> None:
     from llm_doctor.facts.deployment import EngineConfig
 
-    said = next((st for st in found if st.code == "perf.memory_overcommitted"), None)
-    named = MEMORY_SHARE.search(said.text) if said is not None else None
-    if said is None or named is None:
-        return
-    engine = MEMORY_ENGINES[named.group("name")[:3].lower()]
     cfg = facts.deployment
-    if cfg is not None and cfg.engine and (cfg.engine != engine or cfg.is_set("gpu_memory_utilization")):
+    if cfg is not None and cfg.engine and (cfg.engine != engine or cfg.is_set(field)):
         return
-    stated = EngineConfig(engine=engine, gpu_memory_utilization=said.measures["memory_share"],
-                          sources={"gpu_memory_utilization": f"stated at {said.where}"})
+    stated = EngineConfig(engine=engine, sources={field: f"stated at {where}"})
+    setattr(stated, field, int(value) if field == "max_num_seqs" else value)
     facts.deployment = cfg.merge(stated) if cfg is not None and cfg.engine else stated
 
 
