@@ -296,3 +296,39 @@ def test_eager_and_cap_words_that_state_no_problem_stay_quiet(tmp_path):
             "The deployment runs max_num_seqs=256 on one H100.\n")
     report = _paste(tmp_path, text)
     assert not [f for f in report["findings"] if f["code"].startswith("perf.")], report["findings"]
+
+
+def test_a_table_row_is_read_with_its_columns_names_and_the_lowest_hit_rate_is_the_complaint(tmp_path):
+    # https://github.com/MiaAI-Lab/DeepSeek-v4-Flash-DSpark-2x-DGX-Spark/issues/144
+    report = _paste(tmp_path, "| reasoning_effort | cache hit rate | hit latency | miss latency | speedup |\n"
+                              "|---|---|---|---|---|\n"
+                              "| off | 95% | ~1.4-1.7s | ~3.8-4.0s | ~2.3-2.7x |\n"
+                              "| low | 95% | ~1.6-1.7s | ~3.9-4.0s | ~2.3-2.5x |\n"
+                              "| high | 0% | ~4.2s | ~4.1s | ~1.0x |\n"
+                              "| max | 0% | ~4.1-4.3s | ~4.1-4.3s | ~1.0x |\n")
+    f = _finding(report, "perf.prefix_caching_off")
+    assert f["title"] == "no repeated prompt prefix is read from the cache (hit rate 0%)"
+    assert f["evidence"][0].endswith("issue.md:5: reasoning_effort high; cache hit rate 0%; hit latency ~4.2s; miss latency ~4.1s; speedup ~1.0x")
+    assert report["status"] != "incomplete"
+
+
+def test_a_latency_column_whose_slow_row_is_twice_the_fast_one_is_high_latency(tmp_path):
+    # https://github.com/ml-explore/mlx-lm/issues/1435: 86.6 ms is below any absolute threshold, 2.4x the same machine's 35.6 ms
+    table = ("| mlx-lm | TTFT median | range |\n|---|---:|---|\n"
+             "| 0.27.1 | **35.6 ms** | 32.1 – 41.6 |\n| 0.31.3 | **86.6 ms** | 80.7 – 243.2 |\n")
+    (st,) = perf_prose._latency_spread("issue.md", table)
+    assert (st.code, st.where, st.measures) == ("perf.high_latency", "issue.md:4", {"latency_ratio": 2.43})
+    assert st.text == "TTFT median 86.6 ms (0.31.3) against 35.6 ms (0.27.1): 2.4x"
+    report = _paste(tmp_path, table)
+    assert report["status"] != "ok" and report["findings"][0]["code"] == "perf.high_latency"
+    # one row of it compares nothing: the absolute threshold alone judges 35.6 ms, healthy
+    one_row = table.rsplit("| 0.31.3", 1)[0]
+    assert perf_prose._latency_spread("issue.md", one_row) == []
+    assert not [f for f in _paste(tmp_path, one_row)["findings"] if f["code"].startswith("perf.")]
+
+
+def test_a_cell_boundary_keeps_one_columns_latency_from_the_next(tmp_path):
+    # https://github.com/confidential-dot-ai/c8s/pull/144: ITL is its own cell's 1.58 ms, not TTFT's 287.2 ms
+    (st,) = [s for s in perf_prose.statements("x", "| path | TTFT p50 | ITL p50 | tok/s @ c32 |\n|---|---:|---:|---:|\n"
+                                                     "| through `tls-lb` | 287.2 ms | **1.58 ms** | 2235 |\n") if "ttft_s" in s.measures]
+    assert st.measures == {"ttft_s": 0.2872, "itl_s": 0.00158}

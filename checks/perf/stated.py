@@ -100,8 +100,8 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
         # the check judges a reading: below full, full with the queue known, or a person's own "full" (their complaint)
         usage = v.get("kv_cache_usage")
         return "preemptions_total" in v or (usage is not None and (usage < FULL or bool(v.get("queued_samples")) or m.origin == "prose"))  # type: ignore[union-attr]
-    if s.code == "perf.high_latency":
-        return "ttft_mean_s" in v or "itl_mean_s" in v or "window_ttft_mean_s" in v
+    if s.code == "perf.high_latency":  # (a spread between rows of one table is judged by no threshold)
+        return "latency_ratio" not in x and ("ttft_mean_s" in v or "itl_mean_s" in v or "window_ttft_mean_s" in v)
     if s.code == "perf.prefix_caching_off":
         cfg = fv.maybe_deployment(facts)
         return "prefix_cache_hit_rate" in v or bool(cfg and cfg.engine in ("vllm", "sglang") and cfg.enable_prefix_caching is not None)

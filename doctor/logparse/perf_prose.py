@@ -35,6 +35,7 @@ _T = TypeVar("_T")  # a statement of either reader (this one, failure_prose): an
 MAX_SENTENCE = 600  # a "sentence" longer than this is a pasted blob, not a person's words
 MAX_STATEMENTS = 32
 NEAR = 80  # characters between a term and the number that measures it
+SPREAD = 2.0  # a latency column's slowest row at this many times its fastest: the slow row is the complaint
 
 _NUM = r"(\d+(?:[.,]\d+)?)"
 PERCENT = re.compile(_NUM + r"\s?%")
@@ -215,7 +216,7 @@ def statements(source: str, text: str) -> list[PerfStatement]:
                             _layers(sentence) or _gpu_util(sentence), _batching(sentence) or _batch_cap(sentence), _tp_slower(sentence), _memory(sentence), _eager(sentence)) if s is not None]
         if len(out) >= MAX_STATEMENTS:
             break
-    return _repeated_cache_misses(source, text) + out
+    return _repeated_cache_misses(source, text) + _latency_spread(source, text) + out
 
 
 def _sentences(source: str, text: str) -> list[_Sentence]:
@@ -242,7 +243,20 @@ def _sentences(source: str, text: str) -> list[_Sentence]:
 
     lines = text.splitlines()
     near = _near_terms(lines)
+    header: list[str] = []  # the cells of the markdown table's header row that names a measure
     for no, raw in enumerate(lines, 1):
+        row = _cells(raw)
+        if row is None:
+            header = []
+        elif no >= 2 and TABLE_RULE.match(raw) and (above := _cells(lines[no - 2])):
+            header = above if ANY_TERM.search(" ".join(above)) else []
+            continue
+        elif header:  # a row under a header: each cell is read with its column's name ("cache hit rate 0%")
+            flush()
+            said = "; ".join(f"{h} {c}" for h, c in zip(header, row, strict=False) if h and c)
+            if said and len(said) <= MAX_SENTENCE:
+                out.append(_Sentence(f"{source}:{no}", said))
+            continue
         if no not in near:
             flush()
             continue
@@ -257,6 +271,17 @@ def _sentences(source: str, text: str) -> list[_Sentence]:
             flush()
     flush()
     return out
+
+
+TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$")  # markdown's |---|---| below a header
+
+
+def _cells(raw: str) -> list[str] | None:
+    """A markdown table row's cells (markup stripped); None for a line that is no table row."""
+    line = raw.strip()
+    if not line.startswith("|") or line.count("|") < 3:
+        return None
+    return [" ".join(c.replace("`", "").replace("**", "").strip().strip("*_").split()) for c in line.strip("|").split("|")]
 
 
 ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, GPU_UTIL, PREEMPT,
@@ -305,8 +330,10 @@ RELATIVE = re.compile(r"^\s*(?:more|less|fewer|higher|lower|faster|slower|better
 
 def _near(rx: re.Pattern[str], text: str, at: re.Match[str]) -> list[re.Match[str]]:
     """Readings of `rx` within NEAR characters after the term, or just before it ("99 % KV cache usage")."""
-    after = [m for m in rx.finditer(text, at.end(), min(len(text), at.end() + NEAR))]
-    before = [m for m in rx.finditer(text, max(0, at.start() - NEAR // 2), at.start())]
+    # a ";" closes a measure's cell: a table row read with its header is "TTFT p50 287 ms; ITL p50 1.6 ms"
+    end = text.find(";", at.end())
+    after = [m for m in rx.finditer(text, at.end(), min(len(text), at.end() + NEAR, end if end >= 0 else len(text)))]
+    before = [m for m in rx.finditer(text, max(0, at.start() - NEAR // 2, text.rfind(";", 0, at.start()) + 1), at.start())]
     return [m for m in after + before[-1:] if not RELATIVE.match(text, m.end())]
 
 
@@ -373,6 +400,37 @@ def _repeated_cache_misses(source: str, text: str) -> list[PerfStatement]:
     line = text.splitlines()[no - 1].strip()[:300]
     return [PerfStatement("perf.prefix_caching_off", f"{source}:{no}", f"{line} ({len(hits)} responses, each {first.group(0)})",
                           {"prefix_cache_hit_rate": 0.0})]
+
+
+def _latency_spread(source: str, text: str) -> list[PerfStatement]:
+    """A markdown table whose TTFT or inter-token latency column holds a row SPREAD times another's: the
+    same measure on the same hardware, so the fast row shows what the hardware gives and the slow one is
+    well above it (a version, a path, a setting that regressed), whatever an absolute threshold says."""
+    out: list[PerfStatement] = []
+    lines = text.splitlines()
+    header: list[str] = []
+    rows: list[tuple[int, list[str]]] = []
+    for no, raw in enumerate([*lines, ""], 1):
+        cells = _cells(raw)
+        if cells is not None and no >= 2 and TABLE_RULE.match(raw) and (above := _cells(lines[no - 2])):
+            header, rows = above, []
+            continue
+        if cells is not None and header:
+            rows.append((no, cells))
+            continue
+        for col, name in enumerate(header):
+            if not (TTFT.search(name) or ITL.search(name)):
+                continue
+            timed = [(_seconds(d), no, r) for no, r in rows if col < len(r) and (d := DURATION.search(r[col]))]
+            if len(timed) < 2:
+                continue
+            (best, _, fast), (worst, at, slow) = min(timed, key=lambda t: t[0]), max(timed, key=lambda t: t[0])
+            if best > 0 and worst >= SPREAD * best:
+                said = f"{name} {slow[col]} ({slow[0]}) against {fast[col]} ({fast[0]}): {worst / best:.1f}x"
+                out.append(PerfStatement("perf.high_latency", f"{source}:{at}", said[:300], {"latency_ratio": round(worst / best, 2)}))
+                break
+        header, rows = [], []
+    return out
 
 
 def _latency(s: _Sentence) -> PerfStatement | None:
@@ -549,7 +607,8 @@ def _metrics(found: list[PerfStatement], engine: str) -> MetricsFacts | None:
         elif st.code == "perf.low_gpu_util" and "offload_layers_model" in x and "offload_layers_model" not in v:
             v.update(offload_layers_gpu=x["offload_layers_gpu"], offload_layers_model=x["offload_layers_model"])
             raw["offload"] = said
-        elif st.code == "perf.prefix_caching_off" and "prefix_cache_hit_rate" in x and "prefix_cache_hit_rate" not in v:
+        elif st.code == "perf.prefix_caching_off" and "prefix_cache_hit_rate" in x and x["prefix_cache_hit_rate"] < v.get("prefix_cache_hit_rate", 2.0):
+            # the lowest of several stated rates is the complaint ("off: 95 %, high: 0 %")
             v["prefix_cache_hit_rate"] = x["prefix_cache_hit_rate"]
             raw["prefix_cache_hit_rate"] = said
     if not v:
