@@ -130,7 +130,7 @@ def _eager(facts: Facts, log: LogView) -> Finding | None:
     found = [e for e in log.events("enforce_eager") if not any(ADVICE.search(x) for x in e.lines[:1])]
     set_by_config = facts.deployment is not None and facts.deployment.enforce_eager is True and facts.deployment.is_set("enforce_eager")
     if not found and not set_by_config:
-        return None
+        return _eager_batches(facts)
     # SGLang's flag is --disable-cuda-graph (engine_args reads it into enforce_eager)
     sglang = le.engine(facts) == "sglang" or any("disable_cuda_graph" in x or "disable-cuda-graph" in x for e in found for x in e.lines[:1])
     flag = "--disable-cuda-graph" if sglang else "--enforce-eager"
@@ -145,3 +145,26 @@ def _eager(facts: Facts, log: LogView) -> Finding | None:
     return Finding("perf.eager_mode", f"CUDA graphs are off ({flag.lstrip('-')}): decode is slower", evidence,
                    [Fix(f"Drop {flag} so the engine captures CUDA graphs (costs some memory and start-up time)")],
                    severity="info" if fast else "warn")
+
+
+def _eager_batches(facts: Facts) -> Finding | None:
+    """SGLang's decode stat line says per batch whether it ran a captured CUDA graph ("cuda graph: False",
+    srt/managers/scheduler_metrics_mixin.py): with graphs on, a batch larger than --cuda-graph-max-bs has no
+    graph and decodes eager. Sustained over the decode lines, the running batch outgrew the captured sizes:
+    capture up to the largest batch that ran eager."""
+    from llm_doctor.logparse.stat_lines import is_sustained
+
+    m = facts.metrics if facts.metrics is not None and facts.metrics.available and fv.from_log(m := facts.metrics) else None
+    off = int(m.values.get("graph_off_samples", 0)) if m is not None else 0
+    if m is None or not off:
+        return None
+    on = int(m.values.get("graph_on_samples", 0))
+    if not is_sustained(off, off + on):
+        return None
+    batch = int(m.values.get("graph_off_running_max", 0))
+    evidence = [m.raw.get("graph_off", "cuda graph: False"), f"{off} of {off + on} decode batches ran without a CUDA graph"]
+    fix = (Fix(f"Capture CUDA graphs up to the {batch} requests that decoded eager (more graph memory: lower "
+               "--mem-fraction-static a little if the KV cache then does not fit)", f"--cuda-graph-max-bs {batch}") if batch
+           else Fix("Capture CUDA graphs up to the running batch size (--cuda-graph-max-bs)"))
+    return Finding("perf.eager_mode", f"{off} of {off + on} SGLang decode batches ran eager (cuda graph: False)"
+                   + (f", up to {batch} running requests" if batch else ""), evidence, [fix])
