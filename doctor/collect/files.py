@@ -243,10 +243,11 @@ def _bench_sweep(path: str, text: str, facts: Facts) -> bool:
     from llm_doctor.logparse import bench_runs
 
     found = bench_runs.sweep(bench_runs.runs(text))
+    tabled = found is None and (found := bench_runs.sweep(bench_runs.table_runs(text))) is not None
     if found is None or (facts.host is not None and facts.host.probe is not None):
         return False
     low, high = found
-    where = f"{path}:{low.line} and :{high.line}"
+    where = f"{path}:{low.line} and :{high.line}" + (" (the rows of a table)" if tabled else "")
     probe = ProbeFacts(concurrency=high.concurrency, tps_1=low.output_tps, tps_n=high.output_tps,
                        requests=low.requests + high.requests,
                        notes=[f"measured by the pasted serving-benchmark runs at max concurrency 1 and {high.concurrency} ({where})"])
