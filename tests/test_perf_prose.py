@@ -332,3 +332,15 @@ def test_a_cell_boundary_keeps_one_columns_latency_from_the_next(tmp_path):
     (st,) = [s for s in perf_prose.statements("x", "| path | TTFT p50 | ITL p50 | tok/s @ c32 |\n|---|---:|---:|---:|\n"
                                                      "| through `tls-lb` | 287.2 ms | **1.58 ms** | 2235 |\n") if "ttft_s" in s.measures]
     assert st.measures == {"ttft_s": 0.2872, "itl_s": 0.00158}
+
+
+def test_a_count_of_preemptions_said_without_the_cache_is_kv_pressure_before_the_cap(tmp_path):
+    # https://github.com/MiaAI-Lab/GLM-5.3-Flash-EXL3-2x-DGX-Sparks/issues/122
+    report = _paste(tmp_path, "the reason our `MAX_NUM_SEQS=4` soak with `--long-prefill-token-threshold` (see #119 / #110) "
+                              "preempted 165 times while `MAX_NUM_SEQS=3` cut that to 59.\n")
+    first = report["findings"][0]
+    assert (first["code"], first["title"]) == ("perf.kv_cache_pressure", "KV cache under pressure, 165 preemptions")
+    assert not any("peak usage" in e for e in first["evidence"])
+    # the stated cap halved: the running sequences then fit the cache they overran
+    assert _commands(first)[0] == "--max-num-seqs 2"
+    assert [f["code"] for f in report["findings"]] == ["perf.kv_cache_pressure", "perf.batching_limited"]

@@ -64,7 +64,8 @@ RUNNING = re.compile(r"(\d+)\s(?:requests?|reqs?|seqs?|sequences?)\s(?:are )?run
 # (ASCII bounds: "waiting机制" in a Chinese sentence is the word)
 QUEUE_WORDS = re.compile(r"(?<![A-Za-z])(?:queue(?:s|d|ing)?|waiting|pending|wait(?:s)? in|piles? up|pile up|backlog)(?![A-Za-z])", re.I)
 PREEMPT = re.compile(r"\bpreempt\w*|\bswapp(?:ed|ing) out\b|\bretract\w*", re.I)
-PREEMPTIONS = re.compile(r"(\d+)\s(?:preemptions?|requests? (?:were |are )?preempted)|(?:Preemptions|num_preemptions(?:_total)?)\s?[:=]?\s?(\d+)", re.I)
+PREEMPTIONS = re.compile(r"(\d+)\s(?:preemptions?|requests? (?:were |are )?preempted)|(?:Preemptions|num_preemptions(?:_total)?)\s?[:=]?\s?(\d+)|"
+                         r"\bpreempted (\d+) times\b", re.I)
 # vLLM "Prefix cache hit rate: %.1f%%", vllm:prefix_cache_hits / prefix_cache_queries, gpu_prefix_cache_hit_rate;
 # SGLang "cache hit rate", sglang:cache_hit_rate, "#cached-token: %d"
 PREFIX = re.compile(r"\b(?:(?:prefix|prompt)[ -]cach(?:e|ing)(?: hit rate| hits?)?|(?:prefix |radix |KV )?cache hit(?: rate| ratio)?|prefix_cache_hits?(?:_total)?|"
@@ -348,7 +349,9 @@ def _statement(code: str, s: _Sentence, measures: dict[str, float] | None = None
 def _kv(s: _Sentence) -> PerfStatement | None:
     term = KV.search(s.text)
     if term is None:
-        return None
+        # vLLM preempts a running sequence only when the KV cache has no block left for it: a count of them is the pressure
+        p = PREEMPTIONS.search(s.text)
+        return _statement("perf.kv_cache_pressure", s, {"preemptions": float(next(g for g in p.groups() if g))}) if p else None
     measures: dict[str, float] = {}
     pct = _near(PERCENT, s.text, term)
     if pct:
@@ -360,7 +363,7 @@ def _kv(s: _Sentence) -> PerfStatement | None:
     if (r := RUNNING.search(s.text)) is not None:
         measures["running"] = float(r.group(1) or r.group(2))
     if (p := PREEMPTIONS.search(s.text)) is not None:
-        measures["preemptions"] = float(p.group(1) or p.group(2))
+        measures["preemptions"] = float(next(g for g in p.groups() if g))
     if QUEUE_WORDS.search(s.text) or PREEMPT.search(s.text):
         measures["queued"] = 1.0
     if "kv_cache_usage" in measures or "preemptions" in measures:
