@@ -344,3 +344,22 @@ def test_a_count_of_preemptions_said_without_the_cache_is_kv_pressure_before_the
     # the stated cap halved: the running sequences then fit the cache they overran
     assert _commands(first)[0] == "--max-num-seqs 2"
     assert [f["code"] for f in report["findings"]] == ["perf.kv_cache_pressure", "perf.batching_limited"]
+
+
+def test_tp_traffic_said_to_take_pcie_without_nvlink_is_the_interconnect_as_said(tmp_path):
+    # https://github.com/haohervchb/sglang-V100/pull/2
+    text = ("Our four V100 SXM2 32 GB sit behind one PCIe (PLX) switch: P2P works at PCIe line rate but there is no NVLink. "
+            "On that topology `can_use_custom_all_reduce_with_nvlink()` rejects the custom all-reduce for more than two GPUs "
+            '("not supported on more than two PCIe-only GPUs"), so every TP all-reduce goes through NCCL.\n')
+    found = perf_prose.statements("pr.md", text)
+    assert [st.code for st in found] == ["perf.slow_interconnect", "perf.slow_interconnect"]
+    # (the second sentence's NCCL is read as a failure by the log's keyword families, which block the perf checks)
+    f = _finding(_paste(tmp_path, text.split(" On that")[0] + "\n"), "perf.slow_interconnect")
+    assert f["severity"] == "info" and [x["command"] for x in f["fixes"]] == ["nvidia-smi topo -m"]
+
+
+def test_a_healthy_engines_p2p_lines_and_one_gpu_state_no_slow_interconnect():
+    # corpus/perf/vllm-startup-v0.6.1.post2-v0-tp4-vllmworkerprocess-stats (train, healthy): vLLM's own P2P check lines
+    text = ("(VllmWorkerProcess pid=215) INFO 09-27 03:03:56 custom_all_reduce_utils.py:242] reading GPU P2P access cache "
+            "from /home/corvo/.cache/vllm/gpu_p2p_access_cache_for_0,1,2,3.json\n")
+    assert perf_prose.statements("engine.log", text) == []

@@ -137,6 +137,16 @@ EAGER = re.compile(r"(?<![\w-])--enforce[-_]eager\b|\benforce_eager\s?[=:]\s?['\
                    r"\b(?:CUDA[ -]?graphs?|cudagraphs?)\s(?:(?:are|is|were|was|got|get|gets)\s)?(?:disabled|off|not (?:captured|used|enabled))\b|"
                    r"\b(?:falls?|fell|falling) back to eager\b|\b(?:runs?|ran|running) (?:in )?eager\b|\beager (?:mode|execution|decod\w*)\b", re.I)
 EAGER_NEGATED = re.compile(r"\b(?:not|never|no longer|without)\s(?:\w+\s)?(?:in\s)?$", re.I)  # "not in eager mode", "without --enforce-eager"
+# the GPUs' path for TP traffic said to be slow, in the words of the engines and NCCL: vLLM/SGLang's custom all-reduce
+# "not supported on more than two PCIe-only GPUs" / disabled for want of P2P, NCCL_P2P_DISABLE, NCCL channels "via SHM",
+# "NET/Socket" (NCCL's transports), and the plain words: no NVLink / PCIe only / P2P not supported between the GPUs
+LINK_SLOW = re.compile(r"\bnot supported on more than two PCIe-only GPUs\b|\bcustom[ _-]?all[ _-]?reduce\b[^.]{0,40}?\b(?:disabled|not supported|off)\b|"
+                       r"\bNCCL_P2P_DISABLE\s?=\s?['\"]?1\b|\bvia SHM\b|\bNET/Socket\b|"
+                       r"\b(?:P2P|peer[ -]to[ -]peer|peer access)\b[^.]{0,30}?\b(?:(?:is |are )?not (?:supported|available|enabled|possible)|"
+                       r"(?:is |are )?disabled|unsupported|unavailable)\b|"
+                       r"\b(?:no|without|lacks?|lacking) NVLink\b|\bPCIe[- ]only\b", re.I)
+MULTI_GPU = re.compile(r"\b(?:tensor[ _-]?parallel\w*|TP\s?=?\s?\d|tp[-_]size|all[ -]?reduce|NCCL|multi(?:ple)?[ -]GPUs?|GPUs|cards|ranks?)\b|"
+                       r"\b(?:two|three|four|eight|[2-9]|1[0-6])\s?x?\s?(?:GPUs?|cards|[A-Z]\d{2,4}\w*)", re.I)
 # the share of GPU memory the engine takes, by the engine's own flag name: vLLM gpu_memory_utilization,
 # SGLang mem_fraction_static, TGI cuda_memory_fraction (what perf.memory_headroom judges)
 MEMORY_SHARE = re.compile(r"(?<![\w'\"-])-{0,2}(?P<name>gpu[-_ ]memory[-_ ]utili[sz]ation|mem[-_ ]fraction[-_ ]static|cuda[-_ ]memory[-_ ]fraction)"
@@ -286,7 +296,7 @@ def _cells(raw: str) -> list[str] | None:
 
 
 ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, GPU_UTIL, PREEMPT,
-                                                              BATCH, AT_ONCE, TP_SLOWER, MEMORY_SHARE, LAYERS, EAGER, BATCH_CAP))
+                                                              BATCH, AT_ONCE, TP_SLOWER, MEMORY_SHARE, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 MAX_TERM_LINES = 1000  # different lines holding a term literal: a person's text has a few, the rest of a log is not read
@@ -299,7 +309,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
                  "concurrent", "simultaneous", "wait",
                  "tp=", "tp ", "multi", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
-                 "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-")
+                 "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "shm", "socket", "reduce")
 
 
 def _near_terms(lines: list[str]) -> set[int]:
@@ -548,7 +558,10 @@ def _eager(s: _Sentence) -> PerfStatement | None:
 
 
 def _tp_slower(s: _Sentence) -> PerfStatement | None:
-    return _statement("perf.slow_interconnect", s) if TP_SLOWER.search(s.text) else None
+    """More GPUs slower than fewer, or TP traffic said to take a slow path between several GPUs."""
+    if TP_SLOWER.search(s.text) or (LINK_SLOW.search(s.text) and MULTI_GPU.search(s.text)):
+        return _statement("perf.slow_interconnect", s)
+    return None
 
 
 def _deployment(found: list[PerfStatement], facts: Facts) -> None:
