@@ -359,3 +359,14 @@ def test_a_few_decode_batches_above_the_captured_sizes_stay_quiet():
     from llm_doctor.facts import Facts
 
     assert _eager_batches(Facts(metrics=scanner.stats.metrics())) is None
+
+
+def test_a_launch_command_alone_with_cuda_graphs_off_is_eager_mode_in_its_engines_flag(tmp_path):
+    # TGI's --cuda-graphs 0 (launcher/src/main.rs); a command file gives no log, only the deployment
+    cmd = tmp_path / "launch.sh"
+    cmd.write_text("text-generation-launcher --model-id mistralai/Mistral-7B-Instruct-v0.2 --cuda-graphs 0\n")
+    (f,) = perf(analyze(cmd))
+    assert (f["code"], f["title"]) == ("perf.eager_mode", "CUDA graphs are off (cuda-graphs 0): decode is slower")
+    assert f["fixes"][0]["summary"].startswith("Drop --cuda-graphs 0")
+    cmd.write_text("text-generation-launcher --model-id mistralai/Mistral-7B-Instruct-v0.2 --cuda-graphs 1,2,4,8,16,32\n")
+    assert perf(analyze(cmd)) == []

@@ -23,9 +23,13 @@ SAMPLING_SHARE = 0.1
 HEADROOM = 0.92  # the memory fraction a fix raises to at most (perf.kv_cache_metrics keeps the same bound)  # sampling above 10% of a token's time: the sampler, not the model, is the cost
 
 
-@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "ollama_cpu_share", "threads", "sampling_time", "eval_time", "enforce_eager"], running=True)
-def engine_log(facts: Facts, log: LogView) -> Outcome:
-    """The log shows no KV-cache thrashing, CPU-bound generation or disabled CUDA graphs."""
+@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "ollama_cpu_share", "threads", "sampling_time", "eval_time", "enforce_eager"], any_of=("logs", "deployment"), running=True)
+def engine_log(facts: Facts, log: LogView | None) -> Outcome:
+    """The log shows no KV-cache thrashing, CPU-bound generation or disabled CUDA graphs (a launch command
+    alone, no log: its CUDA graph flag)."""
+    if log is None:
+        eager = _eager(facts, None)
+        return Outcome([eager] if eager else [], "" if eager else "the launch command keeps CUDA graphs on")
     findings = [f for f in (_kv_pressure(facts, log), _no_offload(facts, log), _cpu_bound(facts, log), _eager(facts, log)) if f]
     return Outcome(findings, "" if findings else "no performance signal in the log")
 
@@ -126,14 +130,15 @@ def _cpu_bound(facts: Facts, log: LogView) -> Finding | None:
     return None
 
 
-def _eager(facts: Facts, log: LogView) -> Finding | None:
-    found = [e for e in log.events("enforce_eager") if not any(ADVICE.search(x) for x in e.lines[:1])]
+def _eager(facts: Facts, log: LogView | None) -> Finding | None:
+    found = [e for e in log.events("enforce_eager") if not any(ADVICE.search(x) for x in e.lines[:1])] if log else []
     set_by_config = facts.deployment is not None and facts.deployment.enforce_eager is True and facts.deployment.is_set("enforce_eager")
     if not found and not set_by_config:
         return _eager_batches(facts)
     # SGLang's flag is --disable-cuda-graph (engine_args reads it into enforce_eager)
     sglang = le.engine(facts) == "sglang" or any("disable_cuda_graph" in x or "disable-cuda-graph" in x for e in found for x in e.lines[:1])
-    flag = "--disable-cuda-graph" if sglang else "--enforce-eager"
+    # TGI's is --cuda-graphs 0 (its default captures batch sizes 1,2,4,8,16,32)
+    flag = "--disable-cuda-graph" if sglang else "--cuda-graphs 0" if le.engine(facts) == "tgi" else "--enforce-eager"
     evidence = le.evidence(found[:2]) or [f"{flag} is set"]
     # graphs save per-step launch overhead in decode: where the same input measures decode as fast, they cost
     # little here (a benchmark of a small model, a backend without CUDA) and it is a note, not the slowness

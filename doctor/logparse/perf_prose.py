@@ -138,10 +138,11 @@ EAGER = re.compile(r"(?<![\w-])--enforce[-_]eager\b|\benforce_eager\s?[=:]\s?['\
                    r"\b(?:falls?|fell|falling) back to eager\b|\b(?:runs?|ran|running) (?:in )?eager\b|\beager (?:mode|execution|decod\w*)\b", re.I)
 EAGER_NEGATED = re.compile(r"\b(?:not|never|no longer|without)\s(?:\w+\s)?(?:in\s)?$", re.I)  # "not in eager mode", "without --enforce-eager"
 # the GPUs' path for TP traffic said to be slow, in the words of the engines and NCCL: vLLM/SGLang's custom all-reduce
-# "not supported on more than two PCIe-only GPUs" / disabled for want of P2P, NCCL_P2P_DISABLE, NCCL channels "via SHM",
-# "NET/Socket" (NCCL's transports), and the plain words: no NVLink / PCIe only / P2P not supported between the GPUs
+# "not supported on more than two PCIe-only GPUs" / disabled for want of P2P, NCCL_P2P_DISABLE=1, and the plain words:
+# no NVLink / PCIe only / P2P not supported between the GPUs (NCCL's own transport lines, "via SHM" and "NET/Socket",
+# are log events perf.interconnect judges with the nodes and GPUs they join)
 LINK_SLOW = re.compile(r"\bnot supported on more than two PCIe-only GPUs\b|\bcustom[ _-]?all[ _-]?reduce\b[^.]{0,40}?\b(?:disabled|not supported|off)\b|"
-                       r"\bNCCL_P2P_DISABLE\s?=\s?['\"]?1\b|\bvia SHM\b|\bNET/Socket\b|"
+                       r"\bNCCL_P2P_DISABLE\s?=\s?['\"]?1\b|"
                        r"\b(?:P2P|peer[ -]to[ -]peer|peer access)\b[^.]{0,30}?\b(?:(?:is |are )?not (?:supported|available|enabled|possible)|"
                        r"(?:is |are )?disabled|unsupported|unavailable)\b|"
                        r"\b(?:no|without|lacks?|lacking) NVLink\b|\bPCIe[- ]only\b", re.I)
@@ -309,7 +310,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
                  "concurrent", "simultaneous", "wait",
                  "tp=", "tp ", "multi", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
-                 "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "shm", "socket", "reduce")
+                 "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce")
 
 
 def _near_terms(lines: list[str]) -> set[int]:
