@@ -90,6 +90,11 @@ def negate(raw: object) -> bool:
     return not to_bool(raw)
 
 
+def graphs_off(raw: object) -> bool:
+    """TGI's --cuda-graphs takes the batch sizes to capture; "0" captures none (launcher/src/main.rs)."""
+    return [x.strip() for x in str(raw).strip("'\"").split(",") if x.strip()] in ([], ["0"])
+
+
 def secret_set(raw: object) -> bool:
     """An API key is recorded only as present or not; its value never enters Facts."""
     return raw not in (None, "", "None")
@@ -178,6 +183,7 @@ TGI_FLAGS: dict[str, Flag] = {
     "max_batch_prefill_tokens": Flag("max_num_batched_tokens", human_int),
     "max_batch_total_tokens": Flag("max_total_tokens", human_int),
     "max_batch_size": Flag("max_num_seqs", human_int),
+    "cuda_graphs": Flag("enforce_eager", graphs_off),
     "quantize": Flag("quantization"),
     "dtype": Flag("dtype"),
     "kv_cache_dtype": Flag("kv_cache_dtype"),
@@ -627,6 +633,8 @@ def _apply_env(cfg: EngineConfig, env: dict[str, str], source: str) -> None:
             cfg.kv_cache_dtype, cfg.sources["kv_cache_dtype"] = env["OLLAMA_KV_CACHE_TYPE"], source
     if cfg.engine == "tgi" and env.get("MODEL_ID") and not cfg.model:
         cfg.model, cfg.sources["model"] = env["MODEL_ID"], source
+    if cfg.engine == "tgi" and "CUDA_GRAPHS" in env and not cfg.is_set("enforce_eager"):
+        cfg.enforce_eager, cfg.sources["enforce_eager"] = graphs_off(env["CUDA_GRAPHS"]), source
     if cfg.engine == "tgi" and env.get("CUDA_MEMORY_FRACTION") and not cfg.is_set("gpu_memory_utilization"):
         cfg.gpu_memory_utilization, cfg.sources["gpu_memory_utilization"] = to_float(env["CUDA_MEMORY_FRACTION"]), source
     if cfg.engine == "vllm" and "VLLM_USE_V1" in env:

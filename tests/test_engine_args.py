@@ -272,3 +272,12 @@ def test_lmdeploy_launch_command() -> None:
     plain = parse_command("python -m lmdeploy.serve.openai.api_server ./internlm2-chat-7b --server-port 8000")
     assert (plain.engine, plain.model, plain.port, plain.gpu_memory_utilization) == ("lmdeploy", "./internlm2-chat-7b", 8000, 0.8)
     assert plain.sources["gpu_memory_utilization"] == "default"
+
+
+def test_tgi_cuda_graphs_zero_is_eager_and_a_size_list_is_not():
+    # text-generation-inference launcher/src/main.rs: `--cuda-graphs` "Specify the batch sizes to compute cuda graphs for.
+    # Use "0" to disable. Default = "1,2,4,8,16,32"" (env CUDA_GRAPHS)
+    assert parse_command("text-generation-launcher --model-id m --cuda-graphs 0").enforce_eager is True
+    assert parse_command("text-generation-launcher --model-id m --cuda-graphs 1,2,4,8").enforce_eager is False
+    assert parse_command("CUDA_GRAPHS=0 text-generation-launcher --model-id m").enforce_eager is True
+    assert parse_command("text-generation-launcher --model-id m").is_set("enforce_eager") is False

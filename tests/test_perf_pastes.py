@@ -224,3 +224,44 @@ def test_a_shell_wrapped_args_string_and_other_images_are_told_apart():
             "image: chromadb/chroma:latest\ncommand: --port 8000\n")
     assert container_spec.commands(text) == [["docker", "run", "vllm/vllm-openai:latest", "vllm", "serve", "m",
                                               "--max_num_batched_tokens", "1024"]]
+
+
+def test_a_recipes_engine_named_argument_list_is_the_launch_command(tmp_path):
+    # https://github.com/vllm-project/recipes/pull/573 (models/deepseek-ai/DeepSeek-V4-Pro.yaml, the old value)
+    text = 'strategy_overrides:\n      vllm_args:\n        - "--enforce-eager"\n        - "--max-num-seqs"\n        - "2"\n'
+    assert container_spec.engine_arg_lists(text) == [["vllm", "serve", "--enforce-eager", "--max-num-seqs", "2"]]
+    path = tmp_path / "DeepSeek-V4-Pro.yaml"
+    path.write_text(text)
+    report = analyze(path)
+    dep = report["facts"]["deployment"]
+    assert (dep["engine"], dep["max_num_seqs"], dep["enforce_eager"]) == ("vllm", 2, True)
+    (f,) = [f for f in report["findings"] if f["code"] == "perf.batching_limited"]
+    assert f["severity"] == "warn" and [x["command"] for x in f["fixes"]] == ["--max-num-seqs 256"]
+    assert "perf.eager_mode" in codes(report)
+
+
+def test_an_argument_list_under_a_key_naming_no_engine_is_not_read():
+    assert container_spec.engine_arg_lists('extra_args:\n  - "--max-num-seqs"\n  - "2"\n') == []
+
+
+def test_a_sweep_tabulated_by_hand_fills_the_probe_and_its_per_stream_column_is_not_the_throughput(tmp_path):
+    # https://github.com/blazux/qwen3.8-Flash-DGX/issues/1 (a comment): aggregate tok/s grows 15.6x from c=1 to c=48,
+    # while "per stream" falls as streams share the GPU (as it should): batching works
+    text = ("| c | aggregate tok/s | per stream | PLE worker cpu% | majflt/token | TTFT | queue |\n"
+            "|---:|---:|---:|---:|---:|---:|---:|\n"
+            "| 1 | 17.1 | 17.1 | 4.9 | 16.0 | 0.22 | 0.00 |\n"
+            "| 8 | 87.5 | 10.9 | 6.1 | 7.0 | 0.53 | 0.00 |\n"
+            "| 16 | 131.6 | 8.2 | 23.9 | 9.6 | 0.83 | 0.00 |\n"
+            "| 32 | 212.0 | 6.6 | 19.9 | 4.3 | 1.19 | 0.00 |\n"
+            "| **48** | **266.8** | 5.6 | 17.9 | 3.6 | **1.60** | 0.01 |\n")
+    runs = bench_runs.table_runs(text)
+    assert [(r.concurrency, r.output_tps, r.line) for r in runs][::4] == [(1, 17.1, 3), (48, 266.8, 7)]
+    path = tmp_path / "comment.md"
+    path.write_text(text)
+    report = analyze(path)
+    probe = report["facts"]["host"]["probe"]
+    assert (probe["concurrency"], probe["tps_1"], probe["tps_n"]) == (48, 17.1, 266.8)
+    assert "the rows of a table" in probe["notes"][0]
+    assert "perf.batching_limited" not in codes(report) and check(report, "perf.batching")["status"] == "pass"
+    # a table with no concurrency column is no sweep
+    assert bench_runs.table_runs(text.replace("| c |", "| model |", 1)) == []

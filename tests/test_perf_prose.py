@@ -252,3 +252,114 @@ def test_a_key_in_the_sentence_never_reaches_the_report(tmp_path):
     report = _paste(tmp_path, f"With OPENAI_API_KEY={key} the TTFT is 20 s at 10 concurrent requests.\n")
     assert _finding(report, "perf.high_latency")["title"].startswith("TTFT 20.0 s")
     assert key not in json.dumps(report)
+
+
+def test_decode_falling_back_to_eager_is_eager_mode_as_said(tmp_path):
+    # https://github.com/sgl-project/sglang/pull/40346
+    report = _paste(tmp_path, "On an RTX 5090 (32 GB, SM120), the 20–35 GiB memory tier currently defaults to a decode CUDA graph "
+                              "maximum batch size of 48 for TP < 4. Under concurrency, decode can exceed that ceiling and fall back "
+                              "to eager execution.\n")
+    f = _finding(report, "perf.eager_mode")
+    assert f["severity"] == "info" and f["title"].startswith("CUDA graphs are said to be off")
+    assert any("fall back to eager execution" in e for e in f["evidence"])
+    # "maximum batch size of 48" is no batch cap flag: nothing said of batching
+    assert [x["code"] for x in report["findings"]] == ["perf.eager_mode"]
+
+
+def test_a_benchmark_headed_disable_cuda_graph_is_eager_mode():
+    # https://github.com/xLLM-AI/xllm/pull/713 (the heading above its benchmark block)
+    (st,) = perf_prose.statements("pr.md", "**Disable CUDA Graph:**\n```\n")
+    assert st.code == "perf.eager_mode" and st.where == "pr.md:1"
+
+
+def test_a_statement_opening_with_when_is_no_question(tmp_path):
+    # https://github.com/vllm-project/vllm/issues/3384
+    report = _paste(tmp_path, "When running inference we see that the CPU of the VLLM process is maxed at 100%, but the GPU varies "
+                              "between 50-70%. For a single request, our avg generated throughput is only about 100 tokens/second.\n")
+    f = _finding(report, "perf.cpu_bound")
+    assert any("CPU of the VLLM process is maxed at 100%" in e for e in f["evidence"])
+    assert report["status"] != "incomplete"
+
+
+def test_a_batch_cap_said_with_the_flag_name_is_judged_by_perf_batching(tmp_path):
+    # https://github.com/MiaAI-Lab/Qwen3.8-Flash-Next-Single-DGX-Spark/issues/19
+    report = _paste(tmp_path, "**Affects:** `.env.sample` (`MAX_NUM_SEQS=4`), `start.sh`\n"
+                              "### 15a — MAX_NUM_SEQS=4 is a benchmarking trap\n")
+    assert report["facts"]["deployment"]["max_num_seqs"] == 4
+    (f,) = [f for f in report["findings"] if f["code"] == "perf.batching_limited"]
+    assert f["severity"] == "warn" and f["check"] == "perf.batching"
+    assert _commands(f) == ["--max-num-seqs 256"]
+
+
+def test_eager_and_cap_words_that_state_no_problem_stay_quiet(tmp_path):
+    text = ("We serve with CUDA graphs enabled and the server is not in eager mode.\n\n"
+            "The deployment runs max_num_seqs=256 on one H100.\n")
+    report = _paste(tmp_path, text)
+    assert not [f for f in report["findings"] if f["code"].startswith("perf.")], report["findings"]
+
+
+def test_a_table_row_is_read_with_its_columns_names_and_the_lowest_hit_rate_is_the_complaint(tmp_path):
+    # https://github.com/MiaAI-Lab/DeepSeek-v4-Flash-DSpark-2x-DGX-Spark/issues/144
+    report = _paste(tmp_path, "| reasoning_effort | cache hit rate | hit latency | miss latency | speedup |\n"
+                              "|---|---|---|---|---|\n"
+                              "| off | 95% | ~1.4-1.7s | ~3.8-4.0s | ~2.3-2.7x |\n"
+                              "| low | 95% | ~1.6-1.7s | ~3.9-4.0s | ~2.3-2.5x |\n"
+                              "| high | 0% | ~4.2s | ~4.1s | ~1.0x |\n"
+                              "| max | 0% | ~4.1-4.3s | ~4.1-4.3s | ~1.0x |\n")
+    f = _finding(report, "perf.prefix_caching_off")
+    assert f["title"] == "no repeated prompt prefix is read from the cache (hit rate 0%)"
+    assert f["evidence"][0].endswith("issue.md:5: reasoning_effort high; cache hit rate 0%; hit latency ~4.2s; miss latency ~4.1s; speedup ~1.0x")
+    assert report["status"] != "incomplete"
+
+
+def test_a_latency_column_whose_slow_row_is_twice_the_fast_one_is_high_latency(tmp_path):
+    # https://github.com/ml-explore/mlx-lm/issues/1435: 86.6 ms is below any absolute threshold, 2.4x the same machine's 35.6 ms
+    table = ("| mlx-lm | TTFT median | range |\n|---|---:|---|\n"
+             "| 0.27.1 | **35.6 ms** | 32.1 – 41.6 |\n| 0.31.3 | **86.6 ms** | 80.7 – 243.2 |\n")
+    (st,) = perf_prose._latency_spread("issue.md", table)
+    assert (st.code, st.where, st.measures) == ("perf.high_latency", "issue.md:4", {"latency_ratio": 2.43})
+    assert st.text == "TTFT median 86.6 ms (0.31.3) against 35.6 ms (0.27.1): 2.4x"
+    report = _paste(tmp_path, table)
+    assert report["status"] != "ok" and report["findings"][0]["code"] == "perf.high_latency"
+    # one row of it compares nothing: the absolute threshold alone judges 35.6 ms, healthy
+    one_row = table.rsplit("| 0.31.3", 1)[0]
+    assert perf_prose._latency_spread("issue.md", one_row) == []
+    assert not [f for f in _paste(tmp_path, one_row)["findings"] if f["code"].startswith("perf.")]
+
+
+def test_a_cell_boundary_keeps_one_columns_latency_from_the_next(tmp_path):
+    # https://github.com/confidential-dot-ai/c8s/pull/144: ITL is its own cell's 1.58 ms, not TTFT's 287.2 ms
+    (st,) = [s for s in perf_prose.statements("x", "| path | TTFT p50 | ITL p50 | tok/s @ c32 |\n|---|---:|---:|---:|\n"
+                                                     "| through `tls-lb` | 287.2 ms | **1.58 ms** | 2235 |\n") if "ttft_s" in s.measures]
+    assert st.measures == {"ttft_s": 0.2872, "itl_s": 0.00158}
+
+
+def test_a_count_of_preemptions_said_without_the_cache_is_kv_pressure_before_the_cap(tmp_path):
+    # https://github.com/MiaAI-Lab/GLM-5.3-Flash-EXL3-2x-DGX-Sparks/issues/122
+    report = _paste(tmp_path, "the reason our `MAX_NUM_SEQS=4` soak with `--long-prefill-token-threshold` (see #119 / #110) "
+                              "preempted 165 times while `MAX_NUM_SEQS=3` cut that to 59.\n")
+    first = report["findings"][0]
+    assert (first["code"], first["title"]) == ("perf.kv_cache_pressure", "KV cache under pressure, 165 preemptions")
+    assert not any("peak usage" in e for e in first["evidence"])
+    # the stated cap halved: the running sequences then fit the cache they overran
+    assert _commands(first)[0] == "--max-num-seqs 2"
+    assert [f["code"] for f in report["findings"]] == ["perf.kv_cache_pressure", "perf.batching_limited"]
+
+
+def test_tp_traffic_said_to_take_pcie_without_nvlink_is_the_interconnect_as_said(tmp_path):
+    # https://github.com/haohervchb/sglang-V100/pull/2
+    text = ("Our four V100 SXM2 32 GB sit behind one PCIe (PLX) switch: P2P works at PCIe line rate but there is no NVLink. "
+            "On that topology `can_use_custom_all_reduce_with_nvlink()` rejects the custom all-reduce for more than two GPUs "
+            '("not supported on more than two PCIe-only GPUs"), so every TP all-reduce goes through NCCL.\n')
+    found = perf_prose.statements("pr.md", text)
+    assert [st.code for st in found] == ["perf.slow_interconnect", "perf.slow_interconnect"]
+    # (the second sentence's NCCL is read as a failure by the log's keyword families, which block the perf checks)
+    f = _finding(_paste(tmp_path, text.split(" On that")[0] + "\n"), "perf.slow_interconnect")
+    assert f["severity"] == "info" and [x["command"] for x in f["fixes"]] == ["nvidia-smi topo -m"]
+
+
+def test_a_healthy_engines_p2p_lines_and_one_gpu_state_no_slow_interconnect():
+    # corpus/perf/vllm-startup-v0.6.1.post2-v0-tp4-vllmworkerprocess-stats (train, healthy): vLLM's own P2P check lines
+    text = ("(VllmWorkerProcess pid=215) INFO 09-27 03:03:56 custom_all_reduce_utils.py:242] reading GPU P2P access cache "
+            "from /home/corvo/.cache/vllm/gpu_p2p_access_cache_for_0,1,2,3.json\n")
+    assert perf_prose.statements("engine.log", text) == []

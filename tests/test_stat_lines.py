@@ -312,3 +312,61 @@ def test_llama_server_chunks_of_one_prompt_are_one_request_and_different_prompts
     r = analyze(STAT / "llama-server-b4020-3xP40-split-row-peer-access-error.txt")
     (f,) = [f for f in r["findings"] if f["code"] == "perf.prefix_caching_off"]
     assert f["severity"] == "info" and "3 of 3 requests evaluated their prompt from its first token" in f["evidence"]
+
+
+def test_sglang_decode_batches_without_a_cuda_graph_are_eager_mode_with_the_batch_to_capture():
+    path = STAT / "sglang-decode-cuda-graph-false-fastrl.log"
+    v = metrics(path)["values"]
+    assert (v["graph_off_samples"], v["graph_on_samples"], v["graph_off_running_max"]) == (2, 1, 48)
+    (f,) = perf(analyze(path))
+    assert f["code"] == "perf.eager_mode" and f["severity"] == "warn"
+    assert f["title"] == "2 of 3 SGLang decode batches ran eager (cuda graph: False), up to 48 running requests"
+    assert f["evidence"][0].startswith(f"{path}:1: ") and "cuda graph: False" in f["evidence"][0]
+    assert [x["command"] for x in f["fixes"]] == ["--cuda-graph-max-bs 48"]
+
+
+def test_cuda_graph_counts_are_the_same_read_by_lines_or_by_blocks():
+    lines = (STAT / "sglang-decode-cuda-graph-false-fastrl.log").read_bytes().splitlines(keepends=True) * 300
+
+    def stats(in_blocks: bool):
+        scanner = LogScanner()
+        scanner.start_source("x.log")
+        if in_blocks:
+            for i in range(0, len(lines), 250):
+                scanner.feed_block(b"".join(lines[i : i + 250]))
+        else:
+            for raw in lines:
+                scanner.feed(raw)
+        return scanner.stats
+
+    by_line, by_block = stats(False), stats(True)
+    for s in (by_line, by_block):
+        assert (s.graph_off, s.graph_on, s.graph_off_running_max, s.graph_off_where.split(": ")[0]) == (600, 300, 48, "x.log:1")
+    assert by_block.metrics().values == by_line.metrics().values
+
+
+def test_a_few_decode_batches_above_the_captured_sizes_stay_quiet():
+    # the healthy run's decode lines (sglang PR 22331) with one of the fastrl lines among them: a moment, not the run
+    healthy = (STAT / "sglang-decode-comma-cuda-graph.log").read_text().splitlines() * 3
+    eager = (STAT / "sglang-decode-cuda-graph-false-fastrl.log").read_text().splitlines()[0]
+    scanner = LogScanner()
+    scanner.start_source("x.log")
+    for raw in [*healthy, eager]:
+        scanner.feed((raw + "\n").encode())
+    v = scanner.stats.metrics().values
+    assert v["graph_off_samples"] == 1 and v["graph_on_samples"] == 24
+    from llm_doctor.checks.perf.engine_log import _eager_batches
+    from llm_doctor.facts import Facts
+
+    assert _eager_batches(Facts(metrics=scanner.stats.metrics())) is None
+
+
+def test_a_launch_command_alone_with_cuda_graphs_off_is_eager_mode_in_its_engines_flag(tmp_path):
+    # TGI's --cuda-graphs 0 (launcher/src/main.rs); a command file gives no log, only the deployment
+    cmd = tmp_path / "launch.sh"
+    cmd.write_text("text-generation-launcher --model-id mistralai/Mistral-7B-Instruct-v0.2 --cuda-graphs 0\n")
+    (f,) = perf(analyze(cmd))
+    assert (f["code"], f["title"]) == ("perf.eager_mode", "CUDA graphs are off (cuda-graphs 0): decode is slower")
+    assert f["fixes"][0]["summary"].startswith("Drop --cuda-graphs 0")
+    cmd.write_text("text-generation-launcher --model-id mistralai/Mistral-7B-Instruct-v0.2 --cuda-graphs 1,2,4,8,16,32\n")
+    assert perf(analyze(cmd)) == []

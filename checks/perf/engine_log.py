@@ -23,9 +23,13 @@ SAMPLING_SHARE = 0.1
 HEADROOM = 0.92  # the memory fraction a fix raises to at most (perf.kv_cache_metrics keeps the same bound)  # sampling above 10% of a token's time: the sampler, not the model, is the cost
 
 
-@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "ollama_cpu_share", "threads", "sampling_time", "eval_time", "enforce_eager"], running=True)
-def engine_log(facts: Facts, log: LogView) -> Outcome:
-    """The log shows no KV-cache thrashing, CPU-bound generation or disabled CUDA graphs."""
+@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "ollama_cpu_share", "threads", "sampling_time", "eval_time", "enforce_eager"], any_of=("logs", "deployment"), running=True)
+def engine_log(facts: Facts, log: LogView | None) -> Outcome:
+    """The log shows no KV-cache thrashing, CPU-bound generation or disabled CUDA graphs (a launch command
+    alone, no log: its CUDA graph flag)."""
+    if log is None:
+        eager = _eager(facts, None)
+        return Outcome([eager] if eager else [], "" if eager else "the launch command keeps CUDA graphs on")
     findings = [f for f in (_kv_pressure(facts, log), _no_offload(facts, log), _cpu_bound(facts, log), _eager(facts, log)) if f]
     return Outcome(findings, "" if findings else "no performance signal in the log")
 
@@ -126,14 +130,15 @@ def _cpu_bound(facts: Facts, log: LogView) -> Finding | None:
     return None
 
 
-def _eager(facts: Facts, log: LogView) -> Finding | None:
-    found = [e for e in log.events("enforce_eager") if not any(ADVICE.search(x) for x in e.lines[:1])]
+def _eager(facts: Facts, log: LogView | None) -> Finding | None:
+    found = [e for e in log.events("enforce_eager") if not any(ADVICE.search(x) for x in e.lines[:1])] if log else []
     set_by_config = facts.deployment is not None and facts.deployment.enforce_eager is True and facts.deployment.is_set("enforce_eager")
     if not found and not set_by_config:
-        return None
+        return _eager_batches(facts)
     # SGLang's flag is --disable-cuda-graph (engine_args reads it into enforce_eager)
     sglang = le.engine(facts) == "sglang" or any("disable_cuda_graph" in x or "disable-cuda-graph" in x for e in found for x in e.lines[:1])
-    flag = "--disable-cuda-graph" if sglang else "--enforce-eager"
+    # TGI's is --cuda-graphs 0 (its default captures batch sizes 1,2,4,8,16,32)
+    flag = "--disable-cuda-graph" if sglang else "--cuda-graphs 0" if le.engine(facts) == "tgi" else "--enforce-eager"
     evidence = le.evidence(found[:2]) or [f"{flag} is set"]
     # graphs save per-step launch overhead in decode: where the same input measures decode as fast, they cost
     # little here (a benchmark of a small model, a backend without CUDA) and it is a note, not the slowness
@@ -145,3 +150,26 @@ def _eager(facts: Facts, log: LogView) -> Finding | None:
     return Finding("perf.eager_mode", f"CUDA graphs are off ({flag.lstrip('-')}): decode is slower", evidence,
                    [Fix(f"Drop {flag} so the engine captures CUDA graphs (costs some memory and start-up time)")],
                    severity="info" if fast else "warn")
+
+
+def _eager_batches(facts: Facts) -> Finding | None:
+    """SGLang's decode stat line says per batch whether it ran a captured CUDA graph ("cuda graph: False",
+    srt/managers/scheduler_metrics_mixin.py): with graphs on, a batch larger than --cuda-graph-max-bs has no
+    graph and decodes eager. Sustained over the decode lines, the running batch outgrew the captured sizes:
+    capture up to the largest batch that ran eager."""
+    from llm_doctor.logparse.stat_lines import is_sustained
+
+    m = facts.metrics if facts.metrics is not None and facts.metrics.available and fv.from_log(m := facts.metrics) else None
+    off = int(m.values.get("graph_off_samples", 0)) if m is not None else 0
+    if m is None or not off:
+        return None
+    on = int(m.values.get("graph_on_samples", 0))
+    if not is_sustained(off, off + on):
+        return None
+    batch = int(m.values.get("graph_off_running_max", 0))
+    evidence = [m.raw.get("graph_off", "cuda graph: False"), f"{off} of {off + on} decode batches ran without a CUDA graph"]
+    fix = (Fix(f"Capture CUDA graphs up to the {batch} requests that decoded eager (more graph memory: lower "
+               "--mem-fraction-static a little if the KV cache then does not fit)", f"--cuda-graph-max-bs {batch}") if batch
+           else Fix("Capture CUDA graphs up to the running batch size (--cuda-graph-max-bs)"))
+    return Finding("perf.eager_mode", f"{off} of {off + on} SGLang decode batches ran eager (cuda graph: False)"
+                   + (f", up to {batch} running requests" if batch else ""), evidence, [fix])

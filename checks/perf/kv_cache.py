@@ -51,7 +51,7 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
         return Outcome(detail=f"KV cache usage {usage:.0%}" if usage is not None else "no preemptions")
     evidence = [m.raw[k] for k in ("kv_cache_usage", "preemptions_total", "swapped", "running", "waiting") if k in m.raw]
     evidence = list(dict.fromkeys(evidence))  # a log quotes one stat line for several values
-    if log and not held:
+    if log and not held and usage is not None:  # (a person's count of preemptions alone gives no usage to quote)
         evidence.append(f"the KV cache was >= {FULL:.0%} full with requests waiting in {fv.share(m, 'pressed_samples')} "
                         f"(peak usage {v.get('kv_cache_usage_max', 0):.0%}, at most {v.get('waiting_max', 0):g} waiting)")
     if held and m.origin != "prose":

@@ -55,6 +55,11 @@ ABOUT: dict[str, tuple[str, list[str], Fix]] = {
     "perf.memory_overcommitted": (
         "the engine is said to take (almost) all GPU memory", ["load.runtime_oom"],
         Fix("Show the engine's memory share as it runs (its launch command or the arguments its log prints)")),
+    "perf.eager_mode": (
+        "CUDA graphs are said to be off (eager decode)", ["perf.high_latency", "perf.low_gpu_util"],
+        Fix("Show the launch command and the start-up log: --enforce-eager (vLLM) / --disable-cuda-graph (SGLang) turn the "
+            "graphs off, and a batch above the captured sizes (SGLang --cuda-graph-max-bs, vLLM max_cudagraph_capture_size) "
+            "decodes eager")),
     "perf.low_gpu_util": (
         "the GPUs are said to be under-used", [],
         Fix("Sample the GPUs while requests run, with the engine's running/waiting counts",
@@ -81,7 +86,7 @@ def stated(facts: Facts) -> Outcome:
 
 # the log events perf.engine_log judges each code by: where the log shows them, that check speaks for the code
 LOGGED = {"perf.kv_cache_pressure": {"decode_retract", "preemption"}, "perf.cpu_bound": {"threads", "sampling_time", "eval_time", "ollama_cpu_share"},
-          "perf.low_gpu_util": {"offload_layers", "ollama_cpu_share"}}
+          "perf.low_gpu_util": {"offload_layers", "ollama_cpu_share"}, "perf.eager_mode": {"enforce_eager"}}
 
 
 def _judged(facts: Facts, s: PerfStatement) -> bool:
@@ -95,8 +100,8 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
         # the check judges a reading: below full, full with the queue known, or a person's own "full" (their complaint)
         usage = v.get("kv_cache_usage")
         return "preemptions_total" in v or (usage is not None and (usage < FULL or bool(v.get("queued_samples")) or m.origin == "prose"))  # type: ignore[union-attr]
-    if s.code == "perf.high_latency":
-        return "ttft_mean_s" in v or "itl_mean_s" in v or "window_ttft_mean_s" in v
+    if s.code == "perf.high_latency":  # (a spread between rows of one table is judged by no threshold)
+        return "latency_ratio" not in x and ("ttft_mean_s" in v or "itl_mean_s" in v or "window_ttft_mean_s" in v)
     if s.code == "perf.prefix_caching_off":
         cfg = fv.maybe_deployment(facts)
         return "prefix_cache_hit_rate" in v or bool(cfg and cfg.engine in ("vllm", "sglang") and cfg.enable_prefix_caching is not None)
@@ -108,14 +113,18 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
         return measured or any(throttle.counts(gpu, r) for gpu in same for r in gpu.throttle_reasons)
     if s.code == "perf.cpu_bound":
         return "cpu_percent" in x and x["cpu_percent"] < cpu.BUSY_CPU
-    if s.code == "perf.batching_limited":  # perf.batching judges a queue against the cache's room
-        return all(k in v for k in ("running", "waiting", "kv_cache_usage"))
+    if s.code == "perf.batching_limited":  # perf.batching judges a queue against the cache's room, and the cap
+        cfg = fv.maybe_deployment(facts)
+        return all(k in v for k in ("running", "waiting", "kv_cache_usage")) or ("max_num_seqs" in x and cfg is not None and cfg.is_set("max_num_seqs"))
     if s.code == "perf.memory_overcommitted":  # perf.memory_headroom judges the share the deployment holds
         cfg = fv.maybe_deployment(facts)
         return cfg is not None and cfg.gpu_memory_utilization is not None
     if s.code == "perf.slow_interconnect":  # perf.interconnect judges the topology
         g = fv.maybe_gpus(facts)
         return g is not None and bool(g.topology)
+    if s.code == "perf.eager_mode":  # perf.engine_log judges the flag a command line or the engine's arguments give
+        cfg = fv.maybe_deployment(facts)
+        return cfg is not None and cfg.is_set("enforce_eager")
     if s.code == "perf.low_gpu_util":
         return ("gpu_util_percent" in x and x["gpu_util_percent"] >= utilization.LOW) or fv.maybe_gpus(facts) is not None or (
             "offload_layers_model" in x and "offload_layers_model" in v)  # perf.engine_log judges the layers on the CPU

@@ -210,11 +210,12 @@ def _launch_code(text: str, facts: Facts) -> bool:
 
 
 def _container_spec(text: str, facts: Facts) -> bool:
-    """An engine container's `command:`/`args:` in a compose file or manifest -> facts.deployment."""
+    """An engine container's `command:`/`args:` in a compose file or manifest, or a recipe's `vllm_args:`
+    list -> facts.deployment."""
     from llm_doctor.engine_args import parse_command
     from llm_doctor.logparse import container_spec
 
-    found = container_spec.commands(text)
+    found = container_spec.commands(text) or container_spec.engine_arg_lists(text)
     return _deployed(parse_command(found[-1], source="cmdline") if found else None, facts)
 
 
@@ -242,10 +243,11 @@ def _bench_sweep(path: str, text: str, facts: Facts) -> bool:
     from llm_doctor.logparse import bench_runs
 
     found = bench_runs.sweep(bench_runs.runs(text))
+    tabled = found is None and (found := bench_runs.sweep(bench_runs.table_runs(text))) is not None
     if found is None or (facts.host is not None and facts.host.probe is not None):
         return False
     low, high = found
-    where = f"{path}:{low.line} and :{high.line}"
+    where = f"{path}:{low.line} and :{high.line}" + (" (the rows of a table)" if tabled else "")
     probe = ProbeFacts(concurrency=high.concurrency, tps_1=low.output_tps, tps_n=high.output_tps,
                        requests=low.requests + high.requests,
                        notes=[f"measured by the pasted serving-benchmark runs at max concurrency 1 and {high.concurrency} ({where})"])

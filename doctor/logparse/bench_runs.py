@@ -58,6 +58,44 @@ def runs(text: str) -> list[Run]:
     return out
 
 
+# a markdown table of a sweep, as people tabulate their runs: a concurrency column and an aggregate throughput column
+# (not a per-request one: that falls as requests share the GPU, and it should)
+_TABLE_CONCURRENCY = re.compile(r"^(?:max[-_ ]?)?concurrency\b|^concurren(?:t|cy)\b|^(?:num[-_ ]?)?(?:clients|users|concurrent requests)\b|"
+                                r"^c$|^parallel(?: requests)?$", re.I)
+_TABLE_TPS = re.compile(r"\b(?:output |total |aggregate |generation |gen )?(?:token )?throughput\b|\btok(?:en)?s?/s\b|\btps\b", re.I)
+_PER_REQUEST = re.compile(r"\bper[ -]?(?:user|request|req|stream|seq\w*|client)\b|/(?:user|req|request|stream)\b|\b(?:input|prompt|prefill)\b|"
+                          r"\bsingle\b|\beach\b|\breq/s\b", re.I)
+_CELL_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$")
+
+
+def table_runs(text: str) -> list[Run]:
+    """The rows of the first markdown table in the text with a concurrency column and an aggregate
+    throughput column, as runs (requests unknown: 0)."""
+    if "|" not in text:
+        return []
+    lines = text.splitlines()
+    for no in range(1, len(lines)):
+        if not _RULE.match(lines[no]):
+            continue
+        header = [c.strip().strip("*`_ ") for c in lines[no - 1].strip().strip("|").split("|")]
+        conc = next((i for i, h in enumerate(header) if _TABLE_CONCURRENCY.search(h)), None)
+        tps = next((i for i, h in enumerate(header) if _TABLE_TPS.search(h) and not _PER_REQUEST.search(h)), None)
+        if conc is None or tps is None:
+            continue
+        out = []
+        for at in range(no + 1, len(lines)):
+            row = lines[at].strip()
+            if not row.startswith("|"):
+                break
+            cells = row.strip("|").split("|")
+            c, t = (_CELL_NUMBER.search(cells[i]) if i < len(cells) else None for i in (conc, tps))
+            if c and t and "." not in c.group(0):
+                out.append(Run(int(c.group(0).replace(",", "")), float(t.group(0).replace(",", "")), 0, at + 1))
+        return out
+    return []
+
+
 def sweep(found: list[Run]) -> tuple[Run, Run] | None:
     """The run at concurrency 1 and the one at the highest, when the runs span a sweep (what the
     probe measures: a sweep that starts higher may be flat because the GPU is already saturated)."""

@@ -22,6 +22,11 @@ _ITEM = re.compile(r"^(?P<indent>[ \t]*)-[ \t]+(?P<value>.*?)[ \t]*$")
 _QUOTED = re.compile(r"\"((?:[^\"\\]|\\.)*)\"|'([^']*)'|([^,\s][^,]*)")
 ENGINE_IMAGES = ("vllm-openai", "vllm/vllm", "text-generation-inference")  # doctor.engine_args.IMAGE_ENGINES
 SCAN_LINES = 80  # a container's keys are within this many lines of its image
+# a deployment recipe's list of the engine's arguments under a key that names the engine (`vllm_args:`,
+# `sglang_extra_args:`, `vllmArgs:`): the arguments of `vllm serve` / SGLang's launch_server, no image needed
+_ENGINE_KEY = re.compile(r"^(?P<indent>[ \t]*)(?:-[ \t]+)?(?P<key>(?P<engine>vllm|sglang)[_-]?(?:(?:serve|server|extra|engine)[_-]?)?args):"
+                         r"[ \t]*(?P<value>.*?)[ \t]*$", re.I | re.M)
+ENGINE_COMMANDS = {"vllm": ["vllm", "serve"], "sglang": ["python3", "-m", "sglang.launch_server"]}
 
 
 def commands(text: str) -> list[list[str]]:
@@ -40,6 +45,21 @@ def commands(text: str) -> list[list[str]]:
             argv += _value(lines, at, key)
         if argv:
             out.append(["docker", "run", m.group("image"), *_unwrap(argv)])
+    return out
+
+
+def engine_arg_lists(text: str) -> list[list[str]]:
+    """The engine command each `<engine>_args:` list of the text amounts to, in order. A list that
+    starts with the model (`vllm serve`'s positional argument) keeps it there."""
+    if "args:" not in text.lower():
+        return []
+    lines = text.split("\n")
+    out = []
+    for m in _ENGINE_KEY.finditer(text):
+        at = text.count("\n", 0, m.start())
+        argv = _unwrap(_value(lines, at, m))
+        if any(a.startswith("--") for a in argv):
+            out.append([*ENGINE_COMMANDS[m.group("engine").lower()], *argv])
     return out
 
 

@@ -35,6 +35,7 @@ _T = TypeVar("_T")  # a statement of either reader (this one, failure_prose): an
 MAX_SENTENCE = 600  # a "sentence" longer than this is a pasted blob, not a person's words
 MAX_STATEMENTS = 32
 NEAR = 80  # characters between a term and the number that measures it
+SPREAD = 2.0  # a latency column's slowest row at this many times its fastest: the slow row is the complaint
 
 _NUM = r"(\d+(?:[.,]\d+)?)"
 PERCENT = re.compile(_NUM + r"\s?%")
@@ -63,7 +64,8 @@ RUNNING = re.compile(r"(\d+)\s(?:requests?|reqs?|seqs?|sequences?)\s(?:are )?run
 # (ASCII bounds: "waiting机制" in a Chinese sentence is the word)
 QUEUE_WORDS = re.compile(r"(?<![A-Za-z])(?:queue(?:s|d|ing)?|waiting|pending|wait(?:s)? in|piles? up|pile up|backlog)(?![A-Za-z])", re.I)
 PREEMPT = re.compile(r"\bpreempt\w*|\bswapp(?:ed|ing) out\b|\bretract\w*", re.I)
-PREEMPTIONS = re.compile(r"(\d+)\s(?:preemptions?|requests? (?:were |are )?preempted)|(?:Preemptions|num_preemptions(?:_total)?)\s?[:=]?\s?(\d+)", re.I)
+PREEMPTIONS = re.compile(r"(\d+)\s(?:preemptions?|requests? (?:were |are )?preempted)|(?:Preemptions|num_preemptions(?:_total)?)\s?[:=]?\s?(\d+)|"
+                         r"\bpreempted (\d+) times\b", re.I)
 # vLLM "Prefix cache hit rate: %.1f%%", vllm:prefix_cache_hits / prefix_cache_queries, gpu_prefix_cache_hit_rate;
 # SGLang "cache hit rate", sglang:cache_hit_rate, "#cached-token: %d"
 PREFIX = re.compile(r"\b(?:(?:prefix|prompt)[ -]cach(?:e|ing)(?: hit rate| hits?)?|(?:prefix |radix |KV )?cache hit(?: rate| ratio)?|prefix_cache_hits?(?:_total)?|"
@@ -121,6 +123,31 @@ AT_ONCE = re.compile(r"\bonly (\d+) (?:requests?|reqs?|sequences?|seqs?) (?:are 
 # more GPUs slower than fewer: tensor parallelism's all-reduce every layer, over PCIe when there is no NVLink
 TP_SLOWER = re.compile(r"(?:\btensor[ _-]?parallel\w*|\bTP\s?=?\s?[2-9]\b|\bmulti(?:ple)?[ -]GPUs?\b|\b(?:[2-8]|two|four|eight) (?:GPUs|cards)\b)"
                        r"[^.]{0,80}?\b(?:slower|no faster|not faster|worse|(?:does not|doesn't|did not|didn't) (?:speed|help|improve|scale))\b", re.I)
+# the batch cap by the engine's own flag name, set to a number: vLLM max_num_seqs, SGLang max_running_requests, TGI
+# --max-batch-size (the env spelling MAX_NUM_SEQS=4 of a recipe too; perf.batching judges the value)
+BATCH_CAP = re.compile(r"(?<![\w'\"-])-{0,2}(?P<cap_name>max[-_]num[-_]seqs|max[-_]running[-_]requests|max[-_]batch[-_]size)"
+                       r"['\"`]?\s?(?:=|:|is|was|of|at|set to)?\s?['\"`]?(?P<cap>\d+)(?![\w.%])", re.I)
+CAP_ENGINES = {"max_num": "vllm", "max_run": "sglang", "max_bat": "tgi"}
+# CUDA graphs off, in the engines' own words: vLLM --enforce-eager / enforce_eager=True ("eager mode"), SGLang
+# --disable-cuda-graph and its decode stat line's "cuda graph: False" (a batch above --cuda-graph-max-bs runs eager),
+# TGI --cuda-graphs 0; and the plain words ("CUDA graphs disabled", "without CUDA graph", "falls back to eager")
+EAGER = re.compile(r"(?<![\w-])--enforce[-_]eager\b|\benforce_eager\s?[=:]\s?['\"`]?True\b|(?<![\w-])--disable[-_]cuda[-_]graph(?![-\w])|"
+                   r"\bdisable_cuda_graph\s?[=:]\s?['\"`]?True\b|\bcuda[ _]graph\s?:\s?False\b|(?<![\w-])--cuda[-_]graphs[ =]['\"]?0['\"]?(?![\w,])|"
+                   r"\b(?:disabl\w*|turn(?:s|ed|ing)? off|without|no)\s(?:the\s)?(?:CUDA[ -]?graphs?|cudagraphs?)\b|"
+                   r"\b(?:CUDA[ -]?graphs?|cudagraphs?)\s(?:(?:are|is|were|was|got|get|gets)\s)?(?:disabled|off|not (?:captured|used|enabled))\b|"
+                   r"\b(?:falls?|fell|falling) back to eager\b|\b(?:runs?|ran|running) (?:in )?eager\b|\beager (?:mode|execution|decod\w*)\b", re.I)
+EAGER_NEGATED = re.compile(r"\b(?:not|never|no longer|without)\s(?:\w+\s)?(?:in\s)?$", re.I)  # "not in eager mode", "without --enforce-eager"
+# the GPUs' path for TP traffic said to be slow, in the words of the engines and NCCL: vLLM/SGLang's custom all-reduce
+# "not supported on more than two PCIe-only GPUs" / disabled for want of P2P, NCCL_P2P_DISABLE=1, and the plain words:
+# no NVLink / PCIe only / P2P not supported between the GPUs (NCCL's own transport lines, "via SHM" and "NET/Socket",
+# are log events perf.interconnect judges with the nodes and GPUs they join)
+LINK_SLOW = re.compile(r"\bnot supported on more than two PCIe-only GPUs\b|\bcustom[ _-]?all[ _-]?reduce\b[^.]{0,40}?\b(?:disabled|not supported|off)\b|"
+                       r"\bNCCL_P2P_DISABLE\s?=\s?['\"]?1\b|"
+                       r"\b(?:P2P|peer[ -]to[ -]peer|peer access)\b[^.]{0,30}?\b(?:(?:is |are )?not (?:supported|available|enabled|possible)|"
+                       r"(?:is |are )?disabled|unsupported|unavailable)\b|"
+                       r"\b(?:no|without|lacks?|lacking) NVLink\b|\bPCIe[- ]only\b", re.I)
+MULTI_GPU = re.compile(r"\b(?:tensor[ _-]?parallel\w*|TP\s?=?\s?\d|tp[-_]size|all[ -]?reduce|NCCL|multi(?:ple)?[ -]GPUs?|GPUs|cards|ranks?)\b|"
+                       r"\b(?:two|three|four|eight|[2-9]|1[0-6])\s?x?\s?(?:GPUs?|cards|[A-Z]\d{2,4}\w*)", re.I)
 # the share of GPU memory the engine takes, by the engine's own flag name: vLLM gpu_memory_utilization,
 # SGLang mem_fraction_static, TGI cuda_memory_fraction (what perf.memory_headroom judges)
 MEMORY_SHARE = re.compile(r"(?<![\w'\"-])-{0,2}(?P<name>gpu[-_ ]memory[-_ ]utili[sz]ation|mem[-_ ]fraction[-_ ]static|cuda[-_ ]memory[-_ ]fraction)"
@@ -137,7 +164,8 @@ LOW_WORDS = re.compile(r"\b(?:low|only|never (?:exceeds|goes above|gets above)|u
 
 # a sentence that states no problem: a question, advice, a possibility, an improvement already made; but
 # "why is it so slow?" reports the problem it asks about (the family's own words must still say which)
-QUESTION = re.compile(r"\?\s*$|^(?:how|why|what|is|are|does|do|can|could|should|would|will|when|which|where)\b", re.I)
+# ("when" opens a statement as often as a question: "When running inference the CPU is at 100 %." needs its "?")
+QUESTION = re.compile(r"\?\s*$|^(?:how|why|what|is|are|does|do|can|could|should|would|will|which|where)\b", re.I)
 COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did|only)\b", re.I)  # "why only two requests ...?" states the two
 NOT_A_PROBLEM = re.compile(r"\b(?:to (?:avoid|prevent|reduce|improve|get)|should|recommend\w*|consider|try (?:to|setting|using|adding)|"
                            r"if you|you can|you could|might|would|in case|as expected|is normal|"
@@ -197,10 +225,10 @@ def statements(source: str, text: str) -> list[PerfStatement]:
                 len(FLAG.findall(sentence.text)) >= 2 or STRUCT.search(sentence.text)):  # a command line, printed arguments: engine_args reads them
             continue
         out += [s for s in (_kv(sentence), _prefix(sentence), _latency(sentence), _throttle(sentence), _cpu(sentence),
-                            _layers(sentence) or _gpu_util(sentence), _batching(sentence), _tp_slower(sentence), _memory(sentence)) if s is not None]
+                            _layers(sentence) or _gpu_util(sentence), _batching(sentence) or _batch_cap(sentence), _tp_slower(sentence), _memory(sentence), _eager(sentence)) if s is not None]
         if len(out) >= MAX_STATEMENTS:
             break
-    return _repeated_cache_misses(source, text) + out
+    return _repeated_cache_misses(source, text) + _latency_spread(source, text) + out
 
 
 def _sentences(source: str, text: str) -> list[_Sentence]:
@@ -227,7 +255,20 @@ def _sentences(source: str, text: str) -> list[_Sentence]:
 
     lines = text.splitlines()
     near = _near_terms(lines)
+    header: list[str] = []  # the cells of the markdown table's header row that names a measure
     for no, raw in enumerate(lines, 1):
+        row = _cells(raw)
+        if row is None:
+            header = []
+        elif no >= 2 and TABLE_RULE.match(raw) and (above := _cells(lines[no - 2])):
+            header = above if ANY_TERM.search(" ".join(above)) else []
+            continue
+        elif header:  # a row under a header: each cell is read with its column's name ("cache hit rate 0%")
+            flush()
+            said = "; ".join(f"{h} {c}" for h, c in zip(header, row, strict=False) if h and c)
+            if said and len(said) <= MAX_SENTENCE:
+                out.append(_Sentence(f"{source}:{no}", said))
+            continue
         if no not in near:
             flush()
             continue
@@ -244,8 +285,19 @@ def _sentences(source: str, text: str) -> list[_Sentence]:
     return out
 
 
+TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$")  # markdown's |---|---| below a header
+
+
+def _cells(raw: str) -> list[str] | None:
+    """A markdown table row's cells (markup stripped); None for a line that is no table row."""
+    line = raw.strip()
+    if not line.startswith("|") or line.count("|") < 3:
+        return None
+    return [" ".join(c.replace("`", "").replace("**", "").strip().strip("*_").split()) for c in line.strip("|").split("|")]
+
+
 ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, GPU_UTIL, PREEMPT,
-                                                              BATCH, AT_ONCE, TP_SLOWER, MEMORY_SHARE, LAYERS))
+                                                              BATCH, AT_ONCE, TP_SLOWER, MEMORY_SHARE, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 MAX_TERM_LINES = 1000  # different lines holding a term literal: a person's text has a few, the rest of a log is not read
@@ -258,7 +310,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
                  "concurrent", "simultaneous", "wait",
                  "tp=", "tp ", "multi", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
-                 "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ", "layer")
+                 "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce")
 
 
 def _near_terms(lines: list[str]) -> set[int]:
@@ -290,8 +342,10 @@ RELATIVE = re.compile(r"^\s*(?:more|less|fewer|higher|lower|faster|slower|better
 
 def _near(rx: re.Pattern[str], text: str, at: re.Match[str]) -> list[re.Match[str]]:
     """Readings of `rx` within NEAR characters after the term, or just before it ("99 % KV cache usage")."""
-    after = [m for m in rx.finditer(text, at.end(), min(len(text), at.end() + NEAR))]
-    before = [m for m in rx.finditer(text, max(0, at.start() - NEAR // 2), at.start())]
+    # a ";" closes a measure's cell: a table row read with its header is "TTFT p50 287 ms; ITL p50 1.6 ms"
+    end = text.find(";", at.end())
+    after = [m for m in rx.finditer(text, at.end(), min(len(text), at.end() + NEAR, end if end >= 0 else len(text)))]
+    before = [m for m in rx.finditer(text, max(0, at.start() - NEAR // 2, text.rfind(";", 0, at.start()) + 1), at.start())]
     return [m for m in after + before[-1:] if not RELATIVE.match(text, m.end())]
 
 
@@ -306,7 +360,9 @@ def _statement(code: str, s: _Sentence, measures: dict[str, float] | None = None
 def _kv(s: _Sentence) -> PerfStatement | None:
     term = KV.search(s.text)
     if term is None:
-        return None
+        # vLLM preempts a running sequence only when the KV cache has no block left for it: a count of them is the pressure
+        p = PREEMPTIONS.search(s.text)
+        return _statement("perf.kv_cache_pressure", s, {"preemptions": float(next(g for g in p.groups() if g))}) if p else None
     measures: dict[str, float] = {}
     pct = _near(PERCENT, s.text, term)
     if pct:
@@ -318,7 +374,7 @@ def _kv(s: _Sentence) -> PerfStatement | None:
     if (r := RUNNING.search(s.text)) is not None:
         measures["running"] = float(r.group(1) or r.group(2))
     if (p := PREEMPTIONS.search(s.text)) is not None:
-        measures["preemptions"] = float(p.group(1) or p.group(2))
+        measures["preemptions"] = float(next(g for g in p.groups() if g))
     if QUEUE_WORDS.search(s.text) or PREEMPT.search(s.text):
         measures["queued"] = 1.0
     if "kv_cache_usage" in measures or "preemptions" in measures:
@@ -358,6 +414,37 @@ def _repeated_cache_misses(source: str, text: str) -> list[PerfStatement]:
     line = text.splitlines()[no - 1].strip()[:300]
     return [PerfStatement("perf.prefix_caching_off", f"{source}:{no}", f"{line} ({len(hits)} responses, each {first.group(0)})",
                           {"prefix_cache_hit_rate": 0.0})]
+
+
+def _latency_spread(source: str, text: str) -> list[PerfStatement]:
+    """A markdown table whose TTFT or inter-token latency column holds a row SPREAD times another's: the
+    same measure on the same hardware, so the fast row shows what the hardware gives and the slow one is
+    well above it (a version, a path, a setting that regressed), whatever an absolute threshold says."""
+    out: list[PerfStatement] = []
+    lines = text.splitlines()
+    header: list[str] = []
+    rows: list[tuple[int, list[str]]] = []
+    for no, raw in enumerate([*lines, ""], 1):
+        cells = _cells(raw)
+        if cells is not None and no >= 2 and TABLE_RULE.match(raw) and (above := _cells(lines[no - 2])):
+            header, rows = above, []
+            continue
+        if cells is not None and header:
+            rows.append((no, cells))
+            continue
+        for col, name in enumerate(header):
+            if not (TTFT.search(name) or ITL.search(name)):
+                continue
+            timed = [(_seconds(d), no, r) for no, r in rows if col < len(r) and (d := DURATION.search(r[col]))]
+            if len(timed) < 2:
+                continue
+            (best, _, fast), (worst, at, slow) = min(timed, key=lambda t: t[0]), max(timed, key=lambda t: t[0])
+            if best > 0 and worst >= SPREAD * best:
+                said = f"{name} {slow[col]} ({slow[0]}) against {fast[col]} ({fast[0]}): {worst / best:.1f}x"
+                out.append(PerfStatement("perf.high_latency", f"{source}:{at}", said[:300], {"latency_ratio": round(worst / best, 2)}))
+                break
+        header, rows = [], []
+    return out
 
 
 def _latency(s: _Sentence) -> PerfStatement | None:
@@ -457,25 +544,48 @@ def _memory(s: _Sentence) -> PerfStatement | None:
     return _statement("perf.memory_overcommitted", s, {"memory_share": _number(m.group("share"))})
 
 
+def _batch_cap(s: _Sentence) -> PerfStatement | None:
+    m = BATCH_CAP.search(s.text)
+    return _statement("perf.batching_limited", s, {"max_num_seqs": float(m.group("cap"))}) if m else None
+
+
+def _eager(s: _Sentence) -> PerfStatement | None:
+    """CUDA graphs are off: decode pays a kernel launch per layer and step (checks/perf/engine_log.py
+    judges the flag where a log or a command gives it)."""
+    m = EAGER.search(s.text)
+    if m is None or EAGER_NEGATED.search(s.text[max(0, m.start() - 30):m.start()]):
+        return None
+    return _statement("perf.eager_mode", s)
+
+
 def _tp_slower(s: _Sentence) -> PerfStatement | None:
-    return _statement("perf.slow_interconnect", s) if TP_SLOWER.search(s.text) else None
+    """More GPUs slower than fewer, or TP traffic said to take a slow path between several GPUs."""
+    if TP_SLOWER.search(s.text) or (LINK_SLOW.search(s.text) and MULTI_GPU.search(s.text)):
+        return _statement("perf.slow_interconnect", s)
+    return None
 
 
 def _deployment(found: list[PerfStatement], facts: Facts) -> None:
-    """A memory share stated with the engine's own flag name is that engine's setting (perf.memory_headroom
-    judges it); what a command line or the log gave stays."""
+    """A memory share or a batch cap stated with the engine's own flag name is that engine's setting
+    (perf.memory_headroom, perf.batching judge them); what a command line or the log gave stays."""
+    for code, rx, engines, field, measure in (
+            ("perf.memory_overcommitted", MEMORY_SHARE, MEMORY_ENGINES, "gpu_memory_utilization", "memory_share"),
+            ("perf.batching_limited", BATCH_CAP, CAP_ENGINES, "max_num_seqs", "max_num_seqs")):
+        said = next((st for st in found if st.code == code and measure in st.measures), None)
+        named = rx.search(said.text) if said is not None else None
+        if said is not None and named is not None:
+            key = named.group("cap_name" if rx is BATCH_CAP else "name").lower().replace("-", "_")
+            _stated_setting(facts, next(e for k, e in engines.items() if key.startswith(k)), field, said.measures[measure], said.where)
+
+
+def _stated_setting(facts: Facts, engine: str, field: str, value: float, where: str) -> None:
     from llm_doctor.facts.deployment import EngineConfig
 
-    said = next((st for st in found if st.code == "perf.memory_overcommitted"), None)
-    named = MEMORY_SHARE.search(said.text) if said is not None else None
-    if said is None or named is None:
-        return
-    engine = MEMORY_ENGINES[named.group("name")[:3].lower()]
     cfg = facts.deployment
-    if cfg is not None and cfg.engine and (cfg.engine != engine or cfg.is_set("gpu_memory_utilization")):
+    if cfg is not None and cfg.engine and (cfg.engine != engine or cfg.is_set(field)):
         return
-    stated = EngineConfig(engine=engine, gpu_memory_utilization=said.measures["memory_share"],
-                          sources={"gpu_memory_utilization": f"stated at {said.where}"})
+    stated = EngineConfig(engine=engine, sources={field: f"stated at {where}"})
+    setattr(stated, field, int(value) if field == "max_num_seqs" else value)
     facts.deployment = cfg.merge(stated) if cfg is not None and cfg.engine else stated
 
 
@@ -514,7 +624,8 @@ def _metrics(found: list[PerfStatement], engine: str) -> MetricsFacts | None:
         elif st.code == "perf.low_gpu_util" and "offload_layers_model" in x and "offload_layers_model" not in v:
             v.update(offload_layers_gpu=x["offload_layers_gpu"], offload_layers_model=x["offload_layers_model"])
             raw["offload"] = said
-        elif st.code == "perf.prefix_caching_off" and "prefix_cache_hit_rate" in x and "prefix_cache_hit_rate" not in v:
+        elif st.code == "perf.prefix_caching_off" and "prefix_cache_hit_rate" in x and x["prefix_cache_hit_rate"] < v.get("prefix_cache_hit_rate", 2.0):
+            # the lowest of several stated rates is the complaint ("off: 95 %, high: 0 %")
             v["prefix_cache_hit_rate"] = x["prefix_cache_hit_rate"]
             raw["prefix_cache_hit_rate"] = said
     if not v:

@@ -84,6 +84,7 @@ _SGLANG_DECODE = re.compile(
     + r", #queue-req: (\d+)"
 )
 _SGLANG_DECODE_KEYS = ("running", "kv", "gen_throughput", "waiting")
+_SGLANG_RUNNING = re.compile(r"#running-req: (\d+)")
 _TGI_DURATION = re.compile(r'(?P<name>time_per_token|queue_time)="?(?P<value>\d+(?:\.\d+)?)(?P<unit>ns|µs|us|ms|s)"?')
 _UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 _LLAMACPP = re.compile(r"(?P<prompt>prompt )?eval time\s*=\s*[\d.]+ ms /\s*(?P<n>\d+) (?:tokens|runs)\s*\(\s*(?P<ms>[\d.]+) ms per token")
@@ -182,6 +183,12 @@ class StatLines:
     prompt_reused: int = 0  # ... and those that kept a cached prefix
     prompt_repeat: int = 0  # prompts evaluated from scratch at the same length as the one before (>= REPEAT_MIN tokens)
     fresh_where: str = ""
+    # SGLang's decode line says whether the batch ran its captured CUDA graph ("cuda graph: False": a batch
+    # above --cuda-graph-max-bs, or graphs off, decodes eager); counts, the largest eager batch, its line
+    graph_off: int = 0
+    graph_on: int = 0
+    graph_off_running_max: float = 0.0
+    graph_off_where: str = ""
     last_task: str = ""
     last_fresh: bool = False
     last_prompt_n: int = 0
@@ -231,11 +238,31 @@ class StatLines:
             if len(rows) != len(starts) or not wording.exact(text, rows):
                 return False
             peaks = self._series(wording, rows)
+            if wording.engine == "sglang" and "cuda graph: " in text:
+                counter = _Numbers(block, numbers.no)  # a second counter from the same place: the peaks' is asked below
+                counter.pos = numbers.pos
+                self._graph_lines(text, lambda i, counter=counter: f"{source}:{counter.at(starts[i])}")
             for kind, i, sample in sorted(peaks, key=lambda peak: peak[1]):  # line numbers are counted forward
                 where = f"{source}:{numbers.at(starts[i])}"
                 self.peaks[kind] = Sample(where, _text(block, starts[i], ends[i]), *sample)
             return True
         return False
+
+    def _graph_lines(self, text: str, where: Callable[[int], str]) -> None:
+        """The decode lines' "cuda graph: True/False" over lines joined by newlines (`where(i)`: line i's place)."""
+        self.graph_on += text.count("cuda graph: True")
+        if "cuda graph: False" not in text:
+            return
+        for i, line in enumerate(text.split("\n")):
+            if "cuda graph: False" in line:
+                self._graph_off(line, where(i))
+
+    def _graph_off(self, line: str, where: str) -> None:
+        self.graph_off += 1
+        running = _SGLANG_RUNNING.search(line)
+        n = float(running.group(1)) if running else 0.0
+        if n > self.graph_off_running_max or not self.graph_off_where:
+            self.graph_off_running_max, self.graph_off_where = max(n, self.graph_off_running_max), f"{where}: {line.strip()[:300]}"
 
     def _series(self, wording: _Wording, rows: list[tuple[str, ...]]) -> list[tuple[str, int, tuple[float | None, ...]]]:
         """What _sample and _throughput do line by line, over the columns of the lines' values;
@@ -341,6 +368,8 @@ class StatLines:
         got = _template(_SGLANG_DECODE, _SGLANG_DECODE_KEYS, text) or _fields(text, _SGLANG)
         # a prefill line with a queue is a burst being admitted chunk by chunk, not a capped batch
         self._sglang_values(got, quote, decode="Decode batch" in text)
+        if "cuda graph: " in text:
+            self._graph_lines(text, lambda _: quote()[0])
 
     def _sglang_values(self, got: dict[str, float | None], quote: Quote, decode: bool) -> None:
         self.engine = self.engine or "sglang"
@@ -468,7 +497,7 @@ class StatLines:
         if offset:
             other.shift(offset)
         for name in ("samples", "kv_samples", "kv_full", "queued", "pressed", "capped", "preemptions", "gen_sum", "gen_n",
-                     "itl_sum", "itl_n", "queue_sum", "queue_n", "prompt_fresh", "prompt_reused", "prompt_repeat"):
+                     "itl_sum", "itl_n", "queue_sum", "queue_n", "prompt_fresh", "prompt_reused", "prompt_repeat", "graph_off", "graph_on"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for name in ("kv_max", "waiting_max", "running_max", "swapped_max", "gen_max", "prompt_max"):
             setattr(self, name, max(getattr(self, name), getattr(other, name)))
@@ -484,6 +513,8 @@ class StatLines:
         if other.offload:
             self.offload, self.offload_where = other.offload, other.offload_where
         self.fresh_where = self.fresh_where or other.fresh_where
+        if other.graph_off_where and (other.graph_off_running_max > self.graph_off_running_max or not self.graph_off_where):
+            self.graph_off_running_max, self.graph_off_where = other.graph_off_running_max, other.graph_off_where
 
     def shift(self, offset: int) -> None:
         """Move every quoted "source:line" by `offset` lines."""
@@ -493,6 +524,7 @@ class StatLines:
         self.bench_where = {k: _shift(w, offset) for k, w in self.bench_where.items()}
         self.offload_where = _shift(self.offload_where, offset)
         self.fresh_where = _shift(self.fresh_where, offset)
+        self.graph_off_where = _shift(self.graph_off_where, offset)
 
     def snapshot(self) -> Sample | None:
         """The sample the checks read as "the" reading: the fullest moment of a sustained
@@ -545,6 +577,9 @@ class StatLines:
                 raw["prompt_fresh"] = self.fresh_where
         if self.offload_where:
             raw["offload"] = self.offload_where
+        if self.graph_off:
+            v.update(graph_off_samples=self.graph_off, graph_on_samples=self.graph_on, graph_off_running_max=self.graph_off_running_max)
+            raw["graph_off"] = self.graph_off_where
         return MetricsFacts(source="log", engine=engine or self.engine, available=True, values=v, raw=raw,
                             origin="log")
 
