@@ -158,11 +158,48 @@ CASES = [
     # mostlygeek/llama-swap@v150:proxy/process.go: the proxy's health-check deadline ran out while the model loaded
     ("llama-swap-health-check-timed-out", ["[qwen3] unable to start process: health check timed out after 120s"],
      "load.startup_timeout", "health check timed out after 120s", None),
+    # NVIDIA/TensorRT-LLM@00dbe288:cpp/tensorrt_llm/kernels/contextFusedMultiHeadAttention/fmhaRunner.cpp (TLLM_CHECK_WITH_INFO
+    # on the SM; the line as NVIDIA/TensorRT-LLM#1515 shows it): a Turing GPU below the fused kernels, not a model
+    # architecture the engine is too old for
+    ("trtllm-fmha-unsupported-architecture", [TRTLLM,
+        "Assertion failed: Unsupported architecture (/tensorrt_llm/cpp/tensorrt_llm/kernels/contextFusedMultiHeadAttention/fmhaRunner.cpp:89)"],
+     "load.cuda_mismatch", "Unsupported architecture", None),
+    # NVIDIA/TensorRT-LLM@05316d33:cpp/tensorrt_llm/kernels/cutlass_kernels/cutlass_preprocessors.cpp (Tlntin/Qwen-TensorRT-LLM#15)
+    ("trtllm-cutlass-unsupported-arch", [
+        "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: Unsupported Arch (/opt/tritonserver/TensorRT-LLM/cpp/tensorrt_llm/kernels/"
+        "cutlass_kernels/cutlass_preprocessors.cpp:147)"],
+     "load.cuda_mismatch", "Unsupported Arch", None),
+    # InternLM/lmdeploy@v0.4.2:lmdeploy/pytorch/check_env/__init__.py: v0.4-v0.6's word for the Triton self-test (InternLM/lmdeploy#2109)
+    ("lmdeploy-triton-test-failed", [LMDEPLOY, "2024-07-23 14:18:00,452 - lmdeploy - ERROR - <Triton> test failed!",
+                                     "Please ensure it has been installed correctly."],
+     "load.cuda_mismatch", "<Triton> test failed!", None),
+    # InternLM/lmdeploy@v0.6.1:src/turbomind/python/bind.cpp: the TurboMind build has no float32 kernels (InternLM/lmdeploy#3065)
+    ("lmdeploy-turbomind-not-built-with-fp32", [LMDEPLOY, "RuntimeError: Error: turbomind has not been built with fp32 support."],
+     "load.dtype_unsupported", "has not been built with fp32 support", "--dtype float16"),
+    # ollama/ollama llm/server.go, as the CLI prints the server's 500 (ollama/ollama#11710, v0.11.2): the runner's own
+    # error names no known cause, and the 500 is only how the CLI got it: the engine's unrecognised failure
+    ("ollama-runner-terminated-unknown-cause", ["Error: 500 Internal Server Error: llama runner process has terminated: error:fault"],
+     "load.unrecognized_failure", "error:fault", None),
+    # ollama/ollama@v0.21.2:llm/server.go initModel: the load request to the runner failed, its cause is in the server log
+    ("ollama-model-failed-to-load", ["Error: 500 Internal Server Error: model failed to load, this may be due to resource "
+                                     "limitations or an internal error, check ollama server logs for details"],
+     "load.unrecognized_failure", "model failed to load", None),
     ("mlc-insufficient-gpu-memory", [
         "TVMError: Insufficient GPU memory error: The available single GPU memory is 6553.600 MB, which is less than the sum "
         "of model weight size (7276.000 MB) and temporary buffer size (1213.000 MB)."],
      "load.weights_oom", "Insufficient GPU memory error", None),
 ]
+
+
+def test_tensorrt_llm_kernels_below_the_gpu_say_no_dtype_fixes_it(tmp_path) -> None:
+    """TensorRT-LLM's "Unsupported Arch(itecture)" assertions are the GPU below its kernels' floor:
+    the fix is another GPU or build, never a dtype or flag."""
+    log = tmp_path / "trtllm.log"
+    log.write_text(TRTLLM + "\nAssertion failed: Unsupported architecture (/tensorrt_llm/cpp/tensorrt_llm/kernels/"
+                   "contextFusedMultiHeadAttention/fmhaRunner.cpp:89)\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.cuda_mismatch"
+    assert top.fixes[0].summary.startswith("This GPU is older than every kernel this build ships")
 
 
 @pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])

@@ -287,7 +287,7 @@ def classify(signal: Signal, text: str) -> Signal:
     wrapper = chains.cascade(text)
     quoted = str(signal.values.get("summary") or "")
     inner = chains.inner_message(text) or ((quoted, "sentence") if quoted and quoted not in (text, text[:200]) else None)
-    found = chains.family(text, inner) if not wrapper or inner else None
+    found = chains.family(text, inner, wrapper) if not wrapper or inner else None
     frame = str(signal.values.get("frame") or "")
     if found is None and frame and not wrapper:  # the words name no cause: where it was raised may (a KeyError in the config registry)
         text = f"{text} (raised in {frame})"
