@@ -184,6 +184,20 @@ CASES = [
     ("ollama-model-failed-to-load", ["Error: 500 Internal Server Error: model failed to load, this may be due to resource "
                                      "limitations or an internal error, check ollama server logs for details"],
      "load.unrecognized_failure", "model failed to load", None),
+    # InternLM/lmdeploy@v0.16.0:src/turbomind/engine/scheduler.cc (TM_LOG_INFO, logger.cc's prefix): the scheduler's KV blocks ran
+    # out for this pass, later requests wait: KV-cache pressure, not a CUDA out-of-memory
+    ("lmdeploy-turbomind-scheduler-out-of-blocks", [LMDEPLOY,
+        "[TM][INFO][0301.10:00:00.123456][scheduler.cc:1186] out of memory at 3/8",
+        "[TM][INFO][0301.10:00:01.654321][scheduler.cc:1186] out of memory at 5/8"],
+     "perf.kv_cache_pressure", "out of memory at 3/8", "--quant-policy 8"),
+    # ray-project/ray python/ray/serve/_private/deployment_state.py (the line as RayLLM printed it, ray-project/ray-llm#143):
+    # a replica's GPU share is on no node
+    ("ray-serve-replica-not-scheduled", [
+        "deployment_state.py:2152 - Deployment 'VLLMDeployment:amazon--LightGPT' in application 'ray-llm' 1 replicas that have taken "
+        "more than 30s to be scheduled. This may be due to waiting for the cluster to auto-scale or for a runtime environment to be "
+        "installed. Resources required for each replica: [{\"CPU\": 1.0, \"accelerator_type_a10\": 0.01, \"GPU\": 0.1}], total "
+        "resources available: {}. Use `ray status` for more details."],
+     "cluster.placement_infeasible", "to be scheduled", "ray status"),
     ("mlc-insufficient-gpu-memory", [
         "TVMError: Insufficient GPU memory error: The available single GPU memory is 6553.600 MB, which is less than the sum "
         "of model weight size (7276.000 MB) and temporary buffer size (1213.000 MB)."],

@@ -141,7 +141,10 @@ FAILURE_WORDS = re.compile(
 ERROR_LEVELS = ("ERROR", "CRITICAL", "FATAL")
 # a line saying the engine carries on without something: a degraded start, not a failure's cause
 GOES_ON = re.compile(r"sub-?optimal|\busing (?:the )?default\b|\bfall(?:ing|s)? ?back\b|\bdefaulting\b|\bskipp(?:ing|ed)\b|"
-                     r"\bignor(?:ing|ed)\b|\bretrying\b|\bwill (?:be )?(?:use|retry)", re.I)
+                     r"\bignor(?:ing|ed)\b|\bretrying\b|\bwill (?:be )?(?:use|retry)|"
+                     # llama.cpp's LLAMA_LOG_WARN lines carry no level: "KV cache shifting is not supported for this context,
+                     # disabling KV cache shifting", "SPM vocabulary, but newline token not found: ... Using special_pad_id instead."
+                     r"\bdisabling\b|\busing [\w.-]+ instead\b", re.I)
 NONE_COUNTED = re.compile(r"^[A-Za-z][\w ()/.-]*:\s+0(?:\.0+)?\s*$")  # a count of failures that is zero: `Failed requests: 0`
 # a message that calls itself a warning is not a failure (Python's warnings name their class: `PythonDeprecationWarning:`)
 WARNING = re.compile(r"\bwarning\b|\bwarn\b|[a-z]Warning\b", re.I)
