@@ -198,11 +198,26 @@ CASES = [
         "installed. Resources required for each replica: [{\"CPU\": 1.0, \"accelerator_type_a10\": 0.01, \"GPU\": 0.1}], total "
         "resources available: {}. Use `ray status` for more details."],
      "cluster.placement_infeasible", "to be scheduled", "ray status"),
+    # InternLM/lmdeploy@v0.6.0:lmdeploy/serve/async_engine.py: steps + prompt + max_new_tokens above --session-len
+    ("lmdeploy-run-out-of-tokens", [LMDEPLOY, "2024-09-01 10:00:05,000 - lmdeploy - ERROR - run out of tokens. session_id=3."],
+     "load.config_invalid", "run out of tokens", None),
+    # InternLM/lmdeploy@v0.8.0:lmdeploy/serve/openai/api_server.py (its spelling): tools sent to a server without a tool parser
+    ("lmdeploy-no-tool-call-parser", [LMDEPLOY, "2025-03-01 10:00:00,000 - lmdeploy - ERROR - api_server.py:529 - Please lanuch the "
+                                      "api_server with --tool-call-parser if you want to use tool."],
+     "load.config_invalid", "--tool-call-parser", None),
     ("mlc-insufficient-gpu-memory", [
         "TVMError: Insufficient GPU memory error: The available single GPU memory is 6553.600 MB, which is less than the sum "
         "of model weight size (7276.000 MB) and temporary buffer size (1213.000 MB)."],
      "load.weights_oom", "Insufficient GPU memory error", None),
 ]
+
+
+def test_lmdeploy_session_overrun_names_its_session_len(tmp_path) -> None:
+    """LMDeploy's context is --session-len, not llama.cpp's --ctx-size."""
+    log = tmp_path / "lmdeploy.log"
+    log.write_text(LMDEPLOY + "\n2024-09-01 10:00:05,000 - lmdeploy - ERROR - run out of tokens. session_id=3.\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.config_invalid" and "--session-len" in top.fixes[0].summary, top.fixes
 
 
 def test_tensorrt_llm_kernels_below_the_gpu_say_no_dtype_fixes_it(tmp_path) -> None:

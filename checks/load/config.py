@@ -130,7 +130,7 @@ def _context(facts: Facts, log: LogView, found: list) -> Finding:
     sized = isinstance(prompt, int) and isinstance(ctx, int)
     size = -(-(prompt + 1) // 1024) * 1024 if sized else None
     engine = le.engine(facts) or le.template_engine(found[-1])
-    if engine in ("vllm", "sglang"):  # a prompt above the context length the engine was started with
+    if engine in ("vllm", "sglang", "lmdeploy", "trtllm"):  # a prompt above the context length the engine was started with
         fix = Fix(f"Start the engine with a longer context, if the model supports it ({engine_flags.flag('ctx', engine)})",
                   engine_flags.setting("ctx", engine, size) if size else None)
     elif engine == "ollama":
