@@ -205,6 +205,15 @@ CASES = [
     ("lmdeploy-no-tool-call-parser", [LMDEPLOY, "2025-03-01 10:00:00,000 - lmdeploy - ERROR - api_server.py:529 - Please lanuch the "
                                       "api_server with --tool-call-parser if you want to use tool."],
      "load.config_invalid", "--tool-call-parser", None),
+    # turboderp-org/exllamav2@v0.3.2:exllamav2/model.py: past + new tokens above the cache (TabbyAPI's cache_size / max_seq_len)
+    ("exllamav2-sequence-above-cache", ["AssertionError: Total sequence length exceeds cache size in model.forward"],
+     "load.config_invalid", "exceeds cache size", None),
+    # kvcache-ai/ktransformers@v0.2.4:ktransformers/server/backend/interfaces/ktransformers.py: the prompt above --cache_lens
+    ("ktransformers-prompt-above-cache-lens", ["input_ids_length 9000 > cache_lens 8192"],
+     "load.config_invalid", "cache_lens 8192", "--cache_lens 9216"),
+    # theroyallab/tabbyAPI@e632af41:common/auth.py, the 401 body a client prints
+    ("tabbyapi-no-key", ['{"detail":"The provided authentication key is missing."}'],
+     "access.key_missing", "authentication key is missing", None),
     ("mlc-insufficient-gpu-memory", [
         "TVMError: Insufficient GPU memory error: The available single GPU memory is 6553.600 MB, which is less than the sum "
         "of model weight size (7276.000 MB) and temporary buffer size (1213.000 MB)."],
