@@ -214,6 +214,12 @@ CASES = [
     # theroyallab/tabbyAPI@e632af41:common/auth.py, the 401 body a client prints
     ("tabbyapi-no-key", ['{"detail":"The provided authentication key is missing."}'],
      "access.key_missing", "authentication key is missing", None),
+    # Ascend/pytorch@0037c399:torch_npu/csrc/core/npu/sys_ctrl/npu_sys_ctrl.cpp NPU_CHECK_ERROR(c10_npu::SetDevice(device_id_)),
+    # the line as vLLM-Ascend's Ray worker printed it: the NPU is not in the container, not NVIDIA's --gpus
+    ("torch-npu-set-device-failed", [
+        "(RayWorkerWrapper pid=120292) ERROR 02-26 15:54:06 worker_base.py:574] RuntimeError: Initialize:torch_npu/csrc/core/npu/"
+        "sys_ctrl/npu_sys_ctrl.cpp:226 NPU function error: c10_npu::SetDevice(device_id_), error code is 107001"],
+     "load.gpu_not_visible", "error code is 107001", None),
     ("mlc-insufficient-gpu-memory", [
         "TVMError: Insufficient GPU memory error: The available single GPU memory is 6553.600 MB, which is less than the sum "
         "of model weight size (7276.000 MB) and temporary buffer size (1213.000 MB)."],
