@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from llm_doctor.facts import Facts
 from llm_doctor.facts.logs import LogEvent
 from llm_doctor.findings import Finding, Fix
+from llm_doctor.logparse import chains
 from llm_doctor.logparse.failures import CLIENT, CLIENT_SIDE, ENGINE_DOWN, GOES_ON, PROSE_CASCADE
 from llm_doctor.logparse.failures import KINDS as GENERIC
 from llm_doctor.logparse.lines import normalise
@@ -171,7 +172,7 @@ def _raised_by_client(quoted: list[LogEvent], engine: str, started: bool) -> boo
     if engine and started:
         return False
     said = [_summary(e) for e in quoted] + [line for e in quoted for line in e.lines]
-    if any(MODEL_DOWNLOAD.search(s) for s in said):
+    if any(MODEL_DOWNLOAD.search(s) for s in said) or any(e.values.get("cascade") in chains.ENGINE_LOAD_WRAPPERS for e in quoted):
         return False
     return any((not engine and CLIENT.search(s)) or CLIENT_RAISED.search(s) for s in said)
 

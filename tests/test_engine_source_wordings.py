@@ -158,11 +158,92 @@ CASES = [
     # mostlygeek/llama-swap@v150:proxy/process.go: the proxy's health-check deadline ran out while the model loaded
     ("llama-swap-health-check-timed-out", ["[qwen3] unable to start process: health check timed out after 120s"],
      "load.startup_timeout", "health check timed out after 120s", None),
+    # NVIDIA/TensorRT-LLM@00dbe288:cpp/tensorrt_llm/kernels/contextFusedMultiHeadAttention/fmhaRunner.cpp (TLLM_CHECK_WITH_INFO
+    # on the SM; the line as NVIDIA/TensorRT-LLM#1515 shows it): a Turing GPU below the fused kernels, not a model
+    # architecture the engine is too old for
+    ("trtllm-fmha-unsupported-architecture", [TRTLLM,
+        "Assertion failed: Unsupported architecture (/tensorrt_llm/cpp/tensorrt_llm/kernels/contextFusedMultiHeadAttention/fmhaRunner.cpp:89)"],
+     "load.cuda_mismatch", "Unsupported architecture", None),
+    # NVIDIA/TensorRT-LLM@05316d33:cpp/tensorrt_llm/kernels/cutlass_kernels/cutlass_preprocessors.cpp (Tlntin/Qwen-TensorRT-LLM#15)
+    ("trtllm-cutlass-unsupported-arch", [
+        "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: Unsupported Arch (/opt/tritonserver/TensorRT-LLM/cpp/tensorrt_llm/kernels/"
+        "cutlass_kernels/cutlass_preprocessors.cpp:147)"],
+     "load.cuda_mismatch", "Unsupported Arch", None),
+    # InternLM/lmdeploy@v0.4.2:lmdeploy/pytorch/check_env/__init__.py: v0.4-v0.6's word for the Triton self-test (InternLM/lmdeploy#2109)
+    ("lmdeploy-triton-test-failed", [LMDEPLOY, "2024-07-23 14:18:00,452 - lmdeploy - ERROR - <Triton> test failed!",
+                                     "Please ensure it has been installed correctly."],
+     "load.cuda_mismatch", "<Triton> test failed!", None),
+    # InternLM/lmdeploy@v0.6.1:src/turbomind/python/bind.cpp: the TurboMind build has no float32 kernels (InternLM/lmdeploy#3065)
+    ("lmdeploy-turbomind-not-built-with-fp32", [LMDEPLOY, "RuntimeError: Error: turbomind has not been built with fp32 support."],
+     "load.dtype_unsupported", "has not been built with fp32 support", "--dtype float16"),
+    # ollama/ollama llm/server.go, as the CLI prints the server's 500 (ollama/ollama#11710, v0.11.2): the runner's own
+    # error names no known cause, and the 500 is only how the CLI got it: the engine's unrecognised failure
+    ("ollama-runner-terminated-unknown-cause", ["Error: 500 Internal Server Error: llama runner process has terminated: error:fault"],
+     "load.unrecognized_failure", "error:fault", None),
+    # ollama/ollama@v0.21.2:llm/server.go initModel: the load request to the runner failed, its cause is in the server log
+    ("ollama-model-failed-to-load", ["Error: 500 Internal Server Error: model failed to load, this may be due to resource "
+                                     "limitations or an internal error, check ollama server logs for details"],
+     "load.unrecognized_failure", "model failed to load", None),
+    # InternLM/lmdeploy@v0.16.0:src/turbomind/engine/scheduler.cc (TM_LOG_INFO, logger.cc's prefix): the scheduler's KV blocks ran
+    # out for this pass, later requests wait: KV-cache pressure, not a CUDA out-of-memory
+    ("lmdeploy-turbomind-scheduler-out-of-blocks", [LMDEPLOY,
+        "[TM][INFO][0301.10:00:00.123456][scheduler.cc:1186] out of memory at 3/8",
+        "[TM][INFO][0301.10:00:01.654321][scheduler.cc:1186] out of memory at 5/8"],
+     "perf.kv_cache_pressure", "out of memory at 3/8", "--quant-policy 8"),
+    # ray-project/ray python/ray/serve/_private/deployment_state.py (the line as RayLLM printed it, ray-project/ray-llm#143):
+    # a replica's GPU share is on no node
+    ("ray-serve-replica-not-scheduled", [
+        "deployment_state.py:2152 - Deployment 'VLLMDeployment:amazon--LightGPT' in application 'ray-llm' 1 replicas that have taken "
+        "more than 30s to be scheduled. This may be due to waiting for the cluster to auto-scale or for a runtime environment to be "
+        "installed. Resources required for each replica: [{\"CPU\": 1.0, \"accelerator_type_a10\": 0.01, \"GPU\": 0.1}], total "
+        "resources available: {}. Use `ray status` for more details."],
+     "cluster.placement_infeasible", "to be scheduled", "ray status"),
+    # InternLM/lmdeploy@v0.6.0:lmdeploy/serve/async_engine.py: steps + prompt + max_new_tokens above --session-len
+    ("lmdeploy-run-out-of-tokens", [LMDEPLOY, "2024-09-01 10:00:05,000 - lmdeploy - ERROR - run out of tokens. session_id=3."],
+     "load.config_invalid", "run out of tokens", None),
+    # InternLM/lmdeploy@v0.8.0:lmdeploy/serve/openai/api_server.py (its spelling): tools sent to a server without a tool parser
+    ("lmdeploy-no-tool-call-parser", [LMDEPLOY, "2025-03-01 10:00:00,000 - lmdeploy - ERROR - api_server.py:529 - Please lanuch the "
+                                      "api_server with --tool-call-parser if you want to use tool."],
+     "load.config_invalid", "--tool-call-parser", None),
+    # turboderp-org/exllamav2@v0.3.2:exllamav2/model.py: past + new tokens above the cache (TabbyAPI's cache_size / max_seq_len)
+    ("exllamav2-sequence-above-cache", ["AssertionError: Total sequence length exceeds cache size in model.forward"],
+     "load.config_invalid", "exceeds cache size", None),
+    # kvcache-ai/ktransformers@v0.2.4:ktransformers/server/backend/interfaces/ktransformers.py: the prompt above --cache_lens
+    ("ktransformers-prompt-above-cache-lens", ["input_ids_length 9000 > cache_lens 8192"],
+     "load.config_invalid", "cache_lens 8192", "--cache_lens 9216"),
+    # theroyallab/tabbyAPI@e632af41:common/auth.py, the 401 body a client prints
+    ("tabbyapi-no-key", ['{"detail":"The provided authentication key is missing."}'],
+     "access.key_missing", "authentication key is missing", None),
+    # Ascend/pytorch@0037c399:torch_npu/csrc/core/npu/sys_ctrl/npu_sys_ctrl.cpp NPU_CHECK_ERROR(c10_npu::SetDevice(device_id_)),
+    # the line as vLLM-Ascend's Ray worker printed it: the NPU is not in the container, not NVIDIA's --gpus
+    ("torch-npu-set-device-failed", [
+        "(RayWorkerWrapper pid=120292) ERROR 02-26 15:54:06 worker_base.py:574] RuntimeError: Initialize:torch_npu/csrc/core/npu/"
+        "sys_ctrl/npu_sys_ctrl.cpp:226 NPU function error: c10_npu::SetDevice(device_id_), error code is 107001"],
+     "load.gpu_not_visible", "error code is 107001", None),
     ("mlc-insufficient-gpu-memory", [
         "TVMError: Insufficient GPU memory error: The available single GPU memory is 6553.600 MB, which is less than the sum "
         "of model weight size (7276.000 MB) and temporary buffer size (1213.000 MB)."],
      "load.weights_oom", "Insufficient GPU memory error", None),
 ]
+
+
+def test_lmdeploy_session_overrun_names_its_session_len(tmp_path) -> None:
+    """LMDeploy's context is --session-len, not llama.cpp's --ctx-size."""
+    log = tmp_path / "lmdeploy.log"
+    log.write_text(LMDEPLOY + "\n2024-09-01 10:00:05,000 - lmdeploy - ERROR - run out of tokens. session_id=3.\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.config_invalid" and "--session-len" in top.fixes[0].summary, top.fixes
+
+
+def test_tensorrt_llm_kernels_below_the_gpu_say_no_dtype_fixes_it(tmp_path) -> None:
+    """TensorRT-LLM's "Unsupported Arch(itecture)" assertions are the GPU below its kernels' floor:
+    the fix is another GPU or build, never a dtype or flag."""
+    log = tmp_path / "trtllm.log"
+    log.write_text(TRTLLM + "\nAssertion failed: Unsupported architecture (/tensorrt_llm/cpp/tensorrt_llm/kernels/"
+                   "contextFusedMultiHeadAttention/fmhaRunner.cpp:89)\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.cuda_mismatch"
+    assert top.fixes[0].summary.startswith("This GPU is older than every kernel this build ships")
 
 
 @pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])

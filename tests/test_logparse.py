@@ -35,6 +35,39 @@ def test_sglang_tgi_mpi_and_torch_rank_prefixes() -> None:
     assert normalise(1, "[rank0]: torch.OutOfMemoryError: CUDA out of memory.").text.startswith("torch.OutOfMemoryError")
 
 
+def test_python_logging_headers_of_lmdeploy_and_xinference_give_the_level() -> None:
+    """LMDeploy's `%(asctime)s - %(name)s - %(levelname)s - [%(filename)s:%(lineno)d - ]` (lmdeploy/utils.py v0.6.0,
+    v0.16.0) and Xinference's `%(asctime)s %(name)-12s %(process)d %(levelname)-8s` (xinference/deploy/utils.py
+    v1.5.0): the level is the record's, so a DEBUG line that says "failed" is no failure."""
+    line = normalise(1, "2024-07-23 14:18:00,452 - lmdeploy - ERROR - <Triton> test failed!")
+    assert (line.level, line.text) == ("ERROR", "<Triton> test failed!")
+    line = normalise(1, "2025-07-08 14:12:38,320 - lmdeploy - WARNING - archs.py:51 - Fallback to pytorch engine")
+    assert (line.level, line.text) == ("WARNING", "Fallback to pytorch engine")
+    line = normalise(1, "2024-06-28 10:39:03,418 xinference.core.worker 2281 ERROR    Failed to load model qwen2-instruct-1-0")
+    assert (line.level, line.text) == ("ERROR", "Failed to load model qwen2-instruct-1-0")
+    # lmdeploy/pytorch/engine/engine.py v0.16.0 logger.debug: a DEBUG record, not an engine failure
+    facts, _ = scan_lines([b"2026-03-01 10:00:00,000 - lmdeploy - DEBUG - engine.py:812 - Memory trim failed: timeout\n"], "t.log")
+    assert not [e for e in facts.events if e.fatal]
+
+
+def test_healthy_llama_cpp_warnings_are_no_failure() -> None:
+    """llama.cpp's LLAMA_LOG_WARN lines print no level (ggml-org/llama.cpp src/llama-context.cpp, src/llama-vocab.cpp as
+    vendored in ollama/ollama v0.12.6): the load goes on without the feature."""
+    lines = [b"llama_init_from_model: KV cache shifting is not supported for this context, disabling KV cache shifting\n",
+             b"load: SPM vocabulary, but newline token not found: _try_copy! Using special_pad_id instead.\n",
+             b"load: Mask token is missing in vocab, please reconvert model!\n"]
+    facts, _ = scan_lines(lines, "t.log")
+    assert not [e for e in facts.events if e.fatal], [(e.kind, e.lines) for e in facts.events]
+
+
+def test_a_request_without_a_model_is_its_shape_not_any_two_words() -> None:
+    """FastAPI/pydantic's missing body field (vLLM's 400) and OpenAI's wording name the missing model; a line that
+    only holds both words does not."""
+    assert match("{'type': 'missing', 'loc': ('body', 'model'), 'msg': 'Field required'}")[0].kind == "client_model_missing_id"
+    assert match("Error: Missing required parameter: 'model'.")[0].kind == "client_model_missing_id"
+    assert match("load: Mask token is missing in vocab, please reconvert model!") is None
+
+
 def test_invalid_utf8_never_raises() -> None:
     line = normalise(1, b"Capturing CUDA graph shapes: 91%|\xe2\x96 \xff\xfe done")
     assert "\ufffd" in line.text

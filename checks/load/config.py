@@ -130,12 +130,18 @@ def _context(facts: Facts, log: LogView, found: list) -> Finding:
     sized = isinstance(prompt, int) and isinstance(ctx, int)
     size = -(-(prompt + 1) // 1024) * 1024 if sized else None
     engine = le.engine(facts) or le.template_engine(found[-1])
-    if engine in ("vllm", "sglang"):  # a prompt above the context length the engine was started with
+    if engine in ("vllm", "sglang", "lmdeploy", "trtllm"):  # a prompt above the context length the engine was started with
         fix = Fix(f"Start the engine with a longer context, if the model supports it ({engine_flags.flag('ctx', engine)})",
                   engine_flags.setting("ctx", engine, size) if size else None)
     elif engine == "ollama":
         fix = Fix("Give the model a longer context (num_ctx in the request's options or the Modelfile; "
                   "OLLAMA_CONTEXT_LENGTH for the server's default)", f"OLLAMA_CONTEXT_LENGTH={size}" if size else None)
+    elif engine == "ktransformers":  # KTransformers' static cache holds --cache_lens tokens (ktransformers/server/args.py)
+        fix = Fix("Start the server with a longer cache (it also sizes the GPU memory the cache takes)",
+                  f"--cache_lens {size}" if size else None)
+    elif engine == "exllamav2":  # ExLlamaV2's cache holds max_seq_len tokens (TabbyAPI: max_seq_len and cache_size in config.yml)
+        fix = Fix("Give the model a longer context: raise max_seq_len and cache_size (TabbyAPI config.yml; ExLlamaV2Config.max_seq_len "
+                  "and the cache's max_seq_len), as far as the model and the GPU memory allow")
     else:
         fix = Fix("Start the server with a longer context: each of the --parallel slots gets --ctx-size / parallel"
                   + (f" (a slot holds {ctx} now; with -np N give N x {size})" if sized else ""), f"--ctx-size {size}" if size else None)

@@ -26,6 +26,10 @@ def dtype(facts: Facts, log: LogView) -> Outcome:
         fixes = [Fix("FP8 needs compute capability 8.9+ (Ada/Hopper): load the BF16/FP16 or an AWQ/GPTQ checkpoint instead"),
                  Fix("Or run on an Ada/Hopper GPU (L4, L40S, H100, H200)")]
         title = "FP8 is not supported on this GPU"
+    elif str(e.values.get("dtype", "")).lower() in ("fp32", "float32"):
+        # a build without the dtype's kernels (LMDeploy's TurboMind: "has not been built with fp32 support"), not the GPU
+        fixes = [Fix("This engine build has no float32 kernels: run the model in float16", "--dtype float16")]
+        title = "float32 is not supported by this engine build"
     else:
         fixes = [Fix("Run in float16 (bfloat16 needs compute capability 8.0+)", "--dtype float16")]
         title = "bfloat16 is not supported on this GPU"

@@ -28,6 +28,12 @@ def gpu_visibility(facts: Facts, log: LogView) -> Outcome:
         # cudaErrorSystemNotReady: an NVSwitch system (HGX A100/H100) whose fabric manager is not running
         fixes.insert(0, Fix("NVSwitch system: start NVIDIA Fabric Manager (its version must match the driver's) before CUDA "
                             "can use the GPUs", "sudo systemctl enable --now nvidia-fabricmanager"))
+    if "NPU" in text or "ASCEND_RT_VISIBLE_DEVICES" in text:
+        # Ascend (torch_npu, vLLM-Ascend): the NPUs reach a container as /dev/davinci* devices, chosen by ASCEND_RT_VISIBLE_DEVICES
+        fixes = [Fix("Ascend NPU: pass the NPU devices into the container and pick them by index",
+                     "--device /dev/davinci0 --device /dev/davinci_manager --device /dev/devmm_svm --device /dev/hisi_hdc "
+                     "-v /usr/local/Ascend/driver:/usr/local/Ascend/driver -e ASCEND_RT_VISIBLE_DEVICES=0"),
+                 Fix("Check what the host and the process see", "npu-smi info; python -c 'import torch_npu, torch; print(torch.npu.device_count())'")]
     if ordinal:
         tp = le.deployment_value(facts, "tensor_parallel_size")
         fixes.insert(0, Fix("A worker asked for a GPU index it cannot see: give each worker its GPUs (CUDA_VISIBLE_DEVICES / Ray num_gpus)"

@@ -19,11 +19,12 @@ CLIENT_SYMPTOMS = ["access.connect_failed", "access.server_error", "access.timeo
 GIB = 1024**3
 # the GPU is older than any kernel of the build (vLLM's setup.py "GPUs with compute capability below 7.0 are not
 # supported", torch "PyTorch no longer supports this GPU because it is too old", Ollama "CUDA GPU is too old", "amdgpu
-# too old", TGI's "GPU with CUDA capability 7 0 is not supported", flash-attn's "only supports Ampere GPUs or newer"): no
+# too old", TGI's "GPU with CUDA capability 7 0 is not supported", flash-attn's "only supports Ampere GPUs or newer",
+# TensorRT-LLM's kernels "Assertion failed: Unsupported Arch(itecture)"): no
 # dtype runs there, so such a cuda_mismatch comes before a bfloat16 refusal beside it
 GPU_BELOW_FLOOR = re.compile(r"GPU[^.]{0,20}? too old|too old to be supported by the triton|no longer supports this GPU|compute capability (?:below )?\d[\d.]*\b[^.]*?"
                              r"(?:not supported|too old)|(?:CUDA|ROCm) capability \d+ \d+ is not supported|"
-                             r"only supports Ampere GPUs or newer", re.I)
+                             r"only supports Ampere GPUs or newer|Assertion failed: Unsupported Arch", re.I)
 
 
 def gpu_below_floor(found: list[LogEvent]) -> bool:

@@ -35,7 +35,7 @@ ENGINES = frozenset(
     "vllm sglang tgi trtllm lmdeploy llamacpp ollama transformers torch cuda nccl ray kubernetes openai-python dotnet "
     "anthropic-python httpx requests aiohttp urllib3 node undici axios curl go java litellm cline claude-code "
     "open-webui langchain continue vercel-ai go-openai async-openai reqwest spring-ai llamaindex roo-code aider n8n "
-    "nginx envoy cloudflare haproxy squid xinference exllamav2 mlc other".split()
+    "nginx envoy cloudflare haproxy squid xinference exllamav2 mlc ktransformers other".split()
 )
 REQUIRED = ("kind", "template", "sample", "source", "engine")
 OPTIONAL = ("fatal", "echo", "note")

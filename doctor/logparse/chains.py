@@ -95,6 +95,9 @@ INNER = Table(
     _p("error enum", r"^Error: \w+\((?:\w+\()*\"(?P<inner>[^\"]+)\""),
 )
 
+# the wrappers in which an engine says its model did not load: a client that prints one (Ollama's CLI quoting the
+# server's 500) shows the engine's start-up failure, not its own
+ENGINE_LOAD_WRAPPERS = ("llama.cpp loader", "Ollama runner", "Ollama model load")
 # the wrappers that are a server's answer to a request: what they quote happened while serving
 ANSWERED = ("HTTP error body",)
 # the wrappers whose own words are a symptom (a wait that timed out): a cause they quote wins over them
@@ -136,6 +139,9 @@ WRAPPERS = Table(
     _p("llama.cpp loader", r"^(?:\w+: )?(?:error: )?(?:failed|unable) to load model\b"),
     # Ollama llm/server.go: "llama runner process has terminated: <the runner's last error>"
     _p("Ollama runner", r"llama runner process has terminated|error starting the external llama server"),
+    # Ollama llm/server.go (v0.9.6+ the runner stopped, v0.21.2 initModel's load request failed): the runner's own
+    # error is in the server log, the answer only says a load failed ("Error: 500 Internal Server Error: ..." in the CLI)
+    _p("Ollama model load", r"(?:model failed to load|model runner has unexpectedly stopped), this may be due to resource limitations"),
     # Python's multiprocessing / shells reporting a child's death
     _p("child exit", r"^Process (?:Process|SpawnProcess|ForkProcess)-\d+:$|exited with (?:exit )?code [1-9]|non-zero exit status"),
 )
@@ -213,12 +219,14 @@ def cascade(text: str) -> str:
     return found[0].name if found else ""
 
 
-def family(text: str, inner: tuple[str, str] | None = None) -> Pattern | None:
+def family(text: str, inner: tuple[str, str] | None = None, wrapper: str = "") -> Pattern | None:
     """The keyword family a failure line no template matched belongs to, with the text it quotes
     (`inner`, else found here) read first: the wrapped error states the cause, the wrapper only
-    that something failed."""
+    that something failed. A known wrapper (`wrapper`, a name of WRAPPERS) quoting an error is read
+    through it alone: its own words, and the HTTP status a client printed around it (Ollama's CLI:
+    "Error: 500 Internal Server Error: llama runner process has terminated: <cause>"), are the cascade."""
     inner = inner or inner_message(text)
-    for candidate in ([inner[0]] if inner else []) + [text]:
+    for candidate in ([inner[0]] if inner else []) + ([] if wrapper and inner else [text]):
         found = FAMILIES.first(ev.without_advice(candidate))
         if found:
             return found[0]

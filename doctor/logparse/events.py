@@ -385,7 +385,12 @@ HAND_RULES: tuple[Rule, ...] = (
         r"Incorrect API key|Invalid API Key|invalid_api_key|AuthenticationError|401 Unauthorized|"
         r"invalid x-api-key|authentication_error|" + _status(401),
     ),
-    _r("client_model_missing_id", r"you must provide a model parameter|\"model\"\s*:\s*\{\}|model.*field required|missing.*model"),
+    # the request named no model: OpenAI's "you must provide a model parameter", pydantic/FastAPI's missing `model` field
+    # ({'type': 'missing', 'loc': ('body', 'model'), ...}); not any line with both words (llama.cpp's vocabulary warning
+    # "Mask token is missing in vocab, please reconvert model!" on a healthy load)
+    _r("client_model_missing_id", r"you must provide a model parameter|\"model\"\s*:\s*\{\}|model.*field required|"
+       r"['\"]missing['\"],\s*['\"]loc['\"]:\s*[\[(]['\"]body['\"],\s*['\"]model['\"]|missing (?:required )?(?:parameter|field|argument):? ['\"`]?model\b|"
+       r"missing (?:the )?model (?:in|from) (?:the )?request"),
     _r(
         "client_model_not_found",
         r"The model `(?P<model>[^`]+)` does not exist|model ['\"]?(?P<model2>[\w./:-]+)['\"]? not found|"

@@ -246,7 +246,10 @@ ADVICE = re.compile(
 ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+\S")
 FENCE = re.compile(r"^\s*(?:```|~~~)")
 # a line a program printed: a timestamp, a `key=value, key=value` record, a prompt's command line
-LEVEL_WORD = re.compile(r"^\W{0,2}(?:[\w:.\[\]-]+\s){0,2}(?:INFO|WARN|WARNING|ERROR|DEBUG|FATAL|CRITICAL)\b")  # a program's level, after its tag
+LEVEL_WORD = re.compile(r"^\W{0,2}(?:[\w:.\[\]-]+\s){0,2}(?:INFO|WARN|WARNING|ERROR|DEBUG|FATAL|CRITICAL)\b"  # a program's level, after its tag
+                        # or in brackets after its bracketed tag: TurboMind's `[TM][INFO][0301.10:00:00.1][scheduler.cc:1186]`
+                        # (lmdeploy src/turbomind/core/logger.cc), TensorRT-LLM's `[TensorRT-LLM][WARNING]`
+                        r"|^\[[\w.-]+\]\[(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\]")
 FIELD = re.compile(r"^[A-Z][A-Za-z ]{0,20}:\s+\S+(?:\s+\S+){0,3}\s*$")  # one `Status Code: 500` row of such a form
 RECORD = re.compile(r"(?:^|\s)[A-Z][A-Za-z ]{0,20}:\s")  # `Model: x Provider: y Status Code: 401`: a form a program filled
 STAMP = re.compile(r"^\W{0,3}\d{4}-\d\d-\d\d[ T]\d\d:\d\d|^\W{0,3}\d\d:\d\d:\d\d|^\s*(?:\$|>>>|#\s*(?:vllm|python|docker|curl)\b)|^\s*(?:INFO|DEBUG|WARNING|ERROR)\b")

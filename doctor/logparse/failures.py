@@ -141,7 +141,10 @@ FAILURE_WORDS = re.compile(
 ERROR_LEVELS = ("ERROR", "CRITICAL", "FATAL")
 # a line saying the engine carries on without something: a degraded start, not a failure's cause
 GOES_ON = re.compile(r"sub-?optimal|\busing (?:the )?default\b|\bfall(?:ing|s)? ?back\b|\bdefaulting\b|\bskipp(?:ing|ed)\b|"
-                     r"\bignor(?:ing|ed)\b|\bretrying\b|\bwill (?:be )?(?:use|retry)", re.I)
+                     r"\bignor(?:ing|ed)\b|\bretrying\b|\bwill (?:be )?(?:use|retry)|"
+                     # llama.cpp's LLAMA_LOG_WARN lines carry no level: "KV cache shifting is not supported for this context,
+                     # disabling KV cache shifting", "SPM vocabulary, but newline token not found: ... Using special_pad_id instead."
+                     r"\bdisabling\b|\busing [\w.-]+ instead\b", re.I)
 NONE_COUNTED = re.compile(r"^[A-Za-z][\w ()/.-]*:\s+0(?:\.0+)?\s*$")  # a count of failures that is zero: `Failed requests: 0`
 # a message that calls itself a warning is not a failure (Python's warnings name their class: `PythonDeprecationWarning:`)
 WARNING = re.compile(r"\bwarning\b|\bwarn\b|[a-z]Warning\b", re.I)
@@ -287,7 +290,7 @@ def classify(signal: Signal, text: str) -> Signal:
     wrapper = chains.cascade(text)
     quoted = str(signal.values.get("summary") or "")
     inner = chains.inner_message(text) or ((quoted, "sentence") if quoted and quoted not in (text, text[:200]) else None)
-    found = chains.family(text, inner) if not wrapper or inner else None
+    found = chains.family(text, inner, wrapper) if not wrapper or inner else None
     frame = str(signal.values.get("frame") or "")
     if found is None and frame and not wrapper:  # the words name no cause: where it was raised may (a KeyError in the config registry)
         text = f"{text} (raised in {frame})"

@@ -55,6 +55,11 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("level", re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)(?::\s+|\s+-\s+|\s{2,})")),
+    # Python logging's `%(asctime)s - %(name)s - %(levelname)s - [%(filename)s:%(lineno)d - ]%(message)s` (LMDeploy
+    # lmdeploy/utils.py v0.2-v0.16, and servers built the same way), after the stamp went: `- lmdeploy - WARNING - ...`
+    ("pylog", re.compile(r"(?:-\s+)?[A-Za-z_][\w.]*\s+-\s+(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+-\s+(?:[\w.-]+\.py:\d+\s+-\s+)?")),
+    # Xinference's `%(asctime)s %(name)-12s %(process)d %(levelname)-8s %(message)s` (xinference/deploy/utils.py)
+    ("xinference", re.compile(r"[a-z_][\w]*(?:\.[\w]+)+\s+\d+\s+(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+")),
 )
 
 
