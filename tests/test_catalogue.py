@@ -116,6 +116,23 @@ def test_values_of_vllm_wordings() -> None:
         assert found[1]["template_source"].startswith("vllm-project/vllm@")
 
 
+def test_sglang_refusals_of_the_gpu_it_runs_on() -> None:
+    """SGLang's own checks of the GPU (model_runner's sm75 floor, server_args' Blackwell-only TRTLLM backends) in the
+    wordings people paste: the floor retyped with a space ("sm 75"), the MHA prefill variant of the backend check."""
+    cases = {
+        "报错信息：SGlang only supports sm 75 and  above": "cuda_mismatch",
+        "RuntimeError: SGLang only supports sm75 and above.": "cuda_mismatch",
+        "ValueError: TRTLLM MHA backend for prefill is only supported on Blackwell GPUs (SM100). "
+        "Please use a different prefill backend.": "config_invalid",
+        "ValueError: TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x). "
+        "Please use a different backend.": "config_invalid",
+    }
+    for line, kind in cases.items():
+        found = ev.match(line)
+        assert found is not None and found[0].kind == kind, line
+        assert found[1]["template_source"].startswith("sgl-project/sglang@")
+
+
 def test_a_template_beats_a_generic_hand_rule_of_another_kind(tmp_path: Path) -> None:
     """'Failed core proc(s): {'EngineCore_0': -9}' is a SIGKILL, not the generic echo it starts with."""
     found = ev.match("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_0': -9}")
