@@ -410,7 +410,32 @@ def _key_variable(events: list[LogEvent]) -> str | None:
     return None
 
 
+# no key reached the server: an empty one in the header (h11 `Illegal header value b'Bearer '`, the key an empty
+# string or an unset CI secret), or the 401 a server answers a request without one (OpenAI API "You didn't provide an
+# API key", OpenRouter "No auth credentials found" / "Missing Authentication header", LiteLLM "No api key passed in")
+KEY_ABSENT = re.compile(r"\bBearer\s*(?:['\"\u2018\u2019\u201c\u201d]|\\[rn])?\s*(?:['\"\u2019\u201d]|$)(?![\w-])|didn['\u2019]?t provide an API key|"
+                        r"No auth credentials found|Missing Authentication header|No api key passed in|No API key (?:was )?(?:provided|found|passed)|"
+                        r"\b(?:API[ _-]?key|Authorization header|x-api-key header)\W{0,3}(?:is |was )?(?:missing|required|empty|not (?:set|provided|found))\b|"
+                        r"\bmissing (?:the )?(?:API[ _-]?key|Authorization header|x-api-key header|bearer token)\b", re.I)
+# a gateway that gave up waiting for the upstream: 504 Gateway Timeout (nginx, Envoy, HAProxy "The server didn't respond
+# in time.", the Vercel AI SDK's statusText), Cloudflare's 524 "A timeout occurred"; whatever a client wraps it in
+# (openai InternalServerError, LiteLLM's), the request was accepted and no answer came within a deadline: access.timeout
+GATEWAY_TIMEOUT = re.compile(r"\b(?:Error code|status(?: code)?|HTTP(?:/[\d.]+)?|code)\W{0,3}(?:504|524)\b|\b(?:504|524)\b\W{0,3}(?:Gateway|A timeout|Timeout)|"
+                             r"Gateway Time-?out|Gateway timed out|\bA timeout occurred\b|didn't respond in time|\btimed out\b", re.I)
+SERVER_SIDE = ("access.server_error", "access.response_invalid")
+
+
 def _code(e: LogEvent) -> str | None:
+    code = _cause(e)
+    text = " ".join(e.lines)
+    if code in ("access.key_rejected", "access.key_malformed") and KEY_ABSENT.search(text):
+        return "access.key_missing"
+    if code in SERVER_SIDE and GATEWAY_TIMEOUT.search(text):
+        return "access.timeout"
+    return code
+
+
+def _cause(e: LogEvent) -> str | None:
     if e.kind == "client_auth" and any(KEY_SHAPE.search(line) for line in e.lines):
         return "access.key_malformed"
     if e.kind == "client_bad_response":

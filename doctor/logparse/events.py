@@ -343,14 +343,16 @@ HAND_RULES: tuple[Rule, ...] = (
         r"request: (?P<method2>GET|POST) (?P<path2>/\S*) \S+ (?P<status2>[45]\d\d)\b|"
         r"^< HTTP/[\d.]+ (?P<status3>[45]\d\d)\b|(?P<method3>GET|POST) \"?https?://[^/\s]+(?P<path3>/\S*?)\"?: (?P<status4>[45]\d\d) |"
         # httpx's INFO line, as the OpenAI SDK logs every request
-        r"HTTP Request: (?P<method4>GET|POST|PUT|DELETE) https?://[^/\s]+(?P<path4>/\S*) \"HTTP/[\d.]+ (?P<status5>[45]\d\d)",
+        r"HTTP Request: (?P<method4>GET|POST|PUT|DELETE) https?://[^/\s]+(?P<path4>/\S*) \"HTTP/[\d.]+ (?P<status5>[45]\d\d)|"
+        # a browser's console (Chrome, Firefox) for a failed fetch: `POST http://host:port/v1/chat/completions 404 (Not Found)`
+        r"(?P<method5>GET|POST|PUT|DELETE) https?://[^/\s]+(?P<path5>/\S*) (?P<status6>[45]\d\d) \((?:[A-Z][a-z]+ ?)+\)",
         False,  # an answer, not a failure by itself: a server's access log holds 404s for /favicon.ico
     ),
     # the web framework's own 404 (Go net/http, FastAPI/Starlette, Express, nginx): no such PATH on
     # this server, unlike an API's JSON "model ... does not exist"
     _r(
         "client_route_not_found",
-        r"\b404 page not found|\{\s*\"detail\"\s*:\s*\"Not Found\"\s*\}|Cannot (?:GET|POST) (?P<path>/\S+)|"
+        r"\b404 page not found|\{\s*[\"']detail[\"']\s*:\s*[\"']Not Found[\"']\s*\}|Cannot (?:GET|POST) (?P<path>/\S+)|"
         r"<title>404 Not Found</title>|<h1>Not Found</h1>",
     ),
     _r(
@@ -374,7 +376,10 @@ HAND_RULES: tuple[Rule, ...] = (
         r"Connection refused|ECONNREFUSED|No route to host|Failed to establish a new connection|"
         r"APIConnectionError|Connection error\.",
     ),
-    _r("client_quota", r"insufficient_quota|exceeded your current quota|check your plan and billing|Payment Required|" + _status(402)),
+    # (OpenRouter's 402 body: "This request requires more credits, or fewer max_tokens. You requested up to 32000 tokens,
+    # but can only afford 0.")
+    _r("client_quota", r"insufficient_quota|exceeded your current quota|check your plan and billing|Payment Required|"
+       r"requires more credits, or fewer max_tokens|but can only afford \d+|" + _status(402)),
     _r("client_rate_limit", r"Rate limit reached|rate_limit_exceeded|RateLimitError|Too Many Requests|rate limit you|" + _status(429)),
     _r(
         "client_auth",

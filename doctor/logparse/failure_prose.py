@@ -65,7 +65,11 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     # "no API key provided", "OPENAI_API_KEY is not set" (OpenAI's client: "The api_key client option must be set")
     ("access.key_missing", re.compile(
         r"\bno (?:[\w.-]+ )?api[ _-]?key (?:was |is )?(?:set|provided|found|given|configured)\b|\bapi[ _-]?key\b[^.]{0,30}?\b(?:is |was )?"
-        r"(?:missing|not (?:set|provided|found|configured)|empty)\b|\b[A-Z_]*API_KEY\b[^.]{0,20}?\b(?:is |was )?(?:not set|missing|unset|empty)\b", re.I)),
+        r"(?:missing|not (?:set|provided|found|configured)|empty)\b|\b[A-Z_]*API_KEY\b[^.]{0,20}?\b(?:is |was )?(?:not set|missing|unset|empty)\b|"
+        # the 401 of a request that carried none: OpenAI API "You didn't provide an API key", OpenRouter "No auth credentials
+        # found" / "Missing Authentication header", an empty `Bearer ` header
+        r"\bdid(?: not|n't) provide an api[ _-]?key\b|\bno auth(?:entication)? credentials\b|\bmissing (?:the )?(?:authentication|authorization) header\b|"
+        r"\bempty (?:bearer|authorization|api[ _-]?key)\b", re.I)),
     # 401/403 answers, "Incorrect API key provided", "invalid x-api-key", "authentication_error"
     ("access.key_rejected", re.compile(
         r"\b40[13]s?\b(?! ?(?:ms|bytes|tokens))|\bunauthori[sz]ed\b|\b(?:invalid|incorrect|wrong|expired|revoked) (?:[\w-]+ )?(?:api[ _-]?key|key|token)\b|"
@@ -73,7 +77,9 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\bauthentication(?:_| )(?:error|fail\w*)\b", re.I)),
     # 402 / insufficient_quota / billing (OpenAI "You exceeded your current quota")
     ("access.quota_exceeded", re.compile(
-        r"\bquota\b|\binsufficient[_ ](?:quota|credits?|balance|funds)\b|\bbilling\b|\b402\b|\bpayment required\b|\bout of credits?\b", re.I)),
+        r"\bquota\b|\binsufficient[_ ](?:quota|credits?|balance|funds)\b|\bbilling\b|\b402\b|\bpayment required\b|\bout of credits?\b|"
+        # OpenRouter's 402 body: "This request requires more credits, or fewer max_tokens. ... but can only afford 0"
+        r"\brequires? more credits?\b|\bcan only afford\b|\bcredit balance\b", re.I)),
     # 429 (OpenAI RateLimitError, Anthropic rate_limit_error, "Too Many Requests")
     ("access.rate_limited", re.compile(r"\b429\b|\brate[ _-]?limit\w*|\btoo many requests\b|\bthrottled by the (?:api|provider|server)\b", re.I)),
     # "certificate verify failed", "self-signed certificate", "SSL: WRONG_VERSION_NUMBER", x509
@@ -93,7 +99,8 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b407\b|\bproxy authentication required\b|\bproxy\b[^.]{0,40}?\b(?:unreachable|refus\w*|intercept\w*|blocks?|blocked)\b", re.I)),
     # "Could not resolve host", "getaddrinfo ENOTFOUND", "Name or service not known", "nodename nor servname"
     ("access.dns_failed", re.compile(
-        r"\b(?:could ?n[o']t|cannot|can't|unable to|fail\w* to) resolve\b|\bname resolution\b|\bgetaddrinfo\b|\bENOTFOUND\b|\bEAI_AGAIN\b|"
+        r"\b(?:could ?n[o']t|cannot|can't|unable to|fail\w* to) resolve\b(?! (?:the |an? )?(?:authentication|auth|credentials?|api[ _-]?key|import|module|"
+        r"dependenc\w*|reference|symbol|path|type|conflict|issue|problem))|\bname resolution\b|\bgetaddrinfo\b|\bENOTFOUND\b|\bEAI_AGAIN\b|"
         r"\bName or service not known\b|\bno such host\b|\bDNS\b[^.]{0,30}?\b(?:fail\w*|error|lookup)", re.I)),
     # ECONNREFUSED, "Connection refused", "Failed to establish a new connection", "Cannot connect to host"
     ("access.connect_failed", re.compile(
@@ -117,7 +124,10 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:missing|no|without|null|empty|none) [`'\"]?(?:finish_reason|choices|usage|message|content|delta|tool_calls)\b|"
         r"\b(?:finish_reason|choices|content)\b[`'\"]?\s?(?:is |are |was )?(?:missing|null|None|empty)\b|"
         r"\b(?:response|body|output)\b[^.]{0,30}?\b(?:is |was )?(?:not (?:valid )?JSON|HTML|malformed|unparseable|invalid JSON)\b|\bJSONDecodeError\b", re.I)),
-    # 502/503/504, "Internal Server Error", "Bad Gateway"
+    # a gateway that gave up waiting (504 Gateway Timeout, Cloudflare's 524 "A timeout occurred"): the request was
+    # accepted and no answer came in time, whatever 5xx class a client wraps it in (checks/access/client_log.py)
+    ("access.timeout", re.compile(r"\b(?:504|524)\b|\bGateway Time-?out\b|\bgateway timed out\b|\bA timeout occurred\b", re.I)),
+    # 500/502/503, "Internal Server Error", "Bad Gateway"
     ("access.server_error", re.compile(
         r"\b(?:error|status|HTTP|code|returns?|returned|gets?|got)\W{0,3}50[0234]\b|\b50[0234]s?\b[^.]{0,20}?\b(?:error|response|from)\b|"
         r"\bInternal Server Error\b|\bBad Gateway\b|\bService Unavailable\b|\bGateway Time-?out\b", re.I)),
@@ -203,7 +213,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 # lower-case literals one of which each entry above needs: a line holding none is not read
-LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "payment", "429", "rate", "too many", "throttl", "certificate",
+LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "payment", "429", "rate", "too many", "throttl", "certificate",
             "signed", "ssl", "tls", "x509", "wrong_version", "stream", "sse", "chunk", "token", "buffer", "proxy", "resolve",
             "resolution", "getaddrinfo", "enotfound", "eai_again", "name or service", "no such host", "dns", "connect", "no route",
             "model", "/v1", "base", "openai", "anthropic", "messages", "finish_reason", "choices", "usage", "content", "delta",
@@ -262,7 +272,7 @@ def into_facts(source: str, text: str, facts: Facts) -> bool:
 CONTEXT_ONLY = frozenset({"access.proxy_failed", "access.quota_exceeded", "access.rate_limited", "access.tls_failed"})
 PROBLEM = re.compile(_FAIL + r"|\b(?:problem|issue|exceed\w*|reached|hit(?:s|ting)?|block\w*|denied|again|stuck|hang\w*|unable|"
                      r"not (?:work\w*|respected|honou?red|used|applied)|ignor\w*|bypass\w*|intercept\w*|40[0-9]|429|402|"
-                     r"unknown authority|untrusted|expired)\b", re.I)
+                     r"unknown authority|untrusted|expired|(?:can(?:not|'t)?|only) afford|requires? more credits?)\b", re.I)
 
 
 def statements(source: str, text: str) -> list[FailureStatement]:
