@@ -68,6 +68,8 @@ EXPLAINS = {
     "access.protocol_mismatch": ["access.model_not_found"],
     # a gateway's 5xx error page is HTML, not the API's JSON: the 5xx is the cause, the bad body its symptom
     "access.server_error": ["access.response_invalid"],
+    # (so is a gateway's 504 / 524 page)
+    "access.timeout": ["access.response_invalid"],
 }
 TITLES = {
     "access.quota_exceeded": ("the account's quota or credit is exhausted", "Add credit / raise the quota for this key's account, or use another key"),

@@ -394,7 +394,12 @@ HAND_RULES: tuple[Rule, ...] = (
         r"\bNotFoundError|Invalid model name passed|model_not_found|does not exist or you do not have access",
     ),
     _r("client_not_found", _status(404)),  # a bare 404: the path or the model, the rest of the log tells
-    _r("client_timeout", r"Request timed out|ReadTimeout|APITimeoutError|timed out after \d+"),
+    # and a gateway that gave up on the upstream, by its status in a client's words (504 Gateway Timeout, Cloudflare's 524
+    # "A timeout occurred": "Error code: 524", "status code 524", aiohttp's `<ClientResponse(url) [524 None]>`); a stream
+    # that sent no chunk within the client's idle deadline
+    _r("client_timeout", r"Request timed out|ReadTimeout|APITimeoutError|timed out after \d+|\bstream idle timeout\b|\bno chunks? received for \d"),
+    _r("client_timeout", _status(504)),
+    _r("client_timeout", _status(524) + r"|<ClientResponse\([^)]*\) \[524\b"),
     _r(
         "client_bad_response",
         r"JSONDecodeError|Expecting value: line 1 column 1|object has no attribute 'choices'|KeyError: 'choices'|"
