@@ -115,6 +115,8 @@ STREAM_INVALID = ("the stream: true answer is not a valid event stream (no body,
 STREAM_BUFFERED = "the stream is held back on its way: a proxy or gateway in between buffers the events and releases them late, in bursts"
 
 
+# a 404 that names no path: the web framework's own (client_route_not_found) or a bare status (client_not_found)
+BARE_404 = ("client_route_not_found", "client_not_found")
 # client_failed: a tool's catch-all ("Please check the LM Studio developer logs"): read, but it names no
 # cause, so unless another line does the failure stays access.unrecognized_failure
 EVENTS = [*KIND_CODE, "http_response", "client_route_not_found", "client_not_found", "client_failed"]
@@ -128,7 +130,7 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     s = logs.setup
     bare: list[LogEvent] = []
     for e in log.events():
-        if e.kind == "client_route_not_found" and not e.values.get("path") and not _speaks_anthropic(e):
+        if e.kind in BARE_404 and not e.values.get("path") and not _speaks_anthropic(e):
             bare.append(e)
             continue
         code = _anthropic_404(e, s.base_url) if _speaks_anthropic(e) else _code(e)
@@ -141,9 +143,13 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     served = found.get("access.server_error", [])
     if served and all("[GIN]" in " ".join(e.lines) for e in served) and log.other_failures():
         del found["access.server_error"]
+    # a bare status 404 ("Status: 404 (Not Found)", "HTTP 404") is weaker: it names neither the path nor a model, and counts
+    # only where nothing else in the log says what failed; a server that had the route and not the model says which model
+    # (vLLM/SGLang "The model `x` does not exist", Ollama "model 'x' not found"), so a 404 without one is the path's
     routed = next((c for c, evs in found.items() if any(_is_404(e) and _path(e) for e in evs)), None)
     for e in bare:
-        found.setdefault(routed or "access.base_url_invalid", []).append(e)
+        if e.kind == "client_route_not_found" or not found:
+            found.setdefault(routed or "access.base_url_invalid", []).append(e)
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
     not_found = [e for e in log.events() if _is_404(e) and not _speaks_anthropic(e)]

@@ -353,7 +353,9 @@ HAND_RULES: tuple[Rule, ...] = (
     _r(
         "client_route_not_found",
         r"\b404 page not found|\{\s*[\"']detail[\"']\s*:\s*[\"']Not Found[\"']\s*\}|Cannot (?:GET|POST) (?P<path>/\S+)|"
-        r"<title>404 Not Found</title>|<h1>Not Found</h1>",
+        r"<title>404 Not Found</title>|<h1>Not Found</h1>|"
+        # Fastify's (lib/fourOhFour.js: `Route ${req.method}:${req.url} not found`), and a JSON body's bare "Route not found"
+        r"\bRoute (?P<method>GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS):(?P<path2>/\S*) not found\b|[\"']message[\"']\s*:\s*[\"']Route not found\b",
     ),
     _r(
         "client_tls",
@@ -363,7 +365,8 @@ HAND_RULES: tuple[Rule, ...] = (
     _r(
         "client_dns",
         r"\[Errno -[23]\] (?:Name or service not known|Temporary failure in name resolution)|"
-        r"getaddrinfo failed|nodename nor servname|Could not resolve host|NameResolutionError",
+        # (urllib3 2.x connection.py NameResolutionError: `Failed to resolve '{host}' ({e})`)
+        r"getaddrinfo failed|nodename nor servname|Could not resolve host|NameResolutionError|Failed to resolve ['\"][\w.-]+['\"]",
     ),
     _r(
         "client_proxy",
