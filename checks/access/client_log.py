@@ -39,6 +39,7 @@ KIND_CODE = {
     "client_bad_response": "access.response_invalid",
     "client_server_error": "access.server_error",
     "client_url_malformed": "access.base_url_invalid",
+    "client_protocol": "access.protocol_mismatch",
 }
 CODES = sorted(set(KIND_CODE.values()) | {"access.base_url_invalid", "access.protocol_mismatch", "access.server_error",
                                          "access.key_malformed", "access.streaming_broken"})
@@ -173,6 +174,8 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
                                                         for e in events):
             title, fix = OLLAMA_MESSAGES
             fixes = [Fix(fix, "curl -fsSL https://ollama.com/install.sh | sh")]
+        elif code == "access.protocol_mismatch" and any(e.kind == "client_protocol" for e in events):
+            title, fixes = CHAT_AT_MESSAGES, [Fix(CHAT_AT_MESSAGES_FIX)]
         elif code == "access.protocol_mismatch" and anthropic and len(anthropic) == len(events):
             title, fixes = NO_MESSAGES_API, [Fix(NO_MESSAGES_API_FIX)]
         elif code == "access.base_url_invalid" and (twice := next(filter(None, map(_doubled, events)), None)):
@@ -275,6 +278,10 @@ FIVE_XX = re.compile(r"\b50[0234] (?:Bad Gateway|Service Unavailable|Gateway Tim
 ANTHROPIC_CLIENT = re.compile(r"\banthropic\.\w*Error\b|\bAPI Error\b|Claude Code")
 ANTHROPIC_V1 = "the Anthropic base URL ends in /v1: the client appends /v1/messages itself, so it asks for /v1/v1/messages"
 ANTHROPIC_V1_FIX = "Set the base URL to the server's root, without /v1"
+CHAT_AT_MESSAGES = ("the request is in the OpenAI Chat format (a `tool` or `system` role in messages) and the endpoint speaks the "
+                    "Anthropic Messages API, which allows only user and assistant")
+CHAT_AT_MESSAGES_FIX = ("Use the client's Anthropic provider for this endpoint (tool results as tool_result blocks, the system prompt as "
+                        "the top-level `system`), or point this OpenAI-style client at an OpenAI-compatible /v1/chat/completions")
 NO_MESSAGES_API = "the server has no Anthropic Messages API (/v1/messages), which Claude Code and the Anthropic SDK speak"
 NO_MESSAGES_API_FIX = ("Point the client at a server that serves /v1/messages, or put a gateway that translates it in front "
                        "(a LiteLLM proxy does); OpenAI-API clients use this server's /v1/chat/completions")

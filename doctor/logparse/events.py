@@ -394,8 +394,15 @@ HAND_RULES: tuple[Rule, ...] = (
         "client_model_not_found",
         r"The model `(?P<model>[^`]+)` does not exist|model ['\"]?(?P<model2>[\w./:-]+)['\"]? not found|"
         # \b: openai.NotFoundError, never Python's ModuleNotFoundError / FileNotFoundError
-        r"\bNotFoundError|Invalid model name passed|model_not_found|does not exist or you do not have access",
+        r"\bNotFoundError|Invalid model name passed|model_not_found|does not exist or you do not have access|"
+        # OpenRouter's 400 for an ID it does not list ("google/gemini-2.0-pro-exp-02-05:free is not a valid model ID"), and
+        # Claude Code's words for the model its gateway does not have
+        r"(?P<model3>[\w./:@-]+) is not a valid model ID|There's an issue with the selected model \((?P<model4>[^)\s]+)\)",
     ),
+    # an OpenAI Chat request (a `tool` role, a `system` message) sent to the Anthropic Messages API, which allows only the
+    # user and assistant roles (its 400 invalid_request_error: `messages: Unexpected role "tool". Allowed roles are "user"
+    # or "assistant".`): the client and the endpoint speak different APIs
+    _r("client_protocol", r"messages: Unexpected role [\"'`]?(?:tool|system|function|developer)\b|Allowed roles are [\"'`]?user[\"'`]? or [\"'`]?assistant\b"),
     _r("client_not_found", _status(404)),  # a bare 404: the path or the model, the rest of the log tells
     # and a gateway that gave up on the upstream, by its status in a client's words (504 Gateway Timeout, Cloudflare's 524
     # "A timeout occurred": "Error code: 524", "status code 524", aiohttp's `<ClientResponse(url) [524 None]>`); a stream

@@ -118,7 +118,10 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     # an OpenAI-style client at an Anthropic-style endpoint or the reverse
     ("access.protocol_mismatch", re.compile(
         r"\b(?:OpenAI|Anthropic)[- ](?:style|compatible|format|API|SDK|client|protocol)\b[^.]{0,80}?\b(?:Anthropic|OpenAI|/v1/messages|/chat/completions)\b"
-        r"[^.]{0,60}?" + _FAIL + r"|\b(?:/v1/messages|/chat/completions)\b[^.]{0,40}?\b(?:instead of|not|404)\b", re.I)),
+        r"[^.]{0,60}?" + _FAIL + r"|\b(?:/v1/messages|/chat/completions)\b[^.]{0,40}?\b(?:instead of|not|404)\b|"
+        # "there is no `/v1/messages` handler", "they speak different wire formats", "the format mismatch is at the API level"
+        r"\bno [`'\"]?(?:POST )?/v1/(?:messages|chat/completions)[`'\"]? (?:handler|endpoint|route|API)\b|"
+        r"\bdifferent (?:wire|API|request) formats?\b|\b(?:wire|API) format mismatch\b|\bformat mismatch is at the API\b", re.I)),
     # 200 with the wrong shape: no `choices`, null content, a missing finish_reason, HTML instead of JSON
     ("access.response_invalid", re.compile(
         r"\b(?:missing|no|without|null|empty|none) [`'\"]?(?:finish_reason|choices|usage|message|content|delta|tool_calls)\b|"
@@ -213,7 +216,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 # lower-case literals one of which each entry above needs: a line holding none is not read
-LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "payment", "429", "rate", "too many", "throttl", "certificate",
+LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "payment", "429", "rate", "too many", "throttl", "certificate",
             "signed", "ssl", "tls", "x509", "wrong_version", "stream", "sse", "chunk", "token", "buffer", "proxy", "resolve",
             "resolution", "getaddrinfo", "enotfound", "eai_again", "name or service", "no such host", "dns", "connect", "no route",
             "model", "/v1", "base", "openai", "anthropic", "messages", "finish_reason", "choices", "usage", "content", "delta",
