@@ -45,6 +45,13 @@ CASES = [
     # https://github.com/anomalyco/opencode/issues/12219: OpenRouter's 402 body
     ("access.quota_exceeded", "This request requires more credits, or fewer max_tokens. You requested up to 32000 tokens, but can only "
                               "afford 0. To increase, visit https://openrouter.ai/settings/keys and create a key with a higher monthly limit\n"),
+    # https://github.com/continuedev/continue/issues/5421: a proxy's 500 relaying the Anthropic API's spend-limit refusal
+    ("access.quota_exceeded", "Error: HTTP 500 Internal Server Error from https://api.continue.dev/model-proxy/v1/chat/completions\n\n"
+                              'Error in Continue server: {"type":"error","error":{"type":"invalid_request_error","message":"You have '
+                              'reached your specified API usage limits. You will regain access on 2025-05-01 at 00:00 UTC."}}\n'),
+    # https://github.com/64bit/async-openai/issues/221: a llamafile answering a route it lacks with plain text
+    ("access.response_invalid", "2024-05-07T14:49:32.808024Z ERROR async_openai::error: failed deserialization of: File Not Found\n"
+                                'Error: JSONDeserialize(Error("expected value", line: 1, column: 1))\n'),
     # FastAPI's 404 for a route it does not have, in the Python repr openai.NotFoundError prints it with: the path, not a model
     ("access.base_url_invalid", "openai.NotFoundError: Error code: 404 - {'detail': 'Not Found'}\n"),
     # https://github.com/microsoft/semantic-kernel/issues/8980: System.ClientModel's bare status, no model named

@@ -63,7 +63,8 @@ EXPLAINS = {
     "access.dns_failed": ["access.connect_failed"],
     "access.key_malformed": ["access.key_rejected"],
     "access.key_missing": ["access.key_rejected"],
-    "access.quota_exceeded": ["access.rate_limited"],
+    # (a proxy relays the provider's quota refusal as its own 4xx/5xx: Continue's model proxy answers it with 500)
+    "access.quota_exceeded": ["access.rate_limited", "access.server_error"],
     # (a URL the client could not parse never connected: its "Connection error." wrapper is this)
     "access.base_url_invalid": ["access.model_not_found", "access.response_invalid", "access.connect_failed"],
     "access.protocol_mismatch": ["access.model_not_found"],

@@ -382,7 +382,10 @@ HAND_RULES: tuple[Rule, ...] = (
     # (OpenRouter's 402 body: "This request requires more credits, or fewer max_tokens. You requested up to 32000 tokens,
     # but can only afford 0.")
     _r("client_quota", r"insufficient_quota|exceeded your current quota|check your plan and billing|Payment Required|"
-       r"requires more credits, or fewer max_tokens|but can only afford \d+|" + _status(402)),
+       r"requires more credits, or fewer max_tokens|but can only afford \d+|"
+       # the Anthropic API's 400 for a workspace past the spend limit its console sets ("You have reached your specified API
+       # usage limits. You will regain access on 2026-09-01 at 00:00 UTC."), however a proxy relays it
+       r"reached your specified API usage limits|" + _status(402)),
     _r("client_rate_limit", r"Rate limit reached|rate_limit_exceeded|RateLimitError|Too Many Requests|rate limit you|" + _status(429)),
     _r(
         "client_auth",
@@ -413,7 +416,9 @@ HAND_RULES: tuple[Rule, ...] = (
     _r(
         "client_bad_response",
         r"JSONDecodeError|Expecting value: line 1 column 1|object has no attribute 'choices'|KeyError: 'choices'|"
-        r"<!DOCTYPE HTML|<html>|Response \[502\]|\b50[234]\b (?:Bad Gateway|Service Unavailable|Gateway Time-?out)",
+        r"<!DOCTYPE HTML|<html>|Response \[502\]|\b50[234]\b (?:Bad Gateway|Service Unavailable|Gateway Time-?out)|"
+        # async-openai (Rust): OpenAIError::JSONDeserialize, and its tracing line with the body it could not parse
+        r"\bJSONDeserialize\(|async_openai::error: failed deserialization of",
     ),
     # a stream held back on its way (a buffering proxy or gateway), told in prose: no client raises an error for it.
     # What nginx's proxy_buffering, a compressing CDN or a Go proxy without FlushInterval do to an event stream:
