@@ -64,6 +64,9 @@ CASES = [
     # https://github.com/NyarchLinux/NyarchAssistant/issues/157: OpenAI tool results sent to the Anthropic Messages API
     ("access.protocol_mismatch", "Error code: 400 - {'type': 'error', 'error': {'type': 'invalid_request_error', 'message': 'messages: "
                                  "Unexpected role \"tool\". Allowed roles are \"user\" or \"assistant\".'}}\n"),
+    # anthropic-sdk-typescript src/lib/MessageStream.ts: a Messages API stream that ended before its message
+    ("access.streaming_broken", "AnthropicError: stream ended without producing a Message with role=assistant\n"),
+    ("access.streaming_broken", "Error: request ended without sending any chunks\n"),
     # urllib3 2.x connection.py NameResolutionError (https://github.com/docker/hello-genai/issues/11)
     ("access.dns_failed", "Failed to resolve 'model-runner.docker.internal' ([Errno -2] Name or service not known)\n"),
 ]
@@ -100,6 +103,9 @@ SAID = [
     ("access.timeout", "Every request through Cloudflare ends in a 524 after 100 seconds."),
     ("access.key_missing", "OpenRouter answers 401 Missing Authentication header although the key is in the settings."),
     ("access.quota_exceeded", "OpenRouter says the key can only afford 0 tokens."),
+    # https://github.com/databricks/unity-gateway/pull/361 (a stalled stream) and https://github.com/mostlygeek/llama-swap/pull/237 (nginx's switch)
+    ("access.streaming_broken", "Claude Code could receive no downstream bytes for minutes and report that the response stopped arriving."),
+    ("access.streaming_broken", "Added the \"X-Accel-Buffering: no\" HTTP response header to all proxied responses."),
     # https://github.com/tashfeenahmed/freellmapi/issues/235
     ("access.protocol_mismatch", "Claude Code is not directly compatible with FreeLLMAPI because they speak different wire formats."),
 ]

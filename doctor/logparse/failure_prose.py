@@ -93,7 +93,12 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"malformed|invalid|(?:arriv\w*|come|came|appear\w*|show\w*(?: up)?|display\w*)[^.]{0,30}?\b(?:at once|all at the same time|at the same time|"
         r"together|in one (?:go|piece|block))|only (?:the )?first|after the first|never (?:ends?|finish\w*|arriv\w*)|not (?:work\w*|stream\w*)|"
         r"(?:does|did|is)(?: not|n't) (?:work\w*|stream\w*))|"
-        r"\bbuffer\w*\b[^.]{0,80}?" + STREAM + r"|\bnon-stream\w*\b[^.]{0,40}?\bworks?\b[^.]{0,40}?\bstream", re.I)),
+        r"\b(?:buffer\w*|accumulat\w*)\b[^.]{0,80}?" + STREAM + r"|\bnon-stream\w*\b[^.]{0,40}?\bworks?\b[^.]{0,40}?\bstream|"
+        # nginx's per-response switch for its proxy buffering (ngx_http_upstream: `X-Accel-Buffering: no`): named, it is
+        # an event stream that nginx holds back; a stream that stalls ("no downstream bytes for minutes", "the response
+        # stopped arriving")
+        r"\bX-Accel-Buffering\b|\b(?:response|stream|answer|output|tokens?|chunks?|bytes)\b[^.]{0,20}?\b(?:stopped|stops) (?:arriving|coming|flowing)\b|"
+        r"\bno (?:downstream |more )?(?:bytes|chunks|tokens|events)\b[^.]{0,20}?\bfor (?:minutes|\d+ ?(?:s|sec\w*|min\w*))\b", re.I)),
     ("access.proxy_failed", re.compile(
         r"\b(?:corporate|company|forward|outbound|egress|squid|socks5?|https?)[ -]proxy\b|\b(?:no|https?|all)_proxy\b|\bproxy (?:env|settings?|variables?)\b|"
         r"\b407\b|\bproxy authentication required\b|\bproxy\b[^.]{0,40}?\b(?:unreachable|refus\w*|intercept\w*|blocks?|blocked)\b", re.I)),
@@ -216,7 +221,8 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 # lower-case literals one of which each entry above needs: a line holding none is not read
-LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "payment", "429", "rate", "too many", "throttl", "certificate",
+LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
+            "stopped arriving", "bytes for", "payment", "429", "rate", "too many", "throttl", "certificate",
             "signed", "ssl", "tls", "x509", "wrong_version", "stream", "sse", "chunk", "token", "buffer", "proxy", "resolve",
             "resolution", "getaddrinfo", "enotfound", "eai_again", "name or service", "no such host", "dns", "connect", "no route",
             "model", "/v1", "base", "openai", "anthropic", "messages", "finish_reason", "choices", "usage", "content", "delta",
