@@ -67,6 +67,16 @@ CASES = [
     # anthropic-sdk-typescript src/lib/MessageStream.ts: a Messages API stream that ended before its message
     ("access.streaming_broken", "AnthropicError: stream ended without producing a Message with role=assistant\n"),
     ("access.streaming_broken", "Error: request ended without sending any chunks\n"),
+    # a base URL without its scheme: axios lib/adapters/http.js, node's ERR_INVALID_URL as String(err) prints it
+    ("access.base_url_invalid", "AxiosError: Unsupported protocol localhost:\n"),
+    ("access.base_url_invalid", "TypeError: Invalid URL\n"),
+    # openai.NotFoundError naming no model: the path's 404
+    ("access.base_url_invalid", "openai.NotFoundError: Error code: 404 - {'error': {'message': 'Not Found', 'type': 'invalid_request_error'}}\n"),
+    # naming one: the model's (vLLM's NotFoundError body, relayed by LiteLLM)
+    ("access.model_not_found", "litellm.NotFoundError: OpenAIException - Error code: 404 - {'object': 'error', 'message': 'The model "
+                               "`gpt-4` does not exist.', 'type': 'NotFoundError', 'param': None, 'code': 404}\n"),
+    # the client's own words for an unset key variable
+    ("access.key_missing", "Error: OPENAI_API_KEY environment variable is not set\n"),
     # urllib3 2.x connection.py NameResolutionError (https://github.com/docker/hello-genai/issues/11)
     ("access.dns_failed", "Failed to resolve 'model-runner.docker.internal' ([Errno -2] Name or service not known)\n"),
 ]
@@ -105,6 +115,7 @@ SAID = [
     ("access.quota_exceeded", "OpenRouter says the key can only afford 0 tokens."),
     # https://github.com/databricks/unity-gateway/pull/361 (a stalled stream) and https://github.com/mostlygeek/llama-swap/pull/237 (nginx's switch)
     ("access.streaming_broken", "Claude Code could receive no downstream bytes for minutes and report that the response stopped arriving."),
+    ("access.streaming_broken", "When I set stream=True, the response only arrives after the whole generation is done."),
     ("access.streaming_broken", "Added the \"X-Accel-Buffering: no\" HTTP response header to all proxied responses."),
     # https://github.com/tashfeenahmed/freellmapi/issues/235
     ("access.protocol_mismatch", "Claude Code is not directly compatible with FreeLLMAPI because they speak different wire formats."),

@@ -54,7 +54,9 @@ OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages|embeddings)\b|^/api/(?:
 # or another provider's key: Anthropic's sk-ant-, Groq's gsk_, Google's AIza, Hugging Face's hf_, xAI's xai-
 KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"‘’“”]|sk-ant-|gsk_|AIza|hf_|xai-)|API key.*(?:whitespace|newline)|"
                        # undici's header check (and Roo Code's words for it): a character no header can carry
-                       r"Cannot convert argument to a ByteString|API key contains invalid characters", re.I)
+                       r"Cannot convert argument to a ByteString|API key contains invalid characters|"
+                       # a provider that checks the key's shape before looking it up
+                       r"\b(?:invalid|malformed|wrong) (?:API[ _-]?)?key format\b|\bAPI key format is (?:invalid|wrong)\b", re.I)
 
 # a cause the client saw first-hand explains the generic errors its library wrapped it in
 EXPLAINS = {
@@ -132,7 +134,7 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     s = logs.setup
     bare: list[LogEvent] = []
     for e in log.events():
-        if e.kind in BARE_404 and not e.values.get("path") and not _speaks_anthropic(e):
+        if (e.kind in BARE_404 or _unnamed_404(e)) and not e.values.get("path") and not _speaks_anthropic(e):
             bare.append(e)
             continue
         code = _anthropic_404(e, s.base_url) if _speaks_anthropic(e) else _code(e)
@@ -355,6 +357,12 @@ def _is_404(e: LogEvent) -> bool:
         return e.values.get("status") == 404
     # openai.NotFoundError without a model in the message: a 404 of the path as much as of the model
     return e.kind == "client_model_not_found" and not any(k in e.values for k in ("model",)) and "NotFoundError" in " ".join(e.lines)
+
+
+def _unnamed_404(e: LogEvent) -> bool:
+    """openai.NotFoundError that names no model ("{'detail': 'Not Found'}", "{'message': 'Not Found'}"): a server that had
+    the route and not the model says which model, so this 404 is the path's, as weak as a bare status."""
+    return e.kind == "client_model_not_found" and "model" not in e.values and "model" not in " ".join(e.lines).lower()
 
 
 def _corrected(url: str) -> str | None:

@@ -392,6 +392,10 @@ HAND_RULES: tuple[Rule, ...] = (
         r"Incorrect API key|Invalid API Key|invalid_api_key|AuthenticationError|401 Unauthorized|"
         r"invalid x-api-key|authentication_error|" + _status(401),
     ),
+    # a client that has no key to send, in its own words: the variable it reads unset ("OPENAI_API_KEY environment variable
+    # is not set"), "API key is missing" (the SDKs' own sentences are catalogue templates, which name their variable)
+    _r("client_key_missing", r"\b[A-Z][A-Z0-9_]*_API_KEY\b(?: environment variable)? (?:is )?(?:not set|missing|unset|empty|not found|required)\b|"
+       r"\bAPI key (?:is )?(?:missing|not set|not provided|not configured)\b"),
     _r("client_model_missing_id", r"you must provide a model parameter|\"model\"\s*:\s*\{\}|model.*field required|missing.*model"),
     _r(
         "client_model_not_found",

@@ -92,6 +92,9 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         STREAM + r"[^.]{0,80}?\b(?:buffer\w*|stall\w*|hang\w*|hung|stops?|stopped|freez\w*|cut (?:off|short)?|truncat\w*|breaks?|broken|"
         r"malformed|invalid|(?:arriv\w*|come|came|appear\w*|show\w*(?: up)?|display\w*)[^.]{0,30}?\b(?:at once|all at the same time|at the same time|"
         r"together|in one (?:go|piece|block))|only (?:the )?first|after the first|never (?:ends?|finish\w*|arriv\w*)|not (?:work\w*|stream\w*)|"
+        # everything held until the answer is complete: "the response only arrives after the whole generation is done"
+        r"(?:arriv\w*|com(?:es|ing)|came|appear\w*|show\w*(?: up)?) only (?:after|at the end|once)\b|"
+        r"only (?:arriv\w*|com(?:es|ing)|came|appear\w*|show\w*(?: up)?) (?:after|at the end|once)\b|"
         r"(?:does|did|is)(?: not|n't) (?:work\w*|stream\w*))|"
         r"\b(?:buffer\w*|accumulat\w*)\b[^.]{0,80}?" + STREAM + r"|\bnon-stream\w*\b[^.]{0,40}?\bworks?\b[^.]{0,40}?\bstream|"
         # nginx's per-response switch for its proxy buffering (ngx_http_upstream: `X-Accel-Buffering: no`): named, it is
