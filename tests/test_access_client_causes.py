@@ -117,6 +117,11 @@ SAID = [
     ("access.streaming_broken", "Claude Code could receive no downstream bytes for minutes and report that the response stopped arriving."),
     ("access.streaming_broken", "When I set stream=True, the response only arrives after the whole generation is done."),
     ("access.streaming_broken", "Added the \"X-Accel-Buffering: no\" HTTP response header to all proxied responses."),
+    ("access.timeout", "The generation keeps timing out after 60 seconds."),
+    ("access.timeout", "调用接口的时候请求超时了"),
+    ("access.streaming_broken", "开启流式输出后，内容还是一次性返回"),
+    ("access.base_url_invalid", "Without /v1 the server returns 404."),
+    ("access.base_url_invalid", "The api_base is missing the /v1 suffix."),
     # https://github.com/tashfeenahmed/freellmapi/issues/235
     ("access.protocol_mismatch", "Claude Code is not directly compatible with FreeLLMAPI because they speak different wire formats."),
 ]
@@ -126,6 +131,17 @@ SAID = [
 def test_a_sentence_names_the_cause(code: str, sentence: str) -> None:
     said = failure_prose.statements("issue.md", sentence + "\n")
     assert [s.code for s in said] == [code]
+
+
+@pytest.mark.parametrize("sentence", [
+    "The model times out while loading.",  # load.startup_timeout's, not the request's
+    "NCCL timed out during all-reduce.",
+    "I set the timeout to 600 seconds.",  # a setting, no failure
+    "请问怎么设置超时？",  # a question
+    "模型加载超时",  # loading
+])
+def test_a_timeout_that_is_no_request_timeout_is_not_one(sentence: str) -> None:
+    assert "access.timeout" not in [s.code for s in failure_prose.statements("issue.md", sentence + "\n")]
 
 
 def test_resolving_an_authentication_method_is_no_dns_failure() -> None:

@@ -102,6 +102,9 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         # stopped arriving")
         r"\bX-Accel-Buffering\b|\b(?:response|stream|answer|output|tokens?|chunks?|bytes)\b[^.]{0,20}?\b(?:stopped|stops) (?:arriving|coming|flowing)\b|"
         r"\bno (?:downstream |more )?(?:bytes|chunks|tokens|events)\b[^.]{0,20}?\bfor (?:minutes|\d+ ?(?:s|sec\w*|min\w*))\b", re.I)),
+    # 流式输出一次性返回 ("the streamed output comes back all at once"), 流式失效, a stream stuck or cut, buffering before it
+    ("access.streaming_broken", re.compile(r"流式[^。]{0,30}?(?:一次性|一起|全部(?:返回|输出|出来)|失效|不生效|无效|不起作用|卡住|卡死|中断|断开|缓冲)|"
+                                           r"(?:缓冲|緩衝)[^。]{0,20}?流式")),
     ("access.proxy_failed", re.compile(
         r"\b(?:corporate|company|forward|outbound|egress|squid|socks5?|https?)[ -]proxy\b|\b(?:no|https?|all)_proxy\b|\bproxy (?:env|settings?|variables?)\b|"
         r"\b407\b|\bproxy authentication required\b|\bproxy\b[^.]{0,40}?\b(?:unreachable|refus\w*|intercept\w*|blocks?|blocked)\b", re.I)),
@@ -122,7 +125,12 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     # the base URL's path: a missing or doubled /v1, a chat path pasted in
     ("access.base_url_invalid", re.compile(
         r"/v1/v1\b|\b(?:wrong|incorrect|invalid|malformed|bad) (?:api[ _-]?)?base[ _-]?url\b|\bbase[ _-]?url\b[^.]{0,40}?\b(?:without|missing|lacks?|"
-        r"doubled?|wrong|incorrect|invalid|needs?)\b[^.]{0,20}?(?:/v1|path)?|\bmissing (?:the )?[`'\"]?/v1\b", re.I)),
+        r"doubled?|wrong|incorrect|invalid|needs?)\b[^.]{0,20}?(?:/v1|path)?|\bmissing (?:the )?[`'\"]?/v1\b|"
+        # the base URL by its other names (api_base, baseURL, OPENAI_API_BASE, the endpoint URL) and its /v1 missing or doubled
+        r"\b(?:wrong|incorrect|invalid|malformed|bad) (?:api[ _-]?base|baseURL|endpoint(?: URL)?|OPENAI_(?:API_)?BASE(?:_URL)?)\b|"
+        r"\b(?:api[ _-]?base|baseURL|OPENAI_(?:API_)?BASE(?:_URL)?|endpoint URL)\b[^.]{0,40}?\b(?:without|missing|lacks?|doubled?|wrong|incorrect|invalid)\b|"
+        r"\b(?:without|missing|lacks?|doubled?|duplicated?|extra|twice)\b[^.]{0,12}?[`'\"]?/v1\b[`'\"]?[^.]{0,40}?\b(?:404|not found|fail\w*|error)\b|"
+        r"\b(?:404|not found)\b[^.]{0,40}?\b(?:without|missing|lacks?|doubled?|duplicated?|extra|twice)\b[^.]{0,12}?[`'\"]?/v1\b", re.I)),
     # an OpenAI-style client at an Anthropic-style endpoint or the reverse
     ("access.protocol_mismatch", re.compile(
         r"\b(?:OpenAI|Anthropic)[- ](?:style|compatible|format|API|SDK|client|protocol)\b[^.]{0,80}?\b(?:Anthropic|OpenAI|/v1/messages|/chat/completions)\b"
@@ -146,6 +154,16 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("access.timeout", re.compile(
         r"\b(?:request|requests|call|calls|API|client|response|read)\b[^.]{0,40}?\b(?:time[sd]? ?out|timeout)\b|\bReadTimeout\b|\bAPITimeoutError\b|"
         r"\btimeout error\b", re.I)),
+    # an answer that did not come in time, said with any subject ("the generation keeps timing out", "it times out after 60s",
+    # "fails with a timeout"), unless the sentence is about what the load layer and the network name their own timeouts for:
+    # loading or starting the engine (load.startup_timeout), NCCL, a health probe, a download, a TCP connect (connect_failed)
+    ("access.timeout", re.compile(
+        r"^(?!.*\b(?:load\w*|start(?:s|ed|ing|up)?|boot\w*|NCCL|health[ -]?check\w*|readiness|liveness|probe|warm ?up|connect\w*|"
+        r"download\w*|pull\w*|compil\w*|captur\w*|handshake)\b).*?(?:\btim(?:es|ed|ing) ?out\b|\btime out\b|"
+        r"\b(?:gets?|got|getting|hits?|hitting|ends? (?:in|with)|ended (?:in|with)|fails? with|failed with|throws?|threw|raises?|raised)"
+        r" (?:a |an |the )?(?:\w+ )?timeout\b|\btimeouts? (?:exceeded|reached|occur\w*|happen\w*|expired)\b)", re.I)),
+    # the same in Chinese and Japanese reports (请求超时 "the request timed out"), loading and start-up apart
+    ("access.timeout", re.compile(r"^(?!.*(?:加载|加載|启动|啟動|載入|下载|下載|NCCL)).*?(?:超时|超時|逾时|逾時|タイムアウト)")),
     # --- load: the model loading and staying up -----------------------------------------------------
     # "requires you to execute the configuration file in that repo ... trust_remote_code=True" (transformers)
     ("load.remote_code", re.compile(
@@ -225,7 +243,8 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 # lower-case literals one of which each entry above needs: a line holding none is not read
 LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
-            "stopped arriving", "bytes for", "payment", "429", "rate", "too many", "throttl", "certificate",
+            "stopped arriving", "bytes for", "timing out", "timed out", "times out", "time out", "超时", "超時", "逾时",
+            "逾時", "タイムアウト", "流式", "payment", "429", "rate", "too many", "throttl", "certificate",
             "signed", "ssl", "tls", "x509", "wrong_version", "stream", "sse", "chunk", "token", "buffer", "proxy", "resolve",
             "resolution", "getaddrinfo", "enotfound", "eai_again", "name or service", "no such host", "dns", "connect", "no route",
             "model", "/v1", "base", "openai", "anthropic", "messages", "finish_reason", "choices", "usage", "content", "delta",
@@ -239,7 +258,7 @@ LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "afford", "auth
 
 # a sentence that states no failure: a question about a setting, advice or a possibility, a fix already
 # made, something healthy ("loads fine"); "why does it fail with ...?" still reports what it asks about
-QUESTION = re.compile(r"\?\s*$|^(?:how|what|is|are|does|do|can|could|should|would|will|any (?:idea|way)s?)\b", re.I)
+QUESTION = re.compile(r"[?？]\s*$|^(?:how|what|is|are|does|do|can|could|should|would|will|any (?:idea|way)s?)\b", re.I)
 COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did|am|would|can)\b", re.I)
 # advice is addressed to someone ("you could try", "consider", "to avoid"); an engine's message may carry
 # its own ("make sure you have read the code", "see the docs"), which is no reason to drop the failure it states
