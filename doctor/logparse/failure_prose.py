@@ -146,11 +146,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     # a gateway that gave up waiting (504 Gateway Timeout, Cloudflare's 524 "A timeout occurred"): the request was
     # accepted and no answer came in time, whatever 5xx class a client wraps it in (checks/access/client_log.py)
     ("access.timeout", re.compile(r"\b(?:504|524)\b|\bGateway Time-?out\b|\bgateway timed out\b|\bA timeout occurred\b", re.I)),
-    # 500/502/503, "Internal Server Error", "Bad Gateway"
-    ("access.server_error", re.compile(
-        r"\b(?:error|status|HTTP|code|returns?|returned|gets?|got)\W{0,3}50[0234]\b|\b50[0234]s?\b[^.]{0,20}?\b(?:error|response|from)\b|"
-        r"\bInternal Server Error\b|\bBad Gateway\b|\bService Unavailable\b|\bGateway Time-?out\b", re.I)),
-    # "Request timed out", ReadTimeout, APITimeoutError: an answer that never came
+    # "Request timed out", ReadTimeout, APITimeoutError: an answer that never came (before the 5xx a wrapper reports it as)
     ("access.timeout", re.compile(
         r"\b(?:request|requests|call|calls|API|client|response|read)\b[^.]{0,40}?\b(?:time[sd]? ?out|timeout)\b|\bReadTimeout\b|\bAPITimeoutError\b|"
         r"\btimeout error\b", re.I)),
@@ -164,6 +160,10 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r" (?:a |an |the )?(?:\w+ )?timeout\b|\btimeouts? (?:exceeded|reached|occur\w*|happen\w*|expired)\b)", re.I)),
     # the same in Chinese and Japanese reports (请求超时 "the request timed out"), loading and start-up apart
     ("access.timeout", re.compile(r"^(?!.*(?:加载|加載|启动|啟動|載入|下载|下載|NCCL)).*?(?:超时|超時|逾时|逾時|タイムアウト)")),
+    # 500/502/503, "Internal Server Error", "Bad Gateway"
+    ("access.server_error", re.compile(
+        r"\b(?:error|status|HTTP|code|returns?|returned|gets?|got)\W{0,3}50[0234]\b|\b50[0234]s?\b[^.]{0,20}?\b(?:error|response|from)\b|"
+        r"\bInternal Server Error\b|\bBad Gateway\b|\bService Unavailable\b|\bGateway Time-?out\b", re.I)),
     # --- load: the model loading and staying up -----------------------------------------------------
     # "requires you to execute the configuration file in that repo ... trust_remote_code=True" (transformers)
     ("load.remote_code", re.compile(
