@@ -23,6 +23,9 @@ CASES = [
     # https://github.com/opea-project/Enterprise-Inference/pull/95: ingress-nginx's 504 page (nginx ngx_http_special_response.c)
     ("access.timeout", "<html>\n<head><title>504 Gateway Time-out</title></head>\n<body>\n<center><h1>504 Gateway Time-out</h1></center>\n"
                        "<hr><center>nginx</center>\n</body>\n</html>\n"),
+    # openai-node / anthropic-sdk-typescript APIError.makeMessage: `${status} status code (no body)`
+    ("access.timeout", "Error: 504 status code (no body)\n"),
+    ("access.server_error", "Error: 502 status code (no body)\n"),
     # https://github.com/voocel/ainovel-cli/issues/79: the client's stream idle deadline
     ("access.timeout", "[litellm: openrouter: timeout] stream idle timeout: no chunks received for 5mos\n"),
     # https://github.com/langchain-ai/langchain/issues/21261: an unset CI secret makes h11 refuse an empty `Bearer ` header

@@ -444,7 +444,7 @@ KEY_ABSENT = re.compile(r"\bBearer\s*(?:['\"\u2018\u2019\u201c\u201d]|\\[rn])?\s
 # a gateway that gave up waiting for the upstream: 504 Gateway Timeout (nginx, Envoy, HAProxy "The server didn't respond
 # in time.", the Vercel AI SDK's statusText), Cloudflare's 524 "A timeout occurred"; whatever a client wraps it in
 # (openai InternalServerError, LiteLLM's), the request was accepted and no answer came within a deadline: access.timeout
-GATEWAY_TIMEOUT = re.compile(r"\b(?:Error code|status(?: code)?|HTTP(?:/[\d.]+)?|code)\W{0,3}(?:504|524)\b|\b(?:504|524)\b\W{0,3}(?:Gateway|A timeout|Timeout)|"
+GATEWAY_TIMEOUT = re.compile(r"\b(?:Error code|status(?: code)?|HTTP(?:/[\d.]+)?|code)\W{0,3}(?:504|524)\b|\b(?:504|524) status code\b|\b(?:504|524)\b\W{0,3}(?:Gateway|A timeout|Timeout)|"
                              r"Gateway Time-?out|Gateway timed out|\bA timeout occurred\b|didn't respond in time|\btimed out\b", re.I)
 SERVER_SIDE = ("access.server_error", "access.response_invalid")
 
@@ -454,7 +454,7 @@ def _code(e: LogEvent) -> str | None:
     text = " ".join(e.lines)
     if code in ("access.key_rejected", "access.key_malformed") and KEY_ABSENT.search(text):
         return "access.key_missing"
-    if code in SERVER_SIDE and GATEWAY_TIMEOUT.search(text):
+    if code in SERVER_SIDE and (e.values.get("status") in (504, 524) or GATEWAY_TIMEOUT.search(text)):
         return "access.timeout"
     return code
 
