@@ -78,6 +78,20 @@ CASES = [
     # naming one: the model's (vLLM's NotFoundError body, relayed by LiteLLM)
     ("access.model_not_found", "litellm.NotFoundError: OpenAIException - Error code: 404 - {'object': 'error', 'message': 'The model "
                                "`gpt-4` does not exist.', 'type': 'NotFoundError', 'param': None, 'code': 404}\n"),
+    # the runtimes' URL parsers: CPython urllib.request, java.net.URI, .NET System.Uri and HttpClient, Go net/url
+    ("access.base_url_invalid", "ValueError: unknown url type: 'localhost:8000/v1/chat/completions'\n"),
+    ("access.base_url_invalid", "java.lang.IllegalArgumentException: URI is not absolute\n"),
+    ("access.base_url_invalid", "System.UriFormatException: Invalid URI: The format of the URI could not be determined.\n"),
+    ("access.base_url_invalid", "System.InvalidOperationException: An invalid request URI was provided. Either the request URI must be an "
+                                "absolute URI or BaseAddress must be set.\n"),
+    ("access.base_url_invalid", 'parse "http://localhost:8000 /v1": invalid character " " in host name\n'),
+    # OpenRouter's 404 for a model no provider serves, Google's model 404
+    ("access.model_not_found", '{"error":{"message":"No endpoints found for meta-llama/llama-3-70b:free.","code":404}}\n'),
+    ("access.model_not_found", "google.api_core.exceptions.NotFound: 404 models/gemini-pro is not found for API version v1beta\n"),
+    # the answer without its choices: JavaScript, the openai-python models
+    ("access.response_invalid", "TypeError: Cannot read properties of undefined (reading 'choices')\n"),
+    # urllib3's ProxyError, whose cause (the proxy's 403 to CONNECT) is no key refusal and no NCCL socket
+    ("access.proxy_failed", "ProxyError('Cannot connect to proxy.', OSError('Tunnel connection failed: 403 Forbidden'))\n"),
     # the client's own words for an unset key variable
     ("access.key_missing", "Error: OPENAI_API_KEY environment variable is not set\n"),
     # urllib3 2.x connection.py NameResolutionError (https://github.com/docker/hello-genai/issues/11)

@@ -60,7 +60,8 @@ KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\
 
 # a cause the client saw first-hand explains the generic errors its library wrapped it in
 EXPLAINS = {
-    "access.proxy_failed": ["access.response_invalid", "access.server_error", "access.connect_failed"],
+    # (a forward proxy's 403 to a CONNECT tunnel is its own refusal, not the server's of the key)
+    "access.proxy_failed": ["access.response_invalid", "access.server_error", "access.connect_failed", "access.key_rejected"],
     "access.tls_failed": ["access.connect_failed"],
     "access.dns_failed": ["access.connect_failed"],
     "access.key_malformed": ["access.key_rejected"],

@@ -370,6 +370,9 @@ HAND_RULES: tuple[Rule, ...] = (
     ),
     _r(
         "client_proxy",
+        # (urllib3's `ProxyError('Cannot connect to proxy.', <its cause>)` read whole, so that no template that happens to fit
+        # inside it, NCCL's "Connect to {} failed : {}", outvotes it)
+        r"ProxyError\(['\"]Cannot connect to proxy\.['\"], .*|Cannot connect to proxy\.|Tunnel connection failed: [45]\d\d(?: [A-Z][a-z]+)*|"
         r"ProxyError|Unable to connect to proxy|Tunnel connection failed|ERR_PROXY|squid|"
         r"The system returned: <i>|proxy.*(?:502|refused)",
     ),
@@ -392,6 +395,14 @@ HAND_RULES: tuple[Rule, ...] = (
         r"Incorrect API key|Invalid API Key|invalid_api_key|AuthenticationError|401 Unauthorized|"
         r"invalid x-api-key|authentication_error|" + _status(401),
     ),
+    # a base URL the HTTP client cannot parse, in the words of the runtimes' URL parsers: CPython urllib.request
+    # (`unknown url type: 'localhost:8000/v1'`), java.net.URI.toURL ("URI is not absolute"), .NET System.Uri and HttpClient
+    # ("Invalid URI: The format of the URI could not be determined.", "An invalid request URI was provided. Either the
+    # request URI must be an absolute URI or BaseAddress must be set."), Go net/url (`parse "...": invalid character " " in
+    # host name`, `first path segment in URL cannot contain colon`, `missing protocol scheme`)
+    _r("client_url_malformed", r"\bunknown url type: ['\"]?(?P<url>[^'\"\s]+)|\bURI is not absolute\b|\bInvalid URI: The format of the URI could not be determined\b|"
+       r"\bAn invalid request URI was provided\b|\bparse \"(?P<url2>[^\"]*)\": (?:invalid character .{1,8} in host name|first path segment in URL cannot contain colon|"
+       r"missing protocol scheme|invalid port\b)"),
     # a client that has no key to send, in its own words: the variable it reads unset ("OPENAI_API_KEY environment variable
     # is not set"), "API key is missing" (the SDKs' own sentences are catalogue templates, which name their variable)
     _r("client_key_missing", r"\b[A-Z][A-Z0-9_]*_API_KEY\b(?: environment variable)? (?:is )?(?:not set|missing|unset|empty|not found|required)\b|"
@@ -404,7 +415,11 @@ HAND_RULES: tuple[Rule, ...] = (
         r"\bNotFoundError|Invalid model name passed|model_not_found|does not exist or you do not have access|"
         # OpenRouter's 400 for an ID it does not list ("google/gemini-2.0-pro-exp-02-05:free is not a valid model ID"), and
         # Claude Code's words for the model its gateway does not have
-        r"(?P<model3>[\w./:@-]+) is not a valid model ID|There's an issue with the selected model \((?P<model4>[^)\s]+)\)",
+        r"(?P<model3>[\w./:@-]+) is not a valid model ID|There's an issue with the selected model \((?P<model4>[^)\s]+)\)|"
+        # OpenRouter's 404 for a model no provider serves, an API's "Unknown model: x", Google's
+        # "404 models/gemini-pro is not found for API version v1beta"
+        r"\bNo endpoints found (?:for|matching) (?P<model5>[\w./:@-]+?)\.?(?=[\s\"',]|$)|\bUnknown model:? [`'\"]?(?P<model6>[\w./:@-]+)|"
+        r"\bmodels/(?P<model7>[\w.-]+) is not found\b",
     ),
     # an OpenAI Chat request (a `tool` role, a `system` message) sent to the Anthropic Messages API, which allows only the
     # user and assistant roles (its 400 invalid_request_error: `messages: Unexpected role "tool". Allowed roles are "user"
@@ -422,7 +437,9 @@ HAND_RULES: tuple[Rule, ...] = (
         r"JSONDecodeError|Expecting value: line 1 column 1|object has no attribute 'choices'|KeyError: 'choices'|"
         r"<!DOCTYPE HTML|<html>|Response \[502\]|\b50[234]\b (?:Bad Gateway|Service Unavailable|Gateway Time-?out)|"
         # async-openai (Rust): OpenAIError::JSONDeserialize, and its tracing line with the body it could not parse
-        r"\bJSONDeserialize\(|async_openai::error: failed deserialization of",
+        r"\bJSONDeserialize\(|async_openai::error: failed deserialization of|"
+        # the answer without its choices, as JavaScript and the openai-python models (pydantic) find it
+        r"Cannot read propert(?:y|ies) of (?:undefined|null) \(reading '(?:choices|message|delta)'\)|validation errors? for ChatCompletion\w*",
     ),
     # a stream held back on its way (a buffering proxy or gateway), told in prose: no client raises an error for it.
     # What nginx's proxy_buffering, a compressing CDN or a Go proxy without FlushInterval do to an event stream:
@@ -740,4 +757,4 @@ def _better(hand: tuple[Rule, re.Match[str]], listed: tuple[Rule, re.Match[str]]
 
 
 # groups named xxx2/xxx3 are alternatives of xxx (one regex, several wordings)
-_BASE_KEYS = {"flag", "model_type", "method", "status", "model", "xid", "path"}
+_BASE_KEYS = {"flag", "model_type", "method", "status", "model", "xid", "path", "url"}
