@@ -39,6 +39,7 @@ KIND_CODE = {
     "client_bad_response": "access.response_invalid",
     "client_server_error": "access.server_error",
     "client_url_malformed": "access.base_url_invalid",
+    "client_protocol": "access.protocol_mismatch",
 }
 CODES = sorted(set(KIND_CODE.values()) | {"access.base_url_invalid", "access.protocol_mismatch", "access.server_error",
                                          "access.key_malformed", "access.streaming_broken"})
@@ -53,21 +54,27 @@ OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages|embeddings)\b|^/api/(?:
 # or another provider's key: Anthropic's sk-ant-, Groq's gsk_, Google's AIza, Hugging Face's hf_, xAI's xai-
 KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"‘’“”]|sk-ant-|gsk_|AIza|hf_|xai-)|API key.*(?:whitespace|newline)|"
                        # undici's header check (and Roo Code's words for it): a character no header can carry
-                       r"Cannot convert argument to a ByteString|API key contains invalid characters", re.I)
+                       r"Cannot convert argument to a ByteString|API key contains invalid characters|"
+                       # a provider that checks the key's shape before looking it up
+                       r"\b(?:invalid|malformed|wrong) (?:API[ _-]?)?key format\b|\bAPI key format is (?:invalid|wrong)\b", re.I)
 
 # a cause the client saw first-hand explains the generic errors its library wrapped it in
 EXPLAINS = {
-    "access.proxy_failed": ["access.response_invalid", "access.server_error", "access.connect_failed"],
+    # (a forward proxy's 403 to a CONNECT tunnel is its own refusal, not the server's of the key)
+    "access.proxy_failed": ["access.response_invalid", "access.server_error", "access.connect_failed", "access.key_rejected"],
     "access.tls_failed": ["access.connect_failed"],
     "access.dns_failed": ["access.connect_failed"],
     "access.key_malformed": ["access.key_rejected"],
     "access.key_missing": ["access.key_rejected"],
-    "access.quota_exceeded": ["access.rate_limited"],
+    # (a proxy relays the provider's quota refusal as its own 4xx/5xx: Continue's model proxy answers it with 500)
+    "access.quota_exceeded": ["access.rate_limited", "access.server_error"],
     # (a URL the client could not parse never connected: its "Connection error." wrapper is this)
     "access.base_url_invalid": ["access.model_not_found", "access.response_invalid", "access.connect_failed"],
     "access.protocol_mismatch": ["access.model_not_found"],
     # a gateway's 5xx error page is HTML, not the API's JSON: the 5xx is the cause, the bad body its symptom
     "access.server_error": ["access.response_invalid"],
+    # (so is a gateway's 504 / 524 page)
+    "access.timeout": ["access.response_invalid"],
 }
 TITLES = {
     "access.quota_exceeded": ("the account's quota or credit is exhausted", "Add credit / raise the quota for this key's account, or use another key"),
@@ -113,6 +120,8 @@ STREAM_INVALID = ("the stream: true answer is not a valid event stream (no body,
 STREAM_BUFFERED = "the stream is held back on its way: a proxy or gateway in between buffers the events and releases them late, in bursts"
 
 
+# a 404 that names no path: the web framework's own (client_route_not_found) or a bare status (client_not_found)
+BARE_404 = ("client_route_not_found", "client_not_found")
 # client_failed: a tool's catch-all ("Please check the LM Studio developer logs"): read, but it names no
 # cause, so unless another line does the failure stays access.unrecognized_failure
 EVENTS = [*KIND_CODE, "http_response", "client_route_not_found", "client_not_found", "client_failed"]
@@ -126,7 +135,7 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     s = logs.setup
     bare: list[LogEvent] = []
     for e in log.events():
-        if e.kind == "client_route_not_found" and not e.values.get("path") and not _speaks_anthropic(e):
+        if (e.kind in BARE_404 or _unnamed_404(e)) and not e.values.get("path") and not _speaks_anthropic(e):
             bare.append(e)
             continue
         code = _anthropic_404(e, s.base_url) if _speaks_anthropic(e) else _code(e)
@@ -139,9 +148,13 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     served = found.get("access.server_error", [])
     if served and all("[GIN]" in " ".join(e.lines) for e in served) and log.other_failures():
         del found["access.server_error"]
+    # a bare status 404 ("Status: 404 (Not Found)", "HTTP 404") is weaker: it names neither the path nor a model, and counts
+    # only where nothing else in the log says what failed; a server that had the route and not the model says which model
+    # (vLLM/SGLang "The model `x` does not exist", Ollama "model 'x' not found"), so a 404 without one is the path's
     routed = next((c for c, evs in found.items() if any(_is_404(e) and _path(e) for e in evs)), None)
     for e in bare:
-        found.setdefault(routed or "access.base_url_invalid", []).append(e)
+        if e.kind == "client_route_not_found" or not found:
+            found.setdefault(routed or "access.base_url_invalid", []).append(e)
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
     not_found = [e for e in log.events() if _is_404(e) and not _speaks_anthropic(e)]
@@ -165,6 +178,8 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
                                                         for e in events):
             title, fix = OLLAMA_MESSAGES
             fixes = [Fix(fix, "curl -fsSL https://ollama.com/install.sh | sh")]
+        elif code == "access.protocol_mismatch" and any(e.kind == "client_protocol" for e in events):
+            title, fixes = CHAT_AT_MESSAGES, [Fix(CHAT_AT_MESSAGES_FIX)]
         elif code == "access.protocol_mismatch" and anthropic and len(anthropic) == len(events):
             title, fixes = NO_MESSAGES_API, [Fix(NO_MESSAGES_API_FIX)]
         elif code == "access.base_url_invalid" and (twice := next(filter(None, map(_doubled, events)), None)):
@@ -267,6 +282,10 @@ FIVE_XX = re.compile(r"\b50[0234] (?:Bad Gateway|Service Unavailable|Gateway Tim
 ANTHROPIC_CLIENT = re.compile(r"\banthropic\.\w*Error\b|\bAPI Error\b|Claude Code")
 ANTHROPIC_V1 = "the Anthropic base URL ends in /v1: the client appends /v1/messages itself, so it asks for /v1/v1/messages"
 ANTHROPIC_V1_FIX = "Set the base URL to the server's root, without /v1"
+CHAT_AT_MESSAGES = ("the request is in the OpenAI Chat format (a `tool` or `system` role in messages) and the endpoint speaks the "
+                    "Anthropic Messages API, which allows only user and assistant")
+CHAT_AT_MESSAGES_FIX = ("Use the client's Anthropic provider for this endpoint (tool results as tool_result blocks, the system prompt as "
+                        "the top-level `system`), or point this OpenAI-style client at an OpenAI-compatible /v1/chat/completions")
 NO_MESSAGES_API = "the server has no Anthropic Messages API (/v1/messages), which Claude Code and the Anthropic SDK speak"
 NO_MESSAGES_API_FIX = ("Point the client at a server that serves /v1/messages, or put a gateway that translates it in front "
                        "(a LiteLLM proxy does); OpenAI-API clients use this server's /v1/chat/completions")
@@ -341,6 +360,12 @@ def _is_404(e: LogEvent) -> bool:
     return e.kind == "client_model_not_found" and not any(k in e.values for k in ("model",)) and "NotFoundError" in " ".join(e.lines)
 
 
+def _unnamed_404(e: LogEvent) -> bool:
+    """openai.NotFoundError that names no model ("{'detail': 'Not Found'}", "{'message': 'Not Found'}"): a server that had
+    the route and not the model says which model, so this 404 is the path's, as weak as a bare status."""
+    return e.kind == "client_model_not_found" and "model" not in e.values and "model" not in " ".join(e.lines).lower()
+
+
 def _corrected(url: str) -> str | None:
     """The base URL this client should use, or None when its path looks right."""
     parts = urlsplit(url.rstrip(".;:"))  # a URL quoted at the end of a sentence
@@ -410,7 +435,32 @@ def _key_variable(events: list[LogEvent]) -> str | None:
     return None
 
 
+# no key reached the server: an empty one in the header (h11 `Illegal header value b'Bearer '`, the key an empty
+# string or an unset CI secret), or the 401 a server answers a request without one (OpenAI API "You didn't provide an
+# API key", OpenRouter "No auth credentials found" / "Missing Authentication header", LiteLLM "No api key passed in")
+KEY_ABSENT = re.compile(r"\bBearer\s*(?:['\"\u2018\u2019\u201c\u201d]|\\[rn])?\s*(?:['\"\u2019\u201d]|$)(?![\w-])|didn['\u2019]?t provide an API key|"
+                        r"No auth credentials found|Missing Authentication header|No api key passed in|No API key (?:was )?(?:provided|found|passed)|"
+                        r"\b(?:API[ _-]?key|Authorization header|x-api-key header)\W{0,3}(?:is |was )?(?:missing|required|empty|not (?:set|provided|found))\b|"
+                        r"\bmissing (?:the )?(?:API[ _-]?key|Authorization header|x-api-key header|bearer token)\b", re.I)
+# a gateway that gave up waiting for the upstream: 504 Gateway Timeout (nginx, Envoy, HAProxy "The server didn't respond
+# in time.", the Vercel AI SDK's statusText), Cloudflare's 524 "A timeout occurred"; whatever a client wraps it in
+# (openai InternalServerError, LiteLLM's), the request was accepted and no answer came within a deadline: access.timeout
+GATEWAY_TIMEOUT = re.compile(r"\b(?:Error code|status(?: code)?|HTTP(?:/[\d.]+)?|code)\W{0,3}(?:504|524)\b|\b(?:504|524) status code\b|\b(?:504|524)\b\W{0,3}(?:Gateway|A timeout|Timeout)|"
+                             r"Gateway Time-?out|Gateway timed out|\bA timeout occurred\b|didn't respond in time|\btimed out\b", re.I)
+SERVER_SIDE = ("access.server_error", "access.response_invalid")
+
+
 def _code(e: LogEvent) -> str | None:
+    code = _cause(e)
+    text = " ".join(e.lines)
+    if code in ("access.key_rejected", "access.key_malformed") and KEY_ABSENT.search(text):
+        return "access.key_missing"
+    if code in SERVER_SIDE and (e.values.get("status") in (504, 524) or GATEWAY_TIMEOUT.search(text)):
+        return "access.timeout"
+    return code
+
+
+def _cause(e: LogEvent) -> str | None:
     if e.kind == "client_auth" and any(KEY_SHAPE.search(line) for line in e.lines):
         return "access.key_malformed"
     if e.kind == "client_bad_response":

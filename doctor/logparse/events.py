@@ -347,15 +347,19 @@ HAND_RULES: tuple[Rule, ...] = (
         r"request: (?P<method2>GET|POST) (?P<path2>/\S*) \S+ (?P<status2>[45]\d\d)\b|"
         r"^< HTTP/[\d.]+ (?P<status3>[45]\d\d)\b|(?P<method3>GET|POST) \"?https?://[^/\s]+(?P<path3>/\S*?)\"?: (?P<status4>[45]\d\d) |"
         # httpx's INFO line, as the OpenAI SDK logs every request
-        r"HTTP Request: (?P<method4>GET|POST|PUT|DELETE) https?://[^/\s]+(?P<path4>/\S*) \"HTTP/[\d.]+ (?P<status5>[45]\d\d)",
+        r"HTTP Request: (?P<method4>GET|POST|PUT|DELETE) https?://[^/\s]+(?P<path4>/\S*) \"HTTP/[\d.]+ (?P<status5>[45]\d\d)|"
+        # a browser's console (Chrome, Firefox) for a failed fetch: `POST http://host:port/v1/chat/completions 404 (Not Found)`
+        r"(?P<method5>GET|POST|PUT|DELETE) https?://[^/\s]+(?P<path5>/\S*) (?P<status6>[45]\d\d) \((?:[A-Z][a-z]+ ?)+\)",
         False,  # an answer, not a failure by itself: a server's access log holds 404s for /favicon.ico
     ),
     # the web framework's own 404 (Go net/http, FastAPI/Starlette, Express, nginx): no such PATH on
     # this server, unlike an API's JSON "model ... does not exist"
     _r(
         "client_route_not_found",
-        r"\b404 page not found|\{\s*\"detail\"\s*:\s*\"Not Found\"\s*\}|Cannot (?:GET|POST) (?P<path>/\S+)|"
-        r"<title>404 Not Found</title>|<h1>Not Found</h1>",
+        r"\b404 page not found|\{\s*[\"']detail[\"']\s*:\s*[\"']Not Found[\"']\s*\}|Cannot (?:GET|POST) (?P<path>/\S+)|"
+        r"<title>404 Not Found</title>|<h1>Not Found</h1>|"
+        # Fastify's (lib/fourOhFour.js: `Route ${req.method}:${req.url} not found`), and a JSON body's bare "Route not found"
+        r"\bRoute (?P<method>GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS):(?P<path2>/\S*) not found\b|[\"']message[\"']\s*:\s*[\"']Route not found\b",
     ),
     _r(
         "client_tls",
@@ -365,10 +369,14 @@ HAND_RULES: tuple[Rule, ...] = (
     _r(
         "client_dns",
         r"\[Errno -[23]\] (?:Name or service not known|Temporary failure in name resolution)|"
-        r"getaddrinfo failed|nodename nor servname|Could not resolve host|NameResolutionError",
+        # (urllib3 2.x connection.py NameResolutionError: `Failed to resolve '{host}' ({e})`)
+        r"getaddrinfo failed|nodename nor servname|Could not resolve host|NameResolutionError|Failed to resolve ['\"][\w.-]+['\"]",
     ),
     _r(
         "client_proxy",
+        # (urllib3's `ProxyError('Cannot connect to proxy.', <its cause>)` read whole, so that no template that happens to fit
+        # inside it, NCCL's "Connect to {} failed : {}", outvotes it)
+        r"ProxyError\(['\"]Cannot connect to proxy\.['\"], .*|Cannot connect to proxy\.|Tunnel connection failed: [45]\d\d(?: [A-Z][a-z]+)*|"
         r"ProxyError|Unable to connect to proxy|Tunnel connection failed|ERR_PROXY|squid|"
         r"The system returned: <i>|proxy.*(?:502|refused)",
     ),
@@ -378,13 +386,31 @@ HAND_RULES: tuple[Rule, ...] = (
         r"Connection refused|ECONNREFUSED|No route to host|Failed to establish a new connection|"
         r"APIConnectionError|Connection error\.",
     ),
-    _r("client_quota", r"insufficient_quota|exceeded your current quota|check your plan and billing|Payment Required|" + _status(402)),
+    # (OpenRouter's 402 body: "This request requires more credits, or fewer max_tokens. You requested up to 32000 tokens,
+    # but can only afford 0.")
+    _r("client_quota", r"insufficient_quota|exceeded your current quota|check your plan and billing|Payment Required|"
+       r"requires more credits, or fewer max_tokens|but can only afford \d+|"
+       # the Anthropic API's 400 for a workspace past the spend limit its console sets ("You have reached your specified API
+       # usage limits. You will regain access on 2026-09-01 at 00:00 UTC."), however a proxy relays it
+       r"reached your specified API usage limits|" + _status(402)),
     _r("client_rate_limit", r"Rate limit reached|rate_limit_exceeded|RateLimitError|Too Many Requests|rate limit you|" + _status(429)),
     _r(
         "client_auth",
         r"Incorrect API key|Invalid API Key|invalid_api_key|AuthenticationError|401 Unauthorized|"
         r"invalid x-api-key|authentication_error|" + _status(401),
     ),
+    # a base URL the HTTP client cannot parse, in the words of the runtimes' URL parsers: CPython urllib.request
+    # (`unknown url type: 'localhost:8000/v1'`), java.net.URI.toURL ("URI is not absolute"), .NET System.Uri and HttpClient
+    # ("Invalid URI: The format of the URI could not be determined.", "An invalid request URI was provided. Either the
+    # request URI must be an absolute URI or BaseAddress must be set."), Go net/url (`parse "...": invalid character " " in
+    # host name`, `first path segment in URL cannot contain colon`, `missing protocol scheme`)
+    _r("client_url_malformed", r"\bunknown url type: ['\"]?(?P<url>[^'\"\s]+)|\bURI is not absolute\b|\bInvalid URI: The format of the URI could not be determined\b|"
+       r"\bAn invalid request URI was provided\b|\bparse \"(?P<url2>[^\"]*)\": (?:invalid character .{1,8} in host name|first path segment in URL cannot contain colon|"
+       r"missing protocol scheme|invalid port\b)"),
+    # a client that has no key to send, in its own words: the variable it reads unset ("OPENAI_API_KEY environment variable
+    # is not set"), "API key is missing" (the SDKs' own sentences are catalogue templates, which name their variable)
+    _r("client_key_missing", r"\b[A-Z][A-Z0-9_]*_API_KEY\b(?: environment variable)? (?:is )?(?:not set|missing|unset|empty|not found|required)\b|"
+       r"\bAPI key (?:is )?(?:missing|not set|not provided|not configured)\b"),
     # the request named no model: OpenAI's "you must provide a model parameter", pydantic/FastAPI's missing `model` field
     # ({'type': 'missing', 'loc': ('body', 'model'), ...}); not any line with both words (llama.cpp's vocabulary warning
     # "Mask token is missing in vocab, please reconvert model!" on a healthy load)
@@ -395,14 +421,34 @@ HAND_RULES: tuple[Rule, ...] = (
         "client_model_not_found",
         r"The model `(?P<model>[^`]+)` does not exist|model ['\"]?(?P<model2>[\w./:-]+)['\"]? not found|"
         # \b: openai.NotFoundError, never Python's ModuleNotFoundError / FileNotFoundError
-        r"\bNotFoundError|Invalid model name passed|model_not_found|does not exist or you do not have access",
+        r"\bNotFoundError|Invalid model name passed|model_not_found|does not exist or you do not have access|"
+        # OpenRouter's 400 for an ID it does not list ("google/gemini-2.0-pro-exp-02-05:free is not a valid model ID"), and
+        # Claude Code's words for the model its gateway does not have
+        r"(?P<model3>[\w./:@-]+) is not a valid model ID|There's an issue with the selected model \((?P<model4>[^)\s]+)\)|"
+        # OpenRouter's 404 for a model no provider serves, an API's "Unknown model: x", Google's
+        # "404 models/gemini-pro is not found for API version v1beta"
+        r"\bNo endpoints found (?:for|matching) (?P<model5>[\w./:@-]+?)\.?(?=[\s\"',]|$)|\bUnknown model:? [`'\"]?(?P<model6>[\w./:@-]+)|"
+        r"\bmodels/(?P<model7>[\w.-]+) is not found\b",
     ),
+    # an OpenAI Chat request (a `tool` role, a `system` message) sent to the Anthropic Messages API, which allows only the
+    # user and assistant roles (its 400 invalid_request_error: `messages: Unexpected role "tool". Allowed roles are "user"
+    # or "assistant".`): the client and the endpoint speak different APIs
+    _r("client_protocol", r"messages: Unexpected role [\"'`]?(?:tool|system|function|developer)\b|Allowed roles are [\"'`]?user[\"'`]? or [\"'`]?assistant\b"),
     _r("client_not_found", _status(404)),  # a bare 404: the path or the model, the rest of the log tells
-    _r("client_timeout", r"Request timed out|ReadTimeout|APITimeoutError|timed out after \d+"),
+    # and a gateway that gave up on the upstream, by its status in a client's words (504 Gateway Timeout, Cloudflare's 524
+    # "A timeout occurred": "Error code: 524", "status code 524", aiohttp's `<ClientResponse(url) [524 None]>`); a stream
+    # that sent no chunk within the client's idle deadline
+    _r("client_timeout", r"Request timed out|ReadTimeout|APITimeoutError|timed out after \d+|\bstream idle timeout\b|\bno chunks? received for \d"),
+    _r("client_timeout", _status(504)),
+    _r("client_timeout", _status(524) + r"|<ClientResponse\([^)]*\) \[524\b"),
     _r(
         "client_bad_response",
         r"JSONDecodeError|Expecting value: line 1 column 1|object has no attribute 'choices'|KeyError: 'choices'|"
-        r"<!DOCTYPE HTML|<html>|Response \[502\]|\b50[234]\b (?:Bad Gateway|Service Unavailable|Gateway Time-?out)",
+        r"<!DOCTYPE HTML|<html>|Response \[502\]|\b50[234]\b (?:Bad Gateway|Service Unavailable|Gateway Time-?out)|"
+        # async-openai (Rust): OpenAIError::JSONDeserialize, and its tracing line with the body it could not parse
+        r"\bJSONDeserialize\(|async_openai::error: failed deserialization of|"
+        # the answer without its choices, as JavaScript and the openai-python models (pydantic) find it
+        r"Cannot read propert(?:y|ies) of (?:undefined|null) \(reading '(?:choices|message|delta)'\)|validation errors? for ChatCompletion\w*",
     ),
     # a stream held back on its way (a buffering proxy or gateway), told in prose: no client raises an error for it.
     # What nginx's proxy_buffering, a compressing CDN or a Go proxy without FlushInterval do to an event stream:
@@ -736,4 +782,4 @@ def _better(hand: tuple[Rule, re.Match[str]], listed: tuple[Rule, re.Match[str]]
 
 
 # groups named xxx2/xxx3 are alternatives of xxx (one regex, several wordings)
-_BASE_KEYS = {"flag", "model_type", "method", "status", "model", "xid", "path"}
+_BASE_KEYS = {"flag", "model_type", "method", "status", "model", "xid", "path", "url"}

@@ -65,7 +65,11 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     # "no API key provided", "OPENAI_API_KEY is not set" (OpenAI's client: "The api_key client option must be set")
     ("access.key_missing", re.compile(
         r"\bno (?:[\w.-]+ )?api[ _-]?key (?:was |is )?(?:set|provided|found|given|configured)\b|\bapi[ _-]?key\b[^.]{0,30}?\b(?:is |was )?"
-        r"(?:missing|not (?:set|provided|found|configured)|empty)\b|\b[A-Z_]*API_KEY\b[^.]{0,20}?\b(?:is |was )?(?:not set|missing|unset|empty)\b", re.I)),
+        r"(?:missing|not (?:set|provided|found|configured)|empty)\b|\b[A-Z_]*API_KEY\b[^.]{0,20}?\b(?:is |was )?(?:not set|missing|unset|empty)\b|"
+        # the 401 of a request that carried none: OpenAI API "You didn't provide an API key", OpenRouter "No auth credentials
+        # found" / "Missing Authentication header", an empty `Bearer ` header
+        r"\bdid(?: not|n't) provide an api[ _-]?key\b|\bno auth(?:entication)? credentials\b|\bmissing (?:the )?(?:authentication|authorization) header\b|"
+        r"\bempty (?:bearer|authorization|api[ _-]?key)\b", re.I)),
     # 401/403 answers, "Incorrect API key provided", "invalid x-api-key", "authentication_error"
     ("access.key_rejected", re.compile(
         r"\b40[13]s?\b(?! ?(?:ms|bytes|tokens))|\bunauthori[sz]ed\b|\b(?:invalid|incorrect|wrong|expired|revoked) (?:[\w-]+ )?(?:api[ _-]?key|key|token)\b|"
@@ -73,7 +77,9 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\bauthentication(?:_| )(?:error|fail\w*)\b", re.I)),
     # 402 / insufficient_quota / billing (OpenAI "You exceeded your current quota")
     ("access.quota_exceeded", re.compile(
-        r"\bquota\b|\binsufficient[_ ](?:quota|credits?|balance|funds)\b|\bbilling\b|\b402\b|\bpayment required\b|\bout of credits?\b", re.I)),
+        r"\bquota\b|\binsufficient[_ ](?:quota|credits?|balance|funds)\b|\bbilling\b|\b402\b|\bpayment required\b|\bout of credits?\b|"
+        # OpenRouter's 402 body: "This request requires more credits, or fewer max_tokens. ... but can only afford 0"
+        r"\brequires? more credits?\b|\bcan only afford\b|\bcredit balance\b", re.I)),
     # 429 (OpenAI RateLimitError, Anthropic rate_limit_error, "Too Many Requests")
     ("access.rate_limited", re.compile(r"\b429\b|\brate[ _-]?limit\w*|\btoo many requests\b|\bthrottled by the (?:api|provider|server)\b", re.I)),
     # "certificate verify failed", "self-signed certificate", "SSL: WRONG_VERSION_NUMBER", x509
@@ -86,14 +92,26 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         STREAM + r"[^.]{0,80}?\b(?:buffer\w*|stall\w*|hang\w*|hung|stops?|stopped|freez\w*|cut (?:off|short)?|truncat\w*|breaks?|broken|"
         r"malformed|invalid|(?:arriv\w*|come|came|appear\w*|show\w*(?: up)?|display\w*)[^.]{0,30}?\b(?:at once|all at the same time|at the same time|"
         r"together|in one (?:go|piece|block))|only (?:the )?first|after the first|never (?:ends?|finish\w*|arriv\w*)|not (?:work\w*|stream\w*)|"
+        # everything held until the answer is complete: "the response only arrives after the whole generation is done"
+        r"(?:arriv\w*|com(?:es|ing)|came|appear\w*|show\w*(?: up)?) only (?:after|at the end|once)\b|"
+        r"only (?:arriv\w*|com(?:es|ing)|came|appear\w*|show\w*(?: up)?) (?:after|at the end|once)\b|"
         r"(?:does|did|is)(?: not|n't) (?:work\w*|stream\w*))|"
-        r"\bbuffer\w*\b[^.]{0,80}?" + STREAM + r"|\bnon-stream\w*\b[^.]{0,40}?\bworks?\b[^.]{0,40}?\bstream", re.I)),
+        r"\b(?:buffer\w*|accumulat\w*)\b[^.]{0,80}?" + STREAM + r"|\bnon-stream\w*\b[^.]{0,40}?\bworks?\b[^.]{0,40}?\bstream|"
+        # nginx's per-response switch for its proxy buffering (ngx_http_upstream: `X-Accel-Buffering: no`): named, it is
+        # an event stream that nginx holds back; a stream that stalls ("no downstream bytes for minutes", "the response
+        # stopped arriving")
+        r"\bX-Accel-Buffering\b|\b(?:response|stream|answer|output|tokens?|chunks?|bytes)\b[^.]{0,20}?\b(?:stopped|stops) (?:arriving|coming|flowing)\b|"
+        r"\bno (?:downstream |more )?(?:bytes|chunks|tokens|events)\b[^.]{0,20}?\bfor (?:minutes|\d+ ?(?:s|sec\w*|min\w*))\b", re.I)),
+    # 流式输出一次性返回 ("the streamed output comes back all at once"), 流式失效, a stream stuck or cut, buffering before it
+    ("access.streaming_broken", re.compile(r"流式[^。]{0,30}?(?:一次性|一起|全部(?:返回|输出|出来)|失效|不生效|无效|不起作用|卡住|卡死|中断|断开|缓冲)|"
+                                           r"(?:缓冲|緩衝)[^。]{0,20}?流式")),
     ("access.proxy_failed", re.compile(
         r"\b(?:corporate|company|forward|outbound|egress|squid|socks5?|https?)[ -]proxy\b|\b(?:no|https?|all)_proxy\b|\bproxy (?:env|settings?|variables?)\b|"
         r"\b407\b|\bproxy authentication required\b|\bproxy\b[^.]{0,40}?\b(?:unreachable|refus\w*|intercept\w*|blocks?|blocked)\b", re.I)),
     # "Could not resolve host", "getaddrinfo ENOTFOUND", "Name or service not known", "nodename nor servname"
     ("access.dns_failed", re.compile(
-        r"\b(?:could ?n[o']t|cannot|can't|unable to|fail\w* to) resolve\b|\bname resolution\b|\bgetaddrinfo\b|\bENOTFOUND\b|\bEAI_AGAIN\b|"
+        r"\b(?:could ?n[o']t|cannot|can't|unable to|fail\w* to) resolve\b(?! (?:the |an? )?(?:authentication|auth|credentials?|api[ _-]?key|import|module|"
+        r"dependenc\w*|reference|symbol|path|type|conflict|issue|problem))|\bname resolution\b|\bgetaddrinfo\b|\bENOTFOUND\b|\bEAI_AGAIN\b|"
         r"\bName or service not known\b|\bno such host\b|\bDNS\b[^.]{0,30}?\b(?:fail\w*|error|lookup)", re.I)),
     # ECONNREFUSED, "Connection refused", "Failed to establish a new connection", "Cannot connect to host"
     ("access.connect_failed", re.compile(
@@ -107,24 +125,45 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     # the base URL's path: a missing or doubled /v1, a chat path pasted in
     ("access.base_url_invalid", re.compile(
         r"/v1/v1\b|\b(?:wrong|incorrect|invalid|malformed|bad) (?:api[ _-]?)?base[ _-]?url\b|\bbase[ _-]?url\b[^.]{0,40}?\b(?:without|missing|lacks?|"
-        r"doubled?|wrong|incorrect|invalid|needs?)\b[^.]{0,20}?(?:/v1|path)?|\bmissing (?:the )?[`'\"]?/v1\b", re.I)),
+        r"doubled?|wrong|incorrect|invalid|needs?)\b[^.]{0,20}?(?:/v1|path)?|\bmissing (?:the )?[`'\"]?/v1\b|"
+        # the base URL by its other names (api_base, baseURL, OPENAI_API_BASE, the endpoint URL) and its /v1 missing or doubled
+        r"\b(?:wrong|incorrect|invalid|malformed|bad) (?:api[ _-]?base|baseURL|endpoint(?: URL)?|OPENAI_(?:API_)?BASE(?:_URL)?)\b|"
+        r"\b(?:api[ _-]?base|baseURL|OPENAI_(?:API_)?BASE(?:_URL)?|endpoint URL)\b[^.]{0,40}?\b(?:without|missing|lacks?|doubled?|wrong|incorrect|invalid)\b|"
+        r"\b(?:without|missing|lacks?|doubled?|duplicated?|extra|twice)\b[^.]{0,12}?[`'\"]?/v1\b[`'\"]?[^.]{0,40}?\b(?:404|not found|fail\w*|error)\b|"
+        r"\b(?:404|not found)\b[^.]{0,40}?\b(?:without|missing|lacks?|doubled?|duplicated?|extra|twice)\b[^.]{0,12}?[`'\"]?/v1\b", re.I)),
     # an OpenAI-style client at an Anthropic-style endpoint or the reverse
     ("access.protocol_mismatch", re.compile(
         r"\b(?:OpenAI|Anthropic)[- ](?:style|compatible|format|API|SDK|client|protocol)\b[^.]{0,80}?\b(?:Anthropic|OpenAI|/v1/messages|/chat/completions)\b"
-        r"[^.]{0,60}?" + _FAIL + r"|\b(?:/v1/messages|/chat/completions)\b[^.]{0,40}?\b(?:instead of|not|404)\b", re.I)),
+        r"[^.]{0,60}?" + _FAIL + r"|\b(?:/v1/messages|/chat/completions)\b[^.]{0,40}?\b(?:instead of|not|404)\b|"
+        # "there is no `/v1/messages` handler", "they speak different wire formats", "the format mismatch is at the API level"
+        r"\bno [`'\"]?(?:POST )?/v1/(?:messages|chat/completions)[`'\"]? (?:handler|endpoint|route|API)\b|"
+        r"\bdifferent (?:wire|API|request) formats?\b|\b(?:wire|API) format mismatch\b|\bformat mismatch is at the API\b", re.I)),
     # 200 with the wrong shape: no `choices`, null content, a missing finish_reason, HTML instead of JSON
     ("access.response_invalid", re.compile(
         r"\b(?:missing|no|without|null|empty|none) [`'\"]?(?:finish_reason|choices|usage|message|content|delta|tool_calls)\b|"
         r"\b(?:finish_reason|choices|content)\b[`'\"]?\s?(?:is |are |was )?(?:missing|null|None|empty)\b|"
         r"\b(?:response|body|output)\b[^.]{0,30}?\b(?:is |was )?(?:not (?:valid )?JSON|HTML|malformed|unparseable|invalid JSON)\b|\bJSONDecodeError\b", re.I)),
-    # 502/503/504, "Internal Server Error", "Bad Gateway"
-    ("access.server_error", re.compile(
-        r"\b(?:error|status|HTTP|code|returns?|returned|gets?|got)\W{0,3}50[0234]\b|\b50[0234]s?\b[^.]{0,20}?\b(?:error|response|from)\b|"
-        r"\bInternal Server Error\b|\bBad Gateway\b|\bService Unavailable\b|\bGateway Time-?out\b", re.I)),
-    # "Request timed out", ReadTimeout, APITimeoutError: an answer that never came
+    # a gateway that gave up waiting (504 Gateway Timeout, Cloudflare's 524 "A timeout occurred"): the request was
+    # accepted and no answer came in time, whatever 5xx class a client wraps it in (checks/access/client_log.py)
+    ("access.timeout", re.compile(r"\b(?:504|524)\b|\bGateway Time-?out\b|\bgateway timed out\b|\bA timeout occurred\b", re.I)),
+    # "Request timed out", ReadTimeout, APITimeoutError: an answer that never came (before the 5xx a wrapper reports it as)
     ("access.timeout", re.compile(
         r"\b(?:request|requests|call|calls|API|client|response|read)\b[^.]{0,40}?\b(?:time[sd]? ?out|timeout)\b|\bReadTimeout\b|\bAPITimeoutError\b|"
         r"\btimeout error\b", re.I)),
+    # an answer that did not come in time, said with any subject ("the generation keeps timing out", "it times out after 60s",
+    # "fails with a timeout"), unless the sentence is about what the load layer and the network name their own timeouts for:
+    # loading or starting the engine (load.startup_timeout), NCCL, a health probe, a download, a TCP connect (connect_failed)
+    ("access.timeout", re.compile(
+        r"^(?!.*\b(?:load\w*|start(?:s|ed|ing|up)?|boot\w*|NCCL|health[ -]?check\w*|readiness|liveness|probe|warm ?up|connect\w*|"
+        r"download\w*|pull\w*|compil\w*|captur\w*|handshake)\b).*?(?:\btim(?:es|ed|ing) ?out\b|\btime out\b|"
+        r"\b(?:gets?|got|getting|hits?|hitting|ends? (?:in|with)|ended (?:in|with)|fails? with|failed with|throws?|threw|raises?|raised)"
+        r" (?:a |an |the )?(?:\w+ )?timeout\b|\btimeouts? (?:exceeded|reached|occur\w*|happen\w*|expired)\b)", re.I)),
+    # the same in Chinese and Japanese reports (请求超时 "the request timed out"), loading and start-up apart
+    ("access.timeout", re.compile(r"^(?!.*(?:加载|加載|启动|啟動|載入|下载|下載|NCCL)).*?(?:超时|超時|逾时|逾時|タイムアウト)")),
+    # 500/502/503, "Internal Server Error", "Bad Gateway"
+    ("access.server_error", re.compile(
+        r"\b(?:error|status|HTTP|code|returns?|returned|gets?|got)\W{0,3}50[0234]\b|\b50[0234]s?\b[^.]{0,20}?\b(?:error|response|from)\b|"
+        r"\bInternal Server Error\b|\bBad Gateway\b|\bService Unavailable\b|\bGateway Time-?out\b", re.I)),
     # --- load: the model loading and staying up -----------------------------------------------------
     # "requires you to execute the configuration file in that repo ... trust_remote_code=True" (transformers)
     ("load.remote_code", re.compile(
@@ -216,7 +255,9 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 # lower-case literals one of which each entry above needs: a line holding none is not read
-LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "payment", "429", "rate", "too many", "throttl", "certificate",
+LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
+            "stopped arriving", "bytes for", "timing out", "timed out", "times out", "time out", "超时", "超時", "逾时",
+            "逾時", "タイムアウト", "流式", "payment", "429", "rate", "too many", "throttl", "certificate",
             "signed", "ssl", "tls", "x509", "wrong_version", "stream", "sse", "chunk", "token", "buffer", "proxy", "resolve",
             "resolution", "getaddrinfo", "enotfound", "eai_again", "name or service", "no such host", "dns", "connect", "no route",
             "model", "/v1", "base", "openai", "anthropic", "messages", "finish_reason", "choices", "usage", "content", "delta",
@@ -230,7 +271,7 @@ LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "payment", "429
 
 # a sentence that states no failure: a question about a setting, advice or a possibility, a fix already
 # made, something healthy ("loads fine"); "why does it fail with ...?" still reports what it asks about
-QUESTION = re.compile(r"\?\s*$|^(?:how|what|is|are|does|do|can|could|should|would|will|any (?:idea|way)s?)\b", re.I)
+QUESTION = re.compile(r"[?？]\s*$|^(?:how|what|is|are|does|do|can|could|should|would|will|any (?:idea|way)s?)\b", re.I)
 COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did|am|would|can)\b", re.I)
 # advice is addressed to someone ("you could try", "consider", "to avoid"); an engine's message may carry
 # its own ("make sure you have read the code", "see the docs"), which is no reason to drop the failure it states
@@ -278,7 +319,7 @@ def into_facts(source: str, text: str, facts: Facts) -> bool:
 CONTEXT_ONLY = frozenset({"access.proxy_failed", "access.quota_exceeded", "access.rate_limited", "access.tls_failed"})
 PROBLEM = re.compile(_FAIL + r"|\b(?:problem|issue|exceed\w*|reached|hit(?:s|ting)?|block\w*|denied|again|stuck|hang\w*|unable|"
                      r"not (?:work\w*|respected|honou?red|used|applied)|ignor\w*|bypass\w*|intercept\w*|40[0-9]|429|402|"
-                     r"unknown authority|untrusted|expired)\b", re.I)
+                     r"unknown authority|untrusted|expired|(?:can(?:not|'t)?|only) afford|requires? more credits?)\b", re.I)
 
 
 def statements(source: str, text: str) -> list[FailureStatement]:

@@ -43,6 +43,8 @@ LITERALS = (
     # the shapes of CRASH / ERROR_IN_LINE / ERROR_LEVEL below that hold none of the words above
     "killed", "status code", "http/1.0 4", "http/1.0 5", "http/1.1 4", "http/1.1 5", "http/2 4", "http/2 5", "severe:",
     "cant ", "couldnt ",
+    # Go's *url.Error (_ANSWER)
+    "get \"", "post \"", "put \"", "patch \"", "delete \"", "head \"", "parse \"",
     # transformers' configuration_auto.py "... but Transformers does not recognize this architecture", as titles retell it
     "recogni",
     # a person stating the failure in prose (PROSE below): verbs no log line above needs
@@ -97,7 +99,9 @@ ERROR_LEVEL = re.compile(
 _ANSWER = (
     r"^(?:< )?HTTP/\d(?:\.\d)? [45]\d\d\b|\b[45]\d\d status code \(no body\)|\b(?:Error code|API Error|status code):? [45]\d\d\b|"
     r"\b[45]\d\d (?:Client|Server) Error\b|\b(?:Client|Server) error '[45]\d\d\b|\bdoes not indicate success: [45]\d\d\b|['\"]type['\"]\s*:\s*['\"]\w*_error['\"]|"
-    r"^\{\s*\"error\"\s*:|^curl: \(\d+\)"
+    r"^\{\s*\"error\"\s*:|^curl: \(\d+\)|"
+    # Go's *url.Error (net/url, net/http client.go: `%s %q: %s` of the method, or "parse", the URL and the cause)
+    r"^(?:Get|Post|Put|Patch|Delete|Head|parse) \"[^\"\s]*\": \S"
 )
 # a failure stated inside a line: a client's answer (above), a JSON error body, `... Error: msg`
 # (JavaScript, wrapped Python), a 5xx status
