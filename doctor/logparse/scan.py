@@ -176,8 +176,8 @@ class LogScanner:
                    hits: tuple[list[int], list[int]] | None = None) -> None:
         """Whole lines (the last may lack its newline): only the lines the prefilter hits are
         decoded and parsed, found by a few regex passes over the lower-cased block, or given as
-        `hits`, the offsets of the literals of EXTERNAL_LITERALS (the grammar's, the stat lines')
-        in the block that an external tool found (doctor.logparse.external_prefilter). `expired` is asked every EXPIRY_LINES parsed lines: a
+        `hits`, the starts (ascending) of the lines holding the literals of EXTERNAL_LITERALS (the
+        grammar's, the stat lines') that an external tool found (doctor.logparse.external_prefilter). `expired` is asked every EXPIRY_LINES parsed lines: a
         block of lines that all need parsing can take seconds, and the deadline must cut inside it
         (TimeoutError, with what was read counted)."""
         if not block:
@@ -188,8 +188,8 @@ class LogScanner:
             starts, low = _candidates(block)
             self.stats.feed_block(block, low, self.source, self._source_no + 1)
         else:  # lower-cased only if a skipped line must be looked at (_watching)
-            starts, low = _lines(block, hits[0]), None
-            self.stats.feed_block(block, None, self.source, self._source_no + 1, _lines(block, hits[1]))
+            starts, low = hits[0], None
+            self.stats.feed_block(block, None, self.source, self._source_no + 1, hits[1])
         no, pos = self._source_no, 0  # line number of the line before `pos`, byte offset of a line start
         size = len(block)
         repeat: _Repeat | None = None
@@ -655,11 +655,6 @@ def _template_key(text: str) -> str | None:
     """The template _add files a line's event under, when every line that differs from this one in
     its digits only has the same: TEMPLATE reads all digits alike but in `0x`."""
     return None if _DIGIT_X.search(text, 0, 300) else TEMPLATE.sub("#", text[:300])
-
-
-def _lines(block: bytes, offsets: list[int]) -> set[int]:
-    """The starts of the lines holding these offsets."""
-    return {block.rfind(b"\n", 0, at) + 1 for at in offsets}
 
 
 def _match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:

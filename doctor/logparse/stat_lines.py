@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from itertools import compress
 
@@ -186,7 +186,7 @@ class StatLines:
     last_fresh: bool = False
     last_prompt_n: int = 0
 
-    def feed_block(self, block: bytes, low: bytes | None, source: str, first_no: int, starts: set[int] | None = None) -> None:
+    def feed_block(self, block: bytes, low: bytes | None, source: str, first_no: int, starts: Collection[int] | None = None) -> None:
         """Every stat line in a block of whole lines (`low` is it lower-cased; `first_no` the
         number of its first line), or those starting at `starts` when a prefilter found them (then `low` is not needed)."""
         if starts is None:
