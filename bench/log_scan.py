@@ -6,7 +6,9 @@ For each shape of bench/log_shapes.py and each size, one temp file, and in the s
     file, because GNU grep stops at the first match when stdout is /dev/null),
   - `rg -c` with the same words, when `rg` is on PATH or in this venv (pip package `ripgrep`),
   - `llm-doctor analyze FILE --format json` (this venv's CLI) with the default --deadline and with
-    --deadline 600.
+    --deadline 600,
+  - with `--python-prefilter`, also `analyze --deadline 600` with no external tool (the scanner's
+    own pure-Python prefilter: what a machine without rg or grep gets).
 
 It prints seconds, MB/s, the ratio to grep (and to rg), the CPU seconds (user + system, its own
 children's included: analyze's rg) and their ratio to grep's (the fair figure on a shared, loaded
@@ -19,7 +21,7 @@ Nothing is asserted; the numbers are for people.
 `analyze` prefilters a big file with rg (this venv's, from the `ripgrep` wheel, or PATH's) or grep when
 there is one (doctor/logparse/external_prefilter.py): the header says which.
 
-    .venv/bin/python bench/log_scan.py [--size-mb 10 512] [--big] [--shape vllm-busy ...]
+    .venv/bin/python bench/log_scan.py [--size-mb 10 512] [--big] [--shape vllm-busy ...] [--python-prefilter]
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ from log_shapes import SHAPES, write
 BIN = Path(sys.executable).parent
 TRIGGERS = "Traceback|Error|error|out of memory|OOM|Killed|NCCL|preempted|Exception|FATAL"
 MB = 1024**2
+# analyze with external_prefilter.find_tool finding nothing: the pure-Python prefilter on every block
+PYTHON_ONLY = ("from llm_doctor.logparse import external_prefilter as x; x.find_tool = lambda: None; "
+               "from llm_doctor.cli import main; main()")
 
 
 @dataclass
@@ -91,7 +96,7 @@ def crash_code(shape: str, tmp: Path) -> str:
     return run("analyze", [str(BIN / "llm-doctor"), "analyze", str(path), "--format", "json"], tmp / "out.json").report()[1]
 
 
-def measure(shape: str, size_mb: int, tmp: Path, rg: str | None) -> list[Run]:
+def measure(shape: str, size_mb: int, tmp: Path, rg: str | None, python: bool) -> list[Run]:
     path = write(shape, tmp / f"{shape}-{size_mb}mb.log", size_mb * MB)
     runs = [run("grep -E -c", ["grep", "-E", "-c", TRIGGERS, str(path)], tmp / "grep.out")]
     if rg:
@@ -99,6 +104,9 @@ def measure(shape: str, size_mb: int, tmp: Path, rg: str | None) -> list[Run]:
     analyze = [str(BIN / "llm-doctor"), "analyze", str(path), "--format", "json"]
     runs.append(run("analyze", analyze, tmp / "default.json"))
     runs.append(run("analyze --deadline 600", [*analyze, "--deadline", "600"], tmp / "600.json"))
+    if python:
+        argv = [sys.executable, "-c", PYTHON_ONLY, "analyze", str(path), "--format", "json", "--deadline", "600"]
+        runs.append(run("analyze 600, Python pf", argv, tmp / "python.json"))
     path.unlink()
     return runs
 
@@ -120,6 +128,7 @@ def main() -> int:
     ap.add_argument("--size-mb", type=int, nargs="+", choices=(10, 512, 2048), default=[10, 512])
     ap.add_argument("--big", action="store_true", help="also 2 GB (2048 MB) logs")
     ap.add_argument("--shape", nargs="+", choices=sorted(SHAPES), default=list(SHAPES))
+    ap.add_argument("--python-prefilter", action="store_true", help="also analyze without an external prefilter tool")
     args = ap.parse_args()
     sizes = sorted(set(args.size_mb) | ({2048} if args.big else set()))
     rg = shutil.which("rg") or shutil.which("rg", path=str(BIN))
@@ -136,7 +145,7 @@ def main() -> int:
         for shape in args.shape:
             crash = crash_code(shape, tmp)
             for size_mb in sizes:
-                print("\n".join(table(shape, size_mb, crash, measure(shape, size_mb, tmp, rg))), flush=True)
+                print("\n".join(table(shape, size_mb, crash, measure(shape, size_mb, tmp, rg, args.python_prefilter))), flush=True)
             print(f"{'':<14}(the crash alone ranks {crash} first)", flush=True)
     return 0
 

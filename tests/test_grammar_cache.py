@@ -84,3 +84,22 @@ def test_writing_the_cache_removes_other_versions_files_gone_stale(tmp_path) -> 
     _report(tmp_path)
     files = sorted(p.name for p in grammar.glob("*.marshal"))
     assert stale.name not in files and recent.name in files and len(files) == 2  # this version's own file and the recent one
+
+
+def test_an_edited_catalogue_replaces_its_older_version_in_the_file(tmp_path) -> None:
+    """catalogue.load is kept by the catalogue files' hash, ~0.5 MB a version: each edit under one code
+    version added one, and every run read them all back (19 versions, 9 MB, +30 MB of RSS measured).
+    Only the version in use stays; the grammar's per-pattern values stay whatever the catalogue."""
+    import marshal
+
+    first = _report(tmp_path)
+    (kept,) = (tmp_path / "grammar").glob("*.marshal")
+    values = marshal.loads(kept.read_bytes())
+    (current,) = [k for k in values if k[0] == "catalogue.load"]
+    older = ("catalogue.load", "0" * 64)  # the hash of a catalogue edited since
+    values[older] = values[current]
+    kept.write_bytes(marshal.dumps(values))
+    assert _report(tmp_path) == first
+    after = marshal.loads(kept.read_bytes())
+    assert older not in after and current in after
+    assert {k for k in after if k[0] != "catalogue.load"} == {k for k in values if k[0] != "catalogue.load"}

@@ -354,3 +354,24 @@ def test_repeats_held_back_count_on_their_event_and_quote_its_last_line() -> Non
             assert served == 2 and event["last_line_no"] == 8 and event["last_line"].endswith("=98")
         else:  # the last one quotes the first: the held-back line before it was read after all, and is the last line
             assert served == 3 and event["last_line_no"] == 6 and event["last_line"].endswith("=70")
+
+
+@pytest.mark.parametrize(("name", "tool"), _tools(), ids=[name for name, _ in _tools()])
+def test_the_tool_hands_over_the_starts_of_the_lines_holding_a_literal(name, tool, tmp_path) -> None:
+    """rg reports lines (at their starts), grep matches (at the literal): the scanner gets the same
+    line starts from both, ascending and each once, a line holding two literals or one twice included."""
+    text = (b"INFO ok\n"
+            b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB\n"  # both literals
+            b"INFO serving\n"
+            b"ERROR x ERROR y\n"  # one literal twice
+            b"error at the end, no newline")
+    path = tmp_path / "x.log"
+    path.write_bytes(text)
+    prefilter = xp.ExternalPrefilter(tool, [["cuda out of memory", "error"]])
+    try:
+        hits = prefilter.search(str(path))
+        found = hits.take(text)
+        hits.close()
+    finally:
+        prefilter.close()
+    assert found == ([8, 93, 109],)

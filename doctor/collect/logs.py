@@ -198,7 +198,7 @@ class LogCollector:
                             raise InputError(f"{name}: binary data, not a text log (nor gzip)")
                         self.gap(name, "binary data, not a text log; skipped")
                         return False
-                found = hits.take(len(block)) if hits is not None else None
+                found = hits.take(block) if hits is not None else None
                 ends = block.endswith(b"\n")  # else a piece of a line longer than a block: see external_prefilter
                 scanner.feed_block(block, self.deadline.expired, found if whole and ends else None)
                 whole = ends

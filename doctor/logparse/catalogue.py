@@ -234,7 +234,7 @@ def load(kinds: Collection[str], paths: Iterable[Path] | None = None) -> list[En
     files = [(path.name, path.read_text(encoding="utf-8"))
              for path in (sorted(DATA_DIR.glob("*.jsonl")) if paths is None else list(paths))]
     digest = hashlib.sha256(repr((files, sorted(kinds))).encode()).hexdigest()
-    checked = grammar_cache.recall(("catalogue.load", digest), lambda: [astuple(e) for e in _parse(files, kinds)])
+    checked = grammar_cache.recall(("catalogue.load", digest), lambda: [astuple(e) for e in _parse(files, kinds)], latest=True)
     return [Entry(*fields) for fields in checked]
 
 

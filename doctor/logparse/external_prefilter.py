@@ -4,8 +4,9 @@ The pure-Python prefilter (doctor.logparse.scan.CANDIDATE) lower-cases every blo
 dozen regex passes over it: on a big log that is most of the work, done on the same core as the
 parsing. A file on disk can instead be searched by ripgrep (or GNU grep) for the same literals,
 case-insensitive in ASCII only (`--no-unicode`, `LC_ALL=C`: exactly what bytes.lower() folds),
-reading the file as bytes (`-a`, no transcoding): it reports the byte offset of every line or
-literal it finds, and the scanner parses the lines holding them. Same literals, same folding, same bytes:
+reading the file as bytes (`-a`, no transcoding): it reports the byte offset of every line (rg) or
+literal (grep) it finds, and the scanner parses the lines holding them (rg's offsets are those lines'
+starts already: nothing per line is left to Python but reading the number). Same literals, same folding, same bytes:
 the same lines, while the search runs on another core.
 
 The scanner wants two answers per block: the lines its grammar may match and the engine's stat
@@ -72,24 +73,35 @@ class ExternalPrefilter:
 
     def search(self, path: str, start: int = 0) -> Hits:
         """The hits of each set in `path` from byte `start` on (each search reads its own descriptor of the file)."""
-        return Hits([Search([*self.tool, "--file", patterns], path, start) for patterns in self.patterns])
+        return Hits([Search([*self.tool, "--file", patterns], path, start) for patterns in self.patterns], _per_line(self.tool))
 
     def close(self) -> None:
         for name in self.patterns:
             Path(name).unlink(missing_ok=True)
 
 
+def _per_line(tool: list[str]) -> bool:
+    """Whether the tool reports one row per line, at its start (rg, see command), not one per match (grep)."""
+    return Path(tool[0]).name.startswith("rg")
+
+
 class Hits:
     """The searches of one range, one per set of literals, handed out together block by block."""
 
-    def __init__(self, searches: list[Search]) -> None:
+    def __init__(self, searches: list[Search], per_line: bool) -> None:
         self.searches = searches
+        self.per_line = per_line
 
-    def take(self, size: int) -> tuple[list[int], ...] | None:
-        """Per set, the offsets (from the block's start) of its hits in the next `size` bytes; None
-        when a search failed before it had certainly covered them (the caller prefilters that block itself)."""
-        found = [search.take(size) for search in self.searches]
-        return None if any(f is None for f in found) else tuple(found)  # type: ignore[misc]
+    def take(self, block: bytes) -> tuple[list[int], ...] | None:
+        """Per set, the starts (from the block's start, ascending, each once) of the lines of the next
+        block that hold a hit; None when a search failed before it had certainly covered them (the
+        caller prefilters that block itself)."""
+        found = [search.take(len(block)) for search in self.searches]
+        if any(f is None for f in found):
+            return None
+        if self.per_line:
+            return tuple(found)  # type: ignore[arg-type]
+        return tuple(sorted({block.rfind(b"\n", 0, at) + 1 for at in offsets}) for offsets in found)  # type: ignore[union-attr]
 
     def close(self) -> None:
         for search in self.searches:

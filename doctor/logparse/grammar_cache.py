@@ -55,6 +55,7 @@ class _Store:
     def __init__(self) -> None:
         self.values: dict[Hashable, Any] | None = None
         self.used: set[Hashable] = set()
+        self.latest: set[Hashable] = set()  # functions of whole files: only the value this run used is kept (recall)
         self.new = False
 
     def load(self) -> dict[Hashable, Any]:
@@ -75,6 +76,8 @@ class _Store:
         values = self.values
         if len(values) > MAX_ENTRIES:
             values = {k: v for k, v in values.items() if k in self.used}
+        elif self.latest:
+            values = {k: v for k, v in values.items() if k in self.used or k[0] not in self.latest}  # type: ignore[index]
         data = marshal.dumps(values)  # recall kept only what marshal writes
         try:
             target = path()
@@ -107,11 +110,17 @@ def _prune(kept: Path) -> None:
 _STORE = _Store()
 
 
-def recall(key: tuple[Hashable, ...], compute: Callable[[], T]) -> T:
+def recall(key: tuple[Hashable, ...], compute: Callable[[], T], latest: bool = False) -> T:
     """The value kept for `key`, else compute() (kept, when marshal can write it). The key names the
-    function and holds every argument the value depends on; the value is shared: never change it."""
+    function and holds every argument the value depends on; the value is shared: never change it.
+    `latest`: the value is of whole files that are edited (the catalogue, ~0.5 MB a version), so a
+    new one replaces the others of the same function: kept, every version edited under one code
+    version piled up in its file and was read back by every run (19 of them: 9 MB, +30 MB of RSS)."""
     values = _STORE.load()
     _STORE.used.add(key)
+    if latest and key[0] not in _STORE.latest:
+        _STORE.latest.add(key[0])
+        _STORE.new = _STORE.new or any(k != key and k[0] == key[0] for k in values)  # type: ignore[index]  # (older ones go)
     try:
         return values[key]
     except KeyError:

@@ -176,8 +176,8 @@ class LogScanner:
                    hits: tuple[list[int], list[int]] | None = None) -> None:
         """Whole lines (the last may lack its newline): only the lines the prefilter hits are
         decoded and parsed, found by a few regex passes over the lower-cased block, or given as
-        `hits`, the offsets of the literals of EXTERNAL_LITERALS (the grammar's, the stat lines')
-        in the block that an external tool found (doctor.logparse.external_prefilter). `expired` is asked every EXPIRY_LINES parsed lines: a
+        `hits`, the starts (ascending) of the lines holding the literals of EXTERNAL_LITERALS (the
+        grammar's, the stat lines') that an external tool found (doctor.logparse.external_prefilter). `expired` is asked every EXPIRY_LINES parsed lines: a
         block of lines that all need parsing can take seconds, and the deadline must cut inside it
         (TimeoutError, with what was read counted)."""
         if not block:
@@ -188,8 +188,8 @@ class LogScanner:
             starts, low = _candidates(block)
             self.stats.feed_block(block, low, self.source, self._source_no + 1)
         else:  # lower-cased only if a skipped line must be looked at (_watching)
-            starts, low = _lines(block, hits[0]), None
-            self.stats.feed_block(block, None, self.source, self._source_no + 1, _lines(block, hits[1]))
+            starts, low = hits[0], None
+            self.stats.feed_block(block, None, self.source, self._source_no + 1, hits[1])
         no, pos = self._source_no, 0  # line number of the line before `pos`, byte offset of a line start
         size = len(block)
         repeat: _Repeat | None = None
@@ -203,6 +203,15 @@ class LogScanner:
                 self.facts.bytes_read += start
                 self._source_no = no
                 raise TimeoutError("the deadline was reached while reading the log")
+            end = block.find(b"\n", start) + 1 or size
+            if repeat is not None:  # (a method call a line costs as much as the rest: inlined)
+                key = block[start:end].translate(tc.DIGITS_MASK)
+                held = repeat.keys.get(key)
+                if held is None:
+                    held = repeat.keys[key] = repeat.repeats(self.templates.plan(block[start:end]))
+                if held:
+                    repeat.starts.append(start)  # pos and no stay at the line that started holding (_Repeat)
+                    continue
             if start > pos:  # lines nobody needs: they only end a hard-wrap and may say "serving"
                 if repeat is None:  # (while repeats are held, no line must be read and none is watched: _Repeat)
                     pos, no = self._follow(block, pos, start, no)
@@ -213,20 +222,16 @@ class LogScanner:
                         self._prev = None
                 no += block.count(b"\n", pos, start)
                 pos = start
-            end = block.find(b"\n", start)
-            end = size if end < 0 else end + 1
             no += 1
-            cut = min(end, start + MAX_LINE)
-            if repeat is not None and (plan := self.templates.plan(block[start:cut])) is not None and plan.repeats == repeat.sig:
-                repeat.lines.append((no, start, cut))
-            else:
-                self._repeated(block, repeat)
-                self._plan_used = None
-                self._line(no, block[start:cut])
-                plan = self._plan_used
-                repeat = _Repeat(plan.repeats) if plan is not None and plan.repeats and not self._must_read and not self._watching else None
+            self._repeated(block, repeat)
+            self._plan_used = None
+            self._line(no, block[start : min(end, start + MAX_LINE)])
+            plan = self._plan_used
+            repeat = (_Repeat(plan.repeats, end, no) if plan is not None and plan.repeats and not self._must_read and not self._watching
+                      else None)
             pos = end
-        self._repeated(block, repeat)
+        if (last := self._repeated(block, repeat)) is not None:
+            pos, no = last
         if pos < size:
             pos, no = self._follow(block, pos, size, no)
             if pos < size:
@@ -239,22 +244,29 @@ class LogScanner:
         self.facts.bytes_read += size
         self._source_no = no
 
-    def _repeated(self, block: bytes, repeat: _Repeat | None) -> None:
+    def _repeated(self, block: bytes, repeat: _Repeat | None) -> tuple[int, int] | None:
         """The lines held back as repeats of a line a plan served (_Repeat): the last is read, the
         others only count on its event. Were the last the very line the event quotes first, the
         event's last line would be an earlier one: then they are all read, in order (the last one's
-        count is the same wherever it is read, and it changes nothing else)."""
-        if repeat is None or not repeat.lines:
-            return
-        *held, (no, start, cut) = repeat.lines
-        repeat.lines = []
-        self._line(no, block[start:cut])
+        count is the same wherever it is read, and it changes nothing else). Returns where the last
+        ends and its line number (None when none was held)."""
+        if repeat is None or not repeat.starts:
+            return None
+        *held, last = repeat.starts
+        repeat.starts = []
+        no = repeat.no + block.count(b"\n", repeat.pos, last) + 1
+        end = block.find(b"\n", last) + 1 or len(block)
+        self._line(no, block[last : min(end, last + MAX_LINE)])
         event = self._counted
         if event.last_line_no == no:
             event.count += len(held)
-            return
-        for no, start, cut in held:
-            self._line(no, block[start:cut])
+            return end, no
+        n, at = repeat.no + 1, repeat.pos
+        for start in held:
+            n += block.count(b"\n", at, start)
+            at = start
+            self._line(n, block[start : min(block.find(b"\n", start) + 1 or len(block), start + MAX_LINE)])
+        return end, no
 
     def _follow(self, block: bytes, pos: int, limit: int, no: int) -> tuple[int, int]:
         """Lines after `pos` that must be read whatever they hold: the continuation of a
@@ -626,7 +638,15 @@ class _Repeat:
     that stays so until a line of another template ends it: the held lines are not asked again."""
 
     sig: tuple[object, ...]
-    lines: list[tuple[int, int, int]] = field(default_factory=list)  # line number, start, end in the block
+    pos: int  # where the line that started holding ends in the block, and its line number: the held
+    no: int  # lines' numbers are counted from there when they are read (holding counts nothing)
+    starts: list[int] = field(default_factory=list)  # of the lines held
+    keys: dict[bytes, bool] = field(default_factory=dict)  # templates seen while holding: whether their plan repeats sig
+
+    def repeats(self, plan: tc.Plan | None) -> bool:
+        """Whether a line of this plan is held (plans do not change while holding: nothing is read,
+        so nothing is learned, and a template's answer is kept in `keys`)."""
+        return plan is not None and plan.repeats == self.sig
 
 
 def _same(a: dict[str, object], b: dict[str, object]) -> bool:
@@ -655,11 +675,6 @@ def _template_key(text: str) -> str | None:
     """The template _add files a line's event under, when every line that differs from this one in
     its digits only has the same: TEMPLATE reads all digits alike but in `0x`."""
     return None if _DIGIT_X.search(text, 0, 300) else TEMPLATE.sub("#", text[:300])
-
-
-def _lines(block: bytes, offsets: list[int]) -> set[int]:
-    """The starts of the lines holding these offsets."""
-    return {block.rfind(b"\n", 0, at) + 1 for at in offsets}
 
 
 def _match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:

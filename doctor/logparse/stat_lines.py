@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from itertools import compress
 
@@ -193,7 +193,7 @@ class StatLines:
     last_fresh: bool = False
     last_prompt_n: int = 0
 
-    def feed_block(self, block: bytes, low: bytes | None, source: str, first_no: int, starts: set[int] | None = None) -> None:
+    def feed_block(self, block: bytes, low: bytes | None, source: str, first_no: int, starts: Collection[int] | None = None) -> None:
         """Every stat line in a block of whole lines (`low` is it lower-cased; `first_no` the
         number of its first line), or those starting at `starts` when a prefilter found them (then `low` is not needed)."""
         if starts is None:
@@ -228,7 +228,7 @@ class StatLines:
         ends = [block.find(b"\n", start) for start in starts]
         if ends[-1] < 0:
             ends[-1] = len(block)
-        if any(end - start > MAX_LINE for start, end in zip(starts, ends, strict=True)):
+        if max(map(operator.sub, ends, starts)) > MAX_LINE:  # (per-line work in C, here and in _series: ~7,000 lines a MB)
             return False
         text = b"\n".join([block[start:end] for start, end in zip(starts, ends, strict=True)]).decode("utf-8", errors="replace")
         for wording in _WORDINGS:
@@ -270,17 +270,17 @@ class StatLines:
         n = len(rows)
         running, waiting, kv, swapped, decode, gens, prompts, preemptions, prefix = wording.columns(rows)
         self.engine = self.engine or wording.engine
-        gens = [x for x in gens if x]
+        gens = list(filter(None, gens))
         for gen in gens:  # in line order, as _throughput adds them: the same float sum
             self.gen_sum += gen
         self.gen_n += len(gens)
         self.gen_max = max([self.gen_max, *gens])
-        self.prompt_max = max([self.prompt_max, *(x for x in prompts if x)])
-        for x in preemptions:
-            self.preemptions += x or 0.0
-        known = [x for x in prefix if x is not None]
-        if known:
-            self.prefix_hit = round(known[-1] / 100, 6)
+        self.prompt_max = max([self.prompt_max, *filter(None, prompts)])
+        for x in filter(None, preemptions):  # (adding a None or 0.0 as 0.0 changes no sum)
+            self.preemptions += x
+        last = next((x for x in reversed(prefix) if x is not None), None)
+        if last is not None:
+            self.prefix_hit = round(last / 100, 6)
         # every line of these wordings states running, waiting and the KV usage (numbers, never None): each
         # is a sample; the per-line tests run in C (map over the columns: a busy SGLang log is ~7,000 lines a MB)
         queued = list(map((0.0).__lt__, waiting))
@@ -297,7 +297,7 @@ class StatLines:
         self.kv_max = max([self.kv_max, *kv])
         self.waiting_max = max([self.waiting_max, *waiting])
         self.running_max = max([self.running_max, *running])
-        self.swapped_max = max([self.swapped_max, *(x or 0 for x in swapped)])
+        self.swapped_max = max([self.swapped_max, *filter(None, swapped)])  # (a None or 0 is never above it: it starts at 0.0)
         loads = list(zip(waiting, kv, strict=True))
         peaks = []
         for kind, chosen in (("busiest", range(n)), ("pressed", list(compress(range(n), pressed))),
@@ -740,7 +740,7 @@ class _SglangWording(_Wording):
 
     def exact(self, text: str, rows: list[tuple[str, ...]]) -> bool:
         n = len(rows)
-        decode = sum(1 for row in rows if row[0])
+        decode = n - list(map(operator.itemgetter(0), rows)).count("")
         if any(word in text for word in ("Avg prompt throughput", "Avg generation throughput", "GPU KV cache usage: ")):
             return False  # feed_line would read such a line as vLLM's
         # each label once per line, where the pattern has it: _SGLANG_DECODE's first match and _fields' first labels are the pattern's
