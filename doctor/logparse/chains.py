@@ -180,6 +180,11 @@ OWNERS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("gpu_not_visible", re.compile(r"driver/library version mismatch", re.I), "cuda_mismatch"),
     # NCCL reports the CUDA call it made (include/checks.h CUDACHECK: "Cuda failure 'CUDA driver version is insufficient for CUDA
     # runtime version'", torch's "ncclUnhandledCudaError: Call to CUDA function failed"): the CUDA stack's mismatch, not NCCL's
+    # "architecture" is the model's or the GPU's: said in a GPU kernel's context (TensorRT-LLM's "Assertion failed: Unsupported
+    # architecture (.../kernels/contextFusedMultiHeadAttention/fmhaRunner.cpp)", an SM number, a compute capability) it is the
+    # GPU's, below what the build's kernels were compiled for: no newer engine for the model, a build for this GPU
+    ("arch_unsupported", re.compile(r"\bsm_?\d{2,3}\b|compute capability|/kernels?/|\bcutlass|\bfmha|\.cuh?\b|"
+                                    r"\b(?:GPU|CUDA|SM) arch", re.I), "cuda_mismatch"),
     ("nccl_error", re.compile(r"driver version is insufficient|no kernel image is available|forward compatibility was attempted|"
                               r"unsupported display driver", re.I), "cuda_mismatch"),
 )
