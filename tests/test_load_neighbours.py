@@ -8,6 +8,8 @@ as it prints it (the source is named beside each case)."""
 
 from __future__ import annotations
 
+import pytest
+
 from llm_doctor.logparse import events as ev
 from tests.test_load_wordings import assert_rank_one, findings_of
 
@@ -274,3 +276,52 @@ def test_a_wheel_built_on_a_newer_glibc(tmp_path) -> None:
         "ImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by "
         "/opt/conda/lib/python3.10/site-packages/vllm/_C.abi3.so)",
     ], "load.cuda_mismatch", "GLIBCXX_3.4.30", "conda install -c conda-forge libstdcxx-ng")
+
+
+# --- helper load2: the neighbours' decision rules (doctor/logparse/chains.py OWNERS, checks/load/cuda.py, dtype.py,
+# gpu_visibility.py, model_files.py), each against the neighbour it is told apart from
+@pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), [
+    # NVIDIA/TensorRT-LLM#1515 (RTX 2080 Ti): fmhaRunner.cpp's check of the GPU's SM; the kernel path says whose architecture
+    ("trtllm-fmha-gpu-arch", ["Assertion failed: Unsupported architecture (/tensorrt_llm/cpp/tensorrt_llm/kernels/"
+                              "contextFusedMultiHeadAttention/fmhaRunner.cpp:89)"], "load.cuda_mismatch", "fmhaRunner.cpp", None),
+    # sglang srt/models/registry.py _raise_for_unsupported: the model's architecture, no GPU word beside it
+    ("sglang-model-arch", ["ValueError: Model architectures ['DeepseekV3ForCausalLM'] are not supported for now. Supported "
+                           "architectures: dict_keys(['LlamaForCausalLM'])"], "load.engine_outdated", "DeepseekV3ForCausalLM",
+     "pip install -U vllm transformers"),
+    # TensorRT-LLM 05316d3 cutlass_kernels/cutlass_preprocessors.cpp: TLLM_CHECK_WITH_INFO(false, "Unsupported Arch")
+    ("trtllm-cutlass-arch", ["RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: Unsupported Arch (/opt/tritonserver/"
+                             "TensorRT-LLM/cpp/tensorrt_llm/kernels/cutlass_kernels/cutlass_preprocessors.cpp:147)"],
+     "load.cuda_mismatch", "Unsupported Arch", None),
+    # opendatalab/MinerU#3416: the SGLang build's floor, as the user pasted it (double space kept)
+    ("sglang-sm-floor", ["SGlang only supports sm 75 and  above"], "load.cuda_mismatch", "sm 75", None),
+    # InternLM/lmdeploy fa0cd95 src/turbomind/python/bind.cpp: a TurboMind built without ENABLE_FP32
+    ("turbomind-no-fp32", ["RuntimeError: Error: turbomind has not been built with fp32 support."], "load.dtype_unsupported",
+     "fp32 support", "--dtype float16"),
+    # huggingface/text-generation-inference 00e0d2d utils/flash_attn.py raises "CUDA is not available", models/__init__.py
+    # warns with it, then the sharded model refuses: the missing GPU is the first cause (corpus h042's shape, TGI 1.4)
+    ("tgi-flash-no-cuda", ["2024-03-13T15:34:11.255262Z  WARN text_generation_launcher: Could not import Flash Attention "
+                           "enabled models: CUDA is not available",
+                           "2024-03-13T15:34:11.256844Z ERROR text_generation_launcher: Error when initializing model",
+                           "NotImplementedError: Sharded Qwen2(Qwen1.5-72B-Chat) requires Flash Attention enabled models."],
+     "load.gpu_not_visible", "CUDA is not available", "--gpus all"),
+    # the flash requirement alone: the kernels do not fit this GPU (or are not installed), no missing GPU said
+    ("tgi-flash-alone", ["NotImplementedError: Sharded Llama requires Flash Attention enabled models."], "load.cuda_mismatch",
+     "requires Flash Attention enabled models", None),
+    # a llama.cpp build newer than the architecture list's snapshot (doctor/data/architectures.jsonl build_after) that does
+    # not know the name: the list cannot say no build implements it; the same name from an older build is the file's
+    ("llama-cpp-newer-than-snapshot", [*LLAMA_CPP_HEAD[:2], LLAMA_CPP_HEAD[2].replace("6019", "9721"),
+                                       "llama_model_load: error loading model: error loading model architecture: unknown model "
+                                       "architecture: 'nemotron5'"], "load.engine_outdated", "'nemotron5'",
+     "docker pull ghcr.io/ggml-org/llama.cpp:server"),
+    ("llama-cpp-older-than-snapshot", [*LLAMA_CPP_HEAD, "llama_model_load: error loading model: error loading model "
+                                       "architecture: unknown model architecture: 'nemotron5'"], "load.model_files", "'nemotron5'", None),
+], ids=lambda v: v if isinstance(v, str) and "-" in v and " " not in v else "")
+def test_neighbour_decision(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, lines, code, evidence, command)
+
+
+def test_tgi_flash_models_missing_for_no_gpu_keeps_the_kernel_finding_second(tmp_path) -> None:
+    log = tmp_path / "tgi.log"
+    log.write_text("WARN text_generation_launcher: Could not import Flash Attention enabled models: CUDA is not available\n"
+                   "NotImplementedError: Sharded Qwen2 requires Flash Attention enabled models.\n")
+    assert [f.code for f in findings_of(log)][:2] == ["load.gpu_not_visible", "load.cuda_mismatch"]
