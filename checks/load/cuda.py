@@ -37,7 +37,8 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
                      f"{pkg or 'the package it belongs to'} for this torch (or install the torch version its wheel names)",
                      f"pip install --force-reinstall --no-cache-dir {pkg}" if pkg else None),
                  Fix("Or use the engine's official container image, whose torch, CUDA and extensions were built together")]
-    elif re.search(r"flash[ -]?attention\S*(?: V2)? is not installed|Could not import (?:vllm paged attention|attention_?kernels)", text, re.I):
+    elif re.search(r"flash[ -]?attention\S*(?: V2)? is not installed|flash_attn seems to be not installed|"
+                   r"Could not import (?:vllm paged attention|attention_?kernels)", text, re.I):
         # TGI's imports of its attention kernels (layers/attention, utils/flash_attn.py): the image or install lacks them
         fixes = [Fix("The engine's attention kernels are not installed for this torch/CUDA: use the engine's official image, "
                      "or install them to match", "pip install flash-attn --no-build-isolation")]

@@ -136,6 +136,11 @@ WRAPPERS = Table(
     _p("llama.cpp loader", r"^(?:\w+: )?(?:error: )?(?:failed|unable) to load model\b"),
     # Ollama llm/server.go: "llama runner process has terminated: <the runner's last error>"
     _p("Ollama runner", r"llama runner process has terminated|error starting the external llama server"),
+    # vllm/model_executor/models/registry.py _raise_for_unsupported: a listed architecture whose module failed to import in
+    # the inspection subprocess ("... failed to be inspected. Please check the logs for more details."): the import error is the cause
+    _p("vLLM model inspection", r"Model architectures? .{0,200}? failed to be inspected"),
+    # transformers utils/import_utils.py _LazyModule._get_module: the import error follows on the next line
+    _p("transformers lazy import", r"Failed to import transformers\.\S+ because of the following error \(look up to see its traceback\)"),
     # Python's multiprocessing / shells reporting a child's death
     _p("child exit", r"^Process (?:Process|SpawnProcess|ForkProcess)-\d+:$|exited with (?:exit )?code [1-9]|non-zero exit status"),
 )
