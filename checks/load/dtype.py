@@ -34,6 +34,10 @@ def dtype(facts: Facts, log: LogView) -> Outcome:
         fixes = [Fix(f"This engine build has no {built.group('dtype')} kernels: load the model in {other}", f"--dtype {other}"),
                  Fix("Or use an engine/backend built with that dtype (LMDeploy: the PyTorch engine, --backend pytorch)")]
         title = f"the engine was built without {built.group('dtype')} support"
+    elif "fp16 and bf16" in text:
+        # flash-attn's kernels exist only in half precision (flash_api.cpp): the model was loaded in float32
+        fixes = [Fix("Load the model in half precision: float16 (or bfloat16 on compute capability 8.0+)", "--dtype float16")]
+        title = "the attention kernels run only in float16/bfloat16, the model is in float32"
     elif "fp8" in text or "float8" in text:
         fixes = [Fix("FP8 needs compute capability 8.9+ (Ada/Hopper): load the BF16/FP16 or an AWQ/GPTQ checkpoint instead"),
                  Fix("Or run on an Ada/Hopper GPU (L4, L40S, H100, H200)")]
