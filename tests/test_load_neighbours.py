@@ -325,3 +325,59 @@ def test_tgi_flash_models_missing_for_no_gpu_keeps_the_kernel_finding_second(tmp
     log.write_text("WARN text_generation_launcher: Could not import Flash Attention enabled models: CUDA is not available\n"
                    "NotImplementedError: Sharded Qwen2 requires Flash Attention enabled models.\n")
     assert [f.code for f in findings_of(log)][:2] == ["load.gpu_not_visible", "load.cuda_mismatch"]
+
+
+@pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), [
+    # vllm/model_executor/models/registry.py: a listed architecture whose module failed to import; the import error says why
+    ("vllm-inspection-after-undefined-symbol", [
+        "ImportError: /usr/local/lib/python3.12/dist-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEa",
+        "ValueError: Model architectures ['Qwen3ForCausalLM'] failed to be inspected. Please check the logs for more details."],
+     "load.cuda_mismatch", "undefined symbol", "pip install --force-reinstall --no-cache-dir vllm"),
+    # transformers utils/import_utils.py _get_module: the import error follows the wrapper on the next line
+    ("transformers-lazy-import-then-cause", [
+        "RuntimeError: Failed to import transformers.models.qwen2.modeling_qwen2 because of the following error (look up to see "
+        "its traceback):",
+        "/usr/local/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: "
+        "_ZN3c104cuda9SetDeviceEi"], "load.cuda_mismatch", "flash_attn_2_cuda", "pip install --force-reinstall --no-cache-dir flash-attn"),
+    # transformers v4.40.0 modeling_utils.py _check_and_enable_flash_attn_2
+    ("transformers-flash-attn-missing", [
+        "ImportError: FlashAttention2 has been toggled on, but it cannot be used due to the following error: the package flash_attn "
+        "seems to be not installed. Please refer to the documentation of https://huggingface.co/docs/transformers/"
+        "perf_infer_gpu_one#flashattention-2 to install Flash Attention 2."], "load.cuda_mismatch", "flash_attn seems to be not installed",
+     "pip install flash-attn --no-build-isolation"),
+    # flash-attn v2.5.8 csrc/flash_attn/flash_api.cpp TORCH_CHECK on the query dtype
+    ("flash-attn-float32", ["RuntimeError: FlashAttention only support fp16 and bf16 data type"], "load.dtype_unsupported",
+     "fp16 and bf16", "--dtype float16"),
+    # pytorch v2.4.0 aten/src/ATen/cuda/CUDAContext.cpp getDeviceProperties' AT_ASSERT, raised lazily by torch/cuda/__init__.py
+    ("torch-device-beyond-num-gpus", [
+        "torch.cuda.DeferredCudaCallError: CUDA call failed lazily at initialization with error: device >= 0 && device < num_gpus "
+        "INTERNAL ASSERT FAILED at \"../aten/src/ATen/cuda/CUDAContext.cpp\":50, please report a bug to PyTorch."],
+     "load.gpu_not_visible", "device < num_gpus", None),
+    # pytorch aten/src/ATen/Dispatch.h: a CPU matmul asked for float16 -- the model is on the CPU
+    ("torch-cpu-kernel-half", ["RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'"], "load.gpu_not_visible",
+     "addmm_impl_cpu_", "--gpus all"),
+    # transformers v4.40.0 modeling_utils.py load_state_dict: a Git LFS pointer where the weights should be
+    ("transformers-git-lfs-pointer", [
+        "OSError: You seem to have cloned a repository without having git-lfs installed. Please install git-lfs and run `git lfs "
+        "install` followed by `git lfs pull` in the folder you cloned."], "load.model_files", "git-lfs", None),
+    # pytorch caffe2/serialize/inline_container.cc: a checkpoint zip without its central directory (a cut download)
+    ("torch-truncated-checkpoint", ["RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory"],
+     "load.model_files", "central directory", None),
+    # torch.nn.Module.load_state_dict: shapes the config does not build
+    ("torch-state-dict-size-mismatch", [
+        "RuntimeError: Error(s) in loading state_dict for LlamaForCausalLM:",
+        "\tsize mismatch for model.embed_tokens.weight: copying a param with shape torch.Size([128256, 4096]) from checkpoint, the "
+        "shape in current model is torch.Size([32000, 4096])."], "load.model_files", "size mismatch", None),
+    # torch's NVRTC older than the GPU (jiterator kernels on Blackwell with a cu128 wheel)
+    ("torch-nvrtc-arch", ["RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)"], "load.cuda_mismatch",
+     "--gpu-architecture", None),
+], ids=lambda v: v if isinstance(v, str) and "-" in v and " " not in v else "")
+def test_source_wording(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, lines, code, evidence, command)
+
+
+def test_a_wrapper_alone_names_no_cause(tmp_path) -> None:
+    """vLLM's inspection failure says only that an import failed: with nothing above it the doctor cannot place it."""
+    log = tmp_path / "inspect.log"
+    log.write_text("ValueError: Model architectures ['Qwen3ForCausalLM'] failed to be inspected. Please check the logs for more details.\n")
+    assert findings_of(log)[0].code == "load.unrecognized_failure"
