@@ -381,3 +381,13 @@ def test_a_wrapper_alone_names_no_cause(tmp_path) -> None:
     log = tmp_path / "inspect.log"
     log.write_text("ValueError: Model architectures ['Qwen3ForCausalLM'] failed to be inspected. Please check the logs for more details.\n")
     assert findings_of(log)[0].code == "load.unrecognized_failure"
+
+
+def test_tgi_download_error_reads_the_downloaders_own_error(tmp_path) -> None:
+    # text-generation-inference db931fc launcher/src/main.rs: "Download encountered an error: {err}" quotes the downloader's
+    # stderr; huggingface_hub's GatedRepoError inside it is the cause, LauncherError::DownloadError only its echo
+    assert_rank_one(tmp_path, "tgi-download", [
+        "2024-05-01T10:00:00.000000Z ERROR download: text_generation_launcher: Download encountered an error: "
+        "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url "
+        "https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json.",
+        "Error: DownloadError"], "load.model_files", "GatedRepoError", "huggingface-cli login")
