@@ -385,7 +385,7 @@ def test_a_wrapper_alone_names_no_cause(tmp_path) -> None:
 
 def test_tgi_download_error_reads_the_downloaders_own_error(tmp_path) -> None:
     # text-generation-inference db931fc launcher/src/main.rs: "Download encountered an error: {err}" quotes the downloader's
-    # stderr; huggingface_hub's GatedRepoError inside it is the cause, LauncherError::DownloadError only its echo
+    # stderr; huggingface_hub's GatedRepoError in it is the cause, LauncherError::DownloadError (tgi.jsonl, echo) only repeats it
     assert_rank_one(tmp_path, "tgi-download", [
         "2024-05-01T10:00:00.000000Z ERROR download: text_generation_launcher: Download encountered an error: "
         "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url "

@@ -87,8 +87,6 @@ INNER = Table(
     _p("Go error field", r"\berr(?:or)?=\"(?P<inner>(?:[^\"\\]|\\.)+)\""),
     # the message of a Go slog record (its head peeled by doctor.logparse.lines): read as a line of its own
     _p("Go slog message", r"^msg=\"(?P<inner>(?:[^\"\\]|\\.)+)\""),
-    # TGI launcher/src/main.rs: tracing::error!("Download encountered an error: {err}") with the downloader's stderr
-    _p("TGI download", r"Download encountered an error:\s*(?P<inner>\S.*)"),
     # Rust anyhow / Java / Python urllib3 ("(Caused by SSLError(...))"), Go's errors ("cause: ..."), undici's `[cause]:`
     _p("caused by", r"(?:\bCaused by\b:?|\[cause\]:|\bcause:)\s*(?P<inner>\S.*)"),
     # Ray: RayTaskError(OutOfMemoryError): ray::RayWorkerWrapper.execute_method() -- the worker's exception class
