@@ -391,3 +391,18 @@ def test_tgi_download_error_reads_the_downloaders_own_error(tmp_path) -> None:
         "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url "
         "https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json.",
         "Error: DownloadError"], "load.model_files", "GatedRepoError", "huggingface-cli login")
+
+
+def test_vllm_attention_refused_for_the_dtype_alone_is_the_dtype(tmp_path) -> None:
+    # vllm 002db49 platforms/cuda.py get_attn_backend_cls, reasons from v1/attention/backend.py validate_configuration
+    assert_rank_one(tmp_path, "vllm-attn-dtype", [
+        "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=128, dtype=torch.float32, "
+        "kv_cache_dtype=auto, block_size=None, use_mla=False). Reasons: {FLASH_ATTN: [dtype not supported], FLASHINFER: [dtype "
+        "not supported]}."], "load.dtype_unsupported", "dtype not supported", "--dtype float16")
+
+
+def test_vllm_attention_refused_for_a_setting_stays_the_configuration(tmp_path) -> None:
+    assert_rank_one(tmp_path, "vllm-attn-kv-dtype", [
+        "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=128, dtype=torch.float16, "
+        "kv_cache_dtype=fp8, block_size=None, use_mla=False). Reasons: {FLASH_ATTN: [dtype not supported, kv_cache_dtype not "
+        "supported], FLASHINFER: [kv_cache_dtype not supported]}."], "load.config_invalid", "kv_cache_dtype not supported", None)

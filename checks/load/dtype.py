@@ -34,6 +34,13 @@ def dtype(facts: Facts, log: LogView) -> Outcome:
         fixes = [Fix(f"This engine build has no {built.group('dtype')} kernels: load the model in {other}", f"--dtype {other}"),
                  Fix("Or use an engine/backend built with that dtype (LMDeploy: the PyTorch engine, --backend pytorch)")]
         title = f"the engine was built without {built.group('dtype')} support"
+    elif "no valid attention backend" in text:
+        # vLLM's selector: every backend refused the model's dtype (chains.OWNERS); half precision is what they all run
+        model_dtype = re.search(r"\bdtype=torch\.(\w+)", text)
+        other = "bfloat16" if model_dtype and model_dtype.group(1) in ("float16", "half") else "float16"
+        fixes = [Fix(f"No attention backend has kernels for {model_dtype.group(1) if model_dtype else 'this dtype'}: load the model in "
+                     f"{other}", f"--dtype {other}")]
+        title = f"no attention backend runs {model_dtype.group(1) if model_dtype else 'this dtype'}"
     elif "fp16 and bf16" in text:
         # flash-attn's kernels exist only in half precision (flash_api.cpp): the model was loaded in float32
         fixes = [Fix("Load the model in half precision: float16 (or bfloat16 on compute capability 8.0+)", "--dtype float16")]

@@ -190,6 +190,11 @@ OWNERS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     # GPU's, below what the build's kernels were compiled for: no newer engine for the model, a build for this GPU
     ("arch_unsupported", re.compile(r"\bsm_?\d{2,3}\b|compute capability|/kernels?/|\bcutlass|\bfmha|\.cuh?\b|"
                                     r"\b(?:GPU|CUDA|SM) arch", re.I), "cuda_mismatch"),
+    # vLLM's attention selector (platforms/cuda.py get_attn_backend_cls, vllm.jsonl) lists each backend's refusals: refused
+    # for the dtype alone, no backend has kernels for the model's dtype, and another --dtype fixes it (not a backend setting)
+    ("config_invalid", re.compile(r"^(?=.*No valid attention backend)(?=.*\bdtype not supported)"
+                                  r"(?!.*(?:compute capability|head_size|kv_cache_dtype|block_size|MLA|sink|sparse|attention type|causal) not supported)",
+                                  re.I), "dtype_unsupported"),
     ("nccl_error", re.compile(r"driver version is insufficient|no kernel image is available|forward compatibility was attempted|"
                               r"unsupported display driver", re.I), "cuda_mismatch"),
 )
