@@ -368,6 +368,14 @@ def test_tgi_flash_models_missing_for_no_gpu_keeps_the_kernel_finding_second(tmp
         "RuntimeError: Error(s) in loading state_dict for LlamaForCausalLM:",
         "\tsize mismatch for model.embed_tokens.weight: copying a param with shape torch.Size([128256, 4096]) from checkpoint, the "
         "shape in current model is torch.Size([32000, 4096])."], "load.model_files", "size mismatch", None),
+    # flashinfer 13289e8 flashinfer/jit/core.py check_cuda_arch: every target arch below sm75
+    ("flashinfer-sm75-floor", ["RuntimeError: FlashInfer requires GPUs with sm75 or higher"], "load.cuda_mismatch", "sm75", None),
+    # TGI's Marlin floor is the quantization's, not the build's (a floor stated for a quantization)
+    ("tgi-marlin-floor", ["NotImplementedError: Using quantized Marlin models requires a GPU with CUDA capability 8.0 or later."],
+     "load.quantization_unsupported", "Marlin", None),
+    # pytorch v2.4.0 torch/_ops.py: an op of vLLM's compiled extension that never registered
+    ("torch-op-namespace", ["AttributeError: '_OpNamespace' '_C' object has no attribute 'rms_norm'"], "load.cuda_mismatch",
+     "_OpNamespace", None),
     # torch's NVRTC older than the GPU (jiterator kernels on Blackwell with a cu128 wheel)
     ("torch-nvrtc-arch", ["RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)"], "load.cuda_mismatch",
      "--gpu-architecture", None),

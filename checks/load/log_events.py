@@ -23,7 +23,8 @@ GIB = 1024**3
 # dtype runs there, so such a cuda_mismatch comes before a bfloat16 refusal beside it
 GPU_BELOW_FLOOR = re.compile(r"GPU[^.]{0,20}? too old|too old to be supported by the triton|no longer supports this GPU|compute capability (?:below )?\d[\d.]*\b[^.]*?"
                              r"(?:not supported|too old)|(?:CUDA|ROCm) capability \d+ \d+ is not supported|"
-                             r"only supports Ampere GPUs or newer|only supports? (?:GPUs? )?(?:with )?(?:sm|compute capability)[ _]?(?:of )?\d|"
+                             r"only supports Ampere GPUs or newer|(?:only supports?|requires?) (?:a )?(?:GPUs? )?(?:with )?(?:sm|compute capability)[ _]?(?:of )?\d+(?:\.\d+)?(?:\+| or higher)|"
+                             r"only supports? (?:GPUs? )?(?:with )?(?:sm|compute capability)[ _]?(?:of )?\d|"
                              r"Assertion failed: Unsupported Arch\b", re.I)
 
 

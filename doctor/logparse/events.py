@@ -215,8 +215,11 @@ HAND_RULES: tuple[Rule, ...] = (
     _r("cuda_mismatch", r"compute capability (?P<cc>[\d.]+).*(?:not supported|too old|does not support)"),
     # a build whose kernels start at a GPU generation ("SGlang only supports sm 75 and above", flash-attn's "only supports
     # Ampere GPUs or newer" is a template): the GPU is below the build's floor, unless the line names the dtype it refuses
-    _r("cuda_mismatch", r"^(?!.*\b(?:bfloat16|bf16|fp8|float8)\b).*\bonly supports? (?:GPUs? )?(?:with )?"
-       r"(?:sm|compute capability)[ _]?(?:of )?\d+(?:\.\d+)?\+?\s*(?:and|or)\s+(?:above|newer|later|higher)"),
+    # and flashinfer's check_cuda_arch ("FlashInfer requires GPUs with sm75 or higher", before 0.2 "requires sm75+"); a floor
+    # stated for a dtype or a quantization is theirs
+    _r("cuda_mismatch", r"^(?!.*\b(?:bfloat16|bf16|fp8|float8|fp4|int4|int8|marlin|awq|gptq|quantiz\w*)\b)"
+       r".*\b(?:only supports?|requires?) (?:a )?(?:GPUs? )?(?:with )?(?:sm|compute capability)[ _]?(?:of )?\d+(?:\.\d+)?"
+       r"(?:\+|\s*(?:and|or)\s+(?:above|newer|later|higher))"),
     # TensorRT-LLM's TLLM_CHECK_WITH_INFO(false, "Unsupported Arch") in its kernels (cutlass_kernels/cutlass_preprocessors.cpp
     # @05316d3 getLayoutDetailsForTransform: no cutlass layout for this SM): the GPU's architecture, not the model's
     _r("cuda_mismatch", r"Assertion failed: Unsupported Arch\b"),
