@@ -376,6 +376,9 @@ def test_tgi_flash_models_missing_for_no_gpu_keeps_the_kernel_finding_second(tmp
     # pytorch v2.4.0 torch/_ops.py: an op of vLLM's compiled extension that never registered
     ("torch-op-namespace", ["AttributeError: '_OpNamespace' '_C' object has no attribute 'rms_norm'"], "load.cuda_mismatch",
      "_OpNamespace", None),
+    # vllm bb435db model_executor/layers/mamba/mamba_mixer2.py: the divisibility said the other way round, no sizes in it
+    ("vllm-mamba-tp-divide", ["AssertionError: Tensor parallel world size must divide num heads."], "load.tp_invalid",
+     "must divide num heads", None),
     # torch's NVRTC older than the GPU (jiterator kernels on Blackwell with a cu128 wheel)
     ("torch-nvrtc-arch", ["RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)"], "load.cuda_mismatch",
      "--gpu-architecture", None),
