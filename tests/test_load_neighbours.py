@@ -379,6 +379,9 @@ def test_tgi_flash_models_missing_for_no_gpu_keeps_the_kernel_finding_second(tmp
     # vllm bb435db model_executor/layers/mamba/mamba_mixer2.py: the divisibility said the other way round, no sizes in it
     ("vllm-mamba-tp-divide", ["AssertionError: Tensor parallel world size must divide num heads."], "load.tp_invalid",
      "must divide num heads", None),
+    # huggingface_hub v0.20.3 file_download.py http_get: the downloaded weights are shorter than the Hub says
+    ("hub-download-cut-short", ["OSError: Consistency check failed: file should be of size 4227858712 but has size 2290365199 "
+                                "(model-00045-of-00061.safetensors)."], "load.model_files", "Consistency check failed", None),
     # torch's NVRTC older than the GPU (jiterator kernels on Blackwell with a cu128 wheel)
     ("torch-nvrtc-arch", ["RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)"], "load.cuda_mismatch",
      "--gpu-architecture", None),
@@ -417,3 +420,11 @@ def test_vllm_attention_refused_for_a_setting_stays_the_configuration(tmp_path) 
         "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=128, dtype=torch.float16, "
         "kv_cache_dtype=fp8, block_size=None, use_mla=False). Reasons: {FLASH_ATTN: [dtype not supported, kv_cache_dtype not "
         "supported], FLASHINFER: [kv_cache_dtype not supported]}."], "load.config_invalid", "kv_cache_dtype not supported", None)
+
+
+def test_a_disk_quota_is_no_api_quota(tmp_path) -> None:
+    """errno EDQUOT (glibc errlist.h "Disk quota exceeded") while the engine writes: the filesystem's limit, which no code
+    names, so it stays an unplaced load failure instead of the API's access.quota_exceeded."""
+    log = tmp_path / "quota.log"
+    log.write_text("OSError: [Errno 122] Disk quota exceeded\n")
+    assert [f.code for f in findings_of(log)][:1] == ["load.unrecognized_failure"]

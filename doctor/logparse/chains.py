@@ -228,6 +228,11 @@ def cascade(text: str) -> str:
     return found[0].name if found else ""
 
 
+# A family's words inside a cause no family names: the line is that cause's, left unplaced rather than read as the family.
+# errno EDQUOT's "Disk quota exceeded" (glibc errlist.h) is a filesystem's limit, not an API's quota.
+NOT_FAMILY: dict[str, re.Pattern[str]] = {"client_quota": re.compile(r"\bdisk quota\b|\[Errno 122\]|\bEDQUOT\b", re.I)}
+
+
 def family(text: str, inner: tuple[str, str] | None = None) -> Pattern | None:
     """The keyword family a failure line no template matched belongs to, with the text it quotes
     (`inner`, else found here) read first: the wrapped error states the cause, the wrapper only
@@ -235,7 +240,7 @@ def family(text: str, inner: tuple[str, str] | None = None) -> Pattern | None:
     inner = inner or inner_message(text)
     for candidate in ([inner[0]] if inner else []) + [text]:
         found = FAMILIES.first(ev.without_advice(candidate))
-        if found:
+        if found and not (found[0].kind in NOT_FAMILY and NOT_FAMILY[found[0].kind].search(candidate)):
             return found[0]
     return None
 
