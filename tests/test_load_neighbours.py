@@ -382,6 +382,12 @@ def test_tgi_flash_models_missing_for_no_gpu_keeps_the_kernel_finding_second(tmp
     # huggingface_hub v0.20.3 file_download.py http_get: the downloaded weights are shorter than the Hub says
     ("hub-download-cut-short", ["OSError: Consistency check failed: file should be of size 4227858712 but has size 2290365199 "
                                 "(model-00045-of-00061.safetensors)."], "load.model_files", "Consistency check failed", None),
+    # kubernetes v1.29.0 apimachinery wait.ErrWaitTimeout, as `kubectl wait` / `helm --wait` print it
+    ("kubectl-wait-timeout", ["error: timed out waiting for the condition on deployments/vllm"], "load.startup_timeout",
+     "timed out waiting for the condition", None),
+    # vllm v0.6.3 tests/utils.py RemoteOpenAIServer: the harness's /health poll gave up
+    ("harness-start-in-time", ["RuntimeError: Server failed to start in time."], "load.startup_timeout", "failed to start in time",
+     None),
     # torch's NVRTC older than the GPU (jiterator kernels on Blackwell with a cu128 wheel)
     ("torch-nvrtc-arch", ["RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)"], "load.cuda_mismatch",
      "--gpu-architecture", None),
