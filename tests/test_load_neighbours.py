@@ -8,6 +8,8 @@ as it prints it (the source is named beside each case)."""
 
 from __future__ import annotations
 
+import pytest
+
 from llm_doctor.logparse import events as ev
 from tests.test_load_wordings import assert_rank_one, findings_of
 
@@ -274,3 +276,161 @@ def test_a_wheel_built_on_a_newer_glibc(tmp_path) -> None:
         "ImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by "
         "/opt/conda/lib/python3.10/site-packages/vllm/_C.abi3.so)",
     ], "load.cuda_mismatch", "GLIBCXX_3.4.30", "conda install -c conda-forge libstdcxx-ng")
+
+
+# --- helper load2: the neighbours' decision rules (doctor/logparse/chains.py OWNERS, checks/load/cuda.py, dtype.py,
+# gpu_visibility.py, model_files.py), each against the neighbour it is told apart from
+@pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), [
+    # NVIDIA/TensorRT-LLM#1515 (RTX 2080 Ti): fmhaRunner.cpp's check of the GPU's SM; the kernel path says whose architecture
+    ("trtllm-fmha-gpu-arch", ["Assertion failed: Unsupported architecture (/tensorrt_llm/cpp/tensorrt_llm/kernels/"
+                              "contextFusedMultiHeadAttention/fmhaRunner.cpp:89)"], "load.cuda_mismatch", "fmhaRunner.cpp", None),
+    # sglang srt/models/registry.py _raise_for_unsupported: the model's architecture, no GPU word beside it
+    ("sglang-model-arch", ["ValueError: Model architectures ['DeepseekV3ForCausalLM'] are not supported for now. Supported "
+                           "architectures: dict_keys(['LlamaForCausalLM'])"], "load.engine_outdated", "DeepseekV3ForCausalLM",
+     "pip install -U vllm transformers"),
+    # TensorRT-LLM 05316d3 cutlass_kernels/cutlass_preprocessors.cpp: TLLM_CHECK_WITH_INFO(false, "Unsupported Arch")
+    ("trtllm-cutlass-arch", ["RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: Unsupported Arch (/opt/tritonserver/"
+                             "TensorRT-LLM/cpp/tensorrt_llm/kernels/cutlass_kernels/cutlass_preprocessors.cpp:147)"],
+     "load.cuda_mismatch", "Unsupported Arch", None),
+    # opendatalab/MinerU#3416: the SGLang build's floor, as the user pasted it (double space kept)
+    ("sglang-sm-floor", ["SGlang only supports sm 75 and  above"], "load.cuda_mismatch", "sm 75", None),
+    # InternLM/lmdeploy fa0cd95 src/turbomind/python/bind.cpp: a TurboMind built without ENABLE_FP32
+    ("turbomind-no-fp32", ["RuntimeError: Error: turbomind has not been built with fp32 support."], "load.dtype_unsupported",
+     "fp32 support", "--dtype float16"),
+    # huggingface/text-generation-inference 00e0d2d utils/flash_attn.py raises "CUDA is not available", models/__init__.py
+    # warns with it, then the sharded model refuses: the missing GPU is the first cause (corpus h042's shape, TGI 1.4)
+    ("tgi-flash-no-cuda", ["2024-03-13T15:34:11.255262Z  WARN text_generation_launcher: Could not import Flash Attention "
+                           "enabled models: CUDA is not available",
+                           "2024-03-13T15:34:11.256844Z ERROR text_generation_launcher: Error when initializing model",
+                           "NotImplementedError: Sharded Qwen2(Qwen1.5-72B-Chat) requires Flash Attention enabled models."],
+     "load.gpu_not_visible", "CUDA is not available", "--gpus all"),
+    # the flash requirement alone: the kernels do not fit this GPU (or are not installed), no missing GPU said
+    ("tgi-flash-alone", ["NotImplementedError: Sharded Llama requires Flash Attention enabled models."], "load.cuda_mismatch",
+     "requires Flash Attention enabled models", None),
+    # a llama.cpp build newer than the architecture list's snapshot (doctor/data/architectures.jsonl build_after) that does
+    # not know the name: the list cannot say no build implements it; the same name from an older build is the file's
+    ("llama-cpp-newer-than-snapshot", [*LLAMA_CPP_HEAD[:2], LLAMA_CPP_HEAD[2].replace("6019", "9721"),
+                                       "llama_model_load: error loading model: error loading model architecture: unknown model "
+                                       "architecture: 'nemotron5'"], "load.engine_outdated", "'nemotron5'",
+     "docker pull ghcr.io/ggml-org/llama.cpp:server"),
+    ("llama-cpp-older-than-snapshot", [*LLAMA_CPP_HEAD, "llama_model_load: error loading model: error loading model "
+                                       "architecture: unknown model architecture: 'nemotron5'"], "load.model_files", "'nemotron5'", None),
+], ids=lambda v: v if isinstance(v, str) and "-" in v and " " not in v else "")
+def test_neighbour_decision(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, lines, code, evidence, command)
+
+
+def test_tgi_flash_models_missing_for_no_gpu_keeps_the_kernel_finding_second(tmp_path) -> None:
+    log = tmp_path / "tgi.log"
+    log.write_text("WARN text_generation_launcher: Could not import Flash Attention enabled models: CUDA is not available\n"
+                   "NotImplementedError: Sharded Qwen2 requires Flash Attention enabled models.\n")
+    assert [f.code for f in findings_of(log)][:2] == ["load.gpu_not_visible", "load.cuda_mismatch"]
+
+
+@pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), [
+    # vllm/model_executor/models/registry.py: a listed architecture whose module failed to import; the import error says why
+    ("vllm-inspection-after-undefined-symbol", [
+        "ImportError: /usr/local/lib/python3.12/dist-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEa",
+        "ValueError: Model architectures ['Qwen3ForCausalLM'] failed to be inspected. Please check the logs for more details."],
+     "load.cuda_mismatch", "undefined symbol", "pip install --force-reinstall --no-cache-dir vllm"),
+    # transformers utils/import_utils.py _get_module: the import error follows the wrapper on the next line
+    ("transformers-lazy-import-then-cause", [
+        "RuntimeError: Failed to import transformers.models.qwen2.modeling_qwen2 because of the following error (look up to see "
+        "its traceback):",
+        "/usr/local/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: "
+        "_ZN3c104cuda9SetDeviceEi"], "load.cuda_mismatch", "flash_attn_2_cuda", "pip install --force-reinstall --no-cache-dir flash-attn"),
+    # transformers v4.40.0 modeling_utils.py _check_and_enable_flash_attn_2
+    ("transformers-flash-attn-missing", [
+        "ImportError: FlashAttention2 has been toggled on, but it cannot be used due to the following error: the package flash_attn "
+        "seems to be not installed. Please refer to the documentation of https://huggingface.co/docs/transformers/"
+        "perf_infer_gpu_one#flashattention-2 to install Flash Attention 2."], "load.cuda_mismatch", "flash_attn seems to be not installed",
+     "pip install flash-attn --no-build-isolation"),
+    # flash-attn v2.5.8 csrc/flash_attn/flash_api.cpp TORCH_CHECK on the query dtype
+    ("flash-attn-float32", ["RuntimeError: FlashAttention only support fp16 and bf16 data type"], "load.dtype_unsupported",
+     "fp16 and bf16", "--dtype float16"),
+    # pytorch v2.4.0 aten/src/ATen/cuda/CUDAContext.cpp getDeviceProperties' AT_ASSERT, raised lazily by torch/cuda/__init__.py
+    ("torch-device-beyond-num-gpus", [
+        "torch.cuda.DeferredCudaCallError: CUDA call failed lazily at initialization with error: device >= 0 && device < num_gpus "
+        "INTERNAL ASSERT FAILED at \"../aten/src/ATen/cuda/CUDAContext.cpp\":50, please report a bug to PyTorch."],
+     "load.gpu_not_visible", "device < num_gpus", None),
+    # pytorch aten/src/ATen/Dispatch.h: a CPU matmul asked for float16 -- the model is on the CPU
+    ("torch-cpu-kernel-half", ["RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'"], "load.gpu_not_visible",
+     "addmm_impl_cpu_", "--gpus all"),
+    # transformers v4.40.0 modeling_utils.py load_state_dict: a Git LFS pointer where the weights should be
+    ("transformers-git-lfs-pointer", [
+        "OSError: You seem to have cloned a repository without having git-lfs installed. Please install git-lfs and run `git lfs "
+        "install` followed by `git lfs pull` in the folder you cloned."], "load.model_files", "git-lfs", None),
+    # pytorch caffe2/serialize/inline_container.cc: a checkpoint zip without its central directory (a cut download)
+    ("torch-truncated-checkpoint", ["RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory"],
+     "load.model_files", "central directory", None),
+    # torch.nn.Module.load_state_dict: shapes the config does not build
+    ("torch-state-dict-size-mismatch", [
+        "RuntimeError: Error(s) in loading state_dict for LlamaForCausalLM:",
+        "\tsize mismatch for model.embed_tokens.weight: copying a param with shape torch.Size([128256, 4096]) from checkpoint, the "
+        "shape in current model is torch.Size([32000, 4096])."], "load.model_files", "size mismatch", None),
+    # flashinfer 13289e8 flashinfer/jit/core.py check_cuda_arch: every target arch below sm75
+    ("flashinfer-sm75-floor", ["RuntimeError: FlashInfer requires GPUs with sm75 or higher"], "load.cuda_mismatch", "sm75", None),
+    # TGI's Marlin floor is the quantization's, not the build's (a floor stated for a quantization)
+    ("tgi-marlin-floor", ["NotImplementedError: Using quantized Marlin models requires a GPU with CUDA capability 8.0 or later."],
+     "load.quantization_unsupported", "Marlin", None),
+    # pytorch v2.4.0 torch/_ops.py: an op of vLLM's compiled extension that never registered
+    ("torch-op-namespace", ["AttributeError: '_OpNamespace' '_C' object has no attribute 'rms_norm'"], "load.cuda_mismatch",
+     "_OpNamespace", None),
+    # vllm bb435db model_executor/layers/mamba/mamba_mixer2.py: the divisibility said the other way round, no sizes in it
+    ("vllm-mamba-tp-divide", ["AssertionError: Tensor parallel world size must divide num heads."], "load.tp_invalid",
+     "must divide num heads", None),
+    # huggingface_hub v0.20.3 file_download.py http_get: the downloaded weights are shorter than the Hub says
+    ("hub-download-cut-short", ["OSError: Consistency check failed: file should be of size 4227858712 but has size 2290365199 "
+                                "(model-00045-of-00061.safetensors)."], "load.model_files", "Consistency check failed", None),
+    # kubernetes v1.29.0 apimachinery wait.ErrWaitTimeout, as `kubectl wait` / `helm --wait` print it
+    ("kubectl-wait-timeout", ["error: timed out waiting for the condition on deployments/vllm"], "load.startup_timeout",
+     "timed out waiting for the condition", None),
+    # vllm v0.6.3 tests/utils.py RemoteOpenAIServer: the harness's /health poll gave up
+    ("harness-start-in-time", ["RuntimeError: Server failed to start in time."], "load.startup_timeout", "failed to start in time",
+     None),
+    # torch's NVRTC older than the GPU (jiterator kernels on Blackwell with a cu128 wheel)
+    ("torch-nvrtc-arch", ["RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)"], "load.cuda_mismatch",
+     "--gpu-architecture", None),
+], ids=lambda v: v if isinstance(v, str) and "-" in v and " " not in v else "")
+def test_source_wording(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, lines, code, evidence, command)
+
+
+def test_a_wrapper_alone_names_no_cause(tmp_path) -> None:
+    """vLLM's inspection failure says only that an import failed: with nothing above it the doctor cannot place it."""
+    log = tmp_path / "inspect.log"
+    log.write_text("ValueError: Model architectures ['Qwen3ForCausalLM'] failed to be inspected. Please check the logs for more details.\n")
+    assert findings_of(log)[0].code == "load.unrecognized_failure"
+
+
+def test_tgi_download_error_reads_the_downloaders_own_error(tmp_path) -> None:
+    # text-generation-inference db931fc launcher/src/main.rs: "Download encountered an error: {err}" quotes the downloader's
+    # stderr; huggingface_hub's GatedRepoError in it is the cause, LauncherError::DownloadError (tgi.jsonl, echo) only repeats it
+    assert_rank_one(tmp_path, "tgi-download", [
+        "2024-05-01T10:00:00.000000Z ERROR download: text_generation_launcher: Download encountered an error: "
+        "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url "
+        "https://huggingface.co/meta-llama/Llama-2-7b-hf/resolve/main/config.json.",
+        "Error: DownloadError"], "load.model_files", "GatedRepoError", "huggingface-cli login")
+
+
+def test_vllm_attention_refused_for_the_dtype_alone_is_the_dtype(tmp_path) -> None:
+    # vllm 002db49 platforms/cuda.py get_attn_backend_cls, reasons from v1/attention/backend.py validate_configuration
+    assert_rank_one(tmp_path, "vllm-attn-dtype", [
+        "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=128, dtype=torch.float32, "
+        "kv_cache_dtype=auto, block_size=None, use_mla=False). Reasons: {FLASH_ATTN: [dtype not supported], FLASHINFER: [dtype "
+        "not supported]}."], "load.dtype_unsupported", "dtype not supported", "--dtype float16")
+
+
+def test_vllm_attention_refused_for_a_setting_stays_the_configuration(tmp_path) -> None:
+    assert_rank_one(tmp_path, "vllm-attn-kv-dtype", [
+        "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=128, dtype=torch.float16, "
+        "kv_cache_dtype=fp8, block_size=None, use_mla=False). Reasons: {FLASH_ATTN: [dtype not supported, kv_cache_dtype not "
+        "supported], FLASHINFER: [kv_cache_dtype not supported]}."], "load.config_invalid", "kv_cache_dtype not supported", None)
+
+
+def test_a_disk_quota_is_no_api_quota(tmp_path) -> None:
+    """errno EDQUOT (glibc errlist.h "Disk quota exceeded") while the engine writes: the filesystem's limit, which no code
+    names, so it stays an unplaced load failure instead of the API's access.quota_exceeded."""
+    log = tmp_path / "quota.log"
+    log.write_text("OSError: [Errno 122] Disk quota exceeded\n")
+    assert [f.code for f in findings_of(log)][:1] == ["load.unrecognized_failure"]

@@ -19,7 +19,7 @@ TRT_ENGINE_BUILT_ELSEWHERE = ("engine plan file", "deserialize", "different Tens
                               "not found; expected shape", "SERIALIZATION_VERSION", "Serialized Engine Version")
 
 
-@check("load.cuda", "load", codes=["load.cuda_mismatch"], events=["cuda_mismatch"])
+@check("load.cuda", "load", codes=["load.cuda_mismatch"], events=["cuda_mismatch", "gpu_not_visible"])
 def cuda(facts: Facts, log: LogView) -> Outcome:
     """The CUDA stack (driver, runtime, torch, engine kernels) fits this GPU."""
     found = log.events("cuda_mismatch")
@@ -37,7 +37,8 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
                      f"{pkg or 'the package it belongs to'} for this torch (or install the torch version its wheel names)",
                      f"pip install --force-reinstall --no-cache-dir {pkg}" if pkg else None),
                  Fix("Or use the engine's official container image, whose torch, CUDA and extensions were built together")]
-    elif re.search(r"flash[ -]?attention\S*(?: V2)? is not installed|Could not import (?:vllm paged attention|attention_?kernels)", text, re.I):
+    elif re.search(r"flash[ -]?attention\S*(?: V2)? is not installed|flash_attn seems to be not installed|"
+                   r"Could not import (?:vllm paged attention|attention_?kernels)", text, re.I):
         # TGI's imports of its attention kernels (layers/attention, utils/flash_attn.py): the image or install lacks them
         fixes = [Fix("The engine's attention kernels are not installed for this torch/CUDA: use the engine's official image, "
                      "or install them to match", "pip install flash-attn --no-build-isolation")]
@@ -90,8 +91,10 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
         fixes = [Fix(f"Install the engine wheel built for this machine's CUDA{f' ({lib} is missing)' if lib else ''} "
                      "(e.g. the cu12x wheel matching `nvidia-smi`), or use the engine's official container image"),
                  Fix("Make sure the matching CUDA libraries come first", "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu121")]
+    # the flash models missing because torch saw no GPU: the missing GPU explains this, not the reverse
+    no_gpu = le.only_flash_models_missing(found) and bool(log.events("gpu_not_visible"))
     return Outcome([Finding("load.cuda_mismatch", "the CUDA driver/runtime/kernels do not match this GPU or each other", evidence, fixes,
-                            explains=["load.gpu_not_visible", "load.nccl_failed",  # NCCL's CUDA calls fail with it
+                            explains=[*([] if no_gpu else ["load.gpu_not_visible"]), "load.nccl_failed",  # NCCL's CUDA calls fail with it
                                       *(["load.dtype_unsupported"] if floor else []), *le.CLIENT_SYMPTOMS])])
 
 

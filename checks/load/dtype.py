@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import re
+
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
 from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
+
+# doctor/data/families.jsonl "dtype": lmdeploy src/turbomind/python/bind.cpp "turbomind has not been built with fp32 support"
+BUILT_WITHOUT = re.compile(r"(?:not (?:been )?(?:built|compiled)|built without) (?:with )?(?P<dtype>fp32|float32|fp16|float16|half|bf16|bfloat16) support")
 
 
 @check("load.dtype", "load", codes=["load.dtype_unsupported"], events=["dtype_unsupported", "cuda_mismatch"])
@@ -22,7 +27,25 @@ def dtype(facts: Facts, log: LogView) -> Outcome:
     evidence = le.evidence(found) + log.earlier_runs()
     if cc:
         evidence.append(f"GPU compute capability {cc}")
-    if "fp8" in text or "float8" in text:
+    built = BUILT_WITHOUT.search(text)
+    if built:
+        # a kernel library compiled without this dtype (TurboMind's ENABLE_FP32 / ENABLE_BF16): the GPU is not the limit
+        other = "bfloat16" if built.group("dtype") in ("fp16", "float16", "half") else "float16"  # float16 runs on every GPU
+        fixes = [Fix(f"This engine build has no {built.group('dtype')} kernels: load the model in {other}", f"--dtype {other}"),
+                 Fix("Or use an engine/backend built with that dtype (LMDeploy: the PyTorch engine, --backend pytorch)")]
+        title = f"the engine was built without {built.group('dtype')} support"
+    elif "no valid attention backend" in text:
+        # vLLM's selector: every backend refused the model's dtype (chains.OWNERS); half precision is what they all run
+        model_dtype = re.search(r"\bdtype=torch\.(\w+)", text)
+        other = "bfloat16" if model_dtype and model_dtype.group(1) in ("float16", "half") else "float16"
+        fixes = [Fix(f"No attention backend has kernels for {model_dtype.group(1) if model_dtype else 'this dtype'}: load the model in "
+                     f"{other}", f"--dtype {other}")]
+        title = f"no attention backend runs {model_dtype.group(1) if model_dtype else 'this dtype'}"
+    elif "fp16 and bf16" in text:
+        # flash-attn's kernels exist only in half precision (flash_api.cpp): the model was loaded in float32
+        fixes = [Fix("Load the model in half precision: float16 (or bfloat16 on compute capability 8.0+)", "--dtype float16")]
+        title = "the attention kernels run only in float16/bfloat16, the model is in float32"
+    elif "fp8" in text or "float8" in text:
         fixes = [Fix("FP8 needs compute capability 8.9+ (Ada/Hopper): load the BF16/FP16 or an AWQ/GPTQ checkpoint instead"),
                  Fix("Or run on an Ada/Hopper GPU (L4, L40S, H100, H200)")]
         title = "FP8 is not supported on this GPU"

@@ -10,7 +10,7 @@ from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
 
-@check("load.gpu_visibility", "load", codes=["load.gpu_not_visible"], events=["gpu_not_visible", "device_ordinal"])
+@check("load.gpu_visibility", "load", codes=["load.gpu_not_visible"], events=["gpu_not_visible", "device_ordinal", "cuda_mismatch"])
 def gpu_visibility(facts: Facts, log: LogView) -> Outcome:
     """The engine sees the GPUs it was meant to use."""
     found = log.events("gpu_not_visible", "device_ordinal")
@@ -38,7 +38,9 @@ def gpu_visibility(facts: Facts, log: LogView) -> Outcome:
         tp = le.deployment_value(facts, "tensor_parallel_size")
         fixes.insert(0, Fix("A worker asked for a GPU index it cannot see: give each worker its GPUs (CUDA_VISIBLE_DEVICES / Ray num_gpus)"
                             + (f" or lower TP {tp} to the GPUs visible" if tp else "")))
-    return Outcome([Finding("load.gpu_not_visible", "the engine does not see the GPU(s)", evidence, fixes, explains=le.CLIENT_SYMPTOMS)])
+    # TGI's flash models that could not import because torch saw no GPU ("requires Flash Attention enabled models"): its symptom
+    flash = ["load.cuda_mismatch"] if le.only_flash_models_missing(log.events("cuda_mismatch")) else []
+    return Outcome([Finding("load.gpu_not_visible", "the engine does not see the GPU(s)", evidence, fixes, explains=flash + le.CLIENT_SYMPTOMS)])
 
 
 def _k8s_request(facts: Facts) -> Fix:

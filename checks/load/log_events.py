@@ -24,7 +24,21 @@ GIB = 1024**3
 # dtype runs there, so such a cuda_mismatch comes before a bfloat16 refusal beside it
 GPU_BELOW_FLOOR = re.compile(r"GPU[^.]{0,20}? too old|too old to be supported by the triton|no longer supports this GPU|compute capability (?:below )?\d[\d.]*\b[^.]*?"
                              r"(?:not supported|too old)|(?:CUDA|ROCm) capability \d+ \d+ is not supported|"
-                             r"only supports Ampere GPUs or newer|Assertion failed: Unsupported Arch", re.I)
+                             r"only supports Ampere GPUs or newer|(?:only supports?|requires?) (?:a )?(?:GPUs? )?(?:with )?(?:sm|compute capability)[ _]?(?:of )?\d+(?:\.\d+)?(?:\+| or higher)|"
+                             r"only supports? (?:GPUs? )?(?:with )?(?:sm|compute capability)[ _]?(?:of )?\d|"
+                             r"Assertion failed: Unsupported Arch\b", re.I)
+
+
+# TGI's "Sharded X requires Flash Attention enabled models" (models/__init__.py) says only that the flash models did not
+# import; why is in the warning models/__init__.py logged first ("Could not import Flash Attention enabled models: CUDA is
+# not available", tgi.jsonl): a container without a GPU is that failure's first cause, not a kernel that misfits the GPU
+FLASH_MODELS_MISSING = re.compile(r"requires Flash Attention enabled models", re.I)
+
+
+def only_flash_models_missing(found: list[LogEvent]) -> bool:
+    """Whether every cuda_mismatch event is TGI's missing flash models, a symptom whose cause another line names."""
+    mismatches = [e for e in found if e.kind == "cuda_mismatch"]
+    return bool(mismatches) and all(FLASH_MODELS_MISSING.search(" ".join(e.lines)) for e in mismatches)
 
 
 def gpu_below_floor(found: list[LogEvent]) -> bool:

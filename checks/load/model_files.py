@@ -4,6 +4,8 @@ gated/unauthorised on the Hub, Hub unreachable, wrong format), custom code that 
 
 from __future__ import annotations
 
+import re
+
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
@@ -19,7 +21,12 @@ IMAGE_ARCHS = {"flux", "sd1", "sdxl", "sd3", "aura", "hidream", "cosmos", "ltxv"
 # the architectures the newest source of an engine implements (doctor/data/architectures.jsonl): a model outside it is
 # not a build too old for it (load.engine_outdated) but a model this engine does not run at all (load.model_files)
 ARCHS_PATH = DATA_DIR.parent / "architectures.jsonl"
-KNOWN_ARCHS = {e["engine"]: (frozenset(e["archs"]), e["source"]) for _, e in rows(ARCHS_PATH, ("engine", "archs", "source"), ("note",))}
+_ARCH_ROWS = [e for _, e in rows(ARCHS_PATH, ("engine", "archs", "source"), ("note", "build_after", "build_note"))]
+KNOWN_ARCHS = {e["engine"]: (frozenset(e["archs"]), e["source"]) for e in _ARCH_ROWS}
+# the build number each list is known to be newer than: a log's build above it may know architectures the list lacks
+SNAPSHOT_AFTER = {e["engine"]: int(e["build_after"]) for e in _ARCH_ROWS if "build_after" in e}
+# llama.cpp's build as its tools print it ("build: 6019 (8ad7b3e6)", "main: build = 1233 (...)", "build_info: b4600-...")
+BUILD = re.compile(r"^b?(?P<n>\d{3,6})\b")
 # how each engine is brought to a release that reads a newer model (GGUF engines: the runtime, not pip)
 UPGRADES = {
     "vllm": [Fix("Upgrade the engine (and transformers) to a release that supports this architecture", "pip install -U vllm transformers"),
@@ -135,9 +142,14 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
 
 def _never_implemented(facts: Facts, e, name: str) -> bool:
     """llama.cpp's "unknown model architecture" for a name its newest source does not list either: updating
-    will not help. Ollama prints the same words from its vendored llama.cpp, but runs more architectures with
+    will not help, unless the log's build is newer than that list (then the list proves nothing: an engine that
+    says it does not know the architecture is too old for it). Ollama prints the same words from its vendored llama.cpp, but runs more architectures with
     its own engine, so there a newer Ollama may."""
     if "gguf_arch" not in e.values and "arch" not in e.values or not name:
         return False
     engine = le.engine(facts) or le.template_engine(e)
-    return engine == "llamacpp" and "unknown model architecture" in " ".join(e.lines) and name not in KNOWN_ARCHS["llamacpp"][0]
+    if engine != "llamacpp" or "unknown model architecture" not in " ".join(e.lines) or name in KNOWN_ARCHS["llamacpp"][0]:
+        return False
+    # a build newer than the snapshot may be one that knows more than the list: absence from the list is no evidence then
+    build = BUILD.match(facts.logs.engine_version if facts.logs else "")
+    return not (build and int(build.group("n")) > SNAPSHOT_AFTER.get("llamacpp", 10**9))

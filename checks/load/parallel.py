@@ -58,7 +58,15 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
         fixes.append(_pipeline_fix(facts, e))
     elif e.kind in ("quant_partition", "not_divisible"):
         a, b = e.values.get("size") or e.values.get("a"), e.values.get("block") or e.values.get("b")
-        if isinstance(tp, int) and tp > 1:
+        if a is None or b is None:  # the words name no sizes ("Tensor parallel world size must divide num heads")
+            heads = facts.model.num_attention_heads if facts.model else None
+            sizes = valid_tp_sizes(heads, int(tp) - 1 if isinstance(tp, int) and tp > 1 else gpus,
+                                   facts.model.num_kv_heads if facts.model else None) if heads else []
+            fixes.append(Fix(f"The model's sizes do not split over TP {tp or 'this size'}: use a TP size that divides them"
+                             + (f" (for its {heads} heads: {', '.join(map(str, sizes))})" if sizes else
+                                " (num_attention_heads and hidden_size in its config.json)"),
+                             f"{flag} {max(sizes)}" if sizes else None))
+        elif isinstance(tp, int) and tp > 1:
             smaller = [n for n in range(tp - 1, 0, -1) if (tp % n == 0)]
             fixes.append(Fix(f"A per-rank size ({a}) does not split into blocks of {b}: use a smaller TP size",
                              f"{flag} {smaller[0]}" if smaller else None))
@@ -66,7 +74,7 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
             # a block-quantized MoE's experts cut over the TP ranks (fp8.py Fp8MoEMethod): expert parallelism keeps each whole
             ep = "--ep-size " + str(tp) if le.engine(facts) == "sglang" and isinstance(tp, int) else "--enable-expert-parallel"
             fixes.append(Fix("Or keep each expert whole on one GPU with expert parallelism", ep))
-        else:
+        elif a is not None and b is not None:
             fixes.append(Fix(f"A per-rank size ({a}) does not divide by {b}: use a smaller TP size (or another quantization)"))
     else:  # device_ordinal with TP above the GPUs
         fixes.append(Fix(f"TP {tp} needs {tp} visible GPUs per node ({gpus} seen): lower it or expose more GPUs",

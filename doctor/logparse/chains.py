@@ -142,6 +142,11 @@ WRAPPERS = Table(
     # Ollama llm/server.go (v0.9.6+ the runner stopped, v0.21.2 initModel's load request failed): the runner's own
     # error is in the server log, the answer only says a load failed ("Error: 500 Internal Server Error: ..." in the CLI)
     _p("Ollama model load", r"(?:model failed to load|model runner has unexpectedly stopped), this may be due to resource limitations"),
+    # vllm/model_executor/models/registry.py _raise_for_unsupported: a listed architecture whose module failed to import in
+    # the inspection subprocess ("... failed to be inspected. Please check the logs for more details."): the import error is the cause
+    _p("vLLM model inspection", r"Model architectures? .{0,200}? failed to be inspected"),
+    # transformers utils/import_utils.py _LazyModule._get_module: the import error follows on the next line
+    _p("transformers lazy import", r"Failed to import transformers\.\S+ because of the following error \(look up to see its traceback\)"),
     # Python's multiprocessing / shells reporting a child's death
     _p("child exit", r"^Process (?:Process|SpawnProcess|ForkProcess)-\d+:$|exited with (?:exit )?code [1-9]|non-zero exit status"),
 )
@@ -186,6 +191,16 @@ OWNERS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("gpu_not_visible", re.compile(r"driver/library version mismatch", re.I), "cuda_mismatch"),
     # NCCL reports the CUDA call it made (include/checks.h CUDACHECK: "Cuda failure 'CUDA driver version is insufficient for CUDA
     # runtime version'", torch's "ncclUnhandledCudaError: Call to CUDA function failed"): the CUDA stack's mismatch, not NCCL's
+    # "architecture" is the model's or the GPU's: said in a GPU kernel's context (TensorRT-LLM's "Assertion failed: Unsupported
+    # architecture (.../kernels/contextFusedMultiHeadAttention/fmhaRunner.cpp)", an SM number, a compute capability) it is the
+    # GPU's, below what the build's kernels were compiled for: no newer engine for the model, a build for this GPU
+    ("arch_unsupported", re.compile(r"\bsm_?\d{2,3}\b|compute capability|/kernels?/|\bcutlass|\bfmha|\.cuh?\b|"
+                                    r"\b(?:GPU|CUDA|SM) arch", re.I), "cuda_mismatch"),
+    # vLLM's attention selector (platforms/cuda.py get_attn_backend_cls, vllm.jsonl) lists each backend's refusals: refused
+    # for the dtype alone, no backend has kernels for the model's dtype, and another --dtype fixes it (not a backend setting)
+    ("config_invalid", re.compile(r"^(?=.*No valid attention backend)(?=.*\bdtype not supported)"
+                                  r"(?!.*(?:compute capability|head_size|kv_cache_dtype|block_size|MLA|sink|sparse|attention type|causal) not supported)",
+                                  re.I), "dtype_unsupported"),
     ("nccl_error", re.compile(r"driver version is insufficient|no kernel image is available|forward compatibility was attempted|"
                               r"unsupported display driver", re.I), "cuda_mismatch"),
 )
@@ -219,6 +234,11 @@ def cascade(text: str) -> str:
     return found[0].name if found else ""
 
 
+# A family's words inside a cause no family names: the line is that cause's, left unplaced rather than read as the family.
+# errno EDQUOT's "Disk quota exceeded" (glibc errlist.h) is a filesystem's limit, not an API's quota.
+NOT_FAMILY: dict[str, re.Pattern[str]] = {"client_quota": re.compile(r"\bdisk quota\b|\[Errno 122\]|\bEDQUOT\b", re.I)}
+
+
 def family(text: str, inner: tuple[str, str] | None = None, wrapper: str = "") -> Pattern | None:
     """The keyword family a failure line no template matched belongs to, with the text it quotes
     (`inner`, else found here) read first: the wrapped error states the cause, the wrapper only
@@ -228,7 +248,7 @@ def family(text: str, inner: tuple[str, str] | None = None, wrapper: str = "") -
     inner = inner or inner_message(text)
     for candidate in ([inner[0]] if inner else []) + ([] if wrapper and inner else [text]):
         found = FAMILIES.first(ev.without_advice(candidate))
-        if found:
+        if found and not (found[0].kind in NOT_FAMILY and NOT_FAMILY[found[0].kind].search(candidate)):
             return found[0]
     return None
 

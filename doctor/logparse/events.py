@@ -217,6 +217,16 @@ HAND_RULES: tuple[Rule, ...] = (
     _r("dtype_unsupported", r"^(?=.*\b(?:bfloat16|bf16|float16|fp16|half|fp8|float8|e4m3|e5m2)\b)"
        r".*compute capability (?P<cc>[\d.]+).*(?:not supported|too old|does not support)"),
     _r("cuda_mismatch", r"compute capability (?P<cc>[\d.]+).*(?:not supported|too old|does not support)"),
+    # a build whose kernels start at a GPU generation ("SGlang only supports sm 75 and above", flash-attn's "only supports
+    # Ampere GPUs or newer" is a template): the GPU is below the build's floor, unless the line names the dtype it refuses
+    # and flashinfer's check_cuda_arch ("FlashInfer requires GPUs with sm75 or higher", before 0.2 "requires sm75+"); a floor
+    # stated for a dtype or a quantization is theirs
+    _r("cuda_mismatch", r"^(?!.*\b(?:bfloat16|bf16|fp8|float8|fp4|int4|int8|marlin|awq|gptq|quantiz\w*)\b)"
+       r".*\b(?:only supports?|requires?) (?:a )?(?:GPUs? )?(?:with )?(?:sm|compute capability)[ _]?(?:of )?\d+(?:\.\d+)?"
+       r"(?:\+|\s*(?:and|or)\s+(?:above|newer|later|higher))"),
+    # TensorRT-LLM's TLLM_CHECK_WITH_INFO(false, "Unsupported Arch") in its kernels (cutlass_kernels/cutlass_preprocessors.cpp
+    # @05316d3 getLayoutDetailsForTransform: no cutlass layout for this SM): the GPU's architecture, not the model's
+    _r("cuda_mismatch", r"Assertion failed: Unsupported Arch\b"),
     # cuBLAS refusing a bfloat16 GEMM (CUDA_R_16BF) on a GPU without bfloat16 tensor cores (V100, T4): the dtype
     _r("dtype_unsupported", r"^(?=.*\bCUDA_R_16BF\b).*CUBLAS_STATUS_(?:ARCH_MISMATCH|NOT_SUPPORTED)"),
     _r(
