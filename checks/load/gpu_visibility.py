@@ -3,11 +3,17 @@ CUDA_VISIBLE_DEVICES, a CPU-only torch, or a Ray/worker process given no GPU."""
 
 from __future__ import annotations
 
+import re
+
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
 from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
+
+# Ascend's own words (torch_npu, its ACL runtime, its device variable), never "NPU" as one of the accelerators a
+# generic message lists (SGLang: "No accelerator (CUDA, XPU, HPU, NPU) is available")
+ASCEND = re.compile(r"torch_npu|NPU function error|\baclInit\b|ASCEND_RT_VISIBLE_DEVICES|\bnpu-smi\b|/dev/davinci")
 
 
 @check("load.gpu_visibility", "load", codes=["load.gpu_not_visible"], events=["gpu_not_visible", "device_ordinal", "cuda_mismatch"])
@@ -28,7 +34,7 @@ def gpu_visibility(facts: Facts, log: LogView) -> Outcome:
         # cudaErrorSystemNotReady: an NVSwitch system (HGX A100/H100) whose fabric manager is not running
         fixes.insert(0, Fix("NVSwitch system: start NVIDIA Fabric Manager (its version must match the driver's) before CUDA "
                             "can use the GPUs", "sudo systemctl enable --now nvidia-fabricmanager"))
-    if "NPU" in text or "ASCEND_RT_VISIBLE_DEVICES" in text:
+    if ASCEND.search(text):
         # Ascend (torch_npu, vLLM-Ascend): the NPUs reach a container as /dev/davinci* devices, chosen by ASCEND_RT_VISIBLE_DEVICES
         fixes = [Fix("Ascend NPU: pass the NPU devices into the container and pick them by index",
                      "--device /dev/davinci0 --device /dev/davinci_manager --device /dev/devmm_svm --device /dev/hisi_hdc "

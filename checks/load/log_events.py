@@ -26,7 +26,7 @@ GPU_BELOW_FLOOR = re.compile(r"GPU[^.]{0,20}? too old|too old to be supported by
                              r"(?:not supported|too old)|(?:CUDA|ROCm) capability \d+ \d+ is not supported|"
                              r"only supports Ampere GPUs or newer|(?:only supports?|requires?) (?:a )?(?:GPUs? )?(?:with )?(?:sm|compute capability)[ _]?(?:of )?\d+(?:\.\d+)?(?:\+| or higher)|"
                              r"only supports? (?:GPUs? )?(?:with )?(?:sm|compute capability)[ _]?(?:of )?\d|"
-                             r"Assertion failed: Unsupported Arch\b", re.I)
+                             r"Assertion failed: Unsupported Arch", re.I)
 
 
 # TGI's "Sharded X requires Flash Attention enabled models" (models/__init__.py) says only that the flash models did not

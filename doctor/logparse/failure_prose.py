@@ -145,7 +145,11 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:response|body|output)\b[^.]{0,30}?\b(?:is |was )?(?:not (?:valid )?JSON|HTML|malformed|unparseable|invalid JSON)\b|\bJSONDecodeError\b", re.I)),
     # a gateway that gave up waiting (504 Gateway Timeout, Cloudflare's 524 "A timeout occurred"): the request was
     # accepted and no answer came in time, whatever 5xx class a client wraps it in (checks/access/client_log.py)
-    ("access.timeout", re.compile(r"\b(?:504|524)\b|\bGateway Time-?out\b|\bgateway timed out\b|\bA timeout occurred\b", re.I)),
+    # a gateway's 504/524 said as a status (after a word that names one, or before one), never the number in a pasted list
+    # (vLLM's start-up config dump holds "cudagraph_capture_sizes":[512,504,496,...])
+    ("access.timeout", re.compile(r"\b(?:an?|the|HTTP|status(?: code)?|code|error|got|gets?|getting|returns?|returned|returning|with|in|throws?)\s+"
+                                  r"(?:an?\s+)?(?:504|524)\b|\b(?:504|524)\s+(?:errors?|status|Gateway|Time-?out|responses?|from)\b|"
+                                  r"\bGateway Time-?out\b|\bgateway timed out\b|\bA timeout occurred\b", re.I)),
     # "Request timed out", ReadTimeout, APITimeoutError: an answer that never came (before the 5xx a wrapper reports it as)
     ("access.timeout", re.compile(
         r"\b(?:request|requests|call|calls|API|client|response|read)\b[^.]{0,40}?\b(?:time[sd]? ?out|timeout)\b|\bReadTimeout\b|\bAPITimeoutError\b|"
