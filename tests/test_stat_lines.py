@@ -144,21 +144,23 @@ def test_enforce_eager_in_the_launch_command_is_eager_mode():
     assert "perf.eager_mode" in [f["code"] for f in perf(r)]
 
 
+def _stats(lines: list[bytes], block: int | None):
+    """The scanner's stat-line series fed line by line (`block` None) or in blocks of whole lines, as the collector reads them."""
+    scanner = LogScanner()
+    scanner.start_source("x.log")
+    if block is None:
+        for raw in lines:
+            scanner.feed(raw)
+    else:
+        for i in range(0, len(lines), block):
+            scanner.feed_block(b"".join(lines[i : i + block]))
+    return scanner.stats
+
+
 def test_blocks_and_lines_give_the_same_series_and_memory_stays_flat():
     lines = (STAT / "vllm-v1-kv-full-43-waiting.log").read_bytes().splitlines(keepends=True) * 2000  # 10,000 stat lines
 
-    def stats(in_blocks: bool):
-        scanner = LogScanner()
-        scanner.start_source("x.log")
-        if in_blocks:  # whole lines, as the collector reads them
-            for i in range(0, len(lines), 777):
-                scanner.feed_block(b"".join(lines[i : i + 777]))
-        else:
-            for raw in lines:
-                scanner.feed(raw)
-        return scanner.stats
-
-    by_line, by_block = stats(False), stats(True)
+    by_line, by_block = _stats(lines, None), _stats(lines, 777)
     for s in (by_line, by_block):
         assert (s.samples, s.pressed, s.queued, s.waiting_max) == (10000, 8000, 10000, 43)
         assert len(s.peaks) <= 3  # the busiest / pressed / capped samples: nothing else is kept per line
@@ -328,18 +330,7 @@ def test_sglang_decode_batches_without_a_cuda_graph_are_eager_mode_with_the_batc
 def test_cuda_graph_counts_are_the_same_read_by_lines_or_by_blocks():
     lines = (STAT / "sglang-decode-cuda-graph-false-fastrl.log").read_bytes().splitlines(keepends=True) * 300
 
-    def stats(in_blocks: bool):
-        scanner = LogScanner()
-        scanner.start_source("x.log")
-        if in_blocks:
-            for i in range(0, len(lines), 250):
-                scanner.feed_block(b"".join(lines[i : i + 250]))
-        else:
-            for raw in lines:
-                scanner.feed(raw)
-        return scanner.stats
-
-    by_line, by_block = stats(False), stats(True)
+    by_line, by_block = _stats(lines, None), _stats(lines, 250)
     for s in (by_line, by_block):
         assert (s.graph_off, s.graph_on, s.graph_off_running_max, s.graph_off_where.split(": ")[0]) == (600, 300, 48, "x.log:1")
     assert by_block.metrics().values == by_line.metrics().values
