@@ -51,11 +51,12 @@ def commands(text: str) -> list[list[str]]:
 def engine_arg_lists(text: str) -> list[list[str]]:
     """The engine command each `<engine>_args:` list of the text amounts to, in order. A list that
     starts with the model (`vllm serve`'s positional argument) keeps it there."""
-    if "args:" not in text.lower():
+    found = list(_ENGINE_KEY.finditer(text))
+    if not found:  # no lower-cased copy and no split of a whole log head (vLLM's "non-default args:" is no such key)
         return []
     lines = text.split("\n")
     out = []
-    for m in _ENGINE_KEY.finditer(text):
+    for m in found:
         at = text.count("\n", 0, m.start())
         argv = _unwrap(_value(lines, at, m))
         if any(a.startswith("--") for a in argv):
