@@ -1,0 +1,1 @@
+--spec-type draft-mtp --spec-draft-n-max 2 --spec-draft-ngl 1 --n-cpu-moe 10 --ctx-size 262144 --cache-type-k q8_0 --cache-type-v turbo4 --cache-ram 12288 --moe-cache off --load-mode mmap --tensor-read-lazy on --parallel 1 --jinja

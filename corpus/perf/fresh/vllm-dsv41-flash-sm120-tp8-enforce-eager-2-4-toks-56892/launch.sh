@@ -1,0 +1,3 @@
+--tensor-parallel-size 8 --kv-cache-dtype fp8 --block-size 128 \
+--gpu-memory-utilization 0.85 --max-num-seqs 16 --max-model-len 524288 \
+--enforce-eager --language-model-only
