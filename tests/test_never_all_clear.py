@@ -319,6 +319,27 @@ def test_a_client_failure_no_rule_names_is_an_access_finding(tmp_path: Path, lin
     assert f["fixes"][0]["summary"] == "Search for this exact error message"
 
 
+# a client tool's tag before its message (Cline's `[openai]`, train log g177: "[openai] 500500 Unexpected token '<' ..."), after
+# a line the doctor reads (so the input is not "nothing readable"): the shape still says the client failed, never ok
+TAGGED_SHAPES = [
+    *CLIENT_SHAPES,
+    # Go net/http client.go: *url.Error's `%s %q: %s` (method, URL, cause)
+    'Post "http://localhost:11434/api/chat": EOF',
+    # a status and its reason phrase opening the line (train log x015:1, the body on the lines after it)
+    "400 Bad Request {",
+]
+
+
+@pytest.mark.parametrize("line", TAGGED_SHAPES)
+def test_a_tagged_client_failure_after_a_healthy_line_is_not_ok(tmp_path: Path, line: str) -> None:
+    log = write(tmp_path, "client.log", f"INFO:     Application startup complete.\n[openai] {line}\n")
+    rc, report = analyze_json(log)
+    assert (rc, report["status"]) == (1, "error")
+    (f,) = report["findings"]
+    assert f["code"] == "access.unrecognized_failure"
+    assert f"{log}:2: [openai] {line}" in f["evidence"]
+
+
 def test_an_answer_a_rule_reads_as_harmless_is_the_clients_failure(tmp_path: Path) -> None:
     """curl -v's status line of the answer (`< HTTP/2 409`): the rule reads it as an HTTP answer,
     harmless by itself in a server's access log, but in a client's output it is the failure."""
