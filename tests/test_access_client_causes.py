@@ -96,6 +96,23 @@ CASES = [
     ("access.key_missing", "Error: OPENAI_API_KEY environment variable is not set\n"),
     # urllib3 2.x connection.py NameResolutionError (https://github.com/docker/hello-genai/issues/11)
     ("access.dns_failed", "Failed to resolve 'model-runner.docker.internal' ([Errno -2] Name or service not known)\n"),
+    # what a 404 names (shared/codes.md: model_not_found is "model ID not served", base_url_invalid "its path is wrong"):
+    # openai-node APIError.makeMessage with no body (corpus/i206: DashScope's native /api/v1 base URL) names neither: the path
+    ("access.base_url_invalid", "which is working for my local, while get  `404 status code (no body)`, no place to check the request id\n"),
+    # requests models.py raise_for_status: f"{status} Client Error: {reason} for url: {url}"; an API URL's 404, not the Hub's
+    ("access.base_url_invalid", "requests.exceptions.HTTPError: 404 Client Error: Not Found for url: http://localhost:8000/chat/completions\n"),
+    # Azure OpenAI's 404 for a URL no deployment is behind (https://github.com/microsoft/autogen/issues/3953, fixed with the
+    # deployment's endpoint URL; corpus/i205 "404 Resource not found")
+    ("access.base_url_invalid", "Error occurred while processing message: Error code: 404 - {'error': {'code': '404', 'message': "
+                                "'Resource not found'}}\n"),
+    # Google's NOT_FOUND for a model its API does not serve (https://github.com/gzzhongqi/geminicli2api/issues/23)
+    ("access.model_not_found", 'ERROR:root:Google API returned status 404: {\n  "error": {\n    "code": 404,\n'
+                               '    "message": "Requested entity was not found.",\n    "status": "NOT_FOUND"\n  }\n}\n'),
+    # corpus/i260 (OpenHands#16365): a bare "Model not found" after its status, not a model file
+    ("access.model_not_found", "As a result, the endpoint returns a `400 Model not found` error.\n"),
+    # LiteLLM get_llm_provider_logic.py with an empty model setting (corpus/i257, OpenHands#5169): no ID, not an unknown one
+    ("access.model_id_missing", "litellm.exceptions.BadRequestError: litellm.BadRequestError: LLM Provider NOT provided. Pass in the LLM "
+                                "provider you are trying to call. You passed model=undefined/undefined\n"),
 ]
 
 

@@ -135,7 +135,7 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     s = logs.setup
     bare: list[LogEvent] = []
     for e in log.events():
-        if (e.kind in BARE_404 or _unnamed_404(e)) and not e.values.get("path") and not _speaks_anthropic(e):
+        if (e.kind in BARE_404 or _unnamed_404(e) or _pathless_404(e)) and not e.values.get("path") and not _speaks_anthropic(e):
             bare.append(e)
             continue
         code = _anthropic_404(e, s.base_url) if _speaks_anthropic(e) else _code(e)
@@ -363,7 +363,23 @@ def _is_404(e: LogEvent) -> bool:
 def _unnamed_404(e: LogEvent) -> bool:
     """openai.NotFoundError that names no model ("{'detail': 'Not Found'}", "{'message': 'Not Found'}"): a server that had
     the route and not the model says which model, so this 404 is the path's, as weak as a bare status."""
-    return e.kind == "client_model_not_found" and "model" not in e.values and "model" not in " ".join(e.lines).lower()
+    text = " ".join(e.lines)
+    return e.kind == "client_model_not_found" and "model" not in e.values and "model" not in text.lower() and not ENTITY_404.search(text)
+
+
+# Google's NOT_FOUND names no model, but it is its API's answer for the resource the request named (a path it has no
+# route for gets its front end's HTML 404 page instead)
+ENTITY_404 = re.compile(r"Requested entity was not found", re.I)
+
+
+def _pathless_404(e: LogEvent) -> bool:
+    """A 404 answer a client printed with neither its path nor a body that names a model (openai-node's "404 status code
+    (no body)"): the server has no such route, as weak as a bare status."""
+    return e.kind == "http_response" and e.values.get("status") == 404 and not _path(e)
+
+
+# a model ID that is no ID: a setting left empty, stringified by the client (JavaScript's undefined, Python's None)
+NO_MODEL = {"", "none", "null", "undefined", "nil"}
 
 
 def _corrected(url: str) -> str | None:
@@ -453,6 +469,10 @@ SERVER_SIDE = ("access.server_error", "access.response_invalid")
 def _code(e: LogEvent) -> str | None:
     code = _cause(e)
     text = " ".join(e.lines)
+    # LiteLLM's "You passed model=undefined/undefined": the model setting was empty, not a name the server lacks
+    if code == "access.model_not_found" and "model" in e.values and all(
+            part.strip("'\"` ").lower() in NO_MODEL for part in str(e.values["model"]).split("/")):
+        return "access.model_id_missing"
     if code in ("access.key_rejected", "access.key_malformed") and KEY_ABSENT.search(text):
         return "access.key_missing"
     if code in SERVER_SIDE and (e.values.get("status") in (504, 524) or GATEWAY_TIMEOUT.search(text)):

@@ -296,7 +296,9 @@ HAND_RULES: tuple[Rule, ...] = (
     ),
     _r(
         "model_missing",
-        r"(?P<status>404) Client Error|RepositoryNotFoundError|Repository Not Found|Repo id must be|HFValidationError|"
+        # (requests' raise_for_status names the URL: a 404 from any other host is the API's answer, http_response)
+        r"(?P<status>404) Client Error(?!: Not Found for url: (?!https?://(?:[\w-]+\.)*(?:huggingface\.co|hf\.co|hf-mirror\.com|modelscope\.cn)\b))|"
+        r"RepositoryNotFoundError|Repository Not Found|Repo id must be|HFValidationError|"
         r"does not appear to have a file named (?P<file>[\w.-]+)|is not a local folder and is not a valid model identifier|"
         r"Can't load (?:the )?(?:config|tokenizer|model) for|No such file or directory: '(?P<path>[^']+)'|"
         r"Invalid repository ID or local directory|We couldn't connect to 'https://huggingface\.co'|"
@@ -356,6 +358,10 @@ HAND_RULES: tuple[Rule, ...] = (
         r"\"(?P<method>GET|POST|PUT|DELETE|PATCH) (?P<path>/\S*) HTTP/[\d.]+\" (?P<status>[45]\d\d)|"
         r"request: (?P<method2>GET|POST) (?P<path2>/\S*) \S+ (?P<status2>[45]\d\d)\b|"
         r"^< HTTP/[\d.]+ (?P<status3>[45]\d\d)\b|(?P<method3>GET|POST) \"?https?://[^/\s]+(?P<path3>/\S*?)\"?: (?P<status4>[45]\d\d) |"
+        # requests' raise_for_status (src/requests/models.py: f"{status} Client Error: {reason} for url: {url}")
+        # (the Hugging Face Hub's answers are the model download's: model_missing, hub_unreachable)
+        r"\b(?P<status7>4\d\d) Client Error: [^\n]{0,60}? for url: https?://(?!(?:[\w-]+\.)*(?:huggingface\.co|hf\.co|hf-mirror\.com|modelscope\.cn)\b)"
+        r"[^/\s]+(?P<path6>/[^\s'\")]*)|"
         # httpx's INFO line, as the OpenAI SDK logs every request
         r"HTTP Request: (?P<method4>GET|POST|PUT|DELETE) https?://[^/\s]+(?P<path4>/\S*) \"HTTP/[\d.]+ (?P<status5>[45]\d\d)|"
         # a browser's console (Chrome, Firefox) for a failed fetch: `POST http://host:port/v1/chat/completions 404 (Not Found)`
@@ -369,7 +375,10 @@ HAND_RULES: tuple[Rule, ...] = (
         r"\b404 page not found|\{\s*[\"']detail[\"']\s*:\s*[\"']Not Found[\"']\s*\}|Cannot (?:GET|POST) (?P<path>/\S+)|"
         r"<title>404 Not Found</title>|<h1>Not Found</h1>|"
         # Fastify's (lib/fourOhFour.js: `Route ${req.method}:${req.url} not found`), and a JSON body's bare "Route not found"
-        r"\bRoute (?P<method>GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS):(?P<path2>/\S*) not found\b|[\"']message[\"']\s*:\s*[\"']Route not found\b",
+        r"\bRoute (?P<method>GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS):(?P<path2>/\S*) not found\b|[\"']message[\"']\s*:\s*[\"']Route not found\b|"
+        # Azure OpenAI's 404 for a URL with no deployment behind it (`{"error":{"code":"404","message": "Resource not found"}}`; a
+        # deployment name it does not know is DeploymentNotFound): microsoft/autogen#3953, fixed with the deployment's endpoint URL
+        r"\b404\b\W{1,30}(?:message\W{1,5})?Resource not found\b",
     ),
     _r(
         "client_tls",
@@ -438,7 +447,11 @@ HAND_RULES: tuple[Rule, ...] = (
         # OpenRouter's 404 for a model no provider serves, an API's "Unknown model: x", Google's
         # "404 models/gemini-pro is not found for API version v1beta"
         r"\bNo endpoints found (?:for|matching) (?P<model5>[\w./:@-]+?)\.?(?=[\s\"',]|$)|\bUnknown model:? [`'\"]?(?P<model6>[\w./:@-]+)|"
-        r"\bmodels/(?P<model7>[\w.-]+) is not found\b",
+        r"\bmodels/(?P<model7>[\w.-]+) is not found\b|"
+        # Google's NOT_FOUND for a model its API does not serve (Gemini / Cloud Code: `{"code": 404, "message": "Requested entity
+        # was not found.", "status": "NOT_FOUND"}`, opencode-gemini-auth#65, gzzhongqi/geminicli2api#23), and a bare "Model not found"
+        # after its status or as an error body's message (OpenHands#16365: "the endpoint returns a `400 Model not found` error")
+        r"\bRequested entity was not found\b|\b4\d\d\W{1,3}model not found\b|[\"']message[\"']\s*:\s*[\"']model not found\b",
     ),
     # an OpenAI Chat request (a `tool` role, a `system` message) sent to the Anthropic Messages API, which allows only the
     # user and assistant roles (its 400 invalid_request_error: `messages: Unexpected role "tool". Allowed roles are "user"
