@@ -110,6 +110,17 @@ CASES = [
                                '    "message": "Requested entity was not found.",\n    "status": "NOT_FOUND"\n  }\n}\n'),
     # corpus/i260 (OpenHands#16365): a bare "Model not found" after its status, not a model file
     ("access.model_not_found", "As a result, the endpoint returns a `400 Model not found` error.\n"),
+    # urllib3 connectionpool.py's ProxyError around the failure to reach the proxy: the proxy's host does not resolve
+    # (https://github.com/SevaSk/ecoute/issues/84), TLS spoken to a plain-HTTP proxy (https://github.com/openai/openai-python/issues/463)
+    ("access.proxy_failed", "Error communicating with OpenAI: HTTPSConnectionPool(host='api.openai.com', port=443): Max retries exceeded "
+                            "with url: /v1/chat/completions (Caused by ProxyError('Cannot connect to proxy.', NewConnectionError('<urllib3."
+                            "connection.HTTPSConnection object at 0x000001C19A018820>: Failed to establish a new connection: [Errno 11001] "
+                            "getaddrinfo failed')))\n"),
+    ("access.proxy_failed", "urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='api.openai.com', port=443): Max retries exceeded "
+                            "with url: /v1/chat/completions (Caused by ProxyError('Unable to connect to proxy', SSLError(SSLEOFError(8, "
+                            "'EOF occurred in violation of protocol (_ssl.c:1129)'))))\n"),
+    # vLLM's "does not exist" with the backticks a markdown paste ate
+    ("access.model_not_found", "The model llama-3-70b does not exist.\n"),
     # LiteLLM get_llm_provider_logic.py with an empty model setting (corpus/i257, OpenHands#5169): no ID, not an unknown one
     ("access.model_id_missing", "litellm.exceptions.BadRequestError: litellm.BadRequestError: LLM Provider NOT provided. Pass in the LLM "
                                 "provider you are trying to call. You passed model=undefined/undefined\n"),

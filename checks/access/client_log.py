@@ -202,6 +202,8 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             # typed at the prompt, as checks/access/key.py has it: the key stays out of the shell history
             fixes = [Fix(fix, f"read -rs {var} && export {var}") if (var := _key_variable(events)) else Fix(fix)]
         explains = EXPLAINS.get(code, [])
+        if code == "access.proxy_failed":  # the same TLS or DNS failure, where another line printed it without its ProxyError
+            explains = [*explains, *(c for c in PROXY_LEG if any(_cause(e) == c for e in events))]
         if code == "access.streaming_broken" and any(e.kind == "client_stream_cut" for e in events):
             title, fix = STREAM_CUT
             fixes = [Fix(fix)]
@@ -477,7 +479,17 @@ def _code(e: LogEvent) -> str | None:
         return "access.key_missing"
     if code in SERVER_SIDE and (e.values.get("status") in (504, 524) or GATEWAY_TIMEOUT.search(text)):
         return "access.timeout"
+    if code in PROXY_LEG and PROXY_WRAP.search(text):
+        return "access.proxy_failed"
     return code
+
+
+# urllib3's ProxyError around the error of the connection to the proxy (connectionpool.py: `ProxyError("Cannot connect to
+# proxy.", e)` in 1.26, `ProxyError("Unable to connect to proxy", e)` in 1.26/2.x): the proxy's host did not resolve, its
+# TLS failed (an https:// proxy URL for a plain-HTTP proxy: SSLEOFError, WRONG_VERSION_NUMBER) or it refused; the server
+# itself was never asked
+PROXY_WRAP = re.compile(r"\bProxyError\W{1,4}(?:Cannot connect to proxy|Unable to connect to proxy)", re.I)
+PROXY_LEG = ("access.dns_failed", "access.tls_failed", "access.connect_failed")
 
 
 def _cause(e: LogEvent) -> str | None:

@@ -438,7 +438,9 @@ HAND_RULES: tuple[Rule, ...] = (
        r"missing (?:the )?model (?:in|from) (?:the )?request"),
     _r(
         "client_model_not_found",
-        r"The model `(?P<model>[^`]+)` does not exist|model ['\"]?(?P<model2>[\w./:-]+)['\"]? not found|"
+        # vLLM serving_engine.py `The model `{request.model}` does not exist.` (and the OpenAI API's "... or you do not have access
+        # to it"), with its backticks eaten by markdown or turned into quotes when pasted
+        r"The model [`'\"\u2018\u201c]?(?P<model>[^`'\"\u2019\u201d\s]+)[`'\"\u2019\u201d]? does not exist|model ['\"]?(?P<model2>[\w./:-]+)['\"]? not found|"
         # \b: openai.NotFoundError, never Python's ModuleNotFoundError / FileNotFoundError
         r"\bNotFoundError|Invalid model name passed|model_not_found|does not exist or you do not have access|"
         # OpenRouter's 400 for an ID it does not list ("google/gemini-2.0-pro-exp-02-05:free is not a valid model ID"), and
