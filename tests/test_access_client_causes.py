@@ -193,3 +193,21 @@ def test_resolving_an_authentication_method_is_no_dns_failure() -> None:
     # anthropic-sdk-python _client.py _validate_headers
     said = failure_prose.statements("issue.md", '"Could not resolve authentication method. Expected either api_key or auth_token to be set."\n')
     assert "access.dns_failed" not in [s.code for s in said]
+
+
+def test_a_context_overrun_the_client_relays_is_no_access_code_but_sized(tmp_path: Path) -> None:
+    """shared/codes.md has no access code for a prompt longer than the model's context; the corpus labels the client's side
+    of it access.unrecognized_failure (corpus/README.md, f031-f086), so the client's copy of llama-server's 400 is that code,
+    with the size to restart the server with; the engine's own log line of it stays load.config_invalid."""
+    # https://github.com/arbs-io/github-copilot-llm-gateway/issues/55 (corpus/f059), the lines the terminal wrapped joined
+    relayed = ('Reason: Chat completion request failed: Chat completion failed: 400 Bad Request - {"error":{"code":400,"message":'
+               '"request (124315 tokens) exceeds the available context size (123904 tokens), try increasing it","type":'
+               '"exceed_context_size_error","n_prompt_tokens":124315,"n_ctx":123904}}\n')
+    found = findings_of(written(tmp_path, relayed))
+    assert [f.code for f in found] == ["access.unrecognized_failure"]
+    assert found[0].title == "the server refused the request: a prompt of 124315 tokens does not fit the 123904-token context"
+    assert found[0].fixes[0].command == "--ctx-size 124928"  # (124315 + 1) rounded up to whole 1024s
+    # llama.cpp tools/server/server.cpp send_error, as llama-server logs it (catalogue llamacpp.jsonl)
+    engine = findings_of(written(tmp_path, "srv    send_error: task id = 0, error: the request exceeds the available context size, "
+                                           "try increasing it\n"))
+    assert [f.code for f in engine][:1] == ["load.config_invalid"]

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from llm_doctor.checks.access.streaming import buffering_fixes
 from llm_doctor.checks.load import log_events as le
+from llm_doctor.checks.load.config import context_finding
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
 from llm_doctor.facts.logs import LogEvent
@@ -42,7 +43,7 @@ KIND_CODE = {
     "client_protocol": "access.protocol_mismatch",
 }
 CODES = sorted(set(KIND_CODE.values()) | {"access.base_url_invalid", "access.protocol_mismatch", "access.server_error",
-                                         "access.key_malformed", "access.streaming_broken"})
+                                         "access.key_malformed", "access.streaming_broken", "access.unrecognized_failure"})
 OPENAI_PATHS = re.compile(r"^/(?:chat/completions|completions|models|embeddings|responses|messages)\b")
 MODEL_PATHS = re.compile(r"^/v1/(?:chat/completions|completions|embeddings)\b")
 # a 404 here says the model is not served (vLLM/SGLang answer an unknown model with 404)
@@ -124,7 +125,7 @@ STREAM_BUFFERED = "the stream is held back on its way: a proxy or gateway in bet
 BARE_404 = ("client_route_not_found", "client_not_found")
 # client_failed: a tool's catch-all ("Please check the LM Studio developer logs"): read, but it names no
 # cause, so unless another line does the failure stays access.unrecognized_failure
-EVENTS = [*KIND_CODE, "http_response", "client_route_not_found", "client_not_found", "client_failed"]
+EVENTS = [*KIND_CODE, "http_response", "client_route_not_found", "client_not_found", "client_failed", "context_exceeded"]
 
 
 @check("access.client_log", "access", codes=CODES, events=EVENTS)
@@ -217,7 +218,18 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             title, fixes = STREAM_BUFFERED, buffering_fixes(s.proxy)
             evidence += [f"between client and server: {s.proxy}"] if s.proxy else []
         findings.append(Finding(code, title, evidence, fixes, explains=explains))
+    if relayed := [e for e in log.events("context_exceeded") if le.relayed(e, logs.engine)]:
+        findings.append(_context_relayed(facts, log, relayed))
     return Outcome(findings, "" if findings else "no client-side error in the log")
+
+
+def _context_relayed(facts: Facts, log: LogView, events: list[LogEvent]) -> Finding:
+    """The server refused a prompt longer than its context, as the client got it. No access code names a request too long
+    for the model (shared/codes.md; the corpus labels these access.unrecognized_failure), so it is that code, with the
+    sizes the refusal quotes and the fixes load.config computes from them; it explains the 4xx/5xx the answer came in."""
+    f = context_finding(facts, log, events)
+    return Finding("access.unrecognized_failure", f"the server refused the request: {f.title}", f.evidence, f.fixes,
+                   explains=["access.server_error", "access.response_invalid", "access.model_not_found"])
 
 
 # the HTTP client could not parse the URL it was given: no scheme ("localhost:8000/v1"), or one it does not speak
