@@ -305,6 +305,10 @@ CLIENT_SHAPES = [
     "HTTP/1.1 422 Unprocessable Entity",
     # llama.cpp tools/server/utils.hpp format_error_response: {"code", "message", "type": "<x>_error"}
     '{"code": 400, "message": "Pooling type \'none\' is not OAI compatible. Please use a different pooling type", "type": "invalid_request_error"}',
+    # a failure that names the client's own setting (corpus/i213.log:2, mailflow's private-host guard on its base URL)
+    "Error:  Base URL: Host cannot be a private or reserved IP address",
+    # undici's fetch() error printed without its cause (corpus/f035.log:7)
+    "Error calling Ollama: TypeError: fetch failed",
 ]
 
 
