@@ -119,6 +119,10 @@ CASES = [
     ("access.proxy_failed", "urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='api.openai.com', port=443): Max retries exceeded "
                             "with url: /v1/chat/completions (Caused by ProxyError('Unable to connect to proxy', SSLError(SSLEOFError(8, "
                             "'EOF occurred in violation of protocol (_ssl.c:1129)'))))\n"),
+    # corpus/h280 (ITSpecialist111/ai_automation_suggester#142): a traceback pasted from its middle, whose bare TimeoutError
+    # aiohttp's TimerContext.__exit__ raised (helpers.py `raise asyncio.TimeoutError from exc_val`)
+    ("access.timeout", "with self._timer:\n         ^^^^^^^^^^^\n  File \"/usr/local/lib/python3.13/site-packages/aiohttp/helpers.py\", "
+                       "line 685, in __exit__\n    raise asyncio.TimeoutError from exc_val\nTimeoutError\n"),
     # vLLM's "does not exist" with the backticks a markdown paste ate
     ("access.model_not_found", "The model llama-3-70b does not exist.\n"),
     # LiteLLM get_llm_provider_logic.py with an empty model setting (corpus/i257, OpenHands#5169): no ID, not an unknown one

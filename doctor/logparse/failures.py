@@ -240,6 +240,9 @@ class FailureReader:
             self.reset()
             self.open = True
             return None
+        if not self.open and FRAME.match(text):  # a traceback pasted from its middle, without its header: its frames still say where
+            self.reset()
+            self.open = True
         if self.open:
             return self._in_traceback(text, recognised)
         if recognised or CHAIN.match(text):
@@ -299,6 +302,11 @@ def _exception_values(m: re.Match[str], frames: list[str]) -> dict[str, object]:
     return values
 
 
+# the installed package a frame's file belongs to (`.../site-packages/aiohttp/helpers.py` -> aiohttp/helpers.py): the
+# library that raised, when the exception's words name no cause
+PACKAGE_FILE = re.compile(r'File "[^"]*?[/\\](?:site|dist)-packages[/\\](?P<pkg>[^"]+)"')
+
+
 def classify(signal: Signal, text: str) -> Signal:
     """A failure whose words (or the words of the error it quotes) belong to a keyword family
     becomes an event of the family's kind, with the tier it was recognised by; a wrapper is marked
@@ -310,7 +318,8 @@ def classify(signal: Signal, text: str) -> Signal:
     found = chains.family(text, inner, wrapper) if not wrapper or inner else None
     frame = str(signal.values.get("frame") or "")
     if found is None and frame and not wrapper:  # the words name no cause: where it was raised may (a KeyError in the config registry)
-        text = f"{text} (raised in {frame})"
+        package = next((m["pkg"] for x in signal.extra if (m := PACKAGE_FILE.search(x))), "")
+        text = f"{text} (raised in {frame}, {package})" if package else f"{text} (raised in {frame})"
         found = chains.family(text)
     values = {**signal.values, "cascade": wrapper} if wrapper else dict(signal.values)
     if found is None:
