@@ -123,6 +123,13 @@ CASES = [
     # aiohttp's TimerContext.__exit__ raised (helpers.py `raise asyncio.TimeoutError from exc_val`)
     ("access.timeout", "with self._timer:\n         ^^^^^^^^^^^\n  File \"/usr/local/lib/python3.13/site-packages/aiohttp/helpers.py\", "
                        "line 685, in __exit__\n    raise asyncio.TimeoutError from exc_val\nTimeoutError\n"),
+    # the OpenAI API's 404 for a route it lacks, as relays copy it (openai/openai-node#132): the path decides; corpus/i245
+    # (CherryHQ/cherry-studio#6279) a relay without the Responses API, and a base URL ending in /v1 before /v1/messages
+    ("access.protocol_mismatch", "404 Invalid URL (POST /v1/responses)\n"),
+    ("access.base_url_invalid", "HTTP 404 invalid_request_error: Invalid URL (POST /v1/v1/messages)\n"),
+    # LiteLLM openai.py: no completion in the body (BerriAI/litellm#25766, corpus/i279: SSE to a stream: false request)
+    ("access.response_invalid", "OpenAIException - Empty or invalid response from LLM endpoint.\n"
+                                "Received: 'data: {\"id\":\"chatcmpl-...\",\"object\":\"chat.completion.chunk\",...}'\n"),
     # vLLM's "does not exist" with the backticks a markdown paste ate
     ("access.model_not_found", "The model llama-3-70b does not exist.\n"),
     # LiteLLM get_llm_provider_logic.py with an empty model setting (corpus/i257, OpenHands#5169): no ID, not an unknown one

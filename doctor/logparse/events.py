@@ -376,6 +376,9 @@ HAND_RULES: tuple[Rule, ...] = (
         r"<title>404 Not Found</title>|<h1>Not Found</h1>|"
         # Fastify's (lib/fourOhFour.js: `Route ${req.method}:${req.url} not found`), and a JSON body's bare "Route not found"
         r"\bRoute (?P<method>GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS):(?P<path2>/\S*) not found\b|[\"']message[\"']\s*:\s*[\"']Route not found\b|"
+        # the OpenAI API's 404 for a route it does not have, which relays (one-api, new-api) copy: `Invalid URL (POST /v1/responses)`
+        # (openai/openai-node#132, openai/openai-python#250): the path decides (a doubled /v1, another API's route)
+        r"\bInvalid URL \((?P<method2>GET|POST|PUT|DELETE|PATCH) (?P<path3>/[^\s)]*)\)|"
         # Azure OpenAI's 404 for a URL with no deployment behind it (`{"error":{"code":"404","message": "Resource not found"}}`; a
         # deployment name it does not know is DeploymentNotFound): microsoft/autogen#3953, fixed with the deployment's endpoint URL
         r"\b404\b\W{1,30}(?:message\W{1,5})?Resource not found\b",
