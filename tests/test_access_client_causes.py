@@ -101,6 +101,8 @@ CASES = [
     ("access.base_url_invalid", "which is working for my local, while get  `404 status code (no body)`, no place to check the request id\n"),
     # requests models.py raise_for_status: f"{status} Client Error: {reason} for url: {url}"; an API URL's 404, not the Hub's
     ("access.base_url_invalid", "requests.exceptions.HTTPError: 404 Client Error: Not Found for url: http://localhost:8000/chat/completions\n"),
+    # ... and its 401 from an API host is the key's, not a gated Hugging Face repo
+    ("access.key_rejected", "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: http://localhost:8000/v1/chat/completions\n"),
     # Azure OpenAI's 404 for a URL no deployment is behind (https://github.com/microsoft/autogen/issues/3953, fixed with the
     # deployment's endpoint URL; corpus/i205 "404 Resource not found")
     ("access.base_url_invalid", "Error occurred while processing message: Error code: 404 - {'error': {'code': '404', 'message': "

@@ -290,7 +290,9 @@ HAND_RULES: tuple[Rule, ...] = (
     ),
     _r(
         "hf_access",
-        r"(?P<status>401|403) Client Error|GatedRepoError|Access to model \S+ is restricted|"
+        # (requests' raise_for_status names the URL: a 401/403 from any other host is the API refusing the key, http_response)
+        r"(?P<status>401|403) Client Error(?!: \w+ for url: (?!https?://(?:[\w-]+\.)*(?:huggingface\.co|hf\.co|hf-mirror\.com|modelscope\.cn)\b))|"
+        r"GatedRepoError|Access to model \S+ is restricted|"
         r"You are trying to access a gated repo|Cannot access gated repo|Invalid (?:user )?token|"
         r"(?P<status2>401) Unauthorized.*huggingface",
     ),
