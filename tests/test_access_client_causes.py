@@ -208,6 +208,15 @@ def test_resolving_an_authentication_method_is_no_dns_failure() -> None:
     assert "access.dns_failed" not in [s.code for s in said]
 
 
+def test_resolving_an_authentication_method_cut_at_80_columns_is_no_dns_failure(tmp_path: Path) -> None:
+    # anthropic-sdk-typescript src/client.ts validateHeaders, as a terminal cuts it: the first 80 columns alone are an
+    # exception line whose family words ("could not resolve") name no host
+    line = ('TypeError: "Could not resolve authentication method. Expected either apiKey or authToken to be set. Or for one of '
+            'the "X-Api-Key" or "Authorization" headers to be explicitly omitted"')
+    found = findings_of(written(tmp_path, "\n".join(line[i:i + 80] for i in range(0, len(line), 80)) + "\n"))
+    assert [f.code for f in found] == ["access.key_missing"]
+
+
 def test_a_context_overrun_the_client_relays_is_no_access_code_but_sized(tmp_path: Path) -> None:
     """shared/codes.md has no access code for a prompt longer than the model's context; the corpus labels the client's side
     of it access.unrecognized_failure (corpus/README.md, f031-f086), so the client's copy of llama-server's 400 is that code,
