@@ -161,8 +161,8 @@ CLIENT_RAISED = re.compile(
     r"Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out)\b|"
     r"[\"'](?:status|code|statusCode|status_code)[\"']\s*:\s*[\"']?[45]\d\d\b|"
     # undici's fetch() network error (lib/web/fetch/index.js: `new TypeError('fetch failed', { cause })`, its cause often not
-    # printed), a connection to a URL that failed, and the client's own settings named in the failure (its base URL, its key)
-    r"\bTypeError: fetch failed\b|\b(?:can'?t|cannot|could ?n[o']?t|unable to|failed to) connect to\b[^\n]{0,60}?https?://|"
+    # printed), axios's in a browser (lib/adapters/xhr.js: `new AxiosError('Network Error', AxiosError.ERR_NETWORK)`), a connection to a URL that failed, and the client's own settings named in the failure (its base URL, its key)
+    r"\bTypeError: fetch failed\b|\bNetwork Error\b|\bERR_NETWORK\b|\b(?:can'?t|cannot|could ?n[o']?t|unable to|failed to) connect to\b[^\n]{0,60}?https?://|"
     r"\bbase[ _-]?url\b|\bapi[ _-]?base\b",
     re.I,
 )

@@ -132,6 +132,12 @@ CASES = [
     # LiteLLM openai.py: no completion in the body (BerriAI/litellm#25766, corpus/i279: SSE to a stream: false request)
     ("access.response_invalid", "OpenAIException - Empty or invalid response from LLM endpoint.\n"
                                 "Received: 'data: {\"id\":\"chatcmpl-...\",\"object\":\"chat.completion.chunk\",...}'\n"),
+    # the Vercel AI SDK's error answer with no body (provider-utils response-handler.ts: the status text alone): a bare 404
+    ("access.base_url_invalid", "APICallError [AI_APICallError]: Not Found\n"),
+    # Ollama's server/routes.go 400 for an empty model field
+    ("access.model_id_missing", '{"error":"model is required"}\n'),
+    # openai-python _exceptions.py APIResponseValidationError's own words
+    ("access.response_invalid", "openai.APIResponseValidationError: Data returned by API invalid for expected schema.\n"),
     # vLLM's "does not exist" with the backticks a markdown paste ate
     ("access.model_not_found", "The model llama-3-70b does not exist.\n"),
     # LiteLLM get_llm_provider_logic.py with an empty model setting (corpus/i257, OpenHands#5169): no ID, not an unknown one

@@ -309,6 +309,8 @@ CLIENT_SHAPES = [
     "Error:  Base URL: Host cannot be a private or reserved IP address",
     # undici's fetch() error printed without its cause (corpus/f035.log:7)
     "Error calling Ollama: TypeError: fetch failed",
+    # axios lib/adapters/xhr.js in a browser: AxiosError('Network Error'), as String(err) prints it
+    "Error: Network Error",
 ]
 
 

@@ -440,7 +440,10 @@ HAND_RULES: tuple[Rule, ...] = (
     # "Mask token is missing in vocab, please reconvert model!" on a healthy load)
     _r("client_model_missing_id", r"you must provide a model parameter|\"model\"\s*:\s*\{\}|model.*field required|"
        r"['\"]missing['\"],\s*['\"]loc['\"]:\s*[\[(]['\"]body['\"],\s*['\"]model['\"]|missing (?:required )?(?:parameter|field|argument):? ['\"`]?model\b|"
-       r"missing (?:the )?model (?:in|from) (?:the )?request"),
+       r"missing (?:the )?model (?:in|from) (?:the )?request|"
+       # the gin servers' 400 for an empty model field (Ollama's server/routes.go `gin.H{"error": "model is required"}`, the Go
+       # gateways that copy it), as an error body or after its status
+       r"[\"'](?:error|message|detail)[\"']\s*:\s*[\"'](?:the )?model is required\b|\b400\W{1,3}(?:the )?model is required\b"),
     _r(
         "client_model_not_found",
         # vLLM serving_engine.py `The model `{request.model}` does not exist.` (and the OpenAI API's "... or you do not have access
