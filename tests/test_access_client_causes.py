@@ -132,6 +132,10 @@ CASES = [
     # LiteLLM openai.py: no completion in the body (BerriAI/litellm#25766, corpus/i279: SSE to a stream: false request)
     ("access.response_invalid", "OpenAIException - Empty or invalid response from LLM endpoint.\n"
                                 "Received: 'data: {\"id\":\"chatcmpl-...\",\"object\":\"chat.completion.chunk\",...}'\n"),
+    # gateways' error bodies for a model they do not serve, with or without its name (a FastAPI detail; a Go gateway's
+    # {"error": {"message": "Model is not available", ...}}): the body names the model, so the 404/400 is the model's
+    ("access.model_not_found", '{"detail":"Model not found"}\n'),
+    ("access.model_not_found", 'HTTP 404: {"error": {"message": "Model is not available", "type": "invalid_request_error"}}\n'),
     # the Vercel AI SDK's error answer with no body (provider-utils response-handler.ts: the status text alone): a bare 404
     ("access.base_url_invalid", "APICallError [AI_APICallError]: Not Found\n"),
     # Ollama's server/routes.go 400 for an empty model field

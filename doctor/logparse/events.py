@@ -461,7 +461,9 @@ HAND_RULES: tuple[Rule, ...] = (
         # Google's NOT_FOUND for a model its API does not serve (Gemini / Cloud Code: `{"code": 404, "message": "Requested entity
         # was not found.", "status": "NOT_FOUND"}`, opencode-gemini-auth#65, gzzhongqi/geminicli2api#23), and a bare "Model not found"
         # after its status or as an error body's message (OpenHands#16365: "the endpoint returns a `400 Model not found` error")
-        r"\bRequested entity was not found\b|\b4\d\d\W{1,3}model not found\b|[\"']message[\"']\s*:\s*[\"']model not found\b",
+        r"\bRequested entity was not found\b|\b4\d\d\W{1,3}model not found\b|[\"'](?:message|detail|error)[\"']\s*:\s*[\"']model not found\b|"
+        # an error body that names the model it does not serve (the codes.md rule: a 404 naming the model is the model's)
+        r"[\"'](?:message|detail|error)[\"']\s*:\s*[\"'](?:the requested )?model(?: [`'\\\"]*(?P<model8>[\w./:@-]+)[`'\\\"]*)? is not (?:available|served)\b",
     ),
     # an OpenAI Chat request (a `tool` role, a `system` message) sent to the Anthropic Messages API, which allows only the
     # user and assistant roles (its 400 invalid_request_error: `messages: Unexpected role "tool". Allowed roles are "user"
