@@ -159,7 +159,11 @@ CLIENT_RAISED = re.compile(
     r"(?:openai|anthropic)/_base_client|node_modules/(?:openai|@anthropic-ai|axios|undici|node-fetch|@ai-sdk)/|node:internal/deps/undici|"
     r"\b[45]\d\d (?:Bad Request|Unauthorized|Forbidden|Not Found|Conflict|Unprocessable Entity|Too Many Requests|"
     r"Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out)\b|"
-    r"[\"'](?:status|code|statusCode|status_code)[\"']\s*:\s*[\"']?[45]\d\d\b",
+    r"[\"'](?:status|code|statusCode|status_code)[\"']\s*:\s*[\"']?[45]\d\d\b|"
+    # undici's fetch() network error (lib/web/fetch/index.js: `new TypeError('fetch failed', { cause })`, its cause often not
+    # printed), axios's in a browser (lib/adapters/xhr.js: `new AxiosError('Network Error', AxiosError.ERR_NETWORK)`), a connection to a URL that failed, and the client's own settings named in the failure (its base URL, its key)
+    r"\bTypeError: fetch failed\b|\bNetwork Error\b|\bERR_NETWORK\b|\b(?:can'?t|cannot|could ?n[o']?t|unable to|failed to) connect to\b[^\n]{0,60}?https?://|"
+    r"\bbase[ _-]?url\b|\bapi[ _-]?base\b",
     re.I,
 )
 # ... except fetching the model's files (the Hugging Face Hub over requests/httpx): the engine's own start-up

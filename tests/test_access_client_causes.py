@@ -96,6 +96,57 @@ CASES = [
     ("access.key_missing", "Error: OPENAI_API_KEY environment variable is not set\n"),
     # urllib3 2.x connection.py NameResolutionError (https://github.com/docker/hello-genai/issues/11)
     ("access.dns_failed", "Failed to resolve 'model-runner.docker.internal' ([Errno -2] Name or service not known)\n"),
+    # what a 404 names (shared/codes.md: model_not_found is "model ID not served", base_url_invalid "its path is wrong"):
+    # openai-node APIError.makeMessage with no body (corpus/i206: DashScope's native /api/v1 base URL) names neither: the path
+    ("access.base_url_invalid", "which is working for my local, while get  `404 status code (no body)`, no place to check the request id\n"),
+    # requests models.py raise_for_status: f"{status} Client Error: {reason} for url: {url}"; an API URL's 404, not the Hub's
+    ("access.base_url_invalid", "requests.exceptions.HTTPError: 404 Client Error: Not Found for url: http://localhost:8000/chat/completions\n"),
+    # ... and its 401 from an API host is the key's, not a gated Hugging Face repo
+    ("access.key_rejected", "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: http://localhost:8000/v1/chat/completions\n"),
+    # Azure OpenAI's 404 for a URL no deployment is behind (https://github.com/microsoft/autogen/issues/3953, fixed with the
+    # deployment's endpoint URL; corpus/i205 "404 Resource not found")
+    ("access.base_url_invalid", "Error occurred while processing message: Error code: 404 - {'error': {'code': '404', 'message': "
+                                "'Resource not found'}}\n"),
+    # Google's NOT_FOUND for a model its API does not serve (https://github.com/gzzhongqi/geminicli2api/issues/23)
+    ("access.model_not_found", 'ERROR:root:Google API returned status 404: {\n  "error": {\n    "code": 404,\n'
+                               '    "message": "Requested entity was not found.",\n    "status": "NOT_FOUND"\n  }\n}\n'),
+    # corpus/i260 (OpenHands#16365): a bare "Model not found" after its status, not a model file
+    ("access.model_not_found", "As a result, the endpoint returns a `400 Model not found` error.\n"),
+    # urllib3 connectionpool.py's ProxyError around the failure to reach the proxy: the proxy's host does not resolve
+    # (https://github.com/SevaSk/ecoute/issues/84), TLS spoken to a plain-HTTP proxy (https://github.com/openai/openai-python/issues/463)
+    ("access.proxy_failed", "Error communicating with OpenAI: HTTPSConnectionPool(host='api.openai.com', port=443): Max retries exceeded "
+                            "with url: /v1/chat/completions (Caused by ProxyError('Cannot connect to proxy.', NewConnectionError('<urllib3."
+                            "connection.HTTPSConnection object at 0x000001C19A018820>: Failed to establish a new connection: [Errno 11001] "
+                            "getaddrinfo failed')))\n"),
+    ("access.proxy_failed", "urllib3.exceptions.MaxRetryError: HTTPSConnectionPool(host='api.openai.com', port=443): Max retries exceeded "
+                            "with url: /v1/chat/completions (Caused by ProxyError('Unable to connect to proxy', SSLError(SSLEOFError(8, "
+                            "'EOF occurred in violation of protocol (_ssl.c:1129)'))))\n"),
+    # corpus/h280 (ITSpecialist111/ai_automation_suggester#142): a traceback pasted from its middle, whose bare TimeoutError
+    # aiohttp's TimerContext.__exit__ raised (helpers.py `raise asyncio.TimeoutError from exc_val`)
+    ("access.timeout", "with self._timer:\n         ^^^^^^^^^^^\n  File \"/usr/local/lib/python3.13/site-packages/aiohttp/helpers.py\", "
+                       "line 685, in __exit__\n    raise asyncio.TimeoutError from exc_val\nTimeoutError\n"),
+    # the OpenAI API's 404 for a route it lacks, as relays copy it (openai/openai-node#132): the path decides; corpus/i245
+    # (CherryHQ/cherry-studio#6279) a relay without the Responses API, and a base URL ending in /v1 before /v1/messages
+    ("access.protocol_mismatch", "404 Invalid URL (POST /v1/responses)\n"),
+    ("access.base_url_invalid", "HTTP 404 invalid_request_error: Invalid URL (POST /v1/v1/messages)\n"),
+    # LiteLLM openai.py: no completion in the body (BerriAI/litellm#25766, corpus/i279: SSE to a stream: false request)
+    ("access.response_invalid", "OpenAIException - Empty or invalid response from LLM endpoint.\n"
+                                "Received: 'data: {\"id\":\"chatcmpl-...\",\"object\":\"chat.completion.chunk\",...}'\n"),
+    # gateways' error bodies for a model they do not serve, with or without its name (a FastAPI detail; a Go gateway's
+    # {"error": {"message": "Model is not available", ...}}): the body names the model, so the 404/400 is the model's
+    ("access.model_not_found", '{"detail":"Model not found"}\n'),
+    ("access.model_not_found", 'HTTP 404: {"error": {"message": "Model is not available", "type": "invalid_request_error"}}\n'),
+    # the Vercel AI SDK's error answer with no body (provider-utils response-handler.ts: the status text alone): a bare 404
+    ("access.base_url_invalid", "APICallError [AI_APICallError]: Not Found\n"),
+    # Ollama's server/routes.go 400 for an empty model field
+    ("access.model_id_missing", '{"error":"model is required"}\n'),
+    # openai-python _exceptions.py APIResponseValidationError's own words
+    ("access.response_invalid", "openai.APIResponseValidationError: Data returned by API invalid for expected schema.\n"),
+    # vLLM's "does not exist" with the backticks a markdown paste ate
+    ("access.model_not_found", "The model llama-3-70b does not exist.\n"),
+    # LiteLLM get_llm_provider_logic.py with an empty model setting (corpus/i257, OpenHands#5169): no ID, not an unknown one
+    ("access.model_id_missing", "litellm.exceptions.BadRequestError: litellm.BadRequestError: LLM Provider NOT provided. Pass in the LLM "
+                                "provider you are trying to call. You passed model=undefined/undefined\n"),
 ]
 
 
@@ -165,3 +216,30 @@ def test_resolving_an_authentication_method_is_no_dns_failure() -> None:
     # anthropic-sdk-python _client.py _validate_headers
     said = failure_prose.statements("issue.md", '"Could not resolve authentication method. Expected either api_key or auth_token to be set."\n')
     assert "access.dns_failed" not in [s.code for s in said]
+
+
+def test_resolving_an_authentication_method_cut_at_80_columns_is_no_dns_failure(tmp_path: Path) -> None:
+    # anthropic-sdk-typescript src/client.ts validateHeaders, as a terminal cuts it: the first 80 columns alone are an
+    # exception line whose family words ("could not resolve") name no host
+    line = ('TypeError: "Could not resolve authentication method. Expected either apiKey or authToken to be set. Or for one of '
+            'the "X-Api-Key" or "Authorization" headers to be explicitly omitted"')
+    found = findings_of(written(tmp_path, "\n".join(line[i:i + 80] for i in range(0, len(line), 80)) + "\n"))
+    assert [f.code for f in found] == ["access.key_missing"]
+
+
+def test_a_context_overrun_the_client_relays_is_no_access_code_but_sized(tmp_path: Path) -> None:
+    """shared/codes.md has no access code for a prompt longer than the model's context; the corpus labels the client's side
+    of it access.unrecognized_failure (corpus/README.md, f031-f086), so the client's copy of llama-server's 400 is that code,
+    with the size to restart the server with; the engine's own log line of it stays load.config_invalid."""
+    # https://github.com/arbs-io/github-copilot-llm-gateway/issues/55 (corpus/f059), the lines the terminal wrapped joined
+    relayed = ('Reason: Chat completion request failed: Chat completion failed: 400 Bad Request - {"error":{"code":400,"message":'
+               '"request (124315 tokens) exceeds the available context size (123904 tokens), try increasing it","type":'
+               '"exceed_context_size_error","n_prompt_tokens":124315,"n_ctx":123904}}\n')
+    found = findings_of(written(tmp_path, relayed))
+    assert [f.code for f in found] == ["access.unrecognized_failure"]
+    assert found[0].title == "the server refused the request: a prompt of 124315 tokens does not fit the 123904-token context"
+    assert found[0].fixes[0].command == "--ctx-size 124928"  # (124315 + 1) rounded up to whole 1024s
+    # llama.cpp tools/server/server.cpp send_error, as llama-server logs it (catalogue llamacpp.jsonl)
+    engine = findings_of(written(tmp_path, "srv    send_error: task id = 0, error: the request exceeds the available context size, "
+                                           "try increasing it\n"))
+    assert [f.code for f in engine][:1] == ["load.config_invalid"]

@@ -322,14 +322,14 @@ def test_a_timeout_fix_names_the_clients_own_setting(tmp_path: Path) -> None:
     assert "stream_timeout in the proxy's litellm_params" in found[0].fixes[0].summary
 
 
-def test_a_404_without_a_path_is_read_but_names_no_cause(tmp_path: Path) -> None:
+def test_a_404_without_a_path_or_a_model_is_the_paths(tmp_path: Path) -> None:
     # openai-node src/core/error.ts APIError.makeMessage: `${status} status code (no body)`, as Cline showed it
-    # (cline/cline#375): the status is read (the template), but a 404 alone says neither the path nor the model
+    # (cline/cline#375, whose base URL ended in /chat/completions): no body names a model, so the 404 is the path's
+    # (a server that has the route and not the model says which model)
     line = 'OpenAI Compatible API returning "404 status code (no body)" -'
     found = findings_of(tmp_path, line + "\n")
-    assert [f.code for f in found] == ["access.unrecognized_failure"]
-    assert "recognised by: template" in found[0].evidence
-    assert "`http_response` is read by access.client_log pass, which found no known cause for it" in found[0].evidence
+    assert [f.code for f in found] == ["access.base_url_invalid"]
+    assert found[0].evidence[:2] == [f"{tmp_path / 'client.log'}:1: {line}", "recognised by: template"]
 
 
 @pytest.mark.parametrize(("text", "code", "family"), [
@@ -412,10 +412,11 @@ def test_a_well_formed_header_or_assignment_is_no_malformed_key(tmp_path: Path, 
     assert "access.key_malformed" not in [f.code for f in findings_of(tmp_path, line + "\n")]
 
 
-def test_a_dotnet_4xx_no_rule_explains_is_a_client_failure_not_an_all_clear(tmp_path: Path) -> None:
-    # EnsureSuccessStatusCode's 404 names no path: read (the template), judged by no rule, so the client's failure is quoted
+def test_a_dotnet_404_that_names_no_model_is_the_paths(tmp_path: Path) -> None:
+    # EnsureSuccessStatusCode's 404 names neither a path nor a model: as System.ClientModel's bare "Status: 404 (Not Found)",
+    # the route is what the server lacks
     found = findings_of(tmp_path, "System.Net.Http.HttpRequestException: Response status code does not indicate success: 404 (Not Found).\n")
-    assert [f.code for f in found] == ["access.unrecognized_failure"]
+    assert [f.code for f in found] == ["access.base_url_invalid"]
 
 
 def test_a_gateway_route_timeout_names_the_gateways_setting(tmp_path: Path) -> None:

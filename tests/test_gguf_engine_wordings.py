@@ -28,11 +28,12 @@ CASES = [
         "llama_model_load: error loading model: missing tensor 'blk.40.ssm_conv1d.weight'",
         "llama_model_load_from_file_impl: failed to load model",
     ], "load.engine_outdated", "missing tensor 'blk.40.ssm_conv1d.weight'", LLAMACPP_UPGRADE),
-    # oobabooga/textgen#7257: llama-server's 400 quotes the prompt's length and one slot's context
+    # oobabooga/textgen#7257: llama-server's 400 quotes the prompt's length and one slot's context; this is its answer as the
+    # client got it (no access code names a prompt too long: access.unrecognized_failure, checks/access/client_log.py)
     ("llamacpp-context-exceeded-sizes", [
         '{"error":{"code":400,"message":"the request exceeds the available context size. try increasing the context size '
         'or enable context shift","type":"exceed_context_size_error","n_prompt_tokens":14429,"n_ctx":8192}}',
-    ], "load.config_invalid", '"n_prompt_tokens":14429', "--ctx-size 15360"),
+    ], "access.unrecognized_failure", '"n_prompt_tokens":14429', "--ctx-size 15360"),
     # ggml-org/llama.cpp#28524 and tmac1973/llama-toolchest#165: a quantized V cache with flash attention off
     ("llamacpp-quantized-v-cache-fa-off", [
         "failed to initialize the context: quantized V cache was requested, but this requires Flash Attention",

@@ -305,6 +305,12 @@ CLIENT_SHAPES = [
     "HTTP/1.1 422 Unprocessable Entity",
     # llama.cpp tools/server/utils.hpp format_error_response: {"code", "message", "type": "<x>_error"}
     '{"code": 400, "message": "Pooling type \'none\' is not OAI compatible. Please use a different pooling type", "type": "invalid_request_error"}',
+    # a failure that names the client's own setting (corpus/i213.log:2, mailflow's private-host guard on its base URL)
+    "Error:  Base URL: Host cannot be a private or reserved IP address",
+    # undici's fetch() error printed without its cause (corpus/f035.log:7)
+    "Error calling Ollama: TypeError: fetch failed",
+    # axios lib/adapters/xhr.js in a browser: AxiosError('Network Error'), as String(err) prints it
+    "Error: Network Error",
 ]
 
 
@@ -317,6 +323,27 @@ def test_a_client_failure_no_rule_names_is_an_access_finding(tmp_path: Path, lin
     assert (f["code"], f["severity"]) == ("access.unrecognized_failure", "error")
     assert f["evidence"] == [f"{log}:1: {line}", "recognised by: unrecognised"]
     assert f["fixes"][0]["summary"] == "Search for this exact error message"
+
+
+# a client tool's tag before its message (Cline's `[openai]`, train log g177: "[openai] 500500 Unexpected token '<' ..."), after
+# a line the doctor reads (so the input is not "nothing readable"): the shape still says the client failed, never ok
+TAGGED_SHAPES = [
+    *CLIENT_SHAPES,
+    # Go net/http client.go: *url.Error's `%s %q: %s` (method, URL, cause)
+    'Post "http://localhost:11434/api/chat": EOF',
+    # a status and its reason phrase opening the line (train log x015:1, the body on the lines after it)
+    "400 Bad Request {",
+]
+
+
+@pytest.mark.parametrize("line", TAGGED_SHAPES)
+def test_a_tagged_client_failure_after_a_healthy_line_is_not_ok(tmp_path: Path, line: str) -> None:
+    log = write(tmp_path, "client.log", f"INFO:     Application startup complete.\n[openai] {line}\n")
+    rc, report = analyze_json(log)
+    assert (rc, report["status"]) == (1, "error")
+    (f,) = report["findings"]
+    assert f["code"] == "access.unrecognized_failure"
+    assert f"{log}:2: [openai] {line}" in f["evidence"]
 
 
 def test_an_answer_a_rule_reads_as_harmless_is_the_clients_failure(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from llm_doctor.checks.access.streaming import buffering_fixes
 from llm_doctor.checks.load import log_events as le
+from llm_doctor.checks.load.config import context_finding
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
 from llm_doctor.facts.logs import LogEvent
@@ -42,7 +43,7 @@ KIND_CODE = {
     "client_protocol": "access.protocol_mismatch",
 }
 CODES = sorted(set(KIND_CODE.values()) | {"access.base_url_invalid", "access.protocol_mismatch", "access.server_error",
-                                         "access.key_malformed", "access.streaming_broken"})
+                                         "access.key_malformed", "access.streaming_broken", "access.unrecognized_failure"})
 OPENAI_PATHS = re.compile(r"^/(?:chat/completions|completions|models|embeddings|responses|messages)\b")
 MODEL_PATHS = re.compile(r"^/v1/(?:chat/completions|completions|embeddings)\b")
 # a 404 here says the model is not served (vLLM/SGLang answer an unknown model with 404)
@@ -124,7 +125,7 @@ STREAM_BUFFERED = "the stream is held back on its way: a proxy or gateway in bet
 BARE_404 = ("client_route_not_found", "client_not_found")
 # client_failed: a tool's catch-all ("Please check the LM Studio developer logs"): read, but it names no
 # cause, so unless another line does the failure stays access.unrecognized_failure
-EVENTS = [*KIND_CODE, "http_response", "client_route_not_found", "client_not_found", "client_failed"]
+EVENTS = [*KIND_CODE, "http_response", "client_route_not_found", "client_not_found", "client_failed", "context_exceeded"]
 
 
 @check("access.client_log", "access", codes=CODES, events=EVENTS)
@@ -135,7 +136,7 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     s = logs.setup
     bare: list[LogEvent] = []
     for e in log.events():
-        if (e.kind in BARE_404 or _unnamed_404(e)) and not e.values.get("path") and not _speaks_anthropic(e):
+        if (e.kind in BARE_404 or _unnamed_404(e) or _pathless_404(e)) and not e.values.get("path") and not _speaks_anthropic(e):
             bare.append(e)
             continue
         code = _anthropic_404(e, s.base_url) if _speaks_anthropic(e) else _code(e)
@@ -202,6 +203,8 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             # typed at the prompt, as checks/access/key.py has it: the key stays out of the shell history
             fixes = [Fix(fix, f"read -rs {var} && export {var}") if (var := _key_variable(events)) else Fix(fix)]
         explains = EXPLAINS.get(code, [])
+        if code == "access.proxy_failed":  # the same TLS or DNS failure, where another line printed it without its ProxyError
+            explains = [*explains, *(c for c in PROXY_LEG if any(_cause(e) == c for e in events))]
         if code == "access.streaming_broken" and any(e.kind == "client_stream_cut" for e in events):
             title, fix = STREAM_CUT
             fixes = [Fix(fix)]
@@ -215,7 +218,18 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             title, fixes = STREAM_BUFFERED, buffering_fixes(s.proxy)
             evidence += [f"between client and server: {s.proxy}"] if s.proxy else []
         findings.append(Finding(code, title, evidence, fixes, explains=explains))
+    if relayed := [e for e in log.events("context_exceeded") if le.relayed(e, logs.engine)]:
+        findings.append(_context_relayed(facts, log, relayed))
     return Outcome(findings, "" if findings else "no client-side error in the log")
+
+
+def _context_relayed(facts: Facts, log: LogView, events: list[LogEvent]) -> Finding:
+    """The server refused a prompt longer than its context, as the client got it. No access code names a request too long
+    for the model (shared/codes.md; the corpus labels these access.unrecognized_failure), so it is that code, with the
+    sizes the refusal quotes and the fixes load.config computes from them; it explains the 4xx/5xx the answer came in."""
+    f = context_finding(facts, log, events)
+    return Finding("access.unrecognized_failure", f"the server refused the request: {f.title}", f.evidence, f.fixes,
+                   explains=["access.server_error", "access.response_invalid", "access.model_not_found"])
 
 
 # the HTTP client could not parse the URL it was given: no scheme ("localhost:8000/v1"), or one it does not speak
@@ -363,7 +377,23 @@ def _is_404(e: LogEvent) -> bool:
 def _unnamed_404(e: LogEvent) -> bool:
     """openai.NotFoundError that names no model ("{'detail': 'Not Found'}", "{'message': 'Not Found'}"): a server that had
     the route and not the model says which model, so this 404 is the path's, as weak as a bare status."""
-    return e.kind == "client_model_not_found" and "model" not in e.values and "model" not in " ".join(e.lines).lower()
+    text = " ".join(e.lines)
+    return e.kind == "client_model_not_found" and "model" not in e.values and "model" not in text.lower() and not ENTITY_404.search(text)
+
+
+# Google's NOT_FOUND names no model, but it is its API's answer for the resource the request named (a path it has no
+# route for gets its front end's HTML 404 page instead)
+ENTITY_404 = re.compile(r"Requested entity was not found", re.I)
+
+
+def _pathless_404(e: LogEvent) -> bool:
+    """A 404 answer a client printed with neither its path nor a body that names a model (openai-node's "404 status code
+    (no body)"): the server has no such route, as weak as a bare status."""
+    return e.kind == "http_response" and e.values.get("status") == 404 and not _path(e)
+
+
+# a model ID that is no ID: a setting left empty, stringified by the client (JavaScript's undefined, Python's None)
+NO_MODEL = {"", "none", "null", "undefined", "nil"}
 
 
 def _corrected(url: str) -> str | None:
@@ -453,11 +483,25 @@ SERVER_SIDE = ("access.server_error", "access.response_invalid")
 def _code(e: LogEvent) -> str | None:
     code = _cause(e)
     text = " ".join(e.lines)
+    # LiteLLM's "You passed model=undefined/undefined": the model setting was empty, not a name the server lacks
+    if code == "access.model_not_found" and "model" in e.values and all(
+            part.strip("'\"` ").lower() in NO_MODEL for part in str(e.values["model"]).split("/")):
+        return "access.model_id_missing"
     if code in ("access.key_rejected", "access.key_malformed") and KEY_ABSENT.search(text):
         return "access.key_missing"
     if code in SERVER_SIDE and (e.values.get("status") in (504, 524) or GATEWAY_TIMEOUT.search(text)):
         return "access.timeout"
+    if code in PROXY_LEG and PROXY_WRAP.search(text):
+        return "access.proxy_failed"
     return code
+
+
+# urllib3's ProxyError around the error of the connection to the proxy (connectionpool.py: `ProxyError("Cannot connect to
+# proxy.", e)` in 1.26, `ProxyError("Unable to connect to proxy", e)` in 1.26/2.x): the proxy's host did not resolve, its
+# TLS failed (an https:// proxy URL for a plain-HTTP proxy: SSLEOFError, WRONG_VERSION_NUMBER) or it refused; the server
+# itself was never asked
+PROXY_WRAP = re.compile(r"\bProxyError\W{1,4}(?:Cannot connect to proxy|Unable to connect to proxy)", re.I)
+PROXY_LEG = ("access.dns_failed", "access.tls_failed", "access.connect_failed")
 
 
 def _cause(e: LogEvent) -> str | None:

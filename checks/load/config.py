@@ -19,9 +19,10 @@ from llm_doctor.logview import LogView
 def config(facts: Facts, log: LogView | None) -> Outcome:
     """The engine accepted its arguments."""
     found = log.events("config_invalid") if log else []
-    longer = log.events("context_exceeded") if log else []
+    # (a refusal the client relays is the access layer's: checks/access/client_log.py)
+    longer = [e for e in log.events("context_exceeded") if not le.relayed(e, log.logs.engine)] if log else []
     if longer and not found:
-        return Outcome([_context(facts, log, longer)])
+        return Outcome([context_finding(facts, log, longer)])
     if not found:
         return _launch_values(facts)
     e = found[-1]
@@ -116,7 +117,7 @@ def _scheduler(v: dict) -> tuple[str, list[Fix]]:
              Fix(f"Or run at most {v['batched']} sequences at once", f"--max-num-seqs {v['batched']}")])
 
 
-def _context(facts: Facts, log: LogView, found: list) -> Finding:
+def context_finding(facts: Facts, log: LogView, found: list) -> Finding:
     """A request longer than the context (or the micro-batch) llama.cpp/Ollama was started with: the
     sizes the server quoted give the value to start it with (rounded up to whole 1024/512 steps)."""
     v = found[-1].values

@@ -13,7 +13,18 @@ import re
 from llm_doctor import engine_flags
 from llm_doctor.facts import Facts
 from llm_doctor.facts.logs import LogEvent
+from llm_doctor.logparse.failures import CLIENT
 from llm_doctor.logview import evidence  # noqa: F401  (the checks quote events through le.evidence)
+
+
+def relayed(e: LogEvent, engine: str) -> bool:
+    """A prompt longer than the context, refused, as the client received it (the error body of the HTTP answer, a client's
+    print of the answer, a client's own output), not the engine's log line: the request failed, the engine went on. (An input
+    above the micro-batch, llama-server's -ub, is the server's setting whoever quotes it.)"""
+    if "n_ubatch" in e.values:
+        return False
+    return engine == "client" or "inside the HTTP error body" in str(e.values.get("tier", "")) or bool(CLIENT.search(" ".join(e.lines)))
+
 
 CLIENT_SYMPTOMS = ["access.connect_failed", "access.server_error", "access.timeout", "access.response_invalid", "access.not_ready"]
 GIB = 1024**3

@@ -290,13 +290,17 @@ HAND_RULES: tuple[Rule, ...] = (
     ),
     _r(
         "hf_access",
-        r"(?P<status>401|403) Client Error|GatedRepoError|Access to model \S+ is restricted|"
+        # (requests' raise_for_status names the URL: a 401/403 from any other host is the API refusing the key, http_response)
+        r"(?P<status>401|403) Client Error(?!: \w+ for url: (?!https?://(?:[\w-]+\.)*(?:huggingface\.co|hf\.co|hf-mirror\.com|modelscope\.cn)\b))|"
+        r"GatedRepoError|Access to model \S+ is restricted|"
         r"You are trying to access a gated repo|Cannot access gated repo|Invalid (?:user )?token|"
         r"(?P<status2>401) Unauthorized.*huggingface",
     ),
     _r(
         "model_missing",
-        r"(?P<status>404) Client Error|RepositoryNotFoundError|Repository Not Found|Repo id must be|HFValidationError|"
+        # (requests' raise_for_status names the URL: a 404 from any other host is the API's answer, http_response)
+        r"(?P<status>404) Client Error(?!: Not Found for url: (?!https?://(?:[\w-]+\.)*(?:huggingface\.co|hf\.co|hf-mirror\.com|modelscope\.cn)\b))|"
+        r"RepositoryNotFoundError|Repository Not Found|Repo id must be|HFValidationError|"
         r"does not appear to have a file named (?P<file>[\w.-]+)|is not a local folder and is not a valid model identifier|"
         r"Can't load (?:the )?(?:config|tokenizer|model) for|No such file or directory: '(?P<path>[^']+)'|"
         r"Invalid repository ID or local directory|We couldn't connect to 'https://huggingface\.co'|"
@@ -356,6 +360,10 @@ HAND_RULES: tuple[Rule, ...] = (
         r"\"(?P<method>GET|POST|PUT|DELETE|PATCH) (?P<path>/\S*) HTTP/[\d.]+\" (?P<status>[45]\d\d)|"
         r"request: (?P<method2>GET|POST) (?P<path2>/\S*) \S+ (?P<status2>[45]\d\d)\b|"
         r"^< HTTP/[\d.]+ (?P<status3>[45]\d\d)\b|(?P<method3>GET|POST) \"?https?://[^/\s]+(?P<path3>/\S*?)\"?: (?P<status4>[45]\d\d) |"
+        # requests' raise_for_status (src/requests/models.py: f"{status} Client Error: {reason} for url: {url}")
+        # (the Hugging Face Hub's answers are the model download's: model_missing, hub_unreachable)
+        r"\b(?P<status7>4\d\d) Client Error: [^\n]{0,60}? for url: https?://(?!(?:[\w-]+\.)*(?:huggingface\.co|hf\.co|hf-mirror\.com|modelscope\.cn)\b)"
+        r"[^/\s]+(?P<path6>/[^\s'\")]*)|"
         # httpx's INFO line, as the OpenAI SDK logs every request
         r"HTTP Request: (?P<method4>GET|POST|PUT|DELETE) https?://[^/\s]+(?P<path4>/\S*) \"HTTP/[\d.]+ (?P<status5>[45]\d\d)|"
         # a browser's console (Chrome, Firefox) for a failed fetch: `POST http://host:port/v1/chat/completions 404 (Not Found)`
@@ -369,7 +377,13 @@ HAND_RULES: tuple[Rule, ...] = (
         r"\b404 page not found|\{\s*[\"']detail[\"']\s*:\s*[\"']Not Found[\"']\s*\}|Cannot (?:GET|POST) (?P<path>/\S+)|"
         r"<title>404 Not Found</title>|<h1>Not Found</h1>|"
         # Fastify's (lib/fourOhFour.js: `Route ${req.method}:${req.url} not found`), and a JSON body's bare "Route not found"
-        r"\bRoute (?P<method>GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS):(?P<path2>/\S*) not found\b|[\"']message[\"']\s*:\s*[\"']Route not found\b",
+        r"\bRoute (?P<method>GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS):(?P<path2>/\S*) not found\b|[\"']message[\"']\s*:\s*[\"']Route not found\b|"
+        # the OpenAI API's 404 for a route it does not have, which relays (one-api, new-api) copy: `Invalid URL (POST /v1/responses)`
+        # (openai/openai-node#132, openai/openai-python#250): the path decides (a doubled /v1, another API's route)
+        r"\bInvalid URL \((?P<method2>GET|POST|PUT|DELETE|PATCH) (?P<path3>/[^\s)]*)\)|"
+        # Azure OpenAI's 404 for a URL with no deployment behind it (`{"error":{"code":"404","message": "Resource not found"}}`; a
+        # deployment name it does not know is DeploymentNotFound): microsoft/autogen#3953, fixed with the deployment's endpoint URL
+        r"\b404\b\W{1,30}(?:message\W{1,5})?Resource not found\b",
     ),
     _r(
         "client_tls",
@@ -426,10 +440,15 @@ HAND_RULES: tuple[Rule, ...] = (
     # "Mask token is missing in vocab, please reconvert model!" on a healthy load)
     _r("client_model_missing_id", r"you must provide a model parameter|\"model\"\s*:\s*\{\}|model.*field required|"
        r"['\"]missing['\"],\s*['\"]loc['\"]:\s*[\[(]['\"]body['\"],\s*['\"]model['\"]|missing (?:required )?(?:parameter|field|argument):? ['\"`]?model\b|"
-       r"missing (?:the )?model (?:in|from) (?:the )?request"),
+       r"missing (?:the )?model (?:in|from) (?:the )?request|"
+       # the gin servers' 400 for an empty model field (Ollama's server/routes.go `gin.H{"error": "model is required"}`, the Go
+       # gateways that copy it), as an error body or after its status
+       r"[\"'](?:error|message|detail)[\"']\s*:\s*[\"'](?:the )?model is required\b|\b400\W{1,3}(?:the )?model is required\b"),
     _r(
         "client_model_not_found",
-        r"The model `(?P<model>[^`]+)` does not exist|model ['\"]?(?P<model2>[\w./:-]+)['\"]? not found|"
+        # vLLM serving_engine.py `The model `{request.model}` does not exist.` (and the OpenAI API's "... or you do not have access
+        # to it"), with its backticks eaten by markdown or turned into quotes when pasted
+        r"The model [`'\"\u2018\u201c]?(?P<model>[^`'\"\u2019\u201d\s]+)[`'\"\u2019\u201d]? does not exist|model ['\"]?(?P<model2>[\w./:-]+)['\"]? not found|"
         # \b: openai.NotFoundError, never Python's ModuleNotFoundError / FileNotFoundError
         r"\bNotFoundError|Invalid model name passed|model_not_found|does not exist or you do not have access|"
         # OpenRouter's 400 for an ID it does not list ("google/gemini-2.0-pro-exp-02-05:free is not a valid model ID"), and
@@ -438,7 +457,13 @@ HAND_RULES: tuple[Rule, ...] = (
         # OpenRouter's 404 for a model no provider serves, an API's "Unknown model: x", Google's
         # "404 models/gemini-pro is not found for API version v1beta"
         r"\bNo endpoints found (?:for|matching) (?P<model5>[\w./:@-]+?)\.?(?=[\s\"',]|$)|\bUnknown model:? [`'\"]?(?P<model6>[\w./:@-]+)|"
-        r"\bmodels/(?P<model7>[\w.-]+) is not found\b",
+        r"\bmodels/(?P<model7>[\w.-]+) is not found\b|"
+        # Google's NOT_FOUND for a model its API does not serve (Gemini / Cloud Code: `{"code": 404, "message": "Requested entity
+        # was not found.", "status": "NOT_FOUND"}`, opencode-gemini-auth#65, gzzhongqi/geminicli2api#23), and a bare "Model not found"
+        # after its status or as an error body's message (OpenHands#16365: "the endpoint returns a `400 Model not found` error")
+        r"\bRequested entity was not found\b|\b4\d\d\W{1,3}model not found\b|[\"'](?:message|detail|error)[\"']\s*:\s*[\"']model not found\b|"
+        # an error body that names the model it does not serve (the codes.md rule: a 404 naming the model is the model's)
+        r"[\"'](?:message|detail|error)[\"']\s*:\s*[\"'](?:the requested )?model(?: [`'\\\"]*(?P<model8>[\w./:@-]+)[`'\\\"]*)? is not (?:available|served)\b",
     ),
     # an OpenAI Chat request (a `tool` role, a `system` message) sent to the Anthropic Messages API, which allows only the
     # user and assistant roles (its 400 invalid_request_error: `messages: Unexpected role "tool". Allowed roles are "user"

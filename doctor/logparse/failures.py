@@ -51,6 +51,9 @@ LITERALS = (
     "crash", " hang", "hung ", "stuck", "freez", "froze", "segfault", " dies", " died", "not working", "n't work", "won't",
     "wont ", "broken", " oom", "fails", "failing", "please upgrade", "please update", "newer", "is required", "bad gateway", "service unavailable",
     "gateway time",
+    # a status line's reason phrases (_ANSWER) that hold none of the words above
+    "bad request", "unauthorized", "payment required", "forbidden", "method not allowed", "request time", "too large",
+    "unsupported media", "unprocessable", "too many requests", "not implemented",
 )
 
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
@@ -89,6 +92,12 @@ ERROR_LEVEL = re.compile(
     # Java: logback/log4j's default layout (`[main] ERROR com.x.Client - msg`), java.util.logging's `SEVERE: msg`
     r"\] (?:ERROR|FATAL)\s+[\w.$]+\s+- |^SEVERE: "
 )
+# tags a client tool prints before its message, which the normaliser leaves in it: `[openai]`, `[Continue]`, `[ERROR] [cline]`
+TAGS = r"(?:\[[^\[\]]{1,40}\]:?\s*)*"
+# the 4xx/5xx reason phrases of RFC 9110 section 15 that clients print after the status
+REASONS = (r"Bad Request|Unauthorized|Payment Required|Forbidden|Not Found|Method Not Allowed|Proxy Authentication Required|"
+           r"Request Time-?out|Payload Too Large|Content Too Large|Unsupported Media Type|Unprocessable (?:Entity|Content)|"
+           r"Too Many Requests|Internal Server Error|Not Implemented|Bad Gateway|Service Unavailable|Gateway Time-?out")
 # a 4xx/5xx answer or an error object as clients state them: the status line (`curl -i`, `< HTTP/1.1 500`
 # of `curl -v`), openai-node / anthropic-sdk-typescript APIError ("404 status code (no body)"),
 # openai-python and anthropic-sdk-python ("Error code: 400 - {...}"), Claude Code ("API Error: 400 ..."),
@@ -97,16 +106,20 @@ ERROR_LEVEL = re.compile(
 # status code does not indicate success: 404 (Not Found)."); an error object's type (OpenAI,
 # Anthropic, llama.cpp: `"type": "invalid_request_error"`, `"type":"server_error"`)
 _ANSWER = (
-    r"^(?:< )?HTTP/\d(?:\.\d)? [45]\d\d\b|\b[45]\d\d status code \(no body\)|\b(?:Error code|API Error|status code):? [45]\d\d\b|"
+    r"^TAGS(?:< )?HTTP/\d(?:\.\d)? [45]\d\d\b|\b[45]\d\d status code \(no body\)|\b(?:Error code|API Error|status code):? [45]\d\d\b|"
     r"\b[45]\d\d (?:Client|Server) Error\b|\b(?:Client|Server) error '[45]\d\d\b|\bdoes not indicate success: [45]\d\d\b|['\"]type['\"]\s*:\s*['\"]\w*_error['\"]|"
-    r"^\{\s*\"error\"\s*:|^curl: \(\d+\)|"
+    r"^TAGS\{\s*\"error\"\s*:|^TAGScurl: \(\d+\)|"
     # Go's *url.Error (net/url, net/http client.go: `%s %q: %s` of the method, or "parse", the URL and the cause)
-    r"^(?:Get|Post|Put|Patch|Delete|Head|parse) \"[^\"\s]*\": \S"
-)
+    r"^TAGS(?:Get|Post|Put|Patch|Delete|Head|parse) \"[^\"\s]*\": \S|"
+    # a status and its reason phrase (RFC 9110 section 15) opening the line or after "HTTP": a client printing the answer it got
+    # ("400 Bad Request", "[openai] 404 Not Found", "HTTP 422 Unprocessable Entity"); openai-node's and anthropic-sdk-typescript's
+    # APIError message `${status} ${message}` after its class ("Error: 400 This model's maximum context length is ...")
+    r"(?:^TAGS|\bHTTP )[45]\d\d (?:REASONS)\b|^TAGS(?:[\w.]*Error: )[45]\d\d [A-Za-z{]"
+).replace("TAGS", TAGS).replace("REASONS", REASONS)
 # a failure stated inside a line: a client's answer (above), a JSON error body, `... Error: msg`
 # (JavaScript, wrapped Python), a 5xx status
 ERROR_IN_LINE = re.compile(
-    _ANSWER + r"|^\{\s*\"detail\"\s*:|\"object\"\s*:\s*\"error\"|\berror=\{|['\"]error['\"]\s*:\s*[{'\"]|"
+    _ANSWER + r"|^" + TAGS + r"\{\s*\"detail\"\s*:|\"object\"\s*:\s*\"error\"|\berror=\{|['\"]error['\"]\s*:\s*[{'\"]|"
     r"(?:^|[\s:(\[`'\"])(?P<type>(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)|Error): \S|\b(?:got |unhandled |uncaught )?exception: \S|"
     r"\b(?:HTTP|status code:?)\s*5\d\d\b"
 )
@@ -227,6 +240,9 @@ class FailureReader:
             self.reset()
             self.open = True
             return None
+        if not self.open and FRAME.match(text):  # a traceback pasted from its middle, without its header: its frames still say where
+            self.reset()
+            self.open = True
         if self.open:
             return self._in_traceback(text, recognised)
         if recognised or CHAIN.match(text):
@@ -286,6 +302,11 @@ def _exception_values(m: re.Match[str], frames: list[str]) -> dict[str, object]:
     return values
 
 
+# the installed package a frame's file belongs to (`.../site-packages/aiohttp/helpers.py` -> aiohttp/helpers.py): the
+# library that raised, when the exception's words name no cause
+PACKAGE_FILE = re.compile(r'File "[^"]*?[/\\](?:site|dist)-packages[/\\](?P<pkg>[^"]+)"')
+
+
 def classify(signal: Signal, text: str) -> Signal:
     """A failure whose words (or the words of the error it quotes) belong to a keyword family
     becomes an event of the family's kind, with the tier it was recognised by; a wrapper is marked
@@ -297,7 +318,8 @@ def classify(signal: Signal, text: str) -> Signal:
     found = chains.family(text, inner, wrapper) if not wrapper or inner else None
     frame = str(signal.values.get("frame") or "")
     if found is None and frame and not wrapper:  # the words name no cause: where it was raised may (a KeyError in the config registry)
-        text = f"{text} (raised in {frame})"
+        package = next((m["pkg"] for x in signal.extra if (m := PACKAGE_FILE.search(x))), "")
+        text = f"{text} (raised in {frame}, {package})" if package else f"{text} (raised in {frame})"
         found = chains.family(text)
     values = {**signal.values, "cascade": wrapper} if wrapper else dict(signal.values)
     if found is None:
