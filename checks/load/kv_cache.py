@@ -22,6 +22,12 @@ from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
 MAX_UTIL = 0.95
+# a message wrapped into at most this many lines still reads as one (the pieces of vLLM V1's refusal)
+WRAP_LINES = 2
+# vLLM prints the KV bytes it needs and has in GiB with two decimals (v1/core/kv_cache_utils.py format_gib)
+GIB_ROUNDING = 0.005
+# SGLang's max_req_input_len is min(context, pool) - 1, and 5 less since v0.5 (scheduler.py): at most 6 below the context
+SGLANG_INPUT_RESERVE = 6
 # sizing the KV cache is the last step of a start-up before CUDA graphs and serving (vLLM
 # initialize_kv_cache, SGLang init_memory_pool): a start-up it stopped never served, so an out-of-memory
 # quoted beside it (the profiling run's, an earlier attempt's) is not what ended this one
@@ -54,10 +60,12 @@ def _util(facts: Facts) -> float:
 
 
 def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
-    last = found[-1]  # several attempts in one log: the last numbers count
-    v = last.values
-    asked = int(v.get("max_seq_len") or le.first_value(found, "max_seq_len") or 0)
-    evidence = le.evidence([last]) + log.earlier_runs()
+    pieces = _pieces(found)  # several attempts in one log: the last one's numbers count
+    v: dict[str, object] = {}
+    for piece in reversed(pieces):
+        v.update(piece.values)
+    asked = int(v.get("max_seq_len") or le.first_value(found, "max_seq_len") or 0)  # type: ignore[call-overload]
+    evidence = le.evidence(pieces) + log.earlier_runs()
     fixes: list[Fix] = []
     util = _util(facts)
     total = le.gpu_total_gib(facts)
@@ -76,10 +84,17 @@ def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
         per_token_gib = needed / asked if asked else None
         if "estimated_max_len" in v:
             capacity = int(v["estimated_max_len"])  # type: ignore[call-overload]
-        elif per_token_gib:
-            capacity = int(available / per_token_gib) // block * block
+        elif asked:
+            # vLLM rounds both figures to 0.01 GiB (format_gib): the least available over the most needed is a
+            # share of the asked length that surely fits; then whole blocks, as vLLM allocates them
+            share = max(0.0, available - GIB_ROUNDING) / (needed + GIB_ROUNDING)
+            capacity = int(share * asked) // block * block or None
     elif "estimated_max_len" in v:
         capacity = int(v["estimated_max_len"])  # type: ignore[call-overload]
+    elif "max_seq_len" in v and facts.logs and facts.logs.setup.gpu_blocks and le.engine(facts) in ("", "vllm"):
+        # V0's refusal cut before its number: it compares max_model_len with num_gpu_blocks * block_size
+        # (worker.py raise_if_cache_size_invalid), and the engine logged the blocks ("# GPU blocks: N")
+        capacity = int(facts.logs.setup.gpu_blocks) * block
     title = f"max_model_len {asked or '?'} does not fit the KV cache"
     if capacity:
         title += f" (room for {capacity} tokens)"
@@ -111,14 +126,29 @@ def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
     return Finding("load.kv_cache_insufficient", title, evidence, fixes, explains=KV_EXPLAINS)
 
 
+def _pieces(found: list) -> list:
+    """The last message among `found` with the pieces of it that a wrap put on the lines just before
+    (vLLM V1's refusal pasted over two or three lines: the length asked, the bytes, the estimate; see
+    doctor/logparse/events.py), last piece first."""
+    last = found[-1]
+    pieces = [last]
+    for e in reversed(found[:-1]):
+        if e.source != last.source or not 0 < pieces[-1].line_no - e.line_no <= WRAP_LINES or e.values.keys() & last.values.keys():
+            break
+        pieces.append(e)
+    return pieces
+
+
 def _pool_capped(facts: Facts, log: LogView, e) -> Finding | None:
-    """SGLang refuses a request longer than max_req_input_len = min(context_len, the KV pool's tokens) - 1
-    (managers/utils.py validate_input_length): an allowed length below the configured context length is
-    the KV pool's size, so the context asked for does not fit the KV cache. Without the configured
-    context length, or at it, the request is simply longer than the context: no KV finding."""
+    """SGLang refuses a request longer than max_req_input_len = min(context_len - 1, the KV pool's tokens - 1)
+    (managers/utils.py validate_input_length; the scheduler takes 5 more off since v0.5): an allowed length
+    below the configured context length by more than that is the KV pool's size, so the context asked for
+    does not fit the KV cache; the pool holds at least allowed + 1 tokens in every version. Without the
+    configured context length, or at it, the request is simply longer than the context: no KV finding."""
     context = le.deployment_value(facts, "max_model_len")
-    pool = int(e.values["allowed"]) + 1  # type: ignore[call-overload]
-    if not isinstance(context, int) or pool >= context:
+    allowed = int(e.values["allowed"])  # type: ignore[call-overload]
+    pool = allowed + 1
+    if not isinstance(context, int) or allowed + SGLANG_INPUT_RESERVE >= context:
         return None
     flag = "--context-length" if le.engine(facts) == "sglang" else "--max-model-len"
     evidence = le.evidence([e]) + [f"context length {context} configured; the KV pool holds {pool} tokens"] + log.earlier_runs()

@@ -63,17 +63,31 @@ _STREAM_SAID = (
 # Ordered: the first hand rule that matches a message wins, so specific wordings come before generic ones.
 HAND_RULES: tuple[Rule, ...] = (
     # --- KV cache capacity ------------------------------------------------------------------
+    # vLLM V0 (worker.py raise_if_cache_size_invalid, v0.2-v0.10): "The model's max seq len ({max_model_len}) is larger
+    # than the maximum number of tokens that can be stored in KV cache ({max_seq_len}). Try increasing ...": a paste
+    # may cut it before the capacity or retell it without the numbers
     _r(
         "kv_cache_too_small",
-        r"max seq len \((?P<max_seq_len>\d+)\) is larger than the maximum number of tokens that can be stored "
-        r"in KV cache \((?P<kv_tokens>\d+)\)",
+        r"max seq len(?: \((?P<max_seq_len>\d+)\))? is larger than the maximum number of tokens that can be stored "
+        r"in KV cache(?:\s*\((?P<kv_tokens>\d+)\))?",
     ),
+    # vLLM V1 (v1/core/kv_cache_utils.py _check_enough_kv_cache_memory, v0.7-v0.11): "To serve at least one request with
+    # the models's max seq len ({max_model_len}), ({needed} GiB KV cache is needed, which is larger than the available KV
+    # cache memory ({available} GiB). Based on the available memory, the estimated maximum model length is {n}. Try
+    # ...". Pasted into an issue it is often wrapped over two or three lines: each piece is a rule of its own (the head
+    # with the length asked, the needed/available bytes, the estimate) and load.kv_cache joins the adjacent pieces
     _r(
         "kv_cache_too_small",
-        r"max seq len \((?P<max_seq_len>\d+)\),? \(?(?P<needed>" + _SIZE + r") KV cache is needed, which is larger "
-        r"than the available KV cache memory \((?P<available>" + _SIZE + r")\)"
+        r"max seq len \((?P<max_seq_len>\d+)\),?\s*\(?(?P<needed>" + _SIZE + r") KV cache is needed, which is larger "
+        r"than the available KV cache memory\s*\((?P<available>" + _SIZE + r")\)"
         r"(?:.*?estimated maximum model length is (?P<estimated_max_len>\d+))?",
     ),
+    _r(
+        "kv_cache_too_small",
+        r"(?P<needed>" + _SIZE + r") KV cache is needed, which is larger than the available KV cache(?: memory)?"
+        r"(?:\s*\((?P<available>" + _SIZE + r")\))?(?:.*?estimated maximum model length is (?P<estimated_max_len>\d+))?",
+    ),
+    _r("kv_cache_too_small", r"To serve at least one request with the model\S{0,3} max seq len \((?P<max_seq_len>\d+)\)"),
     _r("kv_cache_too_small", r"estimated maximum model length is (?P<estimated_max_len>\d+)"),
     _r("kv_cache_alloc_failed", r"llama_kv_cache_init: failed to allocate buffer|failed to allocate buffer for kv cache"),
     _r("kv_cache_alloc_failed", r"llama_kv_cache_init\(\) failed"),

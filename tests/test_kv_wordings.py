@@ -1,0 +1,61 @@
+"""The engines' KV-cache shortfall messages as they reach us pasted: wrapped over lines, cut before
+their numbers, retold without them. Each sample is the engine's own message (source named), in the
+shape a public thread or the train corpus holds it."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_load_wordings import assert_rank_one, findings_of
+
+# (name, log lines, a substring of the evidence, the first fix's exact command or None)
+CASES = [
+    # vllm v1/core/kv_cache_utils.py _check_enough_kv_cache_memory, wrapped in two as an Ascend report quotes it
+    # (vllm-ascend OTP report, vLLM v0.20.2); 133072 * (4.01 - 0.005) / (5.11 + 0.005) = 104192.8 -> 6512 blocks of 16
+    ("vllm-v1-wrapped-two", [
+        "ValueError: To serve at least one request with the model's max seq len (133072),",
+        "(5.11 GiB KV cache is needed, which is larger than the available KV cache memory (4.01 GiB).",
+    ], "max seq len (133072)", "--max-model-len 104192"),
+    # the same message wrapped in three, the estimate on the last line (a deployment guide's quote of it)
+    ("vllm-v1-wrapped-three", [
+        "ValueError: To serve at least one request with the model's max seq len (131072),",
+        "9.5 GiB KV cache is needed, which is larger than the available KV cache memory",
+        "(6.91 GiB). Based on the available memory, the estimated maximum model length is 91520.",
+    ], "9.5 GiB KV cache is needed", "--max-model-len 91520"),
+    # vllm/worker/worker.py raise_if_cache_size_invalid (V0), the paste cut before the capacity (corpus i006);
+    # the engine logged its blocks before: V0 compares max_model_len with num_gpu_blocks * block_size = 953 * 16
+    ("vllm-v0-cut-before-capacity", [
+        "INFO 04-16 10:01:02 llm_engine.py:337] # GPU blocks: 953, # CPU blocks: 512",
+        "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (",
+    ], "max seq len (32768)", "--max-model-len 15248"),
+    # the V0 refusal retold without its numbers (a tutorial's troubleshooting note)
+    ("vllm-v0-no-numbers", [
+        "Error: max seq len is larger than the maximum number of tokens that can be stored in KV cache",
+    ], "stored in KV cache", None),
+]
+
+
+@pytest.mark.parametrize(("name", "lines", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
+def test_kv_shortfall_wording(tmp_path, name: str, lines: list[str], evidence: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, lines, "load.kv_cache_insufficient", evidence, command)
+
+
+def test_separate_attempts_are_not_joined(tmp_path) -> None:
+    """Three refusals of three attempts, one per line (vllm-project/vllm#10517, corpus x021): the last
+    attempt's own numbers count, not a join with the attempts before it."""
+    assert_rank_one(tmp_path, "vllm-v0-attempts", [
+        "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in "
+        "KV cache (23968). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+        "ValueError: The model's max seq len (20000) is larger than the maximum number of tokens that can be stored in "
+        "KV cache (10944). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+    ], "load.kv_cache_insufficient", "(10944)", "--max-model-len 10944")
+
+
+def test_sglang_refusal_within_its_input_reserve_is_the_context(tmp_path) -> None:
+    """SGLang since v0.5 allows min(context - 1, pool - 1) - 5 input tokens (scheduler.py): 32762 under a
+    --context-length 32768 is the context's own limit, not a smaller KV pool."""
+    log = tmp_path / "sglang.log"
+    log.write_text("python -m sglang.launch_server --model-path /models/qwen --context-length 32768\n"
+                   "[2025-09-03 06:49:28 TP0] Input length (40000 tokens) exceeds the maximum allowed length (32762 tokens). "
+                   "Use a shorter input or enable --allow-auto-truncate.\n")
+    assert "load.kv_cache_insufficient" not in [f.code for f in findings_of(log)]
