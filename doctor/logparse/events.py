@@ -598,6 +598,10 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"llama_kv_cache_init|initialize_cache|compute buffer|llama_new_context|llama_context:|"
             # llama.cpp places the KV cache after the weights, whatever its backend prefix (CUDA0, Vulkan1, Metal)
             r"\bKV (?:buffer|self) size\b|"
+            # llama.cpp's load_tensors prints "%s: %12s model buffer size = %8.2f MiB" once every weight buffer is
+            # allocated (src/llama-model.cpp, b3000-b7000; llm_load_tensors before): a GPU allocation that fails after
+            # it is the KV cache's or the compute buffers' (ggml-cuda.cu "cudaMalloc failed" is the same line for all)
+            r"\bmodel buffer size =|"
             # TensorRT-LLM: the engine (its weights) is deserialized before the execution context and KV cache
             r"IExecutionContext creation|for max tokens in paged KV cache|"
             # TensorRT-LLM sizing its paged KV cache from the memory the engine left (trtGptModelInflightBatching.cpp)
