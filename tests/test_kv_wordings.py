@@ -1,6 +1,6 @@
-"""The engines' KV-cache shortfall messages as they reach us pasted: wrapped over lines, cut before
-their numbers, retold without them. Each sample is the engine's own message (source named), in the
-shape a public thread or the train corpus holds it."""
+"""The engines' memory refusals (KV-cache shortfall, too little free memory) as pastes deliver them:
+wrapped over lines, cut before their numbers, retold without them. Each sample is the engine's own
+message (source named), in the shape a public thread or the train corpus holds it."""
 
 from __future__ import annotations
 
@@ -59,3 +59,15 @@ def test_sglang_refusal_within_its_input_reserve_is_the_context(tmp_path) -> Non
                    "[2025-09-03 06:49:28 TP0] Input length (40000 tokens) exceeds the maximum allowed length (32762 tokens). "
                    "Use a shorter input or enable --allow-auto-truncate.\n")
     assert "load.kv_cache_insufficient" not in [f.code for f in findings_of(log)]
+
+
+def test_vllm_free_memory_refusal_wrapped_over_two_lines(tmp_path) -> None:
+    """vllm/v1/worker/gpu_worker.py's start-up refusal as a pull request quotes it, wrapped after "less
+    than" (corpus i070): other processes hold the GPU, and what is free is the share to ask for
+    (67.92 / 121.69 - 0.02 = 0.538 -> 0.53)."""
+    assert_rank_one(tmp_path, "vllm-free-memory-wrapped", [
+        "ValueError: Free memory on device cuda:0 (67.92/121.69 GiB) on startup is less than",
+        "desired GPU memory utilization (0.7, 85.18 GiB).",
+    ], "load.gpu_memory_occupied", "it asked for 85.18 GiB (utilization 0.7)", None)
+    top = findings_of(tmp_path / "vllm-free-memory-wrapped.log")[0]
+    assert top.fixes[1].command == "--gpu-memory-utilization 0.53"

@@ -26,7 +26,7 @@ def gpu_memory_free(facts: Facts, log: LogView) -> Outcome:
     """The GPU memory the engine asks for is free when it starts."""
     low = log.events("free_memory_low")
     if low:
-        return Outcome([_free_low(facts, log, low[-1])])
+        return Outcome([_free_low(facts, log, le.wrapped(low))])
     failing = [e for e in log.events() if e.kind in MEMORY_FAILURES]
     if not failing:
         return Outcome(detail="no sign of memory held by other processes")
@@ -60,14 +60,14 @@ def _fixes(facts: Facts, free_gib: float, total_gib: float) -> list[Fix]:
     return fixes
 
 
-def _free_low(facts: Facts, log: LogView, e) -> Finding:
-    v = e.values
-    free, total = float(v.get("free", 0)), float(v.get("total", 0))
+def _free_low(facts: Facts, log: LogView, pieces: list) -> Finding:
+    v = le.joined_values(pieces)
+    free, total = float(v.get("free", 0)), float(v.get("total", 0))  # type: ignore[arg-type]
     util, requested = v.get("util"), v.get("requested")
-    evidence = le.evidence([e]) + log.earlier_runs()
+    evidence = le.evidence(pieces) + log.earlier_runs()
     if total:
-        evidence.append(f"{total - free:.2f} GiB of {total:.2f} GiB is in use before the engine starts; "
-                        f"it asked for {requested} GiB (utilization {util})")
+        asked = f"; it asked for {requested} GiB (utilization {util})" if requested is not None else ""
+        evidence.append(f"{total - free:.2f} GiB of {total:.2f} GiB is in use before the engine starts{asked}")
     title = (f"only {free:g} GiB of {total:g} GiB is free at start-up: other processes hold the GPU" if total
              else "the GPUs are already taken by other processes or models")  # the log gave no sizes
     return Finding("load.gpu_memory_occupied", title,

@@ -22,8 +22,6 @@ from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
 MAX_UTIL = 0.95
-# a message wrapped into at most this many lines still reads as one (the pieces of vLLM V1's refusal)
-WRAP_LINES = 2
 # vLLM prints the KV bytes it needs and has in GiB with two decimals (v1/core/kv_cache_utils.py format_gib)
 GIB_ROUNDING = 0.005
 # SGLang's max_req_input_len is min(context, pool) - 1, and 5 less since v0.5 (scheduler.py): at most 6 below the context
@@ -60,10 +58,8 @@ def _util(facts: Facts) -> float:
 
 
 def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
-    pieces = _pieces(found)  # several attempts in one log: the last one's numbers count
-    v: dict[str, object] = {}
-    for piece in reversed(pieces):
-        v.update(piece.values)
+    pieces = le.wrapped(found)  # several attempts in one log: the last one's numbers count
+    v = le.joined_values(pieces)
     asked = int(v.get("max_seq_len") or le.first_value(found, "max_seq_len") or 0)  # type: ignore[call-overload]
     evidence = le.evidence(pieces) + log.earlier_runs()
     fixes: list[Fix] = []
@@ -124,19 +120,6 @@ def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
         fixes.append(Fix(f"Give the KV cache a larger share of the GPU memory ({le.flag(facts, 'kv_share')}) "
                          f"or ask for a shorter context ({le.flag(facts, 'ctx')})"))
     return Finding("load.kv_cache_insufficient", title, evidence, fixes, explains=KV_EXPLAINS)
-
-
-def _pieces(found: list) -> list:
-    """The last message among `found` with the pieces of it that a wrap put on the lines just before
-    (vLLM V1's refusal pasted over two or three lines: the length asked, the bytes, the estimate; see
-    doctor/logparse/events.py), last piece first."""
-    last = found[-1]
-    pieces = [last]
-    for e in reversed(found[:-1]):
-        if e.source != last.source or not 0 < pieces[-1].line_no - e.line_no <= WRAP_LINES or e.values.keys() & last.values.keys():
-            break
-        pieces.append(e)
-    return pieces
 
 
 def _pool_capped(facts: Facts, log: LogView, e) -> Finding | None:

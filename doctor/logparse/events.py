@@ -103,6 +103,13 @@ HAND_RULES: tuple[Rule, ...] = (
         r"Free memory on device (?:\S+ )?\((?P<free>" + _NUM + r")/(?P<total>" + _NUM + r") GiB\) on startup is less "
         r"than desired GPU memory utilization \((?P<util>[\d.]+), (?P<requested>" + _NUM + r") GiB\)",
     ),
+    # the same refusal (vllm/v1/worker/gpu_worker.py init_device, v0.8-v0.11) pasted over two lines: its halves
+    # are pieces that load.gpu_memory_free joins, as load.kv_cache joins vLLM's wrapped KV refusal
+    _r(
+        "free_memory_low",
+        r"Free memory on device (?:\S+ )?\((?P<free>" + _NUM + r")/(?P<total>" + _NUM + r") GiB\) on startup is less than",
+    ),
+    _r("free_memory_low", r"desired GPU memory utilization \((?P<util>[\d.]+), (?P<requested>" + _NUM + r") GiB\)"),
     _r(
         "free_memory_low",
         r"(?:requested|desired) (?:GPU )?memory.*(?:greater|more|larger) than.*free|"
