@@ -71,3 +71,33 @@ def test_vllm_free_memory_refusal_wrapped_over_two_lines(tmp_path) -> None:
     ], "load.gpu_memory_occupied", "it asked for 85.18 GiB (utilization 0.7)", None)
     top = findings_of(tmp_path / "vllm-free-memory-wrapped.log")[0]
     assert top.fixes[1].command == "--gpu-memory-utilization 0.53"
+
+
+@pytest.mark.parametrize(("model", "gpus", "tp", "wider", "note"), [
+    # 8 KV heads (the table's config.json): 4 per GPU at TP 2, 1 at TP 8: a token's KV takes a quarter per GPU
+    ("meta-llama/Llama-3.1-70B-Instruct", 8, 2, 8, "at least 63872 tokens: each GPU holds 1/4 of a token's KV"),
+    # one KV head per GPU at TP 8 already, replicated at TP 16 (ModelConfig.get_num_kv_heads)
+    ("meta-llama/Llama-3.1-70B-Instruct", 16, 8, 16, "a token's KV does not shrink per GPU"),
+    # MLA: the latent is stored whole on every GPU
+    ("deepseek-ai/DeepSeek-R1", 8, 4, 8, "a token's KV does not shrink per GPU"),
+    # 28 heads, 4 KV heads: of 8 GPUs only TP 4 divides both; no wider split to offer
+    ("Qwen/Qwen2-7B-Instruct", 8, 4, None, ""),
+])
+def test_a_wider_split_grows_the_kv_cache_by_vllms_head_split(tmp_path, model: str, gpus: int, tp: int, wider: int | None,
+                                                              note: str) -> None:
+    """The wider-TP fix is a split vLLM accepts (the heads divide over it) and says what it does to a
+    token's KV per GPU, from the model's KV heads, not TP's ratio alone (vllm/config
+    ModelConfig.get_num_kv_heads; MLA's latent is replicated)."""
+    visible = ",".join(str(i) for i in range(gpus))
+    lines = [f"CUDA_VISIBLE_DEVICES={visible} vllm serve {model} --tensor-parallel-size {tp}",
+             "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored "
+             "in KV cache (15968). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."]
+    log = tmp_path / "vllm.log"
+    log.write_text("\n".join(lines) + "\n")
+    kv = next(f for f in findings_of(log) if f.code == "load.kv_cache_insufficient")
+    splits = [f for f in kv.fixes if (f.command or "").startswith("--tensor-parallel-size")]
+    if wider is None:
+        assert not splits, [f.command for f in splits]
+        return
+    assert [f.command for f in splits] == [f"--tensor-parallel-size {wider}"] and note in splits[0].summary, \
+        [f.summary for f in kv.fixes]

@@ -18,6 +18,7 @@ from llm_doctor import engine_flags, fp8
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
+from llm_doctor.facts.model import ModelFacts
 from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
@@ -164,14 +165,50 @@ def _more_tp(facts: Facts, capacity: int | None, asked: int) -> list[Fix]:
     gpus = le.gpu_count(facts)
     if not gpus or gpus <= tp:
         return []
-    wider = tp
-    while wider * 2 <= gpus:
-        wider *= 2
-    if wider == tp:
+    from llm_doctor import memory
+
+    model = _served_model(facts)
+    if model is not None and model.num_attention_heads and not memory.is_mla(model):
+        # a TP the engine accepts: it divides the attention heads, and the KV heads divide it or it them
+        wider = max(memory.valid_tp_sizes(model.num_attention_heads, gpus, model.num_kv_heads))
+    else:
+        wider = tp
+        while wider * 2 <= gpus:
+            wider *= 2
+    if wider <= tp:
         return []
-    note = f" (roughly {capacity * wider // tp}+ tokens)" if capacity else ""
+    shrink = _kv_split(model, tp, wider)
+    if not capacity:
+        note = ""
+    elif shrink is None:  # the model's KV heads are not known: they split with TP unless too few
+        note = f" (roughly {capacity * wider // tp}+ tokens if its KV heads split {wider} ways)"
+    elif shrink > 1:
+        note = f" (at least {int(capacity * shrink)} tokens: each GPU holds 1/{shrink:g} of a token's KV; the weights free more)"
+    else:
+        note = " (a token's KV does not shrink per GPU: an MLA latent or too few KV heads is replicated; only the memory the weights free grows it)"
     return [Fix(f"Or split the model over {wider} of the {gpus} GPUs: weights shrink per GPU, KV grows{note}",
                 f"{le.flag(facts, 'tp')} {wider}")]
+
+
+def _served_model(facts: Facts) -> ModelFacts | None:
+    """The model's facts: its config, else the shipped table by the logged model name."""
+    from llm_doctor.models import from_table
+
+    cfg = facts.deployment
+    return facts.model or (from_table(cfg.model) if cfg is not None and cfg.model else None)
+
+
+def _kv_split(model: ModelFacts | None, tp: int, wider: int) -> float | None:
+    """How many times less KV a token takes per GPU at TP=wider than at TP=tp, by vLLM's split
+    (ModelConfig.get_num_kv_heads: the KV heads divided over TP, one replicated per GPU when fewer;
+    an MLA latent is replicated on every GPU), or None when the model is not known."""
+    from llm_doctor import memory
+
+    if model is None or not (model.num_kv_heads or model.num_attention_heads or memory.is_mla(model)):
+        return None
+    if memory.is_mla(model):
+        return 1.0
+    return memory.kv_heads_per_gpu(model, tp) / memory.kv_heads_per_gpu(model, wider)
 
 
 def _larger_free_share(facts: Facts, share: float, capacity: int, asked: int) -> list[Fix]:
