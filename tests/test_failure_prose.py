@@ -28,6 +28,8 @@ FAMILIES = [
     ("load.remote_code", "the problem is that trust_remote_code argument do not correctly pass to the sglang Engine"),
     # https://github.com/vllm-project/llm-compressor/pull/2319
     ("load.gpu_memory_occupied", "Appers as if oneshot memory is not freed resulting in gpu_memory_utilization errors with vLLM"),
+    # https://github.com/vllm-project/vllm-omni/issues/2317 (corpus i065): workers that outlived their container
+    ("load.gpu_memory_occupied", "Actual: 2 orphaned VLLM::Worker processes (one per stage) remain alive, holding ~22GB VRAM."),
     # https://github.com/NVIDIA/TensorRT-LLM/issues/1038
     ("load.cuda_mismatch", "The error typically indicates a mismatch between the TRT-LLM versions used when generating the TRT engine and "
                            "the version used by the runtime."),

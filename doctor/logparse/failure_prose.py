@@ -215,7 +215,9 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("load.no_kv_cache_memory", re.compile(r"\bno (?:available )?memory for (?:the )?cache blocks\b|\bnum_gpu_blocks\b[^.]{0,20}?\b(?:0|zero|negative)\b", re.I)),
     # free memory below the requested share: other processes hold it, or it is not freed
     ("load.gpu_memory_occupied", re.compile(
-        r"\b(?:other|another|previous|old|zombie) (?:\w+ )?process(?:es)?\b[^.]{0,40}?\b(?:hold\w*|us(?:e|es|ing)|occup\w*|tak\w*)\b[^.]{0,20}?\b(?:GPU|VRAM|memory)|"
+        # a process that outlived its server holds the memory: people call it a zombie, orphaned, stale, leftover
+        r"\b(?:other|another|previous|old|zombie|orphan(?:ed)?|stale|left-?over|lingering|defunct|dangling) (?:\S+ ){0,2}?process(?:es)?\b"
+        r"[^.]{0,40}?\b(?:hold\w*|us(?:e|es|ing)|occup\w*|tak\w*|keep\w*)\b[^.]{0,20}?\b(?:GPU|VRAM|memory)|"
         r"\b(?:GPU |VRAM |device )?memory (?:is |was )?(?:not (?:freed|released)|never (?:freed|released)|still (?:occupied|in use|held))\b|"
         r"\bfree memory\b[^.]{0,40}?\b(?:less|lower|smaller) than (?:the )?(?:desired|requested)", re.I)),
     # "CUDA driver version is insufficient for CUDA runtime version", "no kernel image is available"
