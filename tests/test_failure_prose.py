@@ -82,6 +82,11 @@ def test_a_sentence_maps_to_the_code_it_names(code, sentence):
     "You could try --enforce-eager, or lower --gpu-memory-utilization if the engine runs out of memory during requests.",
     # healthy
     "Justed tested `v1.41.13`, and it works great, the proxy settings are respected now",
+    # Ray's list of guesses after a worker vanished (hkust-nlp/simpleRL-reason#98, raylet node_manager.cc): the OOM
+    # killer is its first guess whatever happened
+    "End of file. There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high "
+    "memory usage. (2) ray stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or other "
+    "unexpected errors.",
 ])
 def test_questions_advice_and_healthy_statements_stay_quiet(sentence):
     assert failure_prose.statements("issue.md", sentence + "\n") == []

@@ -218,3 +218,12 @@ def test_other_processes_torch_lists_in_an_oom(tmp_path, line: str, occupied: st
         assert not held, [f.evidence for f in held]
         return
     assert findings[0].code == "load.gpu_memory_occupied" and any(occupied in x for x in findings[0].evidence), findings[0].evidence
+
+
+def test_rays_worker_exit_type_out_of_memory_is_host_memory(tmp_path) -> None:
+    """Ray's memory monitor kills a worker with exit type NODE_OUT_OF_MEMORY (src/ray/protobuf common.proto
+    WorkerExitType; core_worker_shutdown_executor.cc names it); the sentence is corpus i407's (NVIDIA forum)."""
+    assert_rank_one(tmp_path, "ray-node-oom", [
+        "After a fully successful warmup the head sits at ~96 percent RAM, which is normal on unified memory. Ray's 95 "
+        "percent memory monitor then false-kills the rank-0 worker (NODE_OUT_OF_MEMORY) even though there is no real OOM.",
+    ], "load.host_oom", "NODE_OUT_OF_MEMORY", None)

@@ -147,7 +147,10 @@ HAND_RULES: tuple[Rule, ...] = (
     # process was signaled to shutdown with signal 7"): a write past the end of a full /dev/shm
     _r("shm_too_small", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*135\b|exit ?code\s*:?\s*-7\b|signal 7 \(SIGBUS\)|"
        r"signaled to shutdown with signal 7\b"),
-    _r("host_oom", r"ray\.exceptions\.OutOfMemoryError|node running low on memory|Task was killed due to the node running low"),
+    # Ray's memory monitor kills a worker: ray.exceptions.OutOfMemoryError, and the worker's exit type
+    # (src/ray/protobuf common.proto WorkerExitType NODE_OUT_OF_MEMORY: "Worker exit type: NODE_OUT_OF_MEMORY")
+    _r("host_oom", r"ray\.exceptions\.OutOfMemoryError|node running low on memory|Task was killed due to the node running low|"
+       r"\bNODE_OUT_OF_MEMORY\b", flags=0),
     _r(
         "host_oom",
         r"model requires more system memory \((?P<required>" + _SIZE + r")\) than is available \((?P<available>"

@@ -290,6 +290,11 @@ ADVICE = re.compile(
     # a possibility or a fix described: "buffering can prevent SSE ...", "disable buffering, ensuring ...", "allows you to"
     r"(?:can|may|might|could) (?:prevent|cause|lead to|result in)|(?:disabl(?:e|es|ing)|turn(?:s|ing)? off) (?:\w+ ){0,2}buffering|"
     r"ensur(?:e|es|ing)|allows? (?:you|us|users|clients) to)", re.I)
+# a list of guesses a program appends whatever happened: Ray's "There are some potential root causes. (1) The process
+# is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) ..." (raylet
+# node_manager.cc, core_worker): its items are possibilities, not what happened
+GUESSES = re.compile(r"\b(?:potential|possible|probable|likely) (?:root )?causes?\b|\bone of the following (?:causes|reasons)\b", re.I)
+ENUMERATED = re.compile(r"^\(?\d{1,2}\)\s")
 ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+\S")
 FENCE = re.compile(r"^\s*(?:```|~~~)")
 # a line a program printed: a timestamp, a `key=value, key=value` record, a prompt's command line
@@ -331,8 +336,10 @@ PROBLEM = re.compile(_FAIL + r"|\b(?:problem|issue|exceed\w*|reached|hit(?:s|tin
 def statements(source: str, text: str) -> list[FailureStatement]:
     """Each sentence that names a load or access failure, with the first code of VOCABULARY it holds."""
     out: list[FailureStatement] = []
+    guessing = False  # inside a list of possible causes
     for s in _sentences(source, text):
-        if (QUESTION.search(s.text) and not COMPLAINT.search(s.text)) or ADVICE.search(s.text):
+        guessing = bool(GUESSES.search(s.text)) or guessing and bool(ENUMERATED.match(s.text))
+        if guessing or (QUESTION.search(s.text) and not COMPLAINT.search(s.text)) or ADVICE.search(s.text):
             continue
         code = next((c for c, rx in VOCABULARY if rx.search(s.text) and (c not in CONTEXT_ONLY or PROBLEM.search(s.text))), None)
         if code is not None:
