@@ -102,7 +102,7 @@ def _oom_others(facts: Facts, e) -> Finding | None:
         return None
     evidence = le.evidence([e]) + [f"{others:.2f} GiB of {total} GiB is held by other processes ({whose})"]
     return Finding("load.gpu_memory_occupied", f"other processes hold {others:.1f} GiB of this GPU", evidence,
-                   _fixes(facts, float(total) - others, float(total)),  # what the others leave this engine  # type: ignore[arg-type]
+                   _fixes(facts, float(total) - others, float(total)),  # type: ignore[arg-type]
                    explains=SYMPTOMS + le.CLIENT_SYMPTOMS)
 
 
