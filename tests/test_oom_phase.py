@@ -60,6 +60,18 @@ CASES = [
         "llm_load_tensors:        CUDA0 model buffer size =  8585.63 MiB",
         "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 1200.00 MiB on device 0: cudaMalloc failed: out of memory",
     ], "load.runtime_oom", "phase: profiling", "-b 1024 -ub 256"),
+    # vllm-project/vllm#16712 (corpus i009): a Helm values list whose comments explain the flags ("Number of
+    # concurrent requests") is configuration, not the server at work: nothing places the OOM, so the weights stay
+    # the alternative instead of "while serving"
+    ("vllm-config-comment-not-serving", [
+        'extraArgs: [',
+        '  # "--max_num_seqs=1",  # # Number of concurrent requests. reduce kv cache size.',
+        '  "--gpu-memory-utilization=0.99", ',
+        ' ]',
+        "VllmWorker rank=1 pid=254) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.25 GiB. GPU 1 has a total "
+        "capacity of 93.02 GiB of which 1.18 GiB is free. Process 2752205 has 91.82 GiB memory in use. Of the allocated "
+        "memory 90.63 GiB is allocated by PyTorch, and 120.54 MiB is reserved by PyTorch but unallocated.",
+    ], "load.runtime_oom", "phase: not placed", None),
     # the allocator line alone (corpus w092's first line): llama.cpp allocates the weights first, and a bare ggml
     # failure names llama.cpp's fixes, not vLLM's --quantization
     ("llamacpp-bare-alloc", [

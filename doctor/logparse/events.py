@@ -676,6 +676,9 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
 )
+# a line holding a command-line flag is a command or a config entry (a launch line, a Helm values list with its
+# comments: `# "--max_num_seqs=1",  # Number of concurrent requests`), never the engine serving or a report of it
+COMMAND_FLAG = re.compile(r"(?:^|[\s\"'\[(,=])--[a-z][\w-]+", re.I)
 PHASE_RANK = {"cuda_graph": 0, "profiling": 1, "weights": 2, "serving": 3}
 # the order a start-up goes through them: a later milestone means the engine went on
 PROGRESS = {"startup": 0, "weights": 1, "profiling": 2, "cuda_graph": 3, "serving": 4}
@@ -698,7 +701,8 @@ class PhaseTracker:
             return
         for phase, pattern in PHASES:
             if pattern.search(text):
-                self.milestone = phase
+                if phase != "serving" or not COMMAND_FLAG.search(text):
+                    self.milestone = phase
                 return
 
     def phase(self) -> str:
