@@ -82,6 +82,8 @@ def test_a_sentence_maps_to_the_code_it_names(code, sentence):
     "You could try --enforce-eager, or lower --gpu-memory-utilization if the engine runs out of memory during requests.",
     # healthy
     "Justed tested `v1.41.13`, and it works great, the proxy settings are respected now",
+    # a program's line, llama.cpp's function-name prefix (corpus w092): the OOM is the log's to read, not a statement
+    "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 35533.34 MiB on device 0: cudaMalloc failed: out of memory",
     # Ray's list of guesses after a worker vanished (hkust-nlp/simpleRL-reason#98, raylet node_manager.cc): the OOM
     # killer is its first guess whatever happened
     "End of file. There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high "

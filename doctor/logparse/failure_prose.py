@@ -302,6 +302,9 @@ LEVEL_WORD = re.compile(r"^\W{0,2}(?:[\w:.\[\]-]+\s){0,2}(?:INFO|WARN|WARNING|ER
                         # or in brackets after its bracketed tag: TurboMind's `[TM][INFO][0301.10:00:00.1][scheduler.cc:1186]`
                         # (lmdeploy src/turbomind/core/logger.cc), TensorRT-LLM's `[TensorRT-LLM][WARNING]`
                         r"|^\[[\w.-]+\]\[(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\]")
+# a C function's name before its message, as llama.cpp and ggml log (LLAMA_LOG_ERROR("%s: ...", __func__):
+# "ggml_backend_cuda_buffer_type_alloc_buffer: allocating ...", "llama_model_load: error loading model: ..."): a program's
+FUNC_PREFIX = re.compile(r"^[a-z][a-z0-9]*_[a-z0-9_]+: ")
 FIELD = re.compile(r"^[A-Z][A-Za-z ]{0,20}:\s+\S+(?:\s+\S+){0,3}\s*$")  # one `Status Code: 500` row of such a form
 RECORD = re.compile(r"(?:^|\s)[A-Z][A-Za-z ]{0,20}:\s")  # `Model: x Provider: y Status Code: 401`: a form a program filled
 STAMP = re.compile(r"^\W{0,3}\d{4}-\d\d-\d\d[ T]\d\d:\d\d|^\W{0,3}\d\d:\d\d:\d\d|^\s*(?:\$|>>>|#\s*(?:vllm|python|docker|curl)\b)|^\s*(?:INFO|DEBUG|WARNING|ERROR)\b")
@@ -359,7 +362,7 @@ def _prose(raw: str) -> str:
     # a program's record by its shape: a level after a tag (glog's `[W socket.cpp:601]`, `NCCL WARN`, `ERROR [x]`),
     # a filled form (`Status Code: 500`). A line quoting an error (`The demo failed to run: RuntimeError: ...`,
     # a title) is read: its words name the failure where no rule places the error it quotes
-    if (own_level(line.text) or LEVEL_WORD.match(line.text) or FIELD.match(words)
+    if (own_level(line.text) or LEVEL_WORD.match(line.text) or FIELD.match(words) or FUNC_PREFIX.match(words)
             or len(RECORD.findall(words)) >= 3):
         return ""
     return " ".join(raw.strip().strip("*_>-#").split())
