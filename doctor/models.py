@@ -256,6 +256,9 @@ def builtin_names() -> list[str]:
 # "SmolLM-135M"; "Mixtral-8x7B" as 8 x 7 (an upper bound: the experts share attention); "Qwen3-30B-A3B"
 # reads 30 (the active "A3B" follows a letter); "128k" contexts and "v0.6" versions are no counts
 _PARAMS = re.compile(r"(?<![\w.])(?:(?P<experts>\d+)x)?(?P<n>\d+(?:\.\d+)?)(?P<unit>[bm])(?![a-z0-9])", re.I)
+# Meta's MoE naming (Llama-4-Scout-17B-16E: 109B in all, Maverick-17B-128E: 400B) states the active count and the
+# experts: taken as the model's size it would call a shard that cannot fit one that "fits with room to spare"
+_ACTIVE_OF_EXPERTS = re.compile(r"(?<![\w.])\d+(?:\.\d+)?B-\d+E(?![a-z0-9])", re.I)
 # the weight format a name states: 4-bit AWQ/GPTQ/bitsandbytes/W4A16, 8-bit FP8/INT8/W8A8
 _NAME_QUANT = (("awq", re.compile(r"awq|gptq|int4|\b4bit|-4bit|w4a16|\bnf4", re.I)), ("fp8", re.compile(r"fp8|int8|w8a8|8bit", re.I)))
 
@@ -265,6 +268,8 @@ def from_name(name: str) -> ModelFacts | None:
     it: the doctor.memory arithmetic then sizes its weights. Only the last path part is read (a
     folder above it may hold any digits); None when the name states no count."""
     base = name.rstrip("/").split("/")[-1]
+    if _ACTIVE_OF_EXPERTS.search(base):
+        return None  # "17B-16E": 17B active in each of 16 experts' paths, the total is not in the name
     counts = []
     for m in _PARAMS.finditer(base):
         scale = 1e9 if m.group("unit").lower() == "b" else 1e6

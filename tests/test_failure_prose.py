@@ -28,6 +28,8 @@ FAMILIES = [
     ("load.remote_code", "the problem is that trust_remote_code argument do not correctly pass to the sglang Engine"),
     # https://github.com/vllm-project/llm-compressor/pull/2319
     ("load.gpu_memory_occupied", "Appers as if oneshot memory is not freed resulting in gpu_memory_utilization errors with vLLM"),
+    # https://github.com/vllm-project/vllm-omni/issues/2317 (corpus i065): workers that outlived their container
+    ("load.gpu_memory_occupied", "Actual: 2 orphaned VLLM::Worker processes (one per stage) remain alive, holding ~22GB VRAM."),
     # https://github.com/NVIDIA/TensorRT-LLM/issues/1038
     ("load.cuda_mismatch", "The error typically indicates a mismatch between the TRT-LLM versions used when generating the TRT engine and "
                            "the version used by the runtime."),
@@ -80,6 +82,13 @@ def test_a_sentence_maps_to_the_code_it_names(code, sentence):
     "You could try --enforce-eager, or lower --gpu-memory-utilization if the engine runs out of memory during requests.",
     # healthy
     "Justed tested `v1.41.13`, and it works great, the proxy settings are respected now",
+    # a program's line, llama.cpp's function-name prefix (corpus w092): the OOM is the log's to read, not a statement
+    "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 35533.34 MiB on device 0: cudaMalloc failed: out of memory",
+    # Ray's list of guesses after a worker vanished (hkust-nlp/simpleRL-reason#98, raylet node_manager.cc): the OOM
+    # killer is its first guess whatever happened
+    "End of file. There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high "
+    "memory usage. (2) ray stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or other "
+    "unexpected errors.",
 ])
 def test_questions_advice_and_healthy_statements_stay_quiet(sentence):
     assert failure_prose.statements("issue.md", sentence + "\n") == []

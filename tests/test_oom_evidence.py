@@ -193,3 +193,37 @@ def test_llamacpp_compute_buffers_are_a_runtime_oom(tmp_path, line: str, command
     assert "phase: profiling" in top.evidence
     if command:
         assert top.fixes[0].command == command
+
+
+@pytest.mark.parametrize(("line", "occupied"), [
+    # a MinerU 2.0 error report in a public GitHub file (find_string id 23273126410): torch lists every process on
+    # the GPU (CUDACachingAllocator.cpp reportProcessMemoryInfo); this one is one of them, so the others hold at
+    # least the sum less the largest, 44.48 - 14.52 = 29.96 GiB
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 136.00 MiB. GPU 0 has a total capacity of 44.53 GiB "
+     "of which 32.62 MiB is free. Process 899595 has 14.52 GiB memory in use. Process 1039101 has 3.03 GiB memory in use. "
+     "Process 1603024 has 6.96 GiB memory in use. Process 2007660 has 9.48 GiB memory in use. Process 785200 has 8.47 GiB "
+     "memory in use. Process 795316 has 2.02 GiB memory in use. Of the allocated memory 1.50 GiB is allocated by PyTorch, "
+     "and 167.00 MiB is reserved by PyTorch but unallocated.", "29.96 GiB of 44.53 GiB is held by other processes"),
+    # a TP peer's context beside this rank (corpus d085, sgl-project/sglang): 946 MiB is no other tenant
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 174.00 MiB. GPU 3 has a total capacity of 79.44 GiB "
+     "of which 137.00 MiB is free. Process 235237 has 946.00 MiB memory in use. Process 235597 has 78.37 GiB memory in use. "
+     "Of the allocated memory 76.04 GiB is allocated by PyTorch, and 1.35 GiB is reserved by PyTorch but unallocated.", ""),
+])
+def test_other_processes_torch_lists_in_an_oom(tmp_path, line: str, occupied: str) -> None:
+    log = tmp_path / "oom.log"
+    log.write_text(line + "\n")
+    findings = findings_of(log)
+    held = [f for f in findings if f.code == "load.gpu_memory_occupied"]
+    if not occupied:
+        assert not held, [f.evidence for f in held]
+        return
+    assert findings[0].code == "load.gpu_memory_occupied" and any(occupied in x for x in findings[0].evidence), findings[0].evidence
+
+
+def test_rays_worker_exit_type_out_of_memory_is_host_memory(tmp_path) -> None:
+    """Ray's memory monitor kills a worker with exit type NODE_OUT_OF_MEMORY (src/ray/protobuf common.proto
+    WorkerExitType; core_worker_shutdown_executor.cc names it); the sentence is corpus i407's (NVIDIA forum)."""
+    assert_rank_one(tmp_path, "ray-node-oom", [
+        "After a fully successful warmup the head sits at ~96 percent RAM, which is normal on unified memory. Ray's 95 "
+        "percent memory monitor then false-kills the rank-0 worker (NODE_OUT_OF_MEMORY) even though there is no real OOM.",
+    ], "load.host_oom", "NODE_OUT_OF_MEMORY", None)

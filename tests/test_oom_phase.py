@@ -52,6 +52,31 @@ CASES = [
         "modelInstanceState: [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): out "
         "of memory (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:112)",
     ], "load.runtime_oom", "phase: profiling", None),
+    # ggml-cuda.cu's allocator line is the same for every buffer; llama.cpp's load_tensors prints "model buffer size"
+    # once every weight buffer is allocated (src/llama-model.cpp): what fails after it is the KV cache or the compute
+    # buffers, not the weights (lines from ollama/ollama#8144, corpus h078, and ggml-org/llama.cpp's allocator)
+    ("llamacpp-alloc-after-model-buffers", [
+        "llm_load_tensors: offloaded 17/81 layers to GPU",
+        "llm_load_tensors:        CUDA0 model buffer size =  8585.63 MiB",
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 1200.00 MiB on device 0: cudaMalloc failed: out of memory",
+    ], "load.runtime_oom", "phase: profiling", "-b 1024 -ub 256"),
+    # vllm-project/vllm#16712 (corpus i009): a Helm values list whose comments explain the flags ("Number of
+    # concurrent requests") is configuration, not the server at work: nothing places the OOM, so the weights stay
+    # the alternative instead of "while serving"
+    ("vllm-config-comment-not-serving", [
+        'extraArgs: [',
+        '  # "--max_num_seqs=1",  # # Number of concurrent requests. reduce kv cache size.',
+        '  "--gpu-memory-utilization=0.99", ',
+        ' ]',
+        "VllmWorker rank=1 pid=254) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.25 GiB. GPU 1 has a total "
+        "capacity of 93.02 GiB of which 1.18 GiB is free. Process 2752205 has 91.82 GiB memory in use. Of the allocated "
+        "memory 90.63 GiB is allocated by PyTorch, and 120.54 MiB is reserved by PyTorch but unallocated.",
+    ], "load.runtime_oom", "phase: not placed", None),
+    # the allocator line alone (corpus w092's first line): llama.cpp allocates the weights first, and a bare ggml
+    # failure names llama.cpp's fixes, not vLLM's --quantization
+    ("llamacpp-bare-alloc", [
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 35533.34 MiB on device 0: cudaMalloc failed: out of memory",
+    ], "load.weights_oom", "llama.cpp allocates the weight buffers first", None),
 ]
 
 
@@ -140,3 +165,15 @@ def test_the_sampler_warm_up_is_the_profiling_run(tmp_path) -> None:
     top = findings_of(log)[0]
     assert top.code == "load.runtime_oom"
     assert "phase: profiling" in top.evidence
+
+
+def test_a_bare_ggml_failure_gets_llamacpp_fixes(tmp_path) -> None:
+    """A ggml allocator line names no engine, but only llama.cpp and the servers built on it print it:
+    their fixes (-ngl), never vLLM's --quantization (corpus w092)."""
+    log = tmp_path / "ollama.log"
+    log.write_text("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 35533.34 MiB on device 0: cudaMalloc failed: "
+                   "out of memory\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.weights_oom"
+    assert [f.command for f in top.fixes] == [None, None], [(f.summary, f.command) for f in top.fixes]
+    assert "-ngl" in top.fixes[0].summary

@@ -10,13 +10,17 @@ same cause. It is the root cause of those symptoms, so the finding explains them
 from __future__ import annotations
 
 import math
+import re
 
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
 from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logparse import events as ev
 from llm_doctor.logview import LogView
 
+# torch's per-process report in an OOM message (CUDACachingAllocator.cpp reportProcessMemoryInfo, torch 2.1+)
+PROCESS_HAS = re.compile(r"\bProcess \d+ has (\d[\d,]*(?:\.\d+)?\s*[KMGT]i?B) memory in use")
 SYMPTOMS = ["load.no_kv_cache_memory", "load.kv_cache_insufficient", "load.runtime_oom", "load.weights_oom"]
 MEMORY_FAILURES = {"no_kv_memory", "kv_cache_too_small", "cuda_oom"}
 
@@ -26,7 +30,7 @@ def gpu_memory_free(facts: Facts, log: LogView) -> Outcome:
     """The GPU memory the engine asks for is free when it starts."""
     low = log.events("free_memory_low")
     if low:
-        return Outcome([_free_low(facts, log, low[-1])])
+        return Outcome([_free_low(facts, log, le.wrapped(low))])
     failing = [e for e in log.events() if e.kind in MEMORY_FAILURES]
     if not failing:
         return Outcome(detail="no sign of memory held by other processes")
@@ -60,14 +64,14 @@ def _fixes(facts: Facts, free_gib: float, total_gib: float) -> list[Fix]:
     return fixes
 
 
-def _free_low(facts: Facts, log: LogView, e) -> Finding:
-    v = e.values
-    free, total = float(v.get("free", 0)), float(v.get("total", 0))
+def _free_low(facts: Facts, log: LogView, pieces: list) -> Finding:
+    v = le.joined_values(pieces)
+    free, total = float(v.get("free", 0)), float(v.get("total", 0))  # type: ignore[arg-type]
     util, requested = v.get("util"), v.get("requested")
-    evidence = le.evidence([e]) + log.earlier_runs()
+    evidence = le.evidence(pieces) + log.earlier_runs()
     if total:
-        evidence.append(f"{total - free:.2f} GiB of {total:.2f} GiB is in use before the engine starts; "
-                        f"it asked for {requested} GiB (utilization {util})")
+        asked = f"; it asked for {requested} GiB (utilization {util})" if requested is not None else ""
+        evidence.append(f"{total - free:.2f} GiB of {total:.2f} GiB is in use before the engine starts{asked}")
     title = (f"only {free:g} GiB of {total:g} GiB is free at start-up: other processes hold the GPU" if total
              else "the GPUs are already taken by other processes or models")  # the log gave no sizes
     return Finding("load.gpu_memory_occupied", title,
@@ -75,16 +79,30 @@ def _free_low(facts: Facts, log: LogView, e) -> Finding:
 
 
 def _oom_others(facts: Facts, e) -> Finding | None:
+    """Memory the OOM message says other processes hold: the total less the free and this process's
+    ("Including non-PyTorch memory, this process has X memory in use"); or, where torch lists every
+    process on the GPU from NVML instead ("Process 1234 has X memory in use. ", c10/cuda/
+    CUDACachingAllocator.cpp reportProcessMemoryInfo), all but the largest of them: this process is
+    one of them, so the others hold at least that much."""
     v = e.values
     total, free, mine = v.get("total"), v.get("free"), v.get("this_process")
-    if not all(isinstance(x, (int, float)) for x in (total, free, mine)):
+    if not all(isinstance(x, (int, float)) for x in (total, free)):
         return None
-    others = float(total) - float(free) - float(mine)  # type: ignore[arg-type]
+    listed = [ev.to_number(m) for m in PROCESS_HAS.findall(" ".join(e.lines))]
+    sizes = [float(x) for x in listed if isinstance(x, (int, float))]
+    if isinstance(mine, (int, float)):
+        others = float(total) - float(free) - float(mine)  # type: ignore[arg-type]
+        whose = f"this process: {mine} GiB"
+    elif len(sizes) >= 2:
+        others = sum(sizes) - max(sizes)
+        whose = f"{len(sizes)} processes listed, the largest {max(sizes):g} GiB taken as this one"
+    else:
+        return None
     if others < max(2.0, 0.1 * float(total)):  # type: ignore[arg-type]
         return None
-    evidence = le.evidence([e]) + [f"{others:.2f} GiB of {total} GiB is held by other processes (this process: {mine} GiB)"]
+    evidence = le.evidence([e]) + [f"{others:.2f} GiB of {total} GiB is held by other processes ({whose})"]
     return Finding("load.gpu_memory_occupied", f"other processes hold {others:.1f} GiB of this GPU", evidence,
-                   _fixes(facts, float(free) + float(mine), float(total)),  # type: ignore[arg-type]
+                   _fixes(facts, float(total) - others, float(total)),  # type: ignore[arg-type]
                    explains=SYMPTOMS + le.CLIENT_SYMPTOMS)
 
 

@@ -18,10 +18,15 @@ from llm_doctor import engine_flags, fp8
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
+from llm_doctor.facts.model import ModelFacts
 from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
 MAX_UTIL = 0.95
+# vLLM prints the KV bytes it needs and has in GiB with two decimals (v1/core/kv_cache_utils.py format_gib)
+GIB_ROUNDING = 0.005
+# SGLang's max_req_input_len is min(context, pool) - 1, and 5 less since v0.5 (scheduler.py): at most 6 below the context
+SGLANG_INPUT_RESERVE = 6
 # sizing the KV cache is the last step of a start-up before CUDA graphs and serving (vLLM
 # initialize_kv_cache, SGLang init_memory_pool): a start-up it stopped never served, so an out-of-memory
 # quoted beside it (the profiling run's, an earlier attempt's) is not what ended this one
@@ -54,10 +59,10 @@ def _util(facts: Facts) -> float:
 
 
 def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
-    last = found[-1]  # several attempts in one log: the last numbers count
-    v = last.values
-    asked = int(v.get("max_seq_len") or le.first_value(found, "max_seq_len") or 0)
-    evidence = le.evidence([last]) + log.earlier_runs()
+    pieces = le.wrapped(found)  # several attempts in one log: the last one's numbers count
+    v = le.joined_values(pieces)
+    asked = int(v.get("max_seq_len") or le.first_value(found, "max_seq_len") or 0)  # type: ignore[call-overload]
+    evidence = le.evidence(pieces) + log.earlier_runs()
     fixes: list[Fix] = []
     util = _util(facts)
     total = le.gpu_total_gib(facts)
@@ -76,10 +81,17 @@ def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
         per_token_gib = needed / asked if asked else None
         if "estimated_max_len" in v:
             capacity = int(v["estimated_max_len"])  # type: ignore[call-overload]
-        elif per_token_gib:
-            capacity = int(available / per_token_gib) // block * block
+        elif asked:
+            # vLLM rounds both figures to 0.01 GiB (format_gib): the least available over the most needed is a
+            # share of the asked length that surely fits; then whole blocks, as vLLM allocates them
+            share = max(0.0, available - GIB_ROUNDING) / (needed + GIB_ROUNDING)
+            capacity = int(share * asked) // block * block or None
     elif "estimated_max_len" in v:
         capacity = int(v["estimated_max_len"])  # type: ignore[call-overload]
+    elif "max_seq_len" in v and facts.logs and facts.logs.setup.gpu_blocks and le.engine(facts) in ("", "vllm"):
+        # V0's refusal cut before its number: it compares max_model_len with num_gpu_blocks * block_size
+        # (worker.py raise_if_cache_size_invalid), and the engine logged the blocks ("# GPU blocks: N")
+        capacity = int(facts.logs.setup.gpu_blocks) * block
     title = f"max_model_len {asked or '?'} does not fit the KV cache"
     if capacity:
         title += f" (room for {capacity} tokens)"
@@ -112,13 +124,15 @@ def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
 
 
 def _pool_capped(facts: Facts, log: LogView, e) -> Finding | None:
-    """SGLang refuses a request longer than max_req_input_len = min(context_len, the KV pool's tokens) - 1
-    (managers/utils.py validate_input_length): an allowed length below the configured context length is
-    the KV pool's size, so the context asked for does not fit the KV cache. Without the configured
-    context length, or at it, the request is simply longer than the context: no KV finding."""
+    """SGLang refuses a request longer than max_req_input_len = min(context_len - 1, the KV pool's tokens - 1)
+    (managers/utils.py validate_input_length; the scheduler takes 5 more off since v0.5): an allowed length
+    below the configured context length by more than that is the KV pool's size, so the context asked for
+    does not fit the KV cache; the pool holds at least allowed + 1 tokens in every version. Without the
+    configured context length, or at it, the request is simply longer than the context: no KV finding."""
     context = le.deployment_value(facts, "max_model_len")
-    pool = int(e.values["allowed"]) + 1  # type: ignore[call-overload]
-    if not isinstance(context, int) or pool >= context:
+    allowed = int(e.values["allowed"])  # type: ignore[call-overload]
+    pool = allowed + 1
+    if not isinstance(context, int) or allowed + SGLANG_INPUT_RESERVE >= context:
         return None
     flag = "--context-length" if le.engine(facts) == "sglang" else "--max-model-len"
     evidence = le.evidence([e]) + [f"context length {context} configured; the KV pool holds {pool} tokens"] + log.earlier_runs()
@@ -151,14 +165,50 @@ def _more_tp(facts: Facts, capacity: int | None, asked: int) -> list[Fix]:
     gpus = le.gpu_count(facts)
     if not gpus or gpus <= tp:
         return []
-    wider = tp
-    while wider * 2 <= gpus:
-        wider *= 2
-    if wider == tp:
+    from llm_doctor import memory
+
+    model = _served_model(facts)
+    if model is not None and model.num_attention_heads and not memory.is_mla(model):
+        # a TP the engine accepts: it divides the attention heads, and the KV heads divide it or it them
+        wider = max(memory.valid_tp_sizes(model.num_attention_heads, gpus, model.num_kv_heads))
+    else:
+        wider = tp
+        while wider * 2 <= gpus:
+            wider *= 2
+    if wider <= tp:
         return []
-    note = f" (roughly {capacity * wider // tp}+ tokens)" if capacity else ""
+    shrink = _kv_split(model, tp, wider)
+    if not capacity:
+        note = ""
+    elif shrink is None:  # the model's KV heads are not known: they split with TP unless too few
+        note = f" (roughly {capacity * wider // tp}+ tokens if its KV heads split {wider} ways)"
+    elif shrink > 1:
+        note = f" (at least {int(capacity * shrink)} tokens: each GPU holds 1/{shrink:g} of a token's KV; the weights free more)"
+    else:
+        note = " (a token's KV does not shrink per GPU: an MLA latent or too few KV heads is replicated; only the memory the weights free grows it)"
     return [Fix(f"Or split the model over {wider} of the {gpus} GPUs: weights shrink per GPU, KV grows{note}",
                 f"{le.flag(facts, 'tp')} {wider}")]
+
+
+def _served_model(facts: Facts) -> ModelFacts | None:
+    """The model's facts: its config, else the shipped table by the logged model name."""
+    from llm_doctor.models import from_table
+
+    cfg = facts.deployment
+    return facts.model or (from_table(cfg.model) if cfg is not None and cfg.model else None)
+
+
+def _kv_split(model: ModelFacts | None, tp: int, wider: int) -> float | None:
+    """How many times less KV a token takes per GPU at TP=wider than at TP=tp, by vLLM's split
+    (ModelConfig.get_num_kv_heads: the KV heads divided over TP, one replicated per GPU when fewer;
+    an MLA latent is replicated on every GPU), or None when the model is not known."""
+    from llm_doctor import memory
+
+    if model is None or not (model.num_kv_heads or model.num_attention_heads or memory.is_mla(model)):
+        return None
+    if memory.is_mla(model):
+        return 1.0
+    return memory.kv_heads_per_gpu(model, tp) / memory.kv_heads_per_gpu(model, wider)
 
 
 def _larger_free_share(facts: Facts, share: float, capacity: int, asked: int) -> list[Fix]:

@@ -57,6 +57,32 @@ def gpu_below_floor(found: list[LogEvent]) -> bool:
     return any(GPU_BELOW_FLOOR.search(line) for e in found if e.kind == "cuda_mismatch" for line in e.lines)
 
 
+# a message wrapped into at most this many lines still reads as one (vLLM's refusals pasted into an issue)
+WRAP_LINES = 2
+
+
+def wrapped(found: list[LogEvent]) -> list[LogEvent]:
+    """The last message among `found` with the pieces of it that a wrap put on the lines just before
+    it (the grammar has a rule for each piece of a message that pastes often wrap: vLLM V1's KV and
+    free-memory refusals), in line order: a piece names values the others do not."""
+    last = found[-1]
+    pieces = [last]
+    for e in reversed(found[:-1]):
+        if e.source != last.source or not 0 < pieces[-1].line_no - e.line_no <= WRAP_LINES or \
+                any(e.values.keys() & p.values.keys() - {"template_source"} for p in pieces):
+            break
+        pieces.append(e)
+    return pieces[::-1]
+
+
+def joined_values(pieces: list[LogEvent]) -> dict[str, object]:
+    """The values of a message's pieces (wrapped()), the later piece's on a clash."""
+    values: dict[str, object] = {}
+    for piece in pieces:
+        values.update(piece.values)
+    return values
+
+
 def first_value(found: list[LogEvent], key: str) -> object | None:
     for e in found:
         if key in e.values:

@@ -22,6 +22,13 @@ UNPLACED = "startup"
 NOT_PLACED = "phase: not placed (no loader frame, start-up milestone or serving line around it)"
 
 
+GGML_ENGINES = ("llamacpp", "ollama")
+GGML_KINDS = ("ggml_alloc_failed", "ggml_weights_failed", "ggml_compute_buffers")
+# ggml's allocator fails in one wording for every buffer (ggml-cuda.cu "allocating %.2f MiB on device %d: cudaMalloc
+# failed"); llama.cpp allocates the weights' buffers first and says so ("model buffer size = ", a milestone that
+# places a later failure in the KV cache or the compute buffers): a failure no such line precedes is the weights'
+GGML_FIRST = "llama.cpp allocates the weight buffers first; no 'model buffer size' line came before this failure"
+
 # the flag that turns CUDA graphs off, where it is not vLLM's --enforce-eager (sglang server_args.py,
 # TGI launcher --cuda-graphs: "Use `--cuda-graphs 0` to disable")
 EAGER_FLAGS = {"sglang": "--disable-cuda-graph", "tgi": "--cuda-graphs 0"}
@@ -65,8 +72,8 @@ def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
     """The phase of the out-of-memory: where the log placed it, else what the engine's own
     numbers and wording prove about it."""
     phase = e.phase or UNPLACED
-    ggml = le.engine(facts) in ("llamacpp", "ollama")
-    if e.kind in ("ggml_alloc_failed", "ggml_weights_failed", "ggml_compute_buffers"):  # llama.cpp: the model's buffers, else the compute buffers
+    ggml = le.engine(facts) in GGML_ENGINES
+    if e.kind in GGML_KINDS:  # llama.cpp: the model's buffers, else the compute buffers
         if "ggml_compute_buffers" in kinds:
             return "profiling"
         return phase if phase in ("profiling", "cuda_graph", "serving") else "weights"
@@ -189,6 +196,12 @@ def _weights_loaded(facts: Facts, e, placed: bool = False) -> str:
     return ""
 
 
+def _engine(facts: Facts, e) -> str:
+    """The engine, else the one whose allocator the event's wording is: ggml's buffer failures
+    (ggml-cuda.cu, ggml-alloc.c, llama-model.cpp) come from llama.cpp or a server built on it."""
+    return le.engine(facts) or ("llamacpp" if e.kind in GGML_KINDS else le.template_engine(e))
+
+
 def _model(facts: Facts):
     """The served model's facts: its config, the shipped table by the logged name, else its name's parameter count."""
     from llm_doctor.models import from_name, from_table
@@ -220,11 +233,13 @@ def _weights(facts: Facts, log: LogView, e, alternative: bool = False) -> Findin
     tp = int(le.deployment_value(facts, "tensor_parallel_size") or 1)
     gpus = le.gpu_count(facts) or 0
     why = "" if alternative else _weights_evidence(facts, log, e) if e.phase in ("", UNPLACED, "profiling") else ""
+    if e.kind in GGML_KINDS and e.phase in ("", UNPLACED) and not why:
+        why = GGML_FIRST
     phase = "phase: not placed (the weights, if the model alone exceeds the GPU)" if alternative else \
         f"phase: weights ({why})" if why else f"phase: {e.phase or UNPLACED} (weights)"
     evidence = le.evidence([e]) + _numbers(e) + [f"{phase}, tensor_parallel_size {tp}"] + log.earlier_runs()
     fixes: list[Fix] = []
-    engine = le.engine(facts)
+    engine = _engine(facts, e)
     flag = le.flag(facts, "tp")
     sized = _sized_split(facts, gpus)
     if sized is not None:
@@ -232,22 +247,22 @@ def _weights(facts: Facts, log: LogView, e, alternative: bool = False) -> Findin
         evidence.append(text)
         if fitting:
             fixes.append(Fix(f"Shard the weights: TP={fitting} is the smallest split whose weights fit each GPU", f"{flag} {fitting}"))
-    elif gpus > tp and engine not in ("llamacpp", "ollama"):
+    elif gpus > tp and engine not in GGML_ENGINES:
         wider = tp
         while wider * 2 <= gpus:
             wider *= 2
         fixes.append(Fix(f"Shard the weights over {wider} of the {gpus} GPUs", f"{flag} {wider}"))
-    elif engine not in ("llamacpp", "ollama"):
+    elif engine not in GGML_ENGINES:
         fixes.append(Fix(f"Shard the weights over more GPUs (at least TP={max(2, tp * 2)}; the log does not say how large "
                          "the weights are)", f"{flag} {max(2, tp * 2)}"))
-    if engine in ("llamacpp", "ollama"):
+    if engine in GGML_ENGINES:
         flag = "num_gpu (request option or Modelfile PARAMETER)" if engine == "ollama" else "-ngl"
         fixes.append(Fix(f"Offload fewer layers to the GPU with {flag} (the rest run on the CPU); the log does not give "
                          "the per-layer size to compute how many fit"))
     if fp8.from_facts(facts) is False:  # FP8 needs compute capability 8.9+
         fixes.append(Fix("Or load an AWQ/GPTQ checkpoint (2-4x smaller weights; FP8 needs compute capability 8.9+)"))
     else:
-        quantize = le.flag(facts, "quant")
+        quantize = le.flag(facts, "quant") if engine not in GGML_ENGINES else ""
         fixes.append(Fix("Or load a quantized checkpoint (AWQ/GPTQ/FP8: 2-4x smaller weights)", f"{quantize} fp8" if quantize else None))
     return Finding("load.weights_oom", "the model weights do not fit the GPU memory", evidence, fixes, explains=le.CLIENT_SYMPTOMS)
 
@@ -281,7 +296,7 @@ def _runtime(facts: Facts, log: LogView, e, phase: str) -> Finding:
     where = NOT_PLACED if phase == UNPLACED else f"phase: {phase}"
     evidence = le.evidence([e]) + _numbers(e) + [where] + ([loaded] if loaded else []) + log.earlier_runs()
     fixes: list[Fix] = []
-    engine = le.engine(facts)
+    engine = _engine(facts, e)
     seqs = le.deployment_value(facts, "max_num_seqs")
     half = max(1, int(seqs) // 2) if isinstance(seqs, int) and seqs > 1 else None
     if phase == "cuda_graph":

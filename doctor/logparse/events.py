@@ -63,17 +63,31 @@ _STREAM_SAID = (
 # Ordered: the first hand rule that matches a message wins, so specific wordings come before generic ones.
 HAND_RULES: tuple[Rule, ...] = (
     # --- KV cache capacity ------------------------------------------------------------------
+    # vLLM V0 (worker.py raise_if_cache_size_invalid, v0.2-v0.10): "The model's max seq len ({max_model_len}) is larger
+    # than the maximum number of tokens that can be stored in KV cache ({max_seq_len}). Try increasing ...": a paste
+    # may cut it before the capacity or retell it without the numbers
     _r(
         "kv_cache_too_small",
-        r"max seq len \((?P<max_seq_len>\d+)\) is larger than the maximum number of tokens that can be stored "
-        r"in KV cache \((?P<kv_tokens>\d+)\)",
+        r"max seq len(?: \((?P<max_seq_len>\d+)\))? is larger than the maximum number of tokens that can be stored "
+        r"in KV cache(?:\s*\((?P<kv_tokens>\d+)\))?",
     ),
+    # vLLM V1 (v1/core/kv_cache_utils.py _check_enough_kv_cache_memory, v0.7-v0.11): "To serve at least one request with
+    # the models's max seq len ({max_model_len}), ({needed} GiB KV cache is needed, which is larger than the available KV
+    # cache memory ({available} GiB). Based on the available memory, the estimated maximum model length is {n}. Try
+    # ...". Pasted into an issue it is often wrapped over two or three lines: each piece is a rule of its own (the head
+    # with the length asked, the needed/available bytes, the estimate) and load.kv_cache joins the adjacent pieces
     _r(
         "kv_cache_too_small",
-        r"max seq len \((?P<max_seq_len>\d+)\),? \(?(?P<needed>" + _SIZE + r") KV cache is needed, which is larger "
-        r"than the available KV cache memory \((?P<available>" + _SIZE + r")\)"
+        r"max seq len \((?P<max_seq_len>\d+)\),?\s*\(?(?P<needed>" + _SIZE + r") KV cache is needed, which is larger "
+        r"than the available KV cache memory\s*\((?P<available>" + _SIZE + r")\)"
         r"(?:.*?estimated maximum model length is (?P<estimated_max_len>\d+))?",
     ),
+    _r(
+        "kv_cache_too_small",
+        r"(?P<needed>" + _SIZE + r") KV cache is needed, which is larger than the available KV cache(?: memory)?"
+        r"(?:\s*\((?P<available>" + _SIZE + r")\))?(?:.*?estimated maximum model length is (?P<estimated_max_len>\d+))?",
+    ),
+    _r("kv_cache_too_small", r"To serve at least one request with the model\S{0,3} max seq len \((?P<max_seq_len>\d+)\)"),
     _r("kv_cache_too_small", r"estimated maximum model length is (?P<estimated_max_len>\d+)"),
     _r("kv_cache_alloc_failed", r"llama_kv_cache_init: failed to allocate buffer|failed to allocate buffer for kv cache"),
     _r("kv_cache_alloc_failed", r"llama_kv_cache_init\(\) failed"),
@@ -89,6 +103,13 @@ HAND_RULES: tuple[Rule, ...] = (
         r"Free memory on device (?:\S+ )?\((?P<free>" + _NUM + r")/(?P<total>" + _NUM + r") GiB\) on startup is less "
         r"than desired GPU memory utilization \((?P<util>[\d.]+), (?P<requested>" + _NUM + r") GiB\)",
     ),
+    # the same refusal (vllm/v1/worker/gpu_worker.py init_device, v0.8-v0.11) pasted over two lines: its halves
+    # are pieces that load.gpu_memory_free joins, as load.kv_cache joins vLLM's wrapped KV refusal
+    _r(
+        "free_memory_low",
+        r"Free memory on device (?:\S+ )?\((?P<free>" + _NUM + r")/(?P<total>" + _NUM + r") GiB\) on startup is less than",
+    ),
+    _r("free_memory_low", r"desired GPU memory utilization \((?P<util>[\d.]+), (?P<requested>" + _NUM + r") GiB\)"),
     _r(
         "free_memory_low",
         r"(?:requested|desired) (?:GPU )?memory.*(?:greater|more|larger) than.*free|"
@@ -126,7 +147,10 @@ HAND_RULES: tuple[Rule, ...] = (
     # process was signaled to shutdown with signal 7"): a write past the end of a full /dev/shm
     _r("shm_too_small", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*135\b|exit ?code\s*:?\s*-7\b|signal 7 \(SIGBUS\)|"
        r"signaled to shutdown with signal 7\b"),
-    _r("host_oom", r"ray\.exceptions\.OutOfMemoryError|node running low on memory|Task was killed due to the node running low"),
+    # Ray's memory monitor kills a worker: ray.exceptions.OutOfMemoryError, and the worker's exit type
+    # (src/ray/protobuf common.proto WorkerExitType NODE_OUT_OF_MEMORY: "Worker exit type: NODE_OUT_OF_MEMORY")
+    _r("host_oom", r"ray\.exceptions\.OutOfMemoryError|node running low on memory|Task was killed due to the node running low|"
+       r"\bNODE_OUT_OF_MEMORY\b", flags=0),
     _r(
         "host_oom",
         r"model requires more system memory \((?P<required>" + _SIZE + r")\) than is available \((?P<available>"
@@ -609,6 +633,10 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"llama_kv_cache_init|initialize_cache|compute buffer|llama_new_context|llama_context:|"
             # llama.cpp places the KV cache after the weights, whatever its backend prefix (CUDA0, Vulkan1, Metal)
             r"\bKV (?:buffer|self) size\b|"
+            # llama.cpp's load_tensors prints "%s: %12s model buffer size = %8.2f MiB" once every weight buffer is
+            # allocated (src/llama-model.cpp, b3000-b7000; llm_load_tensors before): a GPU allocation that fails after
+            # it is the KV cache's or the compute buffers' (ggml-cuda.cu "cudaMalloc failed" is the same line for all)
+            r"\bmodel buffer size =|"
             # TensorRT-LLM: the engine (its weights) is deserialized before the execution context and KV cache
             r"IExecutionContext creation|for max tokens in paged KV cache|"
             # TensorRT-LLM sizing its paged KV cache from the memory the engine left (trtGptModelInflightBatching.cpp)
@@ -673,6 +701,9 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
 )
+# a line holding a command-line flag is a command or a config entry (a launch line, a Helm values list with its
+# comments: `# "--max_num_seqs=1",  # Number of concurrent requests`), never the engine serving or a report of it
+COMMAND_FLAG = re.compile(r"(?:^|[\s\"'\[(,=])--[a-z][\w-]+", re.I)
 PHASE_RANK = {"cuda_graph": 0, "profiling": 1, "weights": 2, "serving": 3}
 # the order a start-up goes through them: a later milestone means the engine went on
 PROGRESS = {"startup": 0, "weights": 1, "profiling": 2, "cuda_graph": 3, "serving": 4}
@@ -695,7 +726,8 @@ class PhaseTracker:
             return
         for phase, pattern in PHASES:
             if pattern.search(text):
-                self.milestone = phase
+                if phase != "serving" or not COMMAND_FLAG.search(text):
+                    self.milestone = phase
                 return
 
     def phase(self) -> str:

@@ -215,7 +215,9 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("load.no_kv_cache_memory", re.compile(r"\bno (?:available )?memory for (?:the )?cache blocks\b|\bnum_gpu_blocks\b[^.]{0,20}?\b(?:0|zero|negative)\b", re.I)),
     # free memory below the requested share: other processes hold it, or it is not freed
     ("load.gpu_memory_occupied", re.compile(
-        r"\b(?:other|another|previous|old|zombie) (?:\w+ )?process(?:es)?\b[^.]{0,40}?\b(?:hold\w*|us(?:e|es|ing)|occup\w*|tak\w*)\b[^.]{0,20}?\b(?:GPU|VRAM|memory)|"
+        # a process that outlived its server holds the memory: people call it a zombie, orphaned, stale, leftover
+        r"\b(?:other|another|previous|old|zombie|orphan(?:ed)?|stale|left-?over|lingering|defunct|dangling) (?:\S+ ){0,2}?process(?:es)?\b"
+        r"[^.]{0,40}?\b(?:hold\w*|us(?:e|es|ing)|occup\w*|tak\w*|keep\w*)\b[^.]{0,20}?\b(?:GPU|VRAM|memory)|"
         r"\b(?:GPU |VRAM |device )?memory (?:is |was )?(?:not (?:freed|released)|never (?:freed|released)|still (?:occupied|in use|held))\b|"
         r"\bfree memory\b[^.]{0,40}?\b(?:less|lower|smaller) than (?:the )?(?:desired|requested)", re.I)),
     # "CUDA driver version is insufficient for CUDA runtime version", "no kernel image is available"
@@ -288,6 +290,11 @@ ADVICE = re.compile(
     # a possibility or a fix described: "buffering can prevent SSE ...", "disable buffering, ensuring ...", "allows you to"
     r"(?:can|may|might|could) (?:prevent|cause|lead to|result in)|(?:disabl(?:e|es|ing)|turn(?:s|ing)? off) (?:\w+ ){0,2}buffering|"
     r"ensur(?:e|es|ing)|allows? (?:you|us|users|clients) to)", re.I)
+# a list of guesses a program appends whatever happened: Ray's "There are some potential root causes. (1) The process
+# is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) ..." (raylet
+# node_manager.cc, core_worker): its items are possibilities, not what happened
+GUESSES = re.compile(r"\b(?:potential|possible|probable|likely) (?:root )?causes?\b|\bone of the following (?:causes|reasons)\b", re.I)
+ENUMERATED = re.compile(r"^\(?\d{1,2}\)\s")
 ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+\S")
 FENCE = re.compile(r"^\s*(?:```|~~~)")
 # a line a program printed: a timestamp, a `key=value, key=value` record, a prompt's command line
@@ -295,6 +302,9 @@ LEVEL_WORD = re.compile(r"^\W{0,2}(?:[\w:.\[\]-]+\s){0,2}(?:INFO|WARN|WARNING|ER
                         # or in brackets after its bracketed tag: TurboMind's `[TM][INFO][0301.10:00:00.1][scheduler.cc:1186]`
                         # (lmdeploy src/turbomind/core/logger.cc), TensorRT-LLM's `[TensorRT-LLM][WARNING]`
                         r"|^\[[\w.-]+\]\[(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\]")
+# a C function's name before its message, as llama.cpp and ggml log (LLAMA_LOG_ERROR("%s: ...", __func__):
+# "ggml_backend_cuda_buffer_type_alloc_buffer: allocating ...", "llama_model_load: error loading model: ..."): a program's
+FUNC_PREFIX = re.compile(r"^[a-z][a-z0-9]*_[a-z0-9_]+: ")
 FIELD = re.compile(r"^[A-Z][A-Za-z ]{0,20}:\s+\S+(?:\s+\S+){0,3}\s*$")  # one `Status Code: 500` row of such a form
 RECORD = re.compile(r"(?:^|\s)[A-Z][A-Za-z ]{0,20}:\s")  # `Model: x Provider: y Status Code: 401`: a form a program filled
 STAMP = re.compile(r"^\W{0,3}\d{4}-\d\d-\d\d[ T]\d\d:\d\d|^\W{0,3}\d\d:\d\d:\d\d|^\s*(?:\$|>>>|#\s*(?:vllm|python|docker|curl)\b)|^\s*(?:INFO|DEBUG|WARNING|ERROR)\b")
@@ -329,8 +339,10 @@ PROBLEM = re.compile(_FAIL + r"|\b(?:problem|issue|exceed\w*|reached|hit(?:s|tin
 def statements(source: str, text: str) -> list[FailureStatement]:
     """Each sentence that names a load or access failure, with the first code of VOCABULARY it holds."""
     out: list[FailureStatement] = []
+    guessing = False  # inside a list of possible causes
     for s in _sentences(source, text):
-        if (QUESTION.search(s.text) and not COMPLAINT.search(s.text)) or ADVICE.search(s.text):
+        guessing = bool(GUESSES.search(s.text)) or guessing and bool(ENUMERATED.match(s.text))
+        if guessing or (QUESTION.search(s.text) and not COMPLAINT.search(s.text)) or ADVICE.search(s.text):
             continue
         code = next((c for c, rx in VOCABULARY if rx.search(s.text) and (c not in CONTEXT_ONLY or PROBLEM.search(s.text))), None)
         if code is not None:
@@ -350,7 +362,7 @@ def _prose(raw: str) -> str:
     # a program's record by its shape: a level after a tag (glog's `[W socket.cpp:601]`, `NCCL WARN`, `ERROR [x]`),
     # a filled form (`Status Code: 500`). A line quoting an error (`The demo failed to run: RuntimeError: ...`,
     # a title) is read: its words name the failure where no rule places the error it quotes
-    if (own_level(line.text) or LEVEL_WORD.match(line.text) or FIELD.match(words)
+    if (own_level(line.text) or LEVEL_WORD.match(line.text) or FIELD.match(words) or FUNC_PREFIX.match(words)
             or len(RECORD.findall(words)) >= 3):
         return ""
     return " ".join(raw.strip().strip("*_>-#").split())

@@ -49,6 +49,22 @@ READY = re.compile(UP + rb"|avg prompt throughput|decode batch|generation throug
 WENT_ON = re.compile(UP + rb"|running: [1-9]|#running-req: [1-9]|http/1\.[01]\" 200|prefill batch\. #new-seq: [1-9]|slot \w+: id +\d+ \| task")
 
 
+_COMMAND_FLAG = re.compile(ev.COMMAND_FLAG.pattern.encode(), re.I)
+
+
+def _serving_said(low: bytes, start: int = 0, end: int | None = None) -> bool:
+    """A line in low[start:end] says the engine is serving: it holds a serving literal and is no
+    command or config line (events.COMMAND_FLAG)."""
+    end = len(low) if end is None else end
+    for rx in SERVING:
+        for m in rx.finditer(low, start, end):
+            first = max(start, low.rfind(b"\n", start, m.start()) + 1)
+            last = low.find(b"\n", m.end(), end)
+            if not _COMMAND_FLAG.search(low, first, end if last < 0 else last):
+                return True
+    return False
+
+
 def _any(regexes: tuple[re.Pattern[bytes], ...], low: bytes, start: int = 0, end: int | None = None) -> bool:
     end = len(low) if end is None else end
     return any(rx.search(low, start, end) for rx in regexes)
@@ -136,7 +152,7 @@ class LogScanner:
         """Lines the prefilter skipped: they may move the phase to serving, prove the server up, and
         show it answering after a failure."""
         end = len(low) if end is None else end
-        if self.tracker.milestone != "serving" and _any(SERVING, low, start, end):
+        if self.tracker.milestone != "serving" and _serving_said(low, start, end):
             self.tracker.milestone = "serving"
             self._progress()
         if not self.facts.ready and READY.search(low, start, end):
