@@ -725,7 +725,7 @@ def match(text: str) -> tuple[Rule, dict[str, object]] | None:
     """The rule matching this message, with its values (numbers converted).
 
     The first hand rule that matches and the first catalogue template that matches compete: of two
-    kinds, the match that spells out more fixed text (its span less its captures) wins, a hand
+    kinds, the match that spells out more fixed text (its span less its placeholders) wins, a hand
     rule on a tie; of one kind, the one with more values; an echo (a wrapper that only repeats a failure)
     never beats a cause on the same line. So a template for a whole message beats
     a hand rule's keyword ("Cannot allocate memory" inside an NCCL registration failure), and the
@@ -777,18 +777,24 @@ def without_advice(text: str) -> str:
     return ADVICE.sub("", text) if ADVICE_MARK in text else text
 
 
-def _fixed(m: re.Match[str]) -> int:
-    """Characters of the match that are not captured values: how much wording it pinned down."""
-    return len(m.group()) - sum(len(v) for v in m.groupdict().values() if v)
+def _fixed(rule: Rule, m: re.Match[str]) -> int:
+    """Characters of the match that are not placeholders: how much wording it pinned down. A hand rule's
+    placeholders are its named captures; a template's are all its groups, its unnamed `{}` ones too
+    (catalogue.compile_template), which the captures alone would count as fixed text: a long template
+    around an unnamed `{}` outvoted a specific hand rule by what the `{}` matched."""
+    placeholders = m.groups() if rule.source else m.groupdict().values()
+    return len(m.group()) - sum(len(v) for v in placeholders if v)
 
 
 def _better(hand: tuple[Rule, re.Match[str]], listed: tuple[Rule, re.Match[str]]) -> tuple[Rule, re.Match[str]]:
     if hand[0].echo != listed[0].echo:  # a wrapper's words ("Download encountered an error: ...") lose to the cause it quotes
         return listed if hand[0].echo else hand
+    count = [sum(v is not None for v in m.groupdict().values()) for _, m in (hand, listed)]
     if hand[0].kind == listed[0].kind:
-        count = [sum(v is not None for v in m.groupdict().values()) for _, m in (hand, listed)]
         return listed if count[1] > count[0] else hand
-    return listed if _fixed(listed[1]) > _fixed(hand[1]) else hand
+    fixed = _fixed(*listed) - _fixed(*hand)
+    # of equal wording, the match that reads more of the values the checks use (the status an HTTP error names)
+    return listed if fixed > 0 or fixed == 0 and count[1] > count[0] else hand
 
 
 # groups named xxx2/xxx3 are alternatives of xxx (one regex, several wordings)
