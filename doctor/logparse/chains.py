@@ -239,14 +239,17 @@ def cascade(text: str) -> str:
 NOT_FAMILY: dict[str, re.Pattern[str]] = {"client_quota": re.compile(r"\bdisk quota\b|\[Errno 122\]|\bEDQUOT\b", re.I)}
 
 
-def family(text: str, inner: tuple[str, str] | None = None, wrapper: str = "") -> Pattern | None:
+def family(text: str, inner: tuple[str, str] | None = None, wrapper: str = "", whole: bool = True) -> Pattern | None:
     """The keyword family a failure line no template matched belongs to, with the text it quotes
     (`inner`, else found here) read first: the wrapped error states the cause, the wrapper only
     that something failed. A known wrapper (`wrapper`, a name of WRAPPERS) quoting an error is read
     through it alone: its own words, and the HTTP status a client printed around it (Ollama's CLI:
-    "Error: 500 Internal Server Error: llama runner process has terminated: <cause>"), are the cascade."""
+    "Error: 500 Internal Server Error: llama runner process has terminated: <cause>"), are the cascade.
+    A line that is no error by its shape (`whole` false: a person's sentence around what it quotes,
+    "... so every all-reduce goes through NCCL") is read only through what it quotes: a family's word in
+    the prose around it names what the writer talks about, not a failure's cause."""
     inner = inner or inner_message(text)
-    for candidate in ([inner[0]] if inner else []) + ([] if wrapper and inner else [text]):
+    for candidate in ([inner[0]] if inner else []) + ([] if wrapper and inner or not whole else [text]):
         found = FAMILIES.first(ev.without_advice(candidate))
         if found and not (found[0].kind in NOT_FAMILY and NOT_FAMILY[found[0].kind].search(candidate)):
             return found[0]
