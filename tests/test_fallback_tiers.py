@@ -67,7 +67,7 @@ def test_a_quoted_error_in_prose_is_read_before_the_sentence(tmp_path: Path) -> 
     f = report.findings[0]
     assert f.evidence[0] == f"{path}:2: It fails with `RuntimeError: DataLoader worker (pid 77) is killed by signal: Bus error.`"
     assert "recognised by: family: shared memory" in f.evidence
-    assert [x.command for x in f.fixes][:2] == ["--ipc=host", "--shm-size=16g"]
+    assert [x.command for x in f.fixes][:2] == ["--ipc=host", "df -h /dev/shm"]  # no size in the log to compute one from
 
 
 def test_a_tp_split_family_captures_the_sizes(tmp_path: Path) -> None:

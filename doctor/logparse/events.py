@@ -150,7 +150,9 @@ HAND_RULES: tuple[Rule, ...] = (
         r"memory request exceeds memory available in /dev/shm\. The request is for (?P<requested_bytes>\d+) bytes, "
         r"and the amount available is (?P<available_bytes>\d+) bytes",
     ),
-    _r("shm_too_small", r"/dev/shm has only (?P<available_bytes>\d+) bytes available"),
+    # Ray's warning (python/ray/_private/services.py) ends with the size it wants: "...you can increase /dev/shm size
+    # by passing '--shm-size=10.24gb' to 'docker run'" (its object store * 1.1, in GiB)
+    _r("shm_too_small", r"/dev/shm has only (?P<available_bytes>\d+) bytes available(?:.*?--shm-size=(?P<suggested_gb>\d+(?:\.\d+)?)gb\b)?"),
     _r("shm_too_small", r"No space left on device.*(?:/dev/shm|shm)|(?:/dev/shm|shm).*No space left on device"),
     _r(
         "shm_too_small",
