@@ -45,3 +45,25 @@ def test_vllm_0_2_shared_memory_limit_gives_the_context_that_fits(tmp_path: Path
     top = findings(tmp_path, line + "\n")[0]
     assert top.code == "load.config_invalid"
     assert top.fixes[0].command == "--max-model-len 25344"  # 101376 B / 4 B per float32 logit, in whole 16-token blocks
+
+
+def test_an_engines_tls_failure_before_serving_is_its_hub_download(tmp_path: Path) -> None:
+    # corpus/z038 (lmdeploy on Windows behind a proxy): started with a repo id, the engine's only outbound call is the Hub
+    text = ("G:\\Python-3.9.12>lmdeploy serve api_server liuhaotian/llava-v1.6-vicuna-7b --server-port 23333\n"
+            "urllib3.exceptions.SSLError: EOF occurred in violation of protocol (_ssl.c:1129)\n"
+            "\n"
+            "The above exception was the direct cause of the following exception:\n"
+            "\n"
+            "urllib3.exceptions.ProxyError: ('Unable to connect to proxy', SSLError(SSLEOFError(8, 'EOF occurred in violation of "
+            "protocol (_ssl.c:1129)')))\n")
+    codes = [f.code for f in findings(tmp_path, text)]
+    assert codes[:2] == ["load.model_files", "access.tls_failed"]
+    top = findings(tmp_path, text)[0]
+    assert top.fixes[0].command == ("huggingface-cli download liuhaotian/llava-v1.6-vicuna-7b "
+                                    "--local-dir /models/llava-v1.6-vicuna-7b")
+
+
+def test_a_local_model_path_keeps_the_tls_failure_the_clients(tmp_path: Path) -> None:
+    text = ("lmdeploy serve api_server /models/llava-v1.6-vicuna-7b --server-port 23333\n"
+            "urllib3.exceptions.SSLError: EOF occurred in violation of protocol (_ssl.c:1129)\n")
+    assert [f.code for f in findings(tmp_path, text)][0] == "access.tls_failed"
