@@ -67,3 +67,16 @@ def test_a_local_model_path_keeps_the_tls_failure_the_clients(tmp_path: Path) ->
     text = ("lmdeploy serve api_server /models/llava-v1.6-vicuna-7b --server-port 23333\n"
             "urllib3.exceptions.SSLError: EOF occurred in violation of protocol (_ssl.c:1129)\n")
     assert [f.code for f in findings(tmp_path, text)][0] == "access.tls_failed"
+
+
+@pytest.mark.parametrize("line", [
+    # torch/csrc/distributed/c10d/ProcessGroupGloo.cpp wrapping gloo's tcp/pair.cc error
+    "RuntimeError: Gloo connectFullMesh failed with [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:144] no error",
+    # corpus/i406 (SGLang across two nodes with --network host): the refused connection is between the ranks
+    "SGLang uses PyTorch's Gloo collective for CPU-side distributed coordination. With --network host, Gloo defaults to the "
+    "loopback interface. Every node tries to reach 127.0.0.1 and gets Connection refused.",
+])
+def test_a_gloo_rendezvous_failure_is_distributed_init(tmp_path: Path, line: str) -> None:
+    top = findings(tmp_path, line + "\n")[0]
+    assert top.code == "load.nccl_failed"
+    assert "GLOO_SOCKET_IFNAME" in top.fixes[0].summary

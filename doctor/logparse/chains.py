@@ -183,6 +183,11 @@ PHASE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # "Cannot allocate memory" is errno ENOMEM; from ibv_reg_mr / NET/IB it is InfiniBand's memlock limit (NCCL).
 OWNERS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("host_oom", re.compile(r"\bibv_\w+|NET/IB|\bNCCL\b|InfiniBand|\bRDMA\b|\bmlx5_|ibvwrap", re.I), "nccl_error"),
+    # a refused connection between the ranks of one job: torch.distributed's Gloo group (gloo/transport/tcp/pair.cc "connect
+    # [127.0.1.1]:17308: Connection refused" under ProcessGroupGloo's "Gloo connectFullMesh failed with"), its TCPStore
+    # rendezvous, NCCL's bootstrap: no client's server is down, the nodes cannot reach each other
+    ("client_refused", re.compile(r"\bGloo\b|ProcessGroupGloo|\bNCCL\b|\bc10d\b|\bTCPStore\b|torch\.distributed|\brendezvous\b", re.I),
+     "nccl_error"),
     # the kubelet quotes its HTTP probe's own client error (prober/http.go: "Readiness probe failed: Get ...: context
     # deadline exceeded (Client.Timeout exceeded while awaiting headers)"): the probe's verdict, not a client's timeout
     ("client_timeout", re.compile(r"\b(?:Readiness|Liveness|Startup) probe failed\b", re.I), "startup_timeout"),
