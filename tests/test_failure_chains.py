@@ -279,3 +279,21 @@ def test_rank_uses_causal_order_only_among_equals() -> None:
     causal = {id(late_error): (0, 0, 9), id(early_warn): (0, 0, 1), id(early_error): (0, 0, 2)}
     ranked = rank([nowhere, late_error, early_warn, early_error], causal)
     assert [f.code for f in ranked] == ["load.runtime_oom", "load.nccl_failed", "load.cuda_mismatch", "load.shm_insufficient"]
+
+
+# a person's sentence around a quoted message (corpus/g196, a vLLM perf report): the quote is no error by its shape
+# and NCCL is only what the traffic goes through
+G196 = ("Our four V100 SXM2 32 GB sit behind one PCIe (PLX) switch: P2P works at PCIe line rate but there is no NVLink. On "
+        "that topology `can_use_custom_all_reduce_with_nvlink()` rejects the custom all-reduce for more than two GPUs (\"not "
+        "supported on more than two PCIe-only GPUs\"), so every TP all-reduce goes through NCCL.")
+
+
+def test_the_family_tier_needs_an_error_shaped_line() -> None:
+    (event,) = events_of(G196 + "\n")
+    assert event.kind == "error_line" and "tier" not in event.values
+    # said, not logged: the engine log does not show the engine failed, so the perf checks still judge it
+    assert not event.fatal
+    assert chains.family(G196, whole=False) is None and chains.family(G196) is not None
+    # the same family's words on a line that is an error by its shape still name it (NVIDIA/nccl#1191, as above)
+    (event,) = events_of("misc/ibvwrap.cc:190 NCCL WARN Call to ibv_create_cq failed with error Cannot allocate memory\n")
+    assert event.kind == "nccl_error"

@@ -57,6 +57,8 @@ FAMILIES = [
     ("access.timeout", "Ollama request timed out after 30s."),
     # https://github.com/PromptEngineer48/Ollama/issues/9
     ("access.model_not_found", "I'm getting a 404 error when trying to query the model"),
+    # corpus/i005 (triton-inference-server/server, Triton 23.11): the load named before "takes too long"
+    ("load.startup_timeout", "So when loading a model takes too long, k8s thinks the server hangs and restarts it."),
 ]
 
 

@@ -29,7 +29,9 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
     v = e.values
     evidence = le.evidence(found) + (log.earlier_runs() if log else [])
     engine = le.engine(facts) or le.template_engine(e)
-    if engine in ENGINE_LIMITS and ("derived" in v or "below" in v):
+    if "smem_available" in v:
+        title, fixes = _shared_memory(v)
+    elif engine in ENGINE_LIMITS and ("derived" in v or "below" in v):
         title, fixes = _engine_limit(engine, v)
     elif "derived" in v:
         flag = "--context-length" if v.get("field") == "context_length" else "--max-model-len"
@@ -82,6 +84,19 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
             fixes.insert(0, Fix("Flags use dashes, not underscores", flag.split()[0].replace("_", "-")))
         title = f"the engine rejected its arguments{f': {flag}' if flag else ''}"
     return Outcome([Finding("load.config_invalid", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)])
+
+
+def _shared_memory(v: dict) -> tuple[str, list[Fix]]:
+    """vLLM 0.2's paged attention v1 holds the whole padded context's float32 logits in one block's shared memory
+    (vllm/utils.py check_if_can_support_max_seq_len: padded_len * 4 > max_shared_mem raises): the longest context
+    that fits is the shared memory over 4 bytes, rounded down to whole KV blocks."""
+    block = int(v["block"])
+    fits = int(v["smem_available"]) // 4 // block * block
+    return (f"max_model_len {v['value']} needs {v['smem_required']:g} bytes of shared memory, the GPU has {v['smem_available']}",
+            [Fix(f"Use a context that fits this GPU's shared memory ({v['smem_available']} bytes / 4 per float32 logit, "
+                 f"in blocks of {block})", f"--max-model-len {fits}"),
+             Fix("Or upgrade vLLM: later releases split a long context over blocks (paged attention v2) and dropped this check",
+                 engine_flags.UPGRADE.get("vllm"))])
 
 
 # the values vLLM's SchedulerConfig / CacheConfig validators quote (vllm/config.py, vllm/config/scheduler.py)

@@ -147,11 +147,12 @@ LOAD_ENGINES = ("vllm", "sglang", "tgi", "lmdeploy", "trtllm")
 FREE_MEMORY_SHARE = {"lmdeploy": 0.8, "trtllm": 0.9}
 
 
-def flag(facts: Facts, key: str) -> str:
+def flag(facts: Facts, key: str, event: LogEvent | None = None) -> str:
     """The running engine's flag for `key` (an engine_flags knob; kv_share = mem, kv_dtype = the whole
     8-bit KV setting, upgrade = the command that installs a newer release); empty where that engine has
-    no such flag, vLLM's for an engine the load fixes do not speak."""
-    eng = engine(facts)
+    no such flag, vLLM's for an engine the load fixes do not speak. When neither the arguments nor the
+    log name the engine, the engine whose wording recognised `event` does (a pasted TensorRT-LLM assert)."""
+    eng = engine(facts) or (template_engine(event) if event is not None else "")
     eng = eng if eng in LOAD_ENGINES else "vllm"
     if key == "upgrade":
         return engine_flags.UPGRADE.get(eng, "")

@@ -9,6 +9,7 @@ import re
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
+from llm_doctor.facts.logs import LogEvent
 from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logparse.catalogue import DATA_DIR, rows
 from llm_doctor.logparse.failures import KINDS as GENERIC_KINDS
@@ -46,15 +47,29 @@ UPGRADES = {
 }
 
 
-@check("load.model_files", "load", codes=["load.model_files", "load.remote_code", "load.engine_outdated"], events=["remote_code", "arch_unsupported", "weight_key_unknown", "hf_access", "model_missing", "hub_unreachable", "load_failed"])
+# A serving engine that fails a TLS handshake or its proxy before it served (no request answered yet) was downloading its
+# model: at start-up it calls out to nothing but the Hub (lmdeploy/vLLM/SGLang/TGI resolve a repo id with huggingface_hub,
+# through HTTPS_PROXY). The client's words (urllib3 "ProxyError: ('Unable to connect to proxy', SSLError(...))") name no host.
+HUB_CALLS = ("client_tls", "client_proxy")
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def _hub_download(facts: Facts, log: LogView, model: str) -> list[LogEvent]:
+    """The client errors of an engine's own Hub download, when the engine was started with a repo id and never served."""
+    if le.engine(facts) not in le.LOAD_ENGINES or not HUB_ID.fullmatch(model):
+        return []
+    return [e for e in log.events(*HUB_CALLS) if e.fatal and not e.values.get("then_served")]
+
+
+@check("load.model_files", "load", codes=["load.model_files", "load.remote_code", "load.engine_outdated"], events=["remote_code", "arch_unsupported", "weight_key_unknown", "hf_access", "model_missing", "hub_unreachable", "load_failed", *HUB_CALLS])
 def model_files(facts: Facts, log: LogView) -> Outcome:
     """The model's files, code and architecture can be loaded by this engine."""
     findings: list[Finding] = []
     remote = log.events("remote_code")
     arch = log.events("arch_unsupported", "weight_key_unknown")
     access = log.events("hf_access")
-    missing = log.events("model_missing", "hub_unreachable")
     model = le.deployment_value(facts, "model") or ""
+    missing = log.events("model_missing", "hub_unreachable") + _hub_download(facts, log, model)
     if access:
         findings.append(Finding("load.model_files", "the model repository refused access (gated or needs a token)",
                                 le.evidence(access) + log.earlier_runs(),
@@ -110,7 +125,7 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
                                 explains=["load.model_files", "load.config_invalid", *le.CLIENT_SYMPTOMS]))
     if missing and not findings:
         path = le.first_value(missing, "path")
-        hub = any(e.kind == "hub_unreachable" for e in missing)
+        hub = any(e.kind in ("hub_unreachable", *HUB_CALLS) for e in missing)
         fixes = []
         if hub and le.engine(facts) == "ollama":  # `ollama pull` is done by the server process, with the server's network
             fixes.append(Fix("The Ollama server (not the CLI) downloads the model: give the server's environment the proxy "
@@ -135,7 +150,8 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
                              "and the weights; a path that does not exist is treated as a Hub repo id"))
             fixes.append(Fix("Re-download or re-convert the files if they are from an older format"))
         network = ["access.tls_failed", "access.dns_failed", "access.proxy_failed"] if hub else []
-        findings.append(Finding("load.model_files", "the model files could not be found or read", le.evidence(missing) + log.earlier_runs(),
+        title = "the engine could not download the model from the Hub" if hub else "the model files could not be found or read"
+        findings.append(Finding("load.model_files", title, le.evidence(missing) + log.earlier_runs(),
                                 fixes, explains=network + le.CLIENT_SYMPTOMS))
     return Outcome(findings, "" if findings else "no model-file error in the log")
 

@@ -4,11 +4,15 @@ checks and explain this one."""
 
 from __future__ import annotations
 
+import re
+
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
 from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
+
+GLOO = re.compile(r"\bGloo\b|ProcessGroupGloo", re.I)
 
 
 @check("load.nccl", "load", codes=["load.nccl_failed"], events=["nccl_error", "dist_timeout"])
@@ -20,6 +24,12 @@ def nccl(facts: Facts, log: LogView) -> Outcome:
     timeout = log.events("dist_timeout")
     evidence = le.evidence(found) + log.earlier_runs()
     fixes = [Fix("Rerun with NCCL's own diagnosis to see which call failed", "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET")]
+    if any(GLOO.search(line) for e in found for line in e.lines):
+        # torch.distributed's CPU group (the engines' coordination beside NCCL) picks its interface from the host name,
+        # which /etc/hosts or a container's --network host may map to loopback: its peers then dial 127.0.0.1
+        fixes.insert(0, Fix("Pin the interface Gloo (torch.distributed's CPU group) binds to: set GLOO_SOCKET_IFNAME, with "
+                            "NCCL_SOCKET_IFNAME, to the interface the nodes reach each other by (list them with `ip -br addr`); "
+                            "a host name that resolves to 127.0.x.x sends every peer to loopback"))
     if timeout:
         v = timeout[0].values
         if v.get("joined") is not None and v.get("world") is not None:

@@ -30,7 +30,7 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
     gpus = le.gpu_count(facts)
     evidence = le.evidence([e]) + log.earlier_runs()
     fixes: list[Fix] = []
-    flag = le.flag(facts, "tp")
+    flag = le.flag(facts, "tp", e)
     if e.kind == "tp_heads":
         heads = int(e.values["heads"])  # type: ignore[call-overload]
         kv = facts.model.num_kv_heads if facts.model else None

@@ -122,8 +122,8 @@ def compile_template(template: str) -> tuple[str, int]:
         if kind == "any" and not template[: m.start()].strip():
             # tried from every position of a line that holds the rest's first word: quadratic on a long line
             raise ValueError(f"placeholder {token} opens the template: drop it (a template is searched anywhere in the line)")
-        if name is None:
-            out.append("(?:" + TYPES[kind] + ")")
+        if name is None:  # a group of its own all the same: what it matched is no fixed text (events._fixed)
+            out.append("(" + TYPES[kind] + ")")
             continue
         if name in names:
             raise ValueError(f"placeholder {token}: {name!r} is captured twice")

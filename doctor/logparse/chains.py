@@ -183,6 +183,11 @@ PHASE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # "Cannot allocate memory" is errno ENOMEM; from ibv_reg_mr / NET/IB it is InfiniBand's memlock limit (NCCL).
 OWNERS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("host_oom", re.compile(r"\bibv_\w+|NET/IB|\bNCCL\b|InfiniBand|\bRDMA\b|\bmlx5_|ibvwrap", re.I), "nccl_error"),
+    # a refused connection between the ranks of one job: torch.distributed's Gloo group (gloo/transport/tcp/pair.cc "connect
+    # [127.0.1.1]:17308: Connection refused" under ProcessGroupGloo's "Gloo connectFullMesh failed with"), its TCPStore
+    # rendezvous, NCCL's bootstrap: no client's server is down, the nodes cannot reach each other
+    ("client_refused", re.compile(r"\bGloo\b|ProcessGroupGloo|\bNCCL\b|\bc10d\b|\bTCPStore\b|torch\.distributed|\brendezvous\b", re.I),
+     "nccl_error"),
     # the kubelet quotes its HTTP probe's own client error (prober/http.go: "Readiness probe failed: Get ...: context
     # deadline exceeded (Client.Timeout exceeded while awaiting headers)"): the probe's verdict, not a client's timeout
     ("client_timeout", re.compile(r"\b(?:Readiness|Liveness|Startup) probe failed\b", re.I), "startup_timeout"),
@@ -239,14 +244,17 @@ def cascade(text: str) -> str:
 NOT_FAMILY: dict[str, re.Pattern[str]] = {"client_quota": re.compile(r"\bdisk quota\b|\[Errno 122\]|\bEDQUOT\b", re.I)}
 
 
-def family(text: str, inner: tuple[str, str] | None = None, wrapper: str = "") -> Pattern | None:
+def family(text: str, inner: tuple[str, str] | None = None, wrapper: str = "", whole: bool = True) -> Pattern | None:
     """The keyword family a failure line no template matched belongs to, with the text it quotes
     (`inner`, else found here) read first: the wrapped error states the cause, the wrapper only
     that something failed. A known wrapper (`wrapper`, a name of WRAPPERS) quoting an error is read
     through it alone: its own words, and the HTTP status a client printed around it (Ollama's CLI:
-    "Error: 500 Internal Server Error: llama runner process has terminated: <cause>"), are the cascade."""
+    "Error: 500 Internal Server Error: llama runner process has terminated: <cause>"), are the cascade.
+    A line that is no error by its shape (`whole` false: a person's sentence around what it quotes,
+    "... so every all-reduce goes through NCCL") is read only through what it quotes: a family's word in
+    the prose around it names what the writer talks about, not a failure's cause."""
     inner = inner or inner_message(text)
-    for candidate in ([inner[0]] if inner else []) + ([] if wrapper and inner else [text]):
+    for candidate in ([inner[0]] if inner else []) + ([] if wrapper and inner or not whole else [text]):
         found = FAMILIES.first(ev.without_advice(candidate))
         if found and not (found[0].kind in NOT_FAMILY and NOT_FAMILY[found[0].kind].search(candidate)):
             return found[0]

@@ -174,7 +174,9 @@ HAND_RULES: tuple[Rule, ...] = (
         r"memory request exceeds memory available in /dev/shm\. The request is for (?P<requested_bytes>\d+) bytes, "
         r"and the amount available is (?P<available_bytes>\d+) bytes",
     ),
-    _r("shm_too_small", r"/dev/shm has only (?P<available_bytes>\d+) bytes available"),
+    # Ray's warning (python/ray/_private/services.py) ends with the size it wants: "...you can increase /dev/shm size
+    # by passing '--shm-size=10.24gb' to 'docker run'" (its object store * 1.1, in GiB)
+    _r("shm_too_small", r"/dev/shm has only (?P<available_bytes>\d+) bytes available(?:.*?--shm-size=(?P<suggested_gb>\d+(?:\.\d+)?)gb\b)?"),
     _r("shm_too_small", r"No space left on device.*(?:/dev/shm|shm)|(?:/dev/shm|shm).*No space left on device"),
     _r(
         "shm_too_small",
@@ -782,7 +784,7 @@ def match(text: str) -> tuple[Rule, dict[str, object]] | None:
     """The rule matching this message, with its values (numbers converted).
 
     The first hand rule that matches and the first catalogue template that matches compete: of two
-    kinds, the match that spells out more fixed text (its span less its captures) wins, a hand
+    kinds, the match that spells out more fixed text (its span less its placeholders) wins, a hand
     rule on a tie; of one kind, the one with more values; an echo (a wrapper that only repeats a failure)
     never beats a cause on the same line. So a template for a whole message beats
     a hand rule's keyword ("Cannot allocate memory" inside an NCCL registration failure), and the
@@ -834,18 +836,24 @@ def without_advice(text: str) -> str:
     return ADVICE.sub("", text) if ADVICE_MARK in text else text
 
 
-def _fixed(m: re.Match[str]) -> int:
-    """Characters of the match that are not captured values: how much wording it pinned down."""
-    return len(m.group()) - sum(len(v) for v in m.groupdict().values() if v)
+def _fixed(rule: Rule, m: re.Match[str]) -> int:
+    """Characters of the match that are not placeholders: how much wording it pinned down. A hand rule's
+    placeholders are its named captures; a template's are all its groups, its unnamed `{}` ones too
+    (catalogue.compile_template), which the captures alone would count as fixed text: a long template
+    around an unnamed `{}` outvoted a specific hand rule by what the `{}` matched."""
+    placeholders = m.groups() if rule.source else m.groupdict().values()
+    return len(m.group()) - sum(len(v) for v in placeholders if v)
 
 
 def _better(hand: tuple[Rule, re.Match[str]], listed: tuple[Rule, re.Match[str]]) -> tuple[Rule, re.Match[str]]:
     if hand[0].echo != listed[0].echo:  # a wrapper's words ("Download encountered an error: ...") lose to the cause it quotes
         return listed if hand[0].echo else hand
+    count = [sum(v is not None for v in m.groupdict().values()) for _, m in (hand, listed)]
     if hand[0].kind == listed[0].kind:
-        count = [sum(v is not None for v in m.groupdict().values()) for _, m in (hand, listed)]
         return listed if count[1] > count[0] else hand
-    return listed if _fixed(listed[1]) > _fixed(hand[1]) else hand
+    fixed = _fixed(*listed) - _fixed(*hand)
+    # of equal wording, the match that reads more of the values the checks use (the status an HTTP error names)
+    return listed if fixed > 0 or fixed == 0 and count[1] > count[0] else hand
 
 
 # groups named xxx2/xxx3 are alternatives of xxx (one regex, several wordings)

@@ -249,8 +249,10 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\bCUDA (?:is )?not available\b|\bis_available\(\)\W{0,3}(?:returns? )?False\b", re.I)),
     ("load.gpu_fault", re.compile(r"\bXid\b|\bfallen off the bus\b|\bfell off the bus\b|\b(?:uncorrectable )?ECC error", re.I)),
     ("load.startup_timeout", re.compile(
-        r"\b(?:readiness|liveness|startup|start-up) probe\b[^.]{0,30}?(?:\bkill\w*|" + _FAIL + r")|\b(?:time[sd]? ?out|timeout)\b[^.]{0,30}?\b(?:while |during )?"
-        r"(?:loading|startup|start-up|warm ?up)\b|\btakes? too long to (?:load|start)\b", re.I)),
+        r"\b(?:readiness|liveness|startup|start-up) probes?\b[^.]{0,30}?(?:\bkill\w*|" + _FAIL + r")|\b(?:time[sd]? ?out|timeout)\b[^.]{0,30}?\b(?:while |during )?"
+        r"(?:loading|startup|start-up|warm ?up)\b|\btakes? too long to (?:load|start)\b|"
+        # the load named first: "when loading a model takes too long, k8s thinks the server hangs and restarts it"
+        r"\b(?:loading|starting)\b[^.,]{0,30}?\b(?:takes?|took|taking) too long\b", re.I)),
     # the model's files: missing, gated (HF 401/403), a wrong path
     ("load.model_files", re.compile(
         r"\b(?:config\.json|safetensors|weights?|checkpoint|tokenizer(?:\.json|_config\.json)?|model (?:files?|path|directory|folder))\b[^.]{0,40}?"

@@ -215,6 +215,10 @@ class Signal:
     kind: str  # one of KINDS
     values: dict[str, object]
     extra: list[str] = field(default_factory=list)  # evidence beyond the line itself (the last frames)
+    # the line states the failure itself (an exception, a crash, an error level or object, failure words outside any
+    # quote, a person's sentence that quotes none): its own words may name the family. A sentence around a quoted
+    # failure names only what it quotes, and a quote no family places is said, not logged: no sign the engine stopped
+    shaped: bool = True
 
 
 class FailureReader:
@@ -315,15 +319,16 @@ def classify(signal: Signal, text: str) -> Signal:
     wrapper = chains.cascade(text)
     quoted = str(signal.values.get("summary") or "")
     inner = chains.inner_message(text) or ((quoted, "sentence") if quoted and quoted not in (text, text[:200]) else None)
-    found = chains.family(text, inner, wrapper) if not wrapper or inner else None
+    found = chains.family(text, inner, wrapper, whole=signal.shaped) if not wrapper or inner else None
     frame = str(signal.values.get("frame") or "")
-    if found is None and frame and not wrapper:  # the words name no cause: where it was raised may (a KeyError in the config registry)
+    if found is None and frame and not wrapper and signal.shaped:  # the words name no cause: where it was raised may (a KeyError in the config registry)
         package = next((m["pkg"] for x in signal.extra if (m := PACKAGE_FILE.search(x))), "")
         text = f"{text} (raised in {frame}, {package})" if package else f"{text} (raised in {frame})"
         found = chains.family(text)
     values = {**signal.values, "cascade": wrapper} if wrapper else dict(signal.values)
     if found is None:
-        return Signal(signal.kind, values, signal.extra)
+        return Signal(signal.kind, values, signal.extra, signal.shaped)
+    # a family placed it: a failure of that kind, whoever states it
     values["tier"] = f"family: {found.name}"
     m = found.pattern.search(inner[0]) if inner else None
     for name, value in ((m or found.pattern.search(text)).groupdict().items()):  # type: ignore[union-attr]
@@ -355,14 +360,18 @@ def line_signal(text: str, level: str) -> Signal | None:
     words = (FAILURE_WORDS.search(text) and not WARNING.search(text) and not GOES_ON.search(text)
              and not NONE_COUNTED.match(text) and not PERSON.search(text))
     if stated(text, level) or words:
-        return Signal("error_line", {"summary": quoted_failure(text) or text[:200]})
+        # failure words only inside what the line quotes ("... rejects it (\"not supported on ...\"), so the traffic goes
+        # through NCCL"): a sentence around the failure, whose other words name no cause
+        shaped = stated(text, level) or bool(FAILURE_WORDS.search(QUOTED.sub(" ", text)))
+        return Signal("error_line", {"summary": quoted_failure(text) or text[:200]}, shaped=shaped)
     if not level and PROSE.search(text) and not GOES_ON.search(text) and not WARNING.search(text):
         quoted = quoted_failure(text)
         if not quoted and HYPOTHETICAL.search(text):
             return None
         # a sentence about a failure that quotes none is read after any error the text pastes
         # (never the root while one is there): it says that something failed, the pasted error what
-        return Signal("error_line", {"summary": quoted} if quoted else {"summary": text[:200], "cascade": PROSE_CASCADE})
+        values: dict[str, object] = {"summary": quoted} if quoted else {"summary": text[:200], "cascade": PROSE_CASCADE}
+        return Signal("error_line", values, shaped=not quoted)
     return None
 
 

@@ -398,7 +398,8 @@ class LogScanner:
     def _conclude(self, line: Line, found: bool, signal: fl.Signal | None, echo: bool = False) -> None:
         """After the rules: the failure reader's signal, signs of serving, and the line kept for a hard-wrap."""
         if signal is not None:
-            self._add(line, signal.kind, True, signal.values, signal.extra)
+            # a sentence around a quoted failure no family places says something failed, not that this engine stopped
+            self._add(line, signal.kind, signal.shaped or signal.kind != "error_line", signal.values, signal.extra)
         elif not found and not self.failures.open:
             self._note_serving(line.text.lower().encode())
         self._prev = carried(self._prev, line) if (not found or echo) and not self.failures.open else None
