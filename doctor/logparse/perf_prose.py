@@ -275,7 +275,7 @@ def _sentences(source: str, text: str) -> list[_Sentence]:
         line = normalise(no, raw.encode("utf-8", errors="replace"))
         words = line.text.strip().strip("*_>-#|` ").strip()
         if not words or line.level or TOOL_ROW.match(raw) or raw.rstrip().endswith("\\") or any(
-                lit in raw.lower() for lit in stat_lines.LITERALS):  # (a `\`-continued line is a command's)
+                lit in raw.lower() for lit in stat_lines.LOWER_LITERALS):  # (a `\`-continued line is a command's)
             flush()
             continue
         para.append((no, " ".join(raw.strip().strip("*_>-#").split())))
@@ -320,7 +320,7 @@ def _near_terms(lines: list[str]) -> set[int]:
     seen: set[str] = set()  # a line repeated with other numbers is a program's, read once
     for no, raw in enumerate(lines, 1):
         low = raw.lower()
-        if not any(lit in low for lit in TERM_LITERALS) or any(lit in low for lit in stat_lines.LITERALS):
+        if not any(lit in low for lit in TERM_LITERALS) or any(lit in low for lit in stat_lines.LOWER_LITERALS):
             continue
         masked = DIGITS.sub("0", low)
         if masked in seen:

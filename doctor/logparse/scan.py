@@ -34,8 +34,9 @@ _PHASE_PATTERNS = [pattern for phase, pattern in ev.PHASES if phase != "serving"
 GRAMMAR = [r.pattern for r in ev.RULES] + [p for _, p in st._SETUP] + [st.ARGS, st.STARTS, st.COMMAND] + _PHASE_PATTERNS
 CANDIDATE_LITERALS = pf.literals(GRAMMAR, FRAME_LITERALS + fl.LITERALS)
 CANDIDATE = pf.compile_groups(CANDIDATE_LITERALS)
-# what an external prefilter searches a file for: the grammar's literals, and the stat lines' (one search each)
-EXTERNAL_LITERALS = (CANDIDATE_LITERALS, stat_lines.LITERALS)
+# what an external prefilter searches a file for: the grammar's literals in any casing (CANDIDATE reads
+# the block lower-cased), and the stat lines' as printed (one search each)
+EXTERNAL_LITERALS = ((CANDIDATE_LITERALS, True), (stat_lines.LITERALS, False))
 # steady-state lines (stats, batches, access log) only say "serving": they move the phase, nothing else
 SERVING = pf.compile_groups(pf.literals([pattern for phase, pattern in ev.PHASES if phase == "serving"]))
 _FRAME = re.compile(r'^File "[^"]*", line \d+|^\S+\.py:\d+ in \w|^frame #\d+:|^[\w.]+\(\S*\) \[0x')
@@ -165,7 +166,7 @@ class LogScanner:
         self.facts.bytes_read += len(raw)
         if self._detecting:
             self._detect(raw)
-        self.stats.feed_block(raw, raw.lower(), self.source, self._source_no)
+        self.stats.feed_block(raw, self.source, self._source_no)
         if self._must_read or _any(CANDIDATE, raw.lower()):
             self._line(self._source_no, raw)
             return
@@ -186,10 +187,10 @@ class LogScanner:
             self._detect(block)
         if hits is None:
             starts, low = _candidates(block)
-            self.stats.feed_block(block, low, self.source, self._source_no + 1)
+            self.stats.feed_block(block, self.source, self._source_no + 1)
         else:  # lower-cased only if a skipped line must be looked at (_watching)
             starts, low = hits[0], None
-            self.stats.feed_block(block, None, self.source, self._source_no + 1, hits[1])
+            self.stats.feed_block(block, self.source, self._source_no + 1, hits[1])
         no, pos = self._source_no, 0  # line number of the line before `pos`, byte offset of a line start
         size = len(block)
         repeat: _Repeat | None = None

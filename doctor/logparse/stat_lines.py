@@ -43,13 +43,18 @@ from llm_doctor.facts import Facts
 from llm_doctor.facts.metrics import MetricsFacts
 from llm_doctor.logparse import prefilter as pf
 
-# the literals every stat line holds (lower-cased); searched the way the scanner's prefilter searches,
-# one single-first-byte regex per group, so a block without stat lines costs a few C-speed passes
+# the literals every stat line holds, as the engines print them: the search is case-sensitive, as
+# feed_line is (a line in another casing gives it nothing), which is what lets rg use its fastest
+# search for them (doctor.logparse.external_prefilter); the benchmark summaries' labels, which
+# _BENCH and _RATE read in any casing, also in lower case. Searched one single-first-byte regex per
+# group, so a block without stat lines costs a few C-speed passes.
+_BENCH_LABELS = (" (ms):", "(req/s):", "(tok/s):", "Concurrency:", "concurrency:", "request rate:", "Request rate:", "configured (RPS):")
 LITERALS = (
-    "avg prompt throughput", "gpu kv cache usage:", "decode batch", "prefill batch", "time_per_token=", "eval time", "memory.required",
-    " (ms):", "(req/s):", "(tok/s):", "concurrency:", "request rate:", "benchmark_serving", "bench serve", "bench_serving",
-    "configured (rps):", "kv cache rm [", "--request-rate", "--request_rate", "--max-concurrency", "--max_concurrency",
+    "Avg prompt throughput", "GPU KV cache usage:", "Decode batch", "Prefill batch", "time_per_token=", "eval time",
+    "memory.required", "benchmark_serving", "bench serve", "bench_serving", "kv cache rm [", "--request-rate", "--request_rate",
+    "--max-concurrency", "--max_concurrency", *_BENCH_LABELS, *sorted({label.lower() for label in _BENCH_LABELS} - set(_BENCH_LABELS)),
 )
+LOWER_LITERALS = tuple(sorted({lit.lower() for lit in LITERALS}))  # for text searched lower-cased (perf_prose)
 TRIGGERS = pf.compile_groups(LITERALS)
 
 FULL = 0.90  # KV usage at or above: the cache is full (what perf.kv_cache_metrics calls full)
@@ -193,17 +198,16 @@ class StatLines:
     last_fresh: bool = False
     last_prompt_n: int = 0
 
-    def feed_block(self, block: bytes, low: bytes | None, source: str, first_no: int, starts: Collection[int] | None = None) -> None:
-        """Every stat line in a block of whole lines (`low` is it lower-cased; `first_no` the
-        number of its first line), or those starting at `starts` when a prefilter found them (then `low` is not needed)."""
+    def feed_block(self, block: bytes, source: str, first_no: int, starts: Collection[int] | None = None) -> None:
+        """Every stat line in a block of whole lines (`first_no` the number of its first line), or
+        those starting at `starts` when a prefilter found them."""
         if starts is None:
-            assert low is not None
             starts = set()
             for rx in TRIGGERS:
                 pos = 0
-                while (m := rx.search(low, pos)) is not None:
-                    starts.add(low.rfind(b"\n", 0, m.start()) + 1)
-                    pos = low.find(b"\n", m.end()) + 1
+                while (m := rx.search(block, pos)) is not None:
+                    starts.add(block.rfind(b"\n", 0, m.start()) + 1)
+                    pos = block.find(b"\n", m.end()) + 1
                     if pos == 0:
                         break
         if not starts:
