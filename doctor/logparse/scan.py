@@ -24,7 +24,7 @@ from llm_doctor.logparse import failures as fl
 from llm_doctor.logparse import prefilter as pf
 from llm_doctor.logparse import setup as st
 from llm_doctor.logparse import template_cache as tc
-from llm_doctor.logparse.lines import Line, carried, joined, normalise
+from llm_doctor.logparse.lines import Line, LineNumbers, carried, joined, normalise
 from llm_doctor.logparse.stat_lines import StatLines
 
 # Traceback frames carry the phase of an OOM (PhaseTracker) and are never events themselves.
@@ -174,23 +174,31 @@ class LogScanner:
         self._prev = None
 
     def feed_block(self, block: bytes, expired: Callable[[], bool] | None = None,
-                   hits: tuple[list[int], list[int]] | None = None) -> None:
+                   hits: tuple[tuple[list[int], list[int]], tuple[list[int], list[int]]] | None = None) -> None:
         """Whole lines (the last may lack its newline): only the lines the prefilter hits are
         decoded and parsed, found by a few regex passes over the lower-cased block, or given as
         `hits`, the starts (ascending) of the lines holding the literals of EXTERNAL_LITERALS (the
-        grammar's, the stat lines') that an external tool found (doctor.logparse.external_prefilter). `expired` is asked every EXPIRY_LINES parsed lines: a
+        grammar's, the stat lines') that an external tool found (doctor.logparse.external_prefilter),
+        each set with those lines' numbers (counted from the start of the source: a line's number is
+        then read, not counted). `expired` is asked every EXPIRY_LINES parsed lines: a
         block of lines that all need parsing can take seconds, and the deadline must cut inside it
         (TimeoutError, with what was read counted)."""
         if not block:
             return
         if self._detecting:
             self._detect(block)
+        first = self._source_no + 1
         if hits is None:
             starts, low = _candidates(block)
-            self.stats.feed_block(block, self.source, self._source_no + 1)
+            self.stats.feed_block(block, self.source, first)
+            numbers = LineNumbers(block, first)
         else:  # lower-cased only if a skipped line must be looked at (_watching)
-            starts, low = hits[0], None
-            self.stats.feed_block(block, self.source, self._source_no + 1, hits[1])
+            (starts, grammar), (stats, stat_numbers) = hits
+            low = None
+            known = dict(zip(starts, grammar, strict=True))
+            known.update(zip(stats, stat_numbers, strict=True))
+            self.stats.feed_block(block, self.source, first, stats, known)
+            numbers = LineNumbers(block, first, known)
         no, pos = self._source_no, 0  # line number of the line before `pos`, byte offset of a line start
         size = len(block)
         repeat: _Repeat | None = None
@@ -198,8 +206,8 @@ class LogScanner:
             if start < pos:
                 continue  # already handled as the continuation of the line before
             if expired is not None and parsed % EXPIRY_LINES == EXPIRY_LINES - 1 and expired():
-                self._repeated(block, repeat)
-                no += block.count(b"\n", pos, start)
+                self._repeated(block, repeat, numbers)
+                no = numbers.at(start) - 1
                 self.facts.lines_read += no - self._source_no
                 self.facts.bytes_read += start
                 self._source_no = no
@@ -211,7 +219,7 @@ class LogScanner:
                 if held is None:
                     held = repeat.keys[key] = repeat.repeats(self.templates.plan(block[start:end]))
                 if held:
-                    repeat.starts.append(start)  # pos and no stay at the line that started holding (_Repeat)
+                    repeat.starts.append(start)  # pos and no stay at the line that started holding (its number is read when it is)
                     continue
             if start > pos:  # lines nobody needs: they only end a hard-wrap and may say "serving"
                 if repeat is None:  # (while repeats are held, no line must be read and none is watched: _Repeat)
@@ -221,17 +229,17 @@ class LogScanner:
                             low = low or block.lower()
                             self._note_serving(low, pos, start)
                         self._prev = None
-                no += block.count(b"\n", pos, start)
+                no = numbers.at(start) - 1
                 pos = start
             no += 1
-            self._repeated(block, repeat)
+            self._repeated(block, repeat, numbers)
             self._plan_used = None
             self._line(no, block[start : min(end, start + MAX_LINE)])
             plan = self._plan_used
-            repeat = (_Repeat(plan.repeats, end, no) if plan is not None and plan.repeats and not self._must_read and not self._watching
+            repeat = (_Repeat(plan.repeats) if plan is not None and plan.repeats and not self._must_read and not self._watching
                       else None)
             pos = end
-        if (last := self._repeated(block, repeat)) is not None:
+        if (last := self._repeated(block, repeat, numbers)) is not None:
             pos, no = last
         if pos < size:
             pos, no = self._follow(block, pos, size, no)
@@ -239,13 +247,13 @@ class LogScanner:
                 if self._watching:
                     low = low or block.lower()
                     self._note_serving(low, pos, size)
-                no += block.count(b"\n", pos, size) + (0 if block.endswith(b"\n") else 1)
+                no = numbers.at(size) - (1 if block.endswith(b"\n") else 0)
                 self._prev = None
         self.facts.lines_read += no - self._source_no
         self.facts.bytes_read += size
         self._source_no = no
 
-    def _repeated(self, block: bytes, repeat: _Repeat | None) -> tuple[int, int] | None:
+    def _repeated(self, block: bytes, repeat: _Repeat | None, numbers: LineNumbers) -> tuple[int, int] | None:
         """The lines held back as repeats of a line a plan served (_Repeat): the last is read, the
         others only count on its event. Were the last the very line the event quotes first, the
         event's last line would be an earlier one: then they are all read, in order (the last one's
@@ -255,18 +263,15 @@ class LogScanner:
             return None
         *held, last = repeat.starts
         repeat.starts = []
-        no = repeat.no + block.count(b"\n", repeat.pos, last) + 1
+        no = numbers.at(last)
         end = block.find(b"\n", last) + 1 or len(block)
         self._line(no, block[last : min(end, last + MAX_LINE)])
         event = self._counted
         if event.last_line_no == no:
             event.count += len(held)
             return end, no
-        n, at = repeat.no + 1, repeat.pos
         for start in held:
-            n += block.count(b"\n", at, start)
-            at = start
-            self._line(n, block[start : min(block.find(b"\n", start) + 1 or len(block), start + MAX_LINE)])
+            self._line(numbers.at(start), block[start : min(block.find(b"\n", start) + 1 or len(block), start + MAX_LINE)])
         return end, no
 
     def _follow(self, block: bytes, pos: int, limit: int, no: int) -> tuple[int, int]:
@@ -639,8 +644,6 @@ class _Repeat:
     that stays so until a line of another template ends it: the held lines are not asked again."""
 
     sig: tuple[object, ...]
-    pos: int  # where the line that started holding ends in the block, and its line number: the held
-    no: int  # lines' numbers are counted from there when they are read (holding counts nothing)
     starts: list[int] = field(default_factory=list)  # of the lines held
     keys: dict[bytes, bool] = field(default_factory=dict)  # templates seen while holding: whether their plan repeats sig
 
