@@ -58,6 +58,7 @@ MAX_VARIANTS = 8  # events kept per template with different values ("offloaded 0
 MAX_RUNS_KEPT = 32  # starts of the engine whose events are kept one by one; older ones are folded into counts
 TEMPLATE = re.compile(r"0x[0-9a-fA-F]+|[0-9a-fA-F]{8,}|\d+")
 _TEMPLATE_BYTES = re.compile(TEMPLATE.pattern.encode())
+_HEX_MASK = bytes.maketrans(b"0123456789abcdefABCDEF", b"0" * 22)
 _DIGIT_X = re.compile(r"\dx")
 MAX_ARGS_CHARS = 256 * 1024
 MEMO_SIZE, MEMO_CHARS = 4096, 2048  # messages whose parse is remembered (_match), and the longest one
@@ -66,6 +67,7 @@ ARGS_FOLLOW_LINES = 120  # TGI pretty-prints `Args {` over many lines
 MAX_COMMANDS = 8  # engine command lines kept (each with its `\` continuation lines)
 MAX_COMMAND_CHARS = 8192
 ENGINE_SURE = 256  # engine markers after which the engine is known (see _detect)
+DETECT_LINES = 256  # new lines _detect reads between two looks at ENGINE_SURE
 PLACE_LINES = 300  # how far after an unplaced OOM a traceback may still place it (_place)
 EXPIRY_LINES = 256  # parsed lines between two looks at the deadline
 DETECT_BYTES = 4 * 1024 * 1024  # ... or after this much of a source: the markers are in its start-up header
@@ -99,7 +101,7 @@ class LogScanner:
         self._detect_left = DETECT_BYTES
         self.stats = StatLines()  # the engine's periodic stat lines: series kept as counts and peaks
         self._detected: set[bytes] = set()  # templates of the lines _detect has seen in this source
-        self._masked: set[bytes] = set()  # ... and those lines with their digits made 0
+        self._masked: set[bytes] = set()  # ... and those lines with their digits and hex letters made 0
         self.templates = tc.TemplateCache(TEMPLATE_DECIDERS, enabled=templates)
         self._plan_used: tc.Plan | None = None  # the plan that served the last line read, if one did
         self._counted: LogEvent | None = None  # the event the last event line counted on
@@ -416,11 +418,14 @@ class LogScanner:
         DETECT_BYTES until ENGINE_SURE markers are seen (the markers are in prefixes, paths and
         the start-up header, not in error lines, and one engine writes the whole log). Only the
         first line of each template counts: the markers' case-insensitive alternations read a few
-        MB/s, and a busy log is the same few messages again and again."""
+        MB/s, and a busy log is the same few messages again and again. New lines are read DETECT_LINES
+        at a time, so detection stops within that many lines of the ENGINE_SURE-th marker (a busy
+        log's request ids make every request line new, and each costs TEMPLATE's ~20 µs)."""
         self._detect_left -= len(raw)
-        new = []
-        # lines equal but in their digits have one template: TEMPLATE (a slow regex) reads only the first of them
-        for masked, line in zip(raw.translate(tc.DIGITS_MASK).split(b"\n"), raw.split(b"\n"), strict=True):
+        new: list[bytes] = []
+        # lines equal but in their digits and hex letters (request ids) have one template, or almost (a short
+        # word of letters a-f for another): TEMPLATE (a slow regex) reads only the first of them
+        for masked, line in zip(raw.translate(_HEX_MASK).split(b"\n"), raw.split(b"\n"), strict=True):
             if masked in self._masked:
                 continue
             self._masked.add(masked)
@@ -428,6 +433,16 @@ class LogScanner:
             if key not in self._detected:
                 self._detected.add(key)
                 new.append(line)
+                if len(new) == DETECT_LINES:
+                    self._count_markers(new)
+                    new = []
+                    if self._sure:
+                        break
+        self._count_markers(new)
+        if not self._detecting:
+            self._detected, self._masked = set(), set()  # memory back: they are read no more in this source
+
+    def _count_markers(self, new: list[bytes]) -> None:
         text = b"\n".join(new).decode("utf-8", errors="replace")
         for engine, pattern in st.ENGINE_MARKERS:
             n = len(pattern.findall(text))
@@ -435,12 +450,14 @@ class LogScanner:
                 self._engine_hits[engine] = self._engine_hits.get(engine, 0) + n
         self._v1 += len(st.V1_MARKERS.findall(text))
         self._v0 += len(st.V0_MARKERS.findall(text))
-        if not self._detecting:
-            self._detected, self._masked = set(), set()  # memory back: they are read no more in this source
+
+    @property
+    def _sure(self) -> bool:
+        return sum(self._engine_hits.values()) >= ENGINE_SURE
 
     @property
     def _detecting(self) -> bool:
-        return self._detect_left > 0 and sum(self._engine_hits.values()) < ENGINE_SURE
+        return self._detect_left > 0 and not self._sure
 
     def _new_run(self) -> None:
         self.facts.runs += 1
