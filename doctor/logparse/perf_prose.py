@@ -313,19 +313,23 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "tp=", "tp ", "multi", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
                  "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce")
 _TERMS, _STAT = pf.compile_groups(TERM_LITERALS), pf.compile_groups(stat_lines.LOWER_LITERALS)
+TERM_CHUNK = 4096  # lines searched at once for them
 
 
 def _holding_terms(lines: list[str]) -> list[int]:
     """Numbers (ascending) of the lines holding a TERM_LITERALS literal and no stat line's, lower-cased:
     found by the prefilter's single-first-byte regexes over all the lines at once (C speed; a literal
     test per line and literal was most of the cost of a 4 MB log). The literals are ASCII: in the UTF-8
-    of the lower-cased text their bytes are where those characters are, and no newline is added or lost."""
-    low = "\n".join(lines).lower().encode("utf-8", errors="replace")
-    numbers, at, no = [], 0, 1
-    for start in sorted(_starts(low, _TERMS) - _starts(low, _STAT)):
-        no += low.count(b"\n", at, start)
-        at = start
-        numbers.append(no)
+    of the lower-cased text their bytes are where those characters are, and no newline is added or lost.
+    TERM_CHUNK lines at a time: the copies of a 4 MB text (a str of wide characters is 4 bytes each) stay small."""
+    numbers = []
+    for first in range(0, len(lines), TERM_CHUNK):
+        low = "\n".join(lines[first : first + TERM_CHUNK]).lower().encode("utf-8", errors="replace")
+        at, no = 0, first + 1
+        for start in sorted(_starts(low, _TERMS) - _starts(low, _STAT)):
+            no += low.count(b"\n", at, start)
+            at = start
+            numbers.append(no)
     return numbers
 
 
