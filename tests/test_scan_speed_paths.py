@@ -359,7 +359,9 @@ def test_repeats_held_back_count_on_their_event_and_quote_its_last_line() -> Non
 @pytest.mark.parametrize(("name", "tool"), _tools(), ids=[name for name, _ in _tools()])
 def test_the_tool_hands_over_the_starts_of_the_lines_holding_a_literal(name, tool, tmp_path) -> None:
     """rg reports lines (at their starts), grep matches (at the literal): the scanner gets the same
-    line starts from both, ascending and each once, a line holding two literals or one twice included."""
+    line starts from both, ascending and each once, a line holding two literals or one twice included,
+    with their line numbers; a set searched case-sensitively (the stat lines') only where its literal is
+    in that casing."""
     text = (b"INFO ok\n"
             b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB\n"  # both literals
             b"INFO serving\n"
@@ -367,11 +369,11 @@ def test_the_tool_hands_over_the_starts_of_the_lines_holding_a_literal(name, too
             b"error at the end, no newline")
     path = tmp_path / "x.log"
     path.write_bytes(text)
-    prefilter = xp.ExternalPrefilter(tool, [["cuda out of memory", "error"]])
+    prefilter = xp.ExternalPrefilter(tool, [(["cuda out of memory", "error"], True), (["ERROR"], False)])
     try:
         hits = prefilter.search(str(path))
         found = hits.take(text)
         hits.close()
     finally:
         prefilter.close()
-    assert found == ([8, 93, 109],)
+    assert found == (([8, 93, 109], [2, 4, 5]), ([93], [4]))

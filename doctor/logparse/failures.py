@@ -24,6 +24,7 @@ registry).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -251,7 +252,7 @@ class FailureReader:
             return self._in_traceback(text, recognised)
         if recognised or CHAIN.match(text):
             return None
-        return line_signal(text, level)
+        return _line_signal(text, level) if len(text) <= MEMO_CHARS else line_signal(text, level)
 
     def cut(self) -> Signal | None:
         """The input ends inside a traceback that has frames but no exception line yet (a paste or
@@ -338,6 +339,17 @@ def classify(signal: Signal, text: str) -> Signal:
     if hint:
         values["phase_hint"] = hint
     return Signal(found.kind, values, signal.extra)
+
+
+MEMO_CHARS = 2048  # the longest message whose line_signal is remembered
+
+
+@functools.lru_cache(maxsize=4096)
+def _line_signal(text: str, level: str) -> Signal | None:
+    """line_signal remembered by the message: a crash loop prints the same start-up messages (their
+    prefixes, times and pids peeled off) at every restart, and its ~40 µs a line were most of what a
+    restart cost. The one caller (FailureReader.feed, through classify) copies the values."""
+    return line_signal(text, level)
 
 
 def line_signal(text: str, level: str) -> Signal | None:

@@ -24,7 +24,7 @@ from llm_doctor.logparse import failures as fl
 from llm_doctor.logparse import prefilter as pf
 from llm_doctor.logparse import setup as st
 from llm_doctor.logparse import template_cache as tc
-from llm_doctor.logparse.lines import Line, carried, joined, normalise
+from llm_doctor.logparse.lines import Line, LineNumbers, carried, joined, normalise
 from llm_doctor.logparse.stat_lines import StatLines
 
 # Traceback frames carry the phase of an OOM (PhaseTracker) and are never events themselves.
@@ -34,8 +34,9 @@ _PHASE_PATTERNS = [pattern for phase, pattern in ev.PHASES if phase != "serving"
 GRAMMAR = [r.pattern for r in ev.RULES] + [p for _, p in st._SETUP] + [st.ARGS, st.STARTS, st.COMMAND] + _PHASE_PATTERNS
 CANDIDATE_LITERALS = pf.literals(GRAMMAR, FRAME_LITERALS + fl.LITERALS)
 CANDIDATE = pf.compile_groups(CANDIDATE_LITERALS)
-# what an external prefilter searches a file for: the grammar's literals, and the stat lines' (one search each)
-EXTERNAL_LITERALS = (CANDIDATE_LITERALS, stat_lines.LITERALS)
+# what an external prefilter searches a file for: the grammar's literals in any casing (CANDIDATE reads
+# the block lower-cased), and the stat lines' as printed (one search each)
+EXTERNAL_LITERALS = ((CANDIDATE_LITERALS, True), (stat_lines.LITERALS, False))
 # steady-state lines (stats, batches, access log) only say "serving": they move the phase, nothing else
 SERVING = pf.compile_groups(pf.literals([pattern for phase, pattern in ev.PHASES if phase == "serving"]))
 _FRAME = re.compile(r'^File "[^"]*", line \d+|^\S+\.py:\d+ in \w|^frame #\d+:|^[\w.]+\(\S*\) \[0x')
@@ -73,6 +74,7 @@ MAX_VARIANTS = 8  # events kept per template with different values ("offloaded 0
 MAX_RUNS_KEPT = 32  # starts of the engine whose events are kept one by one; older ones are folded into counts
 TEMPLATE = re.compile(r"0x[0-9a-fA-F]+|[0-9a-fA-F]{8,}|\d+")
 _TEMPLATE_BYTES = re.compile(TEMPLATE.pattern.encode())
+_HEX_MASK = bytes.maketrans(b"0123456789abcdefABCDEF", b"0" * 22)
 _DIGIT_X = re.compile(r"\dx")
 MAX_ARGS_CHARS = 256 * 1024
 MEMO_SIZE, MEMO_CHARS = 4096, 2048  # messages whose parse is remembered (_match), and the longest one
@@ -81,6 +83,7 @@ ARGS_FOLLOW_LINES = 120  # TGI pretty-prints `Args {` over many lines
 MAX_COMMANDS = 8  # engine command lines kept (each with its `\` continuation lines)
 MAX_COMMAND_CHARS = 8192
 ENGINE_SURE = 256  # engine markers after which the engine is known (see _detect)
+DETECT_LINES = 256  # new lines _detect reads between two looks at ENGINE_SURE
 PLACE_LINES = 300  # how far after an unplaced OOM a traceback may still place it (_place)
 EXPIRY_LINES = 256  # parsed lines between two looks at the deadline
 DETECT_BYTES = 4 * 1024 * 1024  # ... or after this much of a source: the markers are in its start-up header
@@ -114,7 +117,7 @@ class LogScanner:
         self._detect_left = DETECT_BYTES
         self.stats = StatLines()  # the engine's periodic stat lines: series kept as counts and peaks
         self._detected: set[bytes] = set()  # templates of the lines _detect has seen in this source
-        self._masked: set[bytes] = set()  # ... and those lines with their digits made 0
+        self._masked: set[bytes] = set()  # ... and those lines with their digits and hex letters made 0
         self.templates = tc.TemplateCache(TEMPLATE_DECIDERS, enabled=templates)
         self._plan_used: tc.Plan | None = None  # the plan that served the last line read, if one did
         self._counted: LogEvent | None = None  # the event the last event line counted on
@@ -181,7 +184,7 @@ class LogScanner:
         self.facts.bytes_read += len(raw)
         if self._detecting:
             self._detect(raw)
-        self.stats.feed_block(raw, raw.lower(), self.source, self._source_no)
+        self.stats.feed_block(raw, self.source, self._source_no)
         if self._must_read or _any(CANDIDATE, raw.lower()):
             self._line(self._source_no, raw)
             return
@@ -189,23 +192,31 @@ class LogScanner:
         self._prev = None
 
     def feed_block(self, block: bytes, expired: Callable[[], bool] | None = None,
-                   hits: tuple[list[int], list[int]] | None = None) -> None:
+                   hits: tuple[tuple[list[int], list[int]], tuple[list[int], list[int]]] | None = None) -> None:
         """Whole lines (the last may lack its newline): only the lines the prefilter hits are
         decoded and parsed, found by a few regex passes over the lower-cased block, or given as
         `hits`, the starts (ascending) of the lines holding the literals of EXTERNAL_LITERALS (the
-        grammar's, the stat lines') that an external tool found (doctor.logparse.external_prefilter). `expired` is asked every EXPIRY_LINES parsed lines: a
+        grammar's, the stat lines') that an external tool found (doctor.logparse.external_prefilter),
+        each set with those lines' numbers (counted from the start of the source: a line's number is
+        then read, not counted). `expired` is asked every EXPIRY_LINES parsed lines: a
         block of lines that all need parsing can take seconds, and the deadline must cut inside it
         (TimeoutError, with what was read counted)."""
         if not block:
             return
         if self._detecting:
             self._detect(block)
+        first = self._source_no + 1
         if hits is None:
             starts, low = _candidates(block)
-            self.stats.feed_block(block, low, self.source, self._source_no + 1)
+            self.stats.feed_block(block, self.source, first)
+            numbers = LineNumbers(block, first)
         else:  # lower-cased only if a skipped line must be looked at (_watching)
-            starts, low = hits[0], None
-            self.stats.feed_block(block, None, self.source, self._source_no + 1, hits[1])
+            (starts, grammar), (stats, stat_numbers) = hits
+            low = None
+            known = dict(zip(starts, grammar, strict=True))
+            known.update(zip(stats, stat_numbers, strict=True))
+            self.stats.feed_block(block, self.source, first, stats, known)
+            numbers = LineNumbers(block, first, known)
         no, pos = self._source_no, 0  # line number of the line before `pos`, byte offset of a line start
         size = len(block)
         repeat: _Repeat | None = None
@@ -213,8 +224,8 @@ class LogScanner:
             if start < pos:
                 continue  # already handled as the continuation of the line before
             if expired is not None and parsed % EXPIRY_LINES == EXPIRY_LINES - 1 and expired():
-                self._repeated(block, repeat)
-                no += block.count(b"\n", pos, start)
+                self._repeated(block, repeat, numbers)
+                no = numbers.at(start) - 1
                 self.facts.lines_read += no - self._source_no
                 self.facts.bytes_read += start
                 self._source_no = no
@@ -226,7 +237,7 @@ class LogScanner:
                 if held is None:
                     held = repeat.keys[key] = repeat.repeats(self.templates.plan(block[start:end]))
                 if held:
-                    repeat.starts.append(start)  # pos and no stay at the line that started holding (_Repeat)
+                    repeat.starts.append(start)  # pos and no stay at the line that started holding (its number is read when it is)
                     continue
             if start > pos:  # lines nobody needs: they only end a hard-wrap and may say "serving"
                 if repeat is None:  # (while repeats are held, no line must be read and none is watched: _Repeat)
@@ -236,17 +247,17 @@ class LogScanner:
                             low = low or block.lower()
                             self._note_serving(low, pos, start)
                         self._prev = None
-                no += block.count(b"\n", pos, start)
+                no = numbers.at(start) - 1
                 pos = start
             no += 1
-            self._repeated(block, repeat)
+            self._repeated(block, repeat, numbers)
             self._plan_used = None
             self._line(no, block[start : min(end, start + MAX_LINE)])
             plan = self._plan_used
-            repeat = (_Repeat(plan.repeats, end, no) if plan is not None and plan.repeats and not self._must_read and not self._watching
+            repeat = (_Repeat(plan.repeats) if plan is not None and plan.repeats and not self._must_read and not self._watching
                       else None)
             pos = end
-        if (last := self._repeated(block, repeat)) is not None:
+        if (last := self._repeated(block, repeat, numbers)) is not None:
             pos, no = last
         if pos < size:
             pos, no = self._follow(block, pos, size, no)
@@ -254,13 +265,13 @@ class LogScanner:
                 if self._watching:
                     low = low or block.lower()
                     self._note_serving(low, pos, size)
-                no += block.count(b"\n", pos, size) + (0 if block.endswith(b"\n") else 1)
+                no = numbers.at(size) - (1 if block.endswith(b"\n") else 0)
                 self._prev = None
         self.facts.lines_read += no - self._source_no
         self.facts.bytes_read += size
         self._source_no = no
 
-    def _repeated(self, block: bytes, repeat: _Repeat | None) -> tuple[int, int] | None:
+    def _repeated(self, block: bytes, repeat: _Repeat | None, numbers: LineNumbers) -> tuple[int, int] | None:
         """The lines held back as repeats of a line a plan served (_Repeat): the last is read, the
         others only count on its event. Were the last the very line the event quotes first, the
         event's last line would be an earlier one: then they are all read, in order (the last one's
@@ -270,18 +281,15 @@ class LogScanner:
             return None
         *held, last = repeat.starts
         repeat.starts = []
-        no = repeat.no + block.count(b"\n", repeat.pos, last) + 1
+        no = numbers.at(last)
         end = block.find(b"\n", last) + 1 or len(block)
         self._line(no, block[last : min(end, last + MAX_LINE)])
         event = self._counted
         if event.last_line_no == no:
             event.count += len(held)
             return end, no
-        n, at = repeat.no + 1, repeat.pos
         for start in held:
-            n += block.count(b"\n", at, start)
-            at = start
-            self._line(n, block[start : min(block.find(b"\n", start) + 1 or len(block), start + MAX_LINE)])
+            self._line(numbers.at(start), block[start : min(block.find(b"\n", start) + 1 or len(block), start + MAX_LINE)])
         return end, no
 
     def _follow(self, block: bytes, pos: int, limit: int, no: int) -> tuple[int, int]:
@@ -427,11 +435,14 @@ class LogScanner:
         DETECT_BYTES until ENGINE_SURE markers are seen (the markers are in prefixes, paths and
         the start-up header, not in error lines, and one engine writes the whole log). Only the
         first line of each template counts: the markers' case-insensitive alternations read a few
-        MB/s, and a busy log is the same few messages again and again."""
+        MB/s, and a busy log is the same few messages again and again. New lines are read DETECT_LINES
+        at a time, so detection stops within that many lines of the ENGINE_SURE-th marker (a busy
+        log's request ids make every request line new, and each costs TEMPLATE's ~20 µs)."""
         self._detect_left -= len(raw)
-        new = []
-        # lines equal but in their digits have one template: TEMPLATE (a slow regex) reads only the first of them
-        for masked, line in zip(raw.translate(tc.DIGITS_MASK).split(b"\n"), raw.split(b"\n"), strict=True):
+        new: list[bytes] = []
+        # lines equal but in their digits and hex letters (request ids) have one template, or almost (a short
+        # word of letters a-f for another): TEMPLATE (a slow regex) reads only the first of them
+        for masked, line in zip(raw.translate(_HEX_MASK).split(b"\n"), raw.split(b"\n"), strict=True):
             if masked in self._masked:
                 continue
             self._masked.add(masked)
@@ -439,6 +450,16 @@ class LogScanner:
             if key not in self._detected:
                 self._detected.add(key)
                 new.append(line)
+                if len(new) == DETECT_LINES:
+                    self._count_markers(new)
+                    new = []
+                    if self._sure:
+                        break
+        self._count_markers(new)
+        if not self._detecting:
+            self._detected, self._masked = set(), set()  # memory back: they are read no more in this source
+
+    def _count_markers(self, new: list[bytes]) -> None:
         text = b"\n".join(new).decode("utf-8", errors="replace")
         for engine, pattern in st.ENGINE_MARKERS:
             n = len(pattern.findall(text))
@@ -446,12 +467,14 @@ class LogScanner:
                 self._engine_hits[engine] = self._engine_hits.get(engine, 0) + n
         self._v1 += len(st.V1_MARKERS.findall(text))
         self._v0 += len(st.V0_MARKERS.findall(text))
-        if not self._detecting:
-            self._detected, self._masked = set(), set()  # memory back: they are read no more in this source
+
+    @property
+    def _sure(self) -> bool:
+        return sum(self._engine_hits.values()) >= ENGINE_SURE
 
     @property
     def _detecting(self) -> bool:
-        return self._detect_left > 0 and sum(self._engine_hits.values()) < ENGINE_SURE
+        return self._detect_left > 0 and not self._sure
 
     def _new_run(self) -> None:
         self.facts.runs += 1
@@ -655,8 +678,6 @@ class _Repeat:
     that stays so until a line of another template ends it: the held lines are not asked again."""
 
     sig: tuple[object, ...]
-    pos: int  # where the line that started holding ends in the block, and its line number: the held
-    no: int  # lines' numbers are counted from there when they are read (holding counts nothing)
     starts: list[int] = field(default_factory=list)  # of the lines held
     keys: dict[bytes, bool] = field(default_factory=dict)  # templates seen while holding: whether their plan repeats sig
 

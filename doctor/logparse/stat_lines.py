@@ -42,14 +42,20 @@ from itertools import compress
 from llm_doctor.facts import Facts
 from llm_doctor.facts.metrics import MetricsFacts
 from llm_doctor.logparse import prefilter as pf
+from llm_doctor.logparse.lines import LineNumbers
 
-# the literals every stat line holds (lower-cased); searched the way the scanner's prefilter searches,
-# one single-first-byte regex per group, so a block without stat lines costs a few C-speed passes
+# the literals every stat line holds, as the engines print them: the search is case-sensitive, as
+# feed_line is (a line in another casing gives it nothing), which is what lets rg use its fastest
+# search for them (doctor.logparse.external_prefilter); the benchmark summaries' labels, which
+# _BENCH and _RATE read in any casing, also in lower case. Searched one single-first-byte regex per
+# group, so a block without stat lines costs a few C-speed passes.
+_BENCH_LABELS = (" (ms):", "(req/s):", "(tok/s):", "Concurrency:", "concurrency:", "request rate:", "Request rate:", "configured (RPS):")
 LITERALS = (
-    "avg prompt throughput", "gpu kv cache usage:", "decode batch", "prefill batch", "time_per_token=", "eval time", "memory.required",
-    " (ms):", "(req/s):", "(tok/s):", "concurrency:", "request rate:", "benchmark_serving", "bench serve", "bench_serving",
-    "configured (rps):", "kv cache rm [", "--request-rate", "--request_rate", "--max-concurrency", "--max_concurrency",
+    "Avg prompt throughput", "GPU KV cache usage:", "Decode batch", "Prefill batch", "time_per_token=", "eval time",
+    "memory.required", "benchmark_serving", "bench serve", "bench_serving", "kv cache rm [", "--request-rate", "--request_rate",
+    "--max-concurrency", "--max_concurrency", *_BENCH_LABELS, *sorted({label.lower() for label in _BENCH_LABELS} - set(_BENCH_LABELS)),
 )
+LOWER_LITERALS = tuple(sorted({lit.lower() for lit in LITERALS}))  # for text searched lower-cased (perf_prose)
 TRIGGERS = pf.compile_groups(LITERALS)
 
 FULL = 0.90  # KV usage at or above: the cache is full (what perf.kv_cache_metrics calls full)
@@ -193,23 +199,23 @@ class StatLines:
     last_fresh: bool = False
     last_prompt_n: int = 0
 
-    def feed_block(self, block: bytes, low: bytes | None, source: str, first_no: int, starts: Collection[int] | None = None) -> None:
-        """Every stat line in a block of whole lines (`low` is it lower-cased; `first_no` the
-        number of its first line), or those starting at `starts` when a prefilter found them (then `low` is not needed)."""
+    def feed_block(self, block: bytes, source: str, first_no: int, starts: Collection[int] | None = None,
+                   known: dict[int, int] | None = None) -> None:
+        """Every stat line in a block of whole lines (`first_no` the number of its first line), or
+        those starting at `starts` when a prefilter found them (`known`: the numbers of lines it numbered, see LineNumbers)."""
         if starts is None:
-            assert low is not None
             starts = set()
             for rx in TRIGGERS:
                 pos = 0
-                while (m := rx.search(low, pos)) is not None:
-                    starts.add(low.rfind(b"\n", 0, m.start()) + 1)
-                    pos = low.find(b"\n", m.end()) + 1
+                while (m := rx.search(block, pos)) is not None:
+                    starts.add(block.rfind(b"\n", 0, m.start()) + 1)
+                    pos = block.find(b"\n", m.end()) + 1
                     if pos == 0:
                         break
         if not starts:
             return
         ordered = sorted(starts)
-        numbers = _Numbers(block, first_no)
+        numbers = LineNumbers(block, first_no, known)
         if self._batch(block, ordered, source, numbers):
             return
         for start in ordered:
@@ -219,7 +225,7 @@ class StatLines:
             text = _text(block, start, end)
             self.feed_line(text, source, no)
 
-    def _batch(self, block: bytes, starts: list[int], source: str, numbers: _Numbers) -> bool:
+    def _batch(self, block: bytes, starts: list[int], source: str, numbers: LineNumbers) -> bool:
         """The stat lines of a block read by one findall and added up column by column (a busy
         SGLang log is mostly stat lines: each read in Python cost ~8 µs), when every one of them is
         in a wording findall reads exactly as feed_line does, all of one engine (_Wording); False,
@@ -239,7 +245,7 @@ class StatLines:
                 return False
             peaks = self._series(wording, rows)
             if wording.engine == "sglang" and "cuda graph: " in text:
-                counter = _Numbers(block, numbers.no)  # a second counter from the same place: the peaks' is asked below
+                counter = LineNumbers(block, numbers.no, numbers.known)  # a second counter from the same place: the peaks' is asked below
                 counter.pos = numbers.pos
                 self._graph_lines(text, lambda i, counter=counter: f"{source}:{counter.at(starts[i])}")
             for kind, i, sample in sorted(peaks, key=lambda peak: peak[1]):  # line numbers are counted forward
@@ -673,18 +679,6 @@ Quote = Callable[[], tuple[str, str]]
 
 def _text(block: bytes, start: int, end: int) -> str:
     return block[start : min(end, start + MAX_LINE)].decode("utf-8", errors="replace").strip()
-
-
-class _Numbers:
-    """Line numbers of offsets in a block, asked in increasing order (each byte is counted once)."""
-
-    def __init__(self, block: bytes, first_no: int) -> None:
-        self.block, self.pos, self.no = block, 0, first_no
-
-    def at(self, pos: int) -> int:
-        self.no += self.block.count(b"\n", self.pos, pos)
-        self.pos = pos
-        return self.no
 
 
 class _Wording:
