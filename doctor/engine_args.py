@@ -107,6 +107,20 @@ class Flag:
     boolean: bool = False  # takes no value on the command line
 
 
+# vLLM's tasks that pool one vector per prompt instead of generating (--task since 0.6.x: "embedding", later "embed",
+# "classify", "score", "reward"; since 0.10 --runner pooling, --convert embed|classify|reward)
+POOLING_TASKS = ("embed", "embedding", "classify", "score", "reward")
+
+
+def pooling_task(raw: object) -> bool:
+    return to_str(raw).lower() in (*POOLING_TASKS, "pooling")
+
+
+def pooler_set(raw: object) -> bool:
+    """vLLM prints `pooler_config=None` in its config line for a generating model, a PoolerConfig(...) for a pooling one."""
+    return to_str(raw) not in ("", "None")
+
+
 def _b(field: str, conv: Callable[[object], object] = to_bool) -> Flag:
     return Flag(field, conv, boolean=True)
 
@@ -138,6 +152,10 @@ VLLM_FLAGS: dict[str, Flag] = {
     "num_gpu_blocks_override": Flag("num_gpu_blocks_override", human_int),
     "enforce_eager": _b("enforce_eager"),
     "enable_prefix_caching": _b("enable_prefix_caching"),
+    "task": Flag("pooling", pooling_task),
+    "runner": Flag("pooling", pooling_task),
+    "convert": Flag("pooling", pooling_task),
+    "pooler_config": Flag("pooling", pooler_set),
     "enable_chunked_prefill": _b("enable_chunked_prefill"),
     "enable_expert_parallel": _b("enable_expert_parallel"),
     "trust_remote_code": _b("trust_remote_code"),
@@ -167,6 +185,7 @@ SGLANG_FLAGS: dict[str, Flag] = {
     "max_total_tokens": Flag("max_total_tokens", human_int),
     "disable_radix_cache": _b("enable_prefix_caching", negate),
     "disable_cuda_graph": _b("enforce_eager"),
+    "is_embedding": _b("pooling"),
     "enable_ep_moe": _b("enable_expert_parallel"),
     "trust_remote_code": _b("trust_remote_code"),
     "nnodes": Flag("nnodes", human_int),

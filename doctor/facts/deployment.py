@@ -41,6 +41,7 @@ class EngineConfig:
     num_gpu_blocks_override: int | None = None
     enforce_eager: bool | None = None
     enable_prefix_caching: bool | None = None
+    pooling: bool | None = None  # an embedding / scoring model: vLLM --task embed, --runner pooling, pooler_config; SGLang --is-embedding
     enable_chunked_prefill: bool | None = None
     enable_expert_parallel: bool | None = None
     trust_remote_code: bool | None = None
