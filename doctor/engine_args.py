@@ -490,6 +490,19 @@ ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 IMAGE_ENGINES = (("vllm-openai", "vllm"), ("vllm/vllm", "vllm"), ("text-generation-inference", "tgi"))
 
 
+DOCKER_DEVICES = re.compile(r"device=([\w,-]+)")
+
+
+def docker_gpus(value: str) -> int | None:
+    """How many GPUs `docker run --gpus VALUE` gives the container: a count, or the listed devices
+    (`"device=0,2"`); None for `all` (the host's count, not known from the command)."""
+    value = value.strip("'\" ")
+    if value.isdigit():
+        return int(value)
+    m = DOCKER_DEVICES.search(value)
+    return len([x for x in m.group(1).split(",") if x]) if m else None
+
+
 def parse_command(argv_or_str: str | Iterable[str], source: str = "cmdline") -> EngineConfig:
     """A command line of any supported engine -> EngineConfig with the engine's defaults.
 
@@ -499,6 +512,7 @@ def parse_command(argv_or_str: str | Iterable[str], source: str = "cmdline") -> 
     (`--model` for SGLang's `--model-path`), booleans and `--no-<flag>`."""
     argv = _split(argv_or_str)
     env: dict[str, str] = {}
+    granted: int | None = None
     engine, rest, positional_model = "", [], False
     for i, tok in enumerate(argv):
         base = os.path.basename(tok)
@@ -506,6 +520,13 @@ def parse_command(argv_or_str: str | Iterable[str], source: str = "cmdline") -> 
         if ENV_ASSIGN.match(tok) and not engine:
             key, _, value = tok.partition("=")
             env[key] = value
+            continue
+        if tok in ("-e", "--env") and ENV_ASSIGN.match(nxt):  # `docker run -e CUDA_VISIBLE_DEVICES=0,1 IMAGE`
+            key, _, value = nxt.partition("=")
+            env[key] = value
+            continue
+        if tok == "--gpus" or tok.startswith("--gpus="):  # `docker run --gpus 2`, `--gpus '"device=0,1"'`
+            granted = docker_gpus(tok.partition("=")[2] or nxt)
             continue
         if base == "vllm" and nxt == "serve":
             engine, rest, positional_model = "vllm", argv[i + 2 :], True
@@ -535,7 +556,7 @@ def parse_command(argv_or_str: str | Iterable[str], source: str = "cmdline") -> 
         else:
             continue
         break
-    cfg = EngineConfig(engine=engine, env=env)
+    cfg = EngineConfig(engine=engine, env=env, gpus_granted=granted)
     if not engine:
         cfg.unknown_flags = ["<no known engine command found>"]
         return cfg

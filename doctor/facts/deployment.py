@@ -52,6 +52,9 @@ class EngineConfig:
     host: str = ""
     port: int | None = None
     api_key_set: bool | None = None
+    # GPUs the container was given (`docker run --gpus N` / device list, Kubernetes nvidia.com/gpu, Compose devices
+    # count): inside it they are the only ones, numbered from 0
+    gpus_granted: int | None = None
     env: dict[str, str] = field(default_factory=dict)  # VAR=value given before the command
     extra: dict[str, str] = field(default_factory=dict)  # other flags as given
     unknown_flags: list[str] = field(default_factory=list)
