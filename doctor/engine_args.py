@@ -107,6 +107,20 @@ class Flag:
     boolean: bool = False  # takes no value on the command line
 
 
+# vLLM's tasks that pool one vector per prompt instead of generating (--task since 0.6.x: "embedding", later "embed",
+# "classify", "score", "reward"; since 0.10 --runner pooling, --convert embed|classify|reward)
+POOLING_TASKS = ("embed", "embedding", "classify", "score", "reward")
+
+
+def pooling_task(raw: object) -> bool:
+    return to_str(raw).lower() in (*POOLING_TASKS, "pooling")
+
+
+def pooler_set(raw: object) -> bool:
+    """vLLM prints `pooler_config=None` in its config line for a generating model, a PoolerConfig(...) for a pooling one."""
+    return to_str(raw) not in ("", "None")
+
+
 def _b(field: str, conv: Callable[[object], object] = to_bool) -> Flag:
     return Flag(field, conv, boolean=True)
 
@@ -138,6 +152,10 @@ VLLM_FLAGS: dict[str, Flag] = {
     "num_gpu_blocks_override": Flag("num_gpu_blocks_override", human_int),
     "enforce_eager": _b("enforce_eager"),
     "enable_prefix_caching": _b("enable_prefix_caching"),
+    "task": Flag("pooling", pooling_task),
+    "runner": Flag("pooling", pooling_task),
+    "convert": Flag("pooling", pooling_task),
+    "pooler_config": Flag("pooling", pooler_set),
     "enable_chunked_prefill": _b("enable_chunked_prefill"),
     "enable_expert_parallel": _b("enable_expert_parallel"),
     "trust_remote_code": _b("trust_remote_code"),
@@ -167,6 +185,7 @@ SGLANG_FLAGS: dict[str, Flag] = {
     "max_total_tokens": Flag("max_total_tokens", human_int),
     "disable_radix_cache": _b("enable_prefix_caching", negate),
     "disable_cuda_graph": _b("enforce_eager"),
+    "is_embedding": _b("pooling"),
     "enable_ep_moe": _b("enable_expert_parallel"),
     "trust_remote_code": _b("trust_remote_code"),
     "nnodes": Flag("nnodes", human_int),
@@ -471,6 +490,19 @@ ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 IMAGE_ENGINES = (("vllm-openai", "vllm"), ("vllm/vllm", "vllm"), ("text-generation-inference", "tgi"))
 
 
+DOCKER_DEVICES = re.compile(r"device=([\w,-]+)")
+
+
+def docker_gpus(value: str) -> int | None:
+    """How many GPUs `docker run --gpus VALUE` gives the container: a count, or the listed devices
+    (`"device=0,2"`); None for `all` (the host's count, not known from the command)."""
+    value = value.strip("'\" ")
+    if value.isdigit():
+        return int(value)
+    m = DOCKER_DEVICES.search(value)
+    return len([x for x in m.group(1).split(",") if x]) if m else None
+
+
 def parse_command(argv_or_str: str | Iterable[str], source: str = "cmdline") -> EngineConfig:
     """A command line of any supported engine -> EngineConfig with the engine's defaults.
 
@@ -480,6 +512,7 @@ def parse_command(argv_or_str: str | Iterable[str], source: str = "cmdline") -> 
     (`--model` for SGLang's `--model-path`), booleans and `--no-<flag>`."""
     argv = _split(argv_or_str)
     env: dict[str, str] = {}
+    granted: int | None = None
     engine, rest, positional_model = "", [], False
     for i, tok in enumerate(argv):
         base = os.path.basename(tok)
@@ -487,6 +520,13 @@ def parse_command(argv_or_str: str | Iterable[str], source: str = "cmdline") -> 
         if ENV_ASSIGN.match(tok) and not engine:
             key, _, value = tok.partition("=")
             env[key] = value
+            continue
+        if tok in ("-e", "--env") and ENV_ASSIGN.match(nxt):  # `docker run -e CUDA_VISIBLE_DEVICES=0,1 IMAGE`
+            key, _, value = nxt.partition("=")
+            env[key] = value
+            continue
+        if tok == "--gpus" or tok.startswith("--gpus="):  # `docker run --gpus 2`, `--gpus '"device=0,1"'`
+            granted = docker_gpus(tok.partition("=")[2] or nxt)
             continue
         if base == "vllm" and nxt == "serve":
             engine, rest, positional_model = "vllm", argv[i + 2 :], True
@@ -516,7 +556,7 @@ def parse_command(argv_or_str: str | Iterable[str], source: str = "cmdline") -> 
         else:
             continue
         break
-    cfg = EngineConfig(engine=engine, env=env)
+    cfg = EngineConfig(engine=engine, env=env, gpus_granted=granted)
     if not engine:
         cfg.unknown_flags = ["<no known engine command found>"]
         return cfg

@@ -130,6 +130,28 @@ def test_prefix_caching_off_from_cache_config_info():
     assert commands(f) == ["--enable-prefix-caching"]
 
 
+def test_a_pooling_model_with_prefix_caching_off_is_no_finding(tmp_path):
+    # corpus i041 (train, https://github.com/vllm-project/vllm/issues/11320): vLLM 0.6.4's config line for bge-m3
+    line = ("INFO 12-19 19:52:31 llm_engine.py:249] Initializing an LLM engine (v0.6.4.post1) with config: "
+            "model='/data/models/bge-m3-embed-beta1', dtype=torch.float16, max_seq_len=8192, tensor_parallel_size=1, "
+            "enforce_eager=False, enable_prefix_caching=False, pooler_config=PoolerConfig(pooling_type='CLS', normalize=False, "
+            "softmax=False, step_tag_id=None, returned_token_ids=None))\n")
+    r = analyze(write(tmp_path, "engine.log", line))
+    assert r["facts"]["deployment"]["pooling"] is True
+    assert check(r, "perf.prefix_cache")["status"] == "skip"
+    assert "perf.prefix_caching_off" not in [f["code"] for f in r["findings"]]
+    # the same line for a generating model (vLLM prints pooler_config=None) keeps its V0-default note
+    r = analyze(write(tmp_path, "engine.log", line.split(", pooler_config=")[0] + ", pooler_config=None)\n"))
+    assert not r["facts"]["deployment"]["pooling"]
+    assert [f["severity"] for f in r["findings"] if f["code"] == "perf.prefix_caching_off"] == ["info"]
+    # on a command line: vLLM --task embed, --runner pooling; SGLang --is-embedding
+    for launch in ("vllm serve BAAI/bge-m3 --task embed", "vllm serve BAAI/bge-m3 --runner pooling --no-enable-prefix-caching",
+                   "python -m sglang.launch_server --model-path BAAI/bge-m3 --is-embedding --disable-radix-cache"):
+        r = analyze(write(tmp_path, "launch.sh", launch + "\n"))
+        assert r["facts"]["deployment"]["pooling"] is True, launch
+        assert "perf.prefix_caching_off" not in [f["code"] for f in r["findings"]], launch
+
+
 def test_power_capped_gpu_in_q_output_is_not_throttled_at_idle():
     """The RTX 5090 -q shows SW Power Cap active at 24 W of 575 W: an idle artefact, not throttling."""
     r = analyze(FIX / "smi" / "nvidia-smi-q-1x-rtx5090-driver570.txt")

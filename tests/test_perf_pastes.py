@@ -265,3 +265,32 @@ def test_a_sweep_tabulated_by_hand_fills_the_probe_and_its_per_stream_column_is_
     assert "perf.batching_limited" not in codes(report) and check(report, "perf.batching")["status"] == "pass"
     # a table with no concurrency column is no sweep
     assert bench_runs.table_runs(text.replace("| c |", "| model |", 1)) == []
+
+
+def test_the_gpus_a_container_is_given_are_the_engines_and_tp_below_them_leaves_some_idle(tmp_path):
+    # the shapes of the Kubernetes device plugin docs (resources.limits `nvidia.com/gpu: N`, env `- name:` / `value:`),
+    # Docker Compose's GPU docs (deploy.resources.reservations.devices `- driver: nvidia`, `count: N`, `capabilities: [gpu]`)
+    # and `docker run --gpus` (a count or '"device=0,2"'); the containers around the k8s fixture's `args:` block
+    k8s = ("      containers:\n      - name: vllm\n        image: vllm/vllm-openai:v0.8.5\n        args:\n"
+           "          - --model=meta-llama/Llama-3.1-70B-Instruct\n          - --tensor-parallel-size=2\n"
+           "        resources:\n          limits:\n            nvidia.com/gpu: 4\n")
+    (argv,) = container_spec.commands(k8s)
+    assert argv[:5] == ["docker", "run", "--gpus", "4", "vllm/vllm-openai:v0.8.5"]
+    compose = ("services:\n  vllm:\n    image: vllm/vllm-openai:latest\n    command: --model Qwen/Qwen2.5-7B-Instruct\n"
+               "    environment:\n      - CUDA_VISIBLE_DEVICES=0,1\n    deploy:\n      resources:\n        reservations:\n"
+               "          devices:\n            - driver: nvidia\n              count: 2\n              capabilities: [gpu]\n")
+    (argv,) = container_spec.commands(compose)
+    assert argv[:7] == ["docker", "run", "-e", "CUDA_VISIBLE_DEVICES=0,1", "--gpus", "2", "vllm/vllm-openai:latest"]
+    from llm_doctor.engine_args import parse_command
+
+    assert parse_command("docker run --gpus '\"device=0,2\"' vllm/vllm-openai:latest --model m").gpus_granted == 2
+    assert parse_command("docker run --gpus all vllm/vllm-openai:latest --model m").gpus_granted is None
+    (tmp_path / "deploy.yaml").write_text(k8s)
+    report = analyze(tmp_path / "deploy.yaml")
+    (f,) = [f for f in report["findings"] if f["code"] == "perf.tp_mismatch"]
+    assert f["title"] == "the engine uses 2 of 4 GPUs: 2 GPU(s) stay idle"
+    assert "GPUs available to the engine: 4 (the container was given 4 GPU(s))" in f["evidence"]
+    assert [x["command"] for x in f["fixes"]] == ["--tensor-parallel-size 4", "--data-parallel-size 2"]
+    # TP over every GPU it was given: nothing idle
+    (tmp_path / "deploy.yaml").write_text(k8s.replace("size=2", "size=4"))
+    assert "perf.tp_mismatch" not in codes(analyze(tmp_path / "deploy.yaml"))

@@ -216,7 +216,24 @@ def test_more_gpus_slower_than_fewer_is_the_interconnect_as_said(tmp_path):
     f = _finding(report, "perf.slow_interconnect")
     assert f["severity"] == "info" and f["title"].endswith("(2 statements)")
     assert _commands(f) == ["nvidia-smi topo -m"]
-    assert "perf.tp_mismatch" not in [x["code"] for x in report["findings"]]
+    # "slower than without" TP is against one GPU: the model fits one, so TP is also larger than it needs, ranked first
+    # (the 8-vs-4 sentence says nothing of one GPU: its statement stays the interconnect's alone)
+    assert [x["code"] for x in report["findings"]] == ["perf.tp_mismatch", "perf.slow_interconnect"]
+    assert _finding(report, "perf.tp_mismatch")["title"].endswith("(1 statement)")
+
+
+def test_no_faster_on_several_gpus_than_on_one_is_tp_larger_than_the_model_needs():
+    # https://github.com/NVIDIA/TensorRT-LLM/issues/389 (corpus/perf/trtllm-bloom-world-size-8-v100-slower-than-1gpu-389, train):
+    # the question tacked on at the end leaves the statement before it standing
+    text = ("using trt-llm run bloom, tensor parallelism (built with --world_size =8 ) slower seriously than single gpu (GPU is 8X V100)\n"
+            "single gpu total latency: 9.276402950286865 sec, world_size =8 tensor parallelism  total latency: 115sec,  it shouldn't be faster?\n")
+    assert [st.code for st in perf_prose.statements("issue.md", text)] == ["perf.tp_mismatch", "perf.slow_interconnect"]
+    # https://github.com/vllm-project/vllm/issues/1435 (corpus/perf/vllm-starcoderbase-tp1-vs-tp8-same-throughput-1435, train)
+    text = ("Using 8 A100s (80GB), I find that setting this to 1 or 8 doesn't change performance much, even when using large "
+            "batches (1000+).\n")
+    assert [st.code for st in perf_prose.statements("issue.md", text)] == ["perf.tp_mismatch", "perf.slow_interconnect"]
+    # a sentence that opens as a question states nothing
+    assert perf_prose.statements("issue.md", "Is tensor parallelism on 8 GPUs slower than a single GPU?\n") == []
 
 
 def test_questions_advice_and_healthy_numbers_stay_quiet(tmp_path):
@@ -363,3 +380,16 @@ def test_a_healthy_engines_p2p_lines_and_one_gpu_state_no_slow_interconnect():
     text = ("(VllmWorkerProcess pid=215) INFO 09-27 03:03:56 custom_all_reduce_utils.py:242] reading GPU P2P access cache "
             "from /home/corvo/.cache/vllm/gpu_p2p_access_cache_for_0,1,2,3.json\n")
     assert perf_prose.statements("engine.log", text) == []
+
+
+def test_a_cpu_reading_either_side_of_its_name_is_cpu_bound_and_explains_the_flat_throughput(tmp_path):
+    # https://github.com/vllm-project/vllm/issues/11320 (corpus/perf/vllm-bge-m3-embeddings-python-process-cpu-100-11320, train)
+    report = _paste(tmp_path, "In our tests, the throughput increased up to 12TPS, and then did not increase after that. It is not clear "
+                              "what the cause is, but the CPU utilization of the python process reaches 100% when the bottleneck is reached.\n")
+    assert report["findings"][0]["code"] == "perf.cpu_bound"
+    assert any("CPU utilization of the python process reaches 100%" in e for e in report["findings"][0]["evidence"])
+    # https://github.com/ggml-org/llama.cpp/issues/22097 (corpus g076, train): the reading before the name
+    (st,) = perf_prose.statements("issue.md", "All the while, the llama-server process has 100% CPU usage.\n")
+    assert (st.code, st.measures) == ("perf.cpu_bound", {"cpu_percent": 100.0})
+    # a CPU share of the weights, not a CPU's load
+    assert perf_prose.statements("issue.md", "We run it with 100% CPU offloading of the experts.\n") == []

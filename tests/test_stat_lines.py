@@ -361,3 +361,34 @@ def test_a_launch_command_alone_with_cuda_graphs_off_is_eager_mode_in_its_engine
     assert f["fixes"][0]["summary"].startswith("Drop --cuda-graphs 0")
     cmd.write_text("text-generation-launcher --model-id mistralai/Mistral-7B-Instruct-v0.2 --cuda-graphs 1,2,4,8,16,32\n")
     assert perf(analyze(cmd)) == []
+
+
+# LMDeploy's stat line, as lmdeploy/metrics/loggers.py LoggingStatLogger.log formats it (InternLM/lmdeploy@98c005ee3,
+# 2026-06: "[%Y-%m-%d %H:%M:%S DP0] Avg thr (in/out): ... Server (succeeded/failed/routed/waiting): ... Engine
+# (running/waiting): %d / %d, KV cache: %.1f%%, [Prefix cache hit rate: %.1f%%, ]"); before 2026-02 (@843684872) vLLM's
+# fields with "Finished: %d reqs, Unfinished: %d reqs, " before "Running:"
+LMDEPLOY_LINES = (
+    "[2026-03-30 10:01:02 DP0] Avg thr (in/out): 812.4 / 903.1 tokens/s, Server (succeeded/failed/routed/waiting): "
+    "120 / 0 / 64 / 0, Engine (running/waiting): 48 / 16, KV cache: 97.2%, \n"
+    "[2026-03-30 10:01:12 DP0] Avg thr (in/out): 640.0 / 950.7 tokens/s, Server (succeeded/failed/routed/waiting): "
+    "131 / 0 / 64 / 0, Engine (running/waiting): 47 / 17, KV cache: 98.9%, Prefix cache hit rate: 12.5%, \n"
+)
+LMDEPLOY_OLD_LINES = (
+    "[2025-11-26 12:00:01 DP0] Avg prompt throughput: 812.4 tokens/s, Avg generation throughput: 903.1 tokens/s, Finished: "
+    "120 reqs, Unfinished: 64 reqs, Running: 48 reqs, Waiting: 16 reqs, GPU KV cache usage: 97.2%\n"
+    "[2025-11-26 12:00:11 DP0] Avg prompt throughput: 640.0 tokens/s, Avg generation throughput: 950.7 tokens/s, Finished: "
+    "131 reqs, Unfinished: 64 reqs, Running: 47 reqs, Waiting: 17 reqs, GPU KV cache usage: 98.9%\n"
+)
+
+
+@pytest.mark.parametrize("text", [LMDEPLOY_LINES, LMDEPLOY_OLD_LINES], ids=["2026", "2025"])
+def test_lmdeploy_stat_lines_are_read_in_both_wordings_with_lmdeploy_flags(tmp_path, text):
+    (tmp_path / "lmdeploy.log").write_text(text)
+    report = analyze(tmp_path / "lmdeploy.log")
+    m = report["facts"]["metrics"]
+    v = m["values"]
+    assert m["engine"] == "lmdeploy"
+    assert (v["running"], v["waiting"], v["kv_cache_usage"], v["stat_samples"], v["gen_throughput_max"]) == (47, 17, 0.989, 2, 950.7)
+    # its counters' header ("succeeded/failed/...") is no failure: the cache full with a queue is the one finding
+    assert [(f["code"], f["severity"]) for f in report["findings"]] == [("perf.kv_cache_pressure", "warn")]
+    assert "--quant-policy 8" in [x["command"] for x in report["findings"][0]["fixes"]]

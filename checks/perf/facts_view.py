@@ -59,6 +59,8 @@ def visible_indices(cfg: EngineConfig | None, g: GpuFacts | None) -> list[int] |
         if g is not None:  # UUIDs
             return [gpu.index for gpu in g.gpus if gpu.uuid in items] or None
         return list(range(len(items)))
+    if cfg is not None and cfg.gpus_granted:  # a container sees only the GPUs it was given
+        return list(range(cfg.gpus_granted))
     if g is not None and g.gpus:
         return [gpu.index for gpu in g.gpus]
     return None

@@ -35,7 +35,22 @@ def rank(level: str) -> int:
     return 1 if level_is_nvlink(level) else LEVEL_RANK.get(level, 6)
 
 
-@check("perf.interconnect", "perf", codes=["perf.slow_interconnect"], any_of=("gpus", "logs"),
+# the NVLink bandwidth each GPU has to its peers, one direction (GB/s), by the name CUDA and nvidia-smi give it:
+# NVIDIA's datasheets (V100 SXM2 6 links, A100 SXM4 12, A800/H800 8, H100/H200/H20 SXM 18 of 25 GB/s; B200 NVLink 5).
+# PCIe parts (" PCIe", "NVL" bridge pairs, workstation cards) are not here: PCIe gives no floor to judge by.
+NVLINK_GBS = (
+    (re.compile(r"\b[BG]B?200\b"), 900.0),
+    (re.compile(r"\bH800\b(?!.*PCIe)"), 200.0),
+    (re.compile(r"\b(?:H100|H200|H20)\b(?!.*(?:PCIe|NVL))"), 450.0),
+    (re.compile(r"\bA800-SXM"), 200.0),
+    (re.compile(r"\bA100-SXM"), 300.0),
+    (re.compile(r"\bV100-SXM"), 150.0),
+)
+NVLINK_SHARE = 0.25  # an all-reduce over NVLink reaches ~75 % of it in nccl-tests' busbw; under a quarter it is not on NVLink
+NET_FLOOR_GBS = 5.0  # busbw between nodes below this is TCP sockets' class: one 100 Gb/s RDMA NIC alone carries ~12 GB/s
+
+
+@check("perf.interconnect", "perf", codes=["perf.slow_interconnect"], any_of=("gpus", "logs", "metrics"),
        events=["custom_allreduce_off", "nccl_net_socket", "nccl_p2p_off"])
 def interconnect(facts: Facts, log: LogView | None) -> Outcome:
     """TP traffic runs over NVLink or P2P, PCIe links run at their full width, NCCL keeps its fast transports."""
@@ -43,16 +58,58 @@ def interconnect(facts: Facts, log: LogView | None) -> Outcome:
     logged = (_logged_no_p2p(facts, log) or _nccl_p2p_off(facts, log)) if log else None
     sockets = _nccl_sockets_across_nodes(facts, log, cfg) if log else None
     rpc = _llamacpp_rpc(cfg)
+    measured = _nccl_tests(facts)
     g = fv.maybe_gpus(facts)
     if g is None:
-        findings = [f for f in (sockets, logged, rpc) if f]
-        return Outcome(findings, "" if findings else "no GPU facts, and the log shows no interconnect signal")
-    findings = [f for f in (_tp_over_pcie(facts, g, cfg), _degraded_links(g), _nccl_env(cfg, g), sockets, rpc) if f]
+        findings = [f for f in (measured, sockets, logged, rpc) if f]
+        busbw = facts.metrics.values.get("nccl_busbw_gbs") if facts.metrics is not None else None
+        quiet = f"nccl-tests busbw {busbw:g} GB/s: not below the NVLink or network floor" if busbw is not None else "no GPU facts, and the log shows no interconnect signal"
+        return Outcome(findings, "" if findings else quiet)
+    findings = [f for f in (_tp_over_pcie(facts, g, cfg), _degraded_links(g), _nccl_env(cfg, g), measured, sockets, rpc) if f]
     if logged is not None and not any("PCIe (" in f.title or "NCCL_P2P_DISABLE" in f.title for f in findings):
         findings.append(logged)
     if not findings and not g.topology and all(x.pcie_width_current is None for x in g.gpus):
         raise NotApplicable("no topology or PCIe link facts (nvidia-smi topo -m, -q, or NVML)")
     return Outcome(findings, "" if findings else "GPU links as expected")
+
+
+def _nccl_tests(facts: Facts) -> Finding | None:
+    """An nccl-tests run (doctor/logparse/nccl_tests.py) whose bus bandwidth at the large sizes is far below
+    the link the GPUs have: inside one node of NVLink GPUs under NVLINK_SHARE of their NVLink (the traffic
+    takes PCIe or host memory: P2P off, NVLink down, no fabric manager), between nodes under NET_FLOOR_GBS
+    (sockets, not RDMA)."""
+    m = facts.metrics if facts.metrics is not None and facts.metrics.available else None
+    busbw = m.values.get("nccl_busbw_gbs") if m else None
+    if m is None or busbw is None or m.values.get("nccl_ranks", 0) < 2:
+        return None
+    hosts, ranks, gpu = int(m.values.get("nccl_hosts", 1)), int(m.values["nccl_ranks"]), m.raw.get("nccl_gpu", "")
+    size = f"{m.values.get('nccl_size_bytes', 0) / 1024**2:.0f} MiB"
+    evidence = [m.raw["nccl_busbw_gbs"], f"busbw {busbw:g} GB/s at {size} over {ranks} GPUs on {hosts} host(s)" + (f" ({gpu})" if gpu else "")]
+    if hosts > 1:
+        if busbw >= NET_FLOOR_GBS:
+            return None
+        evidence.append(f"below {NET_FLOOR_GBS:g} GB/s between nodes: TCP sockets' class, not RDMA (InfiniBand / RoCE)")
+        return Finding("perf.slow_interconnect", f"NCCL moves {busbw:g} GB/s between {hosts} nodes: the traffic takes TCP sockets",
+                       evidence, [Fix("See which transport NCCL picks (NET/IB is RDMA, NET/Socket is TCP) and give it the RDMA NICs "
+                                      "(NCCL_IB_HCA, the NCCL RDMA/EFA plugin, NCCL_IB_DISABLE unset)",
+                                      "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET " + _rerun(m, ranks, hosts))],
+                       explains=["perf.low_gpu_util", "perf.high_latency"])
+    nvlink = next((gbs for rx, gbs in NVLINK_GBS if rx.search(gpu)), None)
+    if nvlink is None or busbw >= NVLINK_SHARE * nvlink:
+        return None
+    evidence.append(f"{gpu} has {nvlink:g} GB/s of NVLink per GPU: {busbw / nvlink:.0%} of it reached (an all-reduce over "
+                    f"NVLink reaches about 75%)")
+    return Finding("perf.slow_interconnect", f"NCCL reaches {busbw:g} GB/s between {ranks} NVLink GPUs: the traffic is not on NVLink",
+                   evidence, [Fix("Check the NVLink links and the path NCCL takes (NV# in topo -m; NCCL_P2P_DISABLE / "
+                                  "NCCL_P2P_LEVEL unset; on NVSwitch systems nvidia-fabricmanager running)",
+                                  "nvidia-smi nvlink --status; nvidia-smi topo -m; systemctl status nvidia-fabricmanager")],
+                   explains=["perf.low_gpu_util", "perf.high_latency"])
+
+
+def _rerun(m, ranks: int, hosts: int) -> str:
+    test = m.raw.get("nccl_test", "all_reduce_perf")
+    per_host = max(ranks // max(hosts, 1), 1)
+    return f"mpirun -np {hosts} -N 1 {test} -b 8 -e 8G -f 2 -g {per_host}"
 
 
 def _logged_no_p2p(facts: Facts, log: LogView) -> Finding | None:

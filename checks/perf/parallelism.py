@@ -39,7 +39,8 @@ def parallelism(facts: Facts) -> Outcome:
     tp, pp = cfg.tensor_parallel_size or 1, cfg.pipeline_parallel_size or 1
     dp = cfg.data_parallel_size or 1
     heads = facts.model.num_attention_heads if facts.model else None
-    where = "CUDA_VISIBLE_DEVICES=" + cfg.env["CUDA_VISIBLE_DEVICES"] if "CUDA_VISIBLE_DEVICES" in cfg.env else f"{n} GPU(s) on the host"
+    where = ("CUDA_VISIBLE_DEVICES=" + cfg.env["CUDA_VISIBLE_DEVICES"] if "CUDA_VISIBLE_DEVICES" in cfg.env
+             else f"the container was given {n} GPU(s)" if cfg.gpus_granted else f"{n} GPU(s) on the host")
     evidence = [f"tensor_parallel_size={tp} ({cfg.sources.get('tensor_parallel_size', '?')}), pipeline_parallel_size={pp}, data_parallel_size={dp}",
                 f"GPUs available to the engine: {n} ({where})"]
     nodes = cfg.nnodes or 1

@@ -34,6 +34,10 @@ def prefix_cache(facts: Facts) -> Outcome:
         if cfg.engine not in ("vllm", "sglang"):
             raise NotApplicable(f"{cfg.engine}: prefix caching is not an engine flag here")
         raise NotApplicable("whether prefix caching is on is not known")
+    if cfg.pooling:
+        # one forward pass per prompt and nothing decoded: encoder models keep no KV cache, and vLLM leaves prefix
+        # caching off for pooling models by default; off is no finding there
+        raise NotApplicable(f"{cfg.engine}: a pooling (embedding) model ({cfg.sources.get('pooling', '?')})")
     if cfg.enable_prefix_caching:
         return _hit_rate(cfg, m, rate) if rate is not None else Outcome(detail="prefix caching on")  # type: ignore[arg-type]
     source = cfg.sources.get("enable_prefix_caching", "?")

@@ -41,7 +41,8 @@ ABOUT: dict[str, tuple[str, list[str], Fix]] = {
         Fix("Show the clocks, the active clocks event reasons, power draw against its limit and temperature, while it serves",
             "nvidia-smi -q -d PERFORMANCE,CLOCK,POWER,TEMPERATURE")),
     "perf.cpu_bound": (
-        "the host CPU is said to hold the engine back", ["perf.low_gpu_util", "perf.high_latency"],
+        # a CPU held busy is why throughput stops growing with load: the "does not scale" said beside it is its symptom
+        "the host CPU is said to hold the engine back", ["perf.low_gpu_util", "perf.high_latency", "perf.batching_limited"],
         Fix("Show the host while it serves: per-process CPU (the API server, the engine core) and the CPUs it may use",
             "top -b -n 1 -c | head -30; nproc")),
     "perf.batching_limited": (
@@ -49,9 +50,13 @@ ABOUT: dict[str, tuple[str, list[str], Fix]] = {
         Fix("Show the batch cap it runs with and its running/waiting counts under load (the launch command, and the stat "
             "lines or /metrics); llama-server: its slots", "curl -s localhost:8000/metrics | grep -E 'num_requests_(running|waiting)'")),
     "perf.slow_interconnect": (
-        "more GPUs are said to be slower than fewer", ["perf.tp_mismatch", "perf.high_latency"],
+        "more GPUs are said to be slower than fewer", ["perf.high_latency"],
         Fix("Show how the GPUs are connected: tensor parallelism all-reduces every layer, over PCIe where there is no NVLink",
             "nvidia-smi topo -m")),
+    "perf.tp_mismatch": (
+        "the model is said to run no faster on several GPUs than on one: it fits one", ["perf.slow_interconnect", "perf.high_latency"],
+        Fix("Serve one replica per GPU (or per smallest TP group that holds the model) behind a load balancer instead of one "
+            "wide TP: the same throughput per replica without a per-layer all-reduce (vLLM --data-parallel-size, SGLang --dp-size)")),
     "perf.memory_overcommitted": (
         "the engine is said to take (almost) all GPU memory", ["load.runtime_oom"],
         Fix("Show the engine's memory share as it runs (its launch command or the arguments its log prints)")),

@@ -171,10 +171,10 @@ def head_of(path: str) -> str:
 def _embedded(path: str, facts: Facts) -> bool:
     """Tool output pasted inside the text: GPU artefacts (doctor.collect.gpu.embedded_in), Python
     code that starts an engine, an engine container's spec, a serving-benchmark sweep, another
-    benchmark tool's summary, a `top` screen, a `ray status`. The head of the log is read once for all of them. True when one was read."""
+    benchmark tool's summary, a `top` screen, a `ray status`, an nccl-tests run. The head of the log is read once for all of them. True when one was read."""
     from llm_doctor.collect.gpu import EMBEDDED_BYTES, _read_text, embedded_in
     from llm_doctor.collect.ray_paste import status_in
-    from llm_doctor.logparse import perf_prose
+    from llm_doctor.logparse import nccl_tests, perf_prose
 
     try:
         text = _read_text(path, EMBEDDED_BYTES)
@@ -182,7 +182,7 @@ def _embedded(path: str, facts: Facts) -> bool:
         return False
     readers = [embedded_in(text, facts), _launch_code(text, facts), _container_spec(text, facts),
                _bench_sweep(path, text, facts), _bench_tool(path, text, facts), _top(text, facts),
-               status_in(path, text, facts), perf_prose.into_facts(path, text, facts)]
+               status_in(path, text, facts), nccl_tests.into_facts(path, text, facts), perf_prose.into_facts(path, text, facts)]
     return any(readers)
 
 

@@ -41,6 +41,7 @@ class EngineConfig:
     num_gpu_blocks_override: int | None = None
     enforce_eager: bool | None = None
     enable_prefix_caching: bool | None = None
+    pooling: bool | None = None  # an embedding / scoring model: vLLM --task embed, --runner pooling, pooler_config; SGLang --is-embedding
     enable_chunked_prefill: bool | None = None
     enable_expert_parallel: bool | None = None
     trust_remote_code: bool | None = None
@@ -51,6 +52,9 @@ class EngineConfig:
     host: str = ""
     port: int | None = None
     api_key_set: bool | None = None
+    # GPUs the container was given (`docker run --gpus N` / device list, Kubernetes nvidia.com/gpu, Compose devices
+    # count): inside it they are the only ones, numbered from 0
+    gpus_granted: int | None = None
     env: dict[str, str] = field(default_factory=dict)  # VAR=value given before the command
     extra: dict[str, str] = field(default_factory=dict)  # other flags as given
     unknown_flags: list[str] = field(default_factory=list)

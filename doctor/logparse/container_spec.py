@@ -44,7 +44,34 @@ def commands(text: str) -> list[list[str]]:
                 continue
             argv += _value(lines, at, key)
         if argv:
-            out.append(["docker", "run", m.group("image"), *_unwrap(argv)])
+            out.append(["docker", "run", *_granted(lines, no), m.group("image"), *_unwrap(argv)])
+    return out
+
+
+# the GPUs a container is given and the GPU list it is told: Kubernetes `nvidia.com/gpu: 4` (resources limits or
+# requests), Compose `count: 2` under deploy.resources.reservations.devices; the env as Kubernetes writes it
+# (`- name: CUDA_VISIBLE_DEVICES` then `value: "0,1"`) or Compose does (`- CUDA_VISIBLE_DEVICES=0,1`, `CUDA_VISIBLE_DEVICES: "0,1"`)
+_GPU_LIMIT = re.compile(r"^[ \t]*(?:nvidia\.com/gpu|count):[ \t]*[\"']?(\d+)[\"']?[ \t]*(?:#.*)?$")
+_CVD = re.compile(r"^[ \t]*(?:-[ \t]+)?(?:name:[ \t]*[\"']?CUDA_VISIBLE_DEVICES[\"']?[ \t]*$|"
+                  r"[\"']?CUDA_VISIBLE_DEVICES[\"']?[ \t]*[=:][ \t]*[\"']?(?P<inline>[\d,]+))")
+_ENV_VALUE = re.compile(r"^[ \t]*value:[ \t]*[\"']?(?P<value>[\d,]+)[\"']?")
+
+
+def _granted(lines: list[str], image_at: int) -> list[str]:
+    """`docker run` options for the container's GPU limit and CUDA_VISIBLE_DEVICES, as its spec gives them."""
+    out: list[str] = []
+    for at in range(max(0, image_at - SCAN_LINES), min(len(lines), image_at + SCAN_LINES)):
+        if not _same_container(lines, image_at, at):
+            continue
+        limit = _GPU_LIMIT.match(lines[at])
+        if limit is not None and "count:" in lines[at] and not re.search(r"gpu|nvidia", " ".join(lines[max(0, at - 3):at + 4]), re.I):
+            limit = None  # a Compose device count is the GPUs' where its driver or capabilities say so
+        if limit is not None and "--gpus" not in out:
+            out += ["--gpus", limit.group(1)]
+        elif (cvd := _CVD.match(lines[at])) is not None:
+            value = cvd.group("inline") or ((v := _ENV_VALUE.match(lines[at + 1])) and v.group("value") if at + 1 < len(lines) else None)
+            if value and "-e" not in out:
+                out += ["-e", f"CUDA_VISIBLE_DEVICES={value}"]
     return out
 
 

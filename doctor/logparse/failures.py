@@ -163,6 +163,9 @@ GOES_ON = re.compile(r"sub-?optimal|\busing (?:the )?default\b|\bfall(?:ing|s)? 
                      # llama.cpp's LLAMA_LOG_WARN lines carry no level: "KV cache shifting is not supported for this context,
                      # disabling KV cache shifting", "SPM vocabulary, but newline token not found: ... Using special_pad_id instead."
                      r"\bdisabling\b|\busing [\w.-]+ instead\b", re.I)
+# a stat line names its counters in one header, "Server (succeeded/failed/routed/waiting): 120 / 0 / 64 / 0"
+# (LMDeploy's lmdeploy/metrics/loggers.py): the names of counts, not a failure stated
+COUNTER_NAMES = re.compile(r"\((?:[a-z_]+/)+[a-z_]+\):")
 NONE_COUNTED = re.compile(r"^[A-Za-z][\w ()/.-]*:\s+0(?:\.0+)?\s*$")  # a count of failures that is zero: `Failed requests: 0`
 # a message that calls itself a warning is not a failure (Python's warnings name their class: `PythonDeprecationWarning:`)
 WARNING = re.compile(r"\bwarning\b|\bwarn\b|[a-z]Warning\b", re.I)
@@ -369,7 +372,7 @@ def line_signal(text: str, level: str) -> Signal | None:
         return Signal("exception", _exception_values(m, []))
     # a line that is a failure only by its words and says the engine goes on ("Config file not found ...
     # Performance might be sub-optimal", "falling back to ...") is a degraded start, not a failure
-    words = (FAILURE_WORDS.search(text) and not WARNING.search(text) and not GOES_ON.search(text)
+    words = (FAILURE_WORDS.search(COUNTER_NAMES.sub("", text)) and not WARNING.search(text) and not GOES_ON.search(text)
              and not NONE_COUNTED.match(text) and not PERSON.search(text))
     if stated(text, level) or words:
         # failure words only inside what the line quotes ("... rejects it (\"not supported on ...\"), so the traffic goes

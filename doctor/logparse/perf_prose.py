@@ -105,9 +105,14 @@ SECTION_TITLE = re.compile(r"\bclocks?[_ ](?:event|throttle)[_ ]reasons\b(?:\.\w
 INACTIVE = re.compile(r"^\W{0,6}(?:not active|inactive|no\b|none\b|0 samples|never|false\b)", re.I)
 NEGATED = re.compile(r"\b(?:no|not|never|without|zero)\s(?:\w+\s)?$", re.I)
 # the host CPU: the API server, tokenizer or scheduler holding the GPU back
+# ... and a reading either side of its name: "the CPU utilization of the python process reaches 100%", "the
+# llama-server process has 100% CPU usage" (top's %CPU column, psutil's cpu_percent: 100 is one core held busy)
+_CPU_TERM = r"\b(?:CPU|core|API server|api_server|tokeni[sz]er)\b"
+_CPU_AFTER = r"\s?%\s(?:of\s(?:a|one|the)\s)?(?:single\s)?(?:CPU|core)\b(?![- ](?:offload|RAM|memory|threads?))"
 CPU = re.compile(r"\bCPU[- ]bound\b|\bCPU[- ]bottleneck\w*|\bbottleneck\w* (?:on|by|in) (?:the )?(?:CPU|tokeni[sz]\w+|API server)\b|"
-                 r"\b(?:CPU|core|API server|api_server|tokeni[sz]er)\b[^.]{0,40}?\b(?:at|pegged at|stays? at|maxed at|hits?|uses?|using|100\s?%)", re.I)
-CPU_PERCENT = re.compile(r"\b(?:CPU|core|API server|api_server|tokeni[sz]er)\b[^.%]{0,40}?" + _NUM + r"\s?%", re.I)
+                 + _CPU_TERM + r"[^.]{0,40}?\b(?:at|pegged at|stays? at|maxed at|hits?|uses?|using|100\s?%)|"
+                 + _CPU_TERM + r"[^.%]{0,60}?\b(?:9\d|100)(?:\.\d+)?\s?%|\b(?:9\d|100)(?:\.\d+)?" + _CPU_AFTER, re.I)
+CPU_PERCENT = re.compile(_CPU_TERM + r"[^.%]{0,60}?" + _NUM + r"\s?%|" + _NUM + _CPU_AFTER, re.I)
 # requests served one at a time, not batched: the scheduler's cap (vLLM max_num_seqs, SGLang max_running_requests,
 # llama-server's --parallel slots) or a client that sends one request at a time
 BATCH = re.compile(r"\b(?:requests?|prompts?|calls?|queries|users?)\b[^.]{0,50}?\b(?:one (?:request )?at a time|one by one|one after (?:the )?other|"
@@ -124,6 +129,13 @@ AT_ONCE = re.compile(r"\bonly (\d+) (?:requests?|reqs?|sequences?|seqs?) (?:are 
 # more GPUs slower than fewer: tensor parallelism's all-reduce every layer, over PCIe when there is no NVLink
 TP_SLOWER = re.compile(r"(?:\btensor[ _-]?parallel\w*|\bTP\s?=?\s?[2-9]\b|\bmulti(?:ple)?[ -]GPUs?\b|\b(?:[2-8]|two|four|eight) (?:GPUs|cards)\b)"
                        r"[^.]{0,80}?\b(?:slower|no faster|not faster|worse|(?:does not|doesn't|did not|didn't) (?:speed|help|improve|scale))\b", re.I)
+# ... or no faster: "setting this to 1 or 8 doesn't change performance much", "the same throughput with TP 8" (said with
+# several GPUs in the sentence)
+NO_GAIN = re.compile(r"\b(?:does not|doesn't|did not|didn't|won't|does|did)(?: not)? (?:really )?change (?:the )?(?:performance|throughput|speed)\b|"
+                     r"\b(?:the )?(?:same|similar|no better|no higher) (?:throughput|performance|speed|tokens?/s)\b|\bno (?:speed-?up|gain)\b", re.I)
+# against one GPU: a model that ran on one GPU fits one, and TP over more is larger than it needs (replicas would serve more)
+ONE_GPU = re.compile(r"\b(?:single|one|1)[ -]?(?:GPU|card|device)s?\b|\b(?:TP|tp[-_]size|tensor[-_ ]parallel[-_ ]size)\s?[=:]?\s?1\b(?![.\d])|"
+                     r"\bthan without\b|\bwithout (?:TP|tensor[ _-]?parallel\w*)\b|\b1 (?:or|and|vs\.?|versus|to) (?:[2-9]|16)\b", re.I)
 # the batch cap by the engine's own flag name, set to a number: vLLM max_num_seqs, SGLang max_running_requests, TGI
 # --max-batch-size (the env spelling MAX_NUM_SEQS=4 of a recipe too; perf.batching judges the value)
 BATCH_CAP = re.compile(r"(?<![\w'\"-])-{0,2}(?P<cap_name>max[-_]num[-_]seqs|max[-_]running[-_]requests|max[-_]batch[-_]size)"
@@ -167,6 +179,8 @@ LOW_WORDS = re.compile(r"\b(?:low|only|never (?:exceeds|goes above|gets above)|u
 # "why is it so slow?" reports the problem it asks about (the family's own words must still say which)
 # ("when" opens a statement as often as a question: "When running inference the CPU is at 100 %." needs its "?")
 QUESTION = re.compile(r"\?\s*$|^(?:how|why|what|is|are|does|do|can|could|should|would|will|which|where)\b", re.I)
+QUESTION_OPENS = re.compile(r"^(?:how|why|what|is|are|does|do|can|could|should|would|will|which|where)\b", re.I)
+CLAUSE = re.compile(r",\s|;\s|\s{2,}")  # where a question tacked onto a statement begins
 COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did|only)\b", re.I)  # "why only two requests ...?" states the two
 NOT_A_PROBLEM = re.compile(r"\b(?:to (?:avoid|prevent|reduce|improve|get)|should|recommend\w*|consider|try (?:to|setting|using|adding)|"
                            r"if you|you can|you could|might|would|in case|as expected|is normal|"
@@ -222,14 +236,30 @@ def redacted(found: list[_T]) -> list[_T]:
 def statements(source: str, text: str) -> list[PerfStatement]:
     out: list[PerfStatement] = []
     for sentence in _sentences(source, text):
-        if (QUESTION.search(sentence.text) and not COMPLAINT.search(sentence.text)) or NOT_A_PROBLEM.search(sentence.text) or (
+        if (asked := _stated_part(sentence.text)) is None:
+            continue
+        sentence.text = asked
+        if NOT_A_PROBLEM.search(sentence.text) or (
                 len(FLAG.findall(sentence.text)) >= 2 or STRUCT.search(sentence.text)):  # a command line, printed arguments: engine_args reads them
             continue
         out += [s for s in (_kv(sentence), _prefix(sentence), _latency(sentence), _throttle(sentence), _cpu(sentence),
-                            _layers(sentence) or _gpu_util(sentence), _batching(sentence) or _batch_cap(sentence), _tp_slower(sentence), _memory(sentence), _eager(sentence)) if s is not None]
+                            _layers(sentence) or _gpu_util(sentence), _batching(sentence) or _batch_cap(sentence), _memory(sentence), _eager(sentence)) if s is not None]
+        out += _tp_slower(sentence)
         if len(out) >= MAX_STATEMENTS:
             break
     return _repeated_cache_misses(source, text) + _latency_spread(source, text) + out
+
+
+def _stated_part(text: str) -> str | None:
+    """What a sentence states: all of it, or, where a question is tacked on after a comma ("... world_size =8 total
+    latency: 115sec, it shouldn't be faster?"), the clauses before the question, which still report what was seen;
+    None for a sentence that opens as a question (it states nothing) unless it asks why about what it states."""
+    if not QUESTION.search(text) or COMPLAINT.search(text):
+        return text
+    if QUESTION_OPENS.match(text):
+        return None
+    cut = max((m.start() for m in CLAUSE.finditer(text)), default=-1)
+    return text[:cut].rstrip() if cut > 0 else None
 
 
 def _sentences(source: str, text: str) -> list[_Sentence]:
@@ -298,7 +328,7 @@ def _cells(raw: str) -> list[str] | None:
 
 
 ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, GPU_UTIL, PREEMPT,
-                                                              BATCH, AT_ONCE, TP_SLOWER, MEMORY_SHARE, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
+                                                              BATCH, AT_ONCE, TP_SLOWER, NO_GAIN, MEMORY_SHARE, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 MAX_TERM_LINES = 1000  # different lines holding a term literal: a person's text has a few, the rest of a log is not read
@@ -311,7 +341,8 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
                  "concurrent", "simultaneous", "wait",
                  "tp=", "tp ", "multi", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
-                 "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce")
+                 "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce",
+                 "change", "same ", "similar ", "no better", "no higher", "no speed", "no gain")
 _TERMS, _STAT = pf.compile_groups(TERM_LITERALS), pf.compile_groups(stat_lines.LOWER_LITERALS)
 TERM_CHUNK = 4096  # lines searched at once for them
 
@@ -539,7 +570,7 @@ def _cpu(s: _Sentence) -> PerfStatement | None:
     if not CPU.search(s.text):
         return None
     pct = CPU_PERCENT.search(s.text)
-    return _statement("perf.cpu_bound", s, {"cpu_percent": _number(pct.group(1))} if pct else {})
+    return _statement("perf.cpu_bound", s, {"cpu_percent": _number(pct.group(1) or pct.group(2))} if pct else {})
 
 
 def _gpu_util(s: _Sentence) -> PerfStatement | None:
@@ -590,11 +621,16 @@ def _eager(s: _Sentence) -> PerfStatement | None:
     return _statement("perf.eager_mode", s)
 
 
-def _tp_slower(s: _Sentence) -> PerfStatement | None:
-    """More GPUs slower than fewer, or TP traffic said to take a slow path between several GPUs."""
-    if TP_SLOWER.search(s.text) or (LINK_SLOW.search(s.text) and MULTI_GPU.search(s.text)):
-        return _statement("perf.slow_interconnect", s)
-    return None
+def _tp_slower(s: _Sentence) -> list[PerfStatement]:
+    """More GPUs slower than fewer (or no faster), or TP traffic said to take a slow path between several GPUs.
+    Against one GPU the model is shown to fit one: TP over more is larger than it needs, replicas would serve
+    more (perf.tp_mismatch), and the per-layer all-reduce is what costs (perf.slow_interconnect, the link)."""
+    if LINK_SLOW.search(s.text) and MULTI_GPU.search(s.text):
+        return [_statement("perf.slow_interconnect", s)]
+    if not (TP_SLOWER.search(s.text) or (NO_GAIN.search(s.text) and MULTI_GPU.search(s.text))):
+        return []
+    one = [_statement("perf.tp_mismatch", s)] if ONE_GPU.search(s.text) else []
+    return [*one, _statement("perf.slow_interconnect", s)]
 
 
 def _deployment(found: list[PerfStatement], facts: Facts) -> None:

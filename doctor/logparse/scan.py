@@ -44,10 +44,10 @@ _FRAME = re.compile(r'^File "[^"]*", line \d+|^\S+\.py:\d+ in \w|^frame #\d+:|^[
 TEMPLATE_DECIDERS = [st.COMMAND, st.STARTS, st.ARGS, _FRAME, *(p for _, p in st._SETUP), *(p for _, p in ev.PHASES)]
 # the server said it is up (a start that never says so stopped during start-up) ...
 UP = rb"application startup complete|uvicorn running|the server is fired up|server is listening|all slots are idle|listening on|(?m:^connected\r?$)"
-READY = re.compile(UP + rb"|avg prompt throughput|decode batch|generation throughput")
+READY = re.compile(UP + rb"|avg prompt throughput|decode batch|generation throughput|engine \(running/waiting\):")
 # ... and after a failure, it went on: up again, or answering requests (a stat line that only counts
 # zeros is a server shutting down, not serving)
-WENT_ON = re.compile(UP + rb"|running: [1-9]|#running-req: [1-9]|http/1\.[01]\" 200|prefill batch\. #new-seq: [1-9]|slot \w+: id +\d+ \| task")
+WENT_ON = re.compile(UP + rb"|running: [1-9]|engine \(running/waiting\): [1-9]|#running-req: [1-9]|http/1\.[01]\" 200|prefill batch\. #new-seq: [1-9]|slot \w+: id +\d+ \| task")
 
 
 _COMMAND_FLAG = re.compile(ev.COMMAND_FLAG.pattern.encode(), re.I)

@@ -23,6 +23,11 @@ The formats, as the engines' sources write them:
   #queue-req: %d"; newer: "Decode batch," and "#full token: ..., full token usage: ...".
 - TGI (router/src/server.rs): the span of each finished request, `queue_time="1.2ms"
   ... time_per_token="41.3ms"` (Rust's Debug format of a Duration).
+- LMDeploy (lmdeploy/metrics/loggers.py LoggingStatLogger.log, both engines): until 2026-01 vLLM's fields with
+  "Finished: %d reqs, Unfinished: %d reqs, " before "Running:" (read as vLLM's are); since 2026-02 "Avg thr
+  (in/out): %.1f / %.1f tokens/s, API server (completed/routed/waiting): ... (later "Server
+  (succeeded/failed/routed/waiting): ..."), Engine (running/waiting): %d / %d, KV cache: %.1f%%, [Prefix cache
+  hit rate: %.1f%%, ]".
 - llama.cpp / llama-server (print_timings / llama_perf_context_print): "eval time = %.2f ms / %d
   tokens (%.2f ms per token, %.2f tokens per second)".
 - Ollama (llm/memory.go): "offload to cuda" with memory.required.full / memory.available, next to
@@ -53,7 +58,7 @@ _BENCH_LABELS = (" (ms):", "(req/s):", "(tok/s):", "Concurrency:", "concurrency:
 LITERALS = (
     "Avg prompt throughput", "GPU KV cache usage:", "Decode batch", "Prefill batch", "time_per_token=", "eval time",
     "memory.required", "benchmark_serving", "bench serve", "bench_serving", "kv cache rm [", "--request-rate", "--request_rate",
-    "--max-concurrency", "--max_concurrency", *_BENCH_LABELS, *sorted({label.lower() for label in _BENCH_LABELS} - set(_BENCH_LABELS)),
+    "--max-concurrency", "--max_concurrency", "Engine (running/waiting):", *_BENCH_LABELS, *sorted({label.lower() for label in _BENCH_LABELS} - set(_BENCH_LABELS)),
 )
 LOWER_LITERALS = tuple(sorted({lit.lower() for lit in LITERALS}))  # for text searched lower-cased (perf_prose)
 TRIGGERS = pf.compile_groups(LITERALS)
@@ -91,6 +96,9 @@ _SGLANG_DECODE = re.compile(
 )
 _SGLANG_DECODE_KEYS = ("running", "kv", "gen_throughput", "waiting")
 _SGLANG_RUNNING = re.compile(r"#running-req: (\d+)")
+_LMDEPLOY = re.compile(r"Avg thr \(in/out\): " + _N + " / " + _N + r" tokens/s|Engine \(running/waiting\): (\d+) / (\d+)|"
+                       r"KV cache: " + _N + r"%|Prefix cache hit rate: " + _N + "%")
+_LMDEPLOY_KEYS = ("prompt_throughput", "gen_throughput", "running", "waiting", "kv_pct", "prefix_pct")
 _TGI_DURATION = re.compile(r'(?P<name>time_per_token|queue_time)="?(?P<value>\d+(?:\.\d+)?)(?P<unit>ns|µs|us|ms|s)"?')
 _UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 _LLAMACPP = re.compile(r"(?P<prompt>prompt )?eval time\s*=\s*[\d.]+ ms /\s*(?P<n>\d+) (?:tokens|runs)\s*\(\s*(?P<ms>[\d.]+) ms per token")
@@ -323,8 +331,12 @@ class StatLines:
             for piece in pieces:
                 self.feed_line(piece, source, no)
             return
-        if "Avg prompt throughput" in text or "Avg generation throughput" in text or "GPU KV cache usage: " in text:
+        if "Engine (running/waiting): " in text:
+            self._lmdeploy(text, quote)
+        elif "Avg prompt throughput" in text or "Avg generation throughput" in text or "GPU KV cache usage: " in text:
             self._vllm(text, quote)
+            if "Unfinished: " in text and self.engine == "vllm":  # LMDeploy's wording before 2026-02: vLLM never prints it
+                self.engine = "lmdeploy"
         elif "Decode batch" in text or "Prefill batch" in text:
             self._sglang(text, quote)
         elif "time_per_token=" in text or "queue_time=" in text:
@@ -369,6 +381,13 @@ class StatLines:
             self.prefix_hit = round(got["prefix_pct"] / 100, 6)  # type: ignore[operator]
         kv = round(got["kv_pct"] / 100, 6) if got.get("kv_pct") is not None else None  # type: ignore[operator]  # printed with one decimal
         self._sample(quote, got.get("running"), got.get("waiting"), kv, got.get("swapped"), decode=True)
+
+    def _lmdeploy(self, text: str, quote: Quote) -> None:
+        got: dict[str, float | None] = {}
+        for m in _LMDEPLOY.finditer(text):
+            got.update((k, float(v)) for k, v in zip(_LMDEPLOY_KEYS, m.groups(), strict=True) if v is not None)
+        self.engine = self.engine or "lmdeploy"
+        self._vllm_values(got, quote)
 
     def _sglang(self, text: str, quote: Quote) -> None:
         got = _template(_SGLANG_DECODE, _SGLANG_DECODE_KEYS, text) or _fields(text, _SGLANG)
