@@ -357,24 +357,11 @@ def _holding_terms(lines: list[str]) -> list[int]:
     for first in range(0, len(lines), TERM_CHUNK):
         low = "\n".join(lines[first : first + TERM_CHUNK]).lower().encode("utf-8", errors="replace")
         at, no = 0, first + 1
-        for start in sorted(_starts(low, _TERMS) - _starts(low, _STAT)):
+        for start in sorted(pf.line_starts(low, _TERMS) - pf.line_starts(low, _STAT)):
             no += low.count(b"\n", at, start)
             at = start
             numbers.append(no)
     return numbers
-
-
-def _starts(low: bytes, regexes: tuple[re.Pattern[bytes], ...]) -> set[int]:
-    """Where the lines holding a match of one of the regexes start."""
-    found: set[int] = set()
-    for rx in regexes:
-        pos = 0
-        while (m := rx.search(low, pos)) is not None:
-            found.add(low.rfind(b"\n", 0, m.start()) + 1)
-            pos = low.find(b"\n", m.end()) + 1
-            if pos == 0:
-                break
-    return found
 
 
 def _near_terms(lines: list[str]) -> set[int]:

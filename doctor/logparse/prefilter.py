@@ -286,6 +286,20 @@ def compile_groups(words: Iterable[str]) -> tuple[re.Pattern[bytes], ...]:
     return tuple(compile_literals(group) for _, group in sorted(groups.items()))
 
 
+def line_starts(block: bytes, regexes: Iterable[re.Pattern[bytes]]) -> set[int]:
+    """Where the lines of `block` holding a match of one of `regexes` start: one C-speed search per
+    hit line and regex (the search resumes at the next line, so a line's second hit costs nothing)."""
+    found: set[int] = set()
+    for rx in regexes:
+        pos = 0
+        while (m := rx.search(block, pos)) is not None:
+            found.add(block.rfind(b"\n", 0, m.start()) + 1)
+            pos = block.find(b"\n", m.end()) + 1
+            if pos == 0:
+                break
+    return found
+
+
 def compile_literals(words: Iterable[str]) -> re.Pattern[bytes]:
     """One bytes regex for a set of literals, as a trie (`e(?:rror|xception)|...`), children
     with the same subtree merged into a class (`gpu [0-7]`)."""

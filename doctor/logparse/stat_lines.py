@@ -212,14 +212,7 @@ class StatLines:
         """Every stat line in a block of whole lines (`first_no` the number of its first line), or
         those starting at `starts` when a prefilter found them (`known`: the numbers of lines it numbered, see LineNumbers)."""
         if starts is None:
-            starts = set()
-            for rx in TRIGGERS:
-                pos = 0
-                while (m := rx.search(block, pos)) is not None:
-                    starts.add(block.rfind(b"\n", 0, m.start()) + 1)
-                    pos = block.find(b"\n", m.end()) + 1
-                    if pos == 0:
-                        break
+            starts = pf.line_starts(block, TRIGGERS)
         if not starts:
             return
         ordered = sorted(starts)
