@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from llm_doctor.logparse import failure_prose
-from tests.test_access_client_log import findings_of, written
+from tests.analysis import findings_of, written
 
 # (the code at rank 1, the pasted output)
 CASES = [

@@ -7,23 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from llm_doctor.collect.files import load_paths
-from llm_doctor.engine import Deadline, load_checks, run_checks, select
-from llm_doctor.findings import Finding
-from llm_doctor.report import build_report
+from tests.analysis import findings_of, written
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
-
-
-def findings_of(path: Path) -> list[Finding]:
-    facts = load_paths([str(path)], Deadline(30))
-    return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts).findings
-
-
-def written(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "client.log"
-    path.write_text(text)
-    return path
 
 
 # (fixture, rank-1 code, a substring of its evidence, its first fix's exact command or None)

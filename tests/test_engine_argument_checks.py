@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_load_wordings import assert_rank_one, findings_of
+from tests.analysis import assert_rank_one, findings_of
 
 _PYDANTIC = "[type=value_error, input_value=ArgsKwargs((), {'runner_type': 'generate'}), input_type=ArgsKwargs]"
 

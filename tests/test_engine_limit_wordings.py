@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_load_wordings import assert_rank_one, findings_of
+from tests.analysis import assert_rank_one, findings_of
 
 VLLM = "(APIServer pid=1) INFO 10-01 12:00:00 [api_server.py:1885] vLLM API server version 0.10.2"
 V1_CORE = "(EngineCore_0 pid=310) ERROR 10-01 12:00:09 [core.py:700]"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_load_wordings import assert_rank_one, findings_of
+from tests.analysis import assert_rank_one, findings_of
 
 LMDEPLOY = "2024-06-01 10:00:00,000 - lmdeploy - INFO - async_engine.py:250 - input backend=turbomind"
 TGI = '2024-06-10T10:00:00.000000Z  INFO text_generation_launcher: Args { model_id: "mistralai/Mistral-7B-Instruct-v0.2" }'

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_load_wordings import assert_rank_one, findings_of
+from tests.analysis import assert_rank_one, findings_of
 
 OLLAMA_UPGRADE = "curl -fsSL https://ollama.com/install.sh | sh"
 LLAMACPP_UPGRADE = "docker pull ghcr.io/ggml-org/llama.cpp:server"

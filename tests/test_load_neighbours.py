@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from llm_doctor.logparse import events as ev
-from tests.test_load_wordings import assert_rank_one, findings_of
+from tests.analysis import assert_rank_one, findings_of
 
 # sglang/srt/entrypoints/engine.py _scheduler_died_error, whatever the exit code
 SGLANG_DIED = ("RuntimeError: Rank 0 scheduler died during initialization (exit code: {}). If exit code is -9 (SIGKILL), "

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_load_wordings import assert_rank_one, findings_of
+from tests.analysis import assert_rank_one, findings_of
 
 # (name, log lines, rank-1 code, a substring of the evidence, the first fix's exact command or None)
 CASES = [

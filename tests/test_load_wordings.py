@@ -3,19 +3,9 @@ on. Every log line is verbatim from the public issue thread named beside it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from llm_doctor.collect.files import load_paths
-from llm_doctor.engine import Deadline, load_checks, run_checks, select
-from llm_doctor.report import build_report
-
-
-def findings_of(path: Path) -> list:
-    facts = load_paths([str(path)], Deadline(30))
-    return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts).findings
-
+from tests.analysis import assert_rank_one, findings_of
 
 # (name, log lines, rank-1 code, a substring of the evidence, the first fix's exact command or None)
 CASES = [
@@ -73,18 +63,6 @@ CASES = [
         "http://xxxxxxxxxxx/api/generate",
     ], "load.host_oom", "requested model (18.4 GiB) is too large for this system (6.8 GiB)", None),
 ]
-
-
-def assert_rank_one(tmp_path: Path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
-    """The log's rank-1 finding is `code`, quotes `evidence`, and its first fix is `command` (when given)."""
-    log = tmp_path / f"{name}.log"
-    log.write_text("\n".join(lines) + "\n")
-    findings = findings_of(log)
-    top = findings[0]
-    assert top.code == code, [f.code for f in findings]
-    assert any(evidence in line for line in top.evidence), top.evidence
-    if command is not None:
-        assert top.fixes[0].command == command, [f.command for f in top.fixes]
 
 
 @pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_load_wordings import assert_rank_one, findings_of
+from tests.analysis import assert_rank_one, findings_of
 
 # vllm-project/vllm#12529: vLLM V1's engine core logs the OOM with no traceback frame that places it
 _V1_OOM = ("ERROR 03-13 09:00:43 [core.py:330] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.16 GiB. GPU 0 has a "

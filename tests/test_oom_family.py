@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from llm_doctor.models import from_name
-from tests.test_load_wordings import assert_rank_one, findings_of
+from tests.analysis import assert_rank_one, findings_of
 
 _V1_CORE = "(EngineCore pid=104)"
 

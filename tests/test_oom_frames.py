@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from llm_doctor.logparse import frames
-from tests.test_load_wordings import assert_rank_one, findings_of
+from tests.analysis import assert_rank_one, findings_of
 
 _OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 488.00 MiB. GPU 0 has a total capacity of 79.21 GiB "
         "of which 425.56 MiB is free.")
