@@ -356,7 +356,7 @@ def load_monitor(path: str, facts: Facts, deadline: Deadline) -> None:
     _merge_series(facts, series)
 
 
-EMBEDDED_BYTES = 4 * 1024 * 1024  # a paste with attachments (an issue, a ticket), not a day of engine log
+EMBEDDED_BYTES = 1024 * 1024  # a paste with attachments (an issue, a ticket: GitHub holds 65,536 characters a comment), not a day of engine log
 
 
 def embedded_in(text: str, facts: Facts) -> bool:

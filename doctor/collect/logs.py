@@ -64,12 +64,22 @@ def check_named(paths: list[str]) -> None:
 
 def read_blocks(fh: IO[bytes], deadline: Deadline | None = None, limit: int | None = None) -> Iterator[bytes]:
     """Blocks of whole lines (about BLOCK bytes; a line longer than that is cut into pieces),
-    until EOF, `limit` bytes, or the deadline. `read1` returns what a pipe has without waiting."""
+    until EOF, `limit` bytes, or the deadline. `read1` returns what a pipe has without waiting.
+    A file that can seek gives each block with one copy: the part line after the last newline is
+    read again with the next block (a seek back), not carried over and joined to it (two copies of
+    every byte: ~0.1 s of a 512 MB log)."""
     read = getattr(fh, "read1", fh.read)
+    rewind = _seekable(fh)
     carry = b""
     left = limit
     while True:
-        data = read(BLOCK if left is None else min(BLOCK, left))
+        want = BLOCK if left is None else min(BLOCK, left)
+        data = read(want)
+        if rewind and data and len(data) == want and (left is None or want < left):
+            cut = data.rfind(b"\n") + 1
+            if 0 < cut < len(data):
+                fh.seek(cut - len(data), os.SEEK_CUR)
+                data = data[:cut]
         if left is not None:
             left -= len(data)
         if not data:
@@ -84,13 +94,20 @@ def read_blocks(fh: IO[bytes], deadline: Deadline | None = None, limit: int | No
                 yield buf
         else:
             carry = buf[cut + 1 :]
-            yield buf[: cut + 1]
+            yield buf[: cut + 1] if carry else buf
         if deadline is not None and deadline.expired():
             raise TimeoutError("the deadline was reached while reading the log")
         if left == 0:
             if carry:
                 yield carry
             return
+
+
+def _seekable(fh: IO[bytes]) -> bool:
+    try:
+        return fh.seekable() and not isinstance(fh, gzip.GzipFile)  # (a gzip seek back decompresses again)
+    except (OSError, ValueError):
+        return False
 
 
 def expand(paths: list[str], suffixes: set[str] = WALK_SUFFIXES) -> list[str]:
