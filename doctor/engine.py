@@ -342,7 +342,8 @@ def engine_failure(facts: Facts) -> str:
 
 def coverage(facts: Facts, specs: list[CheckSpec], results: list[CheckResult]) -> CheckResult:
     """What no check judged: failures in the log nobody turned into a finding, checks the deadline
-    cut. Runs after every check, so it knows what they found."""
+    cut, input that showed nothing of the run when nothing else was found. Runs after every check, so
+    it knows what they found."""
     from llm_doctor import unrecognized
 
     start = time.perf_counter()
@@ -353,6 +354,14 @@ def coverage(facts: Facts, specs: list[CheckSpec], results: list[CheckResult]) -
             "doctor.input_incomplete",
             f"{len(cut)} check(s) did not run: the deadline was reached",
             [f"not run: {', '.join(cut)}"],
+            check=COVERAGE_ID,
+        ))
+    unseen = [g for g in facts.gaps if g.unless_judged]
+    if unseen and not findings and not any(r.findings for r in results):
+        findings.append(Finding(
+            "doctor.input_incomplete",
+            "nothing in the input shows how the run went: it was not judged",
+            [f"{g.source}: {g.reason}" for g in unseen],
             check=COVERAGE_ID,
         ))
     for f in findings:

@@ -487,6 +487,37 @@ def test_a_proxy_named_in_a_sentence_is_not_a_line_read(tmp_path: Path) -> None:
     assert (rc, report["status"], [f["code"] for f in report["findings"]]) == (1, "incomplete", ["doctor.input_incomplete"])
 
 
+# the layout of an issue's "Reproduction" and "Environment" blocks: the launch command and what
+# `python3 -m sglang.check_env` prints (sgl-project/sglang python/sglang/check_env.py), no output of the run
+COMMAND_AND_ENV = """\
+python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --tp 2 --port 30000
+
+Python: 3.11.13 (main, Jul 11 2025, 22:43:55) [Clang 20.1.4 ]
+CUDA available: True
+GPU 0,1: NVIDIA A100-SXM4-80GB
+CUDA Driver Version: 535.86.10
+PyTorch: 2.7.1+cu126
+sglang: 0.4.9.post4
+"""
+
+
+def test_a_launch_command_without_the_runs_output_is_incomplete(tmp_path: Path) -> None:
+    """The command says how the engine was started, the environment what was installed: nothing says how
+    the run went, so "No problems found" would vouch for a run nobody has seen. With the engine's own
+    start-up after it, the run was read and judged."""
+    paste = write(tmp_path, "issue.txt", COMMAND_AND_ENV)
+    rc, report = analyze_json(paste)
+    assert (rc, report["status"], [f["code"] for f in report["findings"]]) == (1, "incomplete", ["doctor.input_incomplete"])
+    assert report["findings"][0]["title"] == "nothing in the input shows how the run went: it was not judged"
+    assert report["findings"][0]["evidence"] == [
+        f"{paste}: it holds how the engine was launched but nothing the run printed (no engine or client log line, error, "
+        "stat line, metrics or GPU reading), so how the run went could not be judged: pass the log of that launch"]
+    healthy = (ROOT.parent / "shared" / "real" / "vllm-startup" / "v0.10.1.1-v1-1xA100-0.25gmu.txt").read_text()
+    log = write(tmp_path, "engine.log", "vllm serve Qwen2-7B-Instruct --port 8081 --max-model-len 16384 --gpu-memory-utilization 0.25\n" + healthy)
+    rc, report = analyze_json(log)
+    assert (rc, report["status"]) == (0, "ok"), report["findings"]
+
+
 @pytest.mark.skipif(not (ROOT.parent / "shared" / "real").is_dir(), reason="shared/real is not here")
 @pytest.mark.parametrize("name", [
     "nccl/net-ib-detected-azure.txt",  # one NCCL INFO line: a log record the failure reader read, no failure in it

@@ -22,18 +22,20 @@ MIB = 1024 * 1024
 
 @check("doctor.inputs", "doctor", codes=["doctor.input_incomplete"], needs=("gaps",))
 def inputs(facts: Facts) -> Outcome:
-    """Every input was read to its end."""
-    if not facts.gaps:
+    """Every input was read to its end. A gap that matters only when nothing was found is the
+    coverage pass's (doctor.engine.coverage): it knows what the checks found."""
+    gaps = [g for g in facts.gaps if not g.unless_judged]
+    if not gaps:
         return Outcome(detail="every input was read to its end")
-    evidence = [_describe(g) for g in facts.gaps]
+    evidence = [_describe(g) for g in gaps]
     fixes = []
-    deadline = _deadline_for_all(facts.gaps)
+    deadline = _deadline_for_all(gaps)
     if deadline:
         fixes.append(Fix(f"Give the scan time to read everything (about {deadline} s at the speed measured)", f"--deadline {deadline}"))
-    files = [g.source for g in facts.gaps if g.bytes_total]
+    files = [g.source for g in gaps if g.bytes_total]
     if files:
         fixes.append(Fix("Or hand over only the end, where the crash is", f"tail -c 64M {files[0]} > last.log && llm-doctor analyze last.log"))
-    title = f"part of the input was not read or could not be judged ({len(facts.gaps)} source(s)): the diagnosis rests on the rest"
+    title = f"part of the input was not read or could not be judged ({len(gaps)} source(s)): the diagnosis rests on the rest"
     return Outcome([Finding("doctor.input_incomplete", title, evidence, fixes)])
 
 

@@ -168,10 +168,11 @@ def head_of(path: str) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def _embedded(path: str, facts: Facts) -> bool:
+def _embedded(path: str, facts: Facts) -> set[str]:
     """Tool output pasted inside the text: GPU artefacts (doctor.collect.gpu.embedded_in), Python
     code that starts an engine, an engine container's spec, a serving-benchmark sweep, another
-    benchmark tool's summary, a `top` screen, a `ray status`, an nccl-tests run. The head of the log is read once for all of them. True when one was read."""
+    benchmark tool's summary, a `top` screen, a `ray status`, an nccl-tests run. The head of the log is read once for all of them.
+    The names of those read."""
     from llm_doctor.collect.gpu import EMBEDDED_BYTES, _read_text, embedded_in
     from llm_doctor.collect.ray_paste import status_in
     from llm_doctor.logparse import nccl_tests, perf_prose
@@ -179,11 +180,12 @@ def _embedded(path: str, facts: Facts) -> bool:
     try:
         text = _read_text(path, EMBEDDED_BYTES)
     except (OSError, EOFError):  # a cut .gz or an unreadable file: the log reader already said so
-        return False
-    readers = [embedded_in(text, facts), _launch_code(text, facts), _container_spec(text, facts),
-               _bench_sweep(path, text, facts), _bench_tool(path, text, facts), _top(text, facts),
-               status_in(path, text, facts), nccl_tests.into_facts(path, text, facts), perf_prose.into_facts(path, text, facts)]
-    return any(readers)
+        return set()
+    readers = {"gpu": embedded_in(text, facts), LAUNCH_CODE: _launch_code(text, facts), CONTAINER_SPEC: _container_spec(text, facts),
+               "bench sweep": _bench_sweep(path, text, facts), "bench tool": _bench_tool(path, text, facts), "top": _top(text, facts),
+               "ray status": status_in(path, text, facts), "nccl-tests": nccl_tests.into_facts(path, text, facts),
+               "perf prose": perf_prose.into_facts(path, text, facts)}
+    return {name for name, read in readers.items() if read}
 
 
 def _said(path: str, facts: Facts) -> None:
@@ -292,8 +294,11 @@ def load_paths(paths: list[str], deadline: Deadline) -> Facts:
 
     facts = Facts(collected_at=now())
     logs.check_named(paths)
+    shaped = False  # some file held log records (levels, timestamps, process tags): the run's own output
+    declared = False  # a launch written as code or a container spec: a configuration handed over to be judged as one
     for path in logs.expand(paths, WALK_SUFFIXES):
         named = path in paths
+        shaped = shaped or logs.log_shaped(path)
         try:
             head = "" if path == "-" else head_of(path)
         except OSError as exc:  # a file in a folder that vanished or cannot be read: the rest goes on
@@ -302,13 +307,33 @@ def load_paths(paths: list[str], deadline: Deadline) -> Facts:
         reader = next((r for r in READERS if path != "-" and r.sniff(head)), None)
         if reader is None:
             logs.load_log(path, facts, deadline, named=named)
-            if path != "-" and _embedded(path, facts):  # topo -m after the engine's output, a dmon paste
+            read = _embedded(path, facts) if path != "-" else set()
+            if read:  # topo -m after the engine's output, a dmon paste
                 facts.gaps = [g for g in facts.gaps if not (g.source == path and g.reason == logs.NOT_UNDERSTOOD)]
+            declared = declared or bool(read & {LAUNCH_CODE, CONTAINER_SPEC})
             _said(path, facts)
         else:
             reader.load(path, facts, deadline)
             if reader.kind != "bundle":  # tool output pasted into a log: the engine's errors count too
                 logs.load_log(path, facts, deadline, only_if_events=True)
-                _embedded(path, facts)
+                declared = declared or bool(_embedded(path, facts) & {LAUNCH_CODE, CONTAINER_SPEC})
                 _said(path, facts)
+    if facts.deployment is not None and not (shaped or declared) and not _run_shown(facts):
+        facts.gaps.append(InputGap(", ".join(paths), NO_RUN_OUTPUT, unless_judged=True))
     return facts
+
+
+LAUNCH_CODE, CONTAINER_SPEC = "launch code", "container spec"
+# a launch command pasted into a text says how the engine was started, not how the run went: an all-clear
+# on it alone would vouch for a run nobody has seen (a thread's `docker run ...` and an environment dump
+# above "it fails"). Code and manifests are configurations handed over to be judged as such.
+NO_RUN_OUTPUT = ("it holds how the engine was launched but nothing the run printed (no engine or client log line, error, "
+                 "stat line, metrics or GPU reading), so how the run went could not be judged: pass the log of that launch")
+
+
+def _run_shown(facts: Facts) -> bool:
+    """Something of the run itself was read: a log line a rule knows, a start-up, GPU or host readings,
+    metrics or a benchmark, a cluster's status, or a symptom or failure a person states. Versions read
+    from an environment dump say what was installed, not what happened."""
+    read = facts.logs is not None and bool(facts.logs.events or facts.logs.started or facts.logs.ready)
+    return read or any((facts.gpus, facts.host, facts.metrics, facts.cluster, facts.stated, facts.said))

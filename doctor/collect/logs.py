@@ -386,7 +386,7 @@ def _understood_nothing(logs: LogFacts) -> bool:
     return not (logs.events or logs.started or logs.ready or replace(logs.setup, proxy="") != LogSetup())
 
 
-def _log_shaped(path: str) -> bool:
+def log_shaped(path: str) -> bool:
     """Some line of the file's head is a log record (a level, a timestamp, a process tag: NCCL's INFO
     lines, an unknown program's log): the failure reader read every such record for the shapes a
     failure takes and found none, so the log was judged. Prose, a table, a paste of notes: not.
@@ -419,7 +419,7 @@ def load_log(path: str, facts: Facts, deadline: Deadline, only_if_events: bool =
     # a deployment that only names the engine came from a word ("vLLM" in a sentence), not from its arguments
     argued = facts.deployment is not None and facts.deployment != deployment and bool(facts.deployment.model or facts.deployment.sources)
     contributed = argued or facts.metrics != metrics
-    if not only_if_events and len(facts.gaps) == gaps and not contributed and _understood_nothing(logs) and not _log_shaped(path):
+    if not only_if_events and len(facts.gaps) == gaps and not contributed and _understood_nothing(logs) and not log_shaped(path):
         facts.gaps.append(InputGap(path, NOT_UNDERSTOOD))
     # tool output with a failure pasted into it: a rule recognised something, an exception or crash, or
     # a line that states a failure by its shape (an error object, a 5xx answer); a word like "Not

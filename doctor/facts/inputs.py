@@ -18,3 +18,6 @@ class InputGap:
     bytes_read: int | None = None
     bytes_total: int | None = None  # when known (a regular file)
     seconds: float | None = None  # time spent reading it before the cut
+    # a gap that only matters when no check found anything (a launch command with none of the run's
+    # output): the report would otherwise vouch for what it was not shown; beside a finding it is noise
+    unless_judged: bool = False
