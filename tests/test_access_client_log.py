@@ -151,3 +151,24 @@ def test_a_base_url_ending_in_the_endpoint_path_is_cut_back_to_the_api_root() ->
     assert found[0].code == "access.base_url_invalid"
     assert found[0].title.startswith("the base URL ends in the endpoint path (/v1/chat/completions)")
     assert found[0].fixes[0].command == "OPENAI_BASE_URL=https://api.hyperbolic.xyz/v1"
+
+
+# SGLang's warm-up request to its own port, sent through HTTP_PROXY (sgl-project/sglang#9183): urllib3's debug line names
+# the proxy's connection and the request's absolute URL (connectionpool.py `'%s://%s:%s "%s %s %s" %s %s'`)
+PROXIED = ('[2025-08-13 11:01:03] http://10.0.0.7:3138 "GET http://0.0.0.0:25600/get_model_info HTTP/1.1" {status} 3582\n')
+
+
+def test_a_proxied_request_the_proxy_refuses_is_proxy_failed(tmp_path: Path) -> None:
+    found = findings_of(written(tmp_path, "[2025-08-13 11:01:02] INFO:     Uvicorn running on http://0.0.0.0:25600\n"
+                                          + PROXIED.format(status=403)))
+    assert found[0].code == "access.proxy_failed"
+    assert found[0].evidence[0].endswith('"GET http://0.0.0.0:25600/get_model_info HTTP/1.1" 403 3582')
+    assert found[0].fixes[0].command == "export NO_PROXY=0.0.0.0,localhost,127.0.0.1"  # the target's host, not the proxy's
+
+
+@pytest.mark.parametrize("line", [
+    PROXIED.format(status=200),  # the proxy passed it on
+    '[2025-08-13 11:01:03] http://0.0.0.0:25600 "GET /get_model_info HTTP/1.1" 403 3582\n',  # a direct request: the server's answer
+])
+def test_a_proxied_answer_or_a_direct_refusal_is_no_proxy_failure(tmp_path: Path, line: str) -> None:
+    assert "access.proxy_failed" not in [f.code for f in findings_of(written(tmp_path, line))]

@@ -276,7 +276,8 @@ def _timeout_setting(events: list[LogEvent]) -> str:
 def _no_proxy(base_url: str, events: list[LogEvent]) -> str:
     """The hosts to exempt from the proxy: the server's (the configured base URL's, else the URL a proxy's
     error page names), with the loopback names a local server is also reached by."""
-    urls = [base_url] if base_url else [u for e in events for line in e.lines for u in URL.findall(line)]
+    targets = [str(e.values["target"]) for e in events if e.values.get("target")]  # a proxied request line's own URL
+    urls = [base_url] if base_url else targets or [u for e in events for line in e.lines for u in URL.findall(line)]
     host = urlsplit(urls[0]).hostname if urls else None
     if not host or not _internal(host):  # a public API may need the proxy: the fix is then the proxy's, not a bypass
         return ""

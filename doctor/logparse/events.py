@@ -424,6 +424,14 @@ HAND_RULES: tuple[Rule, ...] = (
     ),
     _r(
         "client_proxy",
+        # urllib3's debug line for a request sent to a forward proxy: the connection is the proxy's and the request
+        # line carries the absolute URL (urllib3 connectionpool.py `'%s://%s:%s "%s %s %s" %s %s'`), so a 403/407/5xx
+        # there is the proxy refusing or failing to reach the target (an engine's warm-up request to its own
+        # 0.0.0.0 port sent through HTTP_PROXY: sgl-project/sglang#9183)
+        r'\bhttps?://\S+:\d+ "(?:GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS) (?P<target>https?://[^\s"]+) HTTP/[\d.]+" (?P<status>40[37]|5\d\d)\b',
+    ),
+    _r(
+        "client_proxy",
         # (urllib3's `ProxyError('Cannot connect to proxy.', <its cause>)` read whole, so that no template that happens to fit
         # inside it, NCCL's "Connect to {} failed : {}", outvotes it)
         r"ProxyError\(['\"]Cannot connect to proxy\.['\"], .*|Cannot connect to proxy\.|Tunnel connection failed: [45]\d\d(?: [A-Z][a-z]+)*|"
