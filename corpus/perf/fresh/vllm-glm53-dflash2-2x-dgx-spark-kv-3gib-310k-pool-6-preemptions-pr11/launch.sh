@@ -1,0 +1,1 @@
+--kv-cache-memory 3221225472
