@@ -1,1 +1,0 @@
---kv-cache-memory 3221225472
