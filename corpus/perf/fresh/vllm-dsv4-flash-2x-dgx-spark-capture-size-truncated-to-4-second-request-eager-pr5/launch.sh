@@ -1,0 +1,1 @@
+--max-cudagraph-capture-size ${MAX_NUM_SEQS:-6}

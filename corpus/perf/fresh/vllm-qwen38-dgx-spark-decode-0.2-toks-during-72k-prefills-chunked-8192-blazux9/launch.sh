@@ -1,0 +1,1 @@
+--max-num-batched-tokens 8192
