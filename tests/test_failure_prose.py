@@ -120,6 +120,16 @@ def test_a_failure_the_output_shows_ranks_before_the_statement(tmp_path):
     assert "tier" not in report["findings"][0] and report["findings"][1]["tier"] == "statement"
 
 
+def test_a_failure_no_rule_places_ranks_after_the_cause_a_person_names(tmp_path):
+    # an exception nobody's rule knows (tests/test_never_all_clear.py's FrobnicationFault) with the
+    # maintainer's answer under it: the answer places the failure, so it comes first; the unplaced
+    # failure stays in the report, right after it
+    path = _paste(tmp_path, "frob.FrobnicationFault: widget count 3 exceeds 2\n"
+                            "The request 401s with the key even though it is new\n")
+    codes = [f["code"] for f in analyze(path)["findings"]]
+    assert codes[:2] == ["access.key_rejected", "load.unrecognized_failure"]
+
+
 def test_a_statement_the_output_confirms_is_not_repeated(tmp_path):
     # vLLM's own message (shared codes.md load.tp_invalid) under a title that names the same failure:
     # https://github.com/vllm-project/vllm/pull/52535

@@ -177,8 +177,10 @@ def _without_restated(findings: list[Finding]) -> list[Finding]:
 
 def _tier(f: Finding) -> int:
     """What a log line, a probe or a fact shows (0) before what a person says (1), before the doctor's own
-    state (2: what it could not read comes after every diagnosis, the stated ones included)."""
-    return 1 if f.tier == STATEMENT else 2 if f.layer == "doctor" else 0
+    state (2: what it could not read comes after every diagnosis, the stated ones included). A failure no
+    rule could place shows only that something failed: a cause a person names beside it (the maintainer's
+    answer under the pasted error) places it, so it ranks with the statements, after them at its severity."""
+    return 1 if f.tier == STATEMENT or f.code.endswith(".unrecognized_failure") else 2 if f.layer == "doctor" else 0
 
 
 def _said_at(f: Finding) -> tuple[int, int, int]:
