@@ -166,6 +166,22 @@ MULTI_GPU = re.compile(r"\b(?:tensor[ _-]?parallel\w*|TP\s?=?\s?\d|tp[-_]size|al
 MEMORY_SHARE = re.compile(r"(?<![\w'\"-])-{0,2}(?P<name>gpu[-_ ]memory[-_ ]utili[sz]ation|mem[-_ ]fraction[-_ ]static|cuda[-_ ]memory[-_ ]fraction)"
                           r"['\"`]?\s?(?:=|:|of|to|at|is|was|set to|=\s?)?\s?['\"`]?(?P<share>0?\.\d+|1(?:\.0+)?)(?![\w.%])", re.I)
 MEMORY_ENGINES = {"gpu": "vllm", "mem": "sglang", "cud": "tgi"}
+# ... and an OOM the person ties to that share: they lowered it and the OOM went away ("the OOM could be solved when
+# reduce gpu_memory_utilization from 0.96 to 0.8"), or they name it too high as the cause ("Setting
+# gpu-memory-utilization too high can cause OOM"). The engines' names of the share: vLLM gpu_memory_utilization, SGLang
+# mem_fraction_static, TGI cuda_memory_fraction, LMDeploy cache_max_entry_count, TensorRT-LLM
+# kv_cache_free_gpu_mem_fraction (KvCacheConfig.free_gpu_memory_fraction)
+CURE_SHARE = re.compile(r"(?<![\w-])-{0,2}(?P<share_name>gpu[-_ ]memory[-_ ]utili[sz]ation|mem[-_ ]fraction[-_ ]static|cuda[-_ ]memory[-_ ]fraction|"
+                        r"cache[-_ ]max[-_ ]entry[-_ ]count|(?:kv[-_]cache[-_])?free[-_]gpu[-_]mem(?:ory)?[-_]fraction)\b", re.I)
+CURE_ENGINES = {"gpu": "vllm", "mem": "sglang", "cud": "tgi", "cac": "lmdeploy", "kv_": "trtllm", "fre": "trtllm"}
+OOM_WORDS = re.compile(r"\bOOM(?:s|ed|ing)?\b|\bout[ -]of[ -]memory\b|\bOutOfMemory\w*|\bmemory pressure\b|\bcudaErrorMemoryAllocation\b|"
+                       r"\bno (?:memory )?headroom\b|显存不足|内存不足", re.I)
+LOWERED = re.compile(r"\b(?:lower(?:s|ed|ing)?|reduc(?:e|es|ed|ing)|decreas(?:e|es|ed|ing)|dropp?(?:ed|ing)?|turn(?:s|ed|ing)? down|"
+                     r"dial(?:s|ed|led|ing)? (?:it )?(?:back|down))\b|降低|调低|减小", re.I)
+TOO_HIGH = re.compile(r"\btoo (?:high|large|big|much|aggressive)\b|\bno (?:memory )?headroom\b", re.I)
+FROM_TO = re.compile(r"\bfrom\s?[`'\"]?(0?\.\d+|1\.0+)[`'\"]?\s?(?:to|->|→)\s?[`'\"]?(0?\.\d+)(?![\w%]|\.\d)", re.I)
+SHARE_VALUE = re.compile(r"(?<![\w.])(?P<to>to\s?[`'\"]?)?(0?\.\d+|1\.0+)(?![\w%]|\.\d)", re.I)
+ADVICE = re.compile(r"\b(?:try|trying|should|please|maybe|perhaps|recommend\w*|suggest\w*|you can|you could|consider)\b", re.I)
 # the GPUs doing little: nvidia-smi's "Volatile GPU-Util" / utilization.gpu, DCGM's GPU utilisation
 GPU_UTIL = re.compile(r"\bGPU[- ]?(?:util\w*|usage|load|activity)\b|\butilization\.gpu\b|\bVolatile GPU-Util\b", re.I)
 # layers a GGUF runner put on the GPU, as llama.cpp prints them ("offloaded 27/43 layers to GPU") and people say them
@@ -239,6 +255,9 @@ def statements(source: str, text: str) -> list[PerfStatement]:
         if (asked := _stated_part(sentence.text)) is None:
             continue
         sentence.text = asked
+        if (cure := _memory_cure(sentence)) is not None:  # (said with "reduced", "fixed": NOT_A_PROBLEM's words)
+            out.append(cure)
+            continue
         if NOT_A_PROBLEM.search(sentence.text) or (
                 len(FLAG.findall(sentence.text)) >= 2 or STRUCT.search(sentence.text)):  # a command line, printed arguments: engine_args reads them
             continue
@@ -328,7 +347,7 @@ def _cells(raw: str) -> list[str] | None:
 
 
 ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, GPU_UTIL, PREEMPT,
-                                                              BATCH, AT_ONCE, TP_SLOWER, NO_GAIN, MEMORY_SHARE, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
+                                                              BATCH, AT_ONCE, TP_SLOWER, NO_GAIN, MEMORY_SHARE, CURE_SHARE, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 MAX_TERM_LINES = 1000  # different lines holding a term literal: a person's text has a few, the rest of a log is not read
@@ -341,7 +360,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
                  "concurrent", "simultaneous", "wait",
                  "tp=", "tp ", "multi", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
-                 "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce",
+                 "memory-fraction", "cache_max_entry", "cache-max-entry", "free_gpu_mem", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce",
                  "change", "same ", "similar ", "no better", "no higher", "no speed", "no gain")
 _TERMS, _STAT = pf.compile_groups(TERM_LITERALS), pf.compile_groups(stat_lines.LOWER_LITERALS)
 TERM_CHUNK = 4096  # lines searched at once for them
@@ -594,6 +613,34 @@ def _memory(s: _Sentence) -> PerfStatement | None:
     return _statement("perf.memory_overcommitted", s, {"memory_share": _number(m.group("share"))})
 
 
+def _memory_cure(s: _Sentence) -> PerfStatement | None:
+    """An OOM the person ties to the engine's memory share: lowering the share cured it, or the share is named
+    too high as its cause (checks/perf/memory_headroom.py ranks this perf.memory_overcommitted before the
+    load.runtime_oom it explains). The share it failed at (memory_share) and the one that worked (cured_share)
+    are kept where the sentence gives them; advice ("try lowering ...") states nothing that happened."""
+    name = CURE_SHARE.search(s.text)
+    if name is None or not OOM_WORDS.search(s.text) or ADVICE.search(s.text):
+        return None
+    around = s.text[max(0, name.start() - NEAR):name.end() + NEAR]
+    lowered, too_high = LOWERED.search(around), TOO_HIGH.search(around)
+    if not (lowered or too_high):
+        return None
+    measures = {"oom_cured": 1.0}
+    span = FROM_TO.search(s.text, name.end(), name.end() + NEAR)
+    if span is not None and _number(span.group(2)) < _number(span.group(1)):
+        measures.update(memory_share=_number(span.group(1)), cured_share=_number(span.group(2)))
+    elif (value := SHARE_VALUE.search(s.text, name.end(), name.end() + 30)) is not None:  # "lowered it to 0.8": the cure
+        measures["cured_share" if value.group("to") and not too_high else "memory_share"] = _number(value.group(2))
+    return _statement("perf.memory_overcommitted", s, measures)
+
+
+def cure_engine(st: PerfStatement) -> str:
+    """The engine whose share a cure statement names, by the share's name in its sentence."""
+    name = CURE_SHARE.search(st.text)
+    key = name.group("share_name").lower().replace("-", "_").replace(" ", "_") if name else "gpu"
+    return next(e for k, e in CURE_ENGINES.items() if key.startswith(k))
+
+
 def _batch_cap(s: _Sentence) -> PerfStatement | None:
     m = BATCH_CAP.search(s.text)
     return _statement("perf.batching_limited", s, {"max_num_seqs": float(m.group("cap"))}) if m else None
@@ -623,6 +670,10 @@ def _tp_slower(s: _Sentence) -> list[PerfStatement]:
 def _deployment(found: list[PerfStatement], facts: Facts) -> None:
     """A memory share or a batch cap stated with the engine's own flag name is that engine's setting
     (perf.memory_headroom, perf.batching judge them); what a command line or the log gave stays."""
+    for st in found:  # the share an OOM happened at, as the person says it (lowered from it, or too high)
+        if st.measures.get("oom_cured") and "memory_share" in st.measures:
+            _stated_setting(facts, cure_engine(st), "gpu_memory_utilization", st.measures["memory_share"], st.where)
+            break
     for code, rx, engines, field, measure in (
             ("perf.memory_overcommitted", MEMORY_SHARE, MEMORY_ENGINES, "gpu_memory_utilization", "memory_share"),
             ("perf.batching_limited", BATCH_CAP, CAP_ENGINES, "max_num_seqs", "max_num_seqs")):

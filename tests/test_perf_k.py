@@ -1,0 +1,86 @@
+"""Perf codes from the attachments of one report read together (engine log, launch command, notes),
+as `llm-doctor analyze a b c` reads them: the code, the number it rests on and the fix value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from llm_doctor.collect.files import load_paths
+from llm_doctor.engine import Deadline, load_checks, run_checks, select
+from llm_doctor.findings import STATEMENT, Finding
+from llm_doctor.logparse import perf_prose
+from llm_doctor.report import build_report
+
+# vllm-project/vllm#26876 (corpus j020): the OOM during inference and the launch command beside it
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 232.00 MiB. GPU 0 has a total capacity of 23.57 GiB "
+       "of which 154.25 MiB is free. Including non-PyTorch memory, this process has 23.40 GiB memory in use. Of the allocated "
+       "memory 22.88 GiB is allocated by PyTorch, and 188.29 MiB is reserved by PyTorch but unallocated.\n")
+LAUNCH = ("python3 -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-VL-4B-Instruct --max-model-len 32768 "
+          "--tensor-parallel-size 1 --gpu-memory-utilization {share} --dtype float16 --port 7001\n")
+
+
+def scenario(tmp_path: Path, **files: str) -> list[Finding]:
+    """The ranked findings of the files analysed together (name -> text; `_` in a name stands for `.`)."""
+    paths = []
+    for name, text in files.items():
+        path = tmp_path / name.replace("_", ".")
+        path.write_text(text)
+        paths.append(str(path))
+    facts = load_paths(paths, Deadline(30))
+    return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts).findings
+
+
+def codes(found: list[Finding]) -> list[str]:
+    return [f.code for f in found]
+
+
+def only(found: list[Finding], code: str) -> Finding:
+    (f,) = [f for f in found if f.code == code]
+    return f
+
+
+def test_an_oom_with_a_high_share_is_the_oom_first_and_the_share_beside_it(tmp_path):
+    found = scenario(tmp_path, engine_log=OOM, launch_sh=LAUNCH.format(share="0.95"))
+    assert codes(found)[:2] == ["load.runtime_oom", "perf.memory_overcommitted"]
+    share = only(found, "perf.memory_overcommitted")
+    assert share.evidence[0] == "gpu_memory_utilization=0.95 (cmdline)"
+    assert share.fixes[0].command == "--gpu-memory-utilization 0.90"
+    assert "load.runtime_oom" not in share.explains
+
+
+def test_an_oom_cured_by_a_lower_share_is_memory_overcommitted_first(tmp_path):
+    # vllm-project/vllm-ascend (corpus j022): the reporter's own account of what cured the OOM
+    notes = ("Today when I test the inference of Qwen2.5-Math-7B-Instruct on one card (TP=PP=1) it reported the OOM error.\n\n"
+             "Then I found that the OOM could be solved when reduce `gpu_memory_utilization` from 0.96 to 0.8.\n")
+    found = scenario(tmp_path, engine_log=OOM, notes_md=notes)
+    top = found[0]
+    assert top.code == "perf.memory_overcommitted" and top.tier == STATEMENT
+    assert "load.runtime_oom" in codes(found) and "load.runtime_oom" in top.explains
+    assert "(0.96)" in top.title
+    assert any("from 0.96 to 0.8" in e for e in top.evidence)
+    assert top.fixes[0].command == "--gpu-memory-utilization 0.80"
+
+
+def test_a_share_named_too_high_for_an_oom_is_the_cause_with_the_engines_flag(tmp_path):
+    # vllm-project/vllm#19186 (title) and SGLang's name of the share
+    found = scenario(tmp_path, issue_md="[Bug]: Setting gpu-memory-utilization too high can cause OOM\n")
+    assert found[0].code == "perf.memory_overcommitted" and found[0].fixes[0].command == "--gpu-memory-utilization 0.90"
+    found = scenario(tmp_path, issue_md="The OOM went away after we lowered --mem-fraction-static to 0.8 on the 4 H100s.\n")
+    assert found[0].code == "perf.memory_overcommitted" and found[0].fixes[0].command == "--mem-fraction-static 0.80"
+
+
+def test_a_share_the_reporter_lowered_below_the_limit_is_judged_by_their_account(tmp_path):
+    # a co-located training job: 0.3 is below any threshold, yet lowering it ended the failures (corpus g113)
+    text = ("- Reduces `gpu_memory_utilization` from `0.3` to `0.25` in `test_mtp_online_regression` to prevent CUDA launch "
+            "failures caused by GPU memory pressure when running vLLM 0.25.1 alongside MTP training on a single H100\n")
+    found = scenario(tmp_path, pr_md=text)
+    top = found[0]
+    assert top.code == "perf.memory_overcommitted" and "(0.3)" in top.title
+    assert top.fixes[0].command == "--gpu-memory-utilization 0.25"
+
+
+def test_advice_and_a_higher_share_state_no_cure():
+    for sentence in ("You should try lowering gpu_memory_utilization to 0.8 to avoid the OOM.",
+                     "The OOM at start-up went away when I raised gpu_memory_utilization from 0.8 to 0.9.",
+                     "We run gpu_memory_utilization 0.9 and the OOM happens with long prompts."):
+        assert not [s for s in perf_prose.statements("t.md", sentence) if s.measures.get("oom_cured")], sentence
