@@ -84,3 +84,34 @@ def test_advice_and_a_higher_share_state_no_cure():
                      "The OOM at start-up went away when I raised gpu_memory_utilization from 0.8 to 0.9.",
                      "We run gpu_memory_utilization 0.9 and the OOM happens with long prompts."):
         assert not [s for s in perf_prose.statements("t.md", sentence) if s.measures.get("oom_cured")], sentence
+
+
+def test_gpu_load_said_the_other_way_round_for_two_setups_names_the_low_one(tmp_path):
+    # LostRuins/koboldcpp#2347: the console head and the reporter's two lines (one GPU, then two)
+    console = ("***\nWelcome to KoboldCpp - Version 1.117.1\n***\nAuto Selected CUDA Backend (flag=0)\n"
+               "Detected Available GPU Memory: 23040 MB\nDetected Available RAM: 2733 MB\n")
+    notes = ("koboldcpp 1.117.1\nWindows 10 Ent\n\nUse 1 GPU: speed 140 Token/s, load GPU 90-100%\n"
+             "Use 1 and 2 GPU: speed 12 Token/s, load GPU 5-10%\n")
+    found = scenario(tmp_path, koboldcpp_log=console, notes_txt=notes)
+    low = only(found, "perf.low_gpu_util")
+    assert low.tier == STATEMENT and any("load GPU 5-10%" in e for e in low.evidence)
+    (said,) = [s for s in perf_prose.statements("n", notes) if s.code == "perf.low_gpu_util"]
+    assert said.measures == {"gpu_util_percent": 10.0}
+
+
+def test_gpu_busy_readings_take_the_one_said_to_be_low():
+    # ggml-org/llama.cpp (corpus j034): amdgpu's sysfs counter, read for two servers
+    text = ("This is further confirmed by directly reading the kernel driver's GPU busy from "
+            "/sys/class/drm/card1/device/gpu_busy_percent Which reads 99% for `llama.cpp` and only 35% for `llama-cpp-python`")
+    (said,) = perf_prose.statements("t", text)
+    assert said.code == "perf.low_gpu_util" and said.measures == {"gpu_util_percent": 35.0}
+    (said,) = perf_prose.statements("t", "The GPU is only 30% utilized while the server decodes.")
+    assert said.measures == {"gpu_util_percent": 30.0}
+
+
+def test_a_pegged_process_is_the_cpu_held_busy(tmp_path):
+    # ggml-org/llama.cpp (corpus j034): htop's view of the Python server
+    found = scenario(tmp_path, issue_md="In `htop` it can be observed that the `llama-cpp-python` server is completely pegging the "
+                                        "main python process, while the GPU remains mostly idle.\n")
+    assert found[0].code == "perf.cpu_bound" and found[0].tier == STATEMENT
+    assert found[0].fixes[0].command == "top -b -n 1 -c | head -30; nproc"

@@ -109,7 +109,8 @@ NEGATED = re.compile(r"\b(?:no|not|never|without|zero)\s(?:\w+\s)?$", re.I)
 # llama-server process has 100% CPU usage" (top's %CPU column, psutil's cpu_percent: 100 is one core held busy)
 _CPU_TERM = r"\b(?:CPU|core|API server|api_server|tokeni[sz]er)\b"
 _CPU_AFTER = r"\s?%\s(?:of\s(?:a|one|the)\s)?(?:single\s)?(?:CPU|core)\b(?![- ](?:offload|RAM|memory|threads?))"
-CPU = re.compile(r"\bCPU[- ]bound\b|\bCPU[- ]bottleneck\w*|\bbottleneck\w* (?:on|by|in) (?:the )?(?:CPU|tokeni[sz]\w+|API server)\b|"
+# ... or a process or thread "pegged" (htop's word for one core held at 100 %: "completely pegging the main python process")
+CPU = re.compile(r"\bCPU[- ]bound\b|\bCPU[- ]bottleneck\w*|\bpegg(?:ed|ing|s)\b[^.]{0,30}?\b(?:process|thread|core)\b|\bbottleneck\w* (?:on|by|in) (?:the )?(?:CPU|tokeni[sz]\w+|API server)\b|"
                  + _CPU_TERM + r"[^.]{0,40}?\b(?:at|pegged at|stays? at|maxed at|hits?|uses?|using|100\s?%)|"
                  + _CPU_TERM + r"[^.%]{0,60}?\b(?:9\d|100)(?:\.\d+)?\s?%|\b(?:9\d|100)(?:\.\d+)?" + _CPU_AFTER, re.I)
 CPU_PERCENT = re.compile(_CPU_TERM + r"[^.%]{0,60}?" + _NUM + r"\s?%|" + _NUM + _CPU_AFTER, re.I)
@@ -182,8 +183,14 @@ TOO_HIGH = re.compile(r"\btoo (?:high|large|big|much|aggressive)\b|\bno (?:memor
 FROM_TO = re.compile(r"\bfrom\s?[`'\"]?(0?\.\d+|1\.0+)[`'\"]?\s?(?:to|->|→)\s?[`'\"]?(0?\.\d+)(?![\w%]|\.\d)", re.I)
 SHARE_VALUE = re.compile(r"(?<![\w.])(?P<to>to\s?[`'\"]?)?(0?\.\d+|1\.0+)(?![\w%]|\.\d)", re.I)
 ADVICE = re.compile(r"\b(?:try|trying|should|please|maybe|perhaps|recommend\w*|suggest\w*|you can|you could|consider)\b", re.I)
-# the GPUs doing little: nvidia-smi's "Volatile GPU-Util" / utilization.gpu, DCGM's GPU utilisation
-GPU_UTIL = re.compile(r"\bGPU[- ]?(?:util\w*|usage|load|activity)\b|\butilization\.gpu\b|\bVolatile GPU-Util\b", re.I)
+# the GPUs doing little: nvidia-smi's "Volatile GPU-Util" / utilization.gpu, DCGM's GPU utilisation, amdgpu's sysfs
+# gpu_busy_percent (what radeontop/amdgpu_top read), rocm-smi's "GPU use (%)", GPU-Z's and Task Manager's "GPU Load";
+# and the words the other way round ("load GPU 5-10%", "30% utilization of the GPU", "the GPU is only 30% utilized")
+GPU_UTIL = re.compile(r"\bGPU[- ]?(?:util\w*|usage|load|activity|busy|use)\b|\butilization\.gpu\b|\bVolatile GPU-Util\b|\bgpu_busy_percent\b|"
+                      r"\b(?:load|usage|utili[sz]ation|busy) (?:of |on )?(?:the )?GPUs?\b|"
+                      r"\bGPUs?\s(?:(?:is|are|was|were|stays?|sits?|runs?)\s)?(?:only\s|just\s|barely\s|at\s|around\s|about\s)*"
+                      r"(?=~?\d+(?:\.\d+)?\s?%\s(?:utili[sz]\w*|busy|load\w*|used|usage))", re.I)
+LOWEST = re.compile(r"\b(?:only|just|barely|merely)\s(?:at\s|about\s|around\s)?~?$", re.I)  # "99% for A and only 55% for B": the 55
 # layers a GGUF runner put on the GPU, as llama.cpp prints them ("offloaded 27/43 layers to GPU") and people say them
 # ("only 27 layers are offloaded on GPU ... all 43 layers"): the rest run on the CPU
 LAYERS = re.compile(r"\b(?P<done>\d+)\s?(?:/|of|out of)\s?(?P<all>\d+) layers?\b[^.]{0,40}?\b(?:offload\w*|on (?:the )?GPU)|"
@@ -356,7 +363,7 @@ DIGITS = re.compile(r"\d+")
 # log is mostly such lines; the terms' regex reads a few hundred KB/s)
 TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "itl", "token latency", "output token",
                  "time_to_first", "time_per_output", "throttl", "slowdown", "clock", "power", "thermal", "overheat", "cpu",
-                 "core", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
+                 "core", "pegg", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
                  "concurrent", "simultaneous", "wait",
                  "tp=", "tp ", "multi", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
@@ -583,9 +590,13 @@ def _gpu_util(s: _Sentence) -> PerfStatement | None:
     term = GPU_UTIL.search(s.text)
     if term is None:
         return None
-    pct = _near(PERCENT, s.text, term)
+    pct = sorted({m.start(): m for t in GPU_UTIL.finditer(s.text) for m in _near(PERCENT, s.text, t)}.values(), key=lambda m: m.start())
     if pct:
-        return _statement("perf.low_gpu_util", s, {"gpu_util_percent": _number(pct[0].group(1))})
+        # of several readings (near any of the terms), the one the sentence says is low ("only 55%") is the complaint,
+        # else the lowest: two set-ups compared ("1 GPU: load GPU 90-100% ... 2 GPUs: load GPU 5-10%")
+        said = next((m for m in pct if LOWEST.search(s.text[max(0, m.start() - 12):m.start()])), None) or min(
+            pct, key=lambda m: _number(m.group(1)))
+        return _statement("perf.low_gpu_util", s, {"gpu_util_percent": _number(said.group(1))})
     return _statement("perf.low_gpu_util", s) if LOW_WORDS.search(s.text) else None
 
 
