@@ -115,3 +115,41 @@ def test_a_pegged_process_is_the_cpu_held_busy(tmp_path):
                                         "main python process, while the GPU remains mostly idle.\n")
     assert found[0].code == "perf.cpu_bound" and found[0].tier == STATEMENT
     assert found[0].fixes[0].command == "top -b -n 1 -c | head -30; nproc"
+
+
+def _v1_table(command: str, busbw: float) -> str:
+    """A run of NCCL 1.x's own all_reduce_test as a thread pastes it: the command, its `N type op` header and the row
+    (NVIDIA/nccl test/single/all_reduce_test.cu prints `  %7.3f  %5.2f  %5.2f` for time, algbw, busbw)."""
+    time = 10000000 / busbw / 1e6
+    return (f"```\n{command}\n       N    type      op     time  algbw  busbw\n"
+            f"10000000    char     sum  {time:7.3f}  {busbw:5.2f}  {busbw:5.2f}\n```\n")
+
+
+def test_nccl_1x_all_reduce_below_any_pcie_path_is_slow_interconnect(tmp_path):
+    # NVIDIA/nccl#44: Maxwell TitanX pairs reach 11.28 GB/s, the Pascal cards in the same slots 1.77 GB/s
+    text = ("When running your benchmark on the Maxwell cards I get pretty much the expected numbers:\n"
+            + _v1_table("./build/test/single/all_reduce_test 10000000 2 0 1", 11.28)
+            + "I get about a 6x slowdown running on the exact same system but with Pascal instead of Maxwell cards.\n"
+            + _v1_table("./build/test/single/all_reduce_test 10000000 2 0 1", 1.77))
+    found = scenario(tmp_path, bench_txt=text)
+    top = found[0]
+    assert top.code == "perf.slow_interconnect" and top.severity == "warn"
+    assert "1.77 GB/s between 2 GPUs in one node" in top.title
+    assert any("busbw 11.28 GB/s" in e for e in top.evidence)
+    assert top.fixes[0].command.startswith("nvidia-smi topo -p2p r")
+    # "a 6x slowdown" is the speed's word, not a clock's
+    assert "perf.gpu_throttled" not in codes(found)
+
+
+def test_nccl_1x_all_reduce_at_pcie_speed_stays_quiet(tmp_path):
+    found = scenario(tmp_path, bench_txt=_v1_table("./build/test/single/all_reduce_test 10000000 2 0 7", 8.23))
+    assert not [f for f in found if f.code.startswith("perf.")]
+
+
+def test_gpus_on_different_root_complexes_is_the_link_and_a_denied_power_cap_is_not_throttling(tmp_path):
+    # noonghunna/club-3090#1098: the maintainer's reading of a TP=2 decode that fell 38 % after a board swap
+    notes = ("Short version: it's **not bandwidth or the power cap** — your two GPUs landed on **different PCIe root "
+             "complexes**, and the TP=2 all-reduce collapses across that split.\n")
+    found = scenario(tmp_path, notes_txt=notes)
+    assert codes(found) == ["perf.slow_interconnect"]
+    assert found[0].fixes[0].command == "nvidia-smi topo -m"

@@ -50,7 +50,7 @@ ABOUT: dict[str, tuple[str, list[str], Fix]] = {
         Fix("Show the batch cap it runs with and its running/waiting counts under load (the launch command, and the stat "
             "lines or /metrics); llama-server: its slots", "curl -s localhost:8000/metrics | grep -E 'num_requests_(running|waiting)'")),
     "perf.slow_interconnect": (
-        "more GPUs are said to be slower than fewer", ["perf.high_latency"],
+        "the GPUs' link is said to be slow (more GPUs slower than fewer, no P2P or NVLink, a path across host bridges)", ["perf.high_latency"],
         Fix("Show how the GPUs are connected: tensor parallelism all-reduces every layer, over PCIe where there is no NVLink",
             "nvidia-smi topo -m")),
     "perf.tp_mismatch": (

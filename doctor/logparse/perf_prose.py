@@ -99,11 +99,11 @@ REASONS = (
     ("thermal", re.compile(r"\bthermal(?:ly)?[ -](?:throttl\w*|slowdown)|\bthrottl\w* (?:due to|from|by|because of) (?:heat|temperature)|\boverheat\w*", re.I)),
 )
 THROTTLE = re.compile(r"\bthrottl\w*|\bclocks? (?:speed |frequency )?(?:is |are |gets? |got )?(?:capped|limited|held|drops?|dropped|stuck|locked|reduced)\b|"
-                      r"\bslowdown\b", re.I)
+                      r"\b(?:clocks?|thermal|power|frequency)\s(?:\w+\s)?slowdown\b", re.I)  # (a bare "6x slowdown" is the speed's)
 GPU_CONTEXT = re.compile(r"\b(?:GPUs?|clocks?|MHz|SM|thermal|power|temperature|nvidia-smi|cards?)\b|°C", re.I)
 SECTION_TITLE = re.compile(r"\bclocks?[_ ](?:event|throttle)[_ ]reasons\b(?:\.\w+)*", re.I)
 INACTIVE = re.compile(r"^\W{0,6}(?:not active|inactive|no\b|none\b|0 samples|never|false\b)", re.I)
-NEGATED = re.compile(r"\b(?:no|not|never|without|zero)\s(?:\w+\s)?$", re.I)
+NEGATED = re.compile(r"\b(?:no|not|never|without|zero)\s(?:\w+\s)?(?:(?:or|nor)\s(?:the\s)?)?$", re.I)  # "not bandwidth or the power cap"
 # the host CPU: the API server, tokenizer or scheduler holding the GPU back
 # ... and a reading either side of its name: "the CPU utilization of the python process reaches 100%", "the
 # llama-server process has 100% CPU usage" (top's %CPU column, psutil's cpu_percent: 100 is one core held busy)
@@ -111,7 +111,7 @@ _CPU_TERM = r"\b(?:CPU|core|API server|api_server|tokeni[sz]er)\b"
 _CPU_AFTER = r"\s?%\s(?:of\s(?:a|one|the)\s)?(?:single\s)?(?:CPU|core)\b(?![- ](?:offload|RAM|memory|threads?))"
 # ... or a process or thread "pegged" (htop's word for one core held at 100 %: "completely pegging the main python process")
 CPU = re.compile(r"\bCPU[- ]bound\b|\bCPU[- ]bottleneck\w*|\bpegg(?:ed|ing|s)\b[^.]{0,30}?\b(?:process|thread|core)\b|\bbottleneck\w* (?:on|by|in) (?:the )?(?:CPU|tokeni[sz]\w+|API server)\b|"
-                 + _CPU_TERM + r"[^.]{0,40}?\b(?:at|pegged at|stays? at|maxed at|hits?|uses?|using|100\s?%)|"
+                 + _CPU_TERM + r"[^.]{0,40}?\b(?:(?:at|pegged at|stays? at|maxed at|hits?|uses?|using)\s(?:~|about\s|around\s)?(?:\d|max|full)|100\s?%)|"
                  + _CPU_TERM + r"[^.%]{0,60}?\b(?:9\d|100)(?:\.\d+)?\s?%|\b(?:9\d|100)(?:\.\d+)?" + _CPU_AFTER, re.I)
 CPU_PERCENT = re.compile(_CPU_TERM + r"[^.%]{0,60}?" + _NUM + r"\s?%|" + _NUM + _CPU_AFTER, re.I)
 # requests served one at a time, not batched: the scheduler's cap (vLLM max_num_seqs, SGLang max_running_requests,
@@ -159,7 +159,10 @@ LINK_SLOW = re.compile(r"\bnot supported on more than two PCIe-only GPUs\b|\bcus
                        r"\bNCCL_P2P_DISABLE\s?=\s?['\"]?1\b|"
                        r"\b(?:P2P|peer[ -]to[ -]peer|peer access)\b[^.]{0,30}?\b(?:(?:is |are )?not (?:supported|available|enabled|possible)|"
                        r"(?:is |are )?disabled|unsupported|unavailable)\b|"
-                       r"\b(?:no|without|lacks?|lacking) NVLink\b|\bPCIe[- ]only\b", re.I)
+                       r"\b(?:no|without|lacks?|lacking) NVLink\b|\bPCIe[- ]only\b|"
+                       # nvidia-smi topo -m's NODE and SYS: the path crosses the host bridges or the sockets' interconnect
+                       r"\b(?:on |in )?different (?:PCIe )?(?:root[ -]complex(?:es)?|root ports?|host bridges|CPU sockets|sockets|NUMA nodes)\b|"
+                       r"\bacross (?:the )?(?:PCIe )?(?:host bridges|root[ -]complex(?:es)?|CPU sockets|NUMA nodes|QPI|UPI)\b|\bcross[- ]socket\b", re.I)
 MULTI_GPU = re.compile(r"\b(?:tensor[ _-]?parallel\w*|TP\s?=?\s?\d|tp[-_]size|all[ -]?reduce|NCCL|multi(?:ple)?[ -]GPUs?|GPUs|cards|ranks?)\b|"
                        r"\b(?:two|three|four|eight|[2-9]|1[0-6])\s?x?\s?(?:GPUs?|cards|[A-Z]\d{2,4}\w*)", re.I)
 # the share of GPU memory the engine takes, by the engine's own flag name: vLLM gpu_memory_utilization,
@@ -367,7 +370,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
                  "concurrent", "simultaneous", "wait",
                  "tp=", "tp ", "multi", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
-                 "memory-fraction", "cache_max_entry", "cache-max-entry", "free_gpu_mem", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce",
+                 "memory-fraction", "cache_max_entry", "cache-max-entry", "free_gpu_mem", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce", "root complex", "root-complex", "host bridge", "socket", "numa",
                  "change", "same ", "similar ", "no better", "no higher", "no speed", "no gain")
 _TERMS, _STAT = pf.compile_groups(TERM_LITERALS), pf.compile_groups(stat_lines.LOWER_LITERALS)
 TERM_CHUNK = 4096  # lines searched at once for them
@@ -548,7 +551,7 @@ def _throttle(s: _Sentence) -> PerfStatement | None:
     inactive = False
     for name, rx in REASONS:
         for m in rx.finditer(s.text):
-            if INACTIVE.match(s.text[m.end():m.end() + 30].lstrip(" |*:`=")) or NEGATED.search(s.text[max(0, m.start() - 20):m.start()]):
+            if INACTIVE.match(s.text[m.end():m.end() + 30].lstrip(" |*:`=")) or NEGATED.search(s.text[max(0, m.start() - 32):m.start()]):
                 inactive = True
                 continue
             # the generic word after NVML's own name of it: one reason
