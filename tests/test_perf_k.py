@@ -153,3 +153,18 @@ def test_gpus_on_different_root_complexes_is_the_link_and_a_denied_power_cap_is_
     found = scenario(tmp_path, notes_txt=notes)
     assert codes(found) == ["perf.slow_interconnect"]
     assert found[0].fixes[0].command == "nvidia-smi topo -m"
+
+
+def test_the_api_server_against_the_offline_path_on_the_same_gpu_is_the_servers_cpu_work(tmp_path):
+    # vllm-project/vllm#580: offline 90-100 % GPU utilisation, through the OpenAI API server 50 %
+    notes = ("On 1xA100 Llama 13B, the `LLM` class reaches 90~100% GPU utilization, while the API server can only utilize 50%\n")
+    found = scenario(tmp_path, notes_txt=notes)
+    assert codes(found) == ["perf.cpu_bound"]
+    assert found[0].tier == STATEMENT and any("the API server can only utilize 50%" in e for e in found[0].evidence)
+    # the offline path alone, or a server said as fast, states no gap
+    assert not perf_prose.statements("t", "The API server and the `LLM` class run at the same speed on this A100.")
+
+
+def test_a_gpu_stuck_in_a_low_power_state_is_said_throttled():
+    (said,) = perf_prose.statements("t", "The GPU is stuck in a low-power state under load: decode runs at 42 tok/s.")
+    assert said.code == "perf.gpu_throttled"

@@ -99,7 +99,9 @@ REASONS = (
     ("thermal", re.compile(r"\bthermal(?:ly)?[ -](?:throttl\w*|slowdown)|\bthrottl\w* (?:due to|from|by|because of) (?:heat|temperature)|\boverheat\w*", re.I)),
 )
 THROTTLE = re.compile(r"\bthrottl\w*|\bclocks? (?:speed |frequency )?(?:is |are |gets? |got )?(?:capped|limited|held|drops?|dropped|stuck|locked|reduced)\b|"
-                      r"\b(?:clocks?|thermal|power|frequency)\s(?:\w+\s)?slowdown\b", re.I)  # (a bare "6x slowdown" is the speed's)
+                      r"\b(?:clocks?|thermal|power|frequency)\s(?:\w+\s)?slowdown\b|"  # (a bare "6x slowdown" is the speed's)
+                      # a power state the GPU does not leave under load ("GB10 low-power stuck-state", "stuck in P8")
+                      r"\blow[- ]power (?:stuck[- ])?(?:state|mode)\b|\bstuck (?:in|at) (?:a |the )?(?:low[- ]power|low clocks?|P[5-8]\b|idle clocks?)", re.I)
 GPU_CONTEXT = re.compile(r"\b(?:GPUs?|clocks?|MHz|SM|thermal|power|temperature|nvidia-smi|cards?)\b|°C", re.I)
 SECTION_TITLE = re.compile(r"\bclocks?[_ ](?:event|throttle)[_ ]reasons\b(?:\.\w+)*", re.I)
 INACTIVE = re.compile(r"^\W{0,6}(?:not active|inactive|no\b|none\b|0 samples|never|false\b)", re.I)
@@ -113,6 +115,11 @@ _CPU_AFTER = r"\s?%\s(?:of\s(?:a|one|the)\s)?(?:single\s)?(?:CPU|core)\b(?![- ](
 CPU = re.compile(r"\bCPU[- ]bound\b|\bCPU[- ]bottleneck\w*|\bpegg(?:ed|ing|s)\b[^.]{0,30}?\b(?:process|thread|core)\b|\bbottleneck\w* (?:on|by|in) (?:the )?(?:CPU|tokeni[sz]\w+|API server)\b|"
                  + _CPU_TERM + r"[^.]{0,40}?\b(?:(?:at|pegged at|stays? at|maxed at|hits?|uses?|using)\s(?:~|about\s|around\s)?(?:\d|max|full)|100\s?%)|"
                  + _CPU_TERM + r"[^.%]{0,60}?\b(?:9\d|100)(?:\.\d+)?\s?%|\b(?:9\d|100)(?:\.\d+)?" + _CPU_AFTER, re.I)
+# the engine's API server against its offline path on the same GPU ("the `LLM` class reaches 90~100% GPU utilization,
+# while the API server can only utilize 50%"): what differs is the server's Python work (HTTP, detokenising, scheduling)
+SERVER_PATH = re.compile(r"\b(?:API server|api_server|OpenAI[- ](?:compatible |API )?server|online serv\w+|FastAPI|HTTP server)\b", re.I)
+OFFLINE_PATH = re.compile(r"`LLM`|\bLLM class\b|\b(?:LLM|llm)\.generate\b|\boffline (?:inference|mode|engine|path|batch\w*)\b", re.I)
+PATH_GAP = re.compile(r"\b(?:only|slower|lower|less|half|fewer)\b|(?<![\w.])\d+(?:\.\d+)?x\b", re.I)
 CPU_PERCENT = re.compile(_CPU_TERM + r"[^.%]{0,60}?" + _NUM + r"\s?%|" + _NUM + _CPU_AFTER, re.I)
 # requests served one at a time, not batched: the scheduler's cap (vLLM max_num_seqs, SGLang max_running_requests,
 # llama-server's --parallel slots) or a client that sends one request at a time
@@ -356,7 +363,7 @@ def _cells(raw: str) -> list[str] | None:
     return [" ".join(c.replace("`", "").replace("**", "").strip().strip("*_").split()) for c in line.strip("|").split("|")]
 
 
-ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, GPU_UTIL, PREEMPT,
+ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, OFFLINE_PATH, GPU_UTIL, PREEMPT,
                                                               BATCH, AT_ONCE, TP_SLOWER, NO_GAIN, MEMORY_SHARE, CURE_SHARE, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
@@ -371,7 +378,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "concurrent", "simultaneous", "wait",
                  "tp=", "tp ", "multi", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
                  "memory-fraction", "cache_max_entry", "cache-max-entry", "free_gpu_mem", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce", "root complex", "root-complex", "host bridge", "socket", "numa",
-                 "change", "same ", "similar ", "no better", "no higher", "no speed", "no gain")
+                 "change", "same ", "similar ", "low-power", "low power", "stuck", "offline", "`llm`", "llm class", ".generate", "no better", "no higher", "no speed", "no gain")
 _TERMS, _STAT = pf.compile_groups(TERM_LITERALS), pf.compile_groups(stat_lines.LOWER_LITERALS)
 TERM_CHUNK = 4096  # lines searched at once for them
 
@@ -583,6 +590,8 @@ def _throttle(s: _Sentence) -> PerfStatement | None:
 
 
 def _cpu(s: _Sentence) -> PerfStatement | None:
+    if SERVER_PATH.search(s.text) and OFFLINE_PATH.search(s.text) and PATH_GAP.search(s.text):
+        return _statement("perf.cpu_bound", s)  # the server's own work is what the offline path does not do
     if not CPU.search(s.text):
         return None
     pct = CPU_PERCENT.search(s.text)
