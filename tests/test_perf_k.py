@@ -168,3 +168,27 @@ def test_the_api_server_against_the_offline_path_on_the_same_gpu_is_the_servers_
 def test_a_gpu_stuck_in_a_low_power_state_is_said_throttled():
     (said,) = perf_prose.statements("t", "The GPU is stuck in a low-power state under load: decode runs at 42 tok/s.")
     assert said.code == "perf.gpu_throttled"
+
+
+def test_tp_across_nodes_by_the_launch_command_alone_is_tp_mismatch(tmp_path):
+    # sgl-project/sglang#1338: Qwen2-7B with --tp 2 --nnodes 2, one RTX 3090 per machine, ~24 tok/s for one request
+    launch = ("python3 -m  sglang.launch_server --model-path  /models/Qwen2-7B-Instruct  --host 0.0.0.0  --port  30000 "
+              "--nccl-init  sgl-dev-0:30005  --nnodes  2  --node-rank  0 --tp  2   --mem-fraction-static  0.7 \n")
+    log = ("[10:22:51 TP0] Decode batch. #running-req: 1, #token: 495, token usage: 0.00, gen throughput (token/s): 23.83, "
+           "#queue-req: 0\n") * 3
+    found = scenario(tmp_path, launch_sh=launch, engine_log=log)
+    top = found[0]
+    assert top.code == "perf.tp_mismatch" and top.title == "TP=2 spans 2 nodes: 1 GPU(s) of each TP group per node"
+    assert "nnodes=2 (cmdline)" in top.evidence[0]
+    assert top.fixes[0].command == "--tp 1 --pp-size 2"
+    # TP inside the node, PP across: nothing to say
+    quiet = scenario(tmp_path, launch_sh="vllm serve meta-llama/Llama-3.1-70B --tensor-parallel-size 8 "
+                                         "--pipeline-parallel-size 2 --nnodes 2 --node-rank 0\n")
+    assert "perf.tp_mismatch" not in codes(quiet)
+
+
+def test_throughput_that_grows_less_than_the_gpus_added_is_tp_mismatch():
+    # vllm-project/vllm#6938: Llama 3 70B over tp=8 x pp=8 (64 GPUs)
+    (said,) = perf_prose.statements("t", "I get about 6x the through put for 8x the compute. So not too bad.")
+    assert said.code == "perf.tp_mismatch" and said.measures == {"scaling": 0.75}
+    assert not perf_prose.statements("t", "We get 7.8x the throughput for 8x the GPUs with data parallelism.")

@@ -54,7 +54,7 @@ ABOUT: dict[str, tuple[str, list[str], Fix]] = {
         Fix("Show how the GPUs are connected: tensor parallelism all-reduces every layer, over PCIe where there is no NVLink",
             "nvidia-smi topo -m")),
     "perf.tp_mismatch": (
-        "the model is said to run no faster on several GPUs than on one: it fits one", ["perf.slow_interconnect", "perf.high_latency"],
+        "the model is said to gain less than the GPUs added (or nothing over one GPU): the split is larger than it needs", ["perf.slow_interconnect", "perf.high_latency"],
         Fix("Serve one replica per GPU (or per smallest TP group that holds the model) behind a load balancer instead of one "
             "wide TP: the same throughput per replica without a per-layer all-reduce (vLLM --data-parallel-size, SGLang --dp-size)")),
     "perf.memory_overcommitted": (

@@ -144,6 +144,11 @@ NO_GAIN = re.compile(r"\b(?:does not|doesn't|did not|didn't|won't|does|did)(?: n
 # against one GPU: a model that ran on one GPU fits one, and TP over more is larger than it needs (replicas would serve more)
 ONE_GPU = re.compile(r"\b(?:single|one|1)[ -]?(?:GPU|card|device)s?\b|\b(?:TP|tp[-_]size|tensor[-_ ]parallel[-_ ]size)\s?[=:]?\s?1\b(?![.\d])|"
                      r"\bthan without\b|\bwithout (?:TP|tensor[ _-]?parallel\w*)\b|\b1 (?:or|and|vs\.?|versus|to) (?:[2-9]|16)\b", re.I)
+# scaling said as two factors: "about 6x the throughput for 8x the compute" (more GPUs, less than as much more served: the
+# parallel split is larger than the model needs; replicas would scale by the GPUs)
+SCALING = re.compile(r"(?<![\w.])(?P<got>\d+(?:\.\d+)?)\s?x\s(?:the\s)?(?:through\s?put|speed|performance|tokens?/s|tok/s|requests?/s)\b"
+                     r"[^.]{0,30}?\b(?:for|with|on|from|using)\s(?:the\s)?(?P<paid>\d+(?:\.\d+)?)\s?x\s(?:the\s)?(?:compute|GPUs|cards|nodes|hardware|devices)\b", re.I)
+SCALING_SHARE = 0.85  # under this share of the GPUs added, served throughput does not keep up with them
 # the batch cap by the engine's own flag name, set to a number: vLLM max_num_seqs, SGLang max_running_requests, TGI
 # --max-batch-size (the env spelling MAX_NUM_SEQS=4 of a recipe too; perf.batching judges the value)
 BATCH_CAP = re.compile(r"(?<![\w'\"-])-{0,2}(?P<cap_name>max[-_]num[-_]seqs|max[-_]running[-_]requests|max[-_]batch[-_]size)"
@@ -364,7 +369,7 @@ def _cells(raw: str) -> list[str] | None:
 
 
 ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, OFFLINE_PATH, GPU_UTIL, PREEMPT,
-                                                              BATCH, AT_ONCE, TP_SLOWER, NO_GAIN, MEMORY_SHARE, CURE_SHARE, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
+                                                              BATCH, AT_ONCE, TP_SLOWER, SCALING, NO_GAIN, MEMORY_SHARE, CURE_SHARE, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 MAX_TERM_LINES = 1000  # different lines holding a term literal: a person's text has a few, the rest of a log is not read
@@ -376,7 +381,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "core", "pegg", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
                  "concurrent", "simultaneous", "wait",
-                 "tp=", "tp ", "multi", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
+                 "tp=", "tp ", "multi", "x the", "through put", "throughput", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
                  "memory-fraction", "cache_max_entry", "cache-max-entry", "free_gpu_mem", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce", "root complex", "root-complex", "host bridge", "socket", "numa",
                  "change", "same ", "similar ", "low-power", "low power", "stuck", "offline", "`llm`", "llm class", ".generate", "no better", "no higher", "no speed", "no gain")
 _TERMS, _STAT = pf.compile_groups(TERM_LITERALS), pf.compile_groups(stat_lines.LOWER_LITERALS)
@@ -684,6 +689,9 @@ def _tp_slower(s: _Sentence) -> list[PerfStatement]:
     more (perf.tp_mismatch), and the per-layer all-reduce is what costs (perf.slow_interconnect, the link)."""
     if LINK_SLOW.search(s.text) and MULTI_GPU.search(s.text):
         return [_statement("perf.slow_interconnect", s)]
+    if (scaled := SCALING.search(s.text)) is not None:
+        got, paid = _number(scaled.group("got")), _number(scaled.group("paid"))
+        return [_statement("perf.tp_mismatch", s, {"scaling": round(got / paid, 3)})] if 1 < paid and got < SCALING_SHARE * paid else []
     if not (TP_SLOWER.search(s.text) or (NO_GAIN.search(s.text) and MULTI_GPU.search(s.text))):
         return []
     one = [_statement("perf.tp_mismatch", s)] if ONE_GPU.search(s.text) else []
