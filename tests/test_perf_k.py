@@ -192,3 +192,28 @@ def test_throughput_that_grows_less_than_the_gpus_added_is_tp_mismatch():
     (said,) = perf_prose.statements("t", "I get about 6x the through put for 8x the compute. So not too bad.")
     assert said.code == "perf.tp_mismatch" and said.measures == {"scaling": 0.75}
     assert not perf_prose.statements("t", "We get 7.8x the throughput for 8x the GPUs with data parallelism.")
+
+
+CAP_SWEEP = """| Cap | Output throughput | Median TTFT | P99 TTFT | Median TPOT |
+| ---: | ---: | ---: | ---: | ---: |
+| 4 (before) | 40.8 tok/s | 1,024 ms | 2,500 ms | 92 ms |
+| 16 (after) | 133.8 tok/s | 3,310 ms | 5,828 ms | 105 ms |
+| 32 | 235.5 tok/s | 4,778 ms | 9,917 ms | 116 ms |
+"""
+
+
+def test_a_cap_sweep_whose_throughput_keeps_up_with_the_cap_is_batching_limited(tmp_path):
+    # the emmy serving recipe's PR (corpus i037): the cap swept 4 -> 16 -> 32
+    found = scenario(tmp_path, pr_md="Sweeping the cap shows throughput rising almost linearly with it.\n\n" + CAP_SWEEP)
+    top = found[0]
+    assert top.code == "perf.batching_limited" and top.severity == "warn"
+    assert "(72% of linear): a cap of 4" in top.title
+    assert "5.8x the throughput for 8x the cap" in top.evidence[0]
+    assert top.fixes[0].command == "--max-num-seqs 32"
+    # the TTFT that grows with the cap is the sweep's load, not a regression between rows
+    assert not [s for s in perf_prose.statements("t", CAP_SWEEP) if "latency_ratio" in s.measures]
+
+
+def test_a_cap_sweep_that_flattens_is_no_batching_limit():
+    flat = CAP_SWEEP.replace("133.8", "60.1").replace("235.5", "62.0")
+    assert not [s for s in perf_prose.statements("t", flat) if "cap_scaling" in s.measures]

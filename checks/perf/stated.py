@@ -120,7 +120,8 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
         return "cpu_percent" in x and x["cpu_percent"] < cpu.BUSY_CPU
     if s.code == "perf.batching_limited":  # perf.batching judges a queue against the cache's room, and the cap
         cfg = fv.maybe_deployment(facts)
-        return all(k in v for k in ("running", "waiting", "kv_cache_usage")) or ("max_num_seqs" in x and cfg is not None and cfg.is_set("max_num_seqs"))
+        return "cap_scaling" in x or all(k in v for k in ("running", "waiting", "kv_cache_usage")) or (
+            "max_num_seqs" in x and cfg is not None and cfg.is_set("max_num_seqs"))
     if s.code == "perf.memory_overcommitted":  # perf.memory_headroom judges the share the deployment holds, and an OOM tied to it
         cfg = fv.maybe_deployment(facts)
         return bool(s.measures.get("oom_cured")) or (cfg is not None and cfg.gpu_memory_utilization is not None)

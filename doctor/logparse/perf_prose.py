@@ -288,7 +288,7 @@ def statements(source: str, text: str) -> list[PerfStatement]:
         out += _tp_slower(sentence)
         if len(out) >= MAX_STATEMENTS:
             break
-    return _repeated_cache_misses(source, text) + _latency_spread(source, text) + out
+    return _repeated_cache_misses(source, text) + _cap_sweep(source, text) + _latency_spread(source, text) + out
 
 
 def _stated_part(text: str) -> str | None:
@@ -507,6 +507,59 @@ def _repeated_cache_misses(source: str, text: str) -> list[PerfStatement]:
                           {"prefix_cache_hit_rate": 0.0})]
 
 
+# a table whose rows differ in the load or the batch cap: a sweep (doctor/logparse/bench_runs.py reads concurrency
+# sweeps); its latencies grow with the load by design, so a spread between its rows is no regression
+SWEEP_COLUMN = re.compile(r"^(?:max[-_ ]?)?concurren(?:t|cy)\b|^(?:num[-_ ]?)?(?:clients|users|concurrent requests)\b|^c$|^parallel(?: requests)?$|"
+                          r"^(?:request[-_ ]?)?rate\b|^qps\b", re.I)
+# the batch cap swept by its name: vLLM max_num_seqs, SGLang max_running_requests, TGI/TRT-LLM/LMDeploy max_batch_size,
+# llama-server --parallel (its slots), or a bare "Cap" / "Batch cap"
+CAP_COLUMN = re.compile(r"^(?:batch(?:ing)?[-_ ])?cap$|^-{0,2}max[-_ ]?num[-_ ]?seqs$|^-{0,2}max[-_ ]running[-_ ]requests$|^-{0,2}max[-_ ]batch[-_ ]size$|"
+                        r"^(?:--parallel|-np|slots|n_parallel)$", re.I)
+CAP_SCALING = 0.5  # throughput grown by at least half as much as the cap, from the smallest cap to the largest: the cap binds
+CURRENT_ROW = re.compile(r"\b(?:before|current|default|baseline|old)\b", re.I)
+
+
+def _cap_sweep(source: str, text: str) -> list[PerfStatement]:
+    """A markdown table sweeping the engine's batch cap with an aggregate throughput column, where throughput grows
+    nearly as fast as the cap: the smaller cap (the row marked "before"/"current", else the smallest) held the batch
+    back. Measures: the cap it ran at (max_num_seqs), the cap of the best row (cap_best), and the growth per cap
+    (cap_scaling: 1.0 is throughput growing as fast as the cap)."""
+    from llm_doctor.logparse.bench_runs import _PER_REQUEST, _TABLE_TPS
+
+    lines = text.splitlines()
+    for no in range(1, len(lines)):
+        if not TABLE_RULE.match(lines[no]) or (header := _cells(lines[no - 1])) is None:
+            continue
+        cap = next((i for i, h in enumerate(header) if CAP_COLUMN.search(h)), None)
+        tps = next((i for i, h in enumerate(header) if _TABLE_TPS.search(h) and not _PER_REQUEST.search(h)), None)
+        if cap is None or tps is None:
+            continue
+        rows: list[tuple[int, float, int, str]] = []
+        for at in range(no + 1, len(lines)):
+            cells = _cells(lines[at])
+            if cells is None:
+                break
+            c = re.match(r"\d+", cells[cap]) if cap < len(cells) else None
+            t = re.search(r"\d[\d,]*(?:\.\d+)?", cells[tps]) if tps < len(cells) else None
+            if c and t:
+                rows.append((int(c.group(0)), _number(t.group(0)), at + 1, cells[cap]))
+        if len(rows) < 2:
+            continue
+        low, high = min(rows), max(rows)
+        ran = next((r for r in rows if CURRENT_ROW.search(r[3])), low)
+        best = max(rows, key=lambda r: r[1])
+        if high[0] < 2 * low[0] or low[1] <= 0 or best[0] <= ran[0]:
+            continue
+        scaling = (high[1] / low[1]) / (high[0] / low[0])
+        if scaling < CAP_SCALING:
+            continue
+        said = (f"{header[cap]} {ran[3]}: {header[tps]} {ran[1]:g}; {header[cap]} {best[3]}: {best[1]:g} "
+                f"({high[1] / low[1]:.1f}x the throughput for {high[0] / low[0]:g}x the cap)")
+        return [PerfStatement("perf.batching_limited", f"{source}:{ran[2]}", said[:300],
+                              {"max_num_seqs": float(ran[0]), "cap_best": float(best[0]), "cap_scaling": round(scaling, 3)})]
+    return []
+
+
 def _latency_spread(source: str, text: str) -> list[PerfStatement]:
     """A markdown table whose TTFT or inter-token latency column holds a row SPREAD times another's: the
     same measure on the same hardware, so the fast row shows what the hardware gives and the slow one is
@@ -523,8 +576,9 @@ def _latency_spread(source: str, text: str) -> list[PerfStatement]:
         if cells is not None and header:
             rows.append((no, cells))
             continue
+        swept = any(SWEEP_COLUMN.search(h) or CAP_COLUMN.search(h) for h in header)  # rows at other loads: no regression
         for col, name in enumerate(header):
-            if not (TTFT.search(name) or ITL.search(name)):
+            if swept or not (TTFT.search(name) or ITL.search(name)):
                 continue
             timed = [(_seconds(d), no, r) for no, r in rows if col < len(r) and (d := DURATION.search(r[col]))]
             if len(timed) < 2:
