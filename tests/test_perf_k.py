@@ -217,3 +217,32 @@ def test_a_cap_sweep_whose_throughput_keeps_up_with_the_cap_is_batching_limited(
 def test_a_cap_sweep_that_flattens_is_no_batching_limit():
     flat = CAP_SWEEP.replace("133.8", "60.1").replace("235.5", "62.0")
     assert not [s for s in perf_prose.statements("t", flat) if "cap_scaling" in s.measures]
+
+
+def test_a_stale_weight_offload_is_the_gpus_waiting_on_pcie_and_the_sentence_blocks_no_perf_check(tmp_path):
+    # vllm-project/vllm#57771: DeepSeek-V4.1-Flash on 8x H20 kept --cpu-offload-gb 35 from a 4-card setup
+    notes = ("We hit this on DeepSeek-V4.1-Flash on 8×H20: a stale default of `--cpu-offload-gb 35` (left over from a 4-card "
+             "setup where weights did NOT fit) dropped throughput from **2434 to 120 tok/s (~19x)** at conc64 once the same "
+             "model was migrated to 8 cards where all 510 GB fit in VRAM. Nothing in the docs hints at this failure mode.\n")
+    found = scenario(tmp_path, notes_txt=notes)
+    low = only(found, "perf.low_gpu_util")
+    assert low.title.startswith("cpu_offload_gb=35: part of the weights stream over PCIe")
+    assert low.fixes[0].command == "--cpu-offload-gb 0"
+    # the same flag on a launch command, without the story
+    found = scenario(tmp_path, launch_sh="vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 4 --cpu-offload-gb 20\n")
+    low = only(found, "perf.low_gpu_util")
+    assert low.evidence[0] == "cpu_offload_gb=20 (cmdline)" and low.fixes[1].command == "--tensor-parallel-size 8"
+
+
+def test_a_perf_problem_called_a_failure_does_not_block_the_perf_checks(tmp_path):
+    # NVIDIA DGX Spark (corpus/perf sglang-dgx-spark-...-pr55): the PR's first line calls the low-power state a failure
+    found = scenario(tmp_path, notes_txt="Adds a first-party candidate for the NVIDIA DGX Spark / GB10 low-power stuck-state "
+                                         "failure observed during the Ornith 1.5 Cruz reproduction.\n")
+    assert "perf.gpu_throttled" in codes(found)
+    # a sentence that says the engine went down still blocks them
+    down = scenario(tmp_path, notes_txt="The server crashed with a failure after the GPU got stuck in a low-power state.\n")
+    assert "perf.gpu_throttled" not in codes(down)
+
+
+def test_advice_to_lower_the_share_is_no_cure():
+    assert not perf_prose.statements("t", "To avoid OOM on a 24 GB card, lower --gpu-memory-utilization and --max-model-len")

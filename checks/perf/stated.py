@@ -132,6 +132,6 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
         cfg = fv.maybe_deployment(facts)
         return cfg is not None and cfg.is_set("enforce_eager")
     if s.code == "perf.low_gpu_util":
-        return ("gpu_util_percent" in x and x["gpu_util_percent"] >= utilization.LOW) or fv.maybe_gpus(facts) is not None or (
+        return "cpu_offload_gb" in x or ("gpu_util_percent" in x and x["gpu_util_percent"] >= utilization.LOW) or fv.maybe_gpus(facts) is not None or (
             "offload_layers_model" in x and "offload_layers_model" in v)  # perf.engine_log judges the layers on the CPU
     return False

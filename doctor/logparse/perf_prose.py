@@ -154,6 +154,8 @@ SCALING_SHARE = 0.85  # under this share of the GPUs added, served throughput do
 BATCH_CAP = re.compile(r"(?<![\w'\"-])-{0,2}(?P<cap_name>max[-_]num[-_]seqs|max[-_]running[-_]requests|max[-_]batch[-_]size)"
                        r"['\"`]?\s?(?:=|:|is|was|of|at|set to)?\s?['\"`]?(?P<cap>\d+)(?![\w.%])", re.I)
 CAP_ENGINES = {"max_num": "vllm", "max_run": "sglang", "max_bat": "tgi"}
+# vLLM's weight offload by its flag name (`--cpu-offload-gb 35`): perf.engine_log judges the value
+CPU_OFFLOAD = re.compile(r"(?<![\w'\"-])-{0,2}cpu[-_]offload[-_]gb['\"`]?\s?(?:=|:|of|is|was|set to)?\s?['\"`]?(?P<gib>\d+(?:\.\d+)?)(?![\w.%])", re.I)
 # CUDA graphs off, in the engines' own words: vLLM --enforce-eager / enforce_eager=True ("eager mode"), SGLang
 # --disable-cuda-graph and its decode stat line's "cuda graph: False" (a batch above --cuda-graph-max-bs runs eager),
 # TGI --cuda-graphs 0; and the plain words ("CUDA graphs disabled", "without CUDA graph", "falls back to eager")
@@ -197,7 +199,10 @@ LOWERED = re.compile(r"\b(?:lower(?:s|ed|ing)?|reduc(?:e|es|ed|ing)|decreas(?:e|
 TOO_HIGH = re.compile(r"\btoo (?:high|large|big|much|aggressive)\b|\bno (?:memory )?headroom\b", re.I)
 FROM_TO = re.compile(r"\bfrom\s?[`'\"]?(0?\.\d+|1\.0+)[`'\"]?\s?(?:to|->|→)\s?[`'\"]?(0?\.\d+)(?![\w%]|\.\d)", re.I)
 SHARE_VALUE = re.compile(r"(?<![\w.])(?P<to>to\s?[`'\"]?)?(0?\.\d+|1\.0+)(?![\w%]|\.\d)", re.I)
-ADVICE = re.compile(r"\b(?:try|trying|should|please|maybe|perhaps|recommend\w*|suggest\w*|you can|you could|consider)\b", re.I)
+# ... and the imperative that gives advice: "To avoid OOM on a 24 GB card, lower --gpu-memory-utilization" (a sentence that opens
+# with its purpose, or a bare verb after a comma)
+ADVICE = re.compile(r"\b(?:try|trying|should|please|maybe|perhaps|recommend\w*|suggest\w*|you can|you could|consider)\b|"
+                    r"^(?:to (?:avoid|prevent)|lower|reduce|decrease|set)\b|[,;:]\s(?:lower|reduce|decrease|set|use)\s", re.I)
 # the GPUs doing little: nvidia-smi's "Volatile GPU-Util" / utilization.gpu, DCGM's GPU utilisation, amdgpu's sysfs
 # gpu_busy_percent (what radeontop/amdgpu_top read), rocm-smi's "GPU use (%)", GPU-Z's and Task Manager's "GPU Load";
 # and the words the other way round ("load GPU 5-10%", "30% utilization of the GPU", "the GPU is only 30% utilized")
@@ -284,7 +289,7 @@ def statements(source: str, text: str) -> list[PerfStatement]:
                 len(FLAG.findall(sentence.text)) >= 2 or STRUCT.search(sentence.text)):  # a command line, printed arguments: engine_args reads them
             continue
         out += [s for s in (_kv(sentence), _prefix(sentence), _latency(sentence), _throttle(sentence), _cpu(sentence),
-                            _layers(sentence) or _gpu_util(sentence), _batching(sentence) or _batch_cap(sentence), _memory(sentence), _eager(sentence)) if s is not None]
+                            _layers(sentence) or _offload_gb(sentence) or _gpu_util(sentence), _batching(sentence) or _batch_cap(sentence), _memory(sentence), _eager(sentence)) if s is not None]
         out += _tp_slower(sentence)
         if len(out) >= MAX_STATEMENTS:
             break
@@ -369,7 +374,7 @@ def _cells(raw: str) -> list[str] | None:
 
 
 ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, OFFLINE_PATH, GPU_UTIL, PREEMPT,
-                                                              BATCH, AT_ONCE, TP_SLOWER, SCALING, NO_GAIN, MEMORY_SHARE, CURE_SHARE, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
+                                                              BATCH, AT_ONCE, TP_SLOWER, SCALING, NO_GAIN, MEMORY_SHARE, CURE_SHARE, CPU_OFFLOAD, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 MAX_TERM_LINES = 1000  # different lines holding a term literal: a person's text has a few, the rest of a log is not read
@@ -382,7 +387,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
                  "concurrent", "simultaneous", "wait",
                  "tp=", "tp ", "multi", "x the", "through put", "throughput", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
-                 "memory-fraction", "cache_max_entry", "cache-max-entry", "free_gpu_mem", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce", "root complex", "root-complex", "host bridge", "socket", "numa",
+                 "memory-fraction", "cache_max_entry", "cache-max-entry", "free_gpu_mem", "memory_utili", "memory-utili", "memory utili", "offload_gb", "offload-gb", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce", "root complex", "root-complex", "host bridge", "socket", "numa",
                  "change", "same ", "similar ", "low-power", "low power", "stuck", "offline", "`llm`", "llm class", ".generate", "no better", "no higher", "no speed", "no gain")
 _TERMS, _STAT = pf.compile_groups(TERM_LITERALS), pf.compile_groups(stat_lines.LOWER_LITERALS)
 TERM_CHUNK = 4096  # lines searched at once for them
@@ -681,6 +686,12 @@ def _layers(s: _Sentence) -> PerfStatement | None:
     return _statement("perf.low_gpu_util", s, {"offload_layers_gpu": float(done), "offload_layers_model": float(total)})
 
 
+def _offload_gb(s: _Sentence) -> PerfStatement | None:
+    """vLLM told to keep part of every GPU's weights in host memory (--cpu-offload-gb N, N > 0)."""
+    m = CPU_OFFLOAD.search(s.text)
+    return _statement("perf.low_gpu_util", s, {"cpu_offload_gb": _number(m.group("gib"))}) if m and _number(m.group("gib")) > 0 else None
+
+
 def _batching(s: _Sentence) -> PerfStatement | None:
     at_once = AT_ONCE.search(s.text)
     if at_once is None and not BATCH.search(s.text):
@@ -761,11 +772,12 @@ def _deployment(found: list[PerfStatement], facts: Facts) -> None:
             break
     for code, rx, engines, field, measure in (
             ("perf.memory_overcommitted", MEMORY_SHARE, MEMORY_ENGINES, "gpu_memory_utilization", "memory_share"),
-            ("perf.batching_limited", BATCH_CAP, CAP_ENGINES, "max_num_seqs", "max_num_seqs")):
+            ("perf.batching_limited", BATCH_CAP, CAP_ENGINES, "max_num_seqs", "max_num_seqs"),
+            ("perf.low_gpu_util", CPU_OFFLOAD, {"": "vllm"}, "cpu_offload_gb", "cpu_offload_gb")):
         said = next((st for st in found if st.code == code and measure in st.measures), None)
         named = rx.search(said.text) if said is not None else None
         if said is not None and named is not None:
-            key = named.group("cap_name" if rx is BATCH_CAP else "name").lower().replace("-", "_")
+            key = named.group("cap_name" if rx is BATCH_CAP else "name").lower().replace("-", "_") if rx is not CPU_OFFLOAD else ""
             _stated_setting(facts, next(e for k, e in engines.items() if key.startswith(k)), field, said.measures[measure], said.where)
 
 
