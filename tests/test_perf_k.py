@@ -246,3 +246,29 @@ def test_a_perf_problem_called_a_failure_does_not_block_the_perf_checks(tmp_path
 
 def test_advice_to_lower_the_share_is_no_cure():
     assert not perf_prose.statements("t", "To avoid OOM on a 24 GB card, lower --gpu-memory-utilization and --max-model-len")
+
+
+def test_a_decode_speed_said_low_is_its_inter_token_latency(tmp_path):
+    found = scenario(tmp_path, issue_md="I only get 5 tok/s with Llama 3 70B on 2x A100, a single request.\n")
+    latency = only(found, "perf.high_latency")
+    assert "200 ms per output token" in latency.title
+    for sentence, itl in (("Generation speed is only 3 tokens per second on the 4090.", 0.333333),
+                          ("It takes 40 seconds to generate 200 tokens.", 0.2)):
+        (said,) = perf_prose.statements("t", sentence)
+        assert said.code == "perf.high_latency" and said.measures == {"itl_s": itl}, sentence
+    # a prefill speed, an aggregate throughput and a speed not called low are no decode complaint
+    for sentence in ("Prompt processing is only 50 tok/s on the CPU.", "With 64 concurrent requests we reach 2400 tokens/s.",
+                     "We get 45 tok/s generation on a single 4090, which is fine."):
+        assert not perf_prose.statements("t", sentence), sentence
+
+
+def test_other_wordings_of_ttft_batch_cap_and_share():
+    (said,) = perf_prose.statements("t", "The first token takes 12 seconds to arrive.")
+    assert said.measures == {"ttft_s": 12.0}
+    (said,) = perf_prose.statements("t", "Requests are queued and only 2 run at a time.")
+    assert said.code == "perf.batching_limited" and said.measures == {"running": 2.0}
+    # a number that ends the sentence is the flag's value
+    (said,) = perf_prose.statements("t", "max_num_seqs is set to 1.")
+    assert said.measures == {"max_num_seqs": 1.0}
+    (said,) = perf_prose.statements("t", "GPU memory usage is 79GB of 80GB with gpu_memory_utilization 0.98.")
+    assert said.code == "perf.memory_overcommitted" and said.measures == {"memory_share": 0.98}

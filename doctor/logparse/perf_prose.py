@@ -83,9 +83,19 @@ PREFIX_FLAG_UNSET = re.compile(r"\b(?:without|never (?:passes|sets|uses|enables)
 CACHE_READ = re.compile(r"\b(?:cache_read_input_tokens|cached_tokens)['\"]?\s?[:=]\s?(\d+)")
 # time to first token and per output token: vLLM's vllm:time_to_first_token_seconds, time_per_output_token_seconds
 # (the dashboard's "Time To First Token Latency", "Time Per Output Token Latency"), benchmark_serving's TTFT/TPOT/ITL
-TTFT = re.compile(r"\bTTFT\b|\btime[ -]to[ -]first[ -]token\b|\bfirst[ -]token (?:latency|time)\b|\blatency (?:for|of) the first token\b|\btime_to_first_token(?:_seconds)?\b", re.I)
+TTFT = re.compile(r"\bTTFT\b|\btime[ -]to[ -]first[ -]token\b|\bfirst[ -]token (?:latency|time)\b|"
+                  r"\bfirst (?:output |generated )?token (?:takes|took|arrives|arrived|appears|appeared|comes|came)\b|\blatency (?:for|of) the first token\b|\btime_to_first_token(?:_seconds)?\b", re.I)
 ITL = re.compile(r"\bTPOT\b|\bITL\b|\binter[ -]?token latency\b|\btime per output token\b|\btime_per_output_token(?:_seconds)?\b|"
-                 r"\bper[ -]token latency\b", re.I)
+                 r"\bper[ -]token latency\b|(?:(?<=\dms )|(?<=\d ms )|(?<=\ds )|(?<=\d s ))per (?:output |generated )?token\b|(?<=ms)/tok(?:en)?\b", re.I)
+# a generation speed said low ("I only get 5 tok/s", "generation speed is only 3 tokens per second"): one request's decode
+# speed, 1 / its inter-token latency (prompt/prefill speeds are not decode's)
+SPEED = re.compile(r"(?<![\w.])(?P<tps>\d+(?:\.\d+)?)\s?(?:tok(?:en)?s?/s(?:ec)?|t/s|tokens? (?:per|a|/) ?s(?:ec(?:ond)?)?)\b", re.I)
+SPEED_LOW = re.compile(r"\b(?:only|just|merely|barely|slow(?:ly)?|drops? to|dropped to|as low as|a mere|mere|crawl\w*)\s(?:\w+\s){0,3}?$", re.I)
+PREFILL_WORDS = re.compile(r"\b(?:prompt|prefill|pp\d*|prompt[ _]eval|input|ingest\w*|embedding|batch(?:ed)?)\b", re.I)
+# a time for a number of tokens ("it takes 40 seconds to generate 200 tokens", "200 tokens in 40 s")
+TIME_FOR_TOKENS = re.compile(r"\btakes?\s(?:about\s|around\s|~)?(?P<s>\d+(?:\.\d+)?)\s?(?P<unit>s|secs?|seconds?|min(?:ute)?s?)\sto\s(?:generate|produce|output|get|write)\s"
+                             r"(?:only\s)?(?P<n>\d+)\s(?:output\s|new\s)?tokens\b|"
+                             r"\b(?P<n2>\d+)\s(?:output\s|new\s)?tokens\s(?:take\s|took\s)?in\s(?:about\s|around\s|~)?(?P<s2>\d+(?:\.\d+)?)\s?(?P<unit2>s|secs?|seconds?|min(?:ute)?s?)\b", re.I)
 LATENCY_HIGH = re.compile(r"\b(?:high|slow|long|huge|spik\w*|too|increas\w*|grows?|grew|balloon\w*|terrible|bad|unacceptabl\w*|degrad\w*)\b", re.I)
 # nvidia-smi -q "Clocks Event Reasons" (before driver 535 "Clocks Throttle Reasons") and --query-gpu
 # clocks_event_reasons.* / clocks_throttle_reasons.*: NVML's names for why the clock is held down
@@ -112,7 +122,8 @@ NEGATED = re.compile(r"\b(?:no|not|never|without|zero)\s(?:\w+\s)?(?:(?:or|nor)\
 _CPU_TERM = r"\b(?:CPU|core|API server|api_server|tokeni[sz]er)\b"
 _CPU_AFTER = r"\s?%\s(?:of\s(?:a|one|the)\s)?(?:single\s)?(?:CPU|core)\b(?![- ](?:offload|RAM|memory|threads?))"
 # ... or a process or thread "pegged" (htop's word for one core held at 100 %: "completely pegging the main python process")
-CPU = re.compile(r"\bCPU[- ]bound\b|\bCPU[- ]bottleneck\w*|\bpegg(?:ed|ing|s)\b[^.]{0,30}?\b(?:process|thread|core)\b|\bbottleneck\w* (?:on|by|in) (?:the )?(?:CPU|tokeni[sz]\w+|API server)\b|"
+CPU = re.compile(r"\bCPU[- ]bound\b|\bCPU[- ]bottleneck\w*|\b(?:de)?tokeni[sz]\w*\b[^.]{0,30}?\b(?:takes? (?:most|the majority|\d+\s?%)|"
+                 r"dominat\w*|is the bottleneck)|\bpegg(?:ed|ing|s)\b[^.]{0,30}?\b(?:process|thread|core)\b|\bbottleneck\w* (?:on|by|in) (?:the )?(?:CPU|tokeni[sz]\w+|API server)\b|"
                  + _CPU_TERM + r"[^.]{0,40}?\b(?:(?:at|pegged at|stays? at|maxed at|hits?|uses?|using)\s(?:~|about\s|around\s)?(?:\d|max|full)|100\s?%)|"
                  + _CPU_TERM + r"[^.%]{0,60}?\b(?:9\d|100)(?:\.\d+)?\s?%|\b(?:9\d|100)(?:\.\d+)?" + _CPU_AFTER, re.I)
 # the engine's API server against its offline path on the same GPU ("the `LLM` class reaches 90~100% GPU utilization,
@@ -132,15 +143,17 @@ BATCH = re.compile(r"\b(?:requests?|prompts?|calls?|queries|users?)\b[^.]{0,50}?
                    r"\bbatching (?:does not|doesn't|is not|isn't|did not|didn't) (?:work|happen|help|improve|scale)|"
                    r"\b(?:throughput|tokens?/s|speed)\b[^.]{0,40}?\b(?:does not|doesn't|did not|didn't|never|won'?t) (?:scale|increase|grow|improve)\b|"
                    r"\bdoes(?: not|n't) scale with (?:concurrency|concurrent|more (?:requests|users|clients|parallel))", re.I)
-AT_ONCE = re.compile(r"\bonly (\d+) (?:requests?|reqs?|sequences?|seqs?) (?:are |get |is )?(?:running|run|processed|served|scheduled|batched)"
-                     r"(?: at once| concurrently| in parallel| together)?", re.I)
+AT_ONCE = re.compile(r"\bonly (\d+) (?:(?:requests?|reqs?|sequences?|seqs?|of them) )?(?:are |get |is )?(?:running|run|processed|served|scheduled|batched)"
+                     r"(?: at once| at a time| concurrently| in parallel| together)?", re.I)
 # more GPUs slower than fewer: tensor parallelism's all-reduce every layer, over PCIe when there is no NVLink
 TP_SLOWER = re.compile(r"(?:\btensor[ _-]?parallel\w*|\bTP\s?=?\s?[2-9]\b|\bmulti(?:ple)?[ -]GPUs?\b|\b(?:[2-8]|two|four|eight) (?:GPUs|cards)\b)"
                        r"[^.]{0,80}?\b(?:slower|no faster|not faster|worse|(?:does not|doesn't|did not|didn't) (?:speed|help|improve|scale))\b", re.I)
 # ... or no faster: "setting this to 1 or 8 doesn't change performance much", "the same throughput with TP 8" (said with
 # several GPUs in the sentence)
 NO_GAIN = re.compile(r"\b(?:does not|doesn't|did not|didn't|won't|does|did)(?: not)? (?:really )?change (?:the )?(?:performance|throughput|speed)\b|"
-                     r"\b(?:the )?(?:same|similar|no better|no higher) (?:throughput|performance|speed|tokens?/s)\b|\bno (?:speed-?up|gain)\b", re.I)
+                     r"\b(?:the )?(?:same|similar|no better|no higher) (?:throughput|performance|speed|tokens?/s)\b|\bno (?:speed-?up|gain)\b|"
+                     r"\b(?:throughput|performance|speed|tokens?/s)\b[^.]{0,40}?\b(?:is|was|stays?|remains?) (?:about |roughly |basically |exactly )?"
+                     r"(?:the same|identical|unchanged)\b", re.I)
 # against one GPU: a model that ran on one GPU fits one, and TP over more is larger than it needs (replicas would serve more)
 ONE_GPU = re.compile(r"\b(?:single|one|1)[ -]?(?:GPU|card|device)s?\b|\b(?:TP|tp[-_]size|tensor[-_ ]parallel[-_ ]size)\s?[=:]?\s?1\b(?![.\d])|"
                      r"\bthan without\b|\bwithout (?:TP|tensor[ _-]?parallel\w*)\b|\b1 (?:or|and|vs\.?|versus|to) (?:[2-9]|16)\b", re.I)
@@ -152,10 +165,10 @@ SCALING_SHARE = 0.85  # under this share of the GPUs added, served throughput do
 # the batch cap by the engine's own flag name, set to a number: vLLM max_num_seqs, SGLang max_running_requests, TGI
 # --max-batch-size (the env spelling MAX_NUM_SEQS=4 of a recipe too; perf.batching judges the value)
 BATCH_CAP = re.compile(r"(?<![\w'\"-])-{0,2}(?P<cap_name>max[-_]num[-_]seqs|max[-_]running[-_]requests|max[-_]batch[-_]size)"
-                       r"['\"`]?\s?(?:=|:|is|was|of|at|set to)?\s?['\"`]?(?P<cap>\d+)(?![\w.%])", re.I)
+                       r"['\"`]?\s?(?:(?:is |was )?set to|=|:|is|was|of|at)?\s?['\"`]?(?P<cap>\d+)(?![\w%]|\.\d)", re.I)
 CAP_ENGINES = {"max_num": "vllm", "max_run": "sglang", "max_bat": "tgi"}
 # vLLM's weight offload by its flag name (`--cpu-offload-gb 35`): perf.engine_log judges the value
-CPU_OFFLOAD = re.compile(r"(?<![\w'\"-])-{0,2}cpu[-_]offload[-_]gb['\"`]?\s?(?:=|:|of|is|was|set to)?\s?['\"`]?(?P<gib>\d+(?:\.\d+)?)(?![\w.%])", re.I)
+CPU_OFFLOAD = re.compile(r"(?<![\w'\"-])-{0,2}cpu[-_]offload[-_]gb['\"`]?\s?(?:(?:is |was )?set to|=|:|of|is|was)?\s?['\"`]?(?P<gib>\d+(?:\.\d+)?)(?![\w%]|\.\d)", re.I)
 # CUDA graphs off, in the engines' own words: vLLM --enforce-eager / enforce_eager=True ("eager mode"), SGLang
 # --disable-cuda-graph and its decode stat line's "cuda graph: False" (a batch above --cuda-graph-max-bs runs eager),
 # TGI --cuda-graphs 0; and the plain words ("CUDA graphs disabled", "without CUDA graph", "falls back to eager")
@@ -182,7 +195,7 @@ MULTI_GPU = re.compile(r"\b(?:tensor[ _-]?parallel\w*|TP\s?=?\s?\d|tp[-_]size|al
 # the share of GPU memory the engine takes, by the engine's own flag name: vLLM gpu_memory_utilization,
 # SGLang mem_fraction_static, TGI cuda_memory_fraction (what perf.memory_headroom judges)
 MEMORY_SHARE = re.compile(r"(?<![\w'\"-])-{0,2}(?P<name>gpu[-_ ]memory[-_ ]utili[sz]ation|mem[-_ ]fraction[-_ ]static|cuda[-_ ]memory[-_ ]fraction)"
-                          r"['\"`]?\s?(?:=|:|of|to|at|is|was|set to|=\s?)?\s?['\"`]?(?P<share>0?\.\d+|1(?:\.0+)?)(?![\w.%])", re.I)
+                          r"['\"`]?\s?(?:(?:is |was )?set to|=|:|of|to|at|is|was)?\s?['\"`]?(?P<share>0?\.\d+|1(?:\.0+)?)(?![\w%]|\.\d)", re.I)
 MEMORY_ENGINES = {"gpu": "vllm", "mem": "sglang", "cud": "tgi"}
 # ... and an OOM the person ties to that share: they lowered it and the OOM went away ("the OOM could be solved when
 # reduce gpu_memory_utilization from 0.96 to 0.8"), or they name it too high as the cause ("Setting
@@ -373,7 +386,7 @@ def _cells(raw: str) -> list[str] | None:
     return [" ".join(c.replace("`", "").replace("**", "").strip().strip("*_").split()) for c in line.strip("|").split("|")]
 
 
-ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, OFFLINE_PATH, GPU_UTIL, PREEMPT,
+ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, SPEED, TIME_FOR_TOKENS, THROTTLE, CPU, OFFLINE_PATH, GPU_UTIL, PREEMPT,
                                                               BATCH, AT_ONCE, TP_SLOWER, SCALING, NO_GAIN, MEMORY_SHARE, CURE_SHARE, CPU_OFFLOAD, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
@@ -382,7 +395,8 @@ DIGITS = re.compile(r"\d+")
 # lower-case literals one of which every term above holds: a line with none of them is not searched (a big
 # log is mostly such lines; the terms' regex reads a few hundred KB/s)
 TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "itl", "token latency", "output token",
-                 "time_to_first", "time_per_output", "throttl", "slowdown", "clock", "power", "thermal", "overheat", "cpu",
+                 "time_to_first", "time_per_output", "tok/s", "t/s", "tokens per", "tokens/s", "tokens in", "to generate", "first output",
+                 "ms/tok", "throttl", "slowdown", "clock", "power", "thermal", "overheat", "cpu",
                  "core", "pegg", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
                  "concurrent", "simultaneous", "wait",
@@ -600,6 +614,16 @@ def _latency_spread(source: str, text: str) -> list[PerfStatement]:
 def _latency(s: _Sentence) -> PerfStatement | None:
     measures: dict[str, float] = {}
     stated = False
+    for m in SPEED.finditer(s.text):  # a decode speed said low: its inter-token latency
+        if SPEED_LOW.search(s.text[max(0, m.start() - 40):m.start()]) and not PREFILL_WORDS.search(s.text[max(0, m.start() - 40):m.end() + 15]):
+            tps = _number(m.group("tps"))
+            if tps > 0:
+                measures["itl_s"] = max(measures.get("itl_s", 0.0), round(1 / tps, 6))
+    if (t := TIME_FOR_TOKENS.search(s.text)) is not None:
+        secs = _number(t.group("s") or t.group("s2")) * (60 if (t.group("unit") or t.group("unit2")).lower().startswith("m") else 1)
+        tokens = int(t.group("n") or t.group("n2"))
+        if tokens > 1:
+            measures["itl_s"] = max(measures.get("itl_s", 0.0), round(secs / tokens, 6))
     for name, rx in (("ttft_s", TTFT), ("itl_s", ITL)):
         term = rx.search(s.text)
         if term is None:
