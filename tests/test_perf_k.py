@@ -272,3 +272,12 @@ def test_other_wordings_of_ttft_batch_cap_and_share():
     assert said.measures == {"max_num_seqs": 1.0}
     (said,) = perf_prose.statements("t", "GPU memory usage is 79GB of 80GB with gpu_memory_utilization 0.98.")
     assert said.code == "perf.memory_overcommitted" and said.measures == {"memory_share": 0.98}
+
+
+def test_the_host_cpu_said_to_be_the_bottleneck_in_other_words():
+    for sentence in ("One CPU core is maxed out and the others are idle.",
+                     "The bottleneck is the CPU: the scheduler overhead dominates for small models.",
+                     "The Python GIL limits throughput in the API server."):
+        assert [s.code for s in perf_prose.statements("t", sentence)] == ["perf.cpu_bound"], sentence
+    for sentence in ("The GPU is saturated at 99% and the CPU is fine.", "CPU core count: 64, RAM 512 GB."):
+        assert not perf_prose.statements("t", sentence), sentence

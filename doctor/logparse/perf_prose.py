@@ -122,7 +122,10 @@ NEGATED = re.compile(r"\b(?:no|not|never|without|zero)\s(?:\w+\s)?(?:(?:or|nor)\
 _CPU_TERM = r"\b(?:CPU|core|API server|api_server|tokeni[sz]er)\b"
 _CPU_AFTER = r"\s?%\s(?:of\s(?:a|one|the)\s)?(?:single\s)?(?:CPU|core)\b(?![- ](?:offload|RAM|memory|threads?))"
 # ... or a process or thread "pegged" (htop's word for one core held at 100 %: "completely pegging the main python process")
-CPU = re.compile(r"\bCPU[- ]bound\b|\bCPU[- ]bottleneck\w*|\b(?:de)?tokeni[sz]\w*\b[^.]{0,30}?\b(?:takes? (?:most|the majority|\d+\s?%)|"
+CPU = re.compile(r"\bCPU[- ]bound\b|\bCPU[- ]bottleneck\w*|\bbottleneck (?:is|was) (?:the )?(?:host )?(?:CPU|tokeni[sz]\w+|API server|scheduler)\b|"
+                 r"\b(?:CPU|core)\b[^.]{0,20}?\b(?:is |are |gets? |got )?(?:maxed(?: out)?|pinned|saturated|pegged)\b|"
+                 r"\b(?:Python )?GIL\b[^.]{0,40}?\b(?:limit\w*|bound|bottleneck\w*|contention)\b|"
+                 r"\b(?:scheduler|scheduling|Python|host|CPU)[ -](?:side )?overhead\b[^.]{0,30}?\b(?:dominat\w*|is the bottleneck|takes most)|\b(?:de)?tokeni[sz]\w*\b[^.]{0,30}?\b(?:takes? (?:most|the majority|\d+\s?%)|"
                  r"dominat\w*|is the bottleneck)|\bpegg(?:ed|ing|s)\b[^.]{0,30}?\b(?:process|thread|core)\b|\bbottleneck\w* (?:on|by|in) (?:the )?(?:CPU|tokeni[sz]\w+|API server)\b|"
                  + _CPU_TERM + r"[^.]{0,40}?\b(?:(?:at|pegged at|stays? at|maxed at|hits?|uses?|using)\s(?:~|about\s|around\s)?(?:\d|max|full)|100\s?%)|"
                  + _CPU_TERM + r"[^.%]{0,60}?\b(?:9\d|100)(?:\.\d+)?\s?%|\b(?:9\d|100)(?:\.\d+)?" + _CPU_AFTER, re.I)
@@ -397,7 +400,7 @@ DIGITS = re.compile(r"\d+")
 TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "itl", "token latency", "output token",
                  "time_to_first", "time_per_output", "tok/s", "t/s", "tokens per", "tokens/s", "tokens in", "to generate", "first output",
                  "ms/tok", "throttl", "slowdown", "clock", "power", "thermal", "overheat", "cpu",
-                 "core", "pegg", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
+                 "core", "pegg", "gil", "overhead", "bottleneck", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
                  "concurrent", "simultaneous", "wait",
                  "tp=", "tp ", "multi", "x the", "through put", "throughput", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
