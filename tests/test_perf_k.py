@@ -281,3 +281,17 @@ def test_the_host_cpu_said_to_be_the_bottleneck_in_other_words():
         assert [s.code for s in perf_prose.statements("t", sentence)] == ["perf.cpu_bound"], sentence
     for sentence in ("The GPU is saturated at 99% and the CPU is fine.", "CPU core count: 64, RAM 512 GB."):
         assert not perf_prose.statements("t", sentence), sentence
+
+
+def test_idle_gpus_and_tp_across_machines_said_in_words_are_tp_mismatch(tmp_path):
+    found = scenario(tmp_path, issue_md="I have 8 GPUs but vLLM only uses one of them.\n")
+    tp = only(found, "perf.tp_mismatch")
+    assert tp.tier == STATEMENT
+    assert tp.fixes[0].command == "nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv"
+    (said,) = perf_prose.statements("t", "Tensor parallelism across two nodes is very slow.")
+    assert said.code == "perf.tp_mismatch" and said.measures == {"across_nodes": 1.0}
+    # "TP=1." ends the sentence: still the one-GPU comparison
+    assert {s.code for s in perf_prose.statements("t", "Running TP=8 with a 7B model is not faster than TP=1.")} == {
+        "perf.tp_mismatch", "perf.slow_interconnect"}
+    for sentence in ("When the server is idle the GPUs draw 60 W.", "We split the layers across 2 nodes with pipeline parallelism."):
+        assert not perf_prose.statements("t", sentence), sentence

@@ -72,6 +72,16 @@ ABOUT: dict[str, tuple[str, list[str], Fix]] = {
 }
 
 
+# perf.tp_mismatch said as idle GPUs or as TP across machines: the fix those words call for, not the replicas of a TP too wide
+WHICH = {
+    "idle_gpus": Fix("Use every GPU the engine was given: tensor parallelism over all of them where the model needs it, else "
+                     "one replica per GPU (vLLM --data-parallel-size, SGLang --dp-size); show the split with the launch command "
+                     "and nvidia-smi", "nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv"),
+    "across_nodes": Fix("Keep tensor parallelism inside one node and split across nodes with pipeline parallelism "
+                        "(TP = GPUs per node, PP = nodes), or serve a replica per node"),
+}
+
+
 @check("perf.stated", "perf", codes=list(ABOUT), needs=("stated",), running=True)
 def stated(facts: Facts) -> Outcome:
     """Every perf problem stated in words is judged: by the check its numbers feed, else reported as said."""
@@ -82,6 +92,7 @@ def stated(facts: Facts) -> Outcome:
     findings = []
     for code, said in by_code.items():
         what, explains, fix = ABOUT[code]
+        fix = next((WHICH[k] for k in WHICH if code == "perf.tp_mismatch" and any(k in s.measures for s in said)), fix)
         evidence = [f"{s.where}: {s.text}" for s in said[:MAX_QUOTED]]
         evidence.append("stated in words: the figures a fix is computed from (the engine's own) are not in the input")
         findings.append(Finding(code, f"{what} ({len(said)} statement{'s' if len(said) > 1 else ''})", evidence, [fix],

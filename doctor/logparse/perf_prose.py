@@ -158,8 +158,16 @@ NO_GAIN = re.compile(r"\b(?:does not|doesn't|did not|didn't|won't|does|did)(?: n
                      r"\b(?:throughput|performance|speed|tokens?/s)\b[^.]{0,40}?\b(?:is|was|stays?|remains?) (?:about |roughly |basically |exactly )?"
                      r"(?:the same|identical|unchanged)\b", re.I)
 # against one GPU: a model that ran on one GPU fits one, and TP over more is larger than it needs (replicas would serve more)
-ONE_GPU = re.compile(r"\b(?:single|one|1)[ -]?(?:GPU|card|device)s?\b|\b(?:TP|tp[-_]size|tensor[-_ ]parallel[-_ ]size)\s?[=:]?\s?1\b(?![.\d])|"
+ONE_GPU = re.compile(r"\b(?:single|one|1)[ -]?(?:GPU|card|device)s?\b|\b(?:TP|tp[-_]size|tensor[-_ ]parallel[-_ ]size)\s?[=:]?\s?1\b(?!\d|\.\d)|"
                      r"\bthan without\b|\bwithout (?:TP|tensor[ _-]?parallel\w*)\b|\b1 (?:or|and|vs\.?|versus|to) (?:[2-9]|16)\b", re.I)
+# GPUs the engine was given that do nothing ("the other 3 GPUs stay idle", "vLLM only uses one of them", "only GPU 0 is
+# busy"), and tensor parallelism said to span machines: perf.tp_mismatch's "idle GPUs" and "TP across nodes"
+IDLE_GPUS = re.compile(r"\b(?:the )?(?:other|remaining|rest of the)\s(?:\d+\s|two\s|three\s|seven\s)?(?:GPUs|cards)\b[^.]{0,30}?\b(?:idle|unused|"
+                       r"(?:at|show|shows|stay at|sit at) 0\s?%|do(?:es)? nothing|(?:are|is|stay|remain) empty)|"
+                       r"\bonly (?:uses?|using|utili[sz]es?|utili[sz]ing|runs? on) (?:one|1|a single|the first|GPU\s?\d)(?: GPU)?\b(?: of (?:them|the \d+|my \d+))?|"
+                       r"\bonly (?:GPU\s?\d|one GPU|one card|the first GPU) (?:is |gets? )?(?:used|busy|utili[sz]ed|loaded|working)\b", re.I)
+TP_NODES = re.compile(r"\b(?:tensor[ _-]?parallel\w*|TP\s?=?\s?\d+)\b[^.]{0,30}?\b(?:across|over|spanning|between)\s(?:the\s)?(?:two|2|multiple|several|\d+)\s"
+                      r"(?:nodes|machines|hosts|servers)\b", re.I)
 # scaling said as two factors: "about 6x the throughput for 8x the compute" (more GPUs, less than as much more served: the
 # parallel split is larger than the model needs; replicas would scale by the GPUs)
 SCALING = re.compile(r"(?<![\w.])(?P<got>\d+(?:\.\d+)?)\s?x\s(?:the\s)?(?:through\s?put|speed|performance|tokens?/s|tok/s|requests?/s)\b"
@@ -390,7 +398,7 @@ def _cells(raw: str) -> list[str] | None:
 
 
 ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, SPEED, TIME_FOR_TOKENS, THROTTLE, CPU, OFFLINE_PATH, GPU_UTIL, PREEMPT,
-                                                              BATCH, AT_ONCE, TP_SLOWER, SCALING, NO_GAIN, MEMORY_SHARE, CURE_SHARE, CPU_OFFLOAD, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
+                                                              BATCH, AT_ONCE, TP_SLOWER, SCALING, IDLE_GPUS, TP_NODES, NO_GAIN, MEMORY_SHARE, CURE_SHARE, CPU_OFFLOAD, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 MAX_TERM_LINES = 1000  # different lines holding a term literal: a person's text has a few, the rest of a log is not read
@@ -403,7 +411,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "core", "pegg", "gil", "overhead", "bottleneck", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
                  "concurrent", "simultaneous", "wait",
-                 "tp=", "tp ", "multi", "x the", "through put", "throughput", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
+                 "tp=", "tp ", "multi", "idle", "unused", "only use", "only utili", "only gpu", "only one", "only runs", "nodes", "machines", "x the", "through put", "throughput", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
                  "memory-fraction", "cache_max_entry", "cache-max-entry", "free_gpu_mem", "memory_utili", "memory-utili", "memory utili", "offload_gb", "offload-gb", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce", "root complex", "root-complex", "host bridge", "socket", "numa",
                  "change", "same ", "similar ", "low-power", "low power", "stuck", "offline", "`llm`", "llm class", ".generate", "no better", "no higher", "no speed", "no gain")
 _TERMS, _STAT = pf.compile_groups(TERM_LITERALS), pf.compile_groups(stat_lines.LOWER_LITERALS)
@@ -781,6 +789,10 @@ def _tp_slower(s: _Sentence) -> list[PerfStatement]:
     more (perf.tp_mismatch), and the per-layer all-reduce is what costs (perf.slow_interconnect, the link)."""
     if LINK_SLOW.search(s.text) and MULTI_GPU.search(s.text):
         return [_statement("perf.slow_interconnect", s)]
+    if IDLE_GPUS.search(s.text):
+        return [_statement("perf.tp_mismatch", s, {"idle_gpus": 1.0})]
+    if TP_NODES.search(s.text):
+        return [_statement("perf.tp_mismatch", s, {"across_nodes": 1.0})]
     if (scaled := SCALING.search(s.text)) is not None:
         got, paid = _number(scaled.group("got")), _number(scaled.group("paid"))
         return [_statement("perf.tp_mismatch", s, {"scaling": round(got / paid, 3)})] if 1 < paid and got < SCALING_SHARE * paid else []
