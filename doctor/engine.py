@@ -332,12 +332,23 @@ def engine_failure(facts: Facts) -> str:
         return ""
     load_kinds = {k for s in REGISTRY.values() if s.layer == "load" for k in s.events}
     run = judged_run(logs)
+    said = {st.where for st in facts.stated}
     for e in logs.events:
         if e.run != run or not e.fatal:
             continue
-        if e.kind in load_kinds or (e.kind in GENERIC_FAILURES and not e.values.get("then_served")):
+        if e.kind in load_kinds or (e.kind in GENERIC_FAILURES and not e.values.get("then_served") and not _said_running(e, said)):
             return f"the engine log shows it failed ({e.kind} at {e.source}:{e.line_no})"
     return ""
+
+
+def _said_running(e, said: set[str]) -> bool:
+    """A person's sentence about a failure that quotes no error, or that states a perf problem (a statement of
+    doctor/logparse/perf_prose.py on the same line: "the GB10 low-power stuck-state failure"), and does not say the
+    engine went down: no log line shows the engine stopped, so the perf checks still judge what it did while it ran."""
+    from llm_doctor.logparse.failures import ENGINE_DOWN, PROSE_CASCADE
+
+    sentence = e.values.get("cascade") == PROSE_CASCADE or f"{e.source}:{e.line_no}" in said
+    return sentence and not ENGINE_DOWN.search(str(e.values.get("summary", "")))
 
 
 def coverage(facts: Facts, specs: list[CheckSpec], results: list[CheckResult]) -> CheckResult:

@@ -37,7 +37,7 @@ EAGER_FLAGS = {"sglang": "--disable-cuda-graph", "tgi": "--cuda-graphs 0"}
 SGLANG_DEFAULT_FRACTION = 0.88
 
 
-@check("load.gpu_oom", "load", codes=["load.weights_oom", "load.runtime_oom", "perf.memory_overcommitted"], events=["cuda_oom", "ggml_alloc_failed", "ggml_compute_buffers", "ggml_weights_failed", "kv_cache_alloc_failed", "enforce_eager",
+@check("load.gpu_oom", "load", codes=["load.weights_oom", "load.runtime_oom"], events=["cuda_oom", "ggml_alloc_failed", "ggml_compute_buffers", "ggml_weights_failed", "kv_cache_alloc_failed", "enforce_eager",
                                       "kv_cache_too_small", "no_kv_memory", "load_failed"])
 def gpu_oom(facts: Facts, log: LogView) -> Outcome:
     """The engine did not run out of GPU memory."""
@@ -60,11 +60,8 @@ def gpu_oom(facts: Facts, log: LogView) -> Outcome:
         alternative = _weights(facts, log, e, alternative=True)
         alternative.severity = "warn"
         findings.append(alternative)
-    util = le.deployment_value(facts, "gpu_memory_utilization")
-    if isinstance(util, (int, float)) and util >= 0.95 and facts.deployment and facts.deployment.is_set("gpu_memory_utilization"):
-        findings.append(Finding("perf.memory_overcommitted", f"gpu_memory_utilization {util:g} leaves no headroom for peaks",
-                                [f"gpu_memory_utilization = {util:g}"] + le.evidence([e], 1),
-                                [Fix("Leave headroom for activations and peaks", _headroom_flag(facts))], explains=["load.runtime_oom"]))
+    # a share that leaves no headroom is perf.memory_headroom's finding, beside this OOM and not its cause
+    # unless the input ties the two (its docstring: the decision between the codes)
     return Outcome(findings)
 
 
@@ -371,7 +368,3 @@ def _failed_share(facts: Facts, e) -> float | None:
     except (TypeError, ValueError):
         return None
 
-
-def _headroom_flag(facts: Facts) -> str:
-    engine = le.engine(facts)
-    return "--mem-fraction-static 0.85" if engine == "sglang" else "--gpu-memory-utilization 0.90"

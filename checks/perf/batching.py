@@ -24,7 +24,7 @@ TINY_SEQS = 4  # at or below: a warning, the batch is all but serial
 SCALING_MIN = 1.5  # tokens/s at N concurrent vs 1 below this: no batching
 
 
-@check("perf.batching", "perf", codes=["perf.batching_limited"], any_of=("deployment", "metrics", "host", "logs"),
+@check("perf.batching", "perf", codes=["perf.batching_limited"], any_of=("deployment", "metrics", "host", "logs", "stated"),
        events=["batch_cap_reduced"], running=True)
 def batching(facts: Facts, log: LogView | None) -> Outcome:
     """Requests are batched: no queue while the KV cache has room, limits not tiny, throughput scales."""
@@ -32,9 +32,10 @@ def batching(facts: Facts, log: LogView | None) -> Outcome:
     m = facts.metrics if facts.metrics and facts.metrics.available else None
     probe = facts.host.probe if facts.host else None
     reduced = _reduced_cap(cfg, log.events("batch_cap_reduced")) if log else None
-    if cfg is None and m is None and probe is None and reduced is None:
+    swept = _cap_sweep(facts, cfg)
+    if cfg is None and m is None and probe is None and reduced is None and swept is None:
         raise NotApplicable("no engine config, /metrics or load probe")
-    findings = [f for f in (reduced, _queue(cfg, m), _probe(cfg, probe), _prefill_budget(cfg, m), _tiny_limit(cfg)) if f]
+    findings = [f for f in (reduced, swept, _queue(cfg, m), _probe(cfg, probe), _prefill_budget(cfg, m), _tiny_limit(cfg)) if f]
     return Outcome(findings, "" if findings else "no batching limit seen")
 
 
@@ -92,6 +93,23 @@ def _queue(cfg, m) -> Finding | None:
     return Finding("perf.batching_limited", f"{waiting:g} requests queue while the KV cache is {usage:.0%} used: the batch is capped",
                    evidence, [Fix(f"Let more requests into the batch (the cache holds about {fits})", f"{fv.flag('max_seqs', engine)} {min(target, fits)}")],
                    explains=["perf.high_latency", "perf.low_gpu_util"])
+
+
+def _cap_sweep(facts: Facts, cfg) -> Finding | None:
+    """A pasted sweep of the batch cap (doctor/logparse/perf_prose.py `_cap_sweep`) whose throughput grows nearly as
+    fast as the cap: the cap, not the GPUs, bounded it. The fix is the cap of the sweep's best row, measured."""
+    said = next((s for s in facts.stated if s.code == "perf.batching_limited" and "cap_scaling" in s.measures), None)
+    if said is None:
+        return None
+    x = said.measures
+    engine = (cfg.engine if cfg is not None and cfg.engine else "") or "vllm"
+    name = fv.flag("max_seqs", engine)
+    return Finding("perf.batching_limited",
+                   f"throughput grows with the batch cap ({x['cap_scaling']:.0%} of linear): a cap of {x['max_num_seqs']:g} holds the batch back",
+                   [f"{said.where}: {said.text}"],
+                   [Fix(f"Raise the cap to the sweep's best row ({x['cap_best']:g}); TTFT grows with it, so stop where the "
+                        "latency target still holds", f"{name} {x['cap_best']:g}")],
+                   explains=["perf.low_gpu_util"])
 
 
 def _probe(cfg, probe) -> Finding | None:

@@ -28,9 +28,10 @@ def engine_log(facts: Facts, log: LogView | None) -> Outcome:
     """The log shows no KV-cache thrashing, CPU-bound generation or disabled CUDA graphs (a launch command
     alone, no log: its CUDA graph flag)."""
     if log is None:
-        eager = _eager(facts, None)
-        return Outcome([eager] if eager else [], "" if eager else "the launch command keeps CUDA graphs on")
-    findings = [f for f in (_kv_pressure(facts, log), _no_offload(facts, log), _cpu_bound(facts, log), _eager(facts, log)) if f]
+        found = [f for f in (_weights_offloaded(facts), _eager(facts, None)) if f]
+        return Outcome(found, "" if found else "the launch command keeps CUDA graphs on")
+    findings = [f for f in (_kv_pressure(facts, log), _no_offload(facts, log) or _weights_offloaded(facts), _cpu_bound(facts, log),
+                            _eager(facts, log)) if f]
     return Outcome(findings, "" if findings else "no performance signal in the log")
 
 
@@ -113,6 +114,29 @@ def _ollama_on_cpu(facts: Facts, log: LogView) -> Finding | None:
     return Finding("perf.low_gpu_util", f"Ollama runs {cpu}% of the model on the CPU: each token waits for it",
                    le.evidence(found[-1:]), fixes,
                    explains=["perf.cpu_bound", "perf.high_latency"])
+
+
+def _weights_offloaded(facts: Facts) -> Finding | None:
+    """vLLM told to keep part of each GPU's weights in host memory: --cpu-offload-gb N "requires fast CPU-GPU
+    interconnect, as part of the model is loaded from CPU memory to GPU memory on the fly in each model forward
+    pass" (vllm/engine/arg_utils.py), so every decode step waits for N GiB to cross PCIe. It pays only where the
+    weights do not fit the GPUs otherwise."""
+    cfg = fv.maybe_deployment(facts)
+    if cfg is None or cfg.engine != "vllm" or not cfg.cpu_offload_gb or not cfg.is_set("cpu_offload_gb"):
+        return None
+    gib = cfg.cpu_offload_gb
+    said = [f"{s.where}: {s.text}" for s in facts.stated if "cpu_offload_gb" in s.measures][:1]
+    evidence = said or [f"cpu_offload_gb={gib:g} ({cfg.sources.get('cpu_offload_gb', '?')})"]
+    evidence.append(f"{gib:g} GiB of each GPU's weights are copied from host memory in every forward pass: each decode step waits on PCIe")
+    tp = cfg.tensor_parallel_size if cfg.is_set("tensor_parallel_size") else None
+    wider = (Fix(f"Where they do not fit, spread them over more GPUs instead of offloading (TP {tp * 2}), or quantize",
+                 fv.command(cfg.engine, ("tp", tp * 2))) if tp
+             else Fix("Where they do not fit, spread them over more GPUs (tensor parallelism) or quantize instead of offloading"))
+    return Finding("perf.low_gpu_util", f"cpu_offload_gb={gib:g}: part of the weights stream over PCIe every step, the GPUs wait",
+                   evidence,
+                   [Fix("Drop the offload where the weights fit the GPUs (a setting kept from a smaller machine costs the most)",
+                        "--cpu-offload-gb 0"), wider],
+                   explains=["perf.high_latency", "perf.cpu_bound"])
 
 
 def _cpu_bound(facts: Facts, log: LogView) -> Finding | None:

@@ -48,6 +48,10 @@ NVLINK_GBS = (
 )
 NVLINK_SHARE = 0.25  # an all-reduce over NVLink reaches ~75 % of it in nccl-tests' busbw; under a quarter it is not on NVLink
 NET_FLOOR_GBS = 5.0  # busbw between nodes below this is TCP sockets' class: one 100 Gb/s RDMA NIC alone carries ~12 GB/s
+# busbw inside one node below this is below any PCIe path of a GPU server: PCIe 3.0 x16 carries ~12 GB/s peer to peer and
+# 6-9 through host memory (x8 half that); under 4 GB/s the GPUs share a degraded or x4 link, or a peer path that is
+# blocked (ACS on the PCIe switch, IOMMU) so every transfer bounces through the CPU
+PCIE_FLOOR_GBS = 4.0
 
 
 @check("perf.interconnect", "perf", codes=["perf.slow_interconnect"], any_of=("gpus", "logs", "metrics"),
@@ -94,7 +98,18 @@ def _nccl_tests(facts: Facts) -> Finding | None:
                                       "(NCCL_IB_HCA, the NCCL RDMA/EFA plugin, NCCL_IB_DISABLE unset)",
                                       "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET " + _rerun(m, ranks, hosts))],
                        explains=["perf.low_gpu_util", "perf.high_latency"])
+    if "nccl_compared" in m.raw:
+        evidence.append(m.raw["nccl_compared"])
     nvlink = next((gbs for rx, gbs in NVLINK_GBS if rx.search(gpu)), None)
+    if nvlink is None and busbw < PCIE_FLOOR_GBS:
+        evidence.append(f"below {PCIE_FLOOR_GBS:g} GB/s inside one node: under any PCIe path's class (PCIe 3.0 x16 carries ~12 GB/s "
+                        "peer to peer, 6-9 through host memory)")
+        return Finding("perf.slow_interconnect", f"NCCL reaches {busbw:g} GB/s between {ranks} GPUs in one node: the PCIe path is degraded "
+                       "or peer-to-peer is blocked", evidence,
+                       [Fix("See whether the GPUs can reach each other peer to peer and how they are linked (ACS enabled on a PCIe "
+                            "switch or the IOMMU blocks P2P; a link trained at x4 or Gen1)",
+                            "nvidia-smi topo -p2p r; nvidia-smi topo -m; nvidia-smi -q -d PCIE | grep -A3 'Link Width'")],
+                       explains=["perf.low_gpu_util", "perf.high_latency"])
     if nvlink is None or busbw >= NVLINK_SHARE * nvlink:
         return None
     evidence.append(f"{gpu} has {nvlink:g} GB/s of NVLink per GPU: {busbw / nvlink:.0%} of it reached (an all-reduce over "

@@ -6,6 +6,20 @@ NCCL buffers, the sampler's logits and any other process: peaks that the profile
 prompts, many images, a spike of concurrent requests) end in OOM in the middle of serving. TGI's
 `cuda_memory_fraction` defaults to 1.0 but its warmup budgets only that times TGI_WIGGLE_ROOM (0.90):
 the share judged is the one the engine budgets (engine_args.memory_share), not the flag's value.
+
+perf.memory_overcommitted or load.runtime_oom (codes.md): runtime_oom is the CUDA OOM itself, during
+serving; memory_overcommitted is the setting, a share "too high, leaving no headroom: intermittent OOM
+under peaks". So:
+- a share at or above 0.95 and no OOM: memory_overcommitted, a warning (the peaks have no room yet);
+- an OOM the log shows, with a high share: the OOM is the failure and ranks first (an error, the load
+  layer); memory_overcommitted stands beside it as the setting to change, not as its cause: an OOM
+  during serving has other causes too (a long unchunked prefill, images, graph capture, a batch cap),
+  and 0.9-0.95 is the range the engines ship;
+- memory_overcommitted is the OOM's root cause (it explains load.runtime_oom and ranks before it) only
+  where the input ties the two: the person lowered the share and the OOM went away, or names the share
+  too high as the cause (doctor/logparse/perf_prose.py `_memory_cure`). Then the share they say failed
+  is judged whatever the threshold says (another process on the GPU makes 0.3 too high), and the fix is
+  the share they say worked, else the engine's safe range.
 """
 
 from __future__ import annotations
@@ -14,30 +28,31 @@ from llm_doctor.checks.perf import facts_view as fv
 from llm_doctor.engine import check
 from llm_doctor.engine_args import memory_share
 from llm_doctor.facts import Facts
-from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.facts.stated import PerfStatement
+from llm_doctor.findings import STATEMENT, Finding, Fix, NotApplicable, Outcome
+from llm_doctor.logparse.perf_prose import cure_engine
 
 LIMIT = 0.95
 SAFE = {"vllm": 0.90, "sglang": 0.85, "tgi": 0.90}
+MAX_QUOTED = 2
 
 
-@check("perf.memory_headroom", "perf", codes=["perf.memory_overcommitted"], needs=("deployment",))
+@check("perf.memory_headroom", "perf", codes=["perf.memory_overcommitted"], any_of=("deployment", "stated"))
 def memory_headroom(facts: Facts) -> Outcome:
     """The engine leaves GPU memory headroom for peaks (gpu_memory_utilization below 0.95)."""
-    cfg = fv.deployment(facts)
-    if cfg.gpu_memory_utilization is None:
+    cfg = fv.maybe_deployment(facts)
+    cured = cures(facts)
+    if cured:
+        return Outcome([_cured(facts, cured)])
+    if cfg is None or cfg.gpu_memory_utilization is None:
         raise NotApplicable("the memory fraction (gpu_memory_utilization / mem_fraction_static) is not known")
     util = memory_share(cfg)
-    name = {"sglang": "mem_fraction_static", "tgi": "cuda_memory_fraction"}.get(cfg.engine, "gpu_memory_utilization")
-    given = f"{name}={cfg.gpu_memory_utilization:g}"
-    if util != cfg.gpu_memory_utilization:  # TGI: the flag times its wiggle room
-        given += f" x TGI_WIGGLE_ROOM {util / cfg.gpu_memory_utilization:g} = {util:g} budgeted"
+    given = _given(cfg, util)
     if util < LIMIT:
         return Outcome(detail=given)
     safe = SAFE.get(cfg.engine, 0.90)
     evidence = [f"{given} ({cfg.sources.get('gpu_memory_utilization', '?')})"]
-    total = None
-    if facts.gpus and facts.gpus.gpus:
-        total = min((x.memory_total_mib for x in facts.gpus.gpus if x.memory_total_mib), default=None)
+    total = _total_mib(facts)
     if total:
         evidence.append(f"headroom left per GPU: {(1 - util) * total / 1024:.2f} GiB of {total / 1024:.1f} GiB "
                         f"(at {safe:g}: {(1 - safe) * total / 1024:.2f} GiB)")
@@ -45,5 +60,53 @@ def memory_headroom(facts: Facts) -> Outcome:
         "perf.memory_overcommitted", f"{given} leaves no headroom for activation peaks, CUDA graphs and NCCL",
         evidence,
         [Fix(f"Leave headroom: {safe:g} is the engine's safe range", f"{fv.flag('mem', cfg.engine)} {safe:.2f}"),
-         Fix("If the KV cache then gets too small, shorten the context or use an fp8 KV cache rather than squeezing headroom")],
-        explains=["load.runtime_oom"])])
+         Fix("If the KV cache then gets too small, shorten the context or use an fp8 KV cache rather than squeezing headroom")])])
+
+
+def cures(facts: Facts) -> list[PerfStatement]:
+    """The sentences that tie an OOM to the memory share (lowered and cured, or named too high)."""
+    return [s for s in facts.stated if s.code == "perf.memory_overcommitted" and s.measures.get("oom_cured")]
+
+
+def _cured(facts: Facts, said: list[PerfStatement]) -> Finding:
+    """The share is the OOM's cause, by the input's own account: the share that worked is the fix."""
+    cfg = fv.maybe_deployment(facts)
+    engine = cfg.engine if cfg is not None and cfg.engine else cure_engine(said[0])
+    failed = next((s.measures["memory_share"] for s in said if "memory_share" in s.measures), None)
+    worked = next((s.measures["cured_share"] for s in said if "cured_share" in s.measures), None)
+    if failed is None and cfg is not None and cfg.gpu_memory_utilization is not None:
+        failed = memory_share(cfg)
+    evidence = [f"{s.where}: {s.text}" for s in said[:MAX_QUOTED]]
+    if failed is not None and cfg is not None and cfg.gpu_memory_utilization is not None:
+        evidence.append(f"{_given(cfg, memory_share(cfg))} ({cfg.sources.get('gpu_memory_utilization', '?')})")
+    total = _total_mib(facts)
+    if failed is not None and total:
+        evidence.append(f"headroom left per GPU at {failed:g}: {(1 - failed) * total / 1024:.2f} GiB of {total / 1024:.1f} GiB")
+    safe = SAFE.get(engine, 0.90)
+    # the share that worked; else the safe range, or 0.05 below the share that failed where that is already below it
+    value = worked if worked is not None else min(safe, round(failed - 0.05, 2)) if failed is not None else safe
+    why = "the share said to work" if worked is not None else "0.05 below the share that failed" if value != safe else "the engine's safe range"
+    at = f" ({failed:g})" if failed is not None else ""
+    return Finding("perf.memory_overcommitted",
+                   f"the memory share{at} leaves no headroom: the OOM is said to go away with a lower share",
+                   evidence + ["stated in words: the OOM is tied to the share by the reporter, not by a log line"],
+                   [Fix(f"Lower the share the engine takes ({why}), so activation peaks, graphs and other processes fit",
+                        f"{fv.flag('mem', engine)} {value:.2f}"),
+                    Fix("If the KV cache then gets too small, shorten the context or cap the batch "
+                        "(max-num-batched-tokens, max-num-seqs) rather than squeezing headroom")],
+                   explains=["load.runtime_oom"], tier=STATEMENT)
+
+
+def _given(cfg, util: float) -> str:
+    name = {"sglang": "mem_fraction_static", "tgi": "cuda_memory_fraction", "lmdeploy": "cache_max_entry_count",
+            "trtllm": "kv_cache_free_gpu_mem_fraction"}.get(cfg.engine, "gpu_memory_utilization")
+    given = f"{name}={cfg.gpu_memory_utilization:g}"
+    if util != cfg.gpu_memory_utilization:  # TGI: the flag times its wiggle room
+        given += f" x TGI_WIGGLE_ROOM {util / cfg.gpu_memory_utilization:g} = {util:g} budgeted"
+    return given
+
+
+def _total_mib(facts: Facts) -> float | None:
+    if facts.gpus and facts.gpus.gpus:
+        return min((x.memory_total_mib for x in facts.gpus.gpus if x.memory_total_mib), default=None)
+    return None

@@ -34,6 +34,9 @@ def parallelism(facts: Facts) -> Outcome:
     g = facts.gpus if facts.gpus and facts.gpus.available and facts.gpus.gpus else None
     visible = fv.visible_indices(cfg, g)
     if not visible:
+        spans = _spans_nodes(cfg)
+        if spans is not None:
+            return Outcome([spans])
         raise NotApplicable("the number of GPUs is not known (no GPU facts, no CUDA_VISIBLE_DEVICES)")
     n = len(visible)
     tp, pp = cfg.tensor_parallel_size or 1, cfg.pipeline_parallel_size or 1
@@ -91,6 +94,29 @@ def parallelism(facts: Facts) -> Outcome:
             [Fix(f"Serve {replicas} replicas of TP {smaller} instead of one of TP {tp} (less all-reduce per token)",
                  fv.command(cfg.engine, ("tp", smaller), ("dp", replicas)))])])
     return Outcome(detail=f"TP {tp} x PP {pp} x DP {dp} on {n} GPU(s)")
+
+
+def _spans_nodes(cfg) -> Finding | None:
+    """TP spans nodes by the launch command alone: with --nnodes N the engines place tp x pp ranks evenly, tp x pp / N
+    per node (SGLang server_args tp_size_per_node = tp_size // nnodes; vLLM's --nnodes the same), so a TP group larger
+    than that puts every layer's all-reduce on the network. Only without data parallelism (its ranks are placed too)."""
+    nodes = cfg.nnodes or 1
+    tp, pp = cfg.tensor_parallel_size or 1, cfg.pipeline_parallel_size or 1
+    if nodes <= 1 or (cfg.data_parallel_size or 1) > 1 or (tp * pp) % nodes:
+        return None
+    per_node = tp * pp // nodes
+    if tp <= per_node:
+        return None
+    new_pp = tp * pp // per_node
+    return Finding(
+        "perf.tp_mismatch", f"TP={tp} spans {nodes} nodes: {per_node} GPU(s) of each TP group per node",
+        [f"tensor_parallel_size={tp} ({cfg.sources.get('tensor_parallel_size', '?')}), pipeline_parallel_size={pp}, nnodes={nodes} "
+         f"({cfg.sources.get('nnodes', '?')})",
+         f"the engine places tp x pp / nnodes = {per_node} GPU(s) per node: each layer's all-reduce crosses the network"],
+        [Fix(f"TP {per_node} inside each node, PP {new_pp} across nodes (one activation per stage crosses the network)",
+             fv.command(cfg.engine, ("tp", per_node), ("pp", new_pp))),
+         Fix(f"Or, where the model fits {per_node} GPU(s), serve one replica per node behind a load balancer: no traffic between nodes")],
+        explains=["perf.slow_interconnect", "perf.high_latency", "perf.low_gpu_util"])
 
 
 WEIGHTS_SHARE = 0.4  # weights under 40% of a GPU leave the KV cache room to batch

@@ -50,11 +50,11 @@ ABOUT: dict[str, tuple[str, list[str], Fix]] = {
         Fix("Show the batch cap it runs with and its running/waiting counts under load (the launch command, and the stat "
             "lines or /metrics); llama-server: its slots", "curl -s localhost:8000/metrics | grep -E 'num_requests_(running|waiting)'")),
     "perf.slow_interconnect": (
-        "more GPUs are said to be slower than fewer", ["perf.high_latency"],
+        "the GPUs' link is said to be slow (more GPUs slower than fewer, no P2P or NVLink, a path across host bridges)", ["perf.high_latency"],
         Fix("Show how the GPUs are connected: tensor parallelism all-reduces every layer, over PCIe where there is no NVLink",
             "nvidia-smi topo -m")),
     "perf.tp_mismatch": (
-        "the model is said to run no faster on several GPUs than on one: it fits one", ["perf.slow_interconnect", "perf.high_latency"],
+        "the model is said to gain less than the GPUs added (or nothing over one GPU): the split is larger than it needs", ["perf.slow_interconnect", "perf.high_latency"],
         Fix("Serve one replica per GPU (or per smallest TP group that holds the model) behind a load balancer instead of one "
             "wide TP: the same throughput per replica without a per-layer all-reduce (vLLM --data-parallel-size, SGLang --dp-size)")),
     "perf.memory_overcommitted": (
@@ -72,6 +72,16 @@ ABOUT: dict[str, tuple[str, list[str], Fix]] = {
 }
 
 
+# perf.tp_mismatch said as idle GPUs or as TP across machines: the fix those words call for, not the replicas of a TP too wide
+WHICH = {
+    "idle_gpus": Fix("Use every GPU the engine was given: tensor parallelism over all of them where the model needs it, else "
+                     "one replica per GPU (vLLM --data-parallel-size, SGLang --dp-size); show the split with the launch command "
+                     "and nvidia-smi", "nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv"),
+    "across_nodes": Fix("Keep tensor parallelism inside one node and split across nodes with pipeline parallelism "
+                        "(TP = GPUs per node, PP = nodes), or serve a replica per node"),
+}
+
+
 @check("perf.stated", "perf", codes=list(ABOUT), needs=("stated",), running=True)
 def stated(facts: Facts) -> Outcome:
     """Every perf problem stated in words is judged: by the check its numbers feed, else reported as said."""
@@ -82,6 +92,7 @@ def stated(facts: Facts) -> Outcome:
     findings = []
     for code, said in by_code.items():
         what, explains, fix = ABOUT[code]
+        fix = next((WHICH[k] for k in WHICH if code == "perf.tp_mismatch" and any(k in s.measures for s in said)), fix)
         evidence = [f"{s.where}: {s.text}" for s in said[:MAX_QUOTED]]
         evidence.append("stated in words: the figures a fix is computed from (the engine's own) are not in the input")
         findings.append(Finding(code, f"{what} ({len(said)} statement{'s' if len(said) > 1 else ''})", evidence, [fix],
@@ -120,10 +131,11 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
         return "cpu_percent" in x and x["cpu_percent"] < cpu.BUSY_CPU
     if s.code == "perf.batching_limited":  # perf.batching judges a queue against the cache's room, and the cap
         cfg = fv.maybe_deployment(facts)
-        return all(k in v for k in ("running", "waiting", "kv_cache_usage")) or ("max_num_seqs" in x and cfg is not None and cfg.is_set("max_num_seqs"))
-    if s.code == "perf.memory_overcommitted":  # perf.memory_headroom judges the share the deployment holds
+        return "cap_scaling" in x or all(k in v for k in ("running", "waiting", "kv_cache_usage")) or (
+            "max_num_seqs" in x and cfg is not None and cfg.is_set("max_num_seqs"))
+    if s.code == "perf.memory_overcommitted":  # perf.memory_headroom judges the share the deployment holds, and an OOM tied to it
         cfg = fv.maybe_deployment(facts)
-        return cfg is not None and cfg.gpu_memory_utilization is not None
+        return bool(s.measures.get("oom_cured")) or (cfg is not None and cfg.gpu_memory_utilization is not None)
     if s.code == "perf.slow_interconnect":  # perf.interconnect judges the topology
         g = fv.maybe_gpus(facts)
         return g is not None and bool(g.topology)
@@ -131,6 +143,6 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
         cfg = fv.maybe_deployment(facts)
         return cfg is not None and cfg.is_set("enforce_eager")
     if s.code == "perf.low_gpu_util":
-        return ("gpu_util_percent" in x and x["gpu_util_percent"] >= utilization.LOW) or fv.maybe_gpus(facts) is not None or (
+        return "cpu_offload_gb" in x or ("gpu_util_percent" in x and x["gpu_util_percent"] >= utilization.LOW) or fv.maybe_gpus(facts) is not None or (
             "offload_layers_model" in x and "offload_layers_model" in v)  # perf.engine_log judges the layers on the CPU
     return False

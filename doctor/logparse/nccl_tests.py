@@ -10,6 +10,15 @@ The output, as NVIDIA/nccl-tests src/util.cu (2.x, and common.cu before the spli
   more columns follow each);
 - `# Avg bus bandwidth    : %g [OK|FAILED]` (2017: without the `#`) and `# Collective test concluded: <test>`.
 
+NCCL 1.x's own tests (NVIDIA/nccl test/single/all_reduce_test.cu, before nccl-tests split off) print one size,
+the one the command names (`all_reduce_test <data size in bytes> [number of GPUs] [GPU 0] [GPU 1] ...`), as rows
+`  %7.3f  %5.2f  %5.2f` (time, algbw, busbw) after `N type op` (2016; later `bytes N type op`) under a header of
+those names, and `#   Rank %2d uses device %2d [0x%02x] %s` per GPU (later versions). Where the rank lines are
+not pasted, the command line above the table gives the number of GPUs.
+
+A paste that compares runs (one pair of GPUs against another, one card against another) is read for its
+slowest run: the run the thread is about.
+
 busbw is the test's measure of the link ("bus bandwidth": algbw scaled by the collective's traffic per
 rank, so it compares with the hardware's peak); the largest sizes carry it, small ones measure latency.
 """
@@ -30,6 +39,14 @@ _ROW = re.compile(r"^\s*\d+\s+\d+\s+\w")
 _AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(?P<avg>[\d.]+(?:e[+-]?\d+)?)", re.M)
 _TEST = re.compile(r"^#\s*Collective test concluded:\s*(?P<test>\S+)", re.M)
 LARGE = 32 * 1024**2  # bytes: a size at or above this measures the link's bandwidth, not its latency
+# NCCL 1.x's tests: one size, the user's (1 MiB and more takes ~100 us on PCIe, far above the link's ~10 us latency)
+_V1_HEADER = re.compile(r"^#?[ \t]*(?:bytes[ \t]+)?N[ \t]+type[ \t]+op[ \t]+time[ \t]+algbw[ \t]+busbw\b[^\n]*$", re.M)
+_V1_ROW = re.compile(r"^\s*(?:(?P<bytes>\d+)\s+)?(?P<n>\d+)\s+(?P<type>char|int|half|float|double|int64|uint64)\s+(?:sum|prod|max|min)\s+"
+                     r"[\d.]+\s+[\d.]+\s+(?P<busbw>[\d.]+)")
+_V1_RANK = re.compile(r"^#\s+Rank\s+\d+\s+uses device\s+\d+\s+\[[^\]]*\]\s+(?P<gpu>.+?)\s*$", re.M)
+_V1_COMMAND = re.compile(r"\b(?P<test>\w+_test)\s+\d+\s+(?P<gpus>\d+)\b")
+_V1_BYTES = {"char": 1, "half": 2, "int": 4, "float": 4, "double": 8, "int64": 8, "uint64": 8}
+V1_LARGE = 1024**2
 
 
 @dataclass
@@ -76,14 +93,60 @@ def parse(source: str, text: str) -> Run | None:
     return run
 
 
+def parse_v1(source: str, text: str, start: int = 0) -> tuple[Run, int] | None:
+    """The first NCCL 1.x test table at or after `start`, and where it ends; None when there is none."""
+    header = _V1_HEADER.search(text, start)
+    if header is None:
+        return None
+    before = text[start:header.start()]  # what was printed, or typed, above this table and below the previous one
+    run = Run(source)
+    run.gpus = [m.group("gpu") for m in _V1_RANK.finditer(before)]
+    command = next(reversed(list(_V1_COMMAND.finditer(before))), None)  # the last command line above the table ran it
+    if command is not None:
+        run.test = command.group("test")
+        if not run.gpus:
+            run.gpus = [""] * int(command.group("gpus"))
+    run.hosts = ["localhost"]  # a single-process test: one host
+    no = text.count("\n", 0, header.end()) + 1
+    end = header.end()
+    for line in text[header.end() + 1:].splitlines():
+        no += 1
+        row = _V1_ROW.match(line)
+        if row is None:
+            if line.strip():
+                break
+            continue
+        end += len(line) + 1
+        size = int(row.group("bytes") or int(row.group("n")) * _V1_BYTES[row.group("type")])
+        busbw = float(row.group("busbw"))
+        if size >= V1_LARGE and (run.peak_busbw is None or busbw > run.peak_busbw):
+            run.peak_busbw, run.peak_size, run.peak_line = busbw, size, f"{source}:{no}: {line.strip()}"
+    return run, end + 1
+
+
+def runs_v1(source: str, text: str) -> list[Run]:
+    """Every NCCL 1.x test table of the text, in order."""
+    out: list[Run] = []
+    at = 0
+    while (found := parse_v1(source, text, at)) is not None:
+        run, at = found
+        out.append(run)
+    return out
+
+
 def into_facts(source: str, text: str, facts: Facts) -> bool:
     """The run's peak bus bandwidth, ranks and hosts as log metrics (nccl_busbw_gbs, nccl_ranks, nccl_hosts;
     the GPU's name and the row in raw). True when a result table was read."""
     from llm_doctor.logparse import stat_lines
 
-    run = parse(source, text)
+    run, compared = parse(source, text), ""
     if run is None:
-        return False
+        measured = [r for r in runs_v1(source, text) if r.peak_busbw is not None]
+        if not measured:
+            return False
+        run = min(measured, key=lambda r: r.peak_busbw or 0.0)  # the slowest of the runs compared
+        best = max(measured, key=lambda r: r.peak_busbw or 0.0)
+        compared = f"the fastest run of the same paste: {best.peak_line} (busbw {best.peak_busbw:g} GB/s)" if best is not run else ""
     if run.peak_busbw is None:
         return True  # read: only small sizes, which measure latency and say nothing of the link
     values = {"nccl_busbw_gbs": run.peak_busbw, "nccl_size_bytes": float(run.peak_size),
@@ -91,7 +154,9 @@ def into_facts(source: str, text: str, facts: Facts) -> bool:
     raw = {"nccl_busbw_gbs": f"{run.peak_line} ({run.test or 'nccl-tests'}, out-of-place busbw {run.peak_busbw:g} GB/s)"}
     if run.test:
         raw["nccl_test"] = run.test
-    if run.gpus:
+    if run.gpus and run.gpus[0]:
         raw["nccl_gpu"] = run.gpus[0]
+    if compared:
+        raw["nccl_compared"] = compared
     stat_lines.into_facts(facts, MetricsFacts(source="log", available=True, values=values, raw=raw, origin="log"))
     return True

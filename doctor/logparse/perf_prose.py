@@ -83,9 +83,19 @@ PREFIX_FLAG_UNSET = re.compile(r"\b(?:without|never (?:passes|sets|uses|enables)
 CACHE_READ = re.compile(r"\b(?:cache_read_input_tokens|cached_tokens)['\"]?\s?[:=]\s?(\d+)")
 # time to first token and per output token: vLLM's vllm:time_to_first_token_seconds, time_per_output_token_seconds
 # (the dashboard's "Time To First Token Latency", "Time Per Output Token Latency"), benchmark_serving's TTFT/TPOT/ITL
-TTFT = re.compile(r"\bTTFT\b|\btime[ -]to[ -]first[ -]token\b|\bfirst[ -]token (?:latency|time)\b|\blatency (?:for|of) the first token\b|\btime_to_first_token(?:_seconds)?\b", re.I)
+TTFT = re.compile(r"\bTTFT\b|\btime[ -]to[ -]first[ -]token\b|\bfirst[ -]token (?:latency|time)\b|"
+                  r"\bfirst (?:output |generated )?token (?:takes|took|arrives|arrived|appears|appeared|comes|came)\b|\blatency (?:for|of) the first token\b|\btime_to_first_token(?:_seconds)?\b", re.I)
 ITL = re.compile(r"\bTPOT\b|\bITL\b|\binter[ -]?token latency\b|\btime per output token\b|\btime_per_output_token(?:_seconds)?\b|"
-                 r"\bper[ -]token latency\b", re.I)
+                 r"\bper[ -]token latency\b|(?:(?<=\dms )|(?<=\d ms )|(?<=\ds )|(?<=\d s ))per (?:output |generated )?token\b|(?<=ms)/tok(?:en)?\b", re.I)
+# a generation speed said low ("I only get 5 tok/s", "generation speed is only 3 tokens per second"): one request's decode
+# speed, 1 / its inter-token latency (prompt/prefill speeds are not decode's)
+SPEED = re.compile(r"(?<![\w.])(?P<tps>\d+(?:\.\d+)?)\s?(?:tok(?:en)?s?/s(?:ec)?|t/s|tokens? (?:per|a|/) ?s(?:ec(?:ond)?)?)\b", re.I)
+SPEED_LOW = re.compile(r"\b(?:only|just|merely|barely|slow(?:ly)?|drops? to|dropped to|as low as|a mere|mere|crawl\w*)\s(?:\w+\s){0,3}?$", re.I)
+PREFILL_WORDS = re.compile(r"\b(?:prompt|prefill|pp\d*|prompt[ _]eval|input|ingest\w*|embedding|batch(?:ed)?)\b", re.I)
+# a time for a number of tokens ("it takes 40 seconds to generate 200 tokens", "200 tokens in 40 s")
+TIME_FOR_TOKENS = re.compile(r"\btakes?\s(?:about\s|around\s|~)?(?P<s>\d+(?:\.\d+)?)\s?(?P<unit>s|secs?|seconds?|min(?:ute)?s?)\sto\s(?:generate|produce|output|get|write)\s"
+                             r"(?:only\s)?(?P<n>\d+)\s(?:output\s|new\s)?tokens\b|"
+                             r"\b(?P<n2>\d+)\s(?:output\s|new\s)?tokens\s(?:take\s|took\s)?in\s(?:about\s|around\s|~)?(?P<s2>\d+(?:\.\d+)?)\s?(?P<unit2>s|secs?|seconds?|min(?:ute)?s?)\b", re.I)
 LATENCY_HIGH = re.compile(r"\b(?:high|slow|long|huge|spik\w*|too|increas\w*|grows?|grew|balloon\w*|terrible|bad|unacceptabl\w*|degrad\w*)\b", re.I)
 # nvidia-smi -q "Clocks Event Reasons" (before driver 535 "Clocks Throttle Reasons") and --query-gpu
 # clocks_event_reasons.* / clocks_throttle_reasons.*: NVML's names for why the clock is held down
@@ -99,19 +109,31 @@ REASONS = (
     ("thermal", re.compile(r"\bthermal(?:ly)?[ -](?:throttl\w*|slowdown)|\bthrottl\w* (?:due to|from|by|because of) (?:heat|temperature)|\boverheat\w*", re.I)),
 )
 THROTTLE = re.compile(r"\bthrottl\w*|\bclocks? (?:speed |frequency )?(?:is |are |gets? |got )?(?:capped|limited|held|drops?|dropped|stuck|locked|reduced)\b|"
-                      r"\bslowdown\b", re.I)
+                      r"\b(?:clocks?|thermal|power|frequency)\s(?:\w+\s)?slowdown\b|"  # (a bare "6x slowdown" is the speed's)
+                      # a power state the GPU does not leave under load ("GB10 low-power stuck-state", "stuck in P8")
+                      r"\blow[- ]power (?:stuck[- ])?(?:state|mode)\b|\bstuck (?:in|at) (?:a |the )?(?:low[- ]power|low clocks?|P[5-8]\b|idle clocks?)", re.I)
 GPU_CONTEXT = re.compile(r"\b(?:GPUs?|clocks?|MHz|SM|thermal|power|temperature|nvidia-smi|cards?)\b|°C", re.I)
 SECTION_TITLE = re.compile(r"\bclocks?[_ ](?:event|throttle)[_ ]reasons\b(?:\.\w+)*", re.I)
 INACTIVE = re.compile(r"^\W{0,6}(?:not active|inactive|no\b|none\b|0 samples|never|false\b)", re.I)
-NEGATED = re.compile(r"\b(?:no|not|never|without|zero)\s(?:\w+\s)?$", re.I)
+NEGATED = re.compile(r"\b(?:no|not|never|without|zero)\s(?:\w+\s)?(?:(?:or|nor)\s(?:the\s)?)?$", re.I)  # "not bandwidth or the power cap"
 # the host CPU: the API server, tokenizer or scheduler holding the GPU back
 # ... and a reading either side of its name: "the CPU utilization of the python process reaches 100%", "the
 # llama-server process has 100% CPU usage" (top's %CPU column, psutil's cpu_percent: 100 is one core held busy)
 _CPU_TERM = r"\b(?:CPU|core|API server|api_server|tokeni[sz]er)\b"
 _CPU_AFTER = r"\s?%\s(?:of\s(?:a|one|the)\s)?(?:single\s)?(?:CPU|core)\b(?![- ](?:offload|RAM|memory|threads?))"
-CPU = re.compile(r"\bCPU[- ]bound\b|\bCPU[- ]bottleneck\w*|\bbottleneck\w* (?:on|by|in) (?:the )?(?:CPU|tokeni[sz]\w+|API server)\b|"
-                 + _CPU_TERM + r"[^.]{0,40}?\b(?:at|pegged at|stays? at|maxed at|hits?|uses?|using|100\s?%)|"
+# ... or a process or thread "pegged" (htop's word for one core held at 100 %: "completely pegging the main python process")
+CPU = re.compile(r"\bCPU[- ]bound\b|\bCPU[- ]bottleneck\w*|\bbottleneck (?:is|was) (?:the )?(?:host )?(?:CPU|tokeni[sz]\w+|API server|scheduler)\b|"
+                 r"\b(?:CPU|core)\b[^.]{0,20}?\b(?:is |are |gets? |got )?(?:maxed(?: out)?|pinned|saturated|pegged)\b|"
+                 r"\b(?:Python )?GIL\b[^.]{0,40}?\b(?:limit\w*|bound|bottleneck\w*|contention)\b|"
+                 r"\b(?:scheduler|scheduling|Python|host|CPU)[ -](?:side )?overhead\b[^.]{0,30}?\b(?:dominat\w*|is the bottleneck|takes most)|\b(?:de)?tokeni[sz]\w*\b[^.]{0,30}?\b(?:takes? (?:most|the majority|\d+\s?%)|"
+                 r"dominat\w*|is the bottleneck)|\bpegg(?:ed|ing|s)\b[^.]{0,30}?\b(?:process|thread|core)\b|\bbottleneck\w* (?:on|by|in) (?:the )?(?:CPU|tokeni[sz]\w+|API server)\b|"
+                 + _CPU_TERM + r"[^.]{0,40}?\b(?:(?:at|pegged at|stays? at|maxed at|hits?|uses?|using)\s(?:~|about\s|around\s)?(?:\d|max|full)|100\s?%)|"
                  + _CPU_TERM + r"[^.%]{0,60}?\b(?:9\d|100)(?:\.\d+)?\s?%|\b(?:9\d|100)(?:\.\d+)?" + _CPU_AFTER, re.I)
+# the engine's API server against its offline path on the same GPU ("the `LLM` class reaches 90~100% GPU utilization,
+# while the API server can only utilize 50%"): what differs is the server's Python work (HTTP, detokenising, scheduling)
+SERVER_PATH = re.compile(r"\b(?:API server|api_server|OpenAI[- ](?:compatible |API )?server|online serv\w+|FastAPI|HTTP server)\b", re.I)
+OFFLINE_PATH = re.compile(r"`LLM`|\bLLM class\b|\b(?:LLM|llm)\.generate\b|\boffline (?:inference|mode|engine|path|batch\w*)\b", re.I)
+PATH_GAP = re.compile(r"\b(?:only|slower|lower|less|half|fewer)\b|(?<![\w.])\d+(?:\.\d+)?x\b", re.I)
 CPU_PERCENT = re.compile(_CPU_TERM + r"[^.%]{0,60}?" + _NUM + r"\s?%|" + _NUM + _CPU_AFTER, re.I)
 # requests served one at a time, not batched: the scheduler's cap (vLLM max_num_seqs, SGLang max_running_requests,
 # llama-server's --parallel slots) or a client that sends one request at a time
@@ -124,23 +146,40 @@ BATCH = re.compile(r"\b(?:requests?|prompts?|calls?|queries|users?)\b[^.]{0,50}?
                    r"\bbatching (?:does not|doesn't|is not|isn't|did not|didn't) (?:work|happen|help|improve|scale)|"
                    r"\b(?:throughput|tokens?/s|speed)\b[^.]{0,40}?\b(?:does not|doesn't|did not|didn't|never|won'?t) (?:scale|increase|grow|improve)\b|"
                    r"\bdoes(?: not|n't) scale with (?:concurrency|concurrent|more (?:requests|users|clients|parallel))", re.I)
-AT_ONCE = re.compile(r"\bonly (\d+) (?:requests?|reqs?|sequences?|seqs?) (?:are |get |is )?(?:running|run|processed|served|scheduled|batched)"
-                     r"(?: at once| concurrently| in parallel| together)?", re.I)
+AT_ONCE = re.compile(r"\bonly (\d+) (?:(?:requests?|reqs?|sequences?|seqs?|of them) )?(?:are |get |is )?(?:running|run|processed|served|scheduled|batched)"
+                     r"(?: at once| at a time| concurrently| in parallel| together)?", re.I)
 # more GPUs slower than fewer: tensor parallelism's all-reduce every layer, over PCIe when there is no NVLink
 TP_SLOWER = re.compile(r"(?:\btensor[ _-]?parallel\w*|\bTP\s?=?\s?[2-9]\b|\bmulti(?:ple)?[ -]GPUs?\b|\b(?:[2-8]|two|four|eight) (?:GPUs|cards)\b)"
                        r"[^.]{0,80}?\b(?:slower|no faster|not faster|worse|(?:does not|doesn't|did not|didn't) (?:speed|help|improve|scale))\b", re.I)
 # ... or no faster: "setting this to 1 or 8 doesn't change performance much", "the same throughput with TP 8" (said with
 # several GPUs in the sentence)
 NO_GAIN = re.compile(r"\b(?:does not|doesn't|did not|didn't|won't|does|did)(?: not)? (?:really )?change (?:the )?(?:performance|throughput|speed)\b|"
-                     r"\b(?:the )?(?:same|similar|no better|no higher) (?:throughput|performance|speed|tokens?/s)\b|\bno (?:speed-?up|gain)\b", re.I)
+                     r"\b(?:the )?(?:same|similar|no better|no higher) (?:throughput|performance|speed|tokens?/s)\b|\bno (?:speed-?up|gain)\b|"
+                     r"\b(?:throughput|performance|speed|tokens?/s)\b[^.]{0,40}?\b(?:is|was|stays?|remains?) (?:about |roughly |basically |exactly )?"
+                     r"(?:the same|identical|unchanged)\b", re.I)
 # against one GPU: a model that ran on one GPU fits one, and TP over more is larger than it needs (replicas would serve more)
-ONE_GPU = re.compile(r"\b(?:single|one|1)[ -]?(?:GPU|card|device)s?\b|\b(?:TP|tp[-_]size|tensor[-_ ]parallel[-_ ]size)\s?[=:]?\s?1\b(?![.\d])|"
+ONE_GPU = re.compile(r"\b(?:single|one|1)[ -]?(?:GPU|card|device)s?\b|\b(?:TP|tp[-_]size|tensor[-_ ]parallel[-_ ]size)\s?[=:]?\s?1\b(?!\d|\.\d)|"
                      r"\bthan without\b|\bwithout (?:TP|tensor[ _-]?parallel\w*)\b|\b1 (?:or|and|vs\.?|versus|to) (?:[2-9]|16)\b", re.I)
+# GPUs the engine was given that do nothing ("the other 3 GPUs stay idle", "vLLM only uses one of them", "only GPU 0 is
+# busy"), and tensor parallelism said to span machines: perf.tp_mismatch's "idle GPUs" and "TP across nodes"
+IDLE_GPUS = re.compile(r"\b(?:the )?(?:other|remaining|rest of the)\s(?:\d+\s|two\s|three\s|seven\s)?(?:GPUs|cards)\b[^.]{0,30}?\b(?:idle|unused|"
+                       r"(?:at|show|shows|stay at|sit at) 0\s?%|do(?:es)? nothing|(?:are|is|stay|remain) empty)|"
+                       r"\bonly (?:uses?|using|utili[sz]es?|utili[sz]ing|runs? on) (?:one|1|a single|the first|GPU\s?\d)(?: GPU)?\b(?: of (?:them|the \d+|my \d+))?|"
+                       r"\bonly (?:GPU\s?\d|one GPU|one card|the first GPU) (?:is |gets? )?(?:used|busy|utili[sz]ed|loaded|working)\b", re.I)
+TP_NODES = re.compile(r"\b(?:tensor[ _-]?parallel\w*|TP\s?=?\s?\d+)\b[^.]{0,30}?\b(?:across|over|spanning|between)\s(?:the\s)?(?:two|2|multiple|several|\d+)\s"
+                      r"(?:nodes|machines|hosts|servers)\b", re.I)
+# scaling said as two factors: "about 6x the throughput for 8x the compute" (more GPUs, less than as much more served: the
+# parallel split is larger than the model needs; replicas would scale by the GPUs)
+SCALING = re.compile(r"(?<![\w.])(?P<got>\d+(?:\.\d+)?)\s?x\s(?:the\s)?(?:through\s?put|speed|performance|tokens?/s|tok/s|requests?/s)\b"
+                     r"[^.]{0,30}?\b(?:for|with|on|from|using)\s(?:the\s)?(?P<paid>\d+(?:\.\d+)?)\s?x\s(?:the\s)?(?:compute|GPUs|cards|nodes|hardware|devices)\b", re.I)
+SCALING_SHARE = 0.85  # under this share of the GPUs added, served throughput does not keep up with them
 # the batch cap by the engine's own flag name, set to a number: vLLM max_num_seqs, SGLang max_running_requests, TGI
 # --max-batch-size (the env spelling MAX_NUM_SEQS=4 of a recipe too; perf.batching judges the value)
 BATCH_CAP = re.compile(r"(?<![\w'\"-])-{0,2}(?P<cap_name>max[-_]num[-_]seqs|max[-_]running[-_]requests|max[-_]batch[-_]size)"
-                       r"['\"`]?\s?(?:=|:|is|was|of|at|set to)?\s?['\"`]?(?P<cap>\d+)(?![\w.%])", re.I)
+                       r"['\"`]?\s?(?:(?:is |was )?set to|=|:|is|was|of|at)?\s?['\"`]?(?P<cap>\d+)(?![\w%]|\.\d)", re.I)
 CAP_ENGINES = {"max_num": "vllm", "max_run": "sglang", "max_bat": "tgi"}
+# vLLM's weight offload by its flag name (`--cpu-offload-gb 35`): perf.engine_log judges the value
+CPU_OFFLOAD = re.compile(r"(?<![\w'\"-])-{0,2}cpu[-_]offload[-_]gb['\"`]?\s?(?:(?:is |was )?set to|=|:|of|is|was)?\s?['\"`]?(?P<gib>\d+(?:\.\d+)?)(?![\w%]|\.\d)", re.I)
 # CUDA graphs off, in the engines' own words: vLLM --enforce-eager / enforce_eager=True ("eager mode"), SGLang
 # --disable-cuda-graph and its decode stat line's "cuda graph: False" (a batch above --cuda-graph-max-bs runs eager),
 # TGI --cuda-graphs 0; and the plain words ("CUDA graphs disabled", "without CUDA graph", "falls back to eager")
@@ -158,16 +197,44 @@ LINK_SLOW = re.compile(r"\bnot supported on more than two PCIe-only GPUs\b|\bcus
                        r"\bNCCL_P2P_DISABLE\s?=\s?['\"]?1\b|"
                        r"\b(?:P2P|peer[ -]to[ -]peer|peer access)\b[^.]{0,30}?\b(?:(?:is |are )?not (?:supported|available|enabled|possible)|"
                        r"(?:is |are )?disabled|unsupported|unavailable)\b|"
-                       r"\b(?:no|without|lacks?|lacking) NVLink\b|\bPCIe[- ]only\b", re.I)
+                       r"\b(?:no|without|lacks?|lacking) NVLink\b|\bPCIe[- ]only\b|"
+                       # nvidia-smi topo -m's NODE and SYS: the path crosses the host bridges or the sockets' interconnect
+                       r"\b(?:on |in )?different (?:PCIe )?(?:root[ -]complex(?:es)?|root ports?|host bridges|CPU sockets|sockets|NUMA nodes)\b|"
+                       r"\bacross (?:the )?(?:PCIe )?(?:host bridges|root[ -]complex(?:es)?|CPU sockets|NUMA nodes|QPI|UPI)\b|\bcross[- ]socket\b", re.I)
 MULTI_GPU = re.compile(r"\b(?:tensor[ _-]?parallel\w*|TP\s?=?\s?\d|tp[-_]size|all[ -]?reduce|NCCL|multi(?:ple)?[ -]GPUs?|GPUs|cards|ranks?)\b|"
                        r"\b(?:two|three|four|eight|[2-9]|1[0-6])\s?x?\s?(?:GPUs?|cards|[A-Z]\d{2,4}\w*)", re.I)
 # the share of GPU memory the engine takes, by the engine's own flag name: vLLM gpu_memory_utilization,
 # SGLang mem_fraction_static, TGI cuda_memory_fraction (what perf.memory_headroom judges)
 MEMORY_SHARE = re.compile(r"(?<![\w'\"-])-{0,2}(?P<name>gpu[-_ ]memory[-_ ]utili[sz]ation|mem[-_ ]fraction[-_ ]static|cuda[-_ ]memory[-_ ]fraction)"
-                          r"['\"`]?\s?(?:=|:|of|to|at|is|was|set to|=\s?)?\s?['\"`]?(?P<share>0?\.\d+|1(?:\.0+)?)(?![\w.%])", re.I)
+                          r"['\"`]?\s?(?:(?:is |was )?set to|=|:|of|to|at|is|was)?\s?['\"`]?(?P<share>0?\.\d+|1(?:\.0+)?)(?![\w%]|\.\d)", re.I)
 MEMORY_ENGINES = {"gpu": "vllm", "mem": "sglang", "cud": "tgi"}
-# the GPUs doing little: nvidia-smi's "Volatile GPU-Util" / utilization.gpu, DCGM's GPU utilisation
-GPU_UTIL = re.compile(r"\bGPU[- ]?(?:util\w*|usage|load|activity)\b|\butilization\.gpu\b|\bVolatile GPU-Util\b", re.I)
+# ... and an OOM the person ties to that share: they lowered it and the OOM went away ("the OOM could be solved when
+# reduce gpu_memory_utilization from 0.96 to 0.8"), or they name it too high as the cause ("Setting
+# gpu-memory-utilization too high can cause OOM"). The engines' names of the share: vLLM gpu_memory_utilization, SGLang
+# mem_fraction_static, TGI cuda_memory_fraction, LMDeploy cache_max_entry_count, TensorRT-LLM
+# kv_cache_free_gpu_mem_fraction (KvCacheConfig.free_gpu_memory_fraction)
+CURE_SHARE = re.compile(r"(?<![\w-])-{0,2}(?P<share_name>gpu[-_ ]memory[-_ ]utili[sz]ation|mem[-_ ]fraction[-_ ]static|cuda[-_ ]memory[-_ ]fraction|"
+                        r"cache[-_ ]max[-_ ]entry[-_ ]count|(?:kv[-_]cache[-_])?free[-_]gpu[-_]mem(?:ory)?[-_]fraction)\b", re.I)
+CURE_ENGINES = {"gpu": "vllm", "mem": "sglang", "cud": "tgi", "cac": "lmdeploy", "kv_": "trtllm", "fre": "trtllm"}
+OOM_WORDS = re.compile(r"\bOOM(?:s|ed|ing)?\b|\bout[ -]of[ -]memory\b|\bOutOfMemory\w*|\bmemory pressure\b|\bcudaErrorMemoryAllocation\b|"
+                       r"\bno (?:memory )?headroom\b|显存不足|内存不足", re.I)
+LOWERED = re.compile(r"\b(?:lower(?:s|ed|ing)?|reduc(?:e|es|ed|ing)|decreas(?:e|es|ed|ing)|dropp?(?:ed|ing)?|turn(?:s|ed|ing)? down|"
+                     r"dial(?:s|ed|led|ing)? (?:it )?(?:back|down))\b|降低|调低|减小", re.I)
+TOO_HIGH = re.compile(r"\btoo (?:high|large|big|much|aggressive)\b|\bno (?:memory )?headroom\b", re.I)
+FROM_TO = re.compile(r"\bfrom\s?[`'\"]?(0?\.\d+|1\.0+)[`'\"]?\s?(?:to|->|→)\s?[`'\"]?(0?\.\d+)(?![\w%]|\.\d)", re.I)
+SHARE_VALUE = re.compile(r"(?<![\w.])(?P<to>to\s?[`'\"]?)?(0?\.\d+|1\.0+)(?![\w%]|\.\d)", re.I)
+# ... and the imperative that gives advice: "To avoid OOM on a 24 GB card, lower --gpu-memory-utilization" (a sentence that opens
+# with its purpose, or a bare verb after a comma)
+ADVICE = re.compile(r"\b(?:try|trying|should|please|maybe|perhaps|recommend\w*|suggest\w*|you can|you could|consider)\b|"
+                    r"^(?:to (?:avoid|prevent)|lower|reduce|decrease|set)\b|[,;:]\s(?:lower|reduce|decrease|set|use)\s", re.I)
+# the GPUs doing little: nvidia-smi's "Volatile GPU-Util" / utilization.gpu, DCGM's GPU utilisation, amdgpu's sysfs
+# gpu_busy_percent (what radeontop/amdgpu_top read), rocm-smi's "GPU use (%)", GPU-Z's and Task Manager's "GPU Load";
+# and the words the other way round ("load GPU 5-10%", "30% utilization of the GPU", "the GPU is only 30% utilized")
+GPU_UTIL = re.compile(r"\bGPU[- ]?(?:util\w*|usage|load|activity|busy|use)\b|\butilization\.gpu\b|\bVolatile GPU-Util\b|\bgpu_busy_percent\b|"
+                      r"\b(?:load|usage|utili[sz]ation|busy) (?:of |on )?(?:the )?GPUs?\b|"
+                      r"\bGPUs?\s(?:(?:is|are|was|were|stays?|sits?|runs?)\s)?(?:only\s|just\s|barely\s|at\s|around\s|about\s)*"
+                      r"(?=~?\d+(?:\.\d+)?\s?%\s(?:utili[sz]\w*|busy|load\w*|used|usage))", re.I)
+LOWEST = re.compile(r"\b(?:only|just|barely|merely)\s(?:at\s|about\s|around\s)?~?$", re.I)  # "99% for A and only 55% for B": the 55
 # layers a GGUF runner put on the GPU, as llama.cpp prints them ("offloaded 27/43 layers to GPU") and people say them
 # ("only 27 layers are offloaded on GPU ... all 43 layers"): the rest run on the CPU
 LAYERS = re.compile(r"\b(?P<done>\d+)\s?(?:/|of|out of)\s?(?P<all>\d+) layers?\b[^.]{0,40}?\b(?:offload\w*|on (?:the )?GPU)|"
@@ -239,15 +306,18 @@ def statements(source: str, text: str) -> list[PerfStatement]:
         if (asked := _stated_part(sentence.text)) is None:
             continue
         sentence.text = asked
+        if (cure := _memory_cure(sentence)) is not None:  # (said with "reduced", "fixed": NOT_A_PROBLEM's words)
+            out.append(cure)
+            continue
         if NOT_A_PROBLEM.search(sentence.text) or (
                 len(FLAG.findall(sentence.text)) >= 2 or STRUCT.search(sentence.text)):  # a command line, printed arguments: engine_args reads them
             continue
         out += [s for s in (_kv(sentence), _prefix(sentence), _latency(sentence), _throttle(sentence), _cpu(sentence),
-                            _layers(sentence) or _gpu_util(sentence), _batching(sentence) or _batch_cap(sentence), _memory(sentence), _eager(sentence)) if s is not None]
+                            _layers(sentence) or _offload_gb(sentence) or _gpu_util(sentence), _batching(sentence) or _batch_cap(sentence), _memory(sentence), _eager(sentence)) if s is not None]
         out += _tp_slower(sentence)
         if len(out) >= MAX_STATEMENTS:
             break
-    return _repeated_cache_misses(source, text) + _latency_spread(source, text) + out
+    return _repeated_cache_misses(source, text) + _cap_sweep(source, text) + _latency_spread(source, text) + out
 
 
 def _stated_part(text: str) -> str | None:
@@ -327,8 +397,8 @@ def _cells(raw: str) -> list[str] | None:
     return [" ".join(c.replace("`", "").replace("**", "").strip().strip("*_").split()) for c in line.strip("|").split("|")]
 
 
-ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, THROTTLE, CPU, GPU_UTIL, PREEMPT,
-                                                              BATCH, AT_ONCE, TP_SLOWER, NO_GAIN, MEMORY_SHARE, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
+ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, SPEED, TIME_FOR_TOKENS, THROTTLE, CPU, OFFLINE_PATH, GPU_UTIL, PREEMPT,
+                                                              BATCH, AT_ONCE, TP_SLOWER, SCALING, IDLE_GPUS, TP_NODES, NO_GAIN, MEMORY_SHARE, CURE_SHARE, CPU_OFFLOAD, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 MAX_TERM_LINES = 1000  # different lines holding a term literal: a person's text has a few, the rest of a log is not read
@@ -336,13 +406,14 @@ DIGITS = re.compile(r"\d+")
 # lower-case literals one of which every term above holds: a line with none of them is not searched (a big
 # log is mostly such lines; the terms' regex reads a few hundred KB/s)
 TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "itl", "token latency", "output token",
-                 "time_to_first", "time_per_output", "throttl", "slowdown", "clock", "power", "thermal", "overheat", "cpu",
-                 "core", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
+                 "time_to_first", "time_per_output", "tok/s", "t/s", "tokens per", "tokens/s", "tokens in", "to generate", "first output",
+                 "ms/tok", "throttl", "slowdown", "clock", "power", "thermal", "overheat", "cpu",
+                 "core", "pegg", "gil", "overhead", "bottleneck", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
                  "concurrent", "simultaneous", "wait",
-                 "tp=", "tp ", "multi", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
-                 "memory-fraction", "memory_utili", "memory-utili", "memory utili", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce",
-                 "change", "same ", "similar ", "no better", "no higher", "no speed", "no gain")
+                 "tp=", "tp ", "multi", "idle", "unused", "only use", "only utili", "only gpu", "only one", "only runs", "nodes", "machines", "x the", "through put", "throughput", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
+                 "memory-fraction", "cache_max_entry", "cache-max-entry", "free_gpu_mem", "memory_utili", "memory-utili", "memory utili", "offload_gb", "offload-gb", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce", "root complex", "root-complex", "host bridge", "socket", "numa",
+                 "change", "same ", "similar ", "low-power", "low power", "stuck", "offline", "`llm`", "llm class", ".generate", "no better", "no higher", "no speed", "no gain")
 _TERMS, _STAT = pf.compile_groups(TERM_LITERALS), pf.compile_groups(stat_lines.LOWER_LITERALS)
 TERM_CHUNK = 4096  # lines searched at once for them
 
@@ -466,6 +537,59 @@ def _repeated_cache_misses(source: str, text: str) -> list[PerfStatement]:
                           {"prefix_cache_hit_rate": 0.0})]
 
 
+# a table whose rows differ in the load or the batch cap: a sweep (doctor/logparse/bench_runs.py reads concurrency
+# sweeps); its latencies grow with the load by design, so a spread between its rows is no regression
+SWEEP_COLUMN = re.compile(r"^(?:max[-_ ]?)?concurren(?:t|cy)\b|^(?:num[-_ ]?)?(?:clients|users|concurrent requests)\b|^c$|^parallel(?: requests)?$|"
+                          r"^(?:request[-_ ]?)?rate\b|^qps\b", re.I)
+# the batch cap swept by its name: vLLM max_num_seqs, SGLang max_running_requests, TGI/TRT-LLM/LMDeploy max_batch_size,
+# llama-server --parallel (its slots), or a bare "Cap" / "Batch cap"
+CAP_COLUMN = re.compile(r"^(?:batch(?:ing)?[-_ ])?cap$|^-{0,2}max[-_ ]?num[-_ ]?seqs$|^-{0,2}max[-_ ]running[-_ ]requests$|^-{0,2}max[-_ ]batch[-_ ]size$|"
+                        r"^(?:--parallel|-np|slots|n_parallel)$", re.I)
+CAP_SCALING = 0.5  # throughput grown by at least half as much as the cap, from the smallest cap to the largest: the cap binds
+CURRENT_ROW = re.compile(r"\b(?:before|current|default|baseline|old)\b", re.I)
+
+
+def _cap_sweep(source: str, text: str) -> list[PerfStatement]:
+    """A markdown table sweeping the engine's batch cap with an aggregate throughput column, where throughput grows
+    nearly as fast as the cap: the smaller cap (the row marked "before"/"current", else the smallest) held the batch
+    back. Measures: the cap it ran at (max_num_seqs), the cap of the best row (cap_best), and the growth per cap
+    (cap_scaling: 1.0 is throughput growing as fast as the cap)."""
+    from llm_doctor.logparse.bench_runs import _PER_REQUEST, _TABLE_TPS
+
+    lines = text.splitlines()
+    for no in range(1, len(lines)):
+        if not TABLE_RULE.match(lines[no]) or (header := _cells(lines[no - 1])) is None:
+            continue
+        cap = next((i for i, h in enumerate(header) if CAP_COLUMN.search(h)), None)
+        tps = next((i for i, h in enumerate(header) if _TABLE_TPS.search(h) and not _PER_REQUEST.search(h)), None)
+        if cap is None or tps is None:
+            continue
+        rows: list[tuple[int, float, int, str]] = []
+        for at in range(no + 1, len(lines)):
+            cells = _cells(lines[at])
+            if cells is None:
+                break
+            c = re.match(r"\d+", cells[cap]) if cap < len(cells) else None
+            t = re.search(r"\d[\d,]*(?:\.\d+)?", cells[tps]) if tps < len(cells) else None
+            if c and t:
+                rows.append((int(c.group(0)), _number(t.group(0)), at + 1, cells[cap]))
+        if len(rows) < 2:
+            continue
+        low, high = min(rows), max(rows)
+        ran = next((r for r in rows if CURRENT_ROW.search(r[3])), low)
+        best = max(rows, key=lambda r: r[1])
+        if high[0] < 2 * low[0] or low[1] <= 0 or best[0] <= ran[0]:
+            continue
+        scaling = (high[1] / low[1]) / (high[0] / low[0])
+        if scaling < CAP_SCALING:
+            continue
+        said = (f"{header[cap]} {ran[3]}: {header[tps]} {ran[1]:g}; {header[cap]} {best[3]}: {best[1]:g} "
+                f"({high[1] / low[1]:.1f}x the throughput for {high[0] / low[0]:g}x the cap)")
+        return [PerfStatement("perf.batching_limited", f"{source}:{ran[2]}", said[:300],
+                              {"max_num_seqs": float(ran[0]), "cap_best": float(best[0]), "cap_scaling": round(scaling, 3)})]
+    return []
+
+
 def _latency_spread(source: str, text: str) -> list[PerfStatement]:
     """A markdown table whose TTFT or inter-token latency column holds a row SPREAD times another's: the
     same measure on the same hardware, so the fast row shows what the hardware gives and the slow one is
@@ -482,8 +606,9 @@ def _latency_spread(source: str, text: str) -> list[PerfStatement]:
         if cells is not None and header:
             rows.append((no, cells))
             continue
+        swept = any(SWEEP_COLUMN.search(h) or CAP_COLUMN.search(h) for h in header)  # rows at other loads: no regression
         for col, name in enumerate(header):
-            if not (TTFT.search(name) or ITL.search(name)):
+            if swept or not (TTFT.search(name) or ITL.search(name)):
                 continue
             timed = [(_seconds(d), no, r) for no, r in rows if col < len(r) and (d := DURATION.search(r[col]))]
             if len(timed) < 2:
@@ -500,6 +625,16 @@ def _latency_spread(source: str, text: str) -> list[PerfStatement]:
 def _latency(s: _Sentence) -> PerfStatement | None:
     measures: dict[str, float] = {}
     stated = False
+    for m in SPEED.finditer(s.text):  # a decode speed said low: its inter-token latency
+        if SPEED_LOW.search(s.text[max(0, m.start() - 40):m.start()]) and not PREFILL_WORDS.search(s.text[max(0, m.start() - 40):m.end() + 15]):
+            tps = _number(m.group("tps"))
+            if tps > 0:
+                measures["itl_s"] = max(measures.get("itl_s", 0.0), round(1 / tps, 6))
+    if (t := TIME_FOR_TOKENS.search(s.text)) is not None:
+        secs = _number(t.group("s") or t.group("s2")) * (60 if (t.group("unit") or t.group("unit2")).lower().startswith("m") else 1)
+        tokens = int(t.group("n") or t.group("n2"))
+        if tokens > 1:
+            measures["itl_s"] = max(measures.get("itl_s", 0.0), round(secs / tokens, 6))
     for name, rx in (("ttft_s", TTFT), ("itl_s", ITL)):
         term = rx.search(s.text)
         if term is None:
@@ -522,7 +657,7 @@ def _throttle(s: _Sentence) -> PerfStatement | None:
     inactive = False
     for name, rx in REASONS:
         for m in rx.finditer(s.text):
-            if INACTIVE.match(s.text[m.end():m.end() + 30].lstrip(" |*:`=")) or NEGATED.search(s.text[max(0, m.start() - 20):m.start()]):
+            if INACTIVE.match(s.text[m.end():m.end() + 30].lstrip(" |*:`=")) or NEGATED.search(s.text[max(0, m.start() - 32):m.start()]):
                 inactive = True
                 continue
             # the generic word after NVML's own name of it: one reason
@@ -554,6 +689,8 @@ def _throttle(s: _Sentence) -> PerfStatement | None:
 
 
 def _cpu(s: _Sentence) -> PerfStatement | None:
+    if SERVER_PATH.search(s.text) and OFFLINE_PATH.search(s.text) and PATH_GAP.search(s.text):
+        return _statement("perf.cpu_bound", s)  # the server's own work is what the offline path does not do
     if not CPU.search(s.text):
         return None
     pct = CPU_PERCENT.search(s.text)
@@ -564,9 +701,13 @@ def _gpu_util(s: _Sentence) -> PerfStatement | None:
     term = GPU_UTIL.search(s.text)
     if term is None:
         return None
-    pct = _near(PERCENT, s.text, term)
+    pct = sorted({m.start(): m for t in GPU_UTIL.finditer(s.text) for m in _near(PERCENT, s.text, t)}.values(), key=lambda m: m.start())
     if pct:
-        return _statement("perf.low_gpu_util", s, {"gpu_util_percent": _number(pct[0].group(1))})
+        # of several readings (near any of the terms), the one the sentence says is low ("only 55%") is the complaint,
+        # else the lowest: two set-ups compared ("1 GPU: load GPU 90-100% ... 2 GPUs: load GPU 5-10%")
+        said = next((m for m in pct if LOWEST.search(s.text[max(0, m.start() - 12):m.start()])), None) or min(
+            pct, key=lambda m: _number(m.group(1)))
+        return _statement("perf.low_gpu_util", s, {"gpu_util_percent": _number(said.group(1))})
     return _statement("perf.low_gpu_util", s) if LOW_WORDS.search(s.text) else None
 
 
@@ -578,6 +719,12 @@ def _layers(s: _Sentence) -> PerfStatement | None:
     if not 0 <= done < total:
         return None  # every layer on the GPU (or a count that is not a share)
     return _statement("perf.low_gpu_util", s, {"offload_layers_gpu": float(done), "offload_layers_model": float(total)})
+
+
+def _offload_gb(s: _Sentence) -> PerfStatement | None:
+    """vLLM told to keep part of every GPU's weights in host memory (--cpu-offload-gb N, N > 0)."""
+    m = CPU_OFFLOAD.search(s.text)
+    return _statement("perf.low_gpu_util", s, {"cpu_offload_gb": _number(m.group("gib"))}) if m and _number(m.group("gib")) > 0 else None
 
 
 def _batching(s: _Sentence) -> PerfStatement | None:
@@ -592,6 +739,34 @@ def _memory(s: _Sentence) -> PerfStatement | None:
     if m is None:
         return None
     return _statement("perf.memory_overcommitted", s, {"memory_share": _number(m.group("share"))})
+
+
+def _memory_cure(s: _Sentence) -> PerfStatement | None:
+    """An OOM the person ties to the engine's memory share: lowering the share cured it, or the share is named
+    too high as its cause (checks/perf/memory_headroom.py ranks this perf.memory_overcommitted before the
+    load.runtime_oom it explains). The share it failed at (memory_share) and the one that worked (cured_share)
+    are kept where the sentence gives them; advice ("try lowering ...") states nothing that happened."""
+    name = CURE_SHARE.search(s.text)
+    if name is None or not OOM_WORDS.search(s.text) or ADVICE.search(s.text):
+        return None
+    around = s.text[max(0, name.start() - NEAR):name.end() + NEAR]
+    lowered, too_high = LOWERED.search(around), TOO_HIGH.search(around)
+    if not (lowered or too_high):
+        return None
+    measures = {"oom_cured": 1.0}
+    span = FROM_TO.search(s.text, name.end(), name.end() + NEAR)
+    if span is not None and _number(span.group(2)) < _number(span.group(1)):
+        measures.update(memory_share=_number(span.group(1)), cured_share=_number(span.group(2)))
+    elif (value := SHARE_VALUE.search(s.text, name.end(), name.end() + 30)) is not None:  # "lowered it to 0.8": the cure
+        measures["cured_share" if value.group("to") and not too_high else "memory_share"] = _number(value.group(2))
+    return _statement("perf.memory_overcommitted", s, measures)
+
+
+def cure_engine(st: PerfStatement) -> str:
+    """The engine whose share a cure statement names, by the share's name in its sentence."""
+    name = CURE_SHARE.search(st.text)
+    key = name.group("share_name").lower().replace("-", "_").replace(" ", "_") if name else "gpu"
+    return next(e for k, e in CURE_ENGINES.items() if key.startswith(k))
 
 
 def _batch_cap(s: _Sentence) -> PerfStatement | None:
@@ -614,6 +789,13 @@ def _tp_slower(s: _Sentence) -> list[PerfStatement]:
     more (perf.tp_mismatch), and the per-layer all-reduce is what costs (perf.slow_interconnect, the link)."""
     if LINK_SLOW.search(s.text) and MULTI_GPU.search(s.text):
         return [_statement("perf.slow_interconnect", s)]
+    if IDLE_GPUS.search(s.text):
+        return [_statement("perf.tp_mismatch", s, {"idle_gpus": 1.0})]
+    if TP_NODES.search(s.text):
+        return [_statement("perf.tp_mismatch", s, {"across_nodes": 1.0})]
+    if (scaled := SCALING.search(s.text)) is not None:
+        got, paid = _number(scaled.group("got")), _number(scaled.group("paid"))
+        return [_statement("perf.tp_mismatch", s, {"scaling": round(got / paid, 3)})] if 1 < paid and got < SCALING_SHARE * paid else []
     if not (TP_SLOWER.search(s.text) or (NO_GAIN.search(s.text) and MULTI_GPU.search(s.text))):
         return []
     one = [_statement("perf.tp_mismatch", s)] if ONE_GPU.search(s.text) else []
@@ -623,13 +805,18 @@ def _tp_slower(s: _Sentence) -> list[PerfStatement]:
 def _deployment(found: list[PerfStatement], facts: Facts) -> None:
     """A memory share or a batch cap stated with the engine's own flag name is that engine's setting
     (perf.memory_headroom, perf.batching judge them); what a command line or the log gave stays."""
+    for st in found:  # the share an OOM happened at, as the person says it (lowered from it, or too high)
+        if st.measures.get("oom_cured") and "memory_share" in st.measures:
+            _stated_setting(facts, cure_engine(st), "gpu_memory_utilization", st.measures["memory_share"], st.where)
+            break
     for code, rx, engines, field, measure in (
             ("perf.memory_overcommitted", MEMORY_SHARE, MEMORY_ENGINES, "gpu_memory_utilization", "memory_share"),
-            ("perf.batching_limited", BATCH_CAP, CAP_ENGINES, "max_num_seqs", "max_num_seqs")):
+            ("perf.batching_limited", BATCH_CAP, CAP_ENGINES, "max_num_seqs", "max_num_seqs"),
+            ("perf.low_gpu_util", CPU_OFFLOAD, {"": "vllm"}, "cpu_offload_gb", "cpu_offload_gb")):
         said = next((st for st in found if st.code == code and measure in st.measures), None)
         named = rx.search(said.text) if said is not None else None
         if said is not None and named is not None:
-            key = named.group("cap_name" if rx is BATCH_CAP else "name").lower().replace("-", "_")
+            key = named.group("cap_name" if rx is BATCH_CAP else "name").lower().replace("-", "_") if rx is not CPU_OFFLOAD else ""
             _stated_setting(facts, next(e for k, e in engines.items() if key.startswith(k)), field, said.measures[measure], said.where)
 
 
