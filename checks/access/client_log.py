@@ -382,8 +382,9 @@ def _unnamed_404(e: LogEvent) -> bool:
 
 
 # Google's NOT_FOUND names no model, but it is its API's answer for the resource the request named (a path it has no
-# route for gets its front end's HTML 404 page instead)
-ENTITY_404 = re.compile(r"Requested entity was not found", re.I)
+# route for gets its front end's HTML 404 page instead); so is Azure OpenAI's DeploymentNotFound, for a deployment name
+# (Azure's model ID) the resource does not have (its route-less 404 is "Resource not found": the base URL's)
+ENTITY_404 = re.compile(r"Requested entity was not found|\bDeploymentNotFound\b|The API deployment for this resource does not exist", re.I)
 
 
 def _pathless_404(e: LogEvent) -> bool:

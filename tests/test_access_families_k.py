@@ -1,0 +1,53 @@
+"""The access families read from the clients' own sources (round k): a stream answered with something that
+is no event stream, in the words of openai-node, @microsoft/fetch-event-source and httpx-sse (each
+version's wording); Azure OpenAI's answer for a deployment it does not have; and a person's sentence that
+names an access failure, which is that failure, not an unrecognised one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.analysis import assert_rank_one, findings_of, written
+
+
+@pytest.mark.parametrize(("name", "lines", "evidence"), [
+    # openai-node src/streaming.ts logs the event's data before it rethrows JSON.parse's error
+    ("openai_node_sse", ["Could not parse message into JSON: : OPENROUTER PROCESSING",
+                         "From chunk: [ 'data: : OPENROUTER PROCESSING' ]"], "Could not parse message into JSON"),
+    ("fetch_event_source", ["Error: Expected content-type to be text/event-stream, Actual: application/json"],
+     "Expected content-type to be text/event-stream"),
+    # httpx-sse 0.4.0+ and 0.1.0-0.3.1
+    ("httpx_sse_new", ["httpx_sse._exceptions.SSEError: Expected response header Content-Type to contain 'text/event-stream', "
+                       "got 'application/json'"], "to contain 'text/event-stream'"),
+    ("httpx_sse_old", ["httpx_sse._exceptions.SSEError: Expected response Content-Type to be 'text/event-stream', got 'text/html'"],
+     "to be 'text/event-stream'"),
+])
+def test_an_answer_that_is_no_event_stream_is_streaming_broken(tmp_path: Path, name: str, lines: list[str], evidence: str) -> None:
+    assert_rank_one(tmp_path, name, lines, "access.streaming_broken", evidence, None)
+    top = findings_of(tmp_path / f"{name}.log")[0]
+    assert top.title.startswith("the stream: true answer is not a valid event stream")
+
+
+def test_azure_deployment_not_found_is_the_model(tmp_path: Path) -> None:
+    line = ("openai.NotFoundError: Error code: 404 - {'error': {'code': 'DeploymentNotFound', 'message': 'The API deployment "
+            "for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment "
+            "and try again.'}}")
+    assert_rank_one(tmp_path, "azure", [line], "access.model_not_found", "DeploymentNotFound", None)
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    ("Streaming doesn't work behind nginx, the whole response is returned at the end.", "access.streaming_broken"),
+    ("The stream hangs after the first few tokens.", "access.streaming_broken"),
+    ("I get a timeout error when calling the endpoint.", "access.timeout"),
+])
+def test_a_sentence_naming_an_access_failure_is_that_failure(tmp_path: Path, text: str, code: str) -> None:
+    codes = [f.code for f in findings_of(written(tmp_path, text + "\n"))]
+    assert codes[0] == code, codes
+    assert "load.unrecognized_failure" not in codes and "access.unrecognized_failure" not in codes
+
+
+def test_a_sentence_naming_no_known_failure_stays_unrecognised(tmp_path: Path) -> None:
+    codes = [f.code for f in findings_of(written(tmp_path, "The server crashes after an hour of serving.\n"))]
+    assert codes[0] == "load.unrecognized_failure", codes
