@@ -51,3 +51,19 @@ def test_a_sentence_naming_an_access_failure_is_that_failure(tmp_path: Path, tex
 def test_a_sentence_naming_no_known_failure_stays_unrecognised(tmp_path: Path) -> None:
     codes = [f.code for f in findings_of(written(tmp_path, "The server crashes after an hour of serving.\n"))]
     assert codes[0] == "load.unrecognized_failure", codes
+
+
+@pytest.mark.parametrize(("name", "line"), [
+    # one-api v0.5.0-v0.6.9 middleware/distributor.go, as openai-python and Claude Code relay its 503
+    ("one_api_sdk", "openai.APIStatusError: Error code: 503 - {'error': {'message': '当前分组 default 下对于模型 gpt-4o-mini 无可用渠道 "
+                    "(request id: 2024061012345678)', 'type': 'one_api_error'}}"),
+    ("one_api_bare", "Error: 503 当前分组 default 下对于模型 gpt-4o-mini 无可用渠道"),
+    # new-api's two wordings (middleware/distributor.go)
+    ("new_api", '{"error":{"message":"分组 default 下模型 gpt-4o-mini 无可用渠道（distributor）","type":"new_api_error","code":"model_not_found"}}'),
+    ("new_api_select", 'API Error: 503 {"error":{"message":"获取分组 default 下模型 gpt-4o-mini 的可用渠道失败（数据库一致性已被破坏，'
+                       'distributor）: no channel","type":"new_api_error"}}'),
+])
+def test_a_relay_without_a_channel_for_the_model_is_model_not_found(tmp_path: Path, name: str, line: str) -> None:
+    assert_rank_one(tmp_path, name, [line], "access.model_not_found", "gpt-4o-mini", None)
+    codes = [f.code for f in findings_of(tmp_path / f"{name}.log")]
+    assert codes.index("access.model_not_found") < codes.index("access.server_error") if "access.server_error" in codes else True

@@ -72,6 +72,8 @@ EXPLAINS = {
     # (a URL the client could not parse never connected: its "Connection error." wrapper is this)
     "access.base_url_invalid": ["access.model_not_found", "access.response_invalid", "access.connect_failed"],
     "access.protocol_mismatch": ["access.model_not_found"],
+    # (a gateway answers a model it has no channel for with 503: one-api's "无可用渠道", new-api's model_not_found)
+    "access.model_not_found": ["access.server_error"],
     # a gateway's 5xx error page is HTML, not the API's JSON: the 5xx is the cause, the bad body its symptom
     "access.server_error": ["access.response_invalid"],
     # (so is a gateway's 504 / 524 page)

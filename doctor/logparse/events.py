@@ -489,7 +489,10 @@ HAND_RULES: tuple[Rule, ...] = (
         # after its status or as an error body's message (OpenHands#16365: "the endpoint returns a `400 Model not found` error")
         r"\bRequested entity was not found\b|\b4\d\d\W{1,3}model not found\b|[\"'](?:message|detail|error)[\"']\s*:\s*[\"']model not found\b|"
         # an error body that names the model it does not serve (the codes.md rule: a 404 naming the model is the model's)
-        r"[\"'](?:message|detail|error)[\"']\s*:\s*[\"'](?:the requested )?model(?: [`'\\\"]*(?P<model8>[\w./:@-]+)[`'\\\"]*)? is not (?:available|served)\b",
+        r"[\"'](?:message|detail|error)[\"']\s*:\s*[\"'](?:the requested )?model(?: [`'\\\"]*(?P<model8>[\w./:@-]+)[`'\\\"]*)? is not (?:available|served)\b|"
+        # one-api's 503 when no channel of the key's group serves the model (songquanpeng/one-api v0.5.0-v0.6.9
+        # middleware/distributor.go `当前分组 %s 下对于模型 %s 无可用渠道`; too few fixed characters for a template)
+        r"当前分组 ?\S+ ?下对于模型 ?(?P<model9>[^\s\"'，,]+) ?无可用渠道",
     ),
     # an OpenAI Chat request (a `tool` role, a `system` message) sent to the Anthropic Messages API, which allows only the
     # user and assistant roles (its 400 invalid_request_error: `messages: Unexpected role "tool". Allowed roles are "user"
