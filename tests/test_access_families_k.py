@@ -66,4 +66,19 @@ def test_a_sentence_naming_no_known_failure_stays_unrecognised(tmp_path: Path) -
 def test_a_relay_without_a_channel_for_the_model_is_model_not_found(tmp_path: Path, name: str, line: str) -> None:
     assert_rank_one(tmp_path, name, [line], "access.model_not_found", "gpt-4o-mini", None)
     codes = [f.code for f in findings_of(tmp_path / f"{name}.log")]
-    assert codes.index("access.model_not_found") < codes.index("access.server_error") if "access.server_error" in codes else True
+    assert "access.server_error" not in codes[: codes.index("access.model_not_found")], codes
+
+
+@pytest.mark.parametrize(("name", "line", "evidence"), [
+    # the DeepSeek API's 400, as openai-python and openai-node raise it
+    ("deepseek_py", "openai.BadRequestError: Error code: 400 - {'error': {'message': 'Model Not Exist', 'type': "
+                    "'invalid_request_error', 'param': None, 'code': 'invalid_request_error'}}", "Model Not Exist"),
+    ("deepseek_node", "Error: 400 Model Not Exist", "Model Not Exist"),
+    # Fireworks AI's 404, and the Mistral API's 400 (type invalid_model)
+    ("fireworks", '{"error": {"message": "Model not found, inaccessible, and/or not deployed", "param": "model", "code": "NOT_FOUND"}}',
+     "inaccessible"),
+    ("mistral", '{"object":"error","message":"Invalid model: mistral-large-x","type":"invalid_model","param":null,"code":"1500"}',
+     "invalid_model"),
+])
+def test_a_provider_that_does_not_serve_the_model_says_so_in_its_words(tmp_path: Path, name: str, line: str, evidence: str) -> None:
+    assert_rank_one(tmp_path, name, [line], "access.model_not_found", evidence, None)
