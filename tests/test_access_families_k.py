@@ -82,3 +82,24 @@ def test_a_relay_without_a_channel_for_the_model_is_model_not_found(tmp_path: Pa
 ])
 def test_a_provider_that_does_not_serve_the_model_says_so_in_its_words(tmp_path: Path, name: str, line: str, evidence: str) -> None:
     assert_rank_one(tmp_path, name, [line], "access.model_not_found", evidence, None)
+
+
+@pytest.mark.parametrize("text", [
+    "With streaming enabled, the UI waits until the full answer is generated and then displays everything.",
+    "Streaming responses are delayed until the end of generation when going through the proxy.",
+    "SSE events are not flushed until the response completes.",
+    "the response is cut off mid-stream",
+    "the stream ends without [DONE]",
+])
+def test_a_stream_held_back_or_cut_told_in_words_is_streaming_broken(tmp_path: Path, text: str) -> None:
+    codes = [f.code for f in findings_of(written(tmp_path, text + "\n"))]
+    assert codes[0] == "access.streaming_broken", codes
+
+
+@pytest.mark.parametrize("text", [
+    "The streaming continues until the end of generation.",
+    "I enabled streaming and tokens arrive one by one until the end.",
+])
+def test_a_healthy_stream_told_in_words_states_no_failure(tmp_path: Path, text: str) -> None:
+    codes = [f.code for f in findings_of(written(tmp_path, text + "\n"))]
+    assert "access.streaming_broken" not in codes, codes
