@@ -103,3 +103,27 @@ def test_a_stream_held_back_or_cut_told_in_words_is_streaming_broken(tmp_path: P
 def test_a_healthy_stream_told_in_words_states_no_failure(tmp_path: Path, text: str) -> None:
     codes = [f.code for f in findings_of(written(tmp_path, text + "\n"))]
     assert "access.streaming_broken" not in codes, codes
+
+
+@pytest.mark.parametrize(("name", "line", "title"), [
+    # the OpenAI API's 400 (as a gateway relays it) and a pydantic server's (vLLM) for a Responses body at /chat/completions
+    ("openai_messages", '{"error":{"message":"Missing required parameter: \'messages\'.","type":"invalid_request_error","param":"messages"}}',
+     "a Responses API body"),
+    ("vllm_messages", "openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': \"[{'type': 'missing', 'loc': ('body', "
+                      "'messages'), 'msg': 'Field required', 'input': {'model': 'x', 'input': 'hi'}}]\", 'type': 'BadRequestError'}",
+     "a Responses API body"),
+    # and a Chat Completions body at /responses
+    ("openai_input", '{"error":{"message":"Missing required parameter: \'input\'.","type":"invalid_request_error","param":"input"}}',
+     "a Chat Completions body"),
+])
+def test_a_body_of_the_other_openai_api_is_protocol_mismatch(tmp_path: Path, name: str, line: str, title: str) -> None:
+    assert_rank_one(tmp_path, name, [line], "access.protocol_mismatch", "Missing required parameter" if "Missing" in line else "'loc'", None)
+    assert title in findings_of(tmp_path / f"{name}.log")[0].title
+
+
+@pytest.mark.parametrize("line", [
+    "Error: missing finish_reason for choice 0",
+    "OpenAIError: missing choices[0].tool_calls[0].function.name",
+])
+def test_openai_node_stream_that_never_made_a_chat_completion_is_streaming_broken(tmp_path: Path, line: str) -> None:
+    assert_rank_one(tmp_path, "finalize", [line], "access.streaming_broken", line.split(": ", 1)[1], None)

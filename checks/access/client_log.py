@@ -181,6 +181,9 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
                                                         for e in events):
             title, fix = OLLAMA_MESSAGES
             fixes = [Fix(fix, "curl -fsSL https://ollama.com/install.sh | sh")]
+        elif code == "access.protocol_mismatch" and (absent := str(le.first_value(events, "absent")).lower()) in WRONG_BODY:
+            title, fix = WRONG_BODY[absent]
+            fixes = [Fix(fix)]
         elif code == "access.protocol_mismatch" and any(e.kind == "client_protocol" for e in events):
             title, fixes = CHAT_AT_MESSAGES, [Fix(CHAT_AT_MESSAGES_FIX)]
         elif code == "access.protocol_mismatch" and anthropic and len(anthropic) == len(events):
@@ -302,6 +305,14 @@ CHAT_AT_MESSAGES = ("the request is in the OpenAI Chat format (a `tool` or `syst
                     "Anthropic Messages API, which allows only user and assistant")
 CHAT_AT_MESSAGES_FIX = ("Use the client's Anthropic provider for this endpoint (tool results as tool_result blocks, the system prompt as "
                         "the top-level `system`), or point this OpenAI-style client at an OpenAI-compatible /v1/chat/completions")
+# the field the endpoint's API requires and the body lacks: the body is the other OpenAI API's
+WRONG_BODY = {
+    "messages": ("the request body is a Responses API body (`input`) sent to /chat/completions, which reads `messages`",
+                 "Set the client to the Chat Completions API for this endpoint (an 'OpenAI-compatible' provider), or send the Responses "
+                 "body to the server's /v1/responses where it has one"),
+    "input": ("the request body is a Chat Completions body (`messages`) sent to /responses, which reads `input`",
+              "Set the client to the Responses API only for an endpoint that serves /v1/responses; else use its Chat Completions mode"),
+}
 NO_MESSAGES_API = "the server has no Anthropic Messages API (/v1/messages), which Claude Code and the Anthropic SDK speak"
 NO_MESSAGES_API_FIX = ("Point the client at a server that serves /v1/messages, or put a gateway that translates it in front "
                        "(a LiteLLM proxy does); OpenAI-API clients use this server's /v1/chat/completions")

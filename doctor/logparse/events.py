@@ -497,7 +497,12 @@ HAND_RULES: tuple[Rule, ...] = (
     # an OpenAI Chat request (a `tool` role, a `system` message) sent to the Anthropic Messages API, which allows only the
     # user and assistant roles (its 400 invalid_request_error: `messages: Unexpected role "tool". Allowed roles are "user"
     # or "assistant".`): the client and the endpoint speak different APIs
-    _r("client_protocol", r"messages: Unexpected role [\"'`]?(?:tool|system|function|developer)\b|Allowed roles are [\"'`]?user[\"'`]? or [\"'`]?assistant\b"),
+    _r("client_protocol", r"messages: Unexpected role [\"'`]?(?:tool|system|function|developer)\b|Allowed roles are [\"'`]?user[\"'`]? or [\"'`]?assistant\b|"
+       # a Responses API body (`input`) sent to /chat/completions, or a Chat Completions body (`messages`) to /responses: the
+       # OpenAI API's 400 (`Missing required parameter: 'messages'.`, as the gateways relay it), and the pydantic/FastAPI
+       # servers' (vLLM, SGLang: `{'type': 'missing', 'loc': ('body', 'messages'), 'msg': 'Field required'}`)
+       r"\bMissing required parameter:\s*[\"'`\u2018\u2019]?(?P<absent>messages|input)\b|"
+       r"[\"']missing[\"'],\s*[\"']loc[\"']:\s*[\[(][\"']body[\"'],\s*[\"'](?P<absent2>messages|input)[\"']"),
     _r("client_not_found", _status(404)),  # a bare 404: the path or the model, the rest of the log tells
     # and a gateway that gave up on the upstream, by its status in a client's words (504 Gateway Timeout, Cloudflare's 524
     # "A timeout occurred": "Error code: 524", "status code 524", aiohttp's `<ClientResponse(url) [524 None]>`); a stream
@@ -860,4 +865,4 @@ def _better(hand: tuple[Rule, re.Match[str]], listed: tuple[Rule, re.Match[str]]
 
 
 # groups named xxx2/xxx3 are alternatives of xxx (one regex, several wordings)
-_BASE_KEYS = {"flag", "model_type", "method", "status", "model", "xid", "path", "url"}
+_BASE_KEYS = {"flag", "model_type", "method", "status", "model", "xid", "path", "url", "absent"}
