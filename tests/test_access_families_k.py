@@ -127,3 +127,12 @@ def test_a_body_of_the_other_openai_api_is_protocol_mismatch(tmp_path: Path, nam
 ])
 def test_openai_node_stream_that_never_made_a_chat_completion_is_streaming_broken(tmp_path: Path, line: str) -> None:
     assert_rank_one(tmp_path, "finalize", [line], "access.streaming_broken", line.split(": ", 1)[1], None)
+
+
+@pytest.mark.parametrize("text", [
+    "I'm getting timeouts from vLLM when sending many requests.",
+    "It always timeouts after 300s.",
+])
+def test_timeouts_told_in_words_are_the_request_timeout(tmp_path: Path, text: str) -> None:
+    codes = [f.code for f in findings_of(written(tmp_path, text + "\n"))]
+    assert codes[0] == "access.timeout", codes

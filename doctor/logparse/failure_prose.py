@@ -170,7 +170,9 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"^(?!.*\b(?:load\w*|start(?:s|ed|ing|up)?|boot\w*|NCCL|health[ -]?check\w*|readiness|liveness|probe|warm ?up|connect\w*|"
         r"download\w*|pull\w*|compil\w*|captur\w*|handshake)\b).*?(?:\btim(?:es|ed|ing) ?out\b|\btime out\b|"
         r"\b(?:gets?|got|getting|hits?|hitting|ends? (?:in|with)|ended (?:in|with)|fails? with|failed with|throws?|threw|raises?|raised)"
-        r" (?:a |an |the )?(?:\w+ )?timeout\b|\btimeouts? (?:exceeded|reached|occur\w*|happen\w*|expired)\b)", re.I)),
+        r" (?:a |an |the |lots of |many |frequent |constant )?(?:\w+ )?timeouts?\b|\btimeouts? (?:exceeded|reached|occur\w*|happen\w*|expired)\b|"
+        # "timeouts" as a verb ("it always timeouts after 300s")
+        r"\b(?:always|often|sometimes|randomly|still|just|it|request|call) timeouts (?:after|at|when|on|for|every|with)\b)", re.I)),
     # the same in Chinese and Japanese reports (请求超时 "the request timed out"), loading and start-up apart
     ("access.timeout", re.compile(r"^(?!.*(?:加载|加載|启动|啟動|載入|下载|下載|NCCL)).*?(?:超时|超時|逾时|逾時|タイムアウト)")),
     # 500/502/503, "Internal Server Error", "Bad Gateway"
