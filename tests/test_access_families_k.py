@@ -136,3 +136,35 @@ def test_openai_node_stream_that_never_made_a_chat_completion_is_streaming_broke
 def test_timeouts_told_in_words_are_the_request_timeout(tmp_path: Path, text: str) -> None:
     codes = [f.code for f in findings_of(written(tmp_path, text + "\n"))]
     assert codes[0] == "access.timeout", codes
+
+
+HTTPX_HEADER = [
+    "Traceback (most recent call last):",
+    '  File "/home/u/app.py", line 12, in <module>',
+    '    r = client.chat.completions.create(model="gpt-4o", messages=msgs)',
+    '  File "/usr/lib/python3.11/site-packages/httpx/_models.py", line 74, in __init__',
+    "    normalize_header_value(v, encoding),",
+    '  File "/usr/lib/python3.11/site-packages/httpx/_utils.py", line 53, in normalize_header_value',
+    '    return value.encode(encoding or "ascii")',
+    "UnicodeEncodeError: 'ascii' codec can't encode character '\\u2026' in position 10: ordinal not in range(128)",
+]
+HTTP_CLIENT_HEADER = [
+    "Traceback (most recent call last):",
+    '  File "/home/u/app.py", line 8, in <module>',
+    "    requests.post(url, headers={'Authorization': 'Bearer ' + key}, json=body)",
+    '  File "/usr/lib/python3.11/http/client.py", line 1271, in putheader',
+    "    values[i] = one_value.encode('latin-1')",
+    "UnicodeEncodeError: 'latin-1' codec can't encode character '\\u201c' in position 7: ordinal not in range(256)",
+]
+
+
+@pytest.mark.parametrize(("name", "lines"), [("httpx", HTTPX_HEADER), ("http_client", HTTP_CLIENT_HEADER)])
+def test_a_header_value_the_client_cannot_encode_is_a_malformed_key(tmp_path: Path, name: str, lines: list[str]) -> None:
+    assert_rank_one(tmp_path, name, lines, "access.key_malformed", "UnicodeEncodeError", None)
+
+
+def test_a_unicode_error_raised_elsewhere_is_no_key(tmp_path: Path) -> None:
+    lines = ["Traceback (most recent call last):", '  File "/home/u/app.py", line 3, in <module>', "    print(text)",
+             "UnicodeEncodeError: 'ascii' codec can't encode character '\\u2026' in position 10: ordinal not in range(128)"]
+    codes = [f.code for f in findings_of(written(tmp_path, "\n".join(lines) + "\n"))]
+    assert "access.key_malformed" not in codes, codes
