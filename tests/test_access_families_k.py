@@ -168,3 +168,29 @@ def test_a_unicode_error_raised_elsewhere_is_no_key(tmp_path: Path) -> None:
              "UnicodeEncodeError: 'ascii' codec can't encode character '\\u2026' in position 10: ordinal not in range(128)"]
     codes = [f.code for f in findings_of(written(tmp_path, "\n".join(lines) + "\n"))]
     assert "access.key_malformed" not in codes, codes
+
+
+@pytest.mark.parametrize(("name", "line", "evidence"), [
+    # httpx _urlparse.py: a newline read with the base URL, a host that is no IPv4 address, a path without its '/'
+    ("httpx_control", "httpx.InvalidURL: Invalid non-printable ASCII character in URL", "non-printable"),
+    ("httpx_ipv4", "httpx.InvalidURL: Invalid IPv4 address: '192.168.1.300'", "Invalid IPv4 address"),
+    ("httpx_path", "httpx.InvalidURL: For absolute URLs, path must be empty or begin with '/'", "path must be empty"),
+    # the scheme looked up as a host (node, Go)
+    ("enotfound_http", "Error: getaddrinfo ENOTFOUND http", "ENOTFOUND http"),
+    ("go_lookup_http", 'Post "http://http//localhost:11434/api/chat": dial tcp: lookup http on 127.0.0.53:53: no such host', "lookup http"),
+])
+def test_a_base_url_the_client_cannot_use_is_base_url_invalid(tmp_path: Path, name: str, line: str, evidence: str) -> None:
+    assert_rank_one(tmp_path, name, [line], "access.base_url_invalid", evidence, None)
+
+
+def test_a_host_named_like_a_scheme_is_still_dns(tmp_path: Path) -> None:
+    assert_rank_one(tmp_path, "httpbin", ["Error: getaddrinfo ENOTFOUND httpbin.org"], "access.dns_failed", "httpbin.org", None)
+
+
+@pytest.mark.parametrize("line", [
+    'INFO:     127.0.0.1:5000 - "POST /v1/chat/completions/chat/completions HTTP/1.1" 404 Not Found',
+    "Error: Invalid URL (POST /v1/chat/completions/chat/completions)",
+])
+def test_the_endpoint_twice_in_the_path_is_the_base_url(tmp_path: Path, line: str) -> None:
+    assert_rank_one(tmp_path, "twice", [line], "access.base_url_invalid", "/chat/completions/chat/completions", None)
+    assert findings_of(tmp_path / "twice.log")[0].title.startswith("the requested path repeats the endpoint (/chat/completions)")

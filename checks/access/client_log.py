@@ -70,7 +70,7 @@ EXPLAINS = {
     # (a proxy relays the provider's quota refusal as its own 4xx/5xx: Continue's model proxy answers it with 500)
     "access.quota_exceeded": ["access.rate_limited", "access.server_error"],
     # (a URL the client could not parse never connected: its "Connection error." wrapper is this)
-    "access.base_url_invalid": ["access.model_not_found", "access.response_invalid", "access.connect_failed"],
+    "access.base_url_invalid": ["access.model_not_found", "access.response_invalid", "access.connect_failed", "access.dns_failed"],
     "access.protocol_mismatch": ["access.model_not_found"],
     # (a gateway answers a model it has no channel for with 503: one-api's "无可用渠道", new-api's model_not_found)
     "access.model_not_found": ["access.server_error"],
@@ -190,6 +190,9 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             title, fixes = NO_MESSAGES_API, [Fix(NO_MESSAGES_API_FIX)]
         elif code == "access.base_url_invalid" and (twice := next(filter(None, map(_doubled, events)), None)):
             title, fixes = _doubled_finding(*twice)
+        elif code == "access.base_url_invalid" and (endpoint := _doubled_endpoint(events)):
+            title = f"the requested path repeats the endpoint ({endpoint}): the base URL ends in it and the client appends it again"
+            fixes = [Fix(f"Remove {endpoint} from the end of the base URL: end it at the API root (…/v1)")]
         elif code == "access.base_url_invalid":
             fixes, evidence = _base_url_fixes(s.base_url, events, fix), evidence + _base_url_evidence(s.base_url)
             if s.base_url and (suffix := ENDPOINT_SUFFIX.search(urlsplit(s.base_url).path)):
@@ -353,6 +356,16 @@ def _doubled(e: LogEvent) -> tuple[str, str] | None:
     """(the base URL's version, the one the client added) when the 404's path repeats a version."""
     m = DOUBLED_VERSION.search(str(e.values.get("path") or "")) or DOUBLED_VERSION.search(" ".join(e.lines))
     return (m["base"], m["added"]) if m else None
+
+
+# the endpoint's path twice in a row (/v1/chat/completions/chat/completions): a base URL that already ends in the endpoint
+DOUBLED_ENDPOINT = re.compile(r"(?P<endpoint>/(?:chat/completions|completions|embeddings|responses|messages))/(?:v1/)?"
+                              r"(?:chat/completions|completions|embeddings|responses|messages)\b")
+
+
+def _doubled_endpoint(events: list[LogEvent]) -> str:
+    """The endpoint path a 404's requested path repeats, or ""."""
+    return next((m["endpoint"] for e in events if (m := DOUBLED_ENDPOINT.search(_path(e)))), "")
 
 
 def _doubled_finding(base: str, added: str) -> tuple[str, list[Fix]]:
@@ -537,6 +550,8 @@ def _cause(e: LogEvent) -> str | None:
             return "access.proxy_failed"
         if status == 422 and MODEL_PATHS.search(path):  # the request body failed the schema: most often the model field
             return "access.model_id_missing"
+        if status == 404 and DOUBLED_ENDPOINT.search(path):
+            return "access.base_url_invalid"  # the endpoint twice: the base URL, whatever API the path names
         if status == 404 and OLLAMA_MODEL_ROUTES.search(path) and OLLAMA.search(" ".join(e.lines)):
             return "access.model_not_found"  # Ollama serves these routes: its 404 there is "model not found, try pulling it"
         if status == 404 and OTHER_PROTOCOL.search(path):

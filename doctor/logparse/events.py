@@ -456,7 +456,11 @@ HAND_RULES: tuple[Rule, ...] = (
     # host name`, `first path segment in URL cannot contain colon`, `missing protocol scheme`)
     _r("client_url_malformed", r"\bunknown url type: ['\"]?(?P<url>[^'\"\s]+)|\bURI is not absolute\b|\bInvalid URI: The format of the URI could not be determined\b|"
        r"\bAn invalid request URI was provided\b|\bparse \"(?P<url2>[^\"]*)\": (?:invalid character .{1,8} in host name|first path segment in URL cannot contain colon|"
-       r"missing protocol scheme|invalid port\b)"),
+       r"missing protocol scheme|invalid port\b)|"
+       # a scheme looked up as the host name: the base URL's scheme is written twice or its "://" mistyped
+       # ("http://http://host", "http//host", "https:host"), as node (lib/internal/errors.js `getaddrinfo ENOTFOUND http`)
+       # and Go (net `lookup https: no such host`) report the lookup
+       r"\bgetaddrinfo (?:ENOTFOUND|EAI_AGAIN) https?(?![\w.-])|\blookup https?(?: on [\w.:\[\]-]+)?: no such host\b"),
     # a client that has no key to send, in its own words: the variable it reads unset ("OPENAI_API_KEY environment variable
     # is not set"), "API key is missing" (the SDKs' own sentences are catalogue templates, which name their variable)
     _r("client_key_missing", r"\b[A-Z][A-Z0-9_]*_API_KEY\b(?: environment variable)? (?:is )?(?:not set|missing|unset|empty|not found|required)\b|"
