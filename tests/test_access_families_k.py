@@ -194,3 +194,16 @@ def test_a_host_named_like_a_scheme_is_still_dns(tmp_path: Path) -> None:
 def test_the_endpoint_twice_in_the_path_is_the_base_url(tmp_path: Path, line: str) -> None:
     assert_rank_one(tmp_path, "twice", [line], "access.base_url_invalid", "/chat/completions/chat/completions", None)
     assert findings_of(tmp_path / "twice.log")[0].title.startswith("the requested path repeats the endpoint (/chat/completions)")
+
+
+@pytest.mark.parametrize(("name", "line", "evidence"), [
+    # urllib3's ProxySchemeUnknown (both wordings), requests' InvalidProxyURL, https-proxy-agent's CONNECT left unanswered
+    ("no_scheme", "urllib3.exceptions.ProxySchemeUnknown: Proxy URL had no scheme, should start with http:// or https://", "had no scheme"),
+    ("socks", "urllib3.exceptions.ProxySchemeUnknown: Proxy URL had unsupported scheme socks5h, should use http:// or https://",
+     "unsupported scheme socks5h"),
+    ("requests", "requests.exceptions.InvalidProxyURL: Please check proxy URL. It is malformed and could be missing the host.",
+     "Please check proxy URL"),
+    ("agent", "Error: Proxy connection ended before receiving CONNECT response", "before receiving CONNECT response"),
+])
+def test_a_proxy_the_client_cannot_use_is_proxy_failed(tmp_path: Path, name: str, line: str, evidence: str) -> None:
+    assert_rank_one(tmp_path, name, [line], "access.proxy_failed", evidence, None)
