@@ -207,3 +207,20 @@ def test_the_endpoint_twice_in_the_path_is_the_base_url(tmp_path: Path, line: st
 ])
 def test_a_proxy_the_client_cannot_use_is_proxy_failed(tmp_path: Path, name: str, line: str, evidence: str) -> None:
     assert_rank_one(tmp_path, name, [line], "access.proxy_failed", evidence, None)
+
+
+@pytest.mark.parametrize(("name", "line", "evidence"), [
+    # one-api's 403s for a key or account out of quota (relay/controller/helper.go, model/token.go), inside openai-python's
+    # PermissionDeniedError and bare
+    ("one_api_user", "openai.PermissionDeniedError: Error code: 403 - {'error': {'message': 'user quota is not enough (request id: "
+                     "2024)', 'type': 'one_api_error', 'param': '', 'code': 'insufficient_user_quota'}}", "user quota is not enough"),
+    ("one_api_token", 'Error: 403 {"error":{"message":"该令牌额度已用尽","type":"one_api_error","code":"pre_consume_token_quota_failed"}}',
+     "该令牌额度已用尽"),
+])
+def test_a_relay_key_out_of_quota_is_quota_not_the_key(tmp_path: Path, name: str, line: str, evidence: str) -> None:
+    assert_rank_one(tmp_path, name, [line], "access.quota_exceeded", evidence, None)
+
+
+def test_a_403_that_states_no_cause_stays_the_key(tmp_path: Path) -> None:
+    line = "openai.PermissionDeniedError: Error code: 403 - {'detail': 'Forbidden'}"
+    assert_rank_one(tmp_path, "forbidden", [line], "access.key_rejected", "Forbidden", None)

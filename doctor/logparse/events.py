@@ -442,7 +442,12 @@ HAND_RULES: tuple[Rule, ...] = (
        r"requires more credits, or fewer max_tokens|but can only afford \d+|"
        # the Anthropic API's 400 for a workspace past the spend limit its console sets ("You have reached your specified API
        # usage limits. You will regain access on 2026-09-01 at 00:00 UTC."), however a proxy relays it
-       r"reached your specified API usage limits|" + _status(402)),
+       r"reached your specified API usage limits|"
+       # one-api's (and new-api's) refusals for a key or account with no quota left (relay/controller/helper.go
+       # `user quota is not enough` / insufficient_user_quota / pre_consume_token_quota_failed, model/token.go 该令牌额度已用尽,
+       # 令牌额度不足, 用户额度不足), answered with 403: the quota, not the key
+       r"insufficient_user_quota|pre_consume_token_quota_failed|\buser quota is not enough\b|(?:令牌|用户)额度(?:不足|已用尽)|额度已用尽|"
+       + _status(402)),
     _r("client_rate_limit", r"Rate limit reached|rate_limit_exceeded|RateLimitError|Too Many Requests|rate limit you|" + _status(429)),
     _r(
         "client_auth",
