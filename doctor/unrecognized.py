@@ -73,7 +73,9 @@ def findings(
     log_checks = [s for s in specs if s.events and s.id in by_id]
     recognised = any(f.severity == "error" for s in log_checks for f in by_id[s.id].findings)
     unjudged = [e for e in here if e.fatal and e.kind not in GENERIC and _unjudged(e, registry, by_id)]
-    generic = [] if recognised else [e for e in here if (e.kind in GENERIC and not _recovered(e)) or _answered(e, registry, by_id)]
+    stated = _stated_access(facts)
+    generic = [] if recognised else [e for e in here if (e.kind in GENERIC and not _recovered(e) and not _said_as(e, stated))
+                                     or _answered(e, registry, by_id)]
     if unjudged or generic:
         return [_finding(facts, unjudged, generic, registry, by_id, logs.engine)]
     if not recognised and logs.started and not logs.ready and logs.engine != "client" and not any(r.findings for r in results):
@@ -86,6 +88,17 @@ def _recovered(e: LogEvent) -> bool:
     after which it did (vLLM's ERROR "Error retrieving safetensors: ..., retrying" on a healthy start):
     the retry worked. One that nothing followed is still the failure it may be."""
     return e.kind == "error_line" and bool(e.values.get("then_served")) and bool(GOES_ON.search(_summary(e)))
+
+
+def _stated_access(facts: Facts) -> set[str]:
+    """Where ("source:line") a person's sentence names an access failure (doctor/logparse/failure_prose.py)."""
+    return {s.where for s in facts.said if s.code.startswith("access.")}
+
+
+def _said_as(e: LogEvent, stated: set[str]) -> bool:
+    """A sentence that quotes no error ("streaming doesn't work behind nginx") whose words name an access failure:
+    checks/access/stated.py reports that cause, so the same sentence read as a failure is no unrecognised one."""
+    return e.values.get("cascade") == PROSE_CASCADE and f"{e.source}:{e.line_no}" in stated
 
 
 def _answered(e: LogEvent, registry: dict[str, CheckSpec], by_id: dict[str, CheckResult]) -> bool:

@@ -70,8 +70,10 @@ EXPLAINS = {
     # (a proxy relays the provider's quota refusal as its own 4xx/5xx: Continue's model proxy answers it with 500)
     "access.quota_exceeded": ["access.rate_limited", "access.server_error"],
     # (a URL the client could not parse never connected: its "Connection error." wrapper is this)
-    "access.base_url_invalid": ["access.model_not_found", "access.response_invalid", "access.connect_failed"],
+    "access.base_url_invalid": ["access.model_not_found", "access.response_invalid", "access.connect_failed", "access.dns_failed"],
     "access.protocol_mismatch": ["access.model_not_found"],
+    # (a gateway answers a model it has no channel for with 503: one-api's "无可用渠道", new-api's model_not_found)
+    "access.model_not_found": ["access.server_error"],
     # a gateway's 5xx error page is HTML, not the API's JSON: the 5xx is the cause, the bad body its symptom
     "access.server_error": ["access.response_invalid"],
     # (so is a gateway's 504 / 524 page)
@@ -179,12 +181,18 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
                                                         for e in events):
             title, fix = OLLAMA_MESSAGES
             fixes = [Fix(fix, "curl -fsSL https://ollama.com/install.sh | sh")]
+        elif code == "access.protocol_mismatch" and (absent := str(le.first_value(events, "absent")).lower()) in WRONG_BODY:
+            title, fix = WRONG_BODY[absent]
+            fixes = [Fix(fix)]
         elif code == "access.protocol_mismatch" and any(e.kind == "client_protocol" for e in events):
             title, fixes = CHAT_AT_MESSAGES, [Fix(CHAT_AT_MESSAGES_FIX)]
         elif code == "access.protocol_mismatch" and anthropic and len(anthropic) == len(events):
             title, fixes = NO_MESSAGES_API, [Fix(NO_MESSAGES_API_FIX)]
         elif code == "access.base_url_invalid" and (twice := next(filter(None, map(_doubled, events)), None)):
             title, fixes = _doubled_finding(*twice)
+        elif code == "access.base_url_invalid" and (endpoint := _doubled_endpoint(events)):
+            title = f"the requested path repeats the endpoint ({endpoint}): the base URL ends in it and the client appends it again"
+            fixes = [Fix(f"Remove {endpoint} from the end of the base URL: end it at the API root (…/v1)")]
         elif code == "access.base_url_invalid":
             fixes, evidence = _base_url_fixes(s.base_url, events, fix), evidence + _base_url_evidence(s.base_url)
             if s.base_url and (suffix := ENDPOINT_SUFFIX.search(urlsplit(s.base_url).path)):
@@ -301,6 +309,14 @@ CHAT_AT_MESSAGES = ("the request is in the OpenAI Chat format (a `tool` or `syst
                     "Anthropic Messages API, which allows only user and assistant")
 CHAT_AT_MESSAGES_FIX = ("Use the client's Anthropic provider for this endpoint (tool results as tool_result blocks, the system prompt as "
                         "the top-level `system`), or point this OpenAI-style client at an OpenAI-compatible /v1/chat/completions")
+# the field the endpoint's API requires and the body lacks: the body is the other OpenAI API's
+WRONG_BODY = {
+    "messages": ("the request body is a Responses API body (`input`) sent to /chat/completions, which reads `messages`",
+                 "Set the client to the Chat Completions API for this endpoint (an 'OpenAI-compatible' provider), or send the Responses "
+                 "body to the server's /v1/responses where it has one"),
+    "input": ("the request body is a Chat Completions body (`messages`) sent to /responses, which reads `input`",
+              "Set the client to the Responses API only for an endpoint that serves /v1/responses; else use its Chat Completions mode"),
+}
 NO_MESSAGES_API = "the server has no Anthropic Messages API (/v1/messages), which Claude Code and the Anthropic SDK speak"
 NO_MESSAGES_API_FIX = ("Point the client at a server that serves /v1/messages, or put a gateway that translates it in front "
                        "(a LiteLLM proxy does); OpenAI-API clients use this server's /v1/chat/completions")
@@ -343,6 +359,16 @@ def _doubled(e: LogEvent) -> tuple[str, str] | None:
     return (m["base"], m["added"]) if m else None
 
 
+# the endpoint's path twice in a row (/v1/chat/completions/chat/completions): a base URL that already ends in the endpoint
+DOUBLED_ENDPOINT = re.compile(r"(?P<endpoint>/(?:chat/completions|completions|embeddings|responses|messages))/(?:v1/)?"
+                              r"(?:chat/completions|completions|embeddings|responses|messages)\b")
+
+
+def _doubled_endpoint(events: list[LogEvent]) -> str:
+    """The endpoint path a 404's requested path repeats, or ""."""
+    return next((m["endpoint"] for e in events if (m := DOUBLED_ENDPOINT.search(_path(e)))), "")
+
+
 def _doubled_finding(base: str, added: str) -> tuple[str, list[Fix]]:
     title = f"the requested path repeats the API version (/{base}/{added}/): the base URL already ends in /{base} and the client appends /{added} itself"
     if base == added:
@@ -383,8 +409,9 @@ def _unnamed_404(e: LogEvent) -> bool:
 
 
 # Google's NOT_FOUND names no model, but it is its API's answer for the resource the request named (a path it has no
-# route for gets its front end's HTML 404 page instead)
-ENTITY_404 = re.compile(r"Requested entity was not found", re.I)
+# route for gets its front end's HTML 404 page instead); so is Azure OpenAI's DeploymentNotFound, for a deployment name
+# (Azure's model ID) the resource does not have (its route-less 404 is "Resource not found": the base URL's)
+ENTITY_404 = re.compile(r"Requested entity was not found|\bDeploymentNotFound\b|The API deployment for this resource does not exist", re.I)
 
 
 def _pathless_404(e: LogEvent) -> bool:
@@ -524,6 +551,8 @@ def _cause(e: LogEvent) -> str | None:
             return "access.proxy_failed"
         if status == 422 and MODEL_PATHS.search(path):  # the request body failed the schema: most often the model field
             return "access.model_id_missing"
+        if status == 404 and DOUBLED_ENDPOINT.search(path):
+            return "access.base_url_invalid"  # the endpoint twice: the base URL, whatever API the path names
         if status == 404 and OLLAMA_MODEL_ROUTES.search(path) and OLLAMA.search(" ".join(e.lines)):
             return "access.model_not_found"  # Ollama serves these routes: its 404 there is "model not found, try pulling it"
         if status == 404 and OTHER_PROTOCOL.search(path):

@@ -264,6 +264,20 @@ def family(text: str, inner: tuple[str, str] | None = None, wrapper: str = "", w
 # kinds that say only that a request failed (a status, a page instead of JSON): the error a wrapper
 # quotes inside such a line says why
 _WRAPPER_KINDS = {"http_response", "client_bad_response", "client_not_found"}
+# a status whose error body states a more specific cause of the channel: a 5xx around any (a gateway's 503 for a model it
+# has no channel for: one-api's "无可用渠道"; a proxy's 500 around the provider's 401 or quota), a 401/403 around an
+# account out of quota or a model the key may not use (one-api's 403 "user quota is not enough"): the body's cause
+_STATUS_KINDS: dict[str, frozenset[str] | None] = {
+    "client_server_error": None,  # any client_* cause
+    "client_auth": frozenset({"client_quota", "client_model_not_found", "client_rate_limit"}),
+}
+
+
+def _body_states_access(found: tuple[ev.Rule, dict[str, object]] | None, quoted: tuple[ev.Rule, dict[str, object]]) -> bool:
+    if found is None or found[0].kind not in _STATUS_KINDS:
+        return False
+    causes = _STATUS_KINDS[found[0].kind]
+    return quoted[0].kind.startswith("client_") if causes is None else quoted[0].kind in causes
 
 
 ADDED_KEYS = frozenset({"tier", "cascade", "phase_hint"})  # what match() adds to a rule's own values
@@ -277,7 +291,8 @@ def match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:
     inner = inner_message(text)
     quoted = ev.match(inner[0]) if inner else None
     if inner is not None and quoted is not None and quoted[0].kind not in _WRAPPER_KINDS and (
-            found is None or found[0].kind in _WRAPPER_KINDS or found[0].kind == quoted[0].kind or inner[1] in SYMPTOM_WRAPPERS):
+            found is None or found[0].kind in _WRAPPER_KINDS or found[0].kind == quoted[0].kind or inner[1] in SYMPTOM_WRAPPERS
+            or _body_states_access(found, quoted)):
         # the numbers the whole line gives for the same cause stay (llama-server's 400 quotes its n_ctx beside the message)
         outer = found[1] if found is not None and found[0].kind == quoted[0].kind else {}
         values = {**outer, **quoted[1], "tier": f"template (inside the {inner[1]})"}

@@ -450,7 +450,12 @@ HAND_RULES: tuple[Rule, ...] = (
        r"requires more credits, or fewer max_tokens|but can only afford \d+|"
        # the Anthropic API's 400 for a workspace past the spend limit its console sets ("You have reached your specified API
        # usage limits. You will regain access on 2026-09-01 at 00:00 UTC."), however a proxy relays it
-       r"reached your specified API usage limits|" + _status(402)),
+       r"reached your specified API usage limits|"
+       # one-api's (and new-api's) refusals for a key or account with no quota left (relay/controller/helper.go
+       # `user quota is not enough` / insufficient_user_quota / pre_consume_token_quota_failed, model/token.go 该令牌额度已用尽,
+       # 令牌额度不足, 用户额度不足), answered with 403: the quota, not the key
+       r"insufficient_user_quota|pre_consume_token_quota_failed|\buser quota is not enough\b|(?:令牌|用户)额度(?:不足|已用尽)|额度已用尽|"
+       + _status(402)),
     _r("client_rate_limit", r"Rate limit reached|rate_limit_exceeded|RateLimitError|Too Many Requests|rate limit you|" + _status(429)),
     _r(
         "client_auth",
@@ -464,7 +469,11 @@ HAND_RULES: tuple[Rule, ...] = (
     # host name`, `first path segment in URL cannot contain colon`, `missing protocol scheme`)
     _r("client_url_malformed", r"\bunknown url type: ['\"]?(?P<url>[^'\"\s]+)|\bURI is not absolute\b|\bInvalid URI: The format of the URI could not be determined\b|"
        r"\bAn invalid request URI was provided\b|\bparse \"(?P<url2>[^\"]*)\": (?:invalid character .{1,8} in host name|first path segment in URL cannot contain colon|"
-       r"missing protocol scheme|invalid port\b)"),
+       r"missing protocol scheme|invalid port\b)|"
+       # a scheme looked up as the host name: the base URL's scheme is written twice or its "://" mistyped
+       # ("http://http://host", "http//host", "https:host"), as node (lib/internal/errors.js `getaddrinfo ENOTFOUND http`)
+       # and Go (net `lookup https: no such host`) report the lookup
+       r"\bgetaddrinfo (?:ENOTFOUND|EAI_AGAIN) https?(?![\w.-])|\blookup https?(?: on [\w.:\[\]-]+)?: no such host\b"),
     # a client that has no key to send, in its own words: the variable it reads unset ("OPENAI_API_KEY environment variable
     # is not set"), "API key is missing" (the SDKs' own sentences are catalogue templates, which name their variable)
     _r("client_key_missing", r"\b[A-Z][A-Z0-9_]*_API_KEY\b(?: environment variable)? (?:is )?(?:not set|missing|unset|empty|not found|required)\b|"
@@ -497,12 +506,20 @@ HAND_RULES: tuple[Rule, ...] = (
         # after its status or as an error body's message (OpenHands#16365: "the endpoint returns a `400 Model not found` error")
         r"\bRequested entity was not found\b|\b4\d\d\W{1,3}model not found\b|[\"'](?:message|detail|error)[\"']\s*:\s*[\"']model not found\b|"
         # an error body that names the model it does not serve (the codes.md rule: a 404 naming the model is the model's)
-        r"[\"'](?:message|detail|error)[\"']\s*:\s*[\"'](?:the requested )?model(?: [`'\\\"]*(?P<model8>[\w./:@-]+)[`'\\\"]*)? is not (?:available|served)\b",
+        r"[\"'](?:message|detail|error)[\"']\s*:\s*[\"'](?:the requested )?model(?: [`'\\\"]*(?P<model8>[\w./:@-]+)[`'\\\"]*)? is not (?:available|served)\b|"
+        # one-api's 503 when no channel of the key's group serves the model (songquanpeng/one-api v0.5.0-v0.6.9
+        # middleware/distributor.go `当前分组 %s 下对于模型 %s 无可用渠道`; too few fixed characters for a template)
+        r"当前分组 ?\S+ ?下对于模型 ?(?P<model9>[^\s\"'，,]+) ?无可用渠道",
     ),
     # an OpenAI Chat request (a `tool` role, a `system` message) sent to the Anthropic Messages API, which allows only the
     # user and assistant roles (its 400 invalid_request_error: `messages: Unexpected role "tool". Allowed roles are "user"
     # or "assistant".`): the client and the endpoint speak different APIs
-    _r("client_protocol", r"messages: Unexpected role [\"'`]?(?:tool|system|function|developer)\b|Allowed roles are [\"'`]?user[\"'`]? or [\"'`]?assistant\b"),
+    _r("client_protocol", r"messages: Unexpected role [\"'`]?(?:tool|system|function|developer)\b|Allowed roles are [\"'`]?user[\"'`]? or [\"'`]?assistant\b|"
+       # a Responses API body (`input`) sent to /chat/completions, or a Chat Completions body (`messages`) to /responses: the
+       # OpenAI API's 400 (`Missing required parameter: 'messages'.`, as the gateways relay it), and the pydantic/FastAPI
+       # servers' (vLLM, SGLang: `{'type': 'missing', 'loc': ('body', 'messages'), 'msg': 'Field required'}`)
+       r"\bMissing required parameter:\s*[\"'`\u2018\u2019]?(?P<absent>messages|input)\b|"
+       r"[\"']missing[\"'],\s*[\"']loc[\"']:\s*[\[(][\"']body[\"'],\s*[\"'](?P<absent2>messages|input)[\"']"),
     _r("client_not_found", _status(404)),  # a bare 404: the path or the model, the rest of the log tells
     # and a gateway that gave up on the upstream, by its status in a client's words (504 Gateway Timeout, Cloudflare's 524
     # "A timeout occurred": "Error code: 524", "status code 524", aiohttp's `<ClientResponse(url) [524 None]>`); a stream
@@ -865,4 +882,4 @@ def _better(hand: tuple[Rule, re.Match[str]], listed: tuple[Rule, re.Match[str]]
 
 
 # groups named xxx2/xxx3 are alternatives of xxx (one regex, several wordings)
-_BASE_KEYS = {"flag", "model_type", "method", "status", "model", "xid", "path", "url"}
+_BASE_KEYS = {"flag", "model_type", "method", "status", "model", "xid", "path", "url", "absent"}

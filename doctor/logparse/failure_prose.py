@@ -105,6 +105,15 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     # 流式输出一次性返回 ("the streamed output comes back all at once"), 流式失效, a stream stuck or cut, buffering before it
     ("access.streaming_broken", re.compile(r"流式[^。]{0,30}?(?:一次性|一起|全部(?:返回|输出|出来)|失效|不生效|无效|不起作用|卡住|卡死|中断|断开|缓冲)|"
                                            r"(?:缓冲|緩衝)[^。]{0,20}?流式")),
+    # a stream held back until the answer is complete, as people tell it ("the UI waits until the full answer is generated",
+    # "delayed until the end of generation", "not flushed until the response completes", "nothing appears until the end"),
+    # and one cut before its end ("cut off mid-stream", "ends without [DONE]", the terminator the SSE stream lacks)
+    ("access.streaming_broken", re.compile(
+        STREAM + r"[^.]{0,100}?\b(?:wait\w*|delay\w*|held|hold\w*|buffer\w*|not|nothing|only|never)\b[^.]{0,60}?\b(?:until|till)\b "
+        r"(?:the )?(?:very )?(?:end\b|(?:full|whole|entire|complete) (?:answer|response|output|reply|generation|completion)|"
+        r"(?:generation|response|answer|output|completion|request) (?:is )?(?:finish\w*|complet\w*|done))|"
+        r"\b(?:cut off|truncated|interrupted|dropped|stops?|stopped|ends?|ended|breaks?|broke)\b[^.]{0,20}?\bmid-?(?:stream|response|answer|generation)\b|"
+        + STREAM + r"[^.]{0,40}?\b(?:ends?|ended|finish\w*|clos\w*|stops?|stopped)\b[^.]{0,20}?\bwithout (?:a |the )?(?:final )?(?:data: )?\[DONE\]", re.I)),
     ("access.proxy_failed", re.compile(
         r"\b(?:corporate|company|forward|outbound|egress|squid|socks5?|https?)[ -]proxy\b|\b(?:no|https?|all)_proxy\b|\bproxy (?:env|settings?|variables?)\b|"
         r"\b407\b|\bproxy authentication required\b|\bproxy\b[^.]{0,40}?\b(?:unreachable|refus\w*|intercept\w*|blocks?|blocked)\b", re.I)),
@@ -161,7 +170,9 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"^(?!.*\b(?:load\w*|start(?:s|ed|ing|up)?|boot\w*|NCCL|health[ -]?check\w*|readiness|liveness|probe|warm ?up|connect\w*|"
         r"download\w*|pull\w*|compil\w*|captur\w*|handshake)\b).*?(?:\btim(?:es|ed|ing) ?out\b|\btime out\b|"
         r"\b(?:gets?|got|getting|hits?|hitting|ends? (?:in|with)|ended (?:in|with)|fails? with|failed with|throws?|threw|raises?|raised)"
-        r" (?:a |an |the )?(?:\w+ )?timeout\b|\btimeouts? (?:exceeded|reached|occur\w*|happen\w*|expired)\b)", re.I)),
+        r" (?:a |an |the |lots of |many |frequent |constant )?(?:\w+ )?timeouts?\b|\btimeouts? (?:exceeded|reached|occur\w*|happen\w*|expired)\b|"
+        # "timeouts" as a verb ("it always timeouts after 300s")
+        r"\b(?:always|often|sometimes|randomly|still|just|it|request|call) timeouts (?:after|at|when|on|for|every|with)\b)", re.I)),
     # the same in Chinese and Japanese reports (请求超时 "the request timed out"), loading and start-up apart
     ("access.timeout", re.compile(r"^(?!.*(?:加载|加載|启动|啟動|載入|下载|下載|NCCL)).*?(?:超时|超時|逾时|逾時|タイムアウト)")),
     # 500/502/503, "Internal Server Error", "Bad Gateway"
