@@ -1,0 +1,73 @@
+"""Load failures of the families the engines' and launchers' sources raise, that the doctor read as an
+unrecognised failure before: Meta's reference loader's model-parallel shard count, a bare `assert` on a
+per-rank split (Python prints only `AssertionError`; the statement under the last frame says what
+failed), a scheduler's expert-parallel refusal. Each log is the source's message with its placeholders
+filled, the source named beside each case."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.analysis import assert_rank_one
+
+TGI_ASSERT = [
+    "2023-06-01T10:00:00.000000Z ERROR shard-manager: text_generation_launcher: Error when initializing model",
+    "Traceback (most recent call last):",
+    '  File "/opt/conda/lib/python3.9/site-packages/text_generation_server/utils/layers.py", line 106, in __init__',
+    "    assert in_features % self.tp_world_size == 0",
+    "AssertionError",
+]
+
+# (name, log lines, rank-1 code, a substring of the evidence, the first fix's exact command or None)
+CASES = [
+    # meta-llama/llama@c769dfd llama/generation.py Llama.build: a 70B checkpoint in 8 consolidated shards, one process
+    ("meta-llama-mp-shards", [
+        "torchrun --nproc_per_node 1 example_text_completion.py --ckpt_dir llama-2-70b-chat/ --tokenizer_path tokenizer.model",
+        "> initializing model parallel with size 1",
+        "Traceback (most recent call last):",
+        '  File "/home/user/llama/llama/generation.py", line 103, in build',
+        "    assert model_parallel_size == len(",
+        "AssertionError: Loading a checkpoint for MP=8 but world size is 1",
+    ], "load.tp_invalid", "Loading a checkpoint for MP=8", "torchrun --nproc_per_node 8"),
+    # text-generation-inference@v0.8.2 utils/layers.py TensorParallelRowLinear: a bare assert on the row split
+    ("tgi-bare-assert-row-split", TGI_ASSERT, "load.tp_invalid", "statement: assert in_features % self.tp_world_size == 0", None),
+    # the same with the launcher's shard count: 2 is the largest size below 3 that the row split may take
+    ("tgi-bare-assert-with-launch", [
+        "text-generation-launcher --model-id tiiuae/falcon-40b-instruct --sharded true --num-shard 3",
+        *TGI_ASSERT,
+    ], "load.tp_invalid", "assert in_features % self.tp_world_size == 0", None),
+    # text-generation-inference@v1.1.0 custom_modeling/bloom_modeling.py: heads over the shards
+    ("tgi-bare-assert-heads", [
+        "Traceback (most recent call last):",
+        '  File "/opt/conda/lib/python3.10/site-packages/text_generation_server/models/custom_modeling/bloom_modeling.py", '
+        "line 756, in __init__",
+        "    assert self.num_heads % self.tp_world_size == 0",
+        "AssertionError",
+    ], "load.tp_invalid", "num_heads % self.tp_world_size", None),
+    # gpustack@47277d7 ascend_mindie_resource_fit_selector.py: the scheduler's refusal of an expert split
+    ("gpustack-moe-experts", [
+        "Model's MoE experts (60) must be divisible by the --moe-expert-parallel-size (8).",
+    ], "load.tp_invalid", "MoE experts (60)", None),
+    # the same words in a MoE runtime's own check
+    ("experts-over-ep", [
+        "ValueError: Number of experts (60) must be divisible by expert parallel size (8).",
+    ], "load.tp_invalid", "Number of experts (60)", None),
+]
+
+
+@pytest.mark.parametrize("name,lines,code,evidence,command", CASES, ids=[c[0] for c in CASES])
+def test_rank_one(tmp_path, name, lines, code, evidence, command) -> None:
+    assert_rank_one(tmp_path, name, lines, code, evidence, command)
+
+
+def test_a_bare_exception_that_names_no_split_stays_unrecognised(tmp_path) -> None:
+    """The statement is read only for the families' words: an assert on anything else is no parallel layout."""
+    from tests.analysis import findings_of, written
+
+    log = written(tmp_path, "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/srv/app/loader.py", line 12, in load',
+        "    assert os.path.exists(path)",
+        "AssertionError",
+    ]) + "\n")
+    assert findings_of(log)[0].code == "load.unrecognized_failure"
