@@ -52,6 +52,41 @@ CASES = [
     ("experts-over-ep", [
         "ValueError: Number of experts (60) must be divisible by expert parallel size (8).",
     ], "load.tp_invalid", "Number of experts (60)", None),
+    # transformers@008e574 configuration_utils.py _get_config_dict: no config.json where the name points
+    ("transformers-cant-load-configuration", [
+        "vllm serve /models/Qwen2.5-7B",
+        "OSError: Can't load the configuration of '/models/Qwen2.5-7B'. If you were trying to load it from "
+        "'https://huggingface.co/models', make sure you don't have a local directory with the same name. Otherwise, make "
+        "sure '/models/Qwen2.5-7B' is the correct path to a directory containing a config.json file",
+    ], "load.model_files", "Can't load the configuration of '/models/Qwen2.5-7B'", None),
+    # transformers@00511f2 utils/hub.py cached_files: shards named by the index are not in the folder or cache
+    ("transformers-shards-missing", [
+        "OSError: nvidia/LocateAnything-3B does not appear to have files named ('model-00001-of-00002.safetensors', "
+        "'model-00002-of-00002.safetensors'). Checkout 'https://huggingface.co/nvidia/LocateAnything-3B/tree/main' for "
+        "available files.",
+    ], "load.model_files", "does not appear to have files named", None),
+    # the Hub's 403 for a fine-grained token without the gated-repos scope (huggingface_hub utils/_http.py relays it)
+    ("hub-fine-grained-token", [
+        "huggingface_hub.errors.HfHubHTTPError: 403 Forbidden: Please enable access to public gated repositories in your "
+        "fine-grained token settings to view this repository.",
+    ], "load.model_files", "fine-grained token settings", "huggingface-cli login"),
+    # pytorch@v2.4.0 torch/nn/modules/module.py load_state_dict: the checkpoint lacks the model's parameters
+    ("torch-state-dict-missing-keys", [
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.10/site-packages/torch/nn/modules/module.py", line 2189, in load_state_dict',
+        "RuntimeError: Error(s) in loading state_dict for PeftModelForCausalLM:",
+        '\tMissing key(s) in state_dict: "base_model.model.lm_head.weight".',
+    ], "load.model_files", "Error(s) in loading state_dict for PeftModelForCausalLM", None),
+    # sentencepiece@v0.2.0 sentencepiece.i: LoadFromFile(None), the tokenizer.model the slow tokenizer needs is absent
+    ("sentencepiece-no-vocab-file", [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/lib/python3.10/dist-packages/transformers/models/llama/tokenization_llama.py", line 171, in '
+        "get_spm_processor",
+        "    tokenizer.Load(self.vocab_file)",
+        '  File "/usr/local/lib/python3.10/dist-packages/sentencepiece/__init__.py", line 316, in LoadFromFile',
+        "    return _sentencepiece.SentencePieceProcessor_LoadFromFile(self, arg)",
+        "TypeError: not a string",
+    ], "load.model_files", "TypeError: not a string", None),
 ]
 
 
