@@ -87,12 +87,47 @@ CASES = [
         "    return _sentencepiece.SentencePieceProcessor_LoadFromFile(self, arg)",
         "TypeError: not a string",
     ], "load.model_files", "TypeError: not a string", None),
+    # transformers@787bd8b quantizers/quantizer_awq.py validate_environment: the library the method's kernels come from
+    ("transformers-awq-needs-autoawq", [
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.10/site-packages/transformers/quantizers/quantizer_awq.py", line 50, in validate_environment',
+        "ImportError: Loading an AWQ quantized model requires auto-awq library (`pip install autoawq`)",
+    ], "load.quantization_unsupported", "requires auto-awq library", "pip install autoawq"),
+    # transformers@3719481 quantizers/quantizer_gptq.py
+    ("transformers-gptq-needs-optimum", [
+        "ImportError: Loading a GPTQ quantized model requires optimum (`pip install optimum`)",
+    ], "load.quantization_unsupported", "requires optimum", "pip install optimum"),
+    # vllm@v0.6.3 attention/backends/flash_attn.py imports from the vllm-flash-attn build that ships with the wheel
+    ("vllm-flash-attn-import", [
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.10/site-packages/vllm/attention/backends/flash_attn.py", line 23, in <module>',
+        "ImportError: cannot import name 'flash_attn_varlen_func' from 'vllm.vllm_flash_attn' (unknown location)",
+    ], "load.cuda_mismatch", "from 'vllm.vllm_flash_attn'", None),
+    # pytorch@v2.4.0 torch/utils/cpp_extension.py _check_cuda_version: the host compiler outside CUDA's range
+    ("torch-cpp-extension-compiler", [
+        "RuntimeError: The current installed version of g++ (13.2.0) is greater than the maximum required version by CUDA "
+        "11.3. Please make sure to use an adequate version of g++ (>=5.0.0, <11.0).",
+    ], "load.cuda_mismatch", "greater than the maximum required version by CUDA 11.3", None),
 ]
 
 
 @pytest.mark.parametrize("name,lines,code,evidence,command", CASES, ids=[c[0] for c in CASES])
 def test_rank_one(tmp_path, name, lines, code, evidence, command) -> None:
     assert_rank_one(tmp_path, name, lines, code, evidence, command)
+
+
+def test_an_xformers_build_for_another_torch_is_a_warning_of_the_cuda_stack(tmp_path) -> None:
+    """xformers@9be7f8d _cpp_lib.py logs it and goes on: the CUDA stack's finding, below an error the log states."""
+    from tests.analysis import findings_of, written
+
+    log = written(tmp_path, "\n".join([
+        "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:",
+        "    PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.2.0+cu121)",
+        "    Python  3.10.13 (you have 3.10.12)",
+    ]) + "\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.cuda_mismatch"
+    assert any("xFormers can't load C++/CUDA extensions" in line for line in top.evidence)
 
 
 def test_a_bare_exception_that_names_no_split_stays_unrecognised(tmp_path) -> None:
