@@ -108,6 +108,11 @@ CASES = [
         "RuntimeError: The current installed version of g++ (13.2.0) is greater than the maximum required version by CUDA "
         "11.3. Please make sure to use an adequate version of g++ (>=5.0.0, <11.0).",
     ], "load.cuda_mismatch", "greater than the maximum required version by CUDA 11.3", None),
+    # text-generation-inference@v1.1.0 router/src/validation.rs MaxTotalTokens: 3500 + 1024 above --max-total-tokens 4096
+    ("tgi-validation-total-tokens", [
+        "ERROR text_generation_router::infer: router/src/infer.rs:123: `inputs` tokens + `max_new_tokens` must be <= 4096. "
+        "Given: 3500 `inputs` tokens and 1024 `max_new_tokens`",
+    ], "load.config_invalid", "must be <= 4096", "--max-total-tokens 5120"),
 ]
 
 
