@@ -43,6 +43,11 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
         if gpus and best < gpus:
             fixes.append(Fix(f"Or run {gpus // best} replicas of TP {best}, or add pipeline parallelism over the rest",
                              f"{flag} {best} --pipeline-parallel-size {gpus // best}" if gpus % best == 0 and flag == "--tensor-parallel-size" else None))
+    elif e.kind == "tp_gpus" and "mp" in e.values:
+        # Meta's reference loader (llama/generation.py Llama.build): one process per model-parallel shard of the checkpoint
+        mp = e.values["mp"]
+        fixes.append(Fix(f"The checkpoint is stored as {mp} model-parallel shards (consolidated.*.pth) but {e.values.get('world')} "
+                         f"process(es) started: start one process per shard", f"torchrun --nproc_per_node {mp}"))
     elif e.kind == "tp_gpus" and "ranks" in e.values:
         # TensorRT-LLM's WorldConfig: the engine's TP x PP ranks against the MPI processes that started, not the GPUs
         ranks, world = e.values["ranks"], int(e.values.get("tp") or 1) * int(e.values.get("pp_ranks") or 1)  # type: ignore[call-overload]

@@ -235,6 +235,7 @@ class FailureReader:
         self.open = False
         self._frames: list[str] = []
         self._expect_code = False
+        self._code = ""  # the source line printed under the last frame
         self._lines = 0
 
     def feed(self, text: str, level: str, recognised: bool) -> Signal | None:
@@ -281,6 +282,7 @@ class FailureReader:
             self._frames.append(text[:300])
             self._frames = self._frames[-2:]
             self._expect_code = True
+            self._code = ""
             return None
         if not text or CARET.match(text):
             return None
@@ -290,19 +292,24 @@ class FailureReader:
         m = EXCEPTION.match(text) or (EXCEPTION_AFTER_FRAMES.match(text) if self._frames and not self._expect_code else None)
         if m is None and self._expect_code:  # the source line printed under a frame
             self._expect_code = False
+            self._code = text.strip()[:300]
             return None
         if m is None:
             return None
-        frames = self._frames
+        frames, code = self._frames, self._code
         self.reset()
-        return Signal("exception", _exception_values(m, frames), [f"raised at: {frames[-1]}"] if frames else [])
+        values = _exception_values(m, frames, code)
+        extra = ([f"raised at: {frames[-1]}"] if frames else []) + ([f"statement: {code}"] if "source_line" in values else [])
+        return Signal("exception", values, extra)
 
 
-def _exception_values(m: re.Match[str], frames: list[str]) -> dict[str, object]:
+def _exception_values(m: re.Match[str], frames: list[str], code: str = "") -> dict[str, object]:
     exc_type, message = m.group("type"), (m.group("message") or "").strip()
     values: dict[str, object] = {"exc_type": exc_type, "summary": f"{exc_type}: {message}"[:200] if message else exc_type}
     if message:
         values["message"] = message[:300]
+    elif code:  # a bare exception (`assert x % tp == 0` without a message): the statement that raised it is its words
+        values["source_line"] = code
     if frames:
         last = FRAME.match(frames[-1])
         if last:
@@ -328,6 +335,8 @@ def classify(signal: Signal, text: str) -> Signal:
     if found is None and frame and not wrapper and signal.shaped:  # the words name no cause: where it was raised may (a KeyError in the config registry)
         package = next((m["pkg"] for x in signal.extra if (m := PACKAGE_FILE.search(x))), "")
         text = f"{text} (raised in {frame}, {package})" if package else f"{text} (raised in {frame})"
+        if signal.values.get("source_line"):
+            text = f"{text}: {signal.values['source_line']}"
         found = chains.family(text)
     values = {**signal.values, "cascade": wrapper} if wrapper else dict(signal.values)
     if found is None:
