@@ -1,0 +1,78 @@
+"""Memory and start-up failures as the engines' own sources word them, and the arithmetic their fixes rest on:
+vLLM's memory profile with a negative KV remainder (V0 v0.6.3 / v0.7 worker.py, V1 gpu_worker.py), its
+device-named block count, and the memory plan's line between weights that do not fit the GPU and weights
+that fit it but fill the memory share (the engine loads them, then has nothing for the KV cache)."""
+
+from __future__ import annotations
+
+import pytest
+
+from llm_doctor import memory
+from llm_doctor.engine_args import parse_command
+from llm_doctor.models import from_table
+from tests.analysis import assert_rank_one
+
+GIB = 1024**3
+
+# (name, log lines, a substring of the evidence, the first fix's exact command or None)
+NO_KV = [
+    # vllm/worker/worker.py v0.7.3 determine_num_available_blocks, executor_base.py initialize_cache ("# cuda blocks"):
+    # the traceback is cut before raise_if_cache_size_invalid's ValueError (vllm-project/vllm#13882).
+    # 0.70 x 8.00 = 5.60 GiB; 5.20 + 0.03 + 1.42 = 6.65 GiB -> 0.70 + 1.05 / 8.00 = 0.831 empties the KV cache;
+    # rounded up to 0.84, and 0.01 more for a first block
+    ("vllm-v07-negative-rest", [
+        "INFO 02-26 09:54:02 model_runner.py:1115] Loading model weights took 5.2032 GB",
+        "INFO 02-26 09:54:05 worker.py:267] Memory profiling takes 3.25 seconds",
+        "INFO 02-26 09:54:05 worker.py:267] the current vLLM instance can use total_gpu_memory (8.00GiB) x gpu_memory_utilization (0.70) = 5.60GiB",
+        "INFO 02-26 09:54:05 worker.py:267] model weights take 5.20GiB; non_torch_memory takes 0.03GiB; PyTorch activation peak "
+        "memory takes 1.42GiB; the rest of the memory reserved for KV Cache is -1.05GiB.",
+        "INFO 02-26 09:54:05 executor_base.py:111] # cuda blocks: 0, # CPU blocks: 4681",
+        "[rank0]: Traceback (most recent call last):",
+        '[rank0]:   File "<frozen runpy>", line 88, in _run_code',
+    ], "reserved for KV Cache is -1.05GiB", "--gpu-memory-utilization 0.85"),
+    # v0.6.3's one-line profile: 0.90 x 23.64 = 21.28 GiB, 0.91 GiB short -> 0.90 + 0.91 / 23.64 = 0.9385 -> 0.94 + 0.01
+    ("vllm-v063-negative-kv-size", [
+        "INFO 11-20 08:12:01 worker.py:232] Memory profiling results: total_gpu_memory=23.64GiB initial_memory_usage=15.23GiB "
+        "peak_torch_memory=22.01GiB memory_usage_post_profile=15.40GiB non_torch_memory=0.18GiB kv_cache_size=-0.91GiB "
+        "gpu_memory_utilization=0.90",
+        "INFO 11-20 08:12:01 gpu_executor.py:122] # GPU blocks: 0, # CPU blocks: 2048",
+        "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+    ], "kv_cache_size=-0.91GiB", "--gpu-memory-utilization 0.95"),
+    # a ROCm build names its platform in the block count (executor_base.py logs current_platform.device_name)
+    ("vllm-rocm-zero-blocks", [
+        "INFO 03-02 11:00:00 executor_base.py:110] # rocm blocks: 0, # CPU blocks: 1310",
+    ], "# rocm blocks: 0", None),
+]
+
+
+@pytest.mark.parametrize(("name", "lines", "evidence", "command"), NO_KV, ids=[c[0] for c in NO_KV])
+def test_no_kv_cache_memory_from_the_profile(tmp_path, name: str, lines: list[str], evidence: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, lines, "load.no_kv_cache_memory", evidence, command)
+
+
+def test_share_past_the_ceiling_asks_for_a_split(tmp_path) -> None:
+    # 0.90 x 16.00 = 14.40 GiB, 1.60 GiB short: 0.90 + 0.10 = 1.00 of the GPU, above any share vLLM can run with
+    lines = [
+        "INFO 05-30 06:40:55 worker.py:267] the current vLLM instance can use total_gpu_memory (16.00GiB) x gpu_memory_utilization (0.90) = 14.40GiB",
+        "INFO 05-30 06:40:55 worker.py:267] model weights take 14.50GiB; non_torch_memory takes 0.10GiB; PyTorch activation peak "
+        "memory takes 1.40GiB; the rest of the memory reserved for KV Cache is -1.60GiB.",
+    ]
+    assert_rank_one(tmp_path, "vllm-no-share-fits", lines, "load.no_kv_cache_memory", "-1.60GiB", None)
+
+
+def test_weights_that_fit_the_gpu_but_fill_the_share_leave_no_kv_cache() -> None:
+    # Llama-3.1-8B in bf16: 14.96 GiB of weights load on a 22.5 GiB L4, but 0.6 of it budgets 13.5 GiB. At 0.74:
+    # 16.65 - 14.96 weights - 0.31 activations - 0.18 non-torch = 1.21 GiB = 9888 tokens of 128 KiB, >= 8192 asked
+    llama = from_table("meta-llama/Llama-3.1-8B-Instruct")
+    cfg = parse_command("vllm serve meta-llama/Llama-3.1-8B-Instruct --gpu-memory-utilization 0.6 --max-model-len 8192")
+    result = memory.plan(llama, int(22.5 * GIB), 1, cfg, "NVIDIA L4")
+    assert (result.fits, result.verdict) == (False, "no_kv_cache_memory")
+    assert "fit the 22.5 GiB GPU" in result.reasons[0]
+    assert [c.command for c in result.changes][0] == "--gpu-memory-utilization 0.74"
+
+
+def test_weights_larger_than_the_gpu_stay_weights_oom() -> None:
+    llama = from_table("meta-llama/Llama-3.1-70B-Instruct")
+    cfg = parse_command("vllm serve m -tp 1 --gpu-memory-utilization 0.5 --max-model-len 8192")
+    result = memory.plan(llama, 80 * GIB, 4, cfg, "A100")
+    assert result.verdict == "weights_oom"
