@@ -10,7 +10,7 @@ import pytest
 from llm_doctor import memory
 from llm_doctor.engine_args import parse_command
 from llm_doctor.models import from_table
-from tests.analysis import assert_rank_one
+from tests.analysis import assert_rank_one, findings_of
 
 GIB = 1024**3
 
@@ -76,3 +76,17 @@ def test_weights_larger_than_the_gpu_stay_weights_oom() -> None:
     cfg = parse_command("vllm serve m -tp 1 --gpu-memory-utilization 0.5 --max-model-len 8192")
     result = memory.plan(llama, 80 * GIB, 4, cfg, "A100")
     assert result.verdict == "weights_oom"
+
+
+def test_online_quantization_loads_the_16_bit_weights_first(tmp_path) -> None:
+    # SGLang's --quantization fp8 of a 16-bit checkpoint quantizes in process_weights_after_loading, after the load:
+    # gemma-3-12b-it at 2 bytes a parameter is 12e9 x 2 / 2**30 = 22.4 GiB, past a 15.58 GiB card (sgl-project/sglang#5580)
+    lines = [
+        "python3 -m sglang.launch_server --model-path google/gemma-3-12b-it --dtype=float16 --quantization fp8 --context-length 7000",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 226.00 MiB. GPU 0 has a total capacity of 15.58 GiB of which "
+        "71.25 MiB is free. Including non-PyTorch memory, this process has 13.94 GiB memory in use.",
+    ]
+    assert_rank_one(tmp_path, "sglang-online-fp8", lines, "load.weights_oom", "Tried to allocate 226.00 MiB", None)
+    top = findings_of(tmp_path / "sglang-online-fp8.log")[0]
+    assert any("22.4 GiB weight shard" in line and "loaded unquantized" in line for line in top.evidence), top.evidence
+    assert all(fix.command != "--quantization fp8" for fix in top.fixes)
