@@ -90,3 +90,37 @@ def test_online_quantization_loads_the_16_bit_weights_first(tmp_path) -> None:
     top = findings_of(tmp_path / "sglang-online-fp8.log")[0]
     assert any("22.4 GiB weight shard" in line and "loaded unquantized" in line for line in top.evidence), top.evidence
     assert all(fix.command != "--quantization fp8" for fix in top.fixes)
+
+
+HOST = [
+    # zsh's job messages for SIGKILL, lower case (Src/jobs.c printjob): the shell's words for the OOM killer's kill
+    ("zsh-foreground-killed", ["zsh: killed     vllm serve Qwen/Qwen2.5-72B-Instruct --tensor-parallel-size 4"], "zsh: killed", None),
+    ("zsh-background-killed", ["[1]  + 12345 killed     python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-72B"],
+     "12345 killed", None),
+    # the NVIDIA kernel driver failing its own allocation (NVRM, NV_ERR_NO_MEMORY) while the kernel's OOM killer runs:
+    # on unified memory (DGX Spark GB10) that is host RAM; the GPU-side out-of-memory is its symptom (vllm-project/vllm#41027)
+    ("nvrm-with-oom-killer", [
+        "NVRM: nvCheckOkFailedNoLog: Check failed: Out of memory [NV_ERR_NO_MEMORY]",
+        "returned from _memdescAllocInternal(pMemDesc) @ mem_desc.c:1359",
+        "VLLM::Worker_TP invoked oom-killer: gfp_mask=0x102cc2(GFP_HIGHUSER)",
+        "sysmemAllocResources+0xa8/0x2a0 [nvidia]",
+    ], "invoked oom-killer", None),
+]
+
+
+@pytest.mark.parametrize(("name", "lines", "evidence", "command"), HOST, ids=[c[0] for c in HOST])
+def test_host_oom_wordings(tmp_path, name: str, lines: list[str], evidence: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, lines, "load.host_oom", evidence, command)
+
+
+def test_a_gpu_oom_of_the_allocator_is_not_explained_by_a_host_kill(tmp_path) -> None:
+    # torch's caching allocator ran out on the GPU; a later OOM-killer line does not make it host RAM
+    lines = [
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.64 GiB of which "
+        "1.10 GiB is free. Including non-PyTorch memory, this process has 22.50 GiB memory in use.",
+        "python3 invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP)",
+    ]
+    path = tmp_path / "gpu-then-host.log"
+    path.write_text("\n".join(lines) + "\n")
+    host = next(f for f in findings_of(path) if f.code == "load.host_oom")
+    assert "load.runtime_oom" not in host.explains

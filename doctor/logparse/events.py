@@ -162,6 +162,9 @@ HAND_RULES: tuple[Rule, ...] = (
     _r("host_oom", r"Cannot allocate memory|std::bad_alloc|MemoryError\b"),
     _r("swap_space_large", r"Possibly too large swap space\. (?P<swap>" + _SIZE + r") out of the (?P<total>" + _SIZE + r")", False),
     _r("killed", r"^Killed$|^Killed\s+\S+|^\S*\s*Killed\s+(?:python|vllm|\./)", flags=0),
+    # zsh's words for the same SIGKILL (Src/jobs.c printjob, signal names from Src/signames2.awk, lower case): the
+    # foreground job's "zsh: killed     vllm serve ...", a background job's "[1]  + 12345 killed     python ..."
+    _r("killed", r"^zsh: killed\s+\S|^\[\d+\]\s+[+-]?\s*\d+ killed\s+\S", flags=0),
     # --- /dev/shm, NCCL, distributed -----------------------------------------------------------
     _r(
         "shm_too_small",
