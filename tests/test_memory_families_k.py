@@ -124,3 +124,18 @@ def test_a_gpu_oom_of_the_allocator_is_not_explained_by_a_host_kill(tmp_path) ->
     path.write_text("\n".join(lines) + "\n")
     host = next(f for f in findings_of(path) if f.code == "load.host_oom")
     assert "load.runtime_oom" not in host.explains
+
+
+OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.25 GiB. GPU 1 has a total capacity of 93.02 GiB of which 1.18 GiB is free."
+
+
+@pytest.mark.parametrize(("said", "code"), [
+    ("I get CUDA out of memory while loading the model on 2x H100.", "load.weights_oom"),
+    ("The server crashes with CUDA OOM during model loading.", "load.weights_oom"),
+    ("加载模型时显存不足", "load.weights_oom"),
+    # both said: the load went through, the serving is where it ran out
+    ("The model loads fine but OOMs during inference with long prompts.", "load.runtime_oom"),
+    ("It runs out of memory during weight loading and again during inference.", "load.runtime_oom"),
+])
+def test_the_phase_a_report_states_places_the_oom(tmp_path, said: str, code: str) -> None:
+    assert_rank_one(tmp_path, "said-phase", [said, OOM], code, "Tried to allocate 1.25 GiB", None)

@@ -705,6 +705,18 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
+    (
+        # a report that says the weights were loading when it ran out ("CUDA OOM while loading the model", "during
+        # weight loading", "at load time"; in Chinese 加载模型时 "when loading the model"), as the serving entry reads
+        # "during inference": last, so that a line which says both (it loads, then fails under load) is serving's
+        "weights",
+        re.compile(
+            r"\b(?:while|when|during|on|at)\s+(?:the\s+)?(?:load(?:ing)?\s+(?:of\s+)?(?:the\s+|its\s+)?(?:model|weights?|checkpoint|shards?)\b|"
+            r"(?:model|weights?|checkpoint)[ -]load(?:ing)?\b|load[ -]time\b)|"
+            r"(?:加载|載入|加載)(?:模型|权重|權重)(?:时|時|的时候|过程中)|模型(?:加载|加載)(?:时|時|过程中|阶段)",
+            re.I,
+        ),
+    ),
 )
 # a line holding a command-line flag is a command or a config entry (a launch line, a Helm values list with its
 # comments: `# "--max_num_seqs=1",  # Number of concurrent requests`), never the engine serving or a report of it
