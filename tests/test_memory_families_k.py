@@ -139,3 +139,25 @@ OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.25 GiB. G
 ])
 def test_the_phase_a_report_states_places_the_oom(tmp_path, said: str, code: str) -> None:
     assert_rank_one(tmp_path, "said-phase", [said, OOM], code, "Tried to allocate 1.25 GiB", None)
+
+
+def test_a_pinned_host_buffer_that_falls_back_is_no_failure(tmp_path) -> None:
+    # ggml-cuda.cu ggml_cuda_host_malloc: cudaMallocHost failed, the caller takes a pageable CPU buffer and goes on
+    path = tmp_path / "llama-pinned.log"
+    path.write_text("ggml_cuda_host_malloc: failed to allocate 512.00 MiB of pinned memory: out of memory\n"
+                    "llama_new_context_with_model: KV self size  = 1024.00 MiB\n"
+                    "main: server is listening on 127.0.0.1:8080 - starting the main loop\n")
+    assert [f.code for f in findings_of(path)] == []
+
+
+@pytest.mark.parametrize(("line", "code"), [
+    # torch's XPU and MPS allocators raise torch.OutOfMemoryError, whose name ends in Python's MemoryError
+    ("torch.OutOfMemoryError: XPU out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 15.11 GiB.",
+     "load.runtime_oom"),
+    ("RuntimeError: MPS backend out of memory (MPS allocated: 17.95 GB, other allocations: 1.20 GB, max allowed: 18.13 GB). "
+     "Tried to allocate 256.00 MB on private pool.", "load.runtime_oom"),
+    # Python's own MemoryError is the host's
+    ("MemoryError: Unable to allocate 3.00 GiB for an array with shape (805306368,) and data type float32", "load.host_oom"),
+])
+def test_gpu_allocators_apart_from_pythons_memory_error(tmp_path, line: str, code: str) -> None:
+    assert_rank_one(tmp_path, "allocator", [line], code, line[:40], None)
