@@ -161,3 +161,29 @@ def test_a_pinned_host_buffer_that_falls_back_is_no_failure(tmp_path) -> None:
 ])
 def test_gpu_allocators_apart_from_pythons_memory_error(tmp_path, line: str, code: str) -> None:
     assert_rank_one(tmp_path, "allocator", [line], code, line[:40], None)
+
+
+def test_a_prompt_the_whole_kv_cache_cannot_hold(tmp_path) -> None:
+    # vLLM V0 scheduler: AllocStatus.NEVER, the prompt ignored; 60 blocks x 16 tokens = 960 tokens of KV cache
+    lines = [
+        "INFO 12-19 10:20:50 llm_engine.py:337] # GPU blocks: 60, # CPU blocks: 2048",
+        "WARNING 12-19 10:21:05 scheduler.py:161] Input prompt (1217 tokens) is too long and exceeds the capacity of block_manager",
+        "INFO 12-19 10:21:05 async_llm_engine.py:111] Finished request cmpl-b8c7b3b2eb7a4de488ef870004648708.",
+    ]
+    assert_rank_one(tmp_path, "vllm-block-manager", lines, "load.kv_cache_insufficient", "capacity of block_manager",
+                    "--max-model-len 960")
+
+
+def test_sglang_truncation_below_the_context_is_the_kv_pool(tmp_path) -> None:
+    # validate_input_length: max_req_input_len 20000 < --context-length 32768, so the pool holds 20001 tokens
+    lines = [
+        "python3 -m sglang.launch_server --model-path Qwen/Qwen2.5-7B-Instruct --context-length 32768 --allow-auto-truncate",
+        "[2025-05-02 11:04:12 TP0] Request length is longer than the KV cache pool size or the max context length. Truncated. "
+        "len(origin_input_ids)=25000, max_req_input_len=20000",
+    ]
+    assert_rank_one(tmp_path, "sglang-truncated", lines, "load.kv_cache_insufficient", "Truncated", "--context-length 20001")
+
+
+def test_a_prompt_past_the_limit_is_the_context(tmp_path) -> None:
+    lines = ["WARNING 01-17 08:12:00 scheduler.py:1057] Input prompt (9000 tokens) is too long and exceeds limit of 8192"]
+    assert_rank_one(tmp_path, "vllm-prompt-limit", lines, "load.config_invalid", "exceeds limit of 8192", "--max-model-len 9216")

@@ -66,6 +66,10 @@ def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
     pieces = le.wrapped(found)  # several attempts in one log: the last one's numbers count
     v = le.joined_values(pieces)
     asked = int(v.get("max_seq_len") or le.first_value(found, "max_seq_len") or 0)  # type: ignore[call-overload]
+    # V0's scheduler ignoring one prompt the whole KV cache cannot hold ("Input prompt (N tokens) is too long and exceeds
+    # the capacity of block_manager"): that prompt is what asked for the room
+    prompt = int(v.get("request") or 0) if not asked else 0  # type: ignore[call-overload]
+    asked = asked or prompt
     evidence = le.evidence(pieces) + log.earlier_runs()
     fixes: list[Fix] = []
     util = _util(facts)
@@ -92,11 +96,11 @@ def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
             capacity = int(share * asked) // block * block or None
     elif "estimated_max_len" in v:
         capacity = int(v["estimated_max_len"])  # type: ignore[call-overload]
-    elif "max_seq_len" in v and facts.logs and facts.logs.setup.gpu_blocks and le.engine(facts) in ("", "vllm"):
+    elif ("max_seq_len" in v or prompt) and facts.logs and facts.logs.setup.gpu_blocks and le.engine(facts) in ("", "vllm"):
         # V0's refusal cut before its number: it compares max_model_len with num_gpu_blocks * block_size
         # (worker.py raise_if_cache_size_invalid), and the engine logged the blocks ("# GPU blocks: N")
         capacity = int(facts.logs.setup.gpu_blocks) * block
-    title = f"max_model_len {asked or '?'} does not fit the KV cache"
+    title = f"a {prompt}-token prompt does not fit the KV cache" if prompt else f"max_model_len {asked or '?'} does not fit the KV cache"
     if capacity:
         title += f" (room for {capacity} tokens)"
         evidence.append(f"largest context that fits: {capacity} tokens (KV cache capacity)")
