@@ -187,3 +187,21 @@ def test_sglang_truncation_below_the_context_is_the_kv_pool(tmp_path) -> None:
 def test_a_prompt_past_the_limit_is_the_context(tmp_path) -> None:
     lines = ["WARNING 01-17 08:12:00 scheduler.py:1057] Input prompt (9000 tokens) is too long and exceeds limit of 8192"]
     assert_rank_one(tmp_path, "vllm-prompt-limit", lines, "load.config_invalid", "exceeds limit of 8192", "--max-model-len 9216")
+
+
+NCCL = [
+    # torch c10d socket.cpp: rank 0's store cannot bind its port; the fix finds who holds it
+    ("c10d-port-in-use", ["torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. "
+                          "port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use"],
+     "port: 29500", "ss -ltnp 'sport = :29500'"),
+    # cudaErrorPeerAccessUnsupported, under torch's check and under NCCL's (transport/shm.cc "Cuda failure 217 '...'")
+    ("torch-peer-access", ["RuntimeError: CUDA error: peer access is not supported between these two devices"], "peer access",
+     "NCCL_P2P_DISABLE=1"),
+    ("nccl-peer-access", ["transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is not supported between these two devices'"],
+     "Cuda failure 217", "NCCL_P2P_DISABLE=1"),
+]
+
+
+@pytest.mark.parametrize(("name", "lines", "evidence", "command"), NCCL, ids=[c[0] for c in NCCL])
+def test_distributed_init_wordings(tmp_path, name: str, lines: list[str], evidence: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, lines, "load.nccl_failed", evidence, command)
