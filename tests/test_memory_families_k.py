@@ -205,3 +205,16 @@ NCCL = [
 @pytest.mark.parametrize(("name", "lines", "evidence", "command"), NCCL, ids=[c[0] for c in NCCL])
 def test_distributed_init_wordings(tmp_path, name: str, lines: list[str], evidence: str, command: str | None) -> None:
     assert_rank_one(tmp_path, name, lines, "load.nccl_failed", evidence, command)
+
+
+@pytest.mark.parametrize("said", [
+    "vLLM pods are consistently killed by liveness probes before model loading completes.",
+    "The container gets restarted by the startup probe while the 70B model is still loading.",
+    "Kubernetes terminates the pod before the model finishes loading.",
+])
+def test_a_probe_kill_told_in_words_is_a_startup_timeout(tmp_path, said: str) -> None:
+    assert_rank_one(tmp_path, "probe-said", [said], "load.startup_timeout", said[:30], None)
+
+
+def test_a_kill_by_the_oom_killer_is_not_a_probe(tmp_path) -> None:
+    assert_rank_one(tmp_path, "oom-said", ["The pod was killed by the OOM killer."], "load.host_oom", "OOM killer", None)

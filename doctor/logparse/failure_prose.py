@@ -253,6 +253,14 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?:loading|startup|start-up|warm ?up)\b|\btakes? too long to (?:load|start)\b|"
         # the load named first: "when loading a model takes too long, k8s thinks the server hangs and restarts it"
         r"\b(?:loading|starting)\b[^.,]{0,30}?\b(?:takes?|took|taking) too long\b", re.I)),
+    # the kubelet's kill told from the pod's side (kuberuntime_manager.go "Container %s failed liveness probe, will be
+    # restarted"): "pods are killed by liveness probes before model loading completes", "restarted by the startup probe",
+    # "the container is terminated before the model finishes loading"
+    ("load.startup_timeout", re.compile(
+        r"\b(?:kill\w*|terminat\w*|restart\w*)\b[^.]{0,20}?\bby (?:the |its |their |a |the kubelet'?s? )?(?:HTTP |TCP |gRPC )?"
+        r"(?:readiness|liveness|startup|start-up|health) ?(?:probes?|checks?)\b|"
+        r"\b(?:kill\w*|terminat\w*|restart\w*)\b[^.]{0,40}?\bbefore (?:the )?(?:model|weights?|engine|server|it|vLLM|SGLang|TGI)\b"
+        r"[^.]{0,20}?\b(?:load\w*|is ready|becomes? ready|finish\w* (?:load\w*|start\w*)|(?:is |has )?(?:loaded|started))\b", re.I)),
     # the model's files: missing, gated (HF 401/403), a wrong path
     ("load.model_files", re.compile(
         r"\b(?:config\.json|safetensors|weights?|checkpoint|tokenizer(?:\.json|_config\.json)?|model (?:files?|path|directory|folder))\b[^.]{0,40}?"
@@ -275,7 +283,7 @@ LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "afford", "auth
             "driver", "kernel image", "compiled", "bf16", "bfloat16", "fp8", "float8", "quant", "awq", "gptq", "fp4",
             "bitsandbytes", "marlin", "exl2", "shm", "shared memory", "killed", "137", "ram", "nccl", "gpu", "cpu",
             "is_available", "xid", "bus", "ecc", "probe", "too long", "config", "safetensors", "weight", "checkpoint",
-            "gated", "no such file", "argument", "flag", "option", "max")
+            "gated", "no such file", "argument", "flag", "option", "max", "kill", "terminat", "restart")
 
 # a sentence that states no failure: a question about a setting, advice or a possibility, a fix already
 # made, something healthy ("loads fine"); "why does it fail with ...?" still reports what it asks about
