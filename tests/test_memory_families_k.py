@@ -218,3 +218,14 @@ def test_a_probe_kill_told_in_words_is_a_startup_timeout(tmp_path, said: str) ->
 
 def test_a_kill_by_the_oom_killer_is_not_a_probe(tmp_path) -> None:
     assert_rank_one(tmp_path, "oom-said", ["The pod was killed by the OOM killer."], "load.host_oom", "OOM killer", None)
+
+
+def test_tgi_waiting_for_its_shard_is_progress_not_a_timeout(tmp_path) -> None:
+    # launcher/src/main.rs logs "Waiting for shard to be ready..." every 10 s of a load, healthy ones included
+    path = tmp_path / "tgi-healthy.log"
+    path.write_text(
+        "2024-05-01T10:00:00.000000Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready... rank=0\n"
+        "2024-05-01T10:00:10.000000Z  INFO shard-manager: text_generation_launcher: Waiting for shard to be ready... rank=0\n"
+        "2024-05-01T10:00:20.000000Z  INFO shard-manager: text_generation_launcher: Shard ready in 25.1s rank=0\n"
+        "2024-05-01T10:00:22.000000Z  INFO text_generation_router::server: router/src/server.rs:1500: Connected\n")
+    assert [f.code for f in findings_of(path)] == []

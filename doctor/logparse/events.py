@@ -376,7 +376,8 @@ HAND_RULES: tuple[Rule, ...] = (
         "startup_timeout",
         r"Timeout (?P<timeout>\d+)s waiting for workers|TimeoutError: result expired|"
         r"(?:Readiness|Liveness|Startup) probe failed|timed out waiting for (?:the )?(?:model|server|engine)|"
-        r"Engine core initialization failed.*timeout|did not (?:become|get) ready|Waiting for shard to be ready",
+        # (not TGI's "Waiting for shard to be ready...": launcher/src/main.rs logs it every 10 s of every load, healthy ones too)
+        r"Engine core initialization failed.*timeout|did not (?:become|get) ready",
     ),
     # --- client-side errors (OpenAI/httpx/requests) ------------------------------------------
     _r(
