@@ -229,3 +229,17 @@ def test_tgi_waiting_for_its_shard_is_progress_not_a_timeout(tmp_path) -> None:
         "2024-05-01T10:00:20.000000Z  INFO shard-manager: text_generation_launcher: Shard ready in 25.1s rank=0\n"
         "2024-05-01T10:00:22.000000Z  INFO text_generation_router::server: router/src/server.rs:1500: Connected\n")
     assert [f.code for f in findings_of(path)] == []
+
+
+def test_nvidia_smi_q_ecc_header_is_no_fault(tmp_path) -> None:
+    # nvidia-smi -q's "ECC Errors" section over zero counts (shared/real smi/nvidia-smi-q-1x-h200-driver550.txt)
+    path = tmp_path / "smi-q.txt"
+    path.write_text("    ECC Errors\n        Volatile\n            SRAM Correctable              : 0\n"
+                    "            SRAM Uncorrectable            : 0\n            DRAM Correctable              : 0\n")
+    assert "load.gpu_fault" not in [f.code for f in findings_of(path)]
+
+
+@pytest.mark.parametrize("said", ["We keep getting uncorrectable ECC errors on GPU 3.",
+                                  "ECC errors were detected on two of the A100s after the crash."])
+def test_ecc_errors_said_to_happen_are_a_gpu_fault(tmp_path, said: str) -> None:
+    assert_rank_one(tmp_path, "ecc-said", [said], "load.gpu_fault", "ECC", None)

@@ -247,7 +247,11 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:no|not|n't|cannot|can't)\b[^.]{0,20}?\b(?:detect\w*|see|sees|find|finds|found|visible|available)\b[^.]{0,20}?\b(?:any )?GPUs?\b|"
         r"\bGPUs?\b[^.]{0,20}?\b(?:is |are )?not (?:detected|visible|found|available|used)\b|\bfall(?:s|ing)? back to (?:the )?CPU\b|"
         r"\bCUDA (?:is )?not available\b|\bis_available\(\)\W{0,3}(?:returns? )?False\b", re.I)),
-    ("load.gpu_fault", re.compile(r"\bXid\b|\bfallen off the bus\b|\bfell off the bus\b|\b(?:uncorrectable )?ECC error", re.I)),
+    # an ECC error said to happen, not nvidia-smi -q's "ECC Errors" section header over its (zero) counts
+    ("load.gpu_fault", re.compile(r"\bXid\b|\bfallen off the bus\b|\bfell off the bus\b|\buncorrect(?:able|ed) ECC error|"
+                                  r"\bECC errors?\b[^.]{0,30}?\b(?:detected|encountered|occurr\w*|found|reported|appear\w*|happen\w*)\b|"
+                                  r"\b(?:got|get|gets|getting|see|saw|seeing|hit|hits|have|has|had|with|throws?|threw)\s+"
+                                  r"(?:an?\s+|many\s+|some\s+|\d+\s+)?(?:uncorrectable\s+|double[- ]bit\s+)?ECC errors?\b", re.I)),
     ("load.startup_timeout", re.compile(
         r"\b(?:readiness|liveness|startup|start-up) probes?\b[^.]{0,30}?(?:\bkill\w*|" + _FAIL + r")|\b(?:time[sd]? ?out|timeout)\b[^.]{0,30}?\b(?:while |during )?"
         r"(?:loading|startup|start-up|warm ?up)\b|\btakes? too long to (?:load|start)\b|"
