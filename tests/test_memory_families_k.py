@@ -243,3 +243,10 @@ def test_nvidia_smi_q_ecc_header_is_no_fault(tmp_path) -> None:
                                   "ECC errors were detected on two of the A100s after the crash."])
 def test_ecc_errors_said_to_happen_are_a_gpu_fault(tmp_path, said: str) -> None:
     assert_rank_one(tmp_path, "ecc-said", [said], "load.gpu_fault", "ECC", None)
+
+
+def test_the_kernels_oom_killer_line_is_no_gpu_oom_statement(tmp_path) -> None:
+    # mm/oom_kill.c, pasted without its dmesg timestamp (shared/real k8s/kernel-oom-killer-killed-process-line.txt)
+    path = tmp_path / "kernel.txt"
+    path.write_text("Out of memory: Killed process 930269 (python3) total-vm:15643332kB, anon-rss:13201980kB, file-rss:4kB\n")
+    assert [f.code for f in findings_of(path)] == ["load.host_oom"]

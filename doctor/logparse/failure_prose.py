@@ -190,6 +190,9 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:heads?|num_heads|num_key_value_heads|vocab\w*|layers?|tp|tensor[ _-]?parallel\w*|tp_size|GPUs?)\b[^.]{0,60}?"
         r"\b(?:not (?:evenly )?divisible|indivisible|(?:does|do|did)(?: not|n't) divide|must (?:be divisible|divide)|cannot be divided)|"
         r"(?:不整除|无法整除|不能整除)|\b(?:MPI|world) size \d+ ?!= ?TP size\b", re.I)),
+    # the kernel's own OOM-killer lines (mm/oom_kill.c "Out of memory: Killed process %d (%s)", "%s invoked oom-killer",
+    # mm/memcontrol.c "Memory cgroup out of memory"), pasted without their dmesg timestamp: the host's, never the GPU's
+    ("load.host_oom", re.compile(r"\bKilled process \d+ \(|\binvoked oom-killer\b|\bMemory cgroup out of memory\b", re.I)),
     # the host's memory named before the GPU's OOM words below read it: "RAM OOM", "killed due to high memory usage",
     # "killed by the host due to OOM" (a CUDA OOM raises an error, it kills nothing)
     ("load.host_oom", re.compile(
