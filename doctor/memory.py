@@ -488,12 +488,23 @@ def _plan_once(
     elif tp * pp > gpu_count:
         verdict = "gpu_count"
         reasons.append(f"TP x PP = {tp * pp} needs {tp * pp} GPUs; {gpu_count} given")
-    elif weights > budget and not cfg.kv_cache_memory_bytes:
+    elif weights + CUDA_CONTEXT > gpu_total_bytes:
         verdict = "weights_oom"
         reasons.append(
             f"the weights need {weights / GIB:.1f} GiB per GPU at TP={tp}"
             + (f" PP={pp}" if pp > 1 else "")
             + f"; {gpu_count} GPU(s) of {gpu_total_bytes / GIB:.1f} GiB at {util:g} give {budget / GIB:.1f} GiB each"
+        )
+    elif weights > budget and not cfg.kv_cache_memory_bytes:
+        # the share is not a limit on loading: vLLM (determine_available_memory) and SGLang (profile_max_num_token)
+        # load weights that fit the GPU, then find the budget less the weights negative and refuse to start
+        # ("No available memory for the cache blocks", "Not enough memory. Please try to increase
+        # --mem-fraction-static"): nothing is left for the KV cache, the weights themselves fit
+        verdict = "no_kv_cache_memory"
+        reasons.append(
+            f"the weights take {weights / GIB:.1f} GiB per GPU at TP={tp}" + (f" PP={pp}" if pp > 1 else "")
+            + f": they fit the {gpu_total_bytes / GIB:.1f} GiB GPU but fill the {budget / GIB:.1f} GiB that {util:g} of it "
+            "budgets, so nothing is left for the KV cache"
         )
     elif tokens <= 0:
         verdict = "no_kv_cache_memory"

@@ -10,6 +10,8 @@ host_oom, round g weights_oom); the two findings carry the same computed shortfa
 
 from __future__ import annotations
 
+import re
+
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
@@ -17,7 +19,7 @@ from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
 
-@check("load.host_memory", "load", codes=["load.host_oom", "load.weights_oom"], events=["host_oom", "killed", "swap_space_large", "load_failed"])
+@check("load.host_memory", "load", codes=["load.host_oom", "load.weights_oom"], events=["host_oom", "killed", "swap_space_large", "load_failed", "cuda_oom"])
 def host_memory(facts: Facts, log: LogView) -> Outcome:
     """The engine was not killed for host memory."""
     strong = log.events("host_oom")
@@ -47,7 +49,22 @@ def host_memory(facts: Facts, log: LogView) -> Outcome:
         fixes.append(Fix("Or a shorter context (num_ctx / -c): the KV cache is allocated next to the weights"))
     else:
         fixes.append(Fix("Load weights without staging them in RAM", "--load-format safetensors"))
-    return Outcome([Finding("load.host_oom", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)])
+    return Outcome([Finding("load.host_oom", title, evidence, fixes, explains=_driver_ooms(log, strong) + le.CLIENT_SYMPTOMS)])
+
+
+# the NVIDIA kernel module's own words (its "NVRM:" log prefix, the NV_ERR_NO_MEMORY status of its allocator,
+# src/nvidia/inc/kernel/.../nvstatuscodes.h): an allocation the driver makes in the kernel, of system memory on
+# a unified-memory GPU (GB10, Grace Hopper) and for every pinned or mapped buffer
+NVRM_OOM = re.compile(r"\bNVRM\b.*out of memory|\bNV_ERR_NO_MEMORY\b", re.I)
+
+
+def _driver_ooms(log: LogView, strong: list) -> list[str]:
+    """The GPU out-of-memory codes this host kill explains: when the kernel's OOM killer ran and every GPU
+    out-of-memory in the log is the NVIDIA kernel driver's own, host RAM ran out, not the GPU's memory."""
+    ooms = log.events("cuda_oom")
+    if not strong or not ooms or not all(NVRM_OOM.search(e.lines[0]) for e in ooms):
+        return []
+    return ["load.runtime_oom", "load.weights_oom"]
 
 
 def _refused(log: LogView, refused: list) -> list[Finding]:

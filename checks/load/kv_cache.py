@@ -54,6 +54,10 @@ def kv_cache(facts: Facts, log: LogView) -> Outcome:
 
 
 def _util(facts: Facts) -> float:
+    """The memory share the engine ran with: as set, else as its memory profile printed it, else its default."""
+    printed = facts.logs.setup.memory_share if facts.logs else None
+    if isinstance(printed, (int, float)) and not (facts.deployment and facts.deployment.is_set("gpu_memory_utilization")):
+        return float(printed)
     value = le.deployment_value(facts, "gpu_memory_utilization")
     return float(value) if isinstance(value, (int, float)) else 0.9
 
@@ -62,6 +66,10 @@ def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
     pieces = le.wrapped(found)  # several attempts in one log: the last one's numbers count
     v = le.joined_values(pieces)
     asked = int(v.get("max_seq_len") or le.first_value(found, "max_seq_len") or 0)  # type: ignore[call-overload]
+    # V0's scheduler ignoring one prompt the whole KV cache cannot hold ("Input prompt (N tokens) is too long and exceeds
+    # the capacity of block_manager"): that prompt is what asked for the room
+    prompt = int(v.get("request") or 0) if not asked else 0  # type: ignore[call-overload]
+    asked = asked or prompt
     evidence = le.evidence(pieces) + log.earlier_runs()
     fixes: list[Fix] = []
     util = _util(facts)
@@ -88,11 +96,11 @@ def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
             capacity = int(share * asked) // block * block or None
     elif "estimated_max_len" in v:
         capacity = int(v["estimated_max_len"])  # type: ignore[call-overload]
-    elif "max_seq_len" in v and facts.logs and facts.logs.setup.gpu_blocks and le.engine(facts) in ("", "vllm"):
+    elif ("max_seq_len" in v or prompt) and facts.logs and facts.logs.setup.gpu_blocks and le.engine(facts) in ("", "vllm"):
         # V0's refusal cut before its number: it compares max_model_len with num_gpu_blocks * block_size
         # (worker.py raise_if_cache_size_invalid), and the engine logged the blocks ("# GPU blocks: N")
         capacity = int(facts.logs.setup.gpu_blocks) * block
-    title = f"max_model_len {asked or '?'} does not fit the KV cache"
+    title = f"a {prompt}-token prompt does not fit the KV cache" if prompt else f"max_model_len {asked or '?'} does not fit the KV cache"
     if capacity:
         title += f" (room for {capacity} tokens)"
         evidence.append(f"largest context that fits: {capacity} tokens (KV cache capacity)")
@@ -262,7 +270,12 @@ def _no_memory(facts: Facts, log: LogView, found: list) -> Finding:
     # a pasted message alone names no engine, but its wording is one engine's own (SGLang's --mem-fraction-static)
     flag = le.flag(facts, "kv_share") if le.engine(facts) else engine_flags.flag("mem", le.template_engine(found[-1]))
     fixes: list[Fix] = []
-    if le.engine(facts) in le.FREE_MEMORY_SHARE:  # a share of what the weights leave: the weights' size does not bound it
+    short = next((e for e in reversed(found) if isinstance(e.values.get("kv_deficit"), (int, float))), None)
+    if short is not None and short is not found[-1]:
+        evidence += le.evidence([short])
+    if short is not None and total and le.engine(facts) not in le.FREE_MEMORY_SHARE:
+        fixes.append(_share_for_deficit(facts, float(short.values["kv_deficit"]), util, total, flag))
+    elif le.engine(facts) in le.FREE_MEMORY_SHARE:  # a share of what the weights leave: the weights' size does not bound it
         fixes.append(Fix(f"The weights leave (almost) no free GPU memory: free the GPU of other processes, split the model "
                          f"over more GPUs ({le.flag(facts, 'tp')}) or quantize it; {flag} only shares out what is left"))
     elif total and weights:
@@ -282,3 +295,21 @@ def _no_memory(facts: Facts, log: LogView, found: list) -> Finding:
                          f"llm-doctor plan --model {model} --gpu-memory-utilization {util:g}"))
     return Finding("load.no_kv_cache_memory", "no GPU memory is left for the KV cache after weights and activations",
                    evidence, fixes, explains=KV_EXPLAINS)
+
+
+def _share_for_deficit(facts: Facts, deficit: float, util: float, total: float, flag: str) -> Fix:
+    """vLLM printed how far below zero the KV budget fell ("the rest of the memory reserved for KV Cache
+    is -1.05GiB"): the share must grow by that much of the GPU to leave the KV cache empty, and by one
+    request of max_model_len more (its KV bytes from the model, when known) to start."""
+    empty = util + deficit / total
+    per_token, asked = _model_kv_gib_per_token(facts), le.deployment_value(facts, "max_model_len")
+    one_request = per_token * asked if per_token and isinstance(asked, int) and asked > 0 else None
+    need = empty + (one_request or 0.0) / total
+    share = math.ceil(need * 100 + 1e-9) / 100 + (0.0 if one_request else 0.01)
+    why = (f"at {util:g} of the {total:.2f} GiB GPU the budget is {deficit:g} GiB short of the weights, activation peak "
+           f"and non-torch memory: {empty:.3f} leaves the KV cache empty")
+    why += f", one {asked}-token request needs {one_request:.2f} GiB more" if one_request else ""
+    if share > MAX_UTIL:
+        return Fix(f"The weights and activations need {need:.0%} of the GPU ({why}): split the model over more GPUs "
+                   f"({le.flag(facts, 'tp')}) or quantize it, or lower --max-num-seqs / --max-num-batched-tokens to shrink the activation peak")
+    return Fix(f"Raise {flag} to {share:.2f} ({why})", f"{flag} {share:.2f}")

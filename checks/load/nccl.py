@@ -13,6 +13,7 @@ from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
 GLOO = re.compile(r"\bGloo\b|ProcessGroupGloo", re.I)
+PEER = re.compile(r"peer access is not supported", re.I)
 
 
 @check("load.nccl", "load", codes=["load.nccl_failed"], events=["nccl_error", "dist_timeout"])
@@ -30,6 +31,18 @@ def nccl(facts: Facts, log: LogView) -> Outcome:
         fixes.insert(0, Fix("Pin the interface Gloo (torch.distributed's CPU group) binds to: set GLOO_SOCKET_IFNAME, with "
                             "NCCL_SOCKET_IFNAME, to the interface the nodes reach each other by (list them with `ip -br addr`); "
                             "a host name that resolves to 127.0.x.x sends every peer to loopback"))
+    port = le.first_value(found, "port")
+    if isinstance(port, int):
+        # torch's TCPStore (c10d socket.cpp) cannot bind rank 0's port: whatever holds it is still running
+        evidence.append(f"the distributed store's port {port} is already in use")
+        fixes.insert(0, Fix(f"Find what holds port {port} (a previous engine, a stale worker) and stop it, or start this one with "
+                            "another port (MASTER_PORT, --master-port, SGLang's --dist-init-addr)", f"ss -ltnp 'sport = :{port}'"))
+    if any(PEER.search(line) for e in found for line in e.lines):
+        # cudaErrorPeerAccessUnsupported (CUDA error 217): these GPUs cannot map each other's memory, which NCCL's P2P
+        # transport and the engines' custom all-reduce rely on; NCCL then goes through host memory instead
+        fixes.insert(0, Fix("These GPUs cannot access each other peer-to-peer (PCIe without P2P, a VM, AWS G5): send NCCL "
+                            "through host memory, and turn off the engine's custom all-reduce (vLLM --disable-custom-all-reduce)",
+                            "NCCL_P2P_DISABLE=1"))
     if timeout:
         v = timeout[0].values
         if v.get("joined") is not None and v.get("world") is not None:

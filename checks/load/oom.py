@@ -8,6 +8,7 @@ headroom. The phase comes from the traceback frames and the start-up milestones 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from llm_doctor import fp8
@@ -134,16 +135,19 @@ def _weights_too_large(facts: Facts, e) -> str:
     cfg, model = facts.deployment, _model(facts)
     if model is None or cfg is None or not isinstance(total, (int, float)):
         return ""
-    if (cfg.quantization or "").lower() not in ("", "none", (model.quant_method or "").lower()):
-        return ""  # online quantization: the full-precision weights come first, their size is not the shard's
+    online = (cfg.quantization or "").lower() not in ("", "none", (model.quant_method or "").lower())
+    # online quantization (vLLM's and SGLang's fp8 of a 16-bit checkpoint) loads every weight at the checkpoint's
+    # precision and quantizes them after the load (process_weights_after_loading): the full-precision shard must fit
+    loading = dataclasses.replace(cfg, quantization=None) if online else cfg
     try:
-        shard = memory.weights_bytes_per_gpu(model, cfg) / memory.GIB
+        shard = memory.weights_bytes_per_gpu(model, loading) / memory.GIB
     except (ValueError, TypeError, ZeroDivisionError):
         return ""
     if shard + CUDA_CONTEXT_GIB <= total:
         return ""
-    return (f"its {shard:.1f} GiB weight shard ({model.name}, TP {cfg.tensor_parallel_size or 1}) and a CUDA context "
-            f"exceed the {total:g} GiB GPU")
+    what = f"its {shard:.1f} GiB weight shard ({model.name}, TP {cfg.tensor_parallel_size or 1}"
+    what += f", loaded unquantized before --quantization {cfg.quantization} converts it)" if online else ")"
+    return f"{what} and a CUDA context exceed the {total:g} GiB GPU"
 
 
 # While the weights load, the process holds at most its shard of them, the one tensor being copied in
@@ -256,7 +260,12 @@ def _weights(facts: Facts, log: LogView, e, alternative: bool = False) -> Findin
         flag = "num_gpu (request option or Modelfile PARAMETER)" if engine == "ollama" else "-ngl"
         fixes.append(Fix(f"Offload fewer layers to the GPU with {flag} (the rest run on the CPU); the log does not give "
                          "the per-layer size to compute how many fit"))
-    if fp8.from_facts(facts) is False:  # FP8 needs compute capability 8.9+
+    online = str(le.deployment_value(facts, "quantization") or "").lower()
+    model = _model(facts)
+    if online not in ("", "none") and online != ((model.quant_method or "").lower() if model else ""):
+        fixes.append(Fix(f"Or load a checkpoint saved already quantized (an FP8, AWQ or GPTQ repo of the model): --quantization "
+                         f"{online} converts a 16-bit checkpoint only after all of it has loaded at 16 bits"))
+    elif fp8.from_facts(facts) is False:  # FP8 needs compute capability 8.9+
         fixes.append(Fix("Or load an AWQ/GPTQ checkpoint (2-4x smaller weights; FP8 needs compute capability 8.9+)"))
     else:
         quantize = le.flag(facts, "quant") if engine not in GGML_ENGINES else ""

@@ -40,6 +40,7 @@ class LogSetup:
     cpu_blocks: int | None = None
     kv_cache_tokens: int | None = None
     available_kv_gib: float | None = None
+    memory_share: float | None = None  # the share of GPU memory the engine printed it budgets (vLLM's profile lines)
     weights_gib: float | None = None
     max_concurrency: float | None = None
     cuda_graphs: bool | None = None

@@ -159,9 +159,13 @@ HAND_RULES: tuple[Rule, ...] = (
     ),
     # Ollama's older refusal before loading (the model larger than RAM + VRAM)
     _r("host_oom", r"requested model \((?P<required>" + _SIZE + r")\) is too large for this system \((?P<available>" + _SIZE + r")\)"),
-    _r("host_oom", r"Cannot allocate memory|std::bad_alloc|MemoryError\b"),
+    # Python's own MemoryError (not torch.OutOfMemoryError, whose name ends in it: the GPU allocator's)
+    _r("host_oom", r"Cannot allocate memory|std::bad_alloc|(?<![\w.])MemoryError\b"),
     _r("swap_space_large", r"Possibly too large swap space\. (?P<swap>" + _SIZE + r") out of the (?P<total>" + _SIZE + r")", False),
     _r("killed", r"^Killed$|^Killed\s+\S+|^\S*\s*Killed\s+(?:python|vllm|\./)", flags=0),
+    # zsh's words for the same SIGKILL (Src/jobs.c printjob, signal names from Src/signames2.awk, lower case): the
+    # foreground job's "zsh: killed     vllm serve ...", a background job's "[1]  + 12345 killed     python ..."
+    _r("killed", r"^zsh: killed\s+\S|^\[\d+\]\s+[+-]?\s*\d+ killed\s+\S", flags=0),
     # --- /dev/shm, NCCL, distributed -----------------------------------------------------------
     _r(
         "shm_too_small",
@@ -372,7 +376,8 @@ HAND_RULES: tuple[Rule, ...] = (
         "startup_timeout",
         r"Timeout (?P<timeout>\d+)s waiting for workers|TimeoutError: result expired|"
         r"(?:Readiness|Liveness|Startup) probe failed|timed out waiting for (?:the )?(?:model|server|engine)|"
-        r"Engine core initialization failed.*timeout|did not (?:become|get) ready|Waiting for shard to be ready",
+        # (not TGI's "Waiting for shard to be ready...": launcher/src/main.rs logs it every 10 s of every load, healthy ones too)
+        r"Engine core initialization failed.*timeout|did not (?:become|get) ready",
     ),
     # --- client-side errors (OpenAI/httpx/requests) ------------------------------------------
     _r(
@@ -724,6 +729,18 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             # the same report in Chinese (LMDeploy's, SGLang's and Qwen's trackers): "concurrency" (并发); not "推理时",
             # which reporters write for any run of the tool, start-up included
             r"并发",
+            re.I,
+        ),
+    ),
+    (
+        # a report that says the weights were loading when it ran out ("CUDA OOM while loading the model", "during
+        # weight loading", "at load time"; in Chinese 加载模型时 "when loading the model"), as the serving entry reads
+        # "during inference": last, so that a line which says both (it loads, then fails under load) is serving's
+        "weights",
+        re.compile(
+            r"\b(?:while|when|during|on|at)\s+(?:the\s+)?(?:load(?:ing)?\s+(?:of\s+)?(?:the\s+|its\s+)?(?:model|weights?|checkpoint|shards?)\b|"
+            r"(?:model|weights?|checkpoint)[ -]load(?:ing)?\b|load[ -]time\b)|"
+            r"(?:加载|載入|加載)(?:模型|权重|權重)(?:时|時|的时候|过程中)|模型(?:加载|加載)(?:时|時|过程中|阶段)",
             re.I,
         ),
     ),

@@ -201,6 +201,9 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:heads?|num_heads|num_key_value_heads|vocab\w*|layers?|tp|tensor[ _-]?parallel\w*|tp_size|GPUs?)\b[^.]{0,60}?"
         r"\b(?:not (?:evenly )?divisible|indivisible|(?:does|do|did)(?: not|n't) divide|must (?:be divisible|divide)|cannot be divided)|"
         r"(?:不整除|无法整除|不能整除)|\b(?:MPI|world) size \d+ ?!= ?TP size\b", re.I)),
+    # the kernel's own OOM-killer lines (mm/oom_kill.c "Out of memory: Killed process %d (%s)", "%s invoked oom-killer",
+    # mm/memcontrol.c "Memory cgroup out of memory"), pasted without their dmesg timestamp: the host's, never the GPU's
+    ("load.host_oom", re.compile(r"\bKilled process \d+ \(|\binvoked oom-killer\b|\bMemory cgroup out of memory\b", re.I)),
     # the host's memory named before the GPU's OOM words below read it: "RAM OOM", "killed due to high memory usage",
     # "killed by the host due to OOM" (a CUDA OOM raises an error, it kills nothing)
     ("load.host_oom", re.compile(
@@ -258,12 +261,24 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:no|not|n't|cannot|can't)\b[^.]{0,20}?\b(?:detect\w*|see|sees|find|finds|found|visible|available)\b[^.]{0,20}?\b(?:any )?GPUs?\b|"
         r"\bGPUs?\b[^.]{0,20}?\b(?:is |are )?not (?:detected|visible|found|available|used)\b|\bfall(?:s|ing)? back to (?:the )?CPU\b|"
         r"\bCUDA (?:is )?not available\b|\bis_available\(\)\W{0,3}(?:returns? )?False\b", re.I)),
-    ("load.gpu_fault", re.compile(r"\bXid\b|\bfallen off the bus\b|\bfell off the bus\b|\b(?:uncorrectable )?ECC error", re.I)),
+    # an ECC error said to happen, not nvidia-smi -q's "ECC Errors" section header over its (zero) counts
+    ("load.gpu_fault", re.compile(r"\bXid\b|\bfallen off the bus\b|\bfell off the bus\b|\buncorrect(?:able|ed) ECC error|"
+                                  r"\bECC errors?\b[^.]{0,30}?\b(?:detected|encountered|occurr\w*|found|reported|appear\w*|happen\w*)\b|"
+                                  r"\b(?:got|get|gets|getting|see|saw|seeing|hit|hits|have|has|had|with|throws?|threw)\s+"
+                                  r"(?:an?\s+|many\s+|some\s+|\d+\s+)?(?:uncorrectable\s+|double[- ]bit\s+)?ECC errors?\b", re.I)),
     ("load.startup_timeout", re.compile(
         r"\b(?:readiness|liveness|startup|start-up) probes?\b[^.]{0,30}?(?:\bkill\w*|" + _FAIL + r")|\b(?:time[sd]? ?out|timeout)\b[^.]{0,30}?\b(?:while |during )?"
         r"(?:loading|startup|start-up|warm ?up)\b|\btakes? too long to (?:load|start)\b|"
         # the load named first: "when loading a model takes too long, k8s thinks the server hangs and restarts it"
         r"\b(?:loading|starting)\b[^.,]{0,30}?\b(?:takes?|took|taking) too long\b", re.I)),
+    # the kubelet's kill told from the pod's side (kuberuntime_manager.go "Container %s failed liveness probe, will be
+    # restarted"): "pods are killed by liveness probes before model loading completes", "restarted by the startup probe",
+    # "the container is terminated before the model finishes loading"
+    ("load.startup_timeout", re.compile(
+        r"\b(?:kill\w*|terminat\w*|restart\w*)\b[^.]{0,20}?\bby (?:the |its |their |a |the kubelet'?s? )?(?:HTTP |TCP |gRPC )?"
+        r"(?:readiness|liveness|startup|start-up|health) ?(?:probes?|checks?)\b|"
+        r"\b(?:kill\w*|terminat\w*|restart\w*)\b[^.]{0,40}?\bbefore (?:the )?(?:model|weights?|engine|server|it|vLLM|SGLang|TGI)\b"
+        r"[^.]{0,20}?\b(?:load\w*|is ready|becomes? ready|finish\w* (?:load\w*|start\w*)|(?:is |has )?(?:loaded|started))\b", re.I)),
     # the model's files: missing, gated (HF 401/403), a wrong path
     ("load.model_files", re.compile(
         r"\b(?:config\.json|safetensors|weights?|checkpoint|tokenizer(?:\.json|_config\.json)?|model (?:files?|path|directory|folder))\b[^.]{0,40}?"
@@ -286,7 +301,7 @@ LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "afford", "auth
             "driver", "kernel image", "compiled", "bf16", "bfloat16", "fp8", "float8", "quant", "awq", "gptq", "fp4",
             "bitsandbytes", "marlin", "exl2", "shm", "shared memory", "killed", "137", "ram", "nccl", "gpu", "cpu",
             "is_available", "xid", "bus", "ecc", "probe", "too long", "config", "safetensors", "weight", "checkpoint",
-            "gated", "no such file", "argument", "flag", "option", "max")
+            "gated", "no such file", "argument", "flag", "option", "max", "kill", "terminat", "restart")
 
 # a sentence that states no failure: a question about a setting, advice or a possibility, a fix already
 # made, something healthy ("loads fine"); "why does it fail with ...?" still reports what it asks about

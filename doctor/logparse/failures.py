@@ -162,7 +162,10 @@ GOES_ON = re.compile(r"sub-?optimal|\busing (?:the )?default\b|\bfall(?:ing|s)? 
                      r"\bignor(?:ing|ed)\b|\bretrying\b|\bwill (?:be )?(?:use|retry)|"
                      # llama.cpp's LLAMA_LOG_WARN lines carry no level: "KV cache shifting is not supported for this context,
                      # disabling KV cache shifting", "SPM vocabulary, but newline token not found: ... Using special_pad_id instead."
-                     r"\bdisabling\b|\busing [\w.-]+ instead\b", re.I)
+                     r"\bdisabling\b|\busing [\w.-]+ instead\b|"
+                     # ggml's pinned host buffer (ggml-cuda.cu / ggml-cann.cpp ggml_*_host_malloc: "failed to allocate %.2f MiB
+                     # of pinned memory: %s", then the caller falls back to a pageable CPU buffer): a slower copy, not a failure
+                     r"\bMiB of pinned memory\b", re.I)
 # a stat line names its counters in one header, "Server (succeeded/failed/routed/waiting): 120 / 0 / 64 / 0"
 # (LMDeploy's lmdeploy/metrics/loggers.py): the names of counts, not a failure stated
 COUNTER_NAMES = re.compile(r"\((?:[a-z_]+/)+[a-z_]+\):")

@@ -20,6 +20,9 @@ _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("kv_cache_tokens", re.compile(r"max_total_num_tokens=(?P<v>\d+)")),
     ("available_kv_gib", re.compile(r"Available KV cache memory: (?P<v>[\d.]+) GiB")),
     ("available_kv_gib", re.compile(r"KV Cache=(?P<v>[\d.]+)\s*GiB|the rest of the memory reserved for KV Cache is (?P<v2>[\d.]+)\s*GiB")),
+    # vLLM's memory profile (worker.py v0.6.3-v0.6.6 "... gpu_memory_utilization=0.90", v0.7+ "total_gpu_memory (8.00GiB)
+    # x gpu_memory_utilization (0.70) = 5.60GiB"): the share it ran with, whatever its arguments were printed as
+    ("memory_share", re.compile(r"x gpu_memory_utilization \((?P<v>[\d.]+)\) =|kv_cache_size=-?[\d.]+GiB,? gpu_memory_utilization=(?P<v2>[\d.]+)")),
     ("weights_gib", re.compile(r"(?:Loading model weights|Model loading) took (?P<v>[\d.]+) ?Gi?B")),
     ("weights_gib", re.compile(r"Load weight end\..*?mem usage=(?P<v>[\d.]+) GB")),
     ("weights_gib", re.compile(r"model weights took (?P<v>[\d.]+)\s*GiB")),
