@@ -144,7 +144,8 @@ def context_finding(facts: Facts, log: LogView, found: list) -> Finding:
                        [Fix(f"Embedding/rerank inputs are processed in one micro-batch: raise it to at least {prompt} tokens",
                             f"-b {size} -ub {size}")], explains=le.CLIENT_SYMPTOMS)
     sized = isinstance(prompt, int) and isinstance(ctx, int)
-    size = -(-(prompt + 1) // 1024) * 1024 if sized else None
+    new_tokens = v.get("n_new_tokens") if isinstance(v.get("n_new_tokens"), int) else 0  # LMDeploy counts the output in
+    size = -(-(prompt + new_tokens + 1) // 1024) * 1024 if sized else None
     engine = le.engine(facts) or le.template_engine(found[-1])
     if engine in ("vllm", "sglang", "lmdeploy", "trtllm"):  # a prompt above the context length the engine was started with
         fix = Fix(f"Start the engine with a longer context, if the model supports it ({engine_flags.flag('ctx', engine)})",
@@ -168,7 +169,8 @@ def context_finding(facts: Facts, log: LogView, found: list) -> Finding:
     else:
         fix = Fix("Start the server with a longer context: each of the --parallel slots gets --ctx-size / parallel"
                   + (f" (a slot holds {ctx} now; with -np N give N x {size})" if sized else ""), f"--ctx-size {size}" if size else None)
-    title = (f"a prompt of {prompt} tokens does not fit the {ctx}-token context" if sized
+    asked = f"a prompt of {prompt} tokens" + (f" plus {new_tokens} to generate" if new_tokens else "")
+    title = (f"{asked} does not fit the {ctx}-token context" if sized
              else "a request was longer than the context the server was started with")
     return Finding("load.config_invalid", title, evidence, [fix, Fix("Or shorten the prompt (history, retrieved documents) on the client")],
                    explains=le.CLIENT_SYMPTOMS)
