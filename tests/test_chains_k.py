@@ -200,3 +200,16 @@ def test_torchrun_root_cause_block_reads_the_childs_traceback(tmp_path: Path) ->
     ]) + "\n")
     findings = findings_of(log)
     assert findings[0].code == "load.nccl_failed", [f.code for f in findings]
+
+
+def test_an_engine_crash_quoted_in_a_gateways_503_is_the_engines_failure(tmp_path: Path) -> None:
+    """openai-python's APIStatusError "Error code: {status} - {body}" (relayed by LiteLLM's exception mapping) quoting
+    vLLM's ErrorResponse: the illegal memory access is the engine's crash, named by its own words, not the client's."""
+    log = written(tmp_path, "litellm.exceptions.InternalServerError: litellm.InternalServerError: OpenAIException - Error code: 503 - "
+                  "{'object': 'error', 'message': 'CUDA error: an illegal memory access was encountered', 'type': "
+                  "'ServiceUnavailableError', 'param': None, 'code': 503}\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.unrecognized_failure"
+    assert top.title.endswith("no known cause matches: CUDA error: an illegal memory access was encountered")
+    assert top.fixes[0].command == '"CUDA error: an illegal memory access was encountered"'
+    assert "access.server_error" in top.explains
