@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llm_doctor.facts.logs import LogEvent, LogFacts, LogSetup
+from llm_doctor.logparse.chains import DEATHS
 from llm_doctor.logparse.failures import KINDS as GENERIC_KINDS
 
 
@@ -79,8 +80,10 @@ class LogView:
 
 
 def _another_failure(e: LogEvent) -> bool:
+    """A wrapper says something below it failed; one that reports a death (doctor.logparse.chains.DEATHS) says
+    only that a process died, which a kill in the same run explains."""
     if e.values.get("cascade"):
-        return True
+        return e.values["cascade"] not in DEATHS
     return e.kind == "exception" and not e.values.get("then_served")
 
 

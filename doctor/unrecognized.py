@@ -144,7 +144,7 @@ def _finding(
     # a client's output, or output of no known engine whose failure only a client prints (an HTTP
     # answer, a refused connection): the access layer's
     quoted = [root] + [e for e in pool[::-1] if e is not root][: MAX_QUOTED - 1]
-    client = engine == "client" or _raised_by_client(quoted, engine, logs.started) or _client_sentence(root)
+    client = (engine == "client" or _raised_by_client(quoted, engine, logs.started) or _client_sentence(root)) and not _engines_answer(root, registry)
     evidence = quote(sorted(quoted, key=lambda x: x.line_no), limit=MAX_QUOTED)
     evidence += [_why(e, registry, by_id) for e in unjudged[:2]]
     if not ended:
@@ -153,7 +153,9 @@ def _finding(
     who = "the client" if client else "the engine"
     title = f"{who} failed and no known cause matches: {summary}" if ended else f"{who} logged an error no known cause matches: {summary}"
     code = "access.unrecognized_failure" if client else "load.unrecognized_failure"
-    return Finding(code, title, evidence, _fixes(facts, root, quoted, client), severity=severity)
+    # the engine's failure the answer quoted explains what the client saw of it (the 5xx it came in)
+    explains = list(ANSWER_SYMPTOMS) if _engines_answer(root, registry) else []
+    return Finding(code, title, evidence, _fixes(facts, root, quoted, client), severity=severity, explains=explains)
 
 
 def first_root(pool: list[LogEvent]) -> LogEvent:
@@ -194,6 +196,20 @@ def _raised_by_client(quoted: list[LogEvent], engine: str, started: bool) -> boo
     return any((not engine and CLIENT.search(s)) or CLIENT_RAISED.search(s) for s in said)
 
 
+# what a client sees of an engine's failure in the answer it got
+ANSWER_SYMPTOMS = ("access.server_error", "access.response_invalid", "access.timeout")
+
+
+def _engines_answer(e: LogEvent, registry: dict[str, CheckSpec]) -> bool:
+    """An engine's own failure quoted in the answer a client got (vLLM's "CUDA error: an illegal memory access" in a
+    gateway's 503 body, doctor.logparse.chains.INNER): only the engine's checks read its kind, so the engine failed,
+    whoever printed the answer; the client saw its symptom."""
+    if e.kind in GENERIC or not str(e.values.get("tier", "")).startswith("template (inside the HTTP error body"):
+        return False
+    layers = {s.layer for s in registry.values() if e.kind in s.events}
+    return layers == {"load"}
+
+
 def _client_sentence(e: LogEvent) -> bool:
     """A person's sentence about a failure no family placed, told from the client's side ("Cline
     keeps failing with an error", "the request hangs"), that does not say the engine went down."""
@@ -202,8 +218,11 @@ def _client_sentence(e: LogEvent) -> bool:
 
 
 def _summary(e: LogEvent) -> str:
-    """The failure in words: the exception or line as the scanner summed it up, else the message
-    of the quoted line without its prefixes."""
+    """The failure in words: the error a wrapper quotes when a rule read the line through it (the engine's
+    message in an HTTP error body, not the client's exception class around it), the exception or line as the
+    scanner summed it up, else the message of the quoted line without its prefixes."""
+    if str(e.values.get("tier", "")).startswith("template (inside") and e.lines and (inner := chains.inner_message(e.lines[0])):
+        return inner[0]
     if e.values.get("summary"):
         return str(e.values["summary"])
     return normalise(e.line_no, e.lines[0]).text if e.lines else e.kind

@@ -102,6 +102,9 @@ ENGINE_LOAD_WRAPPERS = ("llama.cpp loader", "Ollama runner", "Ollama model load"
 ANSWERED = ("HTTP error body",)
 # the wrappers whose own words are a symptom (a wait that timed out): a cause they quote wins over them
 SYMPTOM_WRAPPERS = ("Ollama runner start",)
+# the wrappers that report a process's death, not an exception it raised: a kill (the OOM killer's SIGKILL, Ray's
+# "Worker unexpectedly exits with a connection error code 2") is what they report, not another failure beside it
+DEATHS = ("Ray actor death", "vLLM worker death", "vLLM engine core death")
 
 # Messages printed because something else failed first: the cascade, never the root cause.
 WRAPPERS = Table(
@@ -117,7 +120,12 @@ WRAPPERS = Table(
     _p("vLLM core client", r"fatal signal from worker processes|See stack trace above for root cause"),
     # vllm/v1/executor/multiproc_executor.py: "WorkerProc initialization failed due to an exception in a background
     # process. See stack trace for root cause." / "WorkerProc failed to start." / "Worker proc ... died unexpectedly"
-    _p("vLLM worker process", r"WorkerProc (?:initialization failed|failed to start)|Worker proc \S+ died unexpectedly"),
+    _p("vLLM worker process", r"WorkerProc (?:initialization failed|failed to start)"),
+    # vllm/v1/executor/multiproc_executor.py monitor_workers: "Worker proc {name} died unexpectedly, shutting down executor."
+    # when a worker's process sentinel fires: it exited without the exception a failing worker logs first
+    _p("vLLM worker death", r"Worker proc \S+ died unexpectedly"),
+    # vllm/v1/engine/core_client.py MPClient monitor: "Engine core proc {name} died unexpectedly, shutting down client."
+    _p("vLLM engine core death", r"Engine core proc \S+ died unexpectedly"),
     # vllm/v1/engine/exceptions.py EngineDeadError: "EngineCore encountered an issue. See stack trace (above) for the root cause."
     # vllm/v1/engine/async_llm.py: logger.exception("AsyncLLM output_handler failed.") when the engine core died
     _p("vLLM engine dead", r"EngineDeadError|EngineCore encountered (?:an issue|a fatal error)|See stack trace \(above\) for the root cause|"
@@ -131,8 +139,24 @@ WRAPPERS = Table(
     # torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: the watchdog reports collectives that could not finish after one failed
     _p("NCCL watchdog", r"Watchdog caught collective operation timeout|ProcessGroupNCCL.*(?:Some NCCL operations have failed|"
        r"To avoid data inconsistency, we are taking the entire process down)|Process group watchdog thread terminated"),
-    # ray/exceptions.py RayTaskError / ActorDiedError: the worker's own exception is printed with it
-    _p("Ray actor", r"RayTaskError\(|The actor died because of an error raised in its creation task|ActorDiedError|RayActorError"),
+    # NCCL's ncclRemoteError (src/init.cc ncclGetErrorString: "remote process exited or there was a network error"; torch's
+    # ProcessGroupNCCL getNcclErrorDetailStr: "A call failed possibly due to a network error or a remote process exiting
+    # prematurely"), NCCL's socket.cc "socketProgress: Connection closed by remote peer", gloo's tcp/pair.cc "Connection closed
+    # by peer [addr]": the ranks that lost the peer whose own error (an OOM, an exception) stopped it first
+    _p("NCCL peer gone", r"remote process exited or there was a network error|remote process exiting prematurely|"
+       r"Connection closed by remote peer|Connection closed by peer \["),
+    # kubernetes pkg/kubelet/kuberuntime/kuberuntime_manager.go "Back-off restarting failed container", the pod's
+    # "Reason: CrashLoopBackOff": the kubelet restarting a container whose own log says why it exited
+    _p("Kubernetes restart", r"Back-off restarting failed container|\bCrashLoopBackOff\b"),
+    # litellm/router.py RouterRateLimitError: "No deployments available for selected model, Try again in {} seconds. Passed
+    # model={}. pre-call-checks={}, cooldown_list={}": the router cooled every deployment down after their own failures
+    _p("LiteLLM router", r"No deployments available for selected model"),
+    # ray/exceptions.py RayTaskError, ActorDiedError(cause=RayTaskError): the worker's own exception is printed with it
+    _p("Ray actor", r"RayTaskError\(|The actor died because of an error raised in its creation task"),
+    # ray/exceptions.py ActorDiedError(cause=ActorDiedErrorContext) "The actor died unexpectedly before finishing this task."
+    # and WorkerCrashedError "The worker died unexpectedly while executing this task.": the process died without an
+    # exception (a kill, a crash), and the raylet's exit detail follows (DEATHS)
+    _p("Ray actor death", r"The (?:actor|worker) died unexpectedly (?:before finishing|while executing) this task|ActorDiedError|RayActorError"),
     # TGI launcher/src/main.rs: "Shard N failed to start" / Error: ShardCannotStart / "Shard complete standard error output"
     _p("TGI launcher", r"Shard \d+ failed to start|ShardCannotStart|Shard process was signaled to shutdown|WebserverFailed"),
     # llama.cpp tools/server: "failed to load model" after the loader's own error (the rule grammar's `echo` kind)

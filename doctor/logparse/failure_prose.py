@@ -122,10 +122,12 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:could ?n[o']t|cannot|can't|unable to|fail\w* to) resolve\b(?! (?:the |an? )?(?:authentication|auth|credentials?|api[ _-]?key|import|module|"
         r"dependenc\w*|reference|symbol|path|type|conflict|issue|problem))|\bname resolution\b|\bgetaddrinfo\b|\bENOTFOUND\b|\bEAI_AGAIN\b|"
         r"\bName or service not known\b|\bno such host\b|\bDNS\b[^.]{0,30}?\b(?:fail\w*|error|lookup)", re.I)),
-    # ECONNREFUSED, "Connection refused", "Failed to establish a new connection", "Cannot connect to host"
+    # ECONNREFUSED, "Connection refused", "Failed to establish a new connection", "Cannot connect to host"; not Ray's
+    # "Worker unexpectedly exits with a connection error code 2" (raylet node_manager.cc): a worker's death, not a client's
     ("access.connect_failed", re.compile(
         r"\bconnection (?:was )?(?:refused|reset)\b|\bECONNREFUSED\b|\bECONNRESET\b|\b(?:could ?n[o']t|cannot|can't|unable to|fail\w* to|"
-        r"(?:does|did)(?: not|n't)) (?:establish (?:a )?(?:new )?connection|connect)\b|\bno route to host\b|\bAPIConnectionError\b|\bconnection error\b", re.I)),
+        r"(?:does|did)(?: not|n't)) (?:establish (?:a )?(?:new )?connection|connect)\b|\bno route to host\b|\bAPIConnectionError\b|"
+        r"\bconnection error\b(?! code -?\d)", re.I)),
     # "The model `x` does not exist", "model not found" as an API's 404 (not a file on disk: load.model_files)
     ("access.model_not_found", re.compile(
         r"\bmodel\b[^.]{0,50}?\b(?:does not exist|not found|is not (?:served|available|listed)|unknown)\b[^.]{0,40}?\b(?:404|API|endpoint|server|request|served)|"
