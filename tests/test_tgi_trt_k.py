@@ -10,6 +10,7 @@ from tests.analysis import assert_rank_one
 
 TGI = "2024-05-02T10:11:00.000000Z  INFO text_generation_launcher: Args { model_id: \"meta-llama/Llama-2-7b-hf\", num_shard: Some(3) }"
 ROUTER = "2024-05-02T10:11:12.000000Z ERROR compat_generate{default_return_full_text=true}:generate_stream: text_generation_router::infer: router/src/infer.rs:123:"
+TRT = "[TensorRT-LLM] TensorRT-LLM version: 0.7.1"
 SHARD = "2024-05-02T10:11:05.000000Z ERROR text_generation_launcher: Error when initializing model"
 
 # (name, log lines, rank-1 code, a substring of the evidence, the first fix's exact command or None)
@@ -39,6 +40,16 @@ CASES = [
     ("tgi-weight-file-missing", [TGI, SHARD, "FileNotFoundError: File model-00001-of-00002.safetensors of model /data/models--bigscience--bloom "
         "not found in /data. Please run `text-generation-server download-weights bigscience/bloom` first."],
      "load.model_files", "model-00001-of-00002.safetensors", None),
+    # NVIDIA/TensorRT-LLM 027cd518 runtime/gptDecoderBatch.cpp (the later '+ draft tokens' wording): prompt + output budget
+    ("trtllm-max-seq-len", [TRT, "[TensorRT-LLM][ERROR] Assertion failed: Input length (3900) + max new tokens (512) + draft tokens (0) "
+        "must be less than max sequence length (4096). (/src/tensorrt_llm/cpp/tensorrt_llm/runtime/gptDecoderBatched.cpp:199)"],
+     "load.config_invalid", "Input length (3900)", "--max_seq_len 5120"),
+    # runtime/gptJsonConfig.cpp: an engine built for another TP size
+    ("trtllm-tp-mismatch", [TRT, "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: tensor parallelism mismatch "
+        "(/src/tensorrt_llm/cpp/tensorrt_llm/runtime/gptJsonConfig.cpp:123)"],
+     "load.tp_invalid", "tensor parallelism mismatch", None),
+    ("trtllm-engine-config-missing", [TRT, "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: File does not exist: /engines/llama/config.json"],
+     "load.model_files", "/engines/llama/config.json", None),
 ]
 
 

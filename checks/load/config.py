@@ -146,6 +146,8 @@ def context_finding(facts: Facts, log: LogView, found: list) -> Finding:
         return Finding("load.config_invalid", f"an input of {prompt} tokens is longer than the micro-batch ({ubatch})", evidence,
                        [Fix(f"Embedding/rerank inputs are processed in one micro-batch: raise it to at least {prompt} tokens",
                             f"-b {size} -ub {size}")], explains=le.CLIENT_SYMPTOMS)
+    if isinstance(prompt, int) and isinstance(v.get("extra"), int):  # the answer's tokens count too (TensorRT-LLM's max new tokens)
+        prompt += int(v["extra"])  # type: ignore[call-overload]
     sized = isinstance(prompt, int) and isinstance(ctx, int)
     size = -(-(prompt + 1) // 1024) * 1024 if sized else None
     engine = le.engine(facts) or le.template_engine(found[-1])
