@@ -138,11 +138,16 @@ def context_finding(facts: Facts, log: LogView, found: list) -> Finding:
     v = found[-1].values
     prompt, ctx, ubatch = v.get("n_prompt_tokens"), v.get("n_ctx"), v.get("n_ubatch")
     evidence = le.evidence(found) + log.earlier_runs()
+    if le.template_engine(found[-1]) == "tgi" and ("max_input" in v or "room" in v or "extra" in v):
+        title, fixes = _tgi_limits(v)
+        return Finding("load.config_invalid", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)
     if isinstance(prompt, int) and isinstance(ubatch, int):  # llama-server: an embedding input above -ub
         size = -(-prompt // 512) * 512
         return Finding("load.config_invalid", f"an input of {prompt} tokens is longer than the micro-batch ({ubatch})", evidence,
                        [Fix(f"Embedding/rerank inputs are processed in one micro-batch: raise it to at least {prompt} tokens",
                             f"-b {size} -ub {size}")], explains=le.CLIENT_SYMPTOMS)
+    if isinstance(prompt, int) and isinstance(v.get("extra"), int):  # the answer's tokens count too (TensorRT-LLM's max new tokens)
+        prompt += int(v["extra"])  # type: ignore[call-overload]
     sized = isinstance(prompt, int) and isinstance(ctx, int)
     new_tokens = v.get("n_new_tokens") if isinstance(v.get("n_new_tokens"), int) else 0  # LMDeploy counts the output in
     size = -(-(prompt + new_tokens + 1) // 1024) * 1024 if sized else None
@@ -174,6 +179,34 @@ def context_finding(facts: Facts, log: LogView, found: list) -> Finding:
              else "a request was longer than the context the server was started with")
     return Finding("load.config_invalid", title, evidence, [fix, Fix("Or shorten the prompt (history, retrieved documents) on the client")],
                    explains=le.CLIENT_SYMPTOMS)
+
+
+def _tgi_limits(v: dict) -> tuple[str, list[Fix]]:
+    """TGI's router refuses a request against the launcher's token limits (router/src/validation.rs): the prompt
+    above --max-input-tokens (InputLength), the prompt plus max_new_tokens above --max-total-tokens (MaxTotalTokens),
+    or, without a fast tokenizer, max_new_tokens above what max_total_tokens - max_input_tokens leaves (MaxNewTokens).
+    The launcher also wants max_input_tokens < max_total_tokens <= max_batch_total_tokens (launcher/src/main.rs)."""
+    shorter = "send shorter prompts (or set `truncate` in the request's parameters)"
+    if "max_input" in v:
+        prompt, limit = int(v["n_prompt_tokens"]), int(v["max_input"])
+        return (f"a prompt of {prompt} tokens is above TGI's --max-input-tokens {limit}",
+                [Fix(f"Raise --max-input-tokens (--max-input-length before TGI 2.0) to {prompt}, keeping --max-total-tokens above "
+                     "it and --max-batch-prefill-tokens at least as large, if the model's context allows", f"--max-input-tokens {prompt}"),
+                 Fix(f"Or {shorter}")])
+    if "room" in v:
+        room, asked = int(v["room"]), int(v["asked"])
+        return (f"max_new_tokens {asked} is above the {room} tokens TGI's limits leave for generation",
+                [Fix(f"Leave room for the answer: lower --max-input-tokens (--max-input-length before 2.0) by {asked - room} tokens, "
+                     "or raise --max-total-tokens by as much (the router reserves all of max_input for the prompt when it "
+                     "cannot count the tokens, so max_new_tokens may only fill max_total_tokens - max_input_tokens)"),
+                 Fix(f"Or ask for at most {room} new tokens (max_new_tokens / max_tokens in the request)")])
+    prompt, total, new = int(v["n_prompt_tokens"]), int(v["n_ctx"]), int(v["extra"])
+    fixes = [Fix(f"Raise --max-total-tokens to {prompt + new} (prompt {prompt} + max_new_tokens {new}), if the model's context "
+                 "and the KV cache (--max-batch-total-tokens) allow", f"--max-total-tokens {prompt + new}")]
+    if total > prompt:
+        fixes.append(Fix(f"Or ask for at most {total - prompt} new tokens (max_new_tokens / max_tokens in the request)"))
+    fixes.append(Fix(f"Or {shorter}"))
+    return f"a prompt of {prompt} tokens plus {new} new tokens is above TGI's --max-total-tokens {total}", fixes
 
 
 # a value above a limit the engine states, in the engine's words: TGI's launcher names the argument

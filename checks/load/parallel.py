@@ -4,6 +4,8 @@ that many visible GPUs. The fix lists the TP sizes that are valid for this model
 
 from __future__ import annotations
 
+import re
+
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
@@ -11,6 +13,9 @@ from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 from llm_doctor.memory import valid_tp_sizes
 
+# an architecture the engine cannot shard at all (TGI models/__init__.py "sharded is not supported for AutoModel" / "for
+# this model", mamba.py "Mamba does not support Tensor Parallelism (TP)"): no TP size but 1 divides it
+NO_SHARDING = re.compile(r"sharded is not supported for|does not support Tensor Parallelism", re.I)
 KINDS = ("tp_heads", "tp_gpus", "pp_unsupported", "quant_partition", "not_divisible", "device_ordinal")
 
 
@@ -61,6 +66,10 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
                      Fix("Use at most as many GPUs as are visible (count them with `nvidia-smi -L`)"))
     elif e.kind == "pp_unsupported" or "pp" in e.values:
         fixes.append(_pipeline_fix(facts, e))
+    elif e.kind == "not_divisible" and NO_SHARDING.search(" ".join(e.lines)):
+        fixes.append(Fix("This model has no tensor-parallel implementation in this engine: serve it on one GPU "
+                         "(run replicas for more throughput), or use an engine version that shards this architecture",
+                         f"{flag} 1"))
     elif e.kind in ("quant_partition", "not_divisible"):
         a, b = e.values.get("size") or e.values.get("a"), e.values.get("block") or e.values.get("b")
         if a is None or b is None:  # the words name no sizes ("Tensor parallel world size must divide num heads")
