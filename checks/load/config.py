@@ -158,13 +158,6 @@ def context_finding(facts: Facts, log: LogView, found: list) -> Finding:
     elif engine == "ollama":
         fix = Fix("Give the model a longer context (num_ctx in the request's options or the Modelfile; "
                   "OLLAMA_CONTEXT_LENGTH for the server's default)", f"OLLAMA_CONTEXT_LENGTH={size}" if size else None)
-    elif engine == "tgi":  # the router's validation (router/src/validation.rs) against the launcher's token limits
-        asked = v.get("n_new")
-        total = -(-(prompt + int(asked)) // 1024) * 1024 if isinstance(prompt, int) and isinstance(asked, int) else None
-        fix = Fix("Start the launcher with room for the prompt and the answer: --max-total-tokens is the prompt plus max_new_tokens, "
-                  "--max-input-tokens (--max-input-length before 2.0) the prompt alone, below it"
-                  + (f"; the answer may now take only {v['n_new_limit']}" if "n_new_limit" in v else ""),
-                  f"--max-total-tokens {total}" if total else None)
     elif engine == "ktransformers":  # KTransformers' static cache holds --cache_lens tokens (ktransformers/server/args.py)
         fix = Fix("Start the server with a longer cache (it also sizes the GPU memory the cache takes)",
                   f"--cache_lens {size}" if size else None)
