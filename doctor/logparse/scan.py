@@ -308,11 +308,13 @@ class LogScanner:
             self._keep_args(raw)
             self._args_follow -= 1
         # nothing open before it (pretty-printed arguments aside: they are kept, then parsed as any
-        # line): the line may be served by its template's plan
-        plain = self._prev is None and not self._cmd_open and not self.failures.open
-        if plain and (recalled := self.templates.recall(no, raw)) is not None:
+        # line; a line kept for a hard-wrap aside when this one does not complete it): the line may
+        # be served by its template's plan
+        unopened = not self._cmd_open and not self.failures.open
+        if unopened and (recalled := self.templates.recall(no, raw)) is not None and not self._completes(*recalled):
             self._recalled(*recalled)
             return
+        plain = unopened
         line = normalise(no, raw)
         text = line.text
         if not text:
@@ -339,6 +341,7 @@ class LogScanner:
         if longer is not None and (found is None or not longer[0].echo):
             line, found = whole, longer  # type: ignore[assignment]
             self._take_back()
+            plain = False  # a plan is of one line's template; this event is of two lines
         self._undo = None
         before = self.tracker.milestone
         move = _move(text) if len(text) <= MEMO_CHARS else _FEED
@@ -362,6 +365,18 @@ class LogScanner:
         if plain and not frame and not self.failures.open and not (rule is not None and rule.echo) and not read_as_chain:
             self.templates.learn(raw, line, None if rule is None else ev.RULES.index(rule), found is None and signal is None,
                                  _template_key(line.text) if rule is not None else None)
+
+    def _completes(self, line: Line, plan: tc.Plan, values: dict[str, object] | None) -> bool:
+        """Whether this line, which its plan serves alone, ends the message of the line kept before
+        it (a hard-wrap): then _line parses it in full and reads the halves as one. A line a rule
+        explains is never joined (plans hold no echo rule), and nothing else _line does depends on
+        the kept line but carried(), which _conclude does for a served line too: so a start-up
+        header's long lines (each kept in case the next one continues it) no longer make the next
+        line a full parse, and a crash loop's repeated start-ups are served by their plans."""
+        if self._prev is None or plan.rule is not None:
+            return False
+        whole = joined(self._prev, line)
+        return whole is not None and _match(whole.text) is not None
 
     def _recalled(self, line: Line, plan: tc.Plan, values: dict[str, object] | None) -> None:
         """A line its template's plan parses: what _line would do, without the patterns whose
