@@ -131,6 +131,10 @@ class Plan:
     # frame, no failure kind that waits to be served): the lines of plans with the same `repeats`
     # count on the same event and change nothing else (doctor.logparse.scan._Repeat)
     repeats: tuple[object, ...] | None = None
+    # whether a line of it may say the engine is serving, and whether it says the server is up
+    # (doctor.logparse.scan._says: digit-blind answers its lines share), when known
+    says: tuple[bool, bool] | None = None
+    empty: bool = False  # no message at all once the prefixes are peeled (a Ray tag alone): it only ends a hard-wrap
 
 
 @dataclass(frozen=True)
@@ -266,6 +270,9 @@ class TemplateCache:
         plan = self._plans.get(raw.translate(DIGITS_MASK))
         if plan is None:
             return None
+        if plan.empty:
+            self.served += 1
+            return Line(no, "", "", "", ""), plan, None
         decoded = ln.decode(raw)
         cleaned = plan.cleaned.apply(decoded) if plan.cleaned is not None else ln.clean(decoded)
         stripped = cleaned.strip()
@@ -284,9 +291,22 @@ class TemplateCache:
         self.served += 1
         return Line(no, text, cleaned, process, plan.level), plan, None if found is None else dict(found)
 
-    def learn(self, raw: bytes, line: Line, rule: int | None, quiet: bool, key: str | None = None) -> None:
+    def learn_empty(self, raw: bytes, line: Line) -> None:
+        """Remember that a line whose peeling left no message has an empty template: peeling and
+        cleaning are digit-blind, so every line of it is empty too. Not a Docker JSON record: its
+        escapes (`\\u0009` vs `\\u0041`) differ in their digits alone."""
+        if len(raw) <= MAX_KEY and self.usable and not line.raw.lstrip().startswith("{"):
+            self._store(raw, _EMPTY)
+
+    def _store(self, raw: bytes, plan: Plan) -> None:
+        if len(self._plans) >= MAX_TEMPLATES:
+            self._plans.clear()
+        self._plans[raw.translate(DIGITS_MASK)] = plan
+
+    def learn(self, raw: bytes, line: Line, rule: int | None, quiet: bool, key: str | None = None,
+              says: tuple[bool, bool] | None = None) -> None:
         """Make the plan of a line that was just parsed in full (a plain message, see the module);
-        `quiet`: no rule matched and the failure reader said nothing; `key`: see Plan."""
+        `quiet`: no rule matched and the failure reader said nothing; `key`, `says`: see Plan."""
         if len(raw) > MAX_KEY or not self.usable:
             return
         stripped = line.raw.strip()
@@ -303,20 +323,21 @@ class TemplateCache:
         masked = low.translate(_TEXT_MASK)
         checks = [g.check(False, text, low, masked) for i, g in self._rules if rule is None or i < rule]
         checks += [g.check(g.matches(text, low), text, low, masked) for g in self._others + (self._failures if quiet else [])]
-        if len(self._plans) >= MAX_TEMPLATES:
-            self._plans.clear()
         kept = tuple(c for c in checks if c)
         fixed = _fixed(rule, text)
         repeats = None
         if fixed is not None and not kept and moved != "frame" and key is not None and ev.RULES[rule].kind not in fl.KINDS:  # type: ignore[index]
             repeats = (rule, key, moved, tuple(sorted(fixed.items())))
-        self._plans[raw.translate(DIGITS_MASK)] = Plan(len(stripped) - len(text), process, line.level, rule, moved, quiet,
-                                                           kept, key, Cleaning.of(ln.decode(raw)), fixed, repeats)
+        self._store(raw, Plan(len(stripped) - len(text), process, line.level, rule, moved, quiet, kept, key,
+                              Cleaning.of(ln.decode(raw)), fixed, repeats, says))
 
     def plan(self, raw: bytes) -> Plan | None:
         """The plan of this line's template, if there is one (recall says whether it holds)."""
         return self._plans.get(raw.translate(DIGITS_MASK)) if len(raw) <= MAX_KEY else None
 
+
+
+_EMPTY = Plan(0, None, "", None, None, True, (), empty=True)
 
 
 @dataclass(frozen=True)
