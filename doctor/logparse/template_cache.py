@@ -13,7 +13,8 @@ places with the same groups. So the key of a line is the line with every ASCII d
 - which rule matched (it is run again on every line: its values are the line's own numbers),
 - what the phase tracker did with it,
 - and the patterns that are NOT digit-blind (a rule with a status code, `python3?`, ...) that could
-  decide otherwise on another line: they are tried again and any other answer parses the line in full.
+  decide otherwise on another line: they are tried again and any other answer parses the line in full
+  (not where their relaxed form, doctor.logparse.relaxed, shows they cannot match any line of the template).
 
 Only plain messages get a plan: not the engine's start, its arguments or command line, setup facts,
 traceback frames or a line that opens one, a wrapped line, an echo rule; the scanner parses those
@@ -31,7 +32,7 @@ from typing import ClassVar
 
 from llm_doctor.logparse import events as ev
 from llm_doctor.logparse import failures as fl
-from llm_doctor.logparse import grammar_cache
+from llm_doctor.logparse import grammar_cache, relaxed
 from llm_doctor.logparse import lines as ln
 from llm_doctor.logparse import prefilter as pf
 from llm_doctor.logparse.lines import Line
@@ -370,6 +371,8 @@ class _Gated:
         it matches every line that differs from this one in digits only, at the same place."""
         if any(b.search(text) for b in self.blind):
             return None
+        if not matched and (wider := relaxed.pattern(self.pattern)) is not None and wider.search(text) is None:
+            return None  # it matches where this pattern does, and alike on all the lines of the template
         if matched and _local(self.pattern):
             m = self.pattern.search(text)
             if m is not None and not any(ch in _ALL_DIGITS for ch in text[max(0, m.start() - 1) : m.end() + 1]):
