@@ -49,11 +49,11 @@ def _source(source: str, flags: int) -> str | None:
         return None
 
 
-def _items(items) -> str:  # noqa: ANN001 (re's parser's SubPattern: no public type)
+def _items(items) -> str:  # (re's parser's SubPattern: no public type)
     return "".join(_item(op, av) for op, av in items)
 
 
-def _item(op, av) -> str:  # noqa: ANN001, C901 (one case per opcode of re's parser)
+def _item(op, av) -> str:  # (one case per opcode of re's parser)
     c = pf.sre_constants
     if op == c.LITERAL:
         return "[0-9]" if av in _DIGITS else re.escape(chr(av))
@@ -87,7 +87,7 @@ def _item(op, av) -> str:  # noqa: ANN001, C901 (one case per opcode of re's par
     raise _NoRelaxing(op)
 
 
-def _class(items) -> str:  # noqa: ANN001
+def _class(items) -> str:
     c = pf.sre_constants
     negated = bool(items) and items[0][0] == c.NEGATE
     body = items[1:] if negated else items
