@@ -364,6 +364,11 @@ class _Gated:
         gate = self.plain is None or any(x in low for x in self.plain) or any(x in low for x, _ in self.digits)
         return gate and self.pattern.search(text) is not None
 
+    @functools.cached_property
+    def _wider(self) -> re.Pattern[str] | None:
+        """The pattern's relaxed form (doctor.logparse.relaxed), made at its first check."""
+        return relaxed.pattern(self.pattern)
+
     def check(self, matched: bool, text: str, low: str, masked: str) -> Check | None:
         """Its check on the lines of this template (`text`, `low`, `masked`: this one's message, lower-cased,
         and with its digits made 0); None when it cannot match any of them, or must match all of them:
@@ -371,16 +376,18 @@ class _Gated:
         it matches every line that differs from this one in digits only, at the same place."""
         if any(b.search(text) for b in self.blind):
             return None
-        if not matched and (wider := relaxed.pattern(self.pattern)) is not None and wider.search(text) is None:
-            return None  # it matches where this pattern does, and alike on all the lines of the template
         if matched and _local(self.pattern):
             m = self.pattern.search(text)
             if m is not None and not any(ch in _ALL_DIGITS for ch in text[max(0, m.start() - 1) : m.end() + 1]):
                 return None
         if self.plain is None or any(x in low for x in self.plain):
-            return Check(None, self.pattern, matched)
-        gate = tuple(x for x, m in self.digits if m in masked)
-        return Check(gate, self.pattern, matched) if gate or matched else None
+            check = Check(None, self.pattern, matched)
+        else:
+            gate = tuple(x for x, m in self.digits if m in masked)
+            check = Check(gate, self.pattern, matched) if gate or matched else None
+        if check is not None and not matched and self._wider is not None and self._wider.search(text) is None:
+            return None  # its relaxed form matches where it does, and alike on all the lines of the template
+        return check
 
 
 def _local(pattern: re.Pattern[str]) -> bool:
