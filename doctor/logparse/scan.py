@@ -349,7 +349,7 @@ class LogScanner:
             plain = False
             self._keep_args(raw)
             self._args_follow = ARGS_FOLLOW_LINES
-        plain = not self._setup(text) and plain
+        states = self._setup(text)  # setup facts: a plan of such a line reads them again from each line (Plan.setup)
         frame = _is_frame(text)
         found = None if frame else _match(text)
         # a line cut by a terminal: the message may go on in this one (an echo names no cause: its rest may)
@@ -382,7 +382,7 @@ class LogScanner:
         read_as_chain = found is not None and not chains.ADDED_KEYS.isdisjoint(found[1])
         if plain and not frame and not self.failures.open and not (rule is not None and rule.echo) and not read_as_chain:
             self.templates.learn(raw, line, None if rule is None else ev.RULES.index(rule), found is None and signal is None,
-                                 _template_key(line.text) if rule is not None else None, _says(text))
+                                 _template_key(line.text) if rule is not None else None, _says(text), states)
 
     def _completes(self, line: Line, plan: tc.Plan, values: dict[str, object] | None) -> bool:
         """Whether this line, which its plan serves alone, ends the message of the line kept before
@@ -402,6 +402,8 @@ class LogScanner:
         if plan.empty:  # as _line does with a line of no message
             self._prev = None
             return
+        if plan.setup:
+            self._setup(line.text)
         self._undo = None
         self._plan_used = plan
         before = self.tracker.milestone

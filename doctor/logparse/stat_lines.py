@@ -218,8 +218,8 @@ class StatLines:
     graph_off_running_max: float = 0.0
     graph_off_where: str = ""
     last_task: str = ""
-    batched: int = 0  # stat lines of blocks read by _batch (the sample's place in the series)
-    unread: int = 0  # ... of them, those the sample did not read (SAMPLE_EVERY)
+    seen: int = 0  # lines holding a stat literal, read or not (where a sample starts, and its place in the series)
+    unread: int = 0  # ... of them, those a sample did not read (SAMPLE_EVERY)
     last_fresh: bool = False
     last_prompt_n: int = 0
 
@@ -233,7 +233,8 @@ class StatLines:
             return
         ordered = sorted(starts)
         numbers = LineNumbers(block, first_no, known)
-        if self._batch(block, ordered, source, numbers):
+        before, self.seen = self.seen, self.seen + len(ordered)
+        if self._batch(block, ordered, source, numbers, before):
             return
         for start in ordered:
             end = block.find(b"\n", start)
@@ -242,13 +243,14 @@ class StatLines:
             text = _text(block, start, end)
             self.feed_line(text, source, no)
 
-    def _batch(self, block: bytes, starts: list[int], source: str, numbers: LineNumbers) -> bool:
+    def _batch(self, block: bytes, starts: list[int], source: str, numbers: LineNumbers, seen: int) -> bool:
         """The stat lines of a block read by one findall and added up column by column (a busy
         SGLang log is mostly stat lines: each read in Python cost ~8 µs), when every one of them is
         in a wording findall reads exactly as feed_line does, all of one engine (_Wording); False,
         having read nothing, when not. Sums are added in line order and a peak is the first line of
-        the highest load, as feed_line gives them. Past SAMPLE_AFTER such lines, a sample of them is read."""
-        whole, sampled = starts, self.batched >= SAMPLE_AFTER
+        the highest load, as feed_line gives them. Past SAMPLE_AFTER stat lines (`seen`: those before
+        the block), a sample of them is read."""
+        whole, sampled = starts, seen >= SAMPLE_AFTER
         if sampled:
             # each line the prefilter found holds a stat literal (LITERALS): when the wording's own ones are
             # there once per line, none is of another kind (a line holds two only where a paste glued lines,
@@ -256,10 +258,9 @@ class StatLines:
             wording = next((w for w in _WORDINGS if w.needs.encode() in block), None)
             if wording is None or sum(block.count(lit) for lit in wording.own) != len(starts):
                 return False  # every line is read (feed_line, or this without a sample)
-            at = self.batched % _PERIOD
+            at = seen % _PERIOD
             starts = list(compress(whole, (_PICK * (len(whole) // _PERIOD + 2))[at : at + len(whole)]))
             if not starts:
-                self.batched += len(whole)
                 self.unread += len(whole)
                 return True
         ends = [block.find(b"\n", start) for start in starts]
@@ -274,7 +275,6 @@ class StatLines:
             rows = wording.pattern.findall(text)
             if len(rows) != len(starts) or not wording.exact(text, rows):
                 return False
-            self.batched += len(whole)
             self.unread += len(whole) - len(starts)
             peaks = self._series(wording, rows, _WEIGHT if sampled else 1.0)
             if wording.engine == "sglang" and "cuda graph: " in text:
@@ -549,7 +549,7 @@ class StatLines:
             other.shift(offset)
         for name in ("samples", "kv_samples", "kv_full", "queued", "pressed", "capped", "preemptions", "gen_sum", "gen_n",
                      "itl_sum", "itl_n", "queue_sum", "queue_n", "prompt_fresh", "prompt_reused", "prompt_repeat", "graph_off", "graph_on",
-                     "batched", "unread"):
+                     "seen", "unread"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for name in ("kv_max", "waiting_max", "running_max", "swapped_max", "gen_max", "prompt_max"):
             setattr(self, name, max(getattr(self, name), getattr(other, name)))

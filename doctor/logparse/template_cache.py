@@ -16,9 +16,9 @@ places with the same groups. So the key of a line is the line with every ASCII d
   decide otherwise on another line: they are tried again and any other answer parses the line in full
   (not where their relaxed form, doctor.logparse.relaxed, shows they cannot match any line of the template).
 
-Only plain messages get a plan: not the engine's start, its arguments or command line, setup facts,
-traceback frames or a line that opens one, a wrapped line, an echo rule; the scanner parses those
-in full every time. The cache holds at most MAX_TEMPLATES plans (then starts afresh).
+Only plain messages get a plan: not the engine's start, its arguments or command line, traceback
+frames or a line that opens one, a wrapped line, an echo rule; the scanner parses those in full every
+time. A line stating setup facts gets one that reads them again from each of its lines. The cache holds at most MAX_TEMPLATES plans (then starts afresh).
 """
 
 from __future__ import annotations
@@ -136,6 +136,7 @@ class Plan:
     # (doctor.logparse.scan._says: digit-blind answers its lines share), when known
     says: tuple[bool, bool] | None = None
     empty: bool = False  # no message at all once the prefixes are peeled (a Ray tag alone): it only ends a hard-wrap
+    setup: bool = False  # its lines state setup facts (doctor.logparse.setup): they are read from each line again
 
 
 @dataclass(frozen=True)
@@ -305,9 +306,9 @@ class TemplateCache:
         self._plans[raw.translate(DIGITS_MASK)] = plan
 
     def learn(self, raw: bytes, line: Line, rule: int | None, quiet: bool, key: str | None = None,
-              says: tuple[bool, bool] | None = None) -> None:
+              says: tuple[bool, bool] | None = None, setup: bool = False) -> None:
         """Make the plan of a line that was just parsed in full (a plain message, see the module);
-        `quiet`: no rule matched and the failure reader said nothing; `key`, `says`: see Plan."""
+        `quiet`: no rule matched and the failure reader said nothing; `key`, `says`, `setup`: see Plan."""
         if len(raw) > MAX_KEY or not self.usable:
             return
         stripped = line.raw.strip()
@@ -330,7 +331,7 @@ class TemplateCache:
         if fixed is not None and not kept and moved != "frame" and key is not None and ev.RULES[rule].kind not in fl.KINDS:  # type: ignore[index]
             repeats = (rule, key, moved, tuple(sorted(fixed.items())))
         self._store(raw, Plan(len(stripped) - len(text), process, line.level, rule, moved, quiet, kept, key,
-                              Cleaning.of(ln.decode(raw)), fixed, repeats, says))
+                              Cleaning.of(ln.decode(raw)), fixed, None if setup else repeats, says, setup=setup))
 
     def plan(self, raw: bytes) -> Plan | None:
         """The plan of this line's template, if there is one (recall says whether it holds)."""
