@@ -377,3 +377,81 @@ def test_the_tool_hands_over_the_starts_of_the_lines_holding_a_literal(name, too
     finally:
         prefilter.close()
     assert found == (([8, 93, 109], [2, 4, 5]), ([93], [4]))
+
+
+def _templated_and_not(text: bytes) -> tuple[dict, LogScanner]:
+    """The facts with and without the template cache (asserted equal), and the scanner that used it."""
+    found = {}
+    for templates in (False, True):
+        scanner = LogScanner(templates=templates)
+        scanner.start_source("x")
+        scanner.feed_block(text)
+        found[templates] = _facts(scanner.finish())
+    assert found[True] == found[False]
+    return found[True], scanner
+
+
+# a start-up line of 100+ characters (kept in case the next line continues it), and a line the prefilter passes only after it
+LONG = (b"INFO 09-10 23:50:21 [core.py:214] init engine (profile, create kv cache, warmup model) took 141.56 seconds, "
+        b"with 4 workers on 2 of the nodes\n")
+SHORT = b"INFO 09-10 23:50:25 [launcher.py:44] Route: /v1/models, Methods: GET\n"
+
+
+def test_a_line_after_a_long_one_is_served_unless_it_completes_its_message() -> None:
+    """A line kept for a hard-wrap (a message of 100+ characters) no longer makes the next one a full
+    parse: the next one is served by its plan, and learned from, unless the two halves are one message."""
+    facts, scanner = _templated_and_not(LONG + SHORT + LONG + SHORT)
+    assert scanner.templates.served == 2  # the second long line and the second route line, after it
+    first = b"ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV ca\n"
+    rest = b"che (16864). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n"
+    facts, scanner = _templated_and_not(rest + b"\n" + first + rest)  # the plan of `rest` alone is learned first
+    (event,) = facts["events"]
+    assert event["values"] == {"max_seq_len": 32768, "kv_tokens": 16864} and event["line_no"] == 3
+    assert event["lines"] == [(first[:-1] + rest[:-1]).decode()]
+
+
+def test_a_line_of_no_message_is_served_by_an_empty_plan() -> None:
+    """A Ray worker's tag alone (`(RayWorkerWrapper pid=1273) `, its message printed empty) has an empty
+    template: it ends a hard-wrap and does nothing else, without its prefixes peeled again."""
+    empty = b"\x1b[1;36m(EngineCore_0 pid=1159)\x1b[0;0m \x1b[36m(RayWorkerWrapper pid=%d)\x1b[0m \n"
+    facts, scanner = _templated_and_not(b"".join(LONG + empty % pid for pid in (1273, 1274, 1275)))
+    assert scanner.templates.served == 4 and facts["events"] == []  # the empty line ended the hard-wrap: SHORT was not read
+    plan = scanner.templates.plan(empty % 9999)
+    assert plan is not None and plan.empty
+
+
+@pytest.mark.parametrize(
+    ("pattern", "matches", "misses"),
+    [(r"HTTP 429", "HTTP 200", "HTTP abc"), (r"running: [1-9]", "running: 0", "running: x"), (r"[^0]x", "0x", "x"),
+     (r"(?<!\d)5\d\d\b", "x 200", "x 20"), (r"(?P<n>\d+) of 8(?!0)", "3 of 50", "3 of x"), (r"(?i:code)\s*5\d\d", "CODE 404", "code ok")],
+)
+def test_the_relaxed_form_matches_any_digits_where_the_pattern_names_some(pattern: str, matches: str, misses: str) -> None:
+    import re
+
+    from llm_doctor.logparse import relaxed
+
+    wider = relaxed.pattern(re.compile(pattern))
+    assert wider is not None and tc.digit_blind(wider)
+    assert wider.search(matches) and not re.search(pattern, matches)
+    assert not wider.search(misses)
+
+
+def test_no_relaxed_form_where_accepting_more_can_make_a_match_fail() -> None:
+    import re
+
+    from llm_doctor.logparse import relaxed
+
+    assert [relaxed.pattern(re.compile(p)) for p in (r"(a)\1", r"(?>5|5x)y", r"5++", r"(a)?(?(1)5|6)")] == [None] * 4
+
+
+def test_a_pattern_that_cannot_match_a_template_is_not_tried_again_on_its_lines() -> None:
+    """"decode" holds the literal "code" of failures.CLIENT_SIDE's `(?:error|status|HTTP|code)\\s*5\\d\\d`,
+    but no digits follow it on a tqdm redraw of the CUDA graph capture: its plan keeps no check of it
+    (it was searched again on every redraw of a start-up)."""
+    from llm_doctor.logparse import failures as fl
+
+    line = b"Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  33%|###3      | 27/83 [00:56<01:35,  1.71s/it]\n"
+    _, scanner = _templated_and_not(line + line.replace(b"27/83", b"28/83"))
+    plan = scanner.templates.plan(line)
+    assert scanner.templates.served == 1
+    assert plan is not None and fl.CLIENT_SIDE not in [c.pattern for c in plan.checks]

@@ -392,3 +392,35 @@ def test_lmdeploy_stat_lines_are_read_in_both_wordings_with_lmdeploy_flags(tmp_p
     # its counters' header ("succeeded/failed/...") is no failure: the cache full with a queue is the one finding
     assert [(f["code"], f["severity"]) for f in report["findings"]] == [("perf.kv_cache_pressure", "warn")]
     assert "--quant-policy 8" in [x["command"] for x in report["findings"][0]["fixes"]]
+
+
+def test_a_long_series_is_read_as_a_sample_that_keeps_its_shares_and_says_so(monkeypatch):
+    """Past SAMPLE_AFTER stat lines a block of one wording has about one line in SAMPLE_EVERY read, in a
+    pseudo-random pattern: prefill and decode lines alternating keep their shares (a stride of ten would
+    read the decode lines only), the counts say how many were not read, and the evidence says sampled."""
+    from llm_doctor.checks.perf import facts_view as fv
+    from llm_doctor.logparse import stat_lines
+
+    monkeypatch.setattr(stat_lines, "SAMPLE_AFTER", 1000)
+    # the shapes of shared/real/other-engines/sglang-0.4.3-deepseek-r1-tp8-startup-decode-batches.txt
+    decode = (b"[2025-03-10 16:21:21 TP0] Decode batch. #running-req: 64, #token: 9000, token usage: 0.95, "
+              b"gen throughput (token/s): 500.00, #queue-req: 5\n")
+    prefill = (b"[2025-03-10 16:21:22 TP0] Prefill batch. #new-seq: 1, #new-token: 100, #cached-token: 0, "
+               b"token usage: 0.30, #running-req: 3, #queue-req: 0\n")
+    stats = _stats([decode, prefill] * 20_000, 4000)  # the first block is read whole, then a sample of each
+    assert stats.samples + stats.unread == 40_000 and 31_000 < stats.unread < 33_500
+    assert abs(stats.pressed / stats.samples - 0.5) < 0.05 and stats.waiting_max == 5
+    m = stats.metrics("sglang")
+    assert m.values["stat_lines_unread"] == stats.unread and m.values["stat_samples"] == stats.samples
+    assert fv.share(m, "pressed_samples").endswith(f"stat lines read (sampled: 1 in 10 after the first 1,000; {stats.unread} more not read)")
+
+
+def test_a_block_with_a_stat_line_of_another_kind_is_read_whole_even_past_the_sample_threshold(monkeypatch):
+    """A benchmark summary line among SGLang batch lines is never left out by the sample: the block is read line by line."""
+    from llm_doctor.logparse import stat_lines
+
+    monkeypatch.setattr(stat_lines, "SAMPLE_AFTER", 0)
+    decode = (b"[2025-03-10 16:21:21 TP0] Decode batch. #running-req: 64, #token: 9000, token usage: 0.50, "
+              b"gen throughput (token/s): 500.00, #queue-req: 0\n")
+    stats = _stats([decode] * 500 + [b"Mean TTFT (ms):                          812.30\n"] + [decode] * 500, 1001)
+    assert stats.unread == 0 and stats.samples == 1000 and stats.bench["ttft_mean_s"] == pytest.approx(0.8123)

@@ -191,7 +191,7 @@ def _eager_batches(facts: Facts) -> Finding | None:
     if not is_sustained(off, off + on):
         return None
     batch = int(m.values.get("graph_off_running_max", 0))
-    evidence = [m.raw.get("graph_off", "cuda graph: False"), f"{off} of {off + on} decode batches ran without a CUDA graph"]
+    evidence = [m.raw.get("graph_off", "cuda graph: False"), f"{off} of {off + on} decode batches ran without a CUDA graph{fv.sampled(m)}"]
     fix = (Fix(f"Capture CUDA graphs up to the {batch} requests that decoded eager (more graph memory: lower "
                "--mem-fraction-static a little if the KV cache then does not fit)", f"--cuda-graph-max-bs {batch}") if batch
            else Fix("Capture CUDA graphs up to the running batch size (--cuda-graph-max-bs)"))

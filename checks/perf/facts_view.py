@@ -92,7 +92,17 @@ def share(m, count_name: str) -> str:
     """"12 of 40 stat lines" for the evidence."""
     if m.origin == "prose":
         return "the reporter's statement"
-    return f"{m.values.get(count_name, 0):g} of {m.values.get('stat_samples', 0):g} stat lines"
+    return f"{m.values.get(count_name, 0):g} of {m.values.get('stat_samples', 0):g} stat lines{sampled(m)}"
+
+
+def sampled(m) -> str:
+    """" read (a sample: ...)" after a count of stat lines when a long series was read as a sample
+    (doctor/logparse/stat_lines.SAMPLE_EVERY): the counts are of the lines read, not of all."""
+    from llm_doctor.logparse.stat_lines import SAMPLE_AFTER, SAMPLE_EVERY
+
+    unread = m.values.get("stat_lines_unread", 0)
+    return (f" read (sampled: 1 in {SAMPLE_EVERY} after the first {SAMPLE_AFTER:,}; {unread:g} more not read)"
+            if unread else "")
 
 
 def gib(mib: float | None) -> str:

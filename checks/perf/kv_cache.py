@@ -55,7 +55,7 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
         evidence.append(f"the KV cache was >= {FULL:.0%} full with requests waiting in {fv.share(m, 'pressed_samples')} "
                         f"(peak usage {v.get('kv_cache_usage_max', 0):.0%}, at most {v.get('waiting_max', 0):g} waiting)")
     if held and m.origin != "prose":
-        evidence.append(f"the KV cache was >= {FULL:.0%} full in {v['kv_full_samples']:g} of {v['kv_samples']:g} stat lines "
+        evidence.append(f"the KV cache was >= {FULL:.0%} full in {v['kv_full_samples']:g} of {v['kv_samples']:g} stat lines{fv.sampled(m)} "
                         f"(peak {v.get('kv_cache_usage_max', 0):.0%}) with {v.get('running_max', 0):g} running: the batch fills it, "
                         "one more long request is preempted or retracted")
     if preempt_rate is not None:

@@ -8,7 +8,8 @@ The same facts come from a log alone (origin "log", doctor/logparse/stat_lines.p
 periodic stat lines and a benchmark summary. A log is a series, so it adds counts over its samples
 (`stat_samples`, `kv_full_samples`, `queued_samples`, `pressed_samples`, `capped_samples`) and
 peaks (`*_max`); `running`/`waiting`/`kv_cache_usage` are its busiest sample, and `raw` quotes
-the line (source:line) each value came from.
+the line (source:line) each value came from. A long series is read as a sample (`stat_lines_unread`:
+the stat lines it did not read; the counts are of those it did).
 """
 
 from __future__ import annotations

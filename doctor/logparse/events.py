@@ -14,6 +14,7 @@ template per message as the engine's or client's source writes it, with where it
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import deque
 from dataclasses import dataclass
@@ -779,19 +780,26 @@ class PhaseTracker:
         return self.frame_phase() or self.milestone
 
     def frame_phase(self) -> str:
-        """The phase the kept frames name (the earliest start-up step among them), or ""."""
-        best = ""
-        for frame in self.frames:
-            # the function the frame names, by the engines' call paths (doctor/data/oom_frames.jsonl), else its words
-            named = frames.phase(frame)
-            for phase, pattern in PHASES:
-                if (phase == named if named else pattern.search(frame)) and (not best or PHASE_RANK[phase] < PHASE_RANK[best]):
-                    best = phase
-        return best
+        """The phase the kept frames name (the earliest start-up step among them), or "". (Asked at
+        each line of a traceback, over up to 80 frames: each frame's own answer is remembered.)"""
+        named = [phase for phase in map(_frame_phase, self.frames) if phase]
+        return min(named, key=PHASE_RANK.__getitem__) if named else ""
 
     def reset(self) -> None:
         self.milestone = "startup"
         self.frames.clear()
+
+
+@functools.lru_cache(maxsize=4096)
+def _frame_phase(frame: str) -> str:
+    """The earliest start-up step one frame names: the function it names, by the engines' call paths
+    (doctor/data/oom_frames.jsonl), else its words; "" for none."""
+    named = frames.phase(frame)
+    best = ""
+    for phase, pattern in PHASES:
+        if (phase == named if named else pattern.search(frame)) and (not best or PHASE_RANK[phase] < PHASE_RANK[best]):
+            best = phase
+    return best
 
 
 def to_number(raw: str) -> int | float | str:

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 # the modules whose functions' values are kept: their code is part of every value
-CODE = ("grammar_cache.py", "prefilter.py", "template_cache.py", "catalogue.py")
+CODE = ("grammar_cache.py", "prefilter.py", "template_cache.py", "relaxed.py", "catalogue.py")
 MAX_ENTRIES = 50_000  # past this (a catalogue edited many times), only what this run used is written back
 # another code version's file untouched this long is removed when this one is written: upgrades do not pile up
 # ~0.6 MB each, and a second install still in use keeps its own file fresh by writing it

@@ -66,6 +66,22 @@ def _serving_said(low: bytes, start: int = 0, end: int | None = None) -> bool:
     return False
 
 
+def _relaxed(literals: Iterable[str]) -> re.Pattern[bytes]:
+    """The literals with each digit made any digit: what a line holds under any of its digits."""
+    return re.compile("|".join("".join("[0-9]" if ch in "0123456789" else re.escape(ch) for ch in lit) for lit in literals).encode())
+
+
+SERVING_ANY_DIGITS = _relaxed(pf.literals([pattern for phase, pattern in ev.PHASES if phase == "serving"]))
+
+
+def _says(text: str) -> tuple[bool, bool]:
+    """Of a message, digit-blind: whether it may say "serving" (_serving_said) whatever its digits
+    are, and whether it says the server is up (READY is digit-blind). A template's lines share both,
+    so a plan keeps them and _conclude asks _note_serving's searches only where they may answer."""
+    low = text.lower().encode()
+    return SERVING_ANY_DIGITS.search(low) is not None, READY.search(low) is not None
+
+
 def _any(regexes: tuple[re.Pattern[bytes], ...], low: bytes, start: int = 0, end: int | None = None) -> bool:
     end = len(low) if end is None else end
     return any(rx.search(low, start, end) for rx in regexes)
@@ -308,14 +324,18 @@ class LogScanner:
             self._keep_args(raw)
             self._args_follow -= 1
         # nothing open before it (pretty-printed arguments aside: they are kept, then parsed as any
-        # line): the line may be served by its template's plan
-        plain = self._prev is None and not self._cmd_open and not self.failures.open
-        if plain and (recalled := self.templates.recall(no, raw)) is not None:
+        # line; a line kept for a hard-wrap aside when this one does not complete it): the line may
+        # be served by its template's plan
+        unopened = not self._cmd_open and not self.failures.open
+        if unopened and (recalled := self.templates.recall(no, raw)) is not None and not self._completes(*recalled):
             self._recalled(*recalled)
             return
+        plain = unopened
         line = normalise(no, raw)
         text = line.text
         if not text:
+            if unopened:
+                self.templates.learn_empty(raw, line)
             self._prev = None
             self._cmd_open = False
             return
@@ -329,7 +349,7 @@ class LogScanner:
             plain = False
             self._keep_args(raw)
             self._args_follow = ARGS_FOLLOW_LINES
-        plain = not self._setup(text) and plain
+        states = self._setup(text)  # setup facts: a plan of such a line reads them again from each line (Plan.setup)
         frame = _is_frame(text)
         found = None if frame else _match(text)
         # a line cut by a terminal: the message may go on in this one (an echo names no cause: its rest may)
@@ -339,6 +359,7 @@ class LogScanner:
         if longer is not None and (found is None or not longer[0].echo):
             line, found = whole, longer  # type: ignore[assignment]
             self._take_back()
+            plain = False  # a plan is of one line's template; this event is of two lines
         self._undo = None
         before = self.tracker.milestone
         move = _move(text) if len(text) <= MEMO_CHARS else _FEED
@@ -361,11 +382,28 @@ class LogScanner:
         read_as_chain = found is not None and not chains.ADDED_KEYS.isdisjoint(found[1])
         if plain and not frame and not self.failures.open and not (rule is not None and rule.echo) and not read_as_chain:
             self.templates.learn(raw, line, None if rule is None else ev.RULES.index(rule), found is None and signal is None,
-                                 _template_key(line.text) if rule is not None else None)
+                                 _template_key(line.text) if rule is not None else None, _says(text), states)
+
+    def _completes(self, line: Line, plan: tc.Plan, values: dict[str, object] | None) -> bool:
+        """Whether this line, which its plan serves alone, ends the message of the line kept before
+        it (a hard-wrap): then _line parses it in full and reads the halves as one. A line a rule
+        explains is never joined (plans hold no echo rule), and nothing else _line does depends on
+        the kept line but carried(), which _conclude does for a served line too: so a start-up
+        header's long lines (each kept in case the next one continues it) no longer make the next
+        line a full parse, and a crash loop's repeated start-ups are served by their plans."""
+        if self._prev is None or plan.rule is not None or plan.empty:
+            return False
+        whole = joined(self._prev, line)
+        return whole is not None and _match(whole.text) is not None
 
     def _recalled(self, line: Line, plan: tc.Plan, values: dict[str, object] | None) -> None:
         """A line its template's plan parses: what _line would do, without the patterns whose
         answer the plan already knows."""
+        if plan.empty:  # as _line does with a line of no message
+            self._prev = None
+            return
+        if plan.setup:
+            self._setup(line.text)
         self._undo = None
         self._plan_used = plan
         before = self.tracker.milestone
@@ -385,7 +423,7 @@ class LogScanner:
             self._add(line, rule.kind, rule.fatal, values, template=plan.key)
             self._prev = None
             return
-        self._conclude(line, False, None if plan.quiet else self.failures.feed(line.text, line.level, False))
+        self._conclude(line, False, None if plan.quiet else self.failures.feed(line.text, line.level, False), says=plan.says)
 
     def _place(self, no: int, called: str = "") -> None:
         """An out-of-memory that nothing before it placed (its phase still "startup") takes the phase
@@ -403,13 +441,18 @@ class LogScanner:
         if named:
             e.phase = min(named, key=ev.PHASE_RANK.__getitem__)
 
-    def _conclude(self, line: Line, found: bool, signal: fl.Signal | None, echo: bool = False) -> None:
-        """After the rules: the failure reader's signal, signs of serving, and the line kept for a hard-wrap."""
+    def _conclude(self, line: Line, found: bool, signal: fl.Signal | None, echo: bool = False,
+                  says: tuple[bool, bool] | None = None) -> None:
+        """After the rules: the failure reader's signal, signs of serving, and the line kept for a hard-wrap.
+        `says`: what _says answers on every line of this one's template (a plan's), when known."""
         if signal is not None:
             # a sentence around a quoted failure no family places says something failed, not that this engine stopped
             self._add(line, signal.kind, signal.shaped or signal.kind != "error_line", signal.values, signal.extra)
         elif not found and not self.failures.open:
-            self._note_serving(line.text.lower().encode())
+            if says is None or self._unserved or (says[0] and self.tracker.milestone != "serving"):
+                self._note_serving(line.text.lower().encode())
+            elif says[1]:
+                self.facts.ready = True  # all _note_serving would do: WENT_ON is asked only while a failure waits
         self._prev = carried(self._prev, line) if (not found or echo) and not self.failures.open else None
 
     def _command(self, text: str) -> bool:

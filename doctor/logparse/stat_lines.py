@@ -39,6 +39,7 @@ The formats, as the engines' sources write them:
 from __future__ import annotations
 
 import operator
+import random
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -67,6 +68,19 @@ FULL = 0.90  # KV usage at or above: the cache is full (what perf.kv_cache_metri
 ROOM = 0.70  # KV usage below: the cache has room (what perf.batching calls room)
 SUSTAINED = 0.10  # share of the samples a state must hold to be the run's, not a moment's
 MAX_LINE = 4096
+# a long series is read as a sample: after the first SAMPLE_AFTER stat lines a block of one wording
+# (StatLines._batch) has one line in SAMPLE_EVERY read (a busy SGLang log is ~7,000 stat lines a MB, ~3 µs
+# each: most of the scan of a big one). The checks judge shares of the samples (is_sustained), which a
+# regular sample keeps; counts say how many were read and how many were not (the evidence says sampled)
+SAMPLE_AFTER = 20_000
+SAMPLE_EVERY = 10
+# which lines a sample reads: a fixed pseudo-random pattern over a prime period, one line in SAMPLE_EVERY, not
+# every tenth line: a regular stride reads one phase of a periodic series (prefill and decode lines alternating:
+# the decode ones only)
+_PERIOD = 9973
+_PICKED = frozenset(random.Random(10).sample(range(_PERIOD), _PERIOD // SAMPLE_EVERY))
+_PICK = bytes(i in _PICKED for i in range(_PERIOD))
+_WEIGHT = _PERIOD / len(_PICKED)  # lines of the series each line read stands for
 
 # the "Name: number" fields each engine prints, found by name (a C-speed find, then a match at that
 # spot), so their order and the fields a version adds or drops do not matter (V1 dropped Swapped and
@@ -204,6 +218,8 @@ class StatLines:
     graph_off_running_max: float = 0.0
     graph_off_where: str = ""
     last_task: str = ""
+    seen: int = 0  # lines holding a stat literal, read or not (where a sample starts, and its place in the series)
+    unread: int = 0  # ... of them, those a sample did not read (SAMPLE_EVERY)
     last_fresh: bool = False
     last_prompt_n: int = 0
 
@@ -217,7 +233,8 @@ class StatLines:
             return
         ordered = sorted(starts)
         numbers = LineNumbers(block, first_no, known)
-        if self._batch(block, ordered, source, numbers):
+        before, self.seen = self.seen, self.seen + len(ordered)
+        if self._batch(block, ordered, source, numbers, before):
             return
         for start in ordered:
             end = block.find(b"\n", start)
@@ -226,12 +243,26 @@ class StatLines:
             text = _text(block, start, end)
             self.feed_line(text, source, no)
 
-    def _batch(self, block: bytes, starts: list[int], source: str, numbers: LineNumbers) -> bool:
+    def _batch(self, block: bytes, starts: list[int], source: str, numbers: LineNumbers, seen: int) -> bool:
         """The stat lines of a block read by one findall and added up column by column (a busy
         SGLang log is mostly stat lines: each read in Python cost ~8 µs), when every one of them is
         in a wording findall reads exactly as feed_line does, all of one engine (_Wording); False,
         having read nothing, when not. Sums are added in line order and a peak is the first line of
-        the highest load, as feed_line gives them."""
+        the highest load, as feed_line gives them. Past SAMPLE_AFTER stat lines (`seen`: those before
+        the block), a sample of them is read."""
+        whole, sampled = starts, seen >= SAMPLE_AFTER
+        if sampled:
+            # each line the prefilter found holds a stat literal (LITERALS): when the wording's own ones are
+            # there once per line, none is of another kind (a line holds two only where a paste glued lines,
+            # and a paste is never SAMPLE_AFTER stat lines long), so the lines not read are of this wording too
+            wording = next((w for w in _WORDINGS if w.needs.encode() in block), None)
+            if wording is None or sum(block.count(lit) for lit in wording.own) != len(starts):
+                return False  # every line is read (feed_line, or this without a sample)
+            at = seen % _PERIOD
+            starts = list(compress(whole, (_PICK * (len(whole) // _PERIOD + 2))[at : at + len(whole)]))
+            if not starts:
+                self.unread += len(whole)
+                return True
         ends = [block.find(b"\n", start) for start in starts]
         if ends[-1] < 0:
             ends[-1] = len(block)
@@ -244,7 +275,8 @@ class StatLines:
             rows = wording.pattern.findall(text)
             if len(rows) != len(starts) or not wording.exact(text, rows):
                 return False
-            peaks = self._series(wording, rows)
+            self.unread += len(whole) - len(starts)
+            peaks = self._series(wording, rows, _WEIGHT if sampled else 1.0)
             if wording.engine == "sglang" and "cuda graph: " in text:
                 counter = LineNumbers(block, numbers.no, numbers.known)  # a second counter from the same place: the peaks' is asked below
                 counter.pos = numbers.pos
@@ -271,9 +303,10 @@ class StatLines:
         if n > self.graph_off_running_max or not self.graph_off_where:
             self.graph_off_running_max, self.graph_off_where = max(n, self.graph_off_running_max), f"{where}: {line.strip()[:300]}"
 
-    def _series(self, wording: _Wording, rows: list[tuple[str, ...]]) -> list[tuple[str, int, tuple[float | None, ...]]]:
+    def _series(self, wording: _Wording, rows: list[tuple[str, ...]], weight: float = 1.0) -> list[tuple[str, int, tuple[float | None, ...]]]:
         """What _sample and _throughput do line by line, over the columns of the lines' values;
-        the new peaks: (kind, the line's index, running / waiting / KV usage / swapped)."""
+        the new peaks: (kind, the line's index, running / waiting / KV usage / swapped). `weight`: the
+        lines of the series each row stands for (a sample): the preemptions, a count per interval, are multiplied."""
         n = len(rows)
         running, waiting, kv, swapped, decode, gens, prompts, preemptions, prefix = wording.columns(rows)
         self.engine = self.engine or wording.engine
@@ -284,7 +317,7 @@ class StatLines:
         self.gen_max = max([self.gen_max, *gens])
         self.prompt_max = max([self.prompt_max, *filter(None, prompts)])
         for x in filter(None, preemptions):  # (adding a None or 0.0 as 0.0 changes no sum)
-            self.preemptions += x
+            self.preemptions += x * weight if weight != 1.0 else x
         last = next((x for x in reversed(prefix) if x is not None), None)
         if last is not None:
             self.prefix_hit = round(last / 100, 6)
@@ -515,7 +548,8 @@ class StatLines:
         if offset:
             other.shift(offset)
         for name in ("samples", "kv_samples", "kv_full", "queued", "pressed", "capped", "preemptions", "gen_sum", "gen_n",
-                     "itl_sum", "itl_n", "queue_sum", "queue_n", "prompt_fresh", "prompt_reused", "prompt_repeat", "graph_off", "graph_on"):
+                     "itl_sum", "itl_n", "queue_sum", "queue_n", "prompt_fresh", "prompt_reused", "prompt_repeat", "graph_off", "graph_on",
+                     "seen", "unread"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for name in ("kv_max", "waiting_max", "running_max", "swapped_max", "gen_max", "prompt_max"):
             setattr(self, name, max(getattr(self, name), getattr(other, name)))
@@ -568,6 +602,8 @@ class StatLines:
             v.update(stat_samples=self.samples, kv_samples=self.kv_samples, kv_full_samples=self.kv_full,
                      queued_samples=self.queued, pressed_samples=self.pressed, capped_samples=self.capped,
                      waiting_max=self.waiting_max, running_max=self.running_max)
+            if self.unread:  # a sample of a long series (SAMPLE_EVERY): the counts are of the lines read
+                v["stat_lines_unread"] = self.unread
             if self.kv_samples:
                 v["kv_cache_usage_max"] = self.kv_max
             if self.swapped_max:
@@ -702,6 +738,7 @@ class _Wording:
     engine = ""
     needs = ""  # lines without it hold none of these
     pattern: re.Pattern[str]
+    own: tuple[bytes, ...] = ()  # the stat literals (LITERALS) its lines hold, one of them once on each line
 
     def exact(self, text: str, rows: list[tuple[str, ...]]) -> bool:
         raise NotImplementedError
@@ -720,7 +757,7 @@ def _floats(column: tuple[str, ...]) -> list[float | None]:
 class _VllmWording(_Wording):
     """_VLLM_LINE: feed_line reads any line holding the vLLM words with it, first match."""
 
-    engine, needs = "vllm", "Avg prompt throughput: "
+    engine, needs, own = "vllm", "Avg prompt throughput: ", (b"Avg prompt throughput",)
     pattern = re.compile(_VLLM_LINE.pattern + r"([^\n]*)")
 
     def exact(self, text: str, rows: list[tuple[str, ...]]) -> bool:
@@ -738,7 +775,7 @@ class _SglangWording(_Wording):
     """SGLang's decode line (_SGLANG_DECODE after "Decode batch") and prefill line (which _fields
     reads label by label), as one alternation: a line is matched once."""
 
-    engine, needs = "sglang", " batch"
+    engine, needs, own = "sglang", " batch", (b"Decode batch", b"Prefill batch")
     pattern = re.compile(
         r"(?:Decode batch[.,] " + _SGLANG_DECODE.pattern + r"|Prefill batch\. #new-seq: \d+, #new-token: \d+, #cached-token: \d+, "
         r"(?:cache hit rate: \d+\.\d+%, )?token usage: (\d+(?:\.\d+)?), #running-req: (\d+), #queue-req: (\d+))([^\n]*)"

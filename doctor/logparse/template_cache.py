@@ -13,11 +13,12 @@ places with the same groups. So the key of a line is the line with every ASCII d
 - which rule matched (it is run again on every line: its values are the line's own numbers),
 - what the phase tracker did with it,
 - and the patterns that are NOT digit-blind (a rule with a status code, `python3?`, ...) that could
-  decide otherwise on another line: they are tried again and any other answer parses the line in full.
+  decide otherwise on another line: they are tried again and any other answer parses the line in full
+  (not where their relaxed form, doctor.logparse.relaxed, shows they cannot match any line of the template).
 
-Only plain messages get a plan: not the engine's start, its arguments or command line, setup facts,
-traceback frames or a line that opens one, a wrapped line, an echo rule; the scanner parses those
-in full every time. The cache holds at most MAX_TEMPLATES plans (then starts afresh).
+Only plain messages get a plan: not the engine's start, its arguments or command line, traceback
+frames or a line that opens one, a wrapped line, an echo rule; the scanner parses those in full every
+time. A line stating setup facts gets one that reads them again from each of its lines. The cache holds at most MAX_TEMPLATES plans (then starts afresh).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import ClassVar
 
 from llm_doctor.logparse import events as ev
 from llm_doctor.logparse import failures as fl
-from llm_doctor.logparse import grammar_cache
+from llm_doctor.logparse import grammar_cache, relaxed
 from llm_doctor.logparse import lines as ln
 from llm_doctor.logparse import prefilter as pf
 from llm_doctor.logparse.lines import Line
@@ -131,6 +132,11 @@ class Plan:
     # frame, no failure kind that waits to be served): the lines of plans with the same `repeats`
     # count on the same event and change nothing else (doctor.logparse.scan._Repeat)
     repeats: tuple[object, ...] | None = None
+    # whether a line of it may say the engine is serving, and whether it says the server is up
+    # (doctor.logparse.scan._says: digit-blind answers its lines share), when known
+    says: tuple[bool, bool] | None = None
+    empty: bool = False  # no message at all once the prefixes are peeled (a Ray tag alone): it only ends a hard-wrap
+    setup: bool = False  # its lines state setup facts (doctor.logparse.setup): they are read from each line again
 
 
 @dataclass(frozen=True)
@@ -266,6 +272,9 @@ class TemplateCache:
         plan = self._plans.get(raw.translate(DIGITS_MASK))
         if plan is None:
             return None
+        if plan.empty:
+            self.served += 1
+            return Line(no, "", "", "", ""), plan, None
         decoded = ln.decode(raw)
         cleaned = plan.cleaned.apply(decoded) if plan.cleaned is not None else ln.clean(decoded)
         stripped = cleaned.strip()
@@ -284,9 +293,22 @@ class TemplateCache:
         self.served += 1
         return Line(no, text, cleaned, process, plan.level), plan, None if found is None else dict(found)
 
-    def learn(self, raw: bytes, line: Line, rule: int | None, quiet: bool, key: str | None = None) -> None:
+    def learn_empty(self, raw: bytes, line: Line) -> None:
+        """Remember that a line whose peeling left no message has an empty template: peeling and
+        cleaning are digit-blind, so every line of it is empty too. Not a Docker JSON record: its
+        escapes (`\\u0009` vs `\\u0041`) differ in their digits alone."""
+        if len(raw) <= MAX_KEY and self.usable and not line.raw.lstrip().startswith("{"):
+            self._store(raw, _EMPTY)
+
+    def _store(self, raw: bytes, plan: Plan) -> None:
+        if len(self._plans) >= MAX_TEMPLATES:
+            self._plans.clear()
+        self._plans[raw.translate(DIGITS_MASK)] = plan
+
+    def learn(self, raw: bytes, line: Line, rule: int | None, quiet: bool, key: str | None = None,
+              says: tuple[bool, bool] | None = None, setup: bool = False) -> None:
         """Make the plan of a line that was just parsed in full (a plain message, see the module);
-        `quiet`: no rule matched and the failure reader said nothing; `key`: see Plan."""
+        `quiet`: no rule matched and the failure reader said nothing; `key`, `says`, `setup`: see Plan."""
         if len(raw) > MAX_KEY or not self.usable:
             return
         stripped = line.raw.strip()
@@ -303,20 +325,21 @@ class TemplateCache:
         masked = low.translate(_TEXT_MASK)
         checks = [g.check(False, text, low, masked) for i, g in self._rules if rule is None or i < rule]
         checks += [g.check(g.matches(text, low), text, low, masked) for g in self._others + (self._failures if quiet else [])]
-        if len(self._plans) >= MAX_TEMPLATES:
-            self._plans.clear()
         kept = tuple(c for c in checks if c)
         fixed = _fixed(rule, text)
         repeats = None
         if fixed is not None and not kept and moved != "frame" and key is not None and ev.RULES[rule].kind not in fl.KINDS:  # type: ignore[index]
             repeats = (rule, key, moved, tuple(sorted(fixed.items())))
-        self._plans[raw.translate(DIGITS_MASK)] = Plan(len(stripped) - len(text), process, line.level, rule, moved, quiet,
-                                                           kept, key, Cleaning.of(ln.decode(raw)), fixed, repeats)
+        self._store(raw, Plan(len(stripped) - len(text), process, line.level, rule, moved, quiet, kept, key,
+                              Cleaning.of(ln.decode(raw)), fixed, None if setup else repeats, says, setup=setup))
 
     def plan(self, raw: bytes) -> Plan | None:
         """The plan of this line's template, if there is one (recall says whether it holds)."""
         return self._plans.get(raw.translate(DIGITS_MASK)) if len(raw) <= MAX_KEY else None
 
+
+
+_EMPTY = Plan(0, None, "", None, None, True, (), empty=True)
 
 
 @dataclass(frozen=True)
@@ -342,21 +365,33 @@ class _Gated:
         gate = self.plain is None or any(x in low for x in self.plain) or any(x in low for x, _ in self.digits)
         return gate and self.pattern.search(text) is not None
 
+    @functools.cached_property
+    def _wider(self) -> re.Pattern[str] | None:
+        """The pattern's relaxed form (doctor.logparse.relaxed), made at its first check."""
+        return relaxed.pattern(self.pattern)
+
     def check(self, matched: bool, text: str, low: str, masked: str) -> Check | None:
         """Its check on the lines of this template (`text`, `low`, `masked`: this one's message, lower-cased,
         and with its digits made 0); None when it cannot match any of them, or must match all of them:
         it matched this one where no digit is, nor next to it, and looks no further (no lookaround), so
         it matches every line that differs from this one in digits only, at the same place."""
-        if any(b.search(text) for b in self.blind):
-            return None
+        # (the cheap answers first: a learn asks ~150 of these, and most need no search at all)
+        if self.plain is None or any(x in low for x in self.plain):
+            check = Check(None, self.pattern, matched)
+        else:
+            gate = tuple(x for x, m in self.digits if m in masked)
+            if not gate and not matched:
+                return None
+            check = Check(gate, self.pattern, matched)
         if matched and _local(self.pattern):
             m = self.pattern.search(text)
             if m is not None and not any(ch in _ALL_DIGITS for ch in text[max(0, m.start() - 1) : m.end() + 1]):
                 return None
-        if self.plain is None or any(x in low for x in self.plain):
-            return Check(None, self.pattern, matched)
-        gate = tuple(x for x, m in self.digits if m in masked)
-        return Check(gate, self.pattern, matched) if gate or matched else None
+        if any(b.search(text) for b in self.blind):
+            return None
+        if not matched and self._wider is not None and self._wider.search(text) is None:
+            return None  # its relaxed form matches where it does, and alike on all the lines of the template
+        return check
 
 
 def _local(pattern: re.Pattern[str]) -> bool:
