@@ -162,7 +162,7 @@ HAND_RULES: tuple[Rule, ...] = (
     _r("host_oom", r"requested model \((?P<required>" + _SIZE + r")\) is too large for this system \((?P<available>" + _SIZE + r")\)"),
     # Python's own MemoryError (host RAM), not a class whose name ends in it: torch's OutOfMemoryError is the GPU
     # allocator's (torch/cuda/memory.py), and Ray names the worker's class in RayTaskError(OutOfMemoryError)
-    _r("host_oom", r"Cannot allocate memory|std::bad_alloc|(?<![\w.])MemoryError\b"),
+    _r("host_oom", r"Cannot allocate memory|std::bad_alloc|(?<!\w)MemoryError\b"),
     _r("swap_space_large", r"Possibly too large swap space\. (?P<swap>" + _SIZE + r") out of the (?P<total>" + _SIZE + r")", False),
     _r("killed", r"^Killed$|^Killed\s+\S+|^\S*\s*Killed\s+(?:python|vllm|\./)", flags=0),
     # zsh's words for the same SIGKILL (Src/jobs.c printjob, signal names from Src/signames2.awk, lower case): the
