@@ -512,7 +512,7 @@ def test_a_launch_command_without_the_runs_output_is_incomplete(tmp_path: Path) 
     assert report["findings"][0]["evidence"] == [
         f"{paste}: it holds how the engine was launched but nothing the run printed (no engine or client log line, error, "
         "stat line, metrics or GPU reading), so how the run went could not be judged: pass the log of that launch"]
-    healthy = (ROOT.parent / "shared" / "real" / "vllm-startup" / "v0.10.1.1-v1-1xA100-0.25gmu.txt").read_text()
+    healthy = (LOGS / "vllm-0.10.1.1-v1-a100-qwen2-7b-healthy-startup.log").read_text()
     log = write(tmp_path, "engine.log", "vllm serve Qwen2-7B-Instruct --port 8081 --max-model-len 16384 --gpu-memory-utilization 0.25\n" + healthy)
     rc, report = analyze_json(log)
     assert (rc, report["status"]) == (0, "ok"), report["findings"]
