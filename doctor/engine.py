@@ -28,7 +28,7 @@ from llm_doctor.codes import LAYERS, info
 from llm_doctor.facts import Facts
 from llm_doctor.findings import Finding, NotApplicable, Outcome
 from llm_doctor.logparse.failures import KINDS as GENERIC_FAILURES
-from llm_doctor.logview import LogView, judged_run
+from llm_doctor.logview import LogView, judged_run, where
 
 CheckFunc = Callable[..., "Outcome | list[Finding]"]
 
@@ -347,7 +347,7 @@ def _said_running(e, said: set[str]) -> bool:
     engine went down: no log line shows the engine stopped, so the perf checks still judge what it did while it ran."""
     from llm_doctor.logparse.failures import ENGINE_DOWN, PROSE_CASCADE
 
-    sentence = e.values.get("cascade") == PROSE_CASCADE or f"{e.source}:{e.line_no}" in said
+    sentence = e.values.get("cascade") == PROSE_CASCADE or where(e) in said
     return sentence and not ENGINE_DOWN.search(str(e.values.get("summary", "")))
 
 

@@ -35,7 +35,7 @@ from llm_doctor.logparse.failures import CLIENT, CLIENT_SIDE, ENGINE_DOWN, GOES_
 from llm_doctor.logparse.failures import KINDS as GENERIC
 from llm_doctor.logparse.lines import normalise
 from llm_doctor.logview import evidence as quote
-from llm_doctor.logview import judged_run
+from llm_doctor.logview import judged_run, where
 
 if TYPE_CHECKING:
     from llm_doctor.engine import CheckResult, CheckSpec
@@ -98,7 +98,7 @@ def _stated_access(facts: Facts) -> set[str]:
 def _said_as(e: LogEvent, stated: set[str]) -> bool:
     """A sentence that quotes no error ("streaming doesn't work behind nginx") whose words name an access failure:
     checks/access/stated.py reports that cause, so the same sentence read as a failure is no unrecognised one."""
-    return e.values.get("cascade") == PROSE_CASCADE and f"{e.source}:{e.line_no}" in stated
+    return e.values.get("cascade") == PROSE_CASCADE and where(e) in stated
 
 
 def _answered(e: LogEvent, registry: dict[str, CheckSpec], by_id: dict[str, CheckResult]) -> bool:
@@ -144,7 +144,8 @@ def _finding(
     # a client's output, or output of no known engine whose failure only a client prints (an HTTP
     # answer, a refused connection): the access layer's
     quoted = [root] + [e for e in pool[::-1] if e is not root][: MAX_QUOTED - 1]
-    client = (engine == "client" or _raised_by_client(quoted, engine, logs.started) or _client_sentence(root)) and not _engines_answer(root, registry)
+    engines = _engines_answer(root, registry)
+    client = (engine == "client" or _raised_by_client(quoted, engine, logs.started) or _client_sentence(root)) and not engines
     evidence = quote(sorted(quoted, key=lambda x: x.line_no), limit=MAX_QUOTED)
     evidence += [_why(e, registry, by_id) for e in unjudged[:2]]
     if not ended:
@@ -154,7 +155,7 @@ def _finding(
     title = f"{who} failed and no known cause matches: {summary}" if ended else f"{who} logged an error no known cause matches: {summary}"
     code = "access.unrecognized_failure" if client else "load.unrecognized_failure"
     # the engine's failure the answer quoted explains what the client saw of it (the 5xx it came in)
-    explains = list(ANSWER_SYMPTOMS) if _engines_answer(root, registry) else []
+    explains = list(ANSWER_SYMPTOMS) if engines else []
     return Finding(code, title, evidence, _fixes(facts, root, quoted, client), severity=severity, explains=explains)
 
 

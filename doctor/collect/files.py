@@ -294,11 +294,10 @@ def load_paths(paths: list[str], deadline: Deadline) -> Facts:
 
     facts = Facts(collected_at=now())
     logs.check_named(paths)
-    shaped = False  # some file held log records (levels, timestamps, process tags): the run's own output
     declared = False  # a launch written as code or a container spec: a configuration handed over to be judged as one
-    for path in logs.expand(paths, WALK_SUFFIXES):
+    expanded = logs.expand(paths, WALK_SUFFIXES)
+    for path in expanded:
         named = path in paths
-        shaped = shaped or logs.log_shaped(path)
         try:
             head = "" if path == "-" else head_of(path)
         except OSError as exc:  # a file in a folder that vanished or cannot be read: the rest goes on
@@ -310,20 +309,24 @@ def load_paths(paths: list[str], deadline: Deadline) -> Facts:
             read = _embedded(path, facts) if path != "-" else set()
             if read:  # topo -m after the engine's output, a dmon paste
                 facts.gaps = [g for g in facts.gaps if not (g.source == path and g.reason == logs.NOT_UNDERSTOOD)]
-            declared = declared or bool(read & {LAUNCH_CODE, CONTAINER_SPEC})
             _said(path, facts)
         else:
             reader.load(path, facts, deadline)
+            read = set()
             if reader.kind != "bundle":  # tool output pasted into a log: the engine's errors count too
                 logs.load_log(path, facts, deadline, only_if_events=True)
-                declared = declared or bool(_embedded(path, facts) & {LAUNCH_CODE, CONTAINER_SPEC})
+                read = _embedded(path, facts)
                 _said(path, facts)
-    if facts.deployment is not None and not (shaped or declared) and not _run_shown(facts):
+        declared = declared or bool(read & CONFIGURATIONS)
+    # (the heads are read again only here, where a launch command is all that was understood: log records in some
+    # file, levels, timestamps, process tags, are the run's own output)
+    if facts.deployment is not None and not declared and not _run_shown(facts) and not any(map(logs.log_shaped, expanded)):
         facts.gaps.append(InputGap(", ".join(paths), NO_RUN_OUTPUT, unless_judged=True))
     return facts
 
 
 LAUNCH_CODE, CONTAINER_SPEC = "launch code", "container spec"
+CONFIGURATIONS = {LAUNCH_CODE, CONTAINER_SPEC}
 # a launch command pasted into a text says how the engine was started, not how the run went: an all-clear
 # on it alone would vouch for a run nobody has seen (a thread's `docker run ...` and an environment dump
 # above "it fails"). Code and manifests are configurations handed over to be judged as such.
