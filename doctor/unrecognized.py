@@ -34,6 +34,7 @@ from llm_doctor.logparse import chains
 from llm_doctor.logparse.failures import CLIENT, CLIENT_SIDE, ENGINE_DOWN, GOES_ON, PROSE_CASCADE
 from llm_doctor.logparse.failures import KINDS as GENERIC
 from llm_doctor.logparse.lines import normalise
+from llm_doctor.logparse.setup import CLIENT_FRAME
 from llm_doctor.logview import evidence as quote
 from llm_doctor.logview import judged_run, where
 
@@ -194,7 +195,8 @@ def _raised_by_client(quoted: list[LogEvent], engine: str, started: bool) -> boo
     said = [_summary(e) for e in quoted] + [line for e in quoted for line in e.lines]
     if any(MODEL_DOWNLOAD.search(s) for s in said) or any(e.values.get("cascade") in chains.ENGINE_LOAD_WRAPPERS for e in quoted):
         return False
-    return any((not engine and CLIENT.search(s)) or CLIENT_RAISED.search(s) for s in said)
+    frames = [str(e.values.get("frame", "")) for e in quoted]
+    return any((not engine and CLIENT.search(s)) or CLIENT_RAISED.search(s) for s in said) or any(CLIENT_FRAME.search(f) for f in frames)
 
 
 # what a client sees of an engine's failure in the answer it got

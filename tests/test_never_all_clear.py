@@ -346,6 +346,41 @@ def test_a_tagged_client_failure_after_a_healthy_line_is_not_ok(tmp_path: Path, 
     assert f"{log}:2: [openai] {line}" in f["evidence"]
 
 
+# Output in which no engine is seen, whose failure no rule names: what printed it says whose failure it is. Each
+# exception here is one nobody has a rule for; only the runtime, the frames or the answer's shape place it.
+CLIENT_OUTPUTS = {
+    # node's stack (no engine this tool reads runs on node): a client library parsing what it was sent
+    "node": "SyntaxError: Frobnicated token in JSON at position 12\n    at JSON.parse (<anonymous>)\n"
+            "    at Client.chat (file:///app/src/client.js:184:24)\n"
+            "    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)\n\nNode.js v20.10.0\n",
+    # the 0.x openai SDK's own frame, on Windows (backslashes), under a user's script whose name says vllm
+    "sdk frame": "Traceback (most recent call last):\n"
+                 '  File "D:\\work\\call_vllm.py", line 25, in <module>\n    r = openai.Embedding.create(model=m, input="x")\n'
+                 '  File "C:\\env\\lib\\site-packages\\openai\\api_requestor.py", line 403, in handle_error_response\n'
+                 '    error_data = resp["frob"]\nFrobError: \'frob\'\n',
+    # the error object of an API's answer (google.rpc.Status as Gemini sends it), pasted alone
+    "answer body": '{\n  "error": {\n    "code": 400,\n    "message": "Frobnication is not available for the API use.",\n'
+                   '    "status": "FAILED_PRECONDITION"\n  }\n}\n',
+}
+
+
+@pytest.mark.parametrize("name", CLIENT_OUTPUTS)
+def test_a_failure_printed_by_a_client_is_the_access_layers(tmp_path: Path, name: str) -> None:
+    rc, report = analyze_json(write(tmp_path, "out.log", CLIENT_OUTPUTS[name]))
+    assert (rc, report["status"]) == (1, "error")
+    assert report["findings"][0]["code"] == "access.unrecognized_failure"
+
+
+def test_an_engines_own_openai_package_is_no_client(tmp_path: Path) -> None:
+    """vLLM's server code lives under vllm/entrypoints/openai/: a traceback raised there is the engine's, even pasted
+    without the engine's start-up."""
+    log = write(tmp_path, "engine.log", "Traceback (most recent call last):\n"
+                '  File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/api_server.py", line 9, in run\n'
+                "    frob()\nFrobError: widget count 3 exceeds 2\n")
+    rc, report = analyze_json(log)
+    assert report["findings"][0]["code"] == "load.unrecognized_failure"
+
+
 def test_an_answer_a_rule_reads_as_harmless_is_the_clients_failure(tmp_path: Path) -> None:
     """curl -v's status line of the answer (`< HTTP/2 409`): the rule reads it as an HTTP answer,
     harmless by itself in a server's access log, but in a client's output it is the failure."""

@@ -91,6 +91,9 @@ COMMAND = re.compile(
     r"|(?:[\w.~/\\-]*[/\\])?(?:llama-server|llama-cli|main(?:\.exe)?(?=\s+-m\s)))\s.*)"
 )
 
+# a frame inside an installed client library (the 0.x SDK's openai/api_requestor.py; either path separator): what raised
+# there was called by a client. An engine's own openai package (vllm/entrypoints/openai/) is no match.
+CLIENT_FRAME = re.compile(r"(?:site|dist)-packages[/\\](?:openai|anthropic|httpx|httpcore|requests|aiohttp|urllib3|litellm|langchain\w*|llama_index)[/\\]")
 ENGINE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("vllm", re.compile(r"vllm|VllmWorker|EngineCore|APIServer pid|LLM engine|RayWorkerWrapper|non-default args", re.I)),
     ("sglang", re.compile(r"sglang|ServerArgs|ModelTpServer|TpModelWorker|Scheduler hit an exception|Received sigquit", re.I)),
@@ -114,7 +117,17 @@ ENGINE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\bAPI Error\b|\bError code: \d{3}\b|API Request Failed|FetchError|AxiosError|\bfetch failed\b|\bundici\b|"
             r"node-fetch|\bcurl: \(\d+\)|langchain|\bCline\b|Claude Code|open-webui|"
             # the Vercel AI SDK's error names, go-openai's APIError, Spring AI's, LlamaIndex's
-            r"\bAI_\w+Error\b|\bAPICallError\b|\berror, status code: \d{3}\b|TransientAiException|llama_index", re.I
+            r"\bAI_\w+Error\b|\bAPICallError\b|\berror, status code: \d{3}\b|TransientAiException|llama_index|"
+            # a JavaScript runtime's stack (no engine this tool reads runs on node: what threw is a client, a client tool
+            # or a web UI), a client library's own frames, curl's refusal of a non-HTTP answer (lib/http.c)
+            r"node:internal/|\bNode\.js v\d|webpack-internal:|\bat JSON\.parse\b|"
+            + CLIENT_FRAME.pattern + "|"
+            r"Received HTTP/0\.9 when not allowed|"
+            # the error object of an API's answer, as the client received it: OpenAI's and Anthropic's `"type": "..._error"`,
+            # vLLM's and SGLang's `"object": "error"` (ErrorResponse), Google's canonical status names (google.rpc.Code)
+            r"[\"']type[\"']\s*:\s*[\"']\w+_error[\"']|[\"']object[\"']\s*:\s*[\"']error[\"']|"
+            r"[\"']status[\"']\s*:\s*[\"'](?:INVALID_ARGUMENT|FAILED_PRECONDITION|PERMISSION_DENIED|RESOURCE_EXHAUSTED|UNAUTHENTICATED|"
+            r"NOT_FOUND|UNAVAILABLE|DEADLINE_EXCEEDED)[\"']", re.I
         ),
     ),
 )
