@@ -172,3 +172,29 @@ def test_a_proxied_request_the_proxy_refuses_is_proxy_failed(tmp_path: Path) -> 
 ])
 def test_a_proxied_answer_or_a_direct_refusal_is_no_proxy_failure(tmp_path: Path, line: str) -> None:
     assert "access.proxy_failed" not in [f.code for f in findings_of(written(tmp_path, line))]
+
+
+# uvicorn's access log as vLLM's OpenAI server writes it (vllm/entrypoints/openai/api_server.py has no /generate route)
+SERVED = ('INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)\n'
+          'INFO:     127.0.0.1:55504 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n')
+
+
+@pytest.mark.parametrize(("line", "route"), [
+    ('INFO:     127.0.0.1:59820 - "POST /generate HTTP/1.1" 404 Not Found', "POST /generate"),  # TGI's or SGLang's native API
+    ('INFO:     127.0.0.1:59820 - "GET /generate HTTP/1.1" 404 Not Found', "GET /generate"),
+    ('INFO:     127.0.0.1:59820 - "POST /v1/engines/davinci/completions HTTP/1.1" 404 Not Found', "POST /v1/engines/davinci/completions"),
+])
+def test_an_api_call_to_a_route_the_server_lacks_is_the_base_url(tmp_path: Path, line: str, route: str) -> None:
+    found = findings_of(written(tmp_path, SERVED + line + "\n"))
+    assert found[0].code == "access.base_url_invalid"
+    assert found[0].title.startswith(f"the server has no route for {route} (404)")
+    assert found[0].evidence[0].endswith(line)
+    assert "base URL http://<host>:<port>/v1" in found[0].fixes[0].summary
+
+
+@pytest.mark.parametrize("line", [
+    'INFO:     127.0.0.1:59820 - "GET /favicon.ico HTTP/1.1" 404 Not Found',  # a browser opened the server's address
+    'INFO:     127.0.0.1:59820 - "GET / HTTP/1.1" 404 Not Found',
+])
+def test_a_browsers_404_is_no_failure_of_the_channel(tmp_path: Path, line: str) -> None:
+    assert "access.base_url_invalid" not in [f.code for f in findings_of(written(tmp_path, SERVED + line + "\n"))]

@@ -51,6 +51,10 @@ GENERATION_PATHS = re.compile(r"^/v1/(?:chat/completions|completions)\b")
 # a 404 here says the server has no such API: Anthropic/Responses/Ollama routes, and embeddings,
 # which vLLM serves only for pooling models
 OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages|embeddings)\b|^/api/(?:chat|generate)\b")
+# the generation routes of the engines' own APIs (TGI's and SGLang's /generate and /generate_stream, vLLM's old
+# api_server, Ollama's /api/*) and any other /v1 path: asked for with GET too by clients and people trying a server out.
+# A 404 to a POST, whatever its path, is an API call: browsers' 404s (/favicon.ico, /) are no failure of the channel.
+NATIVE_ROUTES = re.compile(r"^/(?:generate(?:_stream)?|api/(?:generate|chat|tags|show|embed\w*)|v1/[\w/.-]+)(?:$|[?#])")
 # (the API masks the key it received but keeps its first characters: a quote there was part of the key)
 # or another provider's key: Anthropic's sk-ant-, Groq's gsk_, Google's AIza, Hugging Face's hf_, xAI's xai-
 KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"‘’“”]|sk-ant-|gsk_|AIza|hf_|xai-)|API key.*(?:whitespace|newline)|"
@@ -193,6 +197,10 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         elif code == "access.base_url_invalid" and (endpoint := _doubled_endpoint(events)):
             title = f"the requested path repeats the endpoint ({endpoint}): the base URL ends in it and the client appends it again"
             fixes = [Fix(f"Remove {endpoint} from the end of the base URL: end it at the API root (…/v1)")]
+        elif code == "access.base_url_invalid" and all(map(_unrouted, events)):
+            routes = ", ".join(sorted({f"{e.values.get('method')} {_path(e)}" for e in events}))
+            title = f"the server has no route for {routes} (404): the client calls an API this server does not serve"
+            fixes = [Fix(UNROUTED_FIX)]
         elif code == "access.base_url_invalid":
             fixes, evidence = _base_url_fixes(s.base_url, events, fix), evidence + _base_url_evidence(s.base_url)
             if s.base_url and (suffix := ENDPOINT_SUFFIX.search(urlsplit(s.base_url).path)):
@@ -238,6 +246,10 @@ def _context_relayed(facts: Facts, log: LogView, events: list[LogEvent]) -> Find
     f = context_finding(facts, log, events)
     return Finding("access.unrecognized_failure", f"the server refused the request: {f.title}", f.evidence, f.fixes,
                    explains=["access.server_error", "access.response_invalid", "access.model_not_found"])
+
+
+UNROUTED_FIX = ("Point the client at the OpenAI API the server serves: base URL http://<host>:<port>/v1, requests to POST "
+                "/v1/chat/completions or /v1/completions (GET /v1/models lists the served model IDs)")
 
 
 # the HTTP client could not parse the URL it was given: no scheme ("localhost:8000/v1"), or one it does not speak
@@ -532,6 +544,12 @@ PROXY_WRAP = re.compile(r"\bProxyError\W{1,4}(?:Cannot connect to proxy|Unable t
 PROXY_LEG = ("access.dns_failed", "access.tls_failed", "access.connect_failed")
 
 
+def _unrouted(e: LogEvent) -> bool:
+    """A server's access log line: an API call answered 404 at a path no rule above reads (not the OpenAI routes)."""
+    return (e.kind == "http_response" and e.values.get("status") == 404
+            and (e.values.get("method") == "POST" or bool(NATIVE_ROUTES.search(_path(e)))))
+
+
 def _cause(e: LogEvent) -> str | None:
     if e.kind == "client_auth" and any(KEY_SHAPE.search(line) for line in e.lines):
         return "access.key_malformed"
@@ -561,6 +579,8 @@ def _cause(e: LogEvent) -> str | None:
             return "access.base_url_invalid"
         if status == 404 and GENERATION_PATHS.search(path):
             return "access.model_not_found"
+        if _unrouted(e):
+            return "access.base_url_invalid"  # an API call to a route this server does not have: the client's URL is wrong
         if status == 429:
             return "access.rate_limited"
         if status == 402:  # Payment Required: the account's credit, not its rate
