@@ -57,6 +57,12 @@ FAMILIES = [
     ("access.timeout", "Ollama request timed out after 30s."),
     # https://github.com/PromptEngineer48/Ollama/issues/9
     ("access.model_not_found", "I'm getting a 404 error when trying to query the model"),
+    # https://github.com/abetlen/llama-cpp-python/issues/1882 (title): CUDA, not "GPU", is what was not detected
+    ("load.gpu_not_visible", "CUDA not detected when running without --gpus all"),
+    # https://github.com/ollama/ollama/issues/13423, /10381, /7323 (titles): the engine ran on the CPU instead
+    ("load.gpu_not_visible", "Ollama doesn't run on GPU and it runs on CPU"),
+    ("load.gpu_not_visible", "Ollama is not utilizing GPU"),
+    ("load.gpu_not_visible", "ollama ps reporting \"100% GPU\" while model is running on CPU only."),
     # corpus/i005 (triton-inference-server/server, Triton 23.11): the load named before "takes too long"
     ("load.startup_timeout", "So when loading a model takes too long, k8s thinks the server hangs and restarts it."),
 ]
@@ -75,6 +81,9 @@ def test_a_sentence_maps_to_the_code_it_names(code, sentence):
 
 
 @pytest.mark.parametrize("sentence", [
+    # wishes to run on the CPU: https://github.com/ollama/ollama/issues/10462 (title), /9624
+    "how to run ollama model on CPU instead of GPU even the GPU is available?",
+    "I expected the model to run only on my CPU without using the GPU.",
     # a question about a setting: https://github.com/NVIDIA/TensorRT-LLM/issues/2357
     "question 2: When I use the OpenAI server to perform inference on the HF model, where should I configure the trust_remote_code parameter?",
     # a possibility: https://github.com/huggingface/text-generation-inference/issues/2744

@@ -261,7 +261,10 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("load.nccl_failed", re.compile(r"\bNCCL\b[^.]{0,40}?(?:\b(?:timeout|timed out|hangs?|hung|stuck)\b|" + _FAIL + ")", re.I)),
     ("load.gpu_not_visible", re.compile(
         r"\b(?:no|not|n't|cannot|can't)\b[^.]{0,20}?\b(?:detect\w*|see|sees|find|finds|found|visible|available)\b[^.]{0,20}?\b(?:any )?GPUs?\b|"
-        r"\bGPUs?\b[^.]{0,20}?\b(?:is |are )?not (?:detected|visible|found|available|used)\b|\bfall(?:s|ing)? back to (?:the )?CPU\b|"
+        r"\b(?:GPUs?|CUDA(?: devices?)?)\b[^.]{0,20}?\b(?:is |are )?not (?:detected|visible|found|available|used)\b|\bfall(?:s|ing)? back to (?:the )?CPU\b|"
+        # the engine said to run on the CPU instead ("does not use my GPU", "runs on CPU only", "only uses the CPU")
+        r"\b(?:does ?n[o']?t|do ?n[o']?t|won'?t|never|is ?n[o']?t|not) (?:use|using|utili[sz]e|utili[sz]ing|run(?:ning)? on) (?:my |the |any )?GPUs?\b|"
+        r"\brun(?:s|ning)? (?:only )?on (?:the )?CPU only\b|\bonly (?:uses?|using) (?:the )?CPU\b|"
         r"\bCUDA (?:is )?not available\b|\bis_available\(\)\W{0,3}(?:returns? )?False\b", re.I)),
     # an ECC error said to happen, not nvidia-smi -q's "ECC Errors" section header over its (zero) counts
     ("load.gpu_fault", re.compile(r"\bXid\b|\bfallen off the bus\b|\bfell off the bus\b|\buncorrect(?:able|ed) ECC error|"
