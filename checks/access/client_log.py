@@ -545,9 +545,10 @@ PROXY_LEG = ("access.dns_failed", "access.tls_failed", "access.connect_failed")
 
 
 def _unrouted(e: LogEvent) -> bool:
-    """A server's access log line: an API call answered 404 at a path no rule above reads (not the OpenAI routes)."""
-    return (e.kind == "http_response" and e.values.get("status") == 404
-            and (e.values.get("method") == "POST" or bool(NATIVE_ROUTES.search(_path(e)))))
+    """An API call answered 404 at a path that is none of the OpenAI routes (whose 404 says more: _cause reads them first)."""
+    path = _path(e)
+    return (e.kind == "http_response" and e.values.get("status") == 404 and not OPENAI_PATHS.search(path)
+            and not DOUBLED_ENDPOINT.search(path) and (e.values.get("method") == "POST" or bool(NATIVE_ROUTES.search(path))))
 
 
 def _cause(e: LogEvent) -> str | None:
