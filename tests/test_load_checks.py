@@ -98,6 +98,20 @@ def test_valid_tp_sizes_for_heads() -> None:
     assert valid_tp_sizes(71, 2) == [1]
 
 
+def test_turbomind_tp_not_a_power_of_two_is_the_tp_size(tmp_path: Path) -> None:
+    """lmdeploy/turbomind/deploy/converter.py asserts a power-of-two TP (the corpus labels it load.tp_invalid): the fix is
+    the largest power of two below the TP asked for."""
+    log = tmp_path / "lmdeploy.log"
+    log.write_text("lmdeploy serve api_server internlm/internlm2_5-7b-chat --tp 5\n"
+                   "Traceback (most recent call last):\n"
+                   '  File "/opt/lmdeploy/lmdeploy/turbomind/deploy/converter.py", line 280, in get_tm_model\n'
+                   "    assert ((tp & (tp - 1) == 0) and tp != 0), 'tp should be 2^n'\n"
+                   "AssertionError: tp should be 2^n\n")
+    top = findings_of(log)[0]
+    assert (top.code, top.title) == ("load.tp_invalid", "tensor parallel size 5 does not fit the model/GPUs")
+    assert top.fixes[0].command == "--tp 4"
+
+
 # client-side output in a log: the access code at rank 1, with the base URL computed from what the log shows
 CLIENT_CASES = [
     ("client-openai-sdk-ollama-base-url-no-v1.log", "access.base_url_invalid", "404 page not found", "OPENAI_BASE_URL=http://127.0.0.1:11434/v1"),

@@ -95,10 +95,11 @@ def deployment_value(facts: Facts, name: str) -> object | None:
 
 
 def engine(facts: Facts) -> str:
-    """The engine: from the parsed arguments, else from what wrote the log."""
+    """The engine: from the parsed arguments, else from what wrote the log. A client's output names none (the engine's
+    error quoted in the answer it got is read by its template's engine, template_engine)."""
     if facts.deployment is not None and facts.deployment.engine:
         return facts.deployment.engine
-    return facts.logs.engine if facts.logs else ""
+    return facts.logs.engine if facts.logs and facts.logs.engine != "client" else ""
 
 
 def gpu_total_gib(facts: Facts) -> float | None:

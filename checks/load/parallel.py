@@ -16,6 +16,8 @@ from llm_doctor.memory import valid_tp_sizes
 # an architecture the engine cannot shard at all (TGI models/__init__.py "sharded is not supported for AutoModel" / "for
 # this model", mamba.py "Mamba does not support Tensor Parallelism (TP)"): no TP size but 1 divides it
 NO_SHARDING = re.compile(r"sharded is not supported for|does not support Tensor Parallelism", re.I)
+# TurboMind's converter (lmdeploy/turbomind/deploy/converter.py `assert ((tp & (tp - 1) == 0) and tp != 0), 'tp should be 2^n'`)
+POWER_OF_TWO = re.compile(r"tp should be 2\s*\^\s*n", re.I)
 KINDS = ("tp_heads", "tp_gpus", "pp_unsupported", "quant_partition", "not_divisible", "device_ordinal")
 
 
@@ -70,6 +72,10 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
         fixes.append(Fix("This model has no tensor-parallel implementation in this engine: serve it on one GPU "
                          "(run replicas for more throughput), or use an engine version that shards this architecture",
                          f"{flag} 1"))
+    elif e.kind == "not_divisible" and POWER_OF_TWO.search(" ".join(e.lines)):
+        below = 1 << ((int(tp) - 1).bit_length() - 1) if isinstance(tp, int) and tp > 1 else None
+        fixes.append(Fix("This engine shards only over a power of two GPUs (1, 2, 4, 8): use the largest one not above the "
+                         "GPUs you have, and run replicas on the rest", f"{flag} {below}" if below else None))
     elif e.kind in ("quant_partition", "not_divisible"):
         a, b = e.values.get("size") or e.values.get("a"), e.values.get("block") or e.values.get("b")
         if a is None or b is None:  # the words name no sizes ("Tensor parallel world size must divide num heads")
