@@ -545,10 +545,12 @@ PROXY_LEG = ("access.dns_failed", "access.tls_failed", "access.connect_failed")
 
 
 def _unrouted(e: LogEvent) -> bool:
-    """An API call answered 404 at a path that is none of the OpenAI routes (whose 404 says more: _cause reads them first)."""
+    """An API call answered 404 at a path that is none of the routes whose 404 says more (the OpenAI routes with or without
+    /v1, another API's, a doubled endpoint: _cause reads them first)."""
     path = _path(e)
-    return (e.kind == "http_response" and e.values.get("status") == 404 and not OPENAI_PATHS.search(path)
-            and not DOUBLED_ENDPOINT.search(path) and (e.values.get("method") == "POST" or bool(NATIVE_ROUTES.search(path))))
+    known = OPENAI_PATHS, GENERATION_PATHS, OTHER_PROTOCOL, DOUBLED_ENDPOINT
+    return (e.kind == "http_response" and e.values.get("status") == 404 and not any(p.search(path) for p in known)
+            and (e.values.get("method") == "POST" or bool(NATIVE_ROUTES.search(path))))
 
 
 def _cause(e: LogEvent) -> str | None:
