@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from llm_doctor.facts import Facts
 from llm_doctor.facts.logs import LogEvent
-from llm_doctor.findings import Finding, Fix
+from llm_doctor.findings import STATEMENT, Finding, Fix
 from llm_doctor.logparse import chains
 from llm_doctor.logparse.failures import CLIENT, CLIENT_SIDE, ENGINE_DOWN, GOES_ON, PROSE_CASCADE
 from llm_doctor.logparse.failures import KINDS as GENERIC
@@ -79,7 +79,10 @@ def findings(
                                      or _answered(e, registry, by_id)]
     if unjudged or generic:
         return [_finding(facts, unjudged, generic, registry, by_id, logs.engine)]
-    if not recognised and logs.started and not logs.ready and logs.engine != "client" and not any(r.findings for r in results):
+    # (a note from the configuration beside it, prefix caching off at info, explains nothing of a start-up that never
+    # finished; a problem a person states, even at info, tells of a run the log was cut before)
+    judged = any(f.severity != "info" or f.tier == STATEMENT for r in results for f in r.findings)
+    if not recognised and logs.started and not logs.ready and logs.engine != "client" and not judged:
         return [_stopped_in_startup(facts)]
     return []
 

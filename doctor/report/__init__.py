@@ -180,7 +180,10 @@ def _tier(f: Finding) -> int:
     state (2: what it could not read comes after every diagnosis, the stated ones included). A failure no
     rule could place shows only that something failed: a cause a person names beside it (the maintainer's
     answer under the pasted error) places it, so it ranks with the statements, after them at its severity."""
-    return 1 if f.tier == STATEMENT or f.code.endswith(".unrecognized_failure") else 2 if f.layer == "doctor" else 0
+    if f.layer == "doctor":
+        return 2
+    # a note (info) is no diagnosis: it ranks with the statements, after every failure, placed or not, by its severity
+    return 1 if f.tier == STATEMENT or f.code.endswith(".unrecognized_failure") or f.severity == "info" else 0
 
 
 def _said_at(f: Finding) -> tuple[int, int, int]:
