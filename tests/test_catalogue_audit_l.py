@@ -39,6 +39,15 @@ CASES = [
      '{"success": false, "error": "Authentication Error, LiteLLM Virtual Key expected. Received=your_api_key_here, '
      'expected to start with \'sk-\'.", "statusCode": 401}',
      "access.key_malformed", "LiteLLM Virtual Key expected"),
+    # huggingface/text-generation-inference@v2.0.4 / v2.4.1:server/text_generation_server/models/__init__.py refuse a
+    # checkpoint in a layout TGI dropped (Phi's remote-code 'phi-msft', the pre-HF 'ssm'): the files' format, which
+    # codes.md's load.model_files covers, not an engine too old for the model (load.engine_outdated)
+    ("tgi.jsonl", 75, "model_missing", "ValueError: Legacy phi-msft is not supported with Flash Attention",
+     "load.model_files", "Legacy phi-msft"),
+    ("tgi.jsonl", 76, "model_missing",
+     "RuntimeError: `ssm` models have been deprecated in favor of `mamba` models, which follow standard HF formats. Check out "
+     "a list here: https://huggingface.co/models?search=mamba%20-hf",
+     "load.model_files", "deprecated in favor of `mamba` models"),
 ]
 
 
