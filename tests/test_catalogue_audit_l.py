@@ -48,6 +48,13 @@ CASES = [
      "RuntimeError: `ssm` models have been deprecated in favor of `mamba` models, which follow standard HF formats. Check out "
      "a list here: https://huggingface.co/models?search=mamba%20-hf",
      "load.model_files", "deprecated in favor of `mamba` models"),
+    # huggingface/transformers@v4.40.0:src/transformers/models/auto/auto_factory.py: the config class is one transformers
+    # knows, the auto class has no model for it (a T5, a vision-language model asked for as a causal LM): the model is
+    # not an architecture this loader serves (load.model_files), not a transformers release too old for it
+    ("transformers.jsonl", 13, "model_missing",
+     "ValueError: Unrecognized configuration class <class 'transformers.models.t5.configuration_t5.T5Config'> for this kind "
+     "of AutoModel: AutoModelForCausalLM.",
+     "load.model_files", "Unrecognized configuration class"),
 ]
 
 
