@@ -30,6 +30,7 @@ from llm_doctor.engine import Deadline
 from llm_doctor.facts import Facts
 from llm_doctor.logparse import external_prefilter as xp
 from llm_doctor.logparse import template_cache as tc
+from llm_doctor.logparse.lines import LineNumbers
 from llm_doctor.logparse.scan import LogScanner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -455,3 +456,16 @@ def test_a_pattern_that_cannot_match_a_template_is_not_tried_again_on_its_lines(
     plan = scanner.templates.plan(line)
     assert scanner.templates.served == 1
     assert plan is not None and fl.CLIENT_SIDE not in [c.pattern for c in plan.checks]
+
+
+def test_a_line_s_number_is_its_count_of_newlines_from_any_numbered_line() -> None:
+    """LineNumbers counts from the nearest line it knows (the last asked, a line a search numbered,
+    looked up by bisect): every answer, asked in any order, is the block's own newline count."""
+    block = b"".join(b"line %d %s\n" % (i, b"x" * (i % 7)) for i in range(200))
+    starts = [0] + [i + 1 for i in range(len(block) - 1) if block[i] == ord("\n")]
+    first = 41
+    known = ((starts[5::17], [first + i for i in range(5, 200, 17)]), (starts[3::40], [first + i for i in range(3, 200, 40)]))
+    for table in ((), known):
+        numbers = LineNumbers(block, first, table)
+        for i in [199, 0, 150, 151, 6, 5, 120, 22, 199, 3, 44, 43]:
+            assert numbers.at(starts[i]) == first + i
