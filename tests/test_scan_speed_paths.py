@@ -209,6 +209,21 @@ def test_a_cleaned_template_puts_each_line_s_own_digits_back() -> None:
     assert cleaning.apply(other) == ln.clean(other) == "(APIServer pid=2718) WARNING 11-12 03:04:05 [scheduler.py:1561] group 93 is preempted"
 
 
+def test_a_line_of_hundreds_of_digits_gets_a_cleaning_too() -> None:
+    """An argument dump's hundreds of digits (colour codes among them): each kept digit's place is
+    found, so the line's template is cleaned as a format, and every line of it gets its own digits back."""
+    from llm_doctor.logparse import lines as ln
+
+    def line(seed: int) -> str:
+        sizes = ", ".join(f"{(seed * 7919 + i * 104729) % 100000:05d}" for i in range(120))  # (one template: as many digits)
+        return f"\x1b[1;3{seed % 10}m(EngineCore pid={seed})\x1b[0;0m INFO [core.py:{seed % 900 + 100}] cudagraph sizes [{sizes}]\x1b[0m\r\n"
+
+    cleaning = tc.Cleaning.of(line(1009))
+    assert cleaning is not None and len(cleaning.kept) > 300
+    for seed in (1009, 2718, 4321):
+        assert cleaning.apply(line(seed)) == ln.clean(line(seed))
+
+
 def test_a_failing_tool_falls_back_to_the_python_prefilter(generated, monkeypatch) -> None:
     monkeypatch.setattr(logs, "BLOCK", 16 * 1024)
     failing = [sys.executable, "-c", "import sys; sys.exit(2)"]
