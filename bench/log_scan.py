@@ -18,6 +18,12 @@ analyze run whose rank-1 is the crash. The crash's code is not assumed: it is th
 `analyze` on the same shape generated with no steady-state lines (start-up headers and the crash only).
 Nothing is asserted; the numbers are for people.
 
+Every analyze child runs as an installed tool does on a user's machine after its first run: its own
+grammar cache (LLM_DOCTOR_CACHE, in the temp folder: the user cache dir is shared by every checkout on this
+machine, and one with another catalogue overwrites it) and compiled bytecode (PYTHONPYCACHEPREFIX there;
+PYTHONDONTWRITEBYTECODE, when set, is dropped: an editable checkout has no .pyc, a wheel's are compiled at
+install). The crash-only run of each shape comes first and fills both.
+
 `analyze` prefilters a big file with rg (this venv's, from the `ripgrep` wheel, or PATH's) or grep when
 there is one (doctor/logparse/external_prefilter.py): the header says which.
 
@@ -42,6 +48,7 @@ from log_shapes import SHAPES, write
 BIN = Path(sys.executable).parent
 TRIGGERS = "Traceback|Error|error|out of memory|OOM|Killed|NCCL|preempted|Exception|FATAL"
 MB = 1024**2
+ENV = dict(os.environ)  # the analyze children's (main() sets the cache folders: see the docstring)
 # analyze with external_prefilter.find_tool finding nothing: the pure-Python prefilter on every block
 PYTHON_ONLY = ("from llm_doctor.logparse import external_prefilter as x; x.find_tool = lambda: None; "
                "from llm_doctor.cli import main; main()")
@@ -78,7 +85,7 @@ def run(tool: str, argv: list[str], out: Path) -> Run:
     timer = ["/usr/bin/time", "-f", "%U %S %M", "-o", str(rss)] if Path("/usr/bin/time").exists() else []
     with open(out, "wb") as fh:
         start = time.perf_counter()
-        child = subprocess.Popen([*timer, *argv], stdout=fh, stderr=subprocess.DEVNULL)
+        child = subprocess.Popen([*timer, *argv], stdout=fh, stderr=subprocess.DEVNULL, env=ENV)
         _, status, usage = os.wait4(child.pid, 0)
         seconds = time.perf_counter() - start
     child.returncode = os.waitstatus_to_exitcode(status)
@@ -125,7 +132,7 @@ def table(shape: str, size_mb: int, crash: str, runs: list[Run]) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size-mb", type=int, nargs="+", choices=(10, 512, 2048), default=[10, 512])
+    ap.add_argument("--size-mb", type=int, nargs="+", choices=(10, 64, 512, 2048), default=[10, 512])
     ap.add_argument("--big", action="store_true", help="also 2 GB (2048 MB) logs")
     ap.add_argument("--shape", nargs="+", choices=sorted(SHAPES), default=list(SHAPES))
     ap.add_argument("--python-prefilter", action="store_true", help="also analyze without an external prefilter tool")
@@ -142,6 +149,8 @@ def main() -> int:
           f"{'status':<12} {'rank-1':<24} crash found (s)")
     with tempfile.TemporaryDirectory(prefix="llm-doctor-bench-") as name:
         tmp = Path(name)
+        ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+        ENV.update(LLM_DOCTOR_CACHE=str(tmp / "cache"), PYTHONPYCACHEPREFIX=str(tmp / "pycache"))
         for shape in args.shape:
             crash = crash_code(shape, tmp)
             for size_mb in sizes:

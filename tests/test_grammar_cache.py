@@ -55,6 +55,17 @@ def test_a_lazy_template_is_the_compiled_template() -> None:
         assert rule.pattern.groupindex == compiled.groupindex
 
 
+
+def test_a_lazy_hand_rule_is_the_rule_compiled_with_its_flags() -> None:
+    text = "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.15 GiB total capacity; 1.00 GiB already allocated; 0 bytes free"
+    for rule in ev.HAND_RULES:
+        compiled = re.compile(rule.pattern.pattern, rule.pattern.flags & ~re.U)
+        assert rule.pattern.flags == compiled.flags, rule.pattern.pattern
+        assert rule.pattern.groupindex == compiled.groupindex
+        found, expected = rule.pattern.search(text), compiled.search(text)
+        assert (found and found.groupdict()) == (expected and expected.groupdict())
+    assert any(rule.pattern.search(text) for rule in ev.HAND_RULES)
+
 def _report(cache: Path) -> dict:
     env = {**os.environ, "LLM_DOCTOR_CACHE": str(cache), "NO_COLOR": "1"}
     out = subprocess.run([str(Path(sys.executable).with_name("llm-doctor")), "analyze", str(LOG), "--format", "json", "--fail-on", "never"],

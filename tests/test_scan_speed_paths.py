@@ -30,6 +30,7 @@ from llm_doctor.engine import Deadline
 from llm_doctor.facts import Facts
 from llm_doctor.logparse import external_prefilter as xp
 from llm_doctor.logparse import template_cache as tc
+from llm_doctor.logparse.lines import LineNumbers
 from llm_doctor.logparse.scan import LogScanner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -206,6 +207,21 @@ def test_a_cleaned_template_puts_each_line_s_own_digits_back() -> None:
     cleaning = tc.Cleaning.of(first)
     assert cleaning is not None and cleaning.apply(first) == ln.clean(first)
     assert cleaning.apply(other) == ln.clean(other) == "(APIServer pid=2718) WARNING 11-12 03:04:05 [scheduler.py:1561] group 93 is preempted"
+
+
+def test_a_line_of_hundreds_of_digits_gets_a_cleaning_too() -> None:
+    """An argument dump's hundreds of digits (colour codes among them): each kept digit's place is
+    found, so the line's template is cleaned as a format, and every line of it gets its own digits back."""
+    from llm_doctor.logparse import lines as ln
+
+    def line(seed: int) -> str:
+        sizes = ", ".join(f"{(seed * 7919 + i * 104729) % 100000:05d}" for i in range(120))  # (one template: as many digits)
+        return f"\x1b[1;3{seed % 10}m(EngineCore pid={seed})\x1b[0;0m INFO [core.py:{seed % 900 + 100}] cudagraph sizes [{sizes}]\x1b[0m\r\n"
+
+    cleaning = tc.Cleaning.of(line(1009))
+    assert cleaning is not None and len(cleaning.kept) > 300
+    for seed in (1009, 2718, 4321):
+        assert cleaning.apply(line(seed)) == ln.clean(line(seed))
 
 
 def test_a_failing_tool_falls_back_to_the_python_prefilter(generated, monkeypatch) -> None:
@@ -455,3 +471,16 @@ def test_a_pattern_that_cannot_match_a_template_is_not_tried_again_on_its_lines(
     plan = scanner.templates.plan(line)
     assert scanner.templates.served == 1
     assert plan is not None and fl.CLIENT_SIDE not in [c.pattern for c in plan.checks]
+
+
+def test_a_line_s_number_is_its_count_of_newlines_from_any_numbered_line() -> None:
+    """LineNumbers counts from the nearest line it knows (the last asked, a line a search numbered,
+    looked up by bisect): every answer, asked in any order, is the block's own newline count."""
+    block = b"".join(b"line %d %s\n" % (i, b"x" * (i % 7)) for i in range(200))
+    starts = [0] + [i + 1 for i in range(len(block) - 1) if block[i] == ord("\n")]
+    first = 41
+    known = ((starts[5::17], [first + i for i in range(5, 200, 17)]), (starts[3::40], [first + i for i in range(3, 200, 40)]))
+    for table in ((), known):
+        numbers = LineNumbers(block, first, table)
+        for i in [199, 0, 150, 151, 6, 5, 120, 22, 199, 3, 44, 43]:
+            assert numbers.at(starts[i]) == first + i

@@ -79,21 +79,22 @@ class Entry:
 
 
 class LazyPattern:
-    """A template's regex (flags re.I), compiled at its first search: compiling the ~800 templates
-    was a third of every start-up, while a line reaches a template only when it holds the
-    template's word (doctor.logparse.events.match), so most are never searched. `pattern` and
-    `flags` are the compiled regex's, available before it is compiled (prefilter, template_cache
-    read only them); every other attribute is the compiled regex's."""
+    """A template's regex (flags re.I), or a hand rule's (doctor.logparse.events._r), compiled at its
+    first search: compiling the ~800 templates was a third of every start-up, while a line reaches a
+    rule only when it holds the rule's word (doctor.logparse.events.match), so most are never searched.
+    `pattern` and `flags` are the compiled regex's, available before it is compiled (prefilter,
+    template_cache read only them); every other attribute is the compiled regex's. A source that sets
+    global flags inline (`(?m)` first) is no LazyPattern: those flags would be missing from `flags`."""
 
     __slots__ = ("pattern", "flags", "_compiled")
 
-    def __init__(self, source: str) -> None:
-        self.pattern, self.flags = source, int(re.I | re.U)  # what re.compile(source, re.I).flags is
+    def __init__(self, source: str, flags: int = re.I) -> None:
+        self.pattern, self.flags = source, int(flags | re.U)  # what re.compile(source, flags).flags is
         self._compiled: re.Pattern[str] | None = None
 
     def __getattr__(self, name: str) -> object:
         if self._compiled is None:
-            self._compiled = re.compile(self.pattern, re.I)
+            self._compiled = re.compile(self.pattern, self.flags)
         return getattr(self._compiled, name)
 
 

@@ -13,8 +13,10 @@ The grammar in events.py matches the message only, so it does not care which of 
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]*[A-Za-z]|(?<![\w\]])\[(?:\d{1,3};)*\d{1,3}m")
@@ -155,16 +157,26 @@ class LineNumbers:
     """The number of the line that starts at an offset of a block of lines. Counting newlines is the
     one cost a scan would pay on every byte of a big log (bytes.count reads ~1 GB/s: what `grep -c`
     takes for its whole search), so this counts only from the nearest place it knows: the offset it
-    was asked last, or a line the external prefilter numbered (`known`: start -> number)."""
+    was asked last, or the nearest line the external prefilter numbered (`known`: pairs of ascending
+    line starts and their numbers, one per search). They are looked up where asked (bisect), not made
+    into a dict per block: a worst-case block holds thousands of numbered lines and a few are asked."""
 
-    def __init__(self, block: bytes, first_no: int, known: dict[int, int] | None = None) -> None:
+    def __init__(self, block: bytes, first_no: int, known: Sequence[tuple[list[int], list[int]]] = ()) -> None:
         self.block, self.pos, self.no = block, 0, first_no  # the line starting at pos has number no
-        self.known = known or {}
+        self.known = known
 
     def at(self, pos: int) -> int:
-        no = self.known.get(pos)
-        if no is None:
-            no = (self.no + self.block.count(b"\n", self.pos, pos) if pos >= self.pos
-                  else self.no - self.block.count(b"\n", pos, self.pos))
+        at, no = self.pos, self.no
+        for starts, numbers in self.known:
+            i = bisect.bisect_right(starts, pos) - 1
+            if i < 0:
+                continue
+            if starts[i] == pos:
+                at, no = pos, numbers[i]
+                break
+            if pos - starts[i] < abs(pos - at):
+                at, no = starts[i], numbers[i]
+        if at != pos:
+            no = no + self.block.count(b"\n", at, pos) if pos > at else no - self.block.count(b"\n", pos, at)
         self.pos, self.no = pos, no
         return no

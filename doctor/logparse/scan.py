@@ -229,8 +229,7 @@ class LogScanner:
         else:  # lower-cased only if a skipped line must be looked at (_watching)
             (starts, grammar), (stats, stat_numbers) = hits
             low = None
-            known = dict(zip(starts, grammar, strict=True))
-            known.update(zip(stats, stat_numbers, strict=True))
+            known = ((starts, grammar), (stats, stat_numbers))
             self.stats.feed_block(block, self.source, first, stats, known)
             numbers = LineNumbers(block, first, known)
         no, pos = self._source_no, 0  # line number of the line before `pos`, byte offset of a line start

@@ -41,7 +41,7 @@ from __future__ import annotations
 import operator
 import random
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 
@@ -224,7 +224,7 @@ class StatLines:
     last_prompt_n: int = 0
 
     def feed_block(self, block: bytes, source: str, first_no: int, starts: Collection[int] | None = None,
-                   known: dict[int, int] | None = None) -> None:
+                   known: Sequence[tuple[list[int], list[int]]] = ()) -> None:
         """Every stat line in a block of whole lines (`first_no` the number of its first line), or
         those starting at `starts` when a prefilter found them (`known`: the numbers of lines it numbered, see LineNumbers)."""
         if starts is None:

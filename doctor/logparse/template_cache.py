@@ -148,7 +148,7 @@ class Cleaning:
     fmt: str  # the cleaned template, `{}` where a kept digit goes
     kept: tuple[int, ...]  # where in the decoded line those digits are
 
-    MAX_DIGITS: ClassVar[int] = 64  # each digit costs a cleaning of the line once per template
+    MAX_DIGITS: ClassVar[int] = 4096  # a template's first line is cleaned log2(digits) + 1 times (of)
 
     def apply(self, decoded: str) -> str:
         if len(self.kept) < 2:
@@ -162,23 +162,34 @@ class Cleaning:
 
     @staticmethod
     def of(decoded: str) -> Cleaning | None:
-        """Where each digit lands: cleaned again with that one digit made 1 and all others 0."""
+        """Where each digit lands, read off a few cleanings of the line: in the k-th, digit number i (from 1)
+        is made 1 where bit k of i is set and 0 elsewhere, so a kept digit's place spells its i in binary
+        (cleaning is digit-blind: every variant keeps the same places; log2 of the digits cleanings, not one
+        per digit, so a start-up line with hundreds of digits gets a plan too). None where that does not hold."""
         at = [i for i, ch in enumerate(decoded) if ch in _ALL_DIGITS]
         if len(at) > Cleaning.MAX_DIGITS:
             return None
         zeroed = decoded.translate(_TEXT_MASK)
         base = ln.clean(zeroed)
-        lands = []
-        for i in at:
-            j = ln.clean(zeroed[:i] + "1" + zeroed[i + 1 :]).find("1")
-            if j >= 0:
-                lands.append((j, i))
+        places = [j for j, ch in enumerate(base) if ch == "0"]  # a 0 there is a digit kept: every other character is as it was
+        numbers = [0] * len(places)
+        chars = list(zeroed)
+        for bit in range(len(at).bit_length()):
+            for n, i in enumerate(at, 1):
+                chars[i] = "1" if n >> bit & 1 else "0"
+            cleaned = ln.clean("".join(chars))
+            if len(cleaned) != len(base):
+                return None
+            for k, j in enumerate(places):
+                numbers[k] |= (cleaned[j] == "1") << bit
+        if not all(0 < n <= len(at) for n in numbers):
+            return None
         fmt, pos = [], 0
-        for j, _ in lands:
+        for j in places:
             fmt.append(base[pos:j].replace("{", "{{").replace("}", "}}") + "{}")
             pos = j + 1
         fmt.append(base[pos:].replace("{", "{{").replace("}", "}}"))
-        cleaning = Cleaning("".join(fmt), tuple(i for _, i in lands))
+        cleaning = Cleaning("".join(fmt), tuple(at[n - 1] for n in numbers))
         return cleaning if cleaning.apply(decoded) == ln.clean(decoded) else None
 
 
