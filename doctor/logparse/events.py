@@ -467,7 +467,9 @@ HAND_RULES: tuple[Rule, ...] = (
     _r(
         "client_auth",
         r"Incorrect API key|Invalid API Key|invalid_api_key|AuthenticationError|401 Unauthorized|"
-        r"invalid x-api-key|authentication_error|" + _status(401),
+        r"invalid x-api-key|authentication_error|"
+        # one-api's refusal of a token it does not know or that has expired (model/token.go ValidateUserToken)
+        r"无效的令牌|该令牌已过期|" + _status(401),
     ),
     # a base URL the HTTP client cannot parse, in the words of the runtimes' URL parsers: CPython urllib.request
     # (`unknown url type: 'localhost:8000/v1'`), java.net.URI.toURL ("URI is not absolute"), .NET System.Uri and HttpClient
@@ -484,13 +486,18 @@ HAND_RULES: tuple[Rule, ...] = (
     # a client that has no key to send, in its own words: the variable it reads unset ("OPENAI_API_KEY environment variable
     # is not set"), "API key is missing" (the SDKs' own sentences are catalogue templates, which name their variable)
     _r("client_key_missing", r"\b[A-Z][A-Z0-9_]*_API_KEY\b(?: environment variable)? (?:is )?(?:not set|missing|unset|empty|not found|required)\b|"
-       r"\bAPI key (?:is )?(?:missing|not set|not provided|not configured)\b"),
+       r"\bAPI key (?:is )?(?:missing|not set|not provided|not configured)\b|"
+       # one-api's (and its forks') refusal of a request with no token (model/token.go ValidateUserToken: 未提供令牌, "no token given")
+       r"未提供令牌"),
     # the request named no model: OpenAI's "you must provide a model parameter", pydantic/FastAPI's missing `model` field
     # ({'type': 'missing', 'loc': ('body', 'model'), ...}); not any line with both words (llama.cpp's vocabulary warning
     # "Mask token is missing in vocab, please reconvert model!" on a healthy load)
     _r("client_model_missing_id", r"you must provide a model parameter|\"model\"\s*:\s*\{\}|model.*field required|"
        r"['\"]missing['\"],\s*['\"]loc['\"]:\s*[\[(]['\"]body['\"],\s*['\"]model['\"]|missing (?:required )?(?:parameter|field|argument):? ['\"`]?model\b|"
        r"missing (?:the )?model (?:in|from) (?:the )?request|"
+       # the model named before its noun: Volcengine Ark's MissingParameter "The request failed because it is missing `model`
+       # parameter", "missing 'model' field"
+       r"\bmissing [`'\"]?model[`'\"]? (?:parameter|field)\b|"
        # the gin servers' 400 for an empty model field (Ollama's server/routes.go `gin.H{"error": "model is required"}`, the Go
        # gateways that copy it), as an error body or after its status
        r"[\"'](?:error|message|detail)[\"']\s*:\s*[\"'](?:the )?model is required\b|\b400\W{1,3}(?:the )?model is required\b"),
@@ -500,7 +507,7 @@ HAND_RULES: tuple[Rule, ...] = (
         # to it"), with its backticks eaten by markdown or turned into quotes when pasted
         r"The model [`'\"\u2018\u201c]?(?P<model>[^`'\"\u2019\u201d\s]+)[`'\"\u2019\u201d]? does not exist|model ['\"]?(?P<model2>[\w./:-]+)['\"]? not found|"
         # \b: openai.NotFoundError, never Python's ModuleNotFoundError / FileNotFoundError
-        r"\bNotFoundError|Invalid model name passed|model_not_found|does not exist or you do not have access|"
+        r"\bNotFoundError|Invalid model name passed(?: in model=(?P<model11>[^\s,'\"]*))?|model_not_found|does not exist or you do not have access|"
         # OpenRouter's 400 for an ID it does not list ("google/gemini-2.0-pro-exp-02-05:free is not a valid model ID"), and
         # Claude Code's words for the model its gateway does not have
         r"(?P<model3>[\w./:@-]+) is not a valid model ID|There's an issue with the selected model \((?P<model4>[^)\s]+)\)|"
@@ -508,6 +515,9 @@ HAND_RULES: tuple[Rule, ...] = (
         # "404 models/gemini-pro is not found for API version v1beta"
         r"\bNo endpoints found (?:for|matching) (?P<model5>[\w./:@-]+?)\.?(?=[\s\"',]|$)|\bUnknown model:? [`'\"]?(?P<model6>[\w./:@-]+)|"
         r"\bmodels/(?P<model7>[\w.-]+) is not found\b|"
+        # a model the provider retired: Groq's 400 model_decommissioned "The model `mixtral-8x7b-32768` has been decommissioned
+        # and is no longer supported", the OpenAI API's "The model `text-davinci-003` has been deprecated"
+        r"The model [`'\"\u2018\u201c]?(?P<model10>[^`'\"\u2019\u201d\s]+)[`'\"\u2019\u201d]? has been (?:decommissioned|deprecated)\b|"
         # Google's NOT_FOUND for a model its API does not serve (Gemini / Cloud Code: `{"code": 404, "message": "Requested entity
         # was not found.", "status": "NOT_FOUND"}`, opencode-gemini-auth#65, gzzhongqi/geminicli2api#23), and a bare "Model not found"
         # after its status or as an error body's message (OpenHands#16365: "the endpoint returns a `400 Model not found` error")
@@ -867,7 +877,7 @@ def match(text: str) -> tuple[Rule, dict[str, object]] | None:
     for key, raw in m.groupdict().items():
         if raw is None:
             continue
-        key = key.rstrip("0123456789") if key[-1].isdigit() and key[:-1] in _BASE_KEYS else key
+        key = key.rstrip("0123456789") if key[-1].isdigit() and key.rstrip("0123456789") in _BASE_KEYS else key
         values.setdefault(key, to_number(raw))
     if rule.source:
         values["template_source"] = rule.source
