@@ -177,6 +177,36 @@ def test_model_wordings_from_source(tmp_path: Path, line: str, code: str, eviden
     assert_rank_one(tmp_path, "model", [line], code, evidence, None)
 
 
+@pytest.mark.parametrize(("line", "code", "evidence"), [
+    # Together, the Hugging Face router and SiliconFlow for a model they do not serve; an empty name is no model at all
+    ("openai.BadRequestError: Error code: 400 - {'error': {'message': 'Unable to access model meta-llama/Llama-3-70b. Please visit "
+     "https://api.together.ai/models to view the list of supported models.', 'type': 'invalid_request_error', 'param': None, "
+     "'code': 'model_not_available'}}", "access.model_not_found", "Unable to access model"),
+    ("Error: 400 Unable to access model . Please visit https://api.together.ai/models to view the list of supported models.",
+     "access.model_id_missing", "Unable to access model"),
+    ("Bad request: {'message': \"The requested model 'HuggingFaceH4/zephyr-7b-beta' is not supported by any provider you have "
+     "enabled.\", 'type': 'invalid_request_error', 'param': 'model', 'code': 'model_not_supported'}", "access.model_not_found",
+     "not supported by any provider"),
+    ("openai.BadRequestError: Error code: 400 - {'code': 20012, 'message': 'Model does not exist. Please check it carefully.', "
+     "'data': None}", "access.model_not_found", "Please check it carefully"),
+    ("botocore.errorfactory.ValidationException: An error occurred (ValidationException) when calling the InvokeModel operation: "
+     "The provided model identifier is invalid.", "access.model_not_found", "model identifier is invalid"),
+    # the OpenAI API's 403 for a project that may not use the model: the model, not the key
+    ("openai.PermissionDeniedError: Error code: 403 - {'error': {'message': 'Project `proj_abc` does not have access to model "
+     "`gpt-4o`', 'type': 'invalid_request_error', 'param': None, 'code': 'model_not_found'}}", "access.model_not_found",
+     "does not have access to model"),
+    # Groq's schema check and a pydantic request model, for a body without a model
+    ("Error: 400 {\"error\":{\"message\":\"'model' : property 'model' is missing\",\"type\":\"invalid_request_error\"}}",
+     "access.model_id_missing", "property 'model' is missing"),
+    ("openai.BadRequestError: Error code: 400 - {'error': {'message': 'model: String should have at least 1 character', "
+     "'type': 'invalid_request_error'}}", "access.model_id_missing", "at least 1 character"),
+    # aider names the variables it did not find
+    ("Model gpt-4o: Missing these environment variables:", "access.key_missing", "Missing these environment variables"),
+])
+def test_provider_wordings_of_the_model_and_key(tmp_path: Path, line: str, code: str, evidence: str) -> None:
+    assert_rank_one(tmp_path, "model", [line], code, evidence, None)
+
+
 @pytest.mark.parametrize("line", [
     # a wrapper's RateLimitError around the OpenAI API's quota answer
     "litellm.RateLimitError: RateLimitError: OpenAIException - You exceeded your current quota, please check your plan and billing details.",

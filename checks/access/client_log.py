@@ -503,6 +503,7 @@ KEY_ABSENT = re.compile(r"\bBearer\s*(?:['\"\u2018\u2019\u201c\u201d]|\\[rn])?\s
                         r"No auth credentials found|Missing Authentication header|No api key passed in|未提供令牌|No API key (?:was )?(?:provided|found|passed)|"
                         r"\b(?:API[ _-]?key|Authorization header|x-api-key header)\W{0,3}(?:is |was )?(?:missing|required|empty|not (?:set|provided|found))\b|"
                         r"\bmissing (?:the )?(?:API[ _-]?key|Authorization header|x-api-key header|bearer token)\b", re.I)
+MODEL_REFUSED = re.compile(r"[\"']code[\"']\s*:\s*[\"']model_not_found\b|\bdoes not have access to model\b", re.I)
 # a key that was sent and refused, in words KEY_ABSENT would read as "not found": the Gemini API's "API Key not found.
 # Please pass a valid API key." (reason API_KEY_INVALID)
 KEY_REFUSED = re.compile(r"Please pass a valid API key|API_KEY_INVALID", re.I)
@@ -525,6 +526,10 @@ def _code(e: LogEvent) -> str | None:
         return echoed  # the key the provider echoes back says which of the three it was
     if code in ("access.key_rejected", "access.key_malformed") and KEY_ABSENT.search(text) and not KEY_REFUSED.search(text):
         return "access.key_missing"
+    # a 403 whose body says the key may not use that model (the OpenAI API's PermissionDeniedError "Project `proj_x` does not
+    # have access to model `gpt-4o`", code model_not_found): the model ID is the one to change, the key is fine
+    if code == "access.key_rejected" and MODEL_REFUSED.search(text):
+        return "access.model_not_found"
     # a 401/403 whose body speaks of the balance (xAI's 403 "used all available credits", one-api's quota refusals)
     if code == "access.key_rejected" and QUOTA.search(text):
         return "access.quota_exceeded"

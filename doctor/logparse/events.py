@@ -498,6 +498,11 @@ HAND_RULES: tuple[Rule, ...] = (
        # the model named before its noun: Volcengine Ark's MissingParameter "The request failed because it is missing `model`
        # parameter", "missing 'model' field"
        r"\bmissing [`'\"]?model[`'\"]? (?:parameter|field)\b|"
+       # a pydantic model of the request refusing an empty model (pydantic-core's string_too_short: "String should have at least
+       # 1 character", after the field's name as FastAPI servers and LiteLLM print it)
+       r"\bmodel\W{1,4}String should have at least 1 character|"
+       # Groq's 400 for a body without one (its schema check: "'model' : property 'model' is missing")
+       r"['\"]model['\"]\s*:\s*property ['\"]model['\"] is missing\b|"
        # the gin servers' 400 for an empty model field (Ollama's server/routes.go `gin.H{"error": "model is required"}`, the Go
        # gateways that copy it), as an error body or after its status
        r"[\"'](?:error|message|detail)[\"']\s*:\s*[\"'](?:the )?model is required\b|\b400\W{1,3}(?:the )?model is required\b"),
@@ -515,6 +520,14 @@ HAND_RULES: tuple[Rule, ...] = (
         # "404 models/gemini-pro is not found for API version v1beta"
         r"\bNo endpoints found (?:for|matching) (?P<model5>[\w./:@-]+?)\.?(?=[\s\"',]|$)|\bUnknown model:? [`'\"]?(?P<model6>[\w./:@-]+)|"
         r"\bmodels/(?P<model7>[\w.-]+) is not found\b|"
+        # Together's 400 model_not_available "Unable to access model x. Please visit https://api.together.ai/models ...", the
+        # Hugging Face router's model_not_supported "The requested model 'x' is not supported by any provider you have enabled.",
+        # SiliconFlow's 20012 "Model does not exist. Please check it carefully." (an empty name in the first two: no model was sent)
+        r"\bUnable to access model (?P<model12>[\w./:@-]*) ?\. Please visit|"
+        r"The requested model [`'\"]?(?P<model13>[\w./:@-]*)[`'\"]? is not supported by any provider\b|"
+        r"\bModel does not exist\. Please check it carefully\b|"
+        # AWS Bedrock's ValidationException for a model ID (or inference profile) it does not know
+        r"\bThe provided model identifier is invalid\b|"
         # a model the provider retired: Groq's 400 model_decommissioned "The model `mixtral-8x7b-32768` has been decommissioned
         # and is no longer supported", the OpenAI API's "The model `text-davinci-003` has been deprecated"
         r"The model [`'\"\u2018\u201c]?(?P<model10>[^`'\"\u2019\u201d\s]+)[`'\"\u2019\u201d]? has been (?:decommissioned|deprecated)\b|"
