@@ -214,12 +214,24 @@ def test_provider_wordings_of_the_model_and_key(tmp_path: Path, line: str, code:
     "openai.RateLimitError: Error code: 429 - {'error': {'code': '1113', 'message': '余额不足或无可用资源包,请充值。'}}",
     "cohere.errors.too_many_requests_error.TooManyRequestsError: status_code: 429, body: {'message': \"You are using a Trial key, "
     "which is limited to 1000 API calls / month.\"}",
+    # DashScope's Arrearage and xAI's exhausted team, whatever status carries them
+    "openai.BadRequestError: Error code: 400 - {'error': {'message': 'Access denied, please make sure your account is in good "
+    "standing.', 'type': 'Arrearage', 'code': 'Arrearage'}}",
+    "Error: Your team 9a8b has either used all available credits or reached its monthly spending limit.",
 ])
 def test_a_429_whose_body_names_the_balance_is_quota(tmp_path: Path, line: str) -> None:
     assert findings_of(written(tmp_path, line + "\n"))[0].code == "access.quota_exceeded"
 
 
-def test_a_per_minute_429_stays_rate_limited(tmp_path: Path) -> None:
-    line = ("openai.RateLimitError: Error code: 429 - {'error': {'message': 'Rate limit reached for gpt-4o in organization org-abc "
-            "on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.', 'type': 'tokens', 'code': 'rate_limit_exceeded'}}")
+@pytest.mark.parametrize("line", [
+    "openai.RateLimitError: Error code: 429 - {'error': {'message': 'Rate limit reached for gpt-4o in organization org-abc "
+    "on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.', 'type': 'tokens', 'code': 'rate_limit_exceeded'}}",
+    # Cohere's trial key per minute is a rate (per month it is the quota above)
+    "cohere.errors.too_many_requests_error.TooManyRequestsError: status_code: 429, body: {'message': 'You are using a Trial key, "
+    "which is limited to 5 API calls / minute.'}",
+    # OpenRouter's free-model allowance per day, which credits would raise: still a limit on the rate
+    "openai.RateLimitError: Error code: 429 - {'error': {'message': 'Rate limit exceeded: free-models-per-day. Add 10 credits to "
+    "unlock 1000 free model requests per day', 'code': 429}}",
+])
+def test_a_per_minute_or_per_day_429_stays_rate_limited(tmp_path: Path, line: str) -> None:
     assert findings_of(written(tmp_path, line + "\n"))[0].code == "access.rate_limited"

@@ -462,6 +462,12 @@ HAND_RULES: tuple[Rule, ...] = (
        # `user quota is not enough` / insufficient_user_quota / pre_consume_token_quota_failed, model/token.go 该令牌额度已用尽,
        # 令牌额度不足, 用户额度不足), answered with 403: the quota, not the key
        r"insufficient_user_quota|pre_consume_token_quota_failed|\buser quota is not enough\b|(?:令牌|用户)额度(?:不足|已用尽)|额度已用尽|"
+       # the providers' own words for an account out of money, whatever status carries them: Alibaba DashScope's 400 Arrearage
+       # ("Access denied, please make sure your account is in good standing."), xAI's 403 ("Your team ... has either used all
+       # available credits or reached its monthly spending limit"), Zhipu's 429 code 1113 (余额不足或无可用资源包: balance too low,
+       # no resource package), Moonshot's 429 exceeded_current_quota_error, Cohere's trial key per month (per minute is a rate)
+       r"please make sure your account is in good standing|\bArrearage\b|used all available credits or reached its monthly spending limit|"
+       r"余额不足或无可用资源包|\bexceeded_current_quota_error\b|\bTrial key, which is limited to \d+ API calls / month\b|"
        + _status(402)),
     _r("client_rate_limit", r"Rate limit reached|rate_limit_exceeded|RateLimitError|Too Many Requests|rate limit you|" + _status(429)),
     _r(
