@@ -202,6 +202,16 @@ def test_model_wordings_from_source(tmp_path: Path, line: str, code: str, eviden
      "'type': 'invalid_request_error'}}", "access.model_id_missing", "at least 1 character"),
     # aider names the variables it did not find
     ("Model gpt-4o: Missing these environment variables:", "access.key_missing", "Missing these environment variables"),
+    # huggingface_hub's InferenceClient: no token, no model, a model no provider serves
+    ("ValueError: You must provide an api_key to work with together API or log in with `huggingface-cli login`.",
+     "access.key_missing", "You must provide an api_key"),
+    ("ValueError: Please provide an HF model ID supported by together.", "access.model_id_missing", "Please provide an HF model ID"),
+    ("ValueError: Model meta-llama/Llama-3.3-70B-Instruct is not supported by provider novita.", "access.model_not_found",
+     "not supported by provider"),
+    # Spring AI at start-up without its key; .NET refusing an Authorization value with a space in it
+    ("Caused by: java.lang.IllegalArgumentException: OpenAI API key must be set. Use the connection property: "
+     "spring.ai.openai.api-key or spring.ai.openai.chat.api-key property.", "access.key_missing", "OpenAI API key must be set"),
+    ("System.FormatException: The format of value 'Bearer sk-abc123 def' is invalid.", "access.key_malformed", "The format of value"),
 ])
 def test_provider_wordings_of_the_model_and_key(tmp_path: Path, line: str, code: str, evidence: str) -> None:
     assert_rank_one(tmp_path, "model", [line], code, evidence, None)
