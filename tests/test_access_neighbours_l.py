@@ -245,3 +245,16 @@ def test_a_429_whose_body_names_the_balance_is_quota(tmp_path: Path, line: str) 
 ])
 def test_a_per_minute_or_per_day_429_stays_rate_limited(tmp_path: Path, line: str) -> None:
     assert findings_of(written(tmp_path, line + "\n"))[0].code == "access.rate_limited"
+
+
+@pytest.mark.parametrize("line", [
+    # a model-not-found message formatted with an empty name: Ollama's, LiteLLM's (the name empty, and None)
+    'Error: 404 {"error":"model \\"\\" not found, try pulling it first"}',
+    "litellm.BadRequestError: LLM Provider NOT provided. Pass in the LLM provider you are trying to call. You passed model=",
+    "litellm.BadRequestError: LLM Provider NOT provided. Pass in the LLM provider you are trying to call. You passed model=None",
+    # the OpenAI API and vLLM formatting a stringified absence
+    "openai.NotFoundError: Error code: 404 - {'error': {'message': 'The model `None` does not exist or you do not have access "
+    "to it.', 'type': 'invalid_request_error', 'param': None, 'code': 'model_not_found'}}",
+])
+def test_a_model_not_found_naming_no_model_is_model_id_missing(tmp_path: Path, line: str) -> None:
+    assert findings_of(written(tmp_path, line + "\n"))[0].code == "access.model_id_missing"

@@ -503,6 +503,7 @@ KEY_ABSENT = re.compile(r"\bBearer\s*(?:['\"\u2018\u2019\u201c\u201d]|\\[rn])?\s
                         r"No auth credentials found|Missing Authentication header|No api key passed in|未提供令牌|No API key (?:was )?(?:provided|found|passed)|"
                         r"\b(?:API[ _-]?key|Authorization header|x-api-key header)\W{0,3}(?:is |was )?(?:missing|required|empty|not (?:set|provided|found))\b|"
                         r"\bmissing (?:the )?(?:API[ _-]?key|Authorization header|x-api-key header|bearer token)\b", re.I)
+EMPTY_MODEL = re.compile(r"\bmodel\s?(?:``|''|\"\"|\\\"\\\")(?!\w)|\bmodel=(?=\s|$|[,;])", re.I)
 MODEL_REFUSED = re.compile(r"[\"']code[\"']\s*:\s*[\"']model_not_found\b|\bdoes not have access to model\b", re.I)
 # a key that was sent and refused, in words KEY_ABSENT would read as "not found": the Gemini API's "API Key not found.
 # Please pass a valid API key." (reason API_KEY_INVALID)
@@ -521,6 +522,9 @@ def _code(e: LogEvent) -> str | None:
     # LiteLLM's "You passed model=undefined/undefined": the model setting was empty, not a name the server lacks
     if code == "access.model_not_found" and "model" in e.values and all(
             part.strip("'\"` .,").lower() in NO_MODEL for part in str(e.values["model"]).split("/")):
+        return "access.model_id_missing"
+    # a model-not-found message formatted with an empty name (model "", model=, The model ``): no model was sent
+    if code == "access.model_not_found" and EMPTY_MODEL.search(text):
         return "access.model_id_missing"
     if code in ("access.key_rejected", "access.key_malformed") and (echoed := key_echo_code(text)):
         return echoed  # the key the provider echoes back says which of the three it was
