@@ -119,6 +119,10 @@ def test_the_key_openai_echoes_decides_which_key_failure(tmp_path: Path, echo: s
     # the LiteLLM proxy states the shape it wants itself
     ('{"error":{"message":"Authentication Error, LiteLLM Virtual Key expected. Received=anthropic-key-123, expected to start '
      "with 'sk-'.\",\"type\":\"auth_error\",\"param\":\"None\",\"code\":\"401\"}}", "access.key_malformed"),
+    # LiteLLM's proxy without `Bearer ` before the key, and with nothing but the scheme (an empty variable after it)
+    ('{"error":{"message":"Authentication Error, Malformed API Key passed in. Ensure Key has `Bearer ` prefix. Passed in: '
+     'my_token","type":"auth_error","param":"None","code":"401"}}', "access.key_malformed"),
+    ("Authentication Error, Malformed API Key passed in. Ensure Key has Bearer prefix. Passed in: Bearer", "access.key_missing"),
     # a quoted message with its value cut off echoes nothing: the status decides
     ("org.springframework.ai.retry.NonTransientAiException: 401 - {\"error\":{\"message\":\"Incorrect API key provided: sk-x\"}}",
      "access.key_rejected"),

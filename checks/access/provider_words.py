@@ -14,8 +14,10 @@ import re
 # the key a provider echoes back in its refusal, masked or whole: the OpenAI API ("Incorrect API key provided:
 # sk-proj-****abcd."; a short key in full: "hello."), xAI's copy of it, Together's "Invalid API key provided",
 # DeepSeek ("Authentication Fails, Your api key: ****abcd is invalid"), LiteLLM's proxy ("LiteLLM Virtual Key
-# expected. Received=abc, expected to start with 'sk-'.")
-KEY_ECHO = re.compile(r"(?P<lead>Incorrect API key provided|Invalid API key provided|Your api key|Virtual Key expected\. Received)"
+# expected. Received=abc, expected to start with 'sk-'."; "Malformed API Key passed in. Ensure Key has `Bearer ` prefix.
+# Passed in: abc")
+KEY_ECHO = re.compile(r"(?P<lead>Incorrect API key provided|Invalid API key provided|Your api key|Virtual Key expected\. Received|"
+                      r"`?Bearer ?`? prefix\. Passed in)"
                       r"\s*[:=]\s*(?P<echo>[^\s,]*)", re.I)
 # what a client sends when the setting it reads the key from is unset: JavaScript's undefined, Python's None
 ABSENT = {"undefined", "none", "null", "nil"}
@@ -41,6 +43,8 @@ def key_echo_code(text: str) -> str | None:
     if NOT_KEY_CHARS.search(echo):
         return "access.key_malformed"
     lead = m["lead"].lower()
+    if lead.endswith("passed in"):  # the header held the scheme and nothing after it (an empty variable), or a bare key
+        return "access.key_missing" if echo.lower() == "bearer" else "access.key_malformed"
     if lead.startswith("virtual key"):  # the proxy states the shape it wants itself
         return "access.key_malformed"
     if lead != "incorrect api key provided":
