@@ -152,6 +152,13 @@ def test_a_provider_echoing_part_of_the_key(tmp_path: Path, line: str, code: str
     # okhttp refusing a header value with a newline in it (4.x hides the value, 3.x prints it)
     ("java.lang.IllegalArgumentException: Unexpected char 0x0a at 80 in Authorization value", "access.key_malformed",
      "Unexpected char 0x0a"),
+    # fetch (undici), HttpURLConnection and aiohttp refusing a header value with a newline in it (undici quotes the value, so
+    # its message spans two lines)
+    ('TypeError: Headers.append: "Bearer sk-abc123\n" is an invalid header value.', "access.key_malformed", "invalid header value"),
+    ("java.lang.IllegalArgumentException: Illegal character(s) in message header value: Bearer sk-abc123", "access.key_malformed",
+     "Illegal character(s)"),
+    ("ValueError: Newline or carriage return character detected in HTTP status message or header. This is a potential security "
+     "issue.", "access.key_malformed", "Newline or carriage return"),
     # one-api: no token, an unknown one
     ('{"error":{"message":"未提供令牌 (request id: 2024)","type":"one_api_error"}}', "access.key_missing", "未提供令牌"),
     ('{"error":{"message":"无效的令牌 (request id: 2024)","type":"one_api_error"}}', "access.key_rejected", "无效的令牌"),
