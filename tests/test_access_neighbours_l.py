@@ -269,3 +269,10 @@ def test_a_per_minute_or_per_day_429_stays_rate_limited(tmp_path: Path, line: st
 ])
 def test_a_model_not_found_naming_no_model_is_model_id_missing(tmp_path: Path, line: str) -> None:
     assert findings_of(written(tmp_path, line + "\n"))[0].code == "access.model_id_missing"
+
+
+def test_a_401_beside_a_line_saying_the_key_was_empty_is_key_missing(tmp_path: Path) -> None:
+    text = ("openai.AuthenticationError: Error code: 401 - {'error': {'message': 'Invalid API Key', 'code': 'invalid_api_key'}}\n"
+            "The OPENAI_API_KEY environment variable was empty in the container.\n")
+    codes_ = [f.code for f in findings_of(written(tmp_path, text))]
+    assert codes_[0] == "access.key_missing", codes_

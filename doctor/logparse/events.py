@@ -491,8 +491,8 @@ HAND_RULES: tuple[Rule, ...] = (
        r"\bgetaddrinfo (?:ENOTFOUND|EAI_AGAIN) https?(?![\w.-])|\blookup https?(?: on [\w.:\[\]-]+)?: no such host\b"),
     # a client that has no key to send, in its own words: the variable it reads unset ("OPENAI_API_KEY environment variable
     # is not set"), "API key is missing" (the SDKs' own sentences are catalogue templates, which name their variable)
-    _r("client_key_missing", r"\b[A-Z][A-Z0-9_]*_API_KEY\b(?: environment variable)? (?:is )?(?:not set|missing|unset|empty|not found|required)\b|"
-       r"\bAPI key (?:is )?(?:missing|not set|not provided|not configured)\b|"
+    _r("client_key_missing", r"\b[A-Z][A-Z0-9_]*_API_KEY\b(?: environment variable)? (?:is |was )?(?:not set|missing|unset|empty|not found|required)\b|"
+       r"\bAPI key (?:is |was )?(?:missing|not set|not provided|not configured|empty)\b|"
        # one-api's (and its forks') refusal of a request with no token (model/token.go ValidateUserToken: 未提供令牌, "no token given")
        r"未提供令牌"),
     # the request named no model: OpenAI's "you must provide a model parameter", pydantic/FastAPI's missing `model` field
