@@ -235,6 +235,9 @@ def test_provider_wordings_of_the_model_and_key(tmp_path: Path, line: str, code:
     "openai.RateLimitError: Error code: 429 - {'error': {'code': '1113', 'message': '余额不足或无可用资源包,请充值。'}}",
     "cohere.errors.too_many_requests_error.TooManyRequestsError: status_code: 429, body: {'message': \"You are using a Trial key, "
     "which is limited to 1000 API calls / month.\"}",
+    # Google's QuotaFailure detail alone, without the sentence before it
+    "google.genai.errors.ClientError: 429 RESOURCE_EXHAUSTED. Quota exceeded for metric: generativelanguage.googleapis.com/"
+    "generate_content_free_tier_requests, limit: 20, model: gemini-2.5-flash. Please retry in 48s.",
     # DashScope's Arrearage and xAI's exhausted team, whatever status carries them
     "openai.BadRequestError: Error code: 400 - {'error': {'message': 'Access denied, please make sure your account is in good "
     "standing.', 'type': 'Arrearage', 'code': 'Arrearage'}}",
