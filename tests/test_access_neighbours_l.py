@@ -74,6 +74,15 @@ def test_a_live_404_from_openrouter_with_no_endpoint_for_the_model_is_the_model(
     assert "access.base_url_invalid" not in codes(report)
 
 
+def test_a_live_404_from_azure_for_a_deployment_it_lacks_is_the_model() -> None:
+    body = {"error": {"code": "DeploymentNotFound", "message": "The API deployment for this resource does not exist. If you created "
+                      "the deployment within the last 5 minutes, please wait a moment and try again."}}
+    with FakeServer(VllmLike(key=KEY, models=[MODEL], chat_override=Reply(404, body))) as srv:
+        report = diagnose(srv.url + "/v1")
+    assert codes(report)[0] == "access.model_not_found", codes(report)
+    assert "access.base_url_invalid" not in codes(report)
+
+
 def anthropic_like(answer: Reply) -> object:
     """An API that refuses every /v1 request with `answer` (as a provider does before it reads the request)."""
     def app(req: Request) -> Reply:
