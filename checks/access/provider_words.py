@@ -65,12 +65,13 @@ def key_echo_code(text: str) -> str | None:
 
 # the account is out of money or quota, not sending too fast: OpenAI `insufficient_quota` / "You exceeded your
 # current quota, please check your plan and billing details" (Google's Gemini API answers its exhausted quotas
-# in the same words, and names each in its QuotaFailure detail: "Quota exceeded for metric: ..."), Moonshot's `exceeded_current_quota_error`, DeepSeek's 402 "Insufficient Balance",
+# in the same words, and names each in its QuotaFailure detail: "Quota exceeded for metric: ...", unless the metric
+# is one per minute: a rate), Moonshot's `exceeded_current_quota_error`, DeepSeek's 402 "Insufficient Balance",
 # OpenRouter "Insufficient credits", Anthropic "Your credit balance is too low", xAI "used all available
 # credits or reached its monthly spending limit", LiteLLM's budgets, Cohere's trial key ("limited to 1000 API
 # calls / month"; its "5 API calls / minute" is a rate), SiliconFlow "your account balance is insufficient", Alibaba DashScope's `Arrearage`, Zhipu's
 # 1113 "余额不足" (balance too low). Not a bare "quota": Azure's per-minute 429 links aka.ms/oai/quotaincrease.
-QUOTA = re.compile(r"insufficient_quota|exceeded your current quota|\bQuota exceeded for\b|exceeded_current_quota|check your plan and billing|"
+QUOTA = re.compile(r"insufficient_quota|exceeded your current quota|\bQuota exceeded for (?:quota )?metric\b(?!.{0,200}per.?minute)|exceeded_current_quota|check your plan and billing|"
                    r"\binsufficient (?:balance|credits?|funds)\b|account balance is insufficient|credit balance is too low|"
                    r"used all available credits|monthly spending limit|\bbudget has been exceeded\b|\bbudget_exceeded\b|"
                    r"\bexceeded your monthly included credits\b|\bTrial key, which is limited to \d+ API calls / month\b|\bArrearage\b|"

@@ -469,8 +469,9 @@ HAND_RULES: tuple[Rule, ...] = (
        r"please make sure your account is in good standing|\bArrearage\b|used all available credits or reached its monthly spending limit|"
        r"余额不足或无可用资源包|\bexceeded_current_quota_error\b|\bTrial key, which is limited to \d+ API calls / month\b|"
        # Google's QuotaFailure detail under a 429 RESOURCE_EXHAUSTED ("Quota exceeded for metric: generativelanguage.googleapis.com/
-       # generate_content_free_tier_requests, limit: 20"; Vertex AI "Quota exceeded for quota metric ..."): the project's quota
-       r"\bQuota exceeded for (?:metric|quota metric)\b|"
+       # generate_content_free_tier_requests, limit: 20"; Vertex AI "Quota exceeded for quota metric ..."): the project's quota,
+       # unless the metric is one per minute (Vertex's "... requests per minute"), which is a rate
+       r"\bQuota exceeded for (?:quota )?metric\b(?!.{0,200}per.?minute)|"
        + _status(402)),
     _r("client_rate_limit", r"Rate limit reached|rate_limit_exceeded|RateLimitError|Too Many Requests|rate limit you|" + _status(429)),
     _r(
