@@ -263,8 +263,9 @@ def test_a_429_whose_body_names_the_balance_is_quota(tmp_path: Path, line: str) 
     "cohere.errors.too_many_requests_error.TooManyRequestsError: status_code: 429, body: {'message': 'You are using a Trial key, "
     "which is limited to 5 API calls / minute.'}",
     # Google's quota per minute (Vertex AI's QuotaFailure names its window): a rate
-    "google.api_core.exceptions.ResourceExhausted: 429 Quota exceeded for quota metric 'Generate Content API requests per minute' "
-    "and limit 'GenerateContent request limit per minute for a region' of service 'generativelanguage.googleapis.com'",
+    "openai.RateLimitError: Error code: 429 - [{'error': {'code': 429, 'message': \"Quota exceeded for quota metric 'Generate "
+    "Content API requests per minute' and limit 'GenerateContent request limit per minute for a region' of service "
+    "'generativelanguage.googleapis.com'\", 'status': 'RESOURCE_EXHAUSTED'}}]",
     # OpenRouter's free-model allowance per day, which credits would raise: still a limit on the rate
     "openai.RateLimitError: Error code: 429 - {'error': {'message': 'Rate limit exceeded: free-models-per-day. Add 10 credits to "
     "unlock 1000 free model requests per day', 'code': 429}}",
