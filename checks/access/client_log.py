@@ -12,6 +12,7 @@ import ipaddress
 import re
 from urllib.parse import urlsplit, urlunsplit
 
+from llm_doctor.checks.access.provider_words import QUOTA, key_echo_code
 from llm_doctor.checks.access.streaming import buffering_fixes
 from llm_doctor.checks.load import log_events as le
 from llm_doctor.checks.load.config import context_finding
@@ -423,7 +424,9 @@ def _unnamed_404(e: LogEvent) -> bool:
 # Google's NOT_FOUND names no model, but it is its API's answer for the resource the request named (a path it has no
 # route for gets its front end's HTML 404 page instead); so is Azure OpenAI's DeploymentNotFound, for a deployment name
 # (Azure's model ID) the resource does not have (its route-less 404 is "Resource not found": the base URL's)
-ENTITY_404 = re.compile(r"Requested entity was not found|\bDeploymentNotFound\b|The API deployment for this resource does not exist", re.I)
+# OpenRouter's "No endpoints found for x" / "... that support tool use" is its answer for the model ID the request named
+ENTITY_404 = re.compile(r"Requested entity was not found|\bDeploymentNotFound\b|The API deployment for this resource does not exist|"
+                        r"\bNo endpoints found\b", re.I)
 
 
 def _pathless_404(e: LogEvent) -> bool:
@@ -509,9 +512,14 @@ def _key_variable(events: list[LogEvent]) -> str | None:
 # string or an unset CI secret), or the 401 a server answers a request without one (OpenAI API "You didn't provide an
 # API key", OpenRouter "No auth credentials found" / "Missing Authentication header", LiteLLM "No api key passed in")
 KEY_ABSENT = re.compile(r"\bBearer\s*(?:['\"\u2018\u2019\u201c\u201d]|\\[rn])?\s*(?:['\"\u2019\u201d]|$)(?![\w-])|didn['\u2019]?t provide an API key|"
-                        r"No auth credentials found|Missing Authentication header|No api key passed in|No API key (?:was )?(?:provided|found|passed)|"
+                        r"No auth credentials found|Missing Authentication header|No api key passed in|未提供令牌|No API key (?:was )?(?:provided|found|passed)|"
                         r"\b(?:API[ _-]?key|Authorization header|x-api-key header)\W{0,3}(?:is |was )?(?:missing|required|empty|not (?:set|provided|found))\b|"
                         r"\bmissing (?:the )?(?:API[ _-]?key|Authorization header|x-api-key header|bearer token)\b", re.I)
+EMPTY_MODEL = re.compile(r"\bmodel\s?(?:``|''|\"\"|\\\"\\\")(?!\w)|\bmodel=(?=\s|$|[,;])", re.I)
+MODEL_REFUSED = re.compile(r"[\"']code[\"']\s*:\s*[\"']model_not_found\b|\bdoes not have access to model\b", re.I)
+# a key that was sent and refused, in words KEY_ABSENT would read as "not found": the Gemini API's "API Key not found.
+# Please pass a valid API key." (reason API_KEY_INVALID)
+KEY_REFUSED = re.compile(r"Please pass a valid API key|API_KEY_INVALID", re.I)
 # a gateway that gave up waiting for the upstream: 504 Gateway Timeout (nginx, Envoy, HAProxy "The server didn't respond
 # in time.", the Vercel AI SDK's statusText), Cloudflare's 524 "A timeout occurred"; whatever a client wraps it in
 # (openai InternalServerError, LiteLLM's), the request was accepted and no answer came within a deadline: access.timeout
@@ -525,10 +533,25 @@ def _code(e: LogEvent) -> str | None:
     text = " ".join(e.lines)
     # LiteLLM's "You passed model=undefined/undefined": the model setting was empty, not a name the server lacks
     if code == "access.model_not_found" and "model" in e.values and all(
-            part.strip("'\"` ").lower() in NO_MODEL for part in str(e.values["model"]).split("/")):
+            part.strip("'\"` .,").lower() in NO_MODEL for part in str(e.values["model"]).split("/")):
         return "access.model_id_missing"
-    if code in ("access.key_rejected", "access.key_malformed") and KEY_ABSENT.search(text):
+    # a model-not-found message formatted with an empty name (model "", model=, The model ``): no model was sent
+    if code == "access.model_not_found" and EMPTY_MODEL.search(text):
+        return "access.model_id_missing"
+    if code in ("access.key_rejected", "access.key_malformed") and (echoed := key_echo_code(text)):
+        return echoed  # the key the provider echoes back says which of the three it was
+    if code in ("access.key_rejected", "access.key_malformed") and KEY_ABSENT.search(text) and not KEY_REFUSED.search(text):
         return "access.key_missing"
+    # a 403 whose body says the key may not use that model (the OpenAI API's PermissionDeniedError "Project `proj_x` does not
+    # have access to model `gpt-4o`", code model_not_found): the model ID is the one to change, the key is fine
+    if code == "access.key_rejected" and MODEL_REFUSED.search(text):
+        return "access.model_not_found"
+    # a 401/403 whose body speaks of the balance (xAI's 403 "used all available credits", one-api's quota refusals)
+    if code == "access.key_rejected" and QUOTA.search(text):
+        return "access.quota_exceeded"
+    # a 429 (or a wrapper's RateLimitError) whose body speaks of the balance or quota: the account, not the rate
+    if code == "access.rate_limited" and QUOTA.search(text):
+        return "access.quota_exceeded"
     if code in SERVER_SIDE and (e.values.get("status") in (504, 524) or GATEWAY_TIMEOUT.search(text)):
         return "access.timeout"
     if code in PROXY_LEG and PROXY_WRAP.search(text):

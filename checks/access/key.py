@@ -9,6 +9,7 @@ A missing key is only an error when the server asks for one: local vLLM/llama.cp
 from __future__ import annotations
 
 from llm_doctor.checks.access import transcript as t
+from llm_doctor.checks.access.provider_words import QUOTA
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
 from llm_doctor.facts.access import EndpointFacts, KeyTraits, ProbeStep, SettingsFacts
@@ -132,7 +133,8 @@ def _key_var(settings: SettingsFacts, ep: EndpointFacts | None) -> str:
 def _rejection(ep: EndpointFacts | None) -> ProbeStep | None:
     if ep is None:
         return None
-    return next((s for s in t.http_steps(ep) if s.status in (401, 403) or _litellm_no_db(s)), None)
+    # (a 401/403 that says the account's balance or quota is spent refuses the account, not the key: access.request)
+    return next((s for s in t.http_steps(ep) if (s.status in (401, 403) and not QUOTA.search(t.server_says(s))) or _litellm_no_db(s)), None)
 
 
 def _litellm_no_db(step: ProbeStep) -> bool:

@@ -7,7 +7,10 @@ returns empty `content` with `finish_reason: length` is healthy, and is said to 
 
 from __future__ import annotations
 
+import re
+
 from llm_doctor.checks.access import transcript as t
+from llm_doctor.checks.access.provider_words import QUOTA
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
 from llm_doctor.facts.access import EndpointFacts, ProbeStep
@@ -16,7 +19,9 @@ from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
 CODES = ("access.response_invalid", "access.rate_limited", "access.quota_exceeded", "access.server_error", "access.timeout")
 # not after access.model: that one cannot judge a server that answers nothing but 5xx or times out
 AFTER = ("access.network", "access.base_url", "access.key", "access.protocol")
-QUOTA_WORDS = ("insufficient_quota", "quota", "billing", "credit", "balance", "payment")
+# the providers' own quota words, and these as whole words: never inside a link (Azure's per-minute 429 points at
+# aka.ms/oai/quotaincrease, which is a rate limit)
+QUOTA_WORDS = re.compile(QUOTA.pattern + r"|\b(?:quota|billing|credits?|balance|payment)\b", re.I)
 TIMEOUTS = ("ReadTimeout", "WriteTimeout", "PoolTimeout", "ConnectTimeout", "WallClockTimeout")
 
 
@@ -94,7 +99,7 @@ def _status(step: ProbeStep) -> Finding | None:
     status = step.status or 0
     said = t.server_says(step)
     text = f"{said} {step.detail.get('error_type', '')} {step.detail.get('error_code', '')}".lower()
-    if status == 402 or (status in (403, 429) and any(w in text for w in QUOTA_WORDS)):
+    if status == 402 or (status in (403, 429) and QUOTA_WORDS.search(text)):
         return Finding("access.quota_exceeded", f"the account's quota or credit is exhausted ({status})", [t.line(step)],
                        [Fix("Add credit or raise the quota of the account this key belongs to, or use another key")])  # fmt: skip
     if status == 429:

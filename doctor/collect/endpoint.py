@@ -510,8 +510,10 @@ def read_body(text: str, content_type: str) -> dict[str, Any]:
         out["model_error"] = "model" in low and any(
             w in low for w in ("not exist", "not found", "does not", "invalid model", "unknown model", "no such model", "not served")
         )
-        if etype == "not_found_error" and low.startswith("model") or code == "model_not_found":
-            out["model_error"] = True  # Anthropic `model: x`; OpenAI `code: model_not_found`
+        if etype == "not_found_error" and low.startswith("model") or code in ("model_not_found", "DeploymentNotFound"):
+            out["model_error"] = True  # Anthropic `model: x`; OpenAI `code: model_not_found`; Azure's deployment (its model ID)
+        if low.startswith("no endpoints found"):
+            out["model_error"] = True  # OpenRouter: no provider serves that model ID (or not with what the request needs)
     ids = model_ids(data)
     if ids is not None:
         out["model_ids"] = ids[:500]

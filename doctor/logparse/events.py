@@ -468,12 +468,24 @@ HAND_RULES: tuple[Rule, ...] = (
        # `user quota is not enough` / insufficient_user_quota / pre_consume_token_quota_failed, model/token.go 该令牌额度已用尽,
        # 令牌额度不足, 用户额度不足), answered with 403: the quota, not the key
        r"insufficient_user_quota|pre_consume_token_quota_failed|\buser quota is not enough\b|(?:令牌|用户)额度(?:不足|已用尽)|额度已用尽|"
+       # the providers' own words for an account out of money, whatever status carries them: Alibaba DashScope's 400 Arrearage
+       # ("Access denied, please make sure your account is in good standing."), xAI's 403 ("Your team ... has either used all
+       # available credits or reached its monthly spending limit"), Zhipu's 429 code 1113 (余额不足或无可用资源包: balance too low,
+       # no resource package), Moonshot's 429 exceeded_current_quota_error, Cohere's trial key per month (per minute is a rate)
+       r"please make sure your account is in good standing|\bArrearage\b|used all available credits or reached its monthly spending limit|"
+       r"余额不足或无可用资源包|\bexceeded_current_quota_error\b|\bTrial key, which is limited to \d+ API calls / month\b|"
+       # Google's QuotaFailure detail under a 429 RESOURCE_EXHAUSTED ("Quota exceeded for metric: generativelanguage.googleapis.com/
+       # generate_content_free_tier_requests, limit: 20"; Vertex AI "Quota exceeded for quota metric ..."): the project's quota,
+       # unless the metric is one per minute (Vertex's "... requests per minute"), which is a rate
+       r"\bQuota exceeded for (?:quota )?metric\b(?!.{0,200}per.?minute)|"
        + _status(402)),
     _r("client_rate_limit", r"Rate limit reached|rate_limit_exceeded|RateLimitError|Too Many Requests|rate limit you|" + _status(429)),
     _r(
         "client_auth",
         r"Incorrect API key|Invalid API Key|invalid_api_key|AuthenticationError|401 Unauthorized|"
-        r"invalid x-api-key|authentication_error|" + _status(401),
+        r"invalid x-api-key|authentication_error|"
+        # one-api's refusal of a token it does not know or that has expired (model/token.go ValidateUserToken)
+        r"无效的令牌|该令牌已过期|" + _status(401),
     ),
     # a base URL the HTTP client cannot parse, in the words of the runtimes' URL parsers: CPython urllib.request
     # (`unknown url type: 'localhost:8000/v1'`), java.net.URI.toURL ("URI is not absolute"), .NET System.Uri and HttpClient
@@ -489,14 +501,24 @@ HAND_RULES: tuple[Rule, ...] = (
        r"\bgetaddrinfo (?:ENOTFOUND|EAI_AGAIN) https?(?![\w.-])|\blookup https?(?: on [\w.:\[\]-]+)?: no such host\b"),
     # a client that has no key to send, in its own words: the variable it reads unset ("OPENAI_API_KEY environment variable
     # is not set"), "API key is missing" (the SDKs' own sentences are catalogue templates, which name their variable)
-    _r("client_key_missing", r"\b[A-Z][A-Z0-9_]*_API_KEY\b(?: environment variable)? (?:is )?(?:not set|missing|unset|empty|not found|required)\b|"
-       r"\bAPI key (?:is )?(?:missing|not set|not provided|not configured)\b"),
+    _r("client_key_missing", r"\b[A-Z][A-Z0-9_]*_API_KEY\b(?: environment variable)? (?:is |was )?(?:not set|missing|unset|empty|not found|required)\b|"
+       r"\bAPI key (?:is |was )?(?:missing|not set|not provided|not configured|empty)\b|"
+       # one-api's (and its forks') refusal of a request with no token (model/token.go ValidateUserToken: 未提供令牌, "no token given")
+       r"未提供令牌"),
     # the request named no model: OpenAI's "you must provide a model parameter", pydantic/FastAPI's missing `model` field
     # ({'type': 'missing', 'loc': ('body', 'model'), ...}); not any line with both words (llama.cpp's vocabulary warning
     # "Mask token is missing in vocab, please reconvert model!" on a healthy load)
     _r("client_model_missing_id", r"you must provide a model parameter|\"model\"\s*:\s*\{\}|model.*field required|"
        r"['\"]missing['\"],\s*['\"]loc['\"]:\s*[\[(]['\"]body['\"],\s*['\"]model['\"]|missing (?:required )?(?:parameter|field|argument):? ['\"`]?model\b|"
        r"missing (?:the )?model (?:in|from) (?:the )?request|"
+       # the model named before its noun: Volcengine Ark's MissingParameter "The request failed because it is missing `model`
+       # parameter", "missing 'model' field"
+       r"\bmissing [`'\"]?model[`'\"]? (?:parameter|field)\b|"
+       # a pydantic model of the request refusing an empty model (pydantic-core's string_too_short: "String should have at least
+       # 1 character", after the field's name as FastAPI servers and LiteLLM print it)
+       r"\bmodel\W{1,4}String should have at least 1 character|"
+       # Groq's 400 for a body without one (its schema check: "'model' : property 'model' is missing")
+       r"['\"]model['\"]\s*:\s*property ['\"]model['\"] is missing\b|"
        # the gin servers' 400 for an empty model field (Ollama's server/routes.go `gin.H{"error": "model is required"}`, the Go
        # gateways that copy it), as an error body or after its status
        r"[\"'](?:error|message|detail)[\"']\s*:\s*[\"'](?:the )?model is required\b|\b400\W{1,3}(?:the )?model is required\b"),
@@ -506,7 +528,7 @@ HAND_RULES: tuple[Rule, ...] = (
         # to it"), with its backticks eaten by markdown or turned into quotes when pasted
         r"The model [`'\"\u2018\u201c]?(?P<model>[^`'\"\u2019\u201d\s]+)[`'\"\u2019\u201d]? does not exist|model ['\"]?(?P<model2>[\w./:-]+)['\"]? not found|"
         # \b: openai.NotFoundError, never Python's ModuleNotFoundError / FileNotFoundError
-        r"\bNotFoundError|Invalid model name passed|model_not_found|does not exist or you do not have access|"
+        r"\bNotFoundError|Invalid model name passed(?: in model=(?P<model11>[^\s,'\"]*))?|model_not_found|does not exist or you do not have access|"
         # OpenRouter's 400 for an ID it does not list ("google/gemini-2.0-pro-exp-02-05:free is not a valid model ID"), and
         # Claude Code's words for the model its gateway does not have
         r"(?P<model3>[\w./:@-]+) is not a valid model ID|There's an issue with the selected model \((?P<model4>[^)\s]+)\)|"
@@ -514,6 +536,17 @@ HAND_RULES: tuple[Rule, ...] = (
         # "404 models/gemini-pro is not found for API version v1beta"
         r"\bNo endpoints found (?:for|matching) (?P<model5>[\w./:@-]+?)\.?(?=[\s\"',]|$)|\bUnknown model:? [`'\"]?(?P<model6>[\w./:@-]+)|"
         r"\bmodels/(?P<model7>[\w.-]+) is not found\b|"
+        # Together's 400 model_not_available "Unable to access model x. Please visit https://api.together.ai/models ...", the
+        # Hugging Face router's model_not_supported "The requested model 'x' is not supported by any provider you have enabled.",
+        # SiliconFlow's 20012 "Model does not exist. Please check it carefully." (an empty name in the first two: no model was sent)
+        r"\bUnable to access model (?P<model12>[\w./:@-]*) ?\. Please visit|"
+        r"The requested model [`'\"]?(?P<model13>[\w./:@-]*)[`'\"]? is not supported by any provider\b|"
+        r"\bModel does not exist\. Please check it carefully\b|"
+        # AWS Bedrock's ValidationException for a model ID (or inference profile) it does not know
+        r"\bThe provided model identifier is invalid\b|"
+        # a model the provider retired: Groq's 400 model_decommissioned "The model `mixtral-8x7b-32768` has been decommissioned
+        # and is no longer supported", the OpenAI API's "The model `text-davinci-003` has been deprecated"
+        r"The model [`'\"\u2018\u201c]?(?P<model10>[^`'\"\u2019\u201d\s]+)[`'\"\u2019\u201d]? has been (?:decommissioned|deprecated)\b|"
         # Google's NOT_FOUND for a model its API does not serve (Gemini / Cloud Code: `{"code": 404, "message": "Requested entity
         # was not found.", "status": "NOT_FOUND"}`, opencode-gemini-auth#65, gzzhongqi/geminicli2api#23), and a bare "Model not found"
         # after its status or as an error body's message (OpenHands#16365: "the endpoint returns a `400 Model not found` error")
@@ -873,7 +906,7 @@ def match(text: str) -> tuple[Rule, dict[str, object]] | None:
     for key, raw in m.groupdict().items():
         if raw is None:
             continue
-        key = key.rstrip("0123456789") if key[-1].isdigit() and key[:-1] in _BASE_KEYS else key
+        key = key.rstrip("0123456789") if key[-1].isdigit() and key.rstrip("0123456789") in _BASE_KEYS else key
         values.setdefault(key, to_number(raw))
     if rule.source:
         values["template_source"] = rule.source

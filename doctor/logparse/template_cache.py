@@ -449,6 +449,6 @@ def values(m: re.Match[str]) -> dict[str, object]:
     for key, raw in m.groupdict().items():
         if raw is None:
             continue
-        key = key.rstrip("0123456789") if key[-1].isdigit() and key[:-1] in ev._BASE_KEYS else key
+        key = key.rstrip("0123456789") if key[-1].isdigit() and key.rstrip("0123456789") in ev._BASE_KEYS else key
         out.setdefault(key, ev.to_number(raw))
     return out
