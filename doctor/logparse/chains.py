@@ -198,6 +198,12 @@ PHASE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # the BufferManager (runtime/tllmRuntime.cpp `mEngineBuffer = mBufferManager.gpu(...)`; runtime/tllmBuffers.h
     # CudaAllocatorAsync: "cudaMallocAsync(ptr, n, mCudaStream->get())"): past the weights
     ("profiling", re.compile(r"cudaMallocAsync\(ptr, n, mCudaStream|tllmBuffers\.h", re.I)),
+    # LMDeploy's TurboMind (v0.2-v0.7): LlamaWeight and LlamaDecoderLayerWeight allocate the weights with deviceMalloc
+    # (src/turbomind/utils/memory_utils.cu, check_cuda_error on cudaMalloc); the KV blocks (BlockManager) and the batch
+    # buffers (LlamaBatch) come later, through the allocator (src/turbomind/utils/allocator.h): the file an out-of-memory
+    # names is the phase it came in (a Windows build prints the path with either slash)
+    ("weights", re.compile(r"turbomind[/\\]utils[/\\]memory_utils\.cu", re.I)),
+    ("profiling", re.compile(r"turbomind[/\\]utils[/\\]allocator\.h", re.I)),
     ("profiling", re.compile(r"prefill|\btokens\b|\bbatch|warm ?up|executor|KV ?cache|kv_cache|compute buffer|workspace|"
                              r"activation|cuBLAS", re.I)),
     ("weights", re.compile(r"\bweights?\b|load(?:ing)? (?:the )?model|checkpoint|safetensors|\btensors?\b|\blayers?\b", re.I)),
