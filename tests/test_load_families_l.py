@@ -44,7 +44,32 @@ CASES = [
     ("turbomind-allocator-after-weights", [
         "RuntimeError: [TM][ERROR] CUDA runtime error: out of memory /lmdeploy/src/turbomind/utils/allocator.h:231",
     ], "load.runtime_oom", "allocator.h:231", None),
+    # transformers@c823c56 quantizers/quantizer_finegrained_fp8.py (and quantizer_fbgemm_fp8.py): an FP8 checkpoint below Hopper
+    ("transformers-fp8-below-hopper", [
+        "ValueError: FP8 quantized models is only supported on GPUs with compute capability >= 9.0 (e.g H100)",
+    ], "load.quantization_unsupported", "compute capability >= 9.0", None),
+    # the earlier fine-grained quantizer's raise, with the GPU's own capability
+    ("transformers-fp8-actual-capability", [
+        "ValueError: FP8 quantized models is only supported on GPUs with compute capability >= 8.9 (e.g 4090/H100), actual = `8.6`",
+    ], "load.quantization_unsupported", "actual = `8.6`", None),
+    # transformers@01cdf1a quantizers/quantizer_awq.py validate_environment: torch.cuda.is_available() is False
+    ("transformers-awq-needs-a-gpu", [
+        "RuntimeError: GPU is required to run AWQ quantized model. You can use IPEX version AWQ if you have an Intel CPU",
+    ], "load.gpu_not_visible", "GPU is required to run AWQ quantized model", None),
+    # transformers@009ba7c quantizers/quantizer_bnb_4bit.py: bitsandbytes below 0.39.0, below 0.41.3 for a 4-bit checkpoint
+    ("transformers-bnb-too-old-for-4bit", [
+        "ValueError: You have a version of `bitsandbytes` that is not compatible with 4bit inference and training make sure you "
+        "have the latest version of `bitsandbytes` installed",
+    ], "load.quantization_unsupported", "not compatible with 4bit inference", None),
+    ("transformers-bnb-int4-serialization", [
+        "ValueError: Detected int4 weights but the version of bitsandbytes is not compatible with int4 serialization. Make sure "
+        "to download the latest `bitsandbytes` version. `pip install --upgrade bitsandbytes`.",
+    ], "load.quantization_unsupported", "int4 serialization", "pip install --upgrade bitsandbytes"),
 ]
+
+FP8_DEQUANTIZED = ("FP8 quantized models is only supported on GPUs with compute capability >= 8.9 (e.g 4090/H100), actual = "
+                   "`8.0`. We will default to dequantizing the model to bf16. Feel free to use a different quantization method "
+                   "like bitsandbytes or torchao")
 
 
 @pytest.mark.parametrize("name,lines,code,evidence,command", CASES, ids=[c[0] for c in CASES])
@@ -58,3 +83,24 @@ def test_sagemaker_health_check_fix_names_the_deploy_timeout(tmp_path) -> None:
     assert top.code == "load.startup_timeout"
     assert "CloudWatch" in top.fixes[0].summary
     assert "container_startup_health_check_timeout=1800" in top.fixes[1].summary
+
+
+def test_a_gpu_below_the_methods_kernels_is_told_so(tmp_path) -> None:
+    """vLLM's capability refusal (quantization/__init__ get_min_capability: 80 for 8.0) names both numbers: the fix says
+    the GPU is below the method's floor, before the generic fixes of a method the engine lacks."""
+    log = written(tmp_path, "ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: "
+                            "80. Current capability: 75.\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.quantization_unsupported"
+    assert top.fixes[0].summary.startswith("The method's kernels need compute capability 8.0+ and this GPU's compute capability 7.5")
+
+
+def test_an_fp8_checkpoint_dequantized_is_a_warning_beside_the_oom_it_causes(tmp_path) -> None:
+    """transformers@7b21bdb quantizers/quantizer_finegrained.py warns and loads bf16 weights: the OOM that follows is the error."""
+    log = written(tmp_path, "[transformers] " + FP8_DEQUANTIZED + "\n" + "torch.OutOfMemoryError: CUDA out of memory. Tried to "
+                  "allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 10.00 MiB is free.\n")
+    findings = findings_of(log)
+    assert findings[0].code == "load.runtime_oom"
+    quant = next(f for f in findings if f.code == "load.quantization_unsupported")
+    assert quant.severity == "warn"
+    assert "8.9+" in quant.fixes[0].summary

@@ -240,9 +240,11 @@ HAND_RULES: tuple[Rule, ...] = (
         r"(?:.*?has compute capability of (?P<cc>[\d.]+))?",
     ),
     _r("dtype_unsupported", r"type fp8\w* not supported in this architecture|fp8e4nv not supported"),
+    # (not transformers' FP8 quantizer, "FP8 quantized models is only supported on GPUs with compute capability >= 9.0": the
+    # checkpoint's quantization method, a catalogue template, whose warning form a terminal's cut must not make a dtype error)
     _r(
         "dtype_unsupported",
-        r"(?:fp8|float8|FP8)[^.]*(?:not supported|requires|only supported)[^.]*(?:compute capability|sm_?\d+|Hopper|Ada)",
+        r"(?:fp8|float8|FP8)(?! quantized models)[^.]*(?:not supported|requires|only supported)[^.]*(?:compute capability|sm_?\d+|Hopper|Ada)",
     ),
     # a compute capability refused for a dtype the line names is the dtype's; refused outright, the GPU is below the
     # build's kernels (vLLM's "GPUs with compute capability below 7.0", Ollama's "CUDA GPU is too old"): no dtype fixes it
