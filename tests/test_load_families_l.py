@@ -65,6 +65,36 @@ CASES = [
         "ValueError: Detected int4 weights but the version of bitsandbytes is not compatible with int4 serialization. Make sure "
         "to download the latest `bitsandbytes` version. `pip install --upgrade bitsandbytes`.",
     ], "load.quantization_unsupported", "int4 serialization", "pip install --upgrade bitsandbytes"),
+    # huggingface_hub@v0.24.0 file_download.py http_get: the hf_transfer downloader failed, or the environment asks for it
+    ("hub-hf-transfer-failed", [
+        "RuntimeError: An error occurred while downloading using `hf_transfer`. Consider disabling HF_HUB_ENABLE_HF_TRANSFER "
+        "for better error handling.",
+    ], "load.model_files", "downloading using `hf_transfer`", "HF_HUB_ENABLE_HF_TRANSFER=0"),
+    ("hub-hf-transfer-missing", [
+        "ValueError: Fast download using 'hf_transfer' is enabled (HF_HUB_ENABLE_HF_TRANSFER=1) but 'hf_transfer' package is "
+        "not available in your environment. Try `pip install hf_transfer`.",
+    ], "load.model_files", "package is not available", "HF_HUB_ENABLE_HF_TRANSFER=0"),
+    # transformers@v4.44.0 tokenization_utils_base.py get_chat_template: a base model without a chat template
+    ("transformers-no-chat-template", [
+        "ValueError: Cannot use chat template functions because tokenizer.chat_template is not set and no template argument "
+        "was passed! For information about writing templates and setting the tokenizer.chat_template attribute, please see the "
+        "documentation at https://huggingface.co/docs/transformers/main/en/chat_templating",
+    ], "load.config_invalid", "tokenizer.chat_template is not set", None),
+    # transformers@v4.40.0 tokenization_utils_fast.py: no tokenizer.json and nothing to convert a slow tokenizer from
+    ("transformers-backend-tokenizer", [
+        "ValueError: Couldn't instantiate the backend tokenizer from one of: (1) a `tokenizers` library serialization file, (2) "
+        "a slow tokenizer instance to convert or (3) an equivalent slow tokenizer class to instantiate and convert. You need to "
+        "have sentencepiece installed to convert a slow tokenizer to a fast one.",
+    ], "load.model_files", "backend tokenizer", None),
+    # sentencepiece@v0.1.99 sentencepiece_processor.cc LoadFromSerializedProto: tokenizer.model is no SentencePiece model
+    ("sentencepiece-parse-windows-path", [
+        r"RuntimeError: Internal: a\sentencepiece\sentencepiece\src\sentencepiece_processor.cc(1102) "
+        "[model_proto->ParseFromArray(serialized.data(), serialized.size())]",
+    ], "load.model_files", "ParseFromArray", None),
+    # pytorch@v2.4.0 caffe2/serialize/inline_container.cc PyTorchStreamReader::valid: any miniz error on the checkpoint
+    ("torch-stream-reader-corrupt", [
+        "RuntimeError: PytorchStreamReader failed reading file data/2: invalid header or archive is corrupted",
+    ], "load.model_files", "invalid header or archive is corrupted", None),
 ]
 
 FP8_DEQUANTIZED = ("FP8 quantized models is only supported on GPUs with compute capability >= 8.9 (e.g 4090/H100), actual = "
