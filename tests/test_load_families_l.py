@@ -95,6 +95,11 @@ CASES = [
     ("torch-stream-reader-corrupt", [
         "RuntimeError: PytorchStreamReader failed reading file data/2: invalid header or archive is corrupted",
     ], "load.model_files", "invalid header or archive is corrupted", None),
+    # ollama@v0.12.6 discover/types.go LogDetails: no GPU device, the CPU line is all discovery logs since v0.12
+    ("ollama-inference-compute-cpu", [
+        'time=2025-10-01T10:00:00.000Z level=INFO source=types.go:60 msg="inference compute" id=cpu library=cpu compute="" '
+        'name=cpu description=cpu libdirs=ollama driver="" pci_id="" type="" total="31.3 GiB" available="28.1 GiB"',
+    ], "load.gpu_not_visible", "library=cpu", "--gpus all"),
 ]
 
 FP8_DEQUANTIZED = ("FP8 quantized models is only supported on GPUs with compute capability >= 8.9 (e.g 4090/H100), actual = "
@@ -134,3 +139,11 @@ def test_an_fp8_checkpoint_dequantized_is_a_warning_beside_the_oom_it_causes(tmp
     quant = next(f for f in findings if f.code == "load.quantization_unsupported")
     assert quant.severity == "warn"
     assert "8.9+" in quant.fixes[0].summary
+
+
+def test_ollama_reporting_a_gpu_is_no_finding(tmp_path) -> None:
+    """The same line for a CUDA device (ollama@v0.5.7 discover/types.go: id=GPU-... library=cuda) is a healthy start."""
+    log = written(tmp_path, 'time=2025-01-10T10:00:00.000Z level=INFO source=types.go:131 msg="inference compute" '
+                            'id=GPU-452cac9f-6960-839c-4fb3-0cec83699196 library=cuda variant=v12 compute=6.1 driver=12.7 '
+                            'name="NVIDIA GeForce GT 1030" total="3.9 GiB" available="3.9 GiB"\n')
+    assert [f.code for f in findings_of(log)] == []
