@@ -100,6 +100,10 @@ CASES = [
         'time=2025-10-01T10:00:00.000Z level=INFO source=types.go:60 msg="inference compute" id=cpu library=cpu compute="" '
         'name=cpu description=cpu libdirs=ollama driver="" pci_id="" type="" total="31.3 GiB" available="28.1 GiB"',
     ], "load.gpu_not_visible", "library=cpu", "--gpus all"),
+    # vllm@00080ee v1/engine/core.py startup_handshake: the engine core waited HANDSHAKE_TIMEOUT_MINS for its front-end
+    ("vllm-engine-core-handshake", [
+        "(EngineCore_DP1 pid=412) RuntimeError: Did not receive response from front-end process within 5 minutes",
+    ], "load.startup_timeout", "front-end process within 5 minutes", None),
 ]
 
 FP8_DEQUANTIZED = ("FP8 quantized models is only supported on GPUs with compute capability >= 8.9 (e.g 4090/H100), actual = "
