@@ -104,6 +104,12 @@ CASES = [
     ("vllm-engine-core-handshake", [
         "(EngineCore_DP1 pid=412) RuntimeError: Did not receive response from front-end process within 5 minutes",
     ], "load.startup_timeout", "front-end process within 5 minutes", None),
+    # text-generation-inference@v3.2.3 router/src/server.rs: serde's error for a model_type the router's Config enum lacks
+    ("tgi-router-unknown-model-type", [
+        "2025-04-29T08:58:39.544459Z  WARN text_generation_router::server: router/src/server.rs:1698: Could not parse config "
+        'Error("unknown variant `qwen3`, expected one of `qwen2_5_vl`, `qwen2_vl`, `mistral`, `llama`", line: 0, column: 0)',
+        "2025-04-29T08:58:39.544487Z  INFO text_generation_router::server: router/src/server.rs:1716: Using config None",
+    ], "load.engine_outdated", "unknown variant `qwen3`", "docker pull ghcr.io/huggingface/text-generation-inference:latest"),
 ]
 
 FP8_DEQUANTIZED = ("FP8 quantized models is only supported on GPUs with compute capability >= 8.9 (e.g 4090/H100), actual = "
