@@ -157,3 +157,26 @@ def test_ollama_reporting_a_gpu_is_no_finding(tmp_path) -> None:
                             'id=GPU-452cac9f-6960-839c-4fb3-0cec83699196 library=cuda variant=v12 compute=6.1 driver=12.7 '
                             'name="NVIDIA GeForce GT 1030" total="3.9 GiB" available="3.9 GiB"\n')
     assert [f.code for f in findings_of(log)] == []
+
+
+TRT_ESTIMATE_OOM = [
+    "Traceback (most recent call last):",
+    '  File "/usr/local/lib/python3.12/dist-packages/tensorrt_llm/_torch/pyexecutor/_util.py", line 180, in estimate_max_tokens',
+    "    raise RuntimeError(response.error_msg)",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which "
+    "3.00 GiB is free.",
+]
+
+
+@pytest.mark.parametrize("lines", [
+    TRT_ESTIMATE_OOM,
+    # the milestone TensorRT-LLM@v0.20.0 _torch/pyexecutor/_util.py logs once the weights are in, before the estimate
+    ["[TensorRT-LLM][INFO] Memory used after loading model weights (inside torch) in memory usage profiling: 60.12 GiB",
+     TRT_ESTIMATE_OOM[-1]],
+], ids=["kv-cache-creator-frame", "weights-loaded-milestone"])
+def test_tensorrt_llm_pytorch_backend_oom_after_the_weights_is_placed(tmp_path, lines) -> None:
+    """KvCacheCreator's estimate runs after PyTorchModelEngine._load_model: an OOM there is past the weights."""
+    top = findings_of(written(tmp_path, "\n".join(lines) + "\n"))
+    assert top[0].code == "load.runtime_oom"
+    assert any(line.startswith("phase: profiling") for line in top[0].evidence), top[0].evidence
+    assert "load.weights_oom" not in [f.code for f in top]

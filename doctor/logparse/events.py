@@ -675,8 +675,9 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\bmodel buffer size =|"
             # TensorRT-LLM: the engine (its weights) is deserialized before the execution context and KV cache
             r"IExecutionContext creation|for max tokens in paged KV cache|"
-            # TensorRT-LLM sizing its paged KV cache from the memory the engine left (trtGptModelInflightBatching.cpp)
-            r"Memory usage when calculating max tokens in paged kv cache|"
+            # TensorRT-LLM sizing its paged KV cache from the memory the engine left (trtGptModelInflightBatching.cpp), and its
+            # PyTorch backend's estimate after the weights (_torch/pyexecutor/_util.py KvCacheCreator.estimate_max_tokens)
+            r"Memory usage when calculating max tokens in paged kv cache|Memory used after loading model weights|"
             # TGI's warm-up batch (server.py Warmup, flash_causal_lm.py warmup) and the launcher's report of it
             r"\bwarmup\b|Method Warmup|Warming up model|"
             # TGI's shard has loaded its model (server.py serve_inner logs "Server started at unix://..." once get_model
