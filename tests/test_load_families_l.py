@@ -110,6 +110,11 @@ CASES = [
         'Error("unknown variant `qwen3`, expected one of `qwen2_5_vl`, `qwen2_vl`, `mistral`, `llama`", line: 0, column: 0)',
         "2025-04-29T08:58:39.544487Z  INFO text_generation_router::server: router/src/server.rs:1716: Using config None",
     ], "load.engine_outdated", "unknown variant `qwen3`", "docker pull ghcr.io/huggingface/text-generation-inference:latest"),
+    # lmdeploy@v0.6.0 turbomind/deploy/converter.py: `assert (tp & (tp - 1)) == 0, 'tp should be 2^n'`, five GPUs asked for
+    ("turbomind-tp-power-of-two", [
+        "lmdeploy serve api_server internlm/internlm2_5-7b-chat --tp 5",
+        "AssertionError: tp should be 2^n",
+    ], "load.tp_invalid", "tp should be 2^n", "--tp 4"),
 ]
 
 FP8_DEQUANTIZED = ("FP8 quantized models is only supported on GPUs with compute capability >= 8.9 (e.g 4090/H100), actual = "

@@ -15,6 +15,7 @@ from llm_doctor.memory import valid_tp_sizes
 
 # an architecture the engine cannot shard at all (TGI models/__init__.py "sharded is not supported for AutoModel" / "for
 # this model", mamba.py "Mamba does not support Tensor Parallelism (TP)"): no TP size but 1 divides it
+POWER_OF_TWO = re.compile(r"\btp should be 2\^n", re.I)
 NO_SHARDING = re.compile(r"sharded is not supported for|does not support Tensor Parallelism", re.I)
 KINDS = ("tp_heads", "tp_gpus", "pp_unsupported", "quant_partition", "not_divisible", "device_ordinal")
 
@@ -66,6 +67,13 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
                      Fix("Use at most as many GPUs as are visible (count them with `nvidia-smi -L`)"))
     elif e.kind == "pp_unsupported" or "pp" in e.values:
         fixes.append(_pipeline_fix(facts, e))
+    elif e.kind == "not_divisible" and POWER_OF_TWO.search(" ".join(e.lines)):
+        # LMDeploy's TurboMind (turbomind/deploy/converter.py, turbomind.py): `assert (tp & (tp - 1)) == 0, 'tp should be 2^n'`
+        bound = gpus or (int(tp) if isinstance(tp, int) else None)
+        below = 1 << (int(bound).bit_length() - 1) if bound else None
+        fixes.append(Fix("TurboMind splits a model over a power-of-two number of GPUs only (1, 2, 4, 8)"
+                         + (f": the largest within {bound} is {below}" if below else ""), f"{flag} {below}" if below else None))
+        fixes.append(Fix("Or use the PyTorch engine (--backend pytorch), or run replicas on the GPUs left over"))
     elif e.kind == "not_divisible" and NO_SHARDING.search(" ".join(e.lines)):
         fixes.append(Fix("This model has no tensor-parallel implementation in this engine: serve it on one GPU "
                          "(run replicas for more throughput), or use an engine version that shards this architecture",
