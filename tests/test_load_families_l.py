@@ -115,6 +115,9 @@ CASES = [
         "lmdeploy serve api_server internlm/internlm2_5-7b-chat --tp 5",
         "AssertionError: tp should be 2^n",
     ], "load.tp_invalid", "tp should be 2^n", "--tp 4"),
+    # ollama@v0.12.6 parser/parser.go ErrModelNotFound: `ollama create` given a folder with neither
+    ("ollama-create-nothing-to-import", ["Error: no Modelfile or safetensors files found"], "load.model_files",
+     "no Modelfile or safetensors files found", None),
 ]
 
 FP8_DEQUANTIZED = ("FP8 quantized models is only supported on GPUs with compute capability >= 8.9 (e.g 4090/H100), actual = "
