@@ -188,3 +188,25 @@ def test_tensorrt_llm_pytorch_backend_oom_after_the_weights_is_placed(tmp_path, 
     assert top[0].code == "load.runtime_oom"
     assert any(line.startswith("phase: profiling") for line in top[0].evidence), top[0].evidence
     assert "load.weights_oom" not in [f.code for f in top]
+
+
+def test_tgi_launcher_lines_after_a_sigkill_report_the_kill(tmp_path) -> None:
+    """text-generation-inference@v0.9.4 launcher/src/main.rs: the shard's SIGKILL, then 'Shard 0 failed to start' and
+    ShardCannotStart, which only report that death: the kill (the host's OOM killer) is the cause."""
+    log = written(tmp_path, "\n".join([
+        "2023-07-05T19:55:21.347050Z ERROR text_generation_launcher: Shard process was signaled to shutdown with signal 9",
+        "2023-07-05T19:55:21.447050Z ERROR text_generation_launcher: Shard 0 failed to start",
+        "Error: ShardCannotStart",
+    ]) + "\n")
+    assert findings_of(log)[0].code == "load.host_oom"
+
+
+def test_tgi_launcher_lines_after_a_shard_exception_are_not_a_kill(tmp_path) -> None:
+    """Without a kill the launcher's lines stay the cascade of what the shard raised."""
+    log = written(tmp_path, "\n".join([
+        "2023-07-05T19:55:20.000000Z ERROR shard-manager: text_generation_launcher: Error when initializing model",
+        "RuntimeError: weight model.layers.0.self_attn.q_proj.weight does not exist",
+        "2023-07-05T19:55:21.447050Z ERROR text_generation_launcher: Shard 0 failed to start",
+        "Error: ShardCannotStart",
+    ]) + "\n")
+    assert findings_of(log)[0].code == "load.model_files"

@@ -104,7 +104,9 @@ ANSWERED = ("HTTP error body",)
 SYMPTOM_WRAPPERS = ("Ollama runner start",)
 # the wrappers that report a process's death, not an exception it raised: a kill (the OOM killer's SIGKILL, Ray's
 # "Worker unexpectedly exits with a connection error code 2") is what they report, not another failure beside it
-DEATHS = ("Ray actor death", "vLLM worker death", "vLLM engine core death")
+# (TGI's launcher reports its shard's end the same way: "Shard process was signaled to shutdown with signal 9", then
+# "Shard 0 failed to start" and "Error: ShardCannotStart", launcher/src/main.rs; what the shard raised is its own event)
+DEATHS = ("Ray actor death", "vLLM worker death", "vLLM engine core death", "TGI launcher")
 
 # Messages printed because something else failed first: the cascade, never the root cause.
 WRAPPERS = Table(
