@@ -118,6 +118,18 @@ CASES = [
     # ollama@v0.12.6 parser/parser.go ErrModelNotFound: `ollama create` given a folder with neither
     ("ollama-create-nothing-to-import", ["Error: no Modelfile or safetensors files found"], "load.model_files",
      "no Modelfile or safetensors files found", None),
+    # llama.cpp@dadbed9 llama.cpp (the last loader before GGUF): a GGUF file (magic 'GGUF') given to a GGML-era build
+    ("ggml-era-build-reads-gguf", [
+        "llama.cpp: loading model from models/7B/Phi-3-mini-4k-instruct-q4.gguf",
+        "error loading model: unknown (magic, version) combination: 46554747, 00000003; is this really a GGML file?",
+        "llama_load_model_from_file: failed to load model",
+    ], "load.engine_outdated", "is this really a GGML file", None),
+    # the same loader refusing a GGJT file quantized before its format changed (PR 1405: Q4_2/Q4_3 removed; PR 1508)
+    ("ggjt-format-no-longer-supported", [
+        "llama.cpp: loading model from models/7B/ggml-model-q4_2.bin",
+        "error loading model: this format is no longer supported (see https://github.com/ggerganov/llama.cpp/pull/1405)",
+        "llama_init_from_file: failed to load model",
+    ], "load.model_files", "this format is no longer supported", None),
 ]
 
 FP8_DEQUANTIZED = ("FP8 quantized models is only supported on GPUs with compute capability >= 8.9 (e.g 4090/H100), actual = "
