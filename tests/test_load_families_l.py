@@ -1,7 +1,9 @@
-"""Load failures whose message families the engines' and platforms' sources write, read from those sources: the
-first GGUF reader's magic-number refusal, SageMaker's ping health check, the TurboMind allocation site that places
-an out-of-memory in the weights or after them. Each log is the source's message with its placeholders filled, the
-source named beside each case."""
+"""Load failures whose message families the engines', libraries' and platforms' sources write, read from those
+sources: model files (GGUF/GGML magic and format refusals, hf_transfer, tokenizers, sentencepiece, torch checkpoints,
+Ollama's create), quantization (transformers' FP8 and bitsandbytes quantizers, a GPU below a method's kernels), start-up
+deadlines (SageMaker's ping health check, vLLM's engine-core handshake), the phase of an out-of-memory (TurboMind's
+allocation site, TensorRT-LLM's PyTorch backend), TurboMind's power-of-two TP, TGI's router and launcher. Each log is
+the source's message with its placeholders filled, the source named beside each case."""
 
 from __future__ import annotations
 
