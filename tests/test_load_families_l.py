@@ -224,3 +224,22 @@ def test_tgi_launcher_lines_after_a_shard_exception_are_not_a_kill(tmp_path) -> 
         "Error: ShardCannotStart",
     ]) + "\n")
     assert findings_of(log)[0].code == "load.model_files"
+
+
+@pytest.mark.parametrize("text", [
+    "HTTP startup and liveness probes call port 8000 before that happens. They fail until Kubernetes restarts the container.",
+    "The readiness probe starts checking /health before vLLM has finished loading the 70B model.",
+])
+def test_probes_said_to_run_before_the_load_are_a_startup_timeout(tmp_path, text) -> None:
+    """A report that the kubelet's probes run too early (they start after initialDelaySeconds, whatever the load) states
+    the start-up deadline, in words."""
+    top = findings_of(written(tmp_path, text + "\n"))[0]
+    assert top.code == "load.startup_timeout"
+    assert top.tier == "statement"
+
+
+def test_advice_to_order_the_probe_states_no_failure(tmp_path) -> None:
+    """Advice is no statement of a failure (failure_prose.ADVICE)."""
+    codes = [f.code for f in findings_of(written(tmp_path, "You should configure the readiness probe to start checking "
+                                                          "before sending traffic.\n"))]
+    assert "load.startup_timeout" not in codes
