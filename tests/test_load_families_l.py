@@ -243,3 +243,10 @@ def test_advice_to_order_the_probe_states_no_failure(tmp_path) -> None:
     codes = [f.code for f in findings_of(written(tmp_path, "You should configure the readiness probe to start checking "
                                                           "before sending traffic.\n"))]
     assert "load.startup_timeout" not in codes
+
+
+def test_cuda_said_not_detected_is_the_gpu_not_visible(tmp_path) -> None:
+    """torch.cuda.is_available() False told in words ("CUDA not detected when running without --gpus all")."""
+    top = findings_of(written(tmp_path, "CUDA not detected when running the container without --gpus all\n"))[0]
+    assert top.code == "load.gpu_not_visible"
+    assert top.tier == "statement"

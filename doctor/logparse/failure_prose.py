@@ -262,7 +262,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("load.gpu_not_visible", re.compile(
         r"\b(?:no|not|n't|cannot|can't)\b[^.]{0,20}?\b(?:detect\w*|see|sees|find|finds|found|visible|available)\b[^.]{0,20}?\b(?:any )?GPUs?\b|"
         r"\bGPUs?\b[^.]{0,20}?\b(?:is |are )?not (?:detected|visible|found|available|used)\b|\bfall(?:s|ing)? back to (?:the )?CPU\b|"
-        r"\bCUDA (?:is )?not available\b|\bis_available\(\)\W{0,3}(?:returns? )?False\b", re.I)),
+        r"\bCUDA (?:is |was )?not (?:available|detected|visible)\b|\bis_available\(\)\W{0,3}(?:returns? )?False\b", re.I)),
     # an ECC error said to happen, not nvidia-smi -q's "ECC Errors" section header over its (zero) counts
     ("load.gpu_fault", re.compile(r"\bXid\b|\bfallen off the bus\b|\bfell off the bus\b|\buncorrect(?:able|ed) ECC error|"
                                   r"\bECC errors?\b[^.]{0,30}?\b(?:detected|encountered|occurr\w*|found|reported|appear\w*|happen\w*)\b|"
