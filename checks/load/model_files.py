@@ -131,6 +131,11 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
             fixes.append(Fix("The Ollama server (not the CLI) downloads the model: give the server's environment the proxy "
                              "(HTTPS_PROXY in its systemd unit or `docker run -e`) and a DNS that resolves registry.ollama.ai"))
             fixes.append(Fix("Or pull on a machine with access and copy its models folder (~/.ollama/models) to this one"))
+        elif hub and any("hf_transfer" in line for e in missing for line in e.lines):
+            # huggingface_hub file_download.py http_get: the Rust downloader the environment turned on failed, or is not installed
+            fixes.append(Fix("Download with huggingface_hub's own downloader: hf_transfer hides the cause (a proxy it does not read, "
+                             "a full disk, a refused range) or is not installed", "HF_HUB_ENABLE_HF_TRANSFER=0"))
+            fixes.append(Fix("Or install the downloader the environment asks for", "pip install hf_transfer"))
         elif hub:
             fixes.append(Fix("The Hub cannot be reached from here: download the model elsewhere and pass the local folder",
                               f"huggingface-cli download {model} --local-dir /models/{model.rstrip('/').split('/')[-1]}" if model else None))

@@ -68,14 +68,17 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
                      Fix("Use at most as many GPUs as are visible (count them with `nvidia-smi -L`)"))
     elif e.kind == "pp_unsupported" or "pp" in e.values:
         fixes.append(_pipeline_fix(facts, e))
+    elif e.kind == "not_divisible" and POWER_OF_TWO.search(" ".join(e.lines)):
+        # LMDeploy's TurboMind (turbomind/deploy/converter.py, turbomind.py): `assert (tp & (tp - 1)) == 0, 'tp should be 2^n'`
+        bound = gpus or (int(tp) if isinstance(tp, int) else None)
+        below = 1 << (int(bound).bit_length() - 1) if bound else None
+        fixes.append(Fix("TurboMind splits a model over a power-of-two number of GPUs only (1, 2, 4, 8)"
+                         + (f": the largest within {bound} is {below}" if below else ""), f"{flag} {below}" if below else None))
+        fixes.append(Fix("Or use the PyTorch engine (--backend pytorch), or run replicas on the GPUs left over"))
     elif e.kind == "not_divisible" and NO_SHARDING.search(" ".join(e.lines)):
         fixes.append(Fix("This model has no tensor-parallel implementation in this engine: serve it on one GPU "
                          "(run replicas for more throughput), or use an engine version that shards this architecture",
                          f"{flag} 1"))
-    elif e.kind == "not_divisible" and POWER_OF_TWO.search(" ".join(e.lines)):
-        below = 1 << ((int(tp) - 1).bit_length() - 1) if isinstance(tp, int) and tp > 1 else None
-        fixes.append(Fix("This engine shards only over a power of two GPUs (1, 2, 4, 8): use the largest one not above the "
-                         "GPUs you have, and run replicas on the rest", f"{flag} {below}" if below else None))
     elif e.kind in ("quant_partition", "not_divisible"):
         a, b = e.values.get("size") or e.values.get("a"), e.values.get("block") or e.values.get("b")
         if a is None or b is None:  # the words name no sizes ("Tensor parallel world size must divide num heads")

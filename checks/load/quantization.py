@@ -14,6 +14,8 @@ from llm_doctor.logview import LogView
 # "... requires some operators from vllm. Please install vllm by `pip install vllm==0.8.4`" (SGLang),
 # "... requires the latest version of bitsandbytes: `pip install -U bitsandbytes`" (transformers)
 INSTALL = re.compile(r"`(pip install [^`]+)`")
+# transformers' FP8 quantizers: "FP8 quantized models is only supported on GPUs with compute capability >= 9.0"
+STATED_FLOOR = re.compile(r"compute capability >= ?(\d+(?:\.\d+)?)")
 
 
 @check("load.quantization", "load", codes=["load.quantization_unsupported"], events=["quant_unsupported", "quant_partition"])
@@ -30,11 +32,40 @@ def quantization(facts: Facts, log: LogView) -> Outcome:
     install = INSTALL.search(" ".join(line for e in found for line in e.lines))
     if install:  # the engine names the package (and version) the method's kernels come from
         fixes.append(Fix("Install what the error asks for: the method's kernels come from it", install.group(1)))
+    floor = _capability_floor(found)
+    if floor:
+        fixes.append(Fix(floor))
     fixes += [
         Fix(f"Use a checkpoint in a method this engine version supports (the error lists them){'' if not method else f'; {method} is not one'}"),
         Fix("Or upgrade the engine to a release that implements it", le.flag(facts, "upgrade")),
     ]
     if forced := le.flag(facts, "quant_method"):
         fixes.append(Fix(f"Or let the engine read the method from the checkpoint's config instead of forcing it: drop {forced}"))
-    return Outcome([Finding("load.quantization_unsupported", f"quantization {method or ''} is not supported here".replace("  ", " "),
-                            evidence, fixes, explains=le.CLIENT_SYMPTOMS)])
+    title = f"quantization {method or ''} is not supported here".replace("  ", " ")
+    if not any(e.fatal for e in found):
+        # transformers' FP8 quantizer below compute capability 8.9 warns and loads the weights dequantized to bf16
+        # (quantizers/quantizer_finegrained.py): the model runs, in twice the memory, so a warning beside any error it causes
+        return Outcome([Finding("load.quantization_unsupported", f"{title}: the engine loads the weights dequantized instead",
+                                evidence, fixes, severity="warn")])
+    return Outcome([Finding("load.quantization_unsupported", title, evidence, fixes, explains=le.CLIENT_SYMPTOMS)])
+
+
+def _capability(value: object) -> float | None:
+    """A compute capability as the message gives it: vLLM's `get_min_capability` writes 8.0 as 80, transformers as 8.0."""
+    if not isinstance(value, (int, float)) or value <= 0:
+        return None
+    return value / 10 if value >= 10 else float(value)
+
+
+def _capability_floor(found: list) -> str:
+    """The fix when the message names the GPU generation the method's kernels start at ("Minimum capability: 80.
+    Current capability: 75.", "compute capability >= 9.0", "actual = `8.0`"), or "": no method setting lowers it."""
+    need, have = _capability(le.first_value(found, "need")), _capability(le.first_value(found, "cc"))
+    if need is None:  # the template stops before the number, where a terminal's cut may fall: read it from the line
+        stated = STATED_FLOOR.search(" ".join(line for e in found for line in e.lines))
+        need = _capability(float(stated.group(1))) if stated else None
+    if need is None:
+        return ""
+    gpu = f"this GPU's compute capability {have:.1f}" if have is not None else "this GPU"
+    return (f"The method's kernels need compute capability {need:.1f}+ and {gpu} is below it: load a checkpoint in a method "
+            "this GPU runs (GPTQ/AWQ run from 7.5), the unquantized model, or a newer GPU")

@@ -24,6 +24,12 @@ def startup(facts: Facts, log: LogView) -> Outcome:
     if le.engine(facts) == "ollama":
         return Outcome([Finding("load.startup_timeout", "the model did not finish loading before Ollama or its client gave up",
                                 evidence, _ollama_fixes(found), explains=le.CLIENT_SYMPTOMS)])
+    if any("response from front-end process" in line for e in found for line in e.lines):
+        return Outcome([Finding("load.startup_timeout", "vLLM's engine core gave up waiting for its front-end process",
+                                evidence, _handshake_fixes(), explains=le.CLIENT_SYMPTOMS)])
+    if any("ping health check" in line for e in found for line in e.lines):
+        return Outcome([Finding("load.startup_timeout", "SageMaker gave up on the container before its model server answered /ping",
+                                evidence, _sagemaker_fixes(longer), explains=le.CLIENT_SYMPTOMS)])
     fixes = [
         Fix(f"Give loading more time (router/launcher): {longer} s", f"--router-worker-startup-timeout-secs {longer}"
             if "workers" in " ".join(found[0].lines) else None),
@@ -32,6 +38,32 @@ def startup(facts: Facts, log: LogView) -> Outcome:
     ]
     return Outcome([Finding("load.startup_timeout", "start-up took longer than a watchdog/probe allowed", evidence, fixes,
                             explains=le.CLIENT_SYMPTOMS)])
+
+
+def _handshake_fixes() -> list[Fix]:
+    """vLLM V1's start-up handshake (v1/engine/core.py startup_handshake, HANDSHAKE_TIMEOUT_MINS): each engine core
+    registers with its front-end (the API server; with data parallelism DP rank 0's, maybe on another node) and waits
+    a fixed 5 minutes for the answer; the wait is no setting, so the fix is what kept the front-end from answering."""
+    return [
+        Fix("Read the front-end's log (the API server, or DP rank 0's node) for an error it raised first: that process "
+            "died, and its error is the cause"),
+        Fix("Or the other ranks were still loading: put the weights on local disk (NFS read by every DP rank at once "
+            "is slow), or start the headless DP ranks once rank 0 is up"),
+        Fix("With nodes apart: check that every node reaches rank 0's --data-parallel-address and --data-parallel-rpc-port"),
+    ]
+
+
+def _sagemaker_fixes(longer: int) -> list[Fix]:
+    """SageMaker's hosting health check (the endpoint fails once /ping has not answered within the
+    container's start-up timeout): the container either died first, which its own log says, or loads
+    too slowly, which the deploy's timeouts cover (sagemaker-python-sdk Model.deploy)."""
+    return [
+        Fix("Read the endpoint's CloudWatch log (/aws/sagemaker/Endpoints/<endpoint>) for an error the model server raised "
+            "first: then that error is the cause"),
+        Fix(f"Or give a slow load longer: Model.deploy(container_startup_health_check_timeout={min(longer, 3600)}, "
+            "model_data_download_timeout=...) (each at most 3600 s)"),
+        Fix("Or make loading faster: a smaller or quantized model, an instance type with more GPU memory"),
+    ]
 
 
 # envconfig.LoadTimeout: how long a load may stall before Ollama gives up (OLLAMA_LOAD_TIMEOUT, default 5m)

@@ -104,7 +104,9 @@ ANSWERED = ("HTTP error body",)
 SYMPTOM_WRAPPERS = ("Ollama runner start",)
 # the wrappers that report a process's death, not an exception it raised: a kill (the OOM killer's SIGKILL, Ray's
 # "Worker unexpectedly exits with a connection error code 2") is what they report, not another failure beside it
-DEATHS = ("Ray actor death", "vLLM worker death", "vLLM engine core death")
+# (TGI's launcher reports its shard's end the same way: "Shard process was signaled to shutdown with signal 9", then
+# "Shard 0 failed to start" and "Error: ShardCannotStart", launcher/src/main.rs; what the shard raised is its own event)
+DEATHS = ("Ray actor death", "vLLM worker death", "vLLM engine core death", "TGI launcher")
 
 # Messages printed because something else failed first: the cascade, never the root cause.
 WRAPPERS = Table(
@@ -198,6 +200,12 @@ PHASE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # the BufferManager (runtime/tllmRuntime.cpp `mEngineBuffer = mBufferManager.gpu(...)`; runtime/tllmBuffers.h
     # CudaAllocatorAsync: "cudaMallocAsync(ptr, n, mCudaStream->get())"): past the weights
     ("profiling", re.compile(r"cudaMallocAsync\(ptr, n, mCudaStream|tllmBuffers\.h", re.I)),
+    # LMDeploy's TurboMind (v0.2-v0.7): LlamaWeight and LlamaDecoderLayerWeight allocate the weights with deviceMalloc
+    # (src/turbomind/utils/memory_utils.cu, check_cuda_error on cudaMalloc); the KV blocks (BlockManager) and the batch
+    # buffers (LlamaBatch) come later, through the allocator (src/turbomind/utils/allocator.h): the file an out-of-memory
+    # names is the phase it came in (a Windows build prints the path with either slash)
+    ("weights", re.compile(r"turbomind[/\\]utils[/\\]memory_utils\.cu", re.I)),
+    ("profiling", re.compile(r"turbomind[/\\]utils[/\\]allocator\.h", re.I)),
     ("profiling", re.compile(r"prefill|\btokens\b|\bbatch|warm ?up|executor|KV ?cache|kv_cache|compute buffer|workspace|"
                              r"activation|cuBLAS", re.I)),
     ("weights", re.compile(r"\bweights?\b|load(?:ing)? (?:the )?model|checkpoint|safetensors|\btensors?\b|\blayers?\b", re.I)),

@@ -246,9 +246,11 @@ HAND_RULES: tuple[Rule, ...] = (
         r"(?:.*?has compute capability of (?P<cc>[\d.]+))?",
     ),
     _r("dtype_unsupported", r"type fp8\w* not supported in this architecture|fp8e4nv not supported"),
+    # (not transformers' FP8 quantizer, "FP8 quantized models is only supported on GPUs with compute capability >= 9.0": the
+    # checkpoint's quantization method, a catalogue template, whose warning form a terminal's cut must not make a dtype error)
     _r(
         "dtype_unsupported",
-        r"(?:fp8|float8|FP8)[^.]*(?:not supported|requires|only supported)[^.]*(?:compute capability|sm_?\d+|Hopper|Ada)",
+        r"(?:fp8|float8|FP8)(?! quantized models)[^.]*(?:not supported|requires|only supported)[^.]*(?:compute capability|sm_?\d+|Hopper|Ada)",
     ),
     # a compute capability refused for a dtype the line names is the dtype's; refused outright, the GPU is below the
     # build's kernels (vLLM's "GPUs with compute capability below 7.0", Ollama's "CUDA GPU is too old"): no dtype fixes it
@@ -712,8 +714,9 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\bmodel buffer size =|"
             # TensorRT-LLM: the engine (its weights) is deserialized before the execution context and KV cache
             r"IExecutionContext creation|for max tokens in paged KV cache|"
-            # TensorRT-LLM sizing its paged KV cache from the memory the engine left (trtGptModelInflightBatching.cpp)
-            r"Memory usage when calculating max tokens in paged kv cache|"
+            # TensorRT-LLM sizing its paged KV cache from the memory the engine left (trtGptModelInflightBatching.cpp), and its
+            # PyTorch backend's estimate after the weights (_torch/pyexecutor/_util.py KvCacheCreator.estimate_max_tokens)
+            r"Memory usage when calculating max tokens in paged kv cache|Memory used after loading model weights|"
             # TGI's warm-up batch (server.py Warmup, flash_causal_lm.py warmup) and the launcher's report of it
             r"\bwarmup\b|Method Warmup|Warming up model|"
             # TGI's shard has loaded its model (server.py serve_inner logs "Server started at unix://..." once get_model

@@ -265,7 +265,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         # the engine said to run on the CPU instead ("does not use my GPU", "runs on CPU only", "only uses the CPU")
         r"\b(?:does ?n[o']?t|do ?n[o']?t|won'?t|never|is ?n[o']?t|not) (?:use|using|utili[sz]e|utili[sz]ing|run(?:ning)? on) (?:my |the |any )?GPUs?\b|"
         r"\brun(?:s|ning)? (?:only )?on (?:the )?CPU only\b|\bonly (?:uses?|using) (?:the )?CPU\b|"
-        r"\bCUDA (?:is )?not available\b|\bis_available\(\)\W{0,3}(?:returns? )?False\b", re.I)),
+        r"\bCUDA (?:is |was )?not (?:available|detected|visible)\b|\bis_available\(\)\W{0,3}(?:returns? )?False\b", re.I)),
     # an ECC error said to happen, not nvidia-smi -q's "ECC Errors" section header over its (zero) counts
     ("load.gpu_fault", re.compile(r"\bXid\b|\bfallen off the bus\b|\bfell off the bus\b|\buncorrect(?:able|ed) ECC error|"
                                   r"\bECC errors?\b[^.]{0,30}?\b(?:detected|encountered|occurr\w*|found|reported|appear\w*|happen\w*)\b|"
@@ -283,7 +283,11 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:kill\w*|terminat\w*|restart\w*)\b[^.]{0,20}?\bby (?:the |its |their |a |the kubelet'?s? )?(?:HTTP |TCP |gRPC )?"
         r"(?:readiness|liveness|startup|start-up|health) ?(?:probes?|checks?)\b|"
         r"\b(?:kill\w*|terminat\w*|restart\w*)\b[^.]{0,40}?\bbefore (?:the )?(?:model|weights?|engine|server|it|vLLM|SGLang|TGI)\b"
-        r"[^.]{0,20}?\b(?:load\w*|is ready|becomes? ready|finish\w* (?:load\w*|start\w*)|(?:is |has )?(?:loaded|started))\b", re.I)),
+        r"[^.]{0,20}?\b(?:load\w*|is ready|becomes? ready|finish\w* (?:load\w*|start\w*)|(?:is |has )?(?:loaded|started))\b|"
+        # the probes told to run too early (the kubelet starts probing after initialDelaySeconds, whatever the load): "HTTP
+        # startup and liveness probes call port 8000 before that happens", "the readiness probe checks before vLLM is up"
+        r"\b(?:readiness|liveness|startup|start-up) probes?\b[^.]{0,20}?\b(?:call\w*|check\w*|hit\w*|start\w*|begin\w*|"
+        r"run\w*|fire\w*|poll\w*)\b[^.]{0,40}?\bbefore\b", re.I)),
     # the model's files: missing, gated (HF 401/403), a wrong path
     ("load.model_files", re.compile(
         r"\b(?:config\.json|safetensors|weights?|checkpoint|tokenizer(?:\.json|_config\.json)?|model (?:files?|path|directory|folder))\b[^.]{0,40}?"
