@@ -119,6 +119,22 @@ STREAM_INVALID = ("the stream: true answer is not a valid event stream (no body,
                   "text/event-stream, or a server that ignores stream: true, is the cause")
 
 
+# the JSON parsers' words for a document that stops mid-value (V8, SpiderMonkey, serde_json, Python's json): read from a
+# stream, one event handed to the parser before all of it arrived
+CUT_JSON = re.compile(r"Unterminated string in JSON|Expected ',' or [}\]] after|Unexpected end of JSON input|unterminated string literal|"
+                      r"end of data (?:while|when|after)|unexpected end of data|EOF while parsing|Unterminated string starting at", re.I)
+STREAM_SPLIT = ("a streamed event's JSON was parsed before all of it arrived: the client parses each network read as whole events, "
+                "and an event split across two reads is cut JSON",
+                "Parse the stream with an SSE parser that buffers up to each blank line (the SDK's own stream, eventsource-parser), "
+                "not JSON.parse on every chunk the network delivers; or update the client to a version that does")
+
+
+# JSON.parse("[DONE]") in V8's words before and since 11.x: the OpenAI stream's last event is no JSON
+DONE_PARSED = re.compile(r"Unexpected token D in JSON at position 1\b|\"\[DONE\]\" is not valid JSON")
+DONE_AS_JSON = ("the client parses the stream's terminator `data: [DONE]` as JSON: the OpenAI-style stream ends with it",
+                "Stop reading at the `data: [DONE]` event instead of JSON.parse-ing it (or use the SDK's stream reader); update the client")
+
+
 # a stream told to arrive all at once, in bursts or not at all (no error raised): something in between buffers it
 STREAM_BUFFERED = "the stream is held back on its way: a proxy or gateway in between buffers the events and releases them late, in bursts"
 
@@ -158,9 +174,15 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     for e in bare:
         if e.kind == "client_route_not_found" or not found:
             found.setdefault(routed or "access.base_url_invalid", []).append(e)
+    # JSON cut mid-value while a stream is being read: an event parsed before the rest of it arrived (split across reads)
+    if split := [e for e in found.get("access.response_invalid", []) if s.stream_read and CUT_JSON.search(" ".join(e.lines))]:
+        found.setdefault("access.streaming_broken", []).extend(split)
+        found["access.response_invalid"] = [e for e in found["access.response_invalid"] if e not in split]
+        if not found["access.response_invalid"]:
+            del found["access.response_invalid"]
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
-    not_found = [e for e in log.events() if _is_404(e) and not _speaks_anthropic(e)]
+    not_found = [e for e in log.events() if _is_404(e) and not _speaks_anthropic(e) and not _browser(e)]
     doubled = [e for e in not_found if _doubled(e)]
     if doubled and "access.protocol_mismatch" not in found:
         found.setdefault("access.base_url_invalid", []).extend(x for x in doubled if x not in found.get("access.base_url_invalid", []))
@@ -219,6 +241,12 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             # the socket error a cut stream carries as its cause (undici's "other side closed", ECONNRESET) is
             # the same hang-up, after the answer had begun: not a server that could not be reached
             explains = ["access.connect_failed"]
+        elif code == "access.streaming_broken" and any(e.kind == "client_bad_response" for e in events):
+            title, fix = STREAM_SPLIT
+            fixes = [Fix(fix)]
+        elif code == "access.streaming_broken" and any(DONE_PARSED.search(" ".join(e.lines)) for e in events):
+            title, fix = DONE_AS_JSON
+            fixes = [Fix(fix)]
         elif code == "access.streaming_broken" and any(e.kind == "client_stream_invalid" for e in events):
             title, fix = STREAM_INVALID
             fixes = [Fix(fix)]
@@ -530,6 +558,16 @@ def _code(e: LogEvent) -> str | None:
 # itself was never asked
 PROXY_WRAP = re.compile(r"\bProxyError\W{1,4}(?:Cannot connect to proxy|Unable to connect to proxy)", re.I)
 PROXY_LEG = ("access.dns_failed", "access.tls_failed", "access.connect_failed")
+# the methods of an API call that carries a request body: a 404 to one is a client calling a route the server does not have
+# (a browser's GET / or /favicon.ico in the same access log is no API call)
+SENT_BODY = ("POST", "PUT", "PATCH")
+# what a browser asks a server for on its own: LM Studio logs "Unexpected endpoint or method. (GET /favicon.ico)" too
+NOT_API = re.compile(r"^/(?:favicon\.ico|robots\.txt)\b")
+
+
+def _browser(e: LogEvent) -> bool:
+    """A browser's CORS preflight or its favicon, which a server logs with an API call's words: no API call went astray."""
+    return str(e.values.get("method")).upper() == "OPTIONS" or bool(NOT_API.search(_path(e)))
 
 
 def _cause(e: LogEvent) -> str | None:
@@ -561,6 +599,8 @@ def _cause(e: LogEvent) -> str | None:
             return "access.base_url_invalid"
         if status == 404 and GENERATION_PATHS.search(path):
             return "access.model_not_found"
+        if status == 404 and str(e.values.get("method")) in SENT_BODY and path:
+            return "access.base_url_invalid"  # a server's access log: an API call to a route it does not serve (vLLM's /generate)
         if status == 429:
             return "access.rate_limited"
         if status == 402:  # Payment Required: the account's credit, not its rate
@@ -572,5 +612,7 @@ def _cause(e: LogEvent) -> str | None:
         return None
     if e.kind == "client_route_not_found":
         path = str(e.values.get("path") or "")
+        if _browser(e):
+            return None
         return "access.protocol_mismatch" if OTHER_PROTOCOL.search(path) else "access.base_url_invalid"
     return KIND_CODE.get(e.kind)

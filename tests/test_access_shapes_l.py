@@ -1,0 +1,97 @@
+"""The access failures read from the clients' and servers' own wordings (round l): the JSON parsers of the runtimes a
+client runs on (V8 before and since 11.x, SpiderMonkey, JavaScriptCore, Go encoding/json, Jackson, serde_json) on a body
+that is not the API's JSON; the same parsers on a stream (the `data: [DONE]` terminator parsed, an event cut across two
+reads); a server's own answer for a route it does not serve (LM Studio's 200 "Unexpected endpoint or method", vLLM's
+uvicorn access log)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.analysis import assert_rank_one, findings_of, written
+
+
+@pytest.mark.parametrize(("name", "line", "evidence"), [
+    ("v8_unterminated", "SyntaxError: Unterminated string in JSON at position 258", "Unterminated string"),
+    ("v8_comma", "SyntaxError: Expected ',' or '}' after property value in JSON at position 2048 (line 1 column 2049)", "after property value"),
+    ("v8_two_values", "SyntaxError: Unexpected non-whitespace character after JSON at position 131 (line 2 column 1)", "non-whitespace"),
+    ("v8_old_token", "SyntaxError: Unexpected token I in JSON at position 0", "Unexpected token I"),
+    ("v8_short", "SyntaxError: Unexpected token 'N', \"Not Found\" is not valid JSON", "is not valid JSON"),
+    ("firefox", "Error: JSON.parse: unexpected character at line 1 column 1 of the JSON data", "JSON.parse: unexpected character"),
+    ("safari", "SyntaxError: JSON Parse error: Unrecognized token '<'", "JSON Parse error"),
+    ("go", "Error: invalid character '<' looking for beginning of value", "looking for beginning of value"),
+    ("jackson", "com.fasterxml.jackson.core.JsonParseException: Unexpected character ('<' (code 60)): expected a valid value "
+                "(JSON String, Number, Array, Object or token 'null', 'true' or 'false')", "expected a valid value"),
+    ("serde", "serde json error: expected value at line 1 column 1", "expected value at line 1"),
+    ("serde_enum", "[LLM] serde json error: data did not match any variant of untagged enum OpenAIAPIResponse", "OpenAIAPIResponse"),
+])
+def test_a_body_the_json_parser_refuses_is_response_invalid(tmp_path: Path, name: str, line: str, evidence: str) -> None:
+    assert_rank_one(tmp_path, name, [line], "access.response_invalid", evidence, None)
+
+
+def test_a_tokenizer_enum_stays_the_engines(tmp_path: Path) -> None:
+    """transformers' tokenizer.json from a newer tokenizers: the same serde message, an enum that is no response."""
+    line = "Exception: data did not match any variant of untagged enum ModelWrapper at line 250373 column 3"
+    codes = [f.code for f in findings_of(written(tmp_path, line + "\n"))]
+    assert codes[0] == "load.engine_outdated", codes
+
+
+@pytest.mark.parametrize(("name", "line"), [
+    ("v8_old", "error - SyntaxError: Unexpected token D in JSON at position 1"),
+    ("v8_new", "SyntaxError: Unexpected token 'D', \"[DONE]\" is not valid JSON"),
+])
+def test_the_done_terminator_parsed_as_json_is_streaming_broken(tmp_path: Path, name: str, line: str) -> None:
+    lines = [line, "    at JSON.parse (<anonymous>)", "    at onParse (webpack-internal:///(middleware)/./utils/server/index.ts:70:43)"]
+    assert_rank_one(tmp_path, name, lines, "access.streaming_broken", "JSON", None)
+    top = findings_of(tmp_path / f"{name}.log")[0]
+    assert "[DONE]" in top.title and "[DONE]" in top.fixes[0].summary
+
+
+def test_an_event_cut_across_reads_is_streaming_broken(tmp_path: Path) -> None:
+    """The Mistral JS client's chatStream JSON.parses each network read: a chunk split in two is cut JSON."""
+    lines = ['{"id": "cmpl-794d", "object": "chat.completion.chunk", "created": 1702672109, "choices": [{"index": 0, "delta": {"content": " best',
+             "SyntaxError: Unterminated string in JSON at position 258",
+             "    at JSON.parse (<anonymous>)",
+             "    at MistralClient.chatStream (file:///Users/u/mistral-client-js/src/client.js:184:24)"]
+    assert_rank_one(tmp_path, "split", lines, "access.streaming_broken", "Unterminated string", None)
+    assert "split across two reads" in findings_of(tmp_path / "split.log")[0].title
+
+
+def test_the_same_cut_json_without_a_stream_is_response_invalid(tmp_path: Path) -> None:
+    assert_rank_one(tmp_path, "cut", ["SyntaxError: Unterminated string in JSON at position 258"], "access.response_invalid",
+                    "Unterminated string", None)
+
+
+@pytest.mark.parametrize(("name", "line", "code"), [
+    ("no_v1", '{"error":"Unexpected endpoint or method. (POST /chat/completions)"}', "access.base_url_invalid"),
+    ("log_line", "2025-08-28 10:00:01 [ERROR] Unexpected endpoint or method. (GET /models). Returning 200 anyway", "access.base_url_invalid"),
+    # Ollama's native API sent to LM Studio: the client speaks another API
+    ("ollama_api", "Unexpected endpoint or method. (POST /api/chat)", "access.protocol_mismatch"),
+])
+def test_lm_studio_answers_a_route_it_lacks(tmp_path: Path, name: str, line: str, code: str) -> None:
+    assert_rank_one(tmp_path, name, [line], code, "Unexpected endpoint or method", None)
+
+
+def test_lm_studio_browser_requests_are_no_api_call(tmp_path: Path) -> None:
+    """A browser's favicon and CORS preflight are logged with the same words; no API call went astray."""
+    lines = ["2026-07-04 16:17:38 [ERROR] Unexpected endpoint or method. (GET /favicon.ico). Returning 200 anyway",
+             "2025-06-15 23:12:20 [ERROR] Unexpected endpoint or method. (OPTIONS /v1/completions). Returning 200 anyway"]
+    codes = [f.code for f in findings_of(written(tmp_path, "\n".join(lines) + "\n"))]
+    assert "access.base_url_invalid" not in codes and "access.protocol_mismatch" not in codes, codes
+
+
+def test_a_post_to_a_route_the_server_lacks_is_the_base_url(tmp_path: Path) -> None:
+    """vLLM's OpenAI server has no /generate (the demo api_server's route): its access log shows the 404s."""
+    lines = ["INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+             'INFO:     127.0.0.1:55504 - "GET / HTTP/1.1" 404 Not Found',
+             'INFO:     127.0.0.1:53798 - "POST /generate HTTP/1.1" 404 Not Found']
+    assert_rank_one(tmp_path, "generate", lines, "access.base_url_invalid", "POST /generate", None)
+
+
+def test_a_browser_get_of_an_unknown_path_alone_is_no_finding(tmp_path: Path) -> None:
+    lines = ["INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+             'INFO:     127.0.0.1:55504 - "GET /favicon.ico HTTP/1.1" 404 Not Found']
+    codes = [f.code for f in findings_of(written(tmp_path, "\n".join(lines) + "\n"))]
+    assert "access.base_url_invalid" not in codes, codes
