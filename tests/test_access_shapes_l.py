@@ -95,3 +95,29 @@ def test_a_browser_get_of_an_unknown_path_alone_is_no_finding(tmp_path: Path) ->
              'INFO:     127.0.0.1:55504 - "GET /favicon.ico HTTP/1.1" 404 Not Found']
     codes = [f.code for f in findings_of(written(tmp_path, "\n".join(lines) + "\n"))]
     assert "access.base_url_invalid" not in codes, codes
+
+
+@pytest.mark.parametrize(("name", "lines", "evidence"), [
+    # Privoxy (often HTTP_PROXY=127.0.0.1:8118): its own 500 page, and its connect-failed page for a target it cannot reach
+    ("privoxy_500", ["HTTP 500 — Internal Privoxy Error", "Privoxy could not connect to the host: 127.0.0.1:11435"], "Internal Privoxy Error"),
+    ("privoxy_connect", ["<title>503 - Connect failed (Privoxy@localhost)</title>",
+                         "Your request for http://10.0.0.7:8000/v1/models could not be fulfilled, because the connection to 10.0.0.7 "
+                         "(10.0.0.7) could not be established."], "Connect failed (Privoxy@"),
+    ("tinyproxy", ["<head><title>500 Unable to connect</title></head>",
+                   "<p>Tinyproxy was unable to connect to the remote web server.</p>"], "unable to connect to the remote web server"),
+])
+def test_a_forward_proxys_own_error_page_is_proxy_failed(tmp_path: Path, name: str, lines: list[str], evidence: str) -> None:
+    assert_rank_one(tmp_path, name, lines, "access.proxy_failed", evidence, None)
+    codes = [f.code for f in findings_of(tmp_path / f"{name}.log")]
+    assert "access.server_error" not in codes[: codes.index("access.proxy_failed")], codes
+
+
+@pytest.mark.parametrize(("name", "line"), [
+    ("version", 'API returned 400: {"type":"error","error":{"type":"invalid_request_error","message":"anthropic-version: header is '
+                'required"},"request_id":"req_011CaDvrymxizFC1oij4M9EK"}'),
+    ("max_tokens", "Error code: 400 - {'type': 'error', 'error': {'type': 'invalid_request_error', 'message': 'max_tokens: Field required'}}"),
+])
+def test_an_openai_style_request_at_the_anthropic_api_is_protocol_mismatch(tmp_path: Path, name: str, line: str) -> None:
+    assert_rank_one(tmp_path, name, [line], "access.protocol_mismatch", "required", None)
+    top = findings_of(tmp_path / f"{name}.log")[0]
+    assert top.title.startswith("the request is OpenAI-style") and "Anthropic provider" in top.fixes[0].summary

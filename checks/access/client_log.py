@@ -206,6 +206,10 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         elif code == "access.protocol_mismatch" and (absent := str(le.first_value(events, "absent")).lower()) in WRONG_BODY:
             title, fix = WRONG_BODY[absent]
             fixes = [Fix(fix)]
+        elif code == "access.protocol_mismatch" and any(e.kind == "client_protocol" and ANTHROPIC_FORMAT.search(" ".join(e.lines))
+                                                        for e in events):
+            title, fix = OPENAI_AT_MESSAGES
+            fixes = [Fix(fix)]
         elif code == "access.protocol_mismatch" and any(e.kind == "client_protocol" for e in events):
             title, fixes = CHAT_AT_MESSAGES, [Fix(CHAT_AT_MESSAGES_FIX)]
         elif code == "access.protocol_mismatch" and anthropic and len(anthropic) == len(events):
@@ -345,6 +349,12 @@ WRONG_BODY = {
     "input": ("the request body is a Chat Completions body (`messages`) sent to /responses, which reads `input`",
               "Set the client to the Responses API only for an endpoint that serves /v1/responses; else use its Chat Completions mode"),
 }
+# the Anthropic API's refusals of a request that is not in its format: no anthropic-version header, no max_tokens
+ANTHROPIC_FORMAT = re.compile(r"anthropic-version:? header is required|max_tokens: Field required", re.I)
+OPENAI_AT_MESSAGES = ("the request is OpenAI-style (no anthropic-version header, no max_tokens) and the endpoint is the Anthropic "
+                      "Messages API",
+                      "Use the client's Anthropic provider for this endpoint (it sends x-api-key, anthropic-version and max_tokens), "
+                      "or point this OpenAI-style client at an OpenAI-compatible base URL; a gateway in between must pass the headers on")
 NO_MESSAGES_API = "the server has no Anthropic Messages API (/v1/messages), which Claude Code and the Anthropic SDK speak"
 NO_MESSAGES_API_FIX = ("Point the client at a server that serves /v1/messages, or put a gateway that translates it in front "
                        "(a LiteLLM proxy does); OpenAI-API clients use this server's /v1/chat/completions")
