@@ -121,3 +121,26 @@ def test_an_openai_style_request_at_the_anthropic_api_is_protocol_mismatch(tmp_p
     assert_rank_one(tmp_path, name, [line], "access.protocol_mismatch", "required", None)
     top = findings_of(tmp_path / f"{name}.log")[0]
     assert top.title.startswith("the request is OpenAI-style") and "Anthropic provider" in top.fixes[0].summary
+
+
+@pytest.mark.parametrize(("name", "line", "command"), [
+    ("node_fetch_2", "TypeError: Only absolute URLs are supported", None),
+    ("node_fetch_3", 'TypeError: node-fetch cannot load localhost:8000/v1/chat/completions. URL scheme "localhost" is not supported.',
+     "OPENAI_BASE_URL=http://localhost:8000/v1"),
+    ("okhttp", "java.lang.IllegalArgumentException: Expected URL scheme 'http' or 'https' but no colon was found", None),
+])
+def test_a_base_url_the_http_client_cannot_request_is_base_url_invalid(tmp_path: Path, name: str, line: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, [line], "access.base_url_invalid", line.split(": ", 1)[1][:30], command)
+
+
+def test_a_cut_traceback_in_the_openai_sdk_is_the_clients(tmp_path: Path) -> None:
+    """openai-python 0.x's api_requestor.py raising, cut before its exception line (a Windows paste): a client's failure,
+    never the engine's."""
+    lines = ["Traceback (most recent call last):",
+             '  File "C:\\Users\\u\\envs\\nlp\\lib\\site-packages\\openai\\api_resources\\embedding.py", line 33, in create',
+             "    response = super().create(*args, **kwargs)",
+             '  File "C:\\Users\\u\\envs\\nlp\\lib\\site-packages\\openai\\api_requestor.py", line 298, in request',
+             "    resp, got_stream = self._interpret_response("]
+    codes = [f.code for f in findings_of(written(tmp_path, "\n".join(lines) + "\n"))]
+    assert codes[0] == "access.unrecognized_failure", codes
+    assert not any(c.startswith("load.") for c in codes), codes
