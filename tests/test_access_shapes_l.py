@@ -10,7 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from llm_doctor.collect import RunOptions
+from llm_doctor.collect.endpoint import probe
+from llm_doctor.engine import Deadline, load_checks, run_checks, select
+from llm_doctor.facts import Facts
+from llm_doctor.report import Report, build_report
+from llm_doctor.settings import resolve
 from tests.analysis import assert_rank_one, findings_of, written
+from tests.servers.http import FakeServer, Reply, Request
+from tests.servers.openai_like import VllmLike
+
+MODEL = "qwen/qwen3-4b"
 
 
 @pytest.mark.parametrize(("name", "line", "evidence"), [
@@ -144,3 +154,37 @@ def test_a_cut_traceback_in_the_openai_sdk_is_the_clients(tmp_path: Path) -> Non
     codes = [f.code for f in findings_of(written(tmp_path, "\n".join(lines) + "\n"))]
     assert codes[0] == "access.unrecognized_failure", codes
     assert not any(c.startswith("load.") for c in codes), codes
+
+
+def _lm_studio(req: Request) -> Reply:
+    """LM Studio's server: its API under /v1, and any other route answered 200 with an error body (closed source; the
+    body as lmstudio-bug-tracker#618 quotes it)."""
+    path = req.path.split("?")[0]
+    if path.startswith("/v1/"):
+        return VllmLike(models=[MODEL])(req)
+    return Reply(200, {"error": f"Unexpected endpoint or method. ({req.method} {path})"})
+
+
+def _probed(base_url: str) -> Report:
+    settings = resolve(base_url, "lm-studio", MODEL, "auto", env={}, home=Path("/nonexistent"), cwd=Path("/nonexistent"))
+    facts = Facts(settings=settings.to_facts())
+    facts.endpoint = probe(settings, RunOptions(layers=("access",), timeout=2.0), Deadline(30), None)
+    specs = [s for s in select(load_checks(), ["access"]) if s.id != "access.client_log"]
+    return build_report(run_checks(facts, specs, Deadline(30)), facts)
+
+
+def test_lm_studio_without_v1_is_the_base_url_live() -> None:
+    """LM Studio answers /models and /chat/completions (no /v1) with 200 and an error: the route is missing, whatever the
+    status says, so the probe tries the API's usual paths and names the one that answers."""
+    with FakeServer(_lm_studio) as srv:
+        report = _probed(srv.url)
+    top = report.findings[0]
+    assert top.code == "access.base_url_invalid", [f.code for f in report.findings]
+    assert [x.command for x in top.fixes if x.command][0] == f"--base-url {srv.url}/v1"
+    assert "access.response_invalid" not in [f.code for f in report.findings]
+
+
+def test_lm_studio_with_v1_is_healthy_live() -> None:
+    with FakeServer(_lm_studio) as srv:
+        report = _probed(srv.url + "/v1")
+    assert [f.code for f in report.findings if f.severity == "error"] == []

@@ -15,6 +15,7 @@ Safety rules that make it fit to run against production:
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -472,10 +473,16 @@ def answered(step: ProbeStep) -> bool:
 
 
 def route_missing(step: ProbeStep) -> bool:
-    """404/405 that says "no such route", not "no such model" (vLLM answers 404 for both)."""
-    if step.status not in (404, 405):
+    """404/405 that says "no such route", not "no such model" (vLLM answers 404 for both); or a server's
+    "no such route" under another status (LM Studio's 200, ROUTE_ERROR)."""
+    if step.status not in (404, 405) and not step.detail.get("route_error"):
         return False
     return not step.detail.get("model_error")
+
+
+# a server's answer for a route it does not serve, whatever status it came with: LM Studio answers every unknown path with
+# 200 and `{"error":"Unexpected endpoint or method. (POST /chat/completions)"}` (closed source; lmstudio-bug-tracker#618)
+ROUTE_ERROR = re.compile(r"^Unexpected endpoint or method\.")
 
 
 def read_body(text: str, content_type: str) -> dict[str, Any]:
@@ -507,6 +514,8 @@ def read_body(text: str, content_type: str) -> dict[str, Any]:
         out["error_type"] = etype
         out["error_code"] = code
         low = message.lower()
+        if ROUTE_ERROR.search(message):
+            out["route_error"] = True
         out["model_error"] = "model" in low and any(
             w in low for w in ("not exist", "not found", "does not", "invalid model", "unknown model", "no such model", "not served")
         )
