@@ -188,3 +188,24 @@ def test_lm_studio_with_v1_is_healthy_live() -> None:
     with FakeServer(_lm_studio) as srv:
         report = _probed(srv.url + "/v1")
     assert [f.code for f in report.findings if f.severity == "error"] == []
+
+
+WEB_UI_PAGE = '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Open WebUI</title></head><body><div id="app"></div></body></html>'
+
+
+def _web_ui(req: Request) -> Reply:
+    """A web UI in front of a model (Open WebUI's shape): its OpenAI-compatible API under /api, and its single-page app's
+    index.html for every other path, with 200."""
+    path = req.path.split("?")[0]
+    if path.startswith("/api/"):
+        return VllmLike(models=[MODEL], prefix="/api")(req)
+    return Reply(200, WEB_UI_PAGE, content_type="text/html; charset=utf-8")
+
+
+def test_a_web_uis_page_at_the_base_url_is_the_base_url_live() -> None:
+    with FakeServer(_web_ui) as srv:
+        report = _probed(srv.url + "/v1")
+    top = report.findings[0]
+    assert top.code == "access.base_url_invalid", [f.code for f in report.findings]
+    assert [x.command for x in top.fixes if x.command][0] == f"--base-url {srv.url}/api"
+    assert any("Open WebUI" in line for line in top.evidence), top.evidence

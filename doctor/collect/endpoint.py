@@ -262,7 +262,7 @@ class Prober:
         root = origin + api_root(path)
         models = self.get_models("models", base)
         working = base if models is not None and models.ok else ""
-        if models is not None and route_missing(models):
+        if models is not None and (route_missing(models) or models.detail.get("web_page")):
             working = self.first(
                 lambda cand: self.get_models("candidate_models", cand), candidates(root, OPENAI_CANDIDATES, base), listed
             )
@@ -275,7 +275,7 @@ class Prober:
             return
         chat_base = working or base
         chat = self.chat("chat", chat_base, model)
-        if chat is not None and route_missing(chat):
+        if chat is not None and (route_missing(chat) or chat.detail.get("web_page")):
             tried = candidates(root, OPENAI_CANDIDATES, chat_base)
             working = self.first(lambda cand: self.chat("candidate_chat", cand, model), tried, answered)
             if not working:
@@ -423,6 +423,10 @@ class Prober:
         if reader is not None:
             step.detail.update(reader.summary())
         step.detail.update(read_body(text, step.content_type))
+        if step.status == 200 and step.detail.get("html") and not sse and not self.facts.proxy_url:
+            # a web page where the API's JSON was expected, nothing in between: a web UI's route (a single-page app answers
+            # every path with its index.html) or a portal's; the API's usual paths are tried, in case the UI serves it there
+            step.detail["web_page"] = True
         if isinstance(step.detail.get("error_message"), str):
             step.detail["error_message"] = self.redact(step.detail["error_message"])
         if step.status is not None and step.status in (301, 302, 303, 307, 308):
