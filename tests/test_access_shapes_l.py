@@ -209,3 +209,12 @@ def test_a_web_uis_page_at_the_base_url_is_the_base_url_live() -> None:
     assert top.code == "access.base_url_invalid", [f.code for f in report.findings]
     assert [x.command for x in top.fixes if x.command][0] == f"--base-url {srv.url}/api"
     assert any("Open WebUI" in line for line in top.evidence), top.evidence
+
+
+@pytest.mark.parametrize(("name", "line", "evidence"), [
+    ("reactor_netty", "reactor.netty.http.client.PrematureCloseException: Connection prematurely closed DURING response", "DURING response"),
+    ("okhttp_reset", "okhttp3.internal.http2.StreamResetException: stream was reset: INTERNAL_ERROR", "stream was reset"),
+])
+def test_a_java_clients_stream_cut_mid_answer_is_streaming_broken(tmp_path: Path, name: str, line: str, evidence: str) -> None:
+    assert_rank_one(tmp_path, name, [line], "access.streaming_broken", evidence, None)
+    assert findings_of(tmp_path / f"{name}.log")[0].title.startswith("the streamed answer was cut off")
