@@ -218,3 +218,25 @@ def test_a_web_uis_page_at_the_base_url_is_the_base_url_live() -> None:
 def test_a_java_clients_stream_cut_mid_answer_is_streaming_broken(tmp_path: Path, name: str, line: str, evidence: str) -> None:
     assert_rank_one(tmp_path, name, [line], "access.streaming_broken", evidence, None)
     assert findings_of(tmp_path / f"{name}.log")[0].title.startswith("the streamed answer was cut off")
+
+
+@pytest.mark.parametrize("statement", ["content = response.choices[0].message.content", 'text = data["choices"][0]["text"]'])
+def test_a_statement_reading_choices_that_fails_is_response_invalid(tmp_path: Path, statement: str) -> None:
+    """A relay answered 200 without a completion: the client's own line reading the answer's choices raises, and that is
+    the answer's shape, never the engine's failure."""
+    lines = ["Traceback (most recent call last):",
+             '  File "/app/services/llm.py", line 86, in _generate_response',
+             f"    {statement}",
+             "              ~~~~~~~~~~~~~~~~^^^",
+             "TypeError: 'NoneType' object is not subscriptable"]
+    assert_rank_one(tmp_path, "choices", lines, "access.response_invalid", "not subscriptable", None)
+    assert "recognised by: family: an answer without choices" in findings_of(tmp_path / "choices.log")[0].evidence
+
+
+def test_the_same_error_on_another_statement_is_no_answer_shape(tmp_path: Path) -> None:
+    lines = ["Traceback (most recent call last):",
+             '  File "/app/worker.py", line 12, in run',
+             "    size = config[0]",
+             "TypeError: 'NoneType' object is not subscriptable"]
+    codes = [f.code for f in findings_of(written(tmp_path, "\n".join(lines) + "\n"))]
+    assert "access.response_invalid" not in codes, codes
