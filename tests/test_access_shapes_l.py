@@ -240,3 +240,12 @@ def test_the_same_error_on_another_statement_is_no_answer_shape(tmp_path: Path) 
              "TypeError: 'NoneType' object is not subscriptable"]
     codes = [f.code for f in findings_of(written(tmp_path, "\n".join(lines) + "\n"))]
     assert "access.response_invalid" not in codes, codes
+
+
+@pytest.mark.parametrize("line", [
+    # go-openai reading Go net/http's 404 body: encoding/json takes "404" for a number, then meets 'p'
+    "error, status code: 404, message: invalid character 'p' after top-level value",
+    "error, status code: 404, status: 404 Not Found, message: invalid character 'p' after top-level value, body: 404 page not found",
+])
+def test_a_parser_error_on_a_404s_route_miss_is_the_base_url(tmp_path: Path, line: str) -> None:
+    assert_rank_one(tmp_path, "route_miss", [line], "access.base_url_invalid", "invalid character 'p'", None)

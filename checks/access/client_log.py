@@ -568,6 +568,10 @@ def _code(e: LogEvent) -> str | None:
 # itself was never asked
 PROXY_WRAP = re.compile(r"\bProxyError\W{1,4}(?:Cannot connect to proxy|Unable to connect to proxy)", re.I)
 PROXY_LEG = ("access.dns_failed", "access.tls_failed", "access.connect_failed")
+# a JSON parser's error on the body of a 404 that is no API's JSON: a web framework's route miss (Go net/http's
+# "404 page not found", which encoding/json reads as the number 404 and then 'p'), so the path is wrong, not the answer
+ROUTE_404_BODY = re.compile(r"\b404 page not found\b|invalid character 'p' after top-level value|"
+                            r"\bstatus(?: code)?\W{0,3}404\b|\bError code: 404\b|\bHTTP(?:/[\d.]+)? 404\b", re.I)
 # the methods of an API call that carries a request body: a 404 to one is a client calling a route the server does not have
 # (a browser's GET / or /favicon.ico in the same access log is no API call)
 SENT_BODY = ("POST", "PUT", "PATCH")
@@ -585,6 +589,8 @@ def _cause(e: LogEvent) -> str | None:
         return "access.key_malformed"
     if e.kind == "client_bad_response":
         text = " ".join(e.lines)
+        if ROUTE_404_BODY.search(text):  # the body the parser choked on is a 404's route miss: the path is wrong
+            return "access.base_url_invalid"
         if re.search(r"502|503|504", text) and re.search(r"<!DOCTYPE|<html|res\.text=''|text=''", text, re.I):
             return "access.proxy_failed"
         if FIVE_XX.search(text):  # "503 Service Unavailable" as a client quotes the answer: the status is the failure
