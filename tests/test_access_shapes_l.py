@@ -249,3 +249,18 @@ def test_the_same_error_on_another_statement_is_no_answer_shape(tmp_path: Path) 
 ])
 def test_a_parser_error_on_a_404s_route_miss_is_the_base_url(tmp_path: Path, line: str) -> None:
     assert_rank_one(tmp_path, "route_miss", [line], "access.base_url_invalid", "invalid character 'p'", None)
+
+
+@pytest.mark.parametrize("text", [
+    "The responses were streamed as chunks but they all arrived to the browser at the some time.",
+    "最近在集成 Ollama 的流式生成功能时遇到了问题:通过 Nginx 代理后,原本应该逐字输出的回答变成了一次性完整返回。",
+])
+def test_a_stream_said_to_arrive_all_at_once_is_streaming_broken(tmp_path: Path, text: str) -> None:
+    codes = [f.code for f in findings_of(written(tmp_path, text + "\n"))]
+    assert codes[0] == "access.streaming_broken", codes
+
+
+def test_two_answers_at_the_same_time_are_no_stream(tmp_path: Path) -> None:
+    text = "I sent two requests and both responses came back at the same time, which is fine."
+    codes = [f.code for f in findings_of(written(tmp_path, text + "\n"))]
+    assert "access.streaming_broken" not in codes, codes
