@@ -264,3 +264,12 @@ def test_two_answers_at_the_same_time_are_no_stream(tmp_path: Path) -> None:
     text = "I sent two requests and both responses came back at the same time, which is fine."
     codes = [f.code for f in findings_of(written(tmp_path, text + "\n"))]
     assert "access.streaming_broken" not in codes, codes
+
+
+def test_an_ollama_client_at_an_openai_server_is_protocol_mismatch(tmp_path: Path) -> None:
+    """Ollama's native routes (server/routes.go) asked of vLLM's OpenAI server: its access log shows them 404."""
+    lines = ["INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+             'INFO:     172.17.0.1:40312 - "GET /api/tags HTTP/1.1" 404 Not Found',
+             'INFO:     172.17.0.1:40318 - "GET /api/version HTTP/1.1" 404 Not Found']
+    assert_rank_one(tmp_path, "ollama_client", lines, "access.protocol_mismatch", "/api/tags", None)
+    assert findings_of(tmp_path / "ollama_client.log")[0].title.startswith("the client speaks Ollama's own API")

@@ -50,7 +50,8 @@ MODEL_PATHS = re.compile(r"^/v1/(?:chat/completions|completions|embeddings)\b")
 GENERATION_PATHS = re.compile(r"^/v1/(?:chat/completions|completions)\b")
 # a 404 here says the server has no such API: Anthropic/Responses/Ollama routes, and embeddings,
 # which vLLM serves only for pooling models
-OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages|embeddings)\b|^/api/(?:chat|generate)\b")
+# (Ollama's native routes, server/routes.go: an Ollama client such as Open WebUI's Ollama connection at an OpenAI server)
+OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages|embeddings)\b|^/api/(?:chat|generate|tags|show|embed|embeddings|version|ps|pull)\b")
 # (the API masks the key it received but keeps its first characters: a quote there was part of the key)
 # or another provider's key: Anthropic's sk-ant-, Groq's gsk_, Google's AIza, Hugging Face's hf_, xAI's xai-
 KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"‘’“”]|sk-ant-|gsk_|AIza|hf_|xai-)|API key.*(?:whitespace|newline)|"
@@ -203,6 +204,10 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
                                                         for e in events):
             title, fix = OLLAMA_MESSAGES
             fixes = [Fix(fix, "curl -fsSL https://ollama.com/install.sh | sh")]
+        elif code == "access.protocol_mismatch" and any(OLLAMA_NATIVE.search(_path(e)) for e in events) and not any(
+                OLLAMA.search(" ".join(e.lines)) for e in events):
+            title, fix = OLLAMA_API_ELSEWHERE
+            fixes = [Fix(fix)]
         elif code == "access.protocol_mismatch" and (absent := str(le.first_value(events, "absent")).lower()) in WRONG_BODY:
             title, fix = WRONG_BODY[absent]
             fixes = [Fix(fix)]
@@ -417,6 +422,10 @@ def _doubled_finding(base: str, added: str) -> tuple[str, list[Fix]]:
 
 # a line from or to Ollama: its request log (gin), or its default port (envconfig: OLLAMA_HOST 127.0.0.1:11434)
 OLLAMA = re.compile(r"\[GIN\]|:11434\b")
+# Ollama's own API asked of a server that is not Ollama (vLLM, SGLang, LM Studio): an Ollama connection where an OpenAI one belongs
+OLLAMA_NATIVE = re.compile(r"^/api/(?:chat|generate|tags|show|embed|embeddings|version|ps|pull)\b")
+OLLAMA_API_ELSEWHERE = ("the client speaks Ollama's own API (/api/...), which this server does not serve",
+                        "Connect the client to this server as an OpenAI-compatible API (base URL http://<host>:<port>/v1), not as Ollama")
 # the routes where Ollama (server/routes.go) answers a model it does not have with 404 "model ... not found"
 OLLAMA_MODEL_ROUTES = re.compile(r"^/api/(?:generate|chat|embed(?:dings)?|show)\b")
 # Ollama serves the Anthropic Messages API from v0.14.0 (ollama.com/blog/claude, 2026-01-16): before, /v1/messages is 404
