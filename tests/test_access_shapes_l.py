@@ -273,3 +273,14 @@ def test_an_ollama_client_at_an_openai_server_is_protocol_mismatch(tmp_path: Pat
              'INFO:     172.17.0.1:40318 - "GET /api/version HTTP/1.1" 404 Not Found']
     assert_rank_one(tmp_path, "ollama_client", lines, "access.protocol_mismatch", "/api/tags", None)
     assert findings_of(tmp_path / "ollama_client.log")[0].title.startswith("the client speaks Ollama's own API")
+
+
+@pytest.mark.parametrize(("body", "code"), [
+    ("{'detail': 'Not Found'}", "access.base_url_invalid"),
+    ("The model `qwen3` does not exist.", "access.model_not_found"),
+])
+def test_litellms_model_group_trailer_names_no_model(tmp_path: Path, body: str, code: str) -> None:
+    """LiteLLM's router appends 'Received Model Group=...' to every failure: the 404 body decides, as without it."""
+    lines = [f"litellm.NotFoundError: NotFoundError: OpenAIException - Error code: 404 - {body} Received Model Group=qwen3",
+             "Available Model Group Fallbacks=None"]
+    assert_rank_one(tmp_path, "litellm", lines, code, "NotFoundError", None)

@@ -451,8 +451,13 @@ def _is_404(e: LogEvent) -> bool:
 def _unnamed_404(e: LogEvent) -> bool:
     """openai.NotFoundError that names no model ("{'detail': 'Not Found'}", "{'message': 'Not Found'}"): a server that had
     the route and not the model says which model, so this 404 is the path's, as weak as a bare status."""
-    text = " ".join(e.lines)
+    text = LITELLM_TRAILER.sub("", " ".join(e.lines))
     return e.kind == "client_model_not_found" and "model" not in e.values and "model" not in text.lower() and not ENTITY_404.search(text)
+
+
+# what LiteLLM's router appends to every failure it relays (litellm/router.py: ". Received Model Group={model_group}\nAvailable
+# Model Group Fallbacks={fallbacks}"): its words, not the server's, so they name no model the server lacks
+LITELLM_TRAILER = re.compile(r"\b(?:Received Model Group|Available Model Group Fallbacks)=\S*", re.I)
 
 
 # Google's NOT_FOUND names no model, but it is its API's answer for the resource the request named (a path it has no
