@@ -51,6 +51,7 @@ def test_a_tokenizer_enum_stays_the_engines(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("name", "line"), [
     ("v8_old", "error - SyntaxError: Unexpected token D in JSON at position 1"),
     ("v8_new", "SyntaxError: Unexpected token 'D', \"[DONE]\" is not valid JSON"),
+    ("python", "json.decoder.JSONDecodeError: Expecting value: line 1 column 2 (char 1)"),
 ])
 def test_the_done_terminator_parsed_as_json_is_streaming_broken(tmp_path: Path, name: str, line: str) -> None:
     lines = [line, "    at JSON.parse (<anonymous>)", "    at onParse (webpack-internal:///(middleware)/./utils/server/index.ts:70:43)"]

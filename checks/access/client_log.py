@@ -123,15 +123,15 @@ STREAM_INVALID = ("the stream: true answer is not a valid event stream (no body,
 # the JSON parsers' words for a document that stops mid-value (V8, SpiderMonkey, serde_json, Python's json): read from a
 # stream, one event handed to the parser before all of it arrived
 CUT_JSON = re.compile(r"Unterminated string in JSON|Expected ',' or [}\]] after|Unexpected end of JSON input|unterminated string literal|"
-                      r"end of data (?:while|when|after)|unexpected end of data|EOF while parsing|Unterminated string starting at", re.I)
+                      r"end of data (?:while|when|after)|unexpected end of data|EOF while parsing|Unterminated string starting at|Expecting ',' delimiter", re.I)
 STREAM_SPLIT = ("a streamed event's JSON was parsed before all of it arrived: the client parses each network read as whole events, "
                 "and an event split across two reads is cut JSON",
                 "Parse the stream with an SSE parser that buffers up to each blank line (the SDK's own stream, eventsource-parser), "
                 "not JSON.parse on every chunk the network delivers; or update the client to a version that does")
 
 
-# JSON.parse("[DONE]") in V8's words before and since 11.x: the OpenAI stream's last event is no JSON
-DONE_PARSED = re.compile(r"Unexpected token D in JSON at position 1\b|\"\[DONE\]\" is not valid JSON")
+# JSON.parse("[DONE]") in V8's words before and since 11.x, and Python's json.loads("[DONE]"): the OpenAI stream's last event is no JSON
+DONE_PARSED = re.compile(r"Unexpected token D in JSON at position 1\b|\"\[DONE\]\" is not valid JSON|Expecting value: line 1 column 2 \(char 1\)")
 DONE_AS_JSON = ("the client parses the stream's terminator `data: [DONE]` as JSON: the OpenAI-style stream ends with it",
                 "Stop reading at the `data: [DONE]` event instead of JSON.parse-ing it (or use the SDK's stream reader); update the client")
 
