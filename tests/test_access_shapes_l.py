@@ -285,3 +285,10 @@ def test_litellms_model_group_trailer_names_no_model(tmp_path: Path, body: str, 
     lines = [f"litellm.NotFoundError: NotFoundError: OpenAIException - Error code: 404 - {body} Received Model Group=qwen3",
              "Available Model Group Fallbacks=None"]
     assert_rank_one(tmp_path, "litellm", lines, code, "NotFoundError", None)
+
+
+def test_a_404_answered_with_a_web_page_is_the_path(tmp_path: Path) -> None:
+    """A site's front end answers a path its API lacks with its HTML 404 page: the path is wrong, not the answer."""
+    line = "ProviderError: Anthropic API error (404): <!DOCTYPE html><html><head><title>404: This page could not be found</title>"
+    assert_rank_one(tmp_path, "html404", [line], "access.base_url_invalid", "(404)", None)
+    assert findings_of(tmp_path / "html404.log")[0].title.startswith("the server has no route at the requested path")

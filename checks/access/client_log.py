@@ -97,7 +97,8 @@ TITLES = {
     "access.timeout": ("the request timed out", "Raise the client timeout or stream the response (long generations)"),
     "access.response_invalid": ("the answer was not the expected JSON", "Check the base URL points at the API (…/v1) and nothing in between rewrites the answer"),
     "access.server_error": ("the server answered 5xx", "Read the server's log around that request for the exception"),
-    "access.base_url_invalid": ("requests go to a path without /v1: the base URL is missing it", "Set the base URL to http://<host>:<port>/v1"),
+    "access.base_url_invalid": ("the server has no route at the requested path: the base URL is not the API's root (/v1 missing or doubled, "
+                                "a path too many)", "Set the base URL to the API's root, http://<host>:<port>/v1"),
     "access.protocol_mismatch": ("the client uses an API this server does not implement", "Point the client at /v1/chat/completions (OpenAI Chat API), or use a server that implements this API"),
     "access.streaming_broken": ("the SSE stream ends without `data: [DONE]`", "Upgrade the server (the stream must end with `data: [DONE]`), or disable streaming in the client"),
 }
@@ -585,7 +586,9 @@ PROXY_LEG = ("access.dns_failed", "access.tls_failed", "access.connect_failed")
 # a JSON parser's error on the body of a 404 that is no API's JSON: a web framework's route miss (Go net/http's
 # "404 page not found", which encoding/json reads as the number 404 and then 'p'), so the path is wrong, not the answer
 ROUTE_404_BODY = re.compile(r"\b404 page not found\b|invalid character 'p' after top-level value|"
-                            r"\bstatus(?: code)?\W{0,3}404\b|\bError code: 404\b|\bHTTP(?:/[\d.]+)? 404\b", re.I)
+                            r"\bstatus(?: code)?\W{0,3}404\b|\bError code: 404\b|\bHTTP(?:/[\d.]+)? 404\b|"
+                            # a 404 whose body is a web page: the site's front end answered a path its API does not have
+                            r"\b404\b\W{1,4}(?:Not Found\W{1,4})?<(?:!DOCTYPE|html)\b", re.I)
 # the methods of an API call that carries a request body: a 404 to one is a client calling a route the server does not have
 # (a browser's GET / or /favicon.ico in the same access log is no API call)
 SENT_BODY = ("POST", "PUT", "PATCH")
