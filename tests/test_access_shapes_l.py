@@ -127,11 +127,13 @@ def test_a_forward_proxys_own_error_page_is_proxy_failed(tmp_path: Path, name: s
     ("version", 'API returned 400: {"type":"error","error":{"type":"invalid_request_error","message":"anthropic-version: header is '
                 'required"},"request_id":"req_011CaDvrymxizFC1oij4M9EK"}'),
     ("max_tokens", "Error code: 400 - {'type': 'error', 'error': {'type': 'invalid_request_error', 'message': 'max_tokens: Field required'}}"),
+    ("route_sdk", "openai.NotFoundError: Error code: 404 - {'type': 'error', 'error': {'type': 'not_found_error', 'message': 'Not Found'}}"),
+    ("route_bare", 'Error: 404 {"type":"error","error":{"type":"not_found_error","message":"Not Found"}}'),
 ])
 def test_an_openai_style_request_at_the_anthropic_api_is_protocol_mismatch(tmp_path: Path, name: str, line: str) -> None:
-    assert_rank_one(tmp_path, name, [line], "access.protocol_mismatch", "required", None)
+    assert_rank_one(tmp_path, name, [line], "access.protocol_mismatch", "error", None)
     top = findings_of(tmp_path / f"{name}.log")[0]
-    assert top.title.startswith("the request is OpenAI-style") and "Anthropic provider" in top.fixes[0].summary
+    assert top.title.startswith("the client speaks the OpenAI API") and "Anthropic provider" in top.fixes[0].summary
 
 
 @pytest.mark.parametrize(("name", "line", "command"), [
@@ -292,3 +294,10 @@ def test_a_404_answered_with_a_web_page_is_the_path(tmp_path: Path) -> None:
     line = "ProviderError: Anthropic API error (404): <!DOCTYPE html><html><head><title>404: This page could not be found</title>"
     assert_rank_one(tmp_path, "html404", [line], "access.base_url_invalid", "(404)", None)
     assert findings_of(tmp_path / "html404.log")[0].title.startswith("the server has no route at the requested path")
+
+
+def test_an_anthropic_clients_404_in_the_same_envelope_is_its_base_url(tmp_path: Path) -> None:
+    """Claude Code at an Anthropic endpoint whose base URL ends in /v1: the client adds /v1/messages itself."""
+    lines = ["ANTHROPIC_BASE_URL=https://gateway.example.com/v1",
+             'API Error: 404 {"type":"error","error":{"type":"not_found_error","message":"Not Found"}}']
+    assert_rank_one(tmp_path, "claude_v1", lines, "access.base_url_invalid", "API Error: 404", "ANTHROPIC_BASE_URL=https://gateway.example.com")

@@ -156,6 +156,9 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     s = logs.setup
     bare: list[LogEvent] = []
     for e in log.events():
+        if _is_404(e) and ANTHROPIC_ROUTE_MISS.search(text := " ".join(e.lines)) and not ANTHROPIC_CLIENT.search(text):
+            found.setdefault("access.protocol_mismatch", []).append(e)  # the Anthropic API's own 404 to an OpenAI-style client
+            continue
         if (e.kind in BARE_404 or _unnamed_404(e) or _pathless_404(e)) and not e.values.get("path") and not _speaks_anthropic(e):
             bare.append(e)
             continue
@@ -212,8 +215,7 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         elif code == "access.protocol_mismatch" and (absent := str(le.first_value(events, "absent")).lower()) in WRONG_BODY:
             title, fix = WRONG_BODY[absent]
             fixes = [Fix(fix)]
-        elif code == "access.protocol_mismatch" and any(e.kind == "client_protocol" and ANTHROPIC_FORMAT.search(" ".join(e.lines))
-                                                        for e in events):
+        elif code == "access.protocol_mismatch" and any(ANTHROPIC_FORMAT.search(" ".join(e.lines)) for e in events):
             title, fix = OPENAI_AT_MESSAGES
             fixes = [Fix(fix)]
         elif code == "access.protocol_mismatch" and any(e.kind == "client_protocol" for e in events):
@@ -356,9 +358,11 @@ WRONG_BODY = {
               "Set the client to the Responses API only for an endpoint that serves /v1/responses; else use its Chat Completions mode"),
 }
 # the Anthropic API's refusals of a request that is not in its format: no anthropic-version header, no max_tokens
-ANTHROPIC_FORMAT = re.compile(r"anthropic-version:? header is required|max_tokens: Field required", re.I)
-OPENAI_AT_MESSAGES = ("the request is OpenAI-style (no anthropic-version header, no max_tokens) and the endpoint is the Anthropic "
-                      "Messages API",
+# (and its 404 envelope for a route it lacks, ANTHROPIC_ROUTE_MISS)
+ANTHROPIC_ROUTE_MISS = re.compile(r"""['"]type['"]\s*:\s*['"]not_found_error['"]\s*,\s*['"]message['"]\s*:\s*['"]Not Found['"]""")
+ANTHROPIC_FORMAT = re.compile(r"anthropic-version:? header is required|max_tokens: Field required|" + ANTHROPIC_ROUTE_MISS.pattern, re.I)
+OPENAI_AT_MESSAGES = ("the client speaks the OpenAI API and the endpoint is the Anthropic Messages API (its own error says so: "
+                      "no anthropic-version header, no max_tokens, or no such route)",
                       "Use the client's Anthropic provider for this endpoint (it sends x-api-key, anthropic-version and max_tokens), "
                       "or point this OpenAI-style client at an OpenAI-compatible base URL; a gateway in between must pass the headers on")
 NO_MESSAGES_API = "the server has no Anthropic Messages API (/v1/messages), which Claude Code and the Anthropic SDK speak"
