@@ -301,3 +301,16 @@ def test_an_anthropic_clients_404_in_the_same_envelope_is_its_base_url(tmp_path:
     lines = ["ANTHROPIC_BASE_URL=https://gateway.example.com/v1",
              'API Error: 404 {"type":"error","error":{"type":"not_found_error","message":"Not Found"}}']
     assert_rank_one(tmp_path, "claude_v1", lines, "access.base_url_invalid", "API Error: 404", "ANTHROPIC_BASE_URL=https://gateway.example.com")
+
+
+@pytest.mark.parametrize(("line", "title"), [
+    # vLLM/SGLang (pydantic/FastAPI): a chat body at /v1/completions
+    ("openai.UnprocessableEntityError: Error code: 422 - {'detail': [{'type': 'missing', 'loc': ('body', 'prompt'), 'msg': 'Field required', "
+     "'input': {'model': 'm', 'messages': []}}]}", "sent to /completions, which reads `prompt`"),
+    # TGI's router (axum + serde): a completions body at /v1/chat/completions
+    ("Failed to deserialize the JSON body into the target type: missing field `messages` at line 1 column 45",
+     "sent to /chat/completions, which reads `messages`"),
+])
+def test_the_other_endpoints_body_is_protocol_mismatch(tmp_path: Path, line: str, title: str) -> None:
+    assert_rank_one(tmp_path, "body", [line], "access.protocol_mismatch", "missing", None)
+    assert title in findings_of(tmp_path / "body.log")[0].title

@@ -351,9 +351,13 @@ CHAT_AT_MESSAGES_FIX = ("Use the client's Anthropic provider for this endpoint (
                         "the top-level `system`), or point this OpenAI-style client at an OpenAI-compatible /v1/chat/completions")
 # the field the endpoint's API requires and the body lacks: the body is the other OpenAI API's
 WRONG_BODY = {
-    "messages": ("the request body is a Responses API body (`input`) sent to /chat/completions, which reads `messages`",
+    "messages": ("the request body is a Responses API body (`input`) or a completions body (`prompt`) sent to /chat/completions, "
+                 "which reads `messages`",
                  "Set the client to the Chat Completions API for this endpoint (an 'OpenAI-compatible' provider), or send the Responses "
                  "body to the server's /v1/responses where it has one"),
+    "prompt": ("the request body is a Chat Completions body (`messages`) sent to /completions, which reads `prompt`",
+               "Send chat requests to /v1/chat/completions (the client's chat or 'OpenAI-compatible chat' mode), or send a `prompt` "
+               "to /v1/completions"),
     "input": ("the request body is a Chat Completions body (`messages`) sent to /responses, which reads `input`",
               "Set the client to the Responses API only for an endpoint that serves /v1/responses; else use its Chat Completions mode"),
 }

@@ -526,7 +526,10 @@ HAND_RULES: tuple[Rule, ...] = (
        # OpenAI API's 400 (`Missing required parameter: 'messages'.`, as the gateways relay it), and the pydantic/FastAPI
        # servers' (vLLM, SGLang: `{'type': 'missing', 'loc': ('body', 'messages'), 'msg': 'Field required'}`)
        r"\bMissing required parameter:\s*[\"'`\u2018\u2019]?(?P<absent>messages|input)\b|"
-       r"[\"']missing[\"'],\s*[\"']loc[\"']:\s*[\[(][\"']body[\"'],\s*[\"'](?P<absent2>messages|input)[\"']"),
+       r"[\"']missing[\"'],\s*[\"']loc[\"']:\s*[\[(][\"']body[\"'],\s*[\"'](?P<absent2>messages|input|prompt)[\"']|"
+       # TGI's router (axum's Json extractor, serde): "Failed to deserialize the JSON body into the target type: missing field
+       # `messages`": a /v1/completions body at /v1/chat/completions, or the reverse (`prompt`)
+       r"Failed to deserialize the JSON body into the target type: missing field [`'\"]?(?P<absent3>messages|prompt)\b"),
     _r("client_not_found", _status(404)),  # a bare 404: the path or the model, the rest of the log tells
     # and a gateway that gave up on the upstream, by its status in a client's words (504 Gateway Timeout, Cloudflare's 524
     # "A timeout occurred": "Error code: 524", "status code 524", aiohttp's `<ClientResponse(url) [524 None]>`); a stream
