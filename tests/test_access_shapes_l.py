@@ -314,3 +314,11 @@ def test_an_anthropic_clients_404_in_the_same_envelope_is_its_base_url(tmp_path:
 def test_the_other_endpoints_body_is_protocol_mismatch(tmp_path: Path, line: str, title: str) -> None:
     assert_rank_one(tmp_path, "body", [line], "access.protocol_mismatch", "missing", None)
     assert title in findings_of(tmp_path / "body.log")[0].title
+
+
+@pytest.mark.parametrize(("streamed", "code"), [(True, "access.streaming_broken"), (False, "access.response_invalid")])
+def test_a_body_cut_short_while_a_stream_is_read_is_streaming_broken(tmp_path: Path, streamed: bool, code: str) -> None:
+    lines = ['  File "/venv/lib/python3.11/site-packages/openai/_streaming.py", line 72, in __stream__'] if streamed else []
+    lines.append("aiohttp.client_exceptions.ClientPayloadError: Response payload is not completed: "
+                 "<ContentLengthError: 400, message='Not enough data to satisfy content length header.'>")
+    assert_rank_one(tmp_path, "cut_body", lines, code, "Response payload is not completed", None)

@@ -125,6 +125,10 @@ STREAM_INVALID = ("the stream: true answer is not a valid event stream (no body,
 # stream, one event handed to the parser before all of it arrived
 CUT_JSON = re.compile(r"Unterminated string in JSON|Expected ',' or [}\]] after|Unexpected end of JSON input|unterminated string literal|"
                       r"end of data (?:while|when|after)|unexpected end of data|EOF while parsing|Unterminated string starting at|Expecting ',' delimiter", re.I)
+# the HTTP clients' words for a body that ended before its length or last chunk (httpx/h11, aiohttp): while a stream is
+# read, the stream was cut mid-answer
+CUT_BODY = re.compile(r"peer closed connection without sending complete message body|Response payload is not completed", re.I)
+CUT_READ = re.compile(f"{CUT_JSON.pattern}|{CUT_BODY.pattern}", re.I)
 STREAM_SPLIT = ("a streamed event's JSON was parsed before all of it arrived: the client parses each network read as whole events, "
                 "and an event split across two reads is cut JSON",
                 "Parse the stream with an SSE parser that buffers up to each blank line (the SDK's own stream, eventsource-parser), "
@@ -180,7 +184,7 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         if e.kind == "client_route_not_found" or not found:
             found.setdefault(routed or "access.base_url_invalid", []).append(e)
     # JSON cut mid-value while a stream is being read: an event parsed before the rest of it arrived (split across reads)
-    if split := [e for e in found.get("access.response_invalid", []) if s.stream_read and CUT_JSON.search(" ".join(e.lines))]:
+    if split := [e for e in found.get("access.response_invalid", []) if s.stream_read and CUT_READ.search(" ".join(e.lines))]:
         found.setdefault("access.streaming_broken", []).extend(split)
         found["access.response_invalid"] = [e for e in found["access.response_invalid"] if e not in split]
         if not found["access.response_invalid"]:
@@ -247,7 +251,7 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         explains = EXPLAINS.get(code, [])
         if code == "access.proxy_failed":  # the same TLS or DNS failure, where another line printed it without its ProxyError
             explains = [*explains, *(c for c in PROXY_LEG if any(_cause(e) == c for e in events))]
-        if code == "access.streaming_broken" and any(e.kind == "client_stream_cut" for e in events):
+        if code == "access.streaming_broken" and any(e.kind == "client_stream_cut" or CUT_BODY.search(" ".join(e.lines)) for e in events):
             title, fix = STREAM_CUT
             fixes = [Fix(fix)]
             # the socket error a cut stream carries as its cause (undici's "other side closed", ECONNRESET) is
