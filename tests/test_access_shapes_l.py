@@ -322,3 +322,12 @@ def test_a_body_cut_short_while_a_stream_is_read_is_streaming_broken(tmp_path: P
     lines.append("aiohttp.client_exceptions.ClientPayloadError: Response payload is not completed: "
                  "<ContentLengthError: 400, message='Not enough data to satisfy content length header.'>")
     assert_rank_one(tmp_path, "cut_body", lines, code, "Response payload is not completed", None)
+
+
+@pytest.mark.parametrize(("done", "broken"), [(True, False), (False, True)])
+def test_a_quoted_stream_is_broken_only_without_its_terminator(tmp_path: Path, done: bool, broken: bool) -> None:
+    """The scanner keeps that `data: [DONE]` was seen (it never did: a False default was never overwritten)."""
+    chunk = 'data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}]}'
+    lines = [chunk, chunk, *(["data: [DONE]"] if done else [])]
+    codes = [f.code for f in findings_of(written(tmp_path, "\n".join(lines) + "\n"))]
+    assert ("access.streaming_broken" in codes) is broken, codes
