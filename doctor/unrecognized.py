@@ -176,7 +176,12 @@ def first_root(pool: list[LogEvent]) -> LogEvent:
 # answer a client received (a status line's words, a JSON error body's status)
 CLIENT_RAISED = re.compile(
     r"\burlopen\(|urllib/request\.py|http/client\.py|\bhttpx\b|\bhttpcore\b|requests/(?:adapters|sessions|api)\.py|aiohttp/client|"
-    r"(?:openai|anthropic)/_base_client|node_modules/(?:openai|@anthropic-ai|axios|undici|node-fetch|@ai-sdk)/|node:internal/deps/undici|"
+    r"(?:openai|anthropic)/_base_client|"
+    # the SDKs' request and answer code: openai-python 0.x (api_requestor.py, api_resources/), the 1.x SDKs' response
+    # parsing and streaming (_response.py, _legacy_response.py, _streaming.py, _models.py) and resources/
+    # (either path separator: a Windows traceback's backslashes)
+    r"openai[/\\](?:api_requestor\.py|api_resources[/\\])|(?:openai|anthropic)[/\\](?:_response|_legacy_response|_streaming|_models)\.py|"
+    r"(?:openai|anthropic)[/\\]resources[/\\]|node_modules/(?:openai|@anthropic-ai|axios|undici|node-fetch|@ai-sdk)/|node:internal/deps/undici|"
     r"\b[45]\d\d (?:Bad Request|Unauthorized|Forbidden|Not Found|Conflict|Unprocessable Entity|Too Many Requests|"
     r"Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out)\b|"
     r"[\"'](?:status|code|statusCode|status_code)[\"']\s*:\s*[\"']?[45]\d\d\b|"

@@ -51,11 +51,12 @@ MODEL_PATHS = re.compile(r"^/v1/(?:chat/completions|completions|embeddings)\b")
 GENERATION_PATHS = re.compile(r"^/v1/(?:chat/completions|completions)\b")
 # a 404 here says the server has no such API: Anthropic/Responses/Ollama routes, and embeddings,
 # which vLLM serves only for pooling models
-OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages|embeddings)\b|^/api/(?:chat|generate)\b")
+# (Ollama's native routes, server/routes.go: an Ollama client such as Open WebUI's Ollama connection at an OpenAI server)
+OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages|embeddings)\b|^/api/(?:chat|generate|tags|show|embed|embeddings|version|ps|pull)\b")
 # the generation routes of the engines' own APIs (TGI's and SGLang's /generate and /generate_stream, vLLM's old
-# api_server, Ollama's /api/*) and any other /v1 path: asked for with GET too by clients and people trying a server out.
-# A 404 to a POST, whatever its path, is an API call: browsers' 404s (/favicon.ico, /) are no failure of the channel.
-NATIVE_ROUTES = re.compile(r"^/(?:generate(?:_stream)?|api/(?:generate|chat|tags|show|embed\w*)|v1/[\w/.-]+)(?:$|[?#])")
+# api_server) and any other /v1 path: asked for with GET too by clients and people trying a server out. A 404 to an
+# API call with a body, whatever its path, is one too: browsers' 404s (/favicon.ico, /) are no failure of the channel.
+NATIVE_ROUTES = re.compile(r"^/(?:generate(?:_stream)?|v1/[\w/.-]+)(?:$|[?#])")
 # (the API masks the key it received but keeps its first characters: a quote there was part of the key)
 # or another provider's key: Anthropic's sk-ant-, Groq's gsk_, Google's AIza, Hugging Face's hf_, xAI's xai-
 KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"‘’“”]|sk-ant-|gsk_|AIza|hf_|xai-)|API key.*(?:whitespace|newline)|"
@@ -101,7 +102,8 @@ TITLES = {
     "access.timeout": ("the request timed out", "Raise the client timeout or stream the response (long generations)"),
     "access.response_invalid": ("the answer was not the expected JSON", "Check the base URL points at the API (…/v1) and nothing in between rewrites the answer"),
     "access.server_error": ("the server answered 5xx", "Read the server's log around that request for the exception"),
-    "access.base_url_invalid": ("requests go to a path without /v1: the base URL is missing it", "Set the base URL to http://<host>:<port>/v1"),
+    "access.base_url_invalid": ("the server has no route at the requested path: the base URL is not the API's root (/v1 missing or doubled, "
+                                "a path too many)", "Set the base URL to the API's root, http://<host>:<port>/v1"),
     "access.protocol_mismatch": ("the client uses an API this server does not implement", "Point the client at /v1/chat/completions (OpenAI Chat API), or use a server that implements this API"),
     "access.streaming_broken": ("the SSE stream ends without `data: [DONE]`", "Upgrade the server (the stream must end with `data: [DONE]`), or disable streaming in the client"),
 }
@@ -124,6 +126,26 @@ STREAM_INVALID = ("the stream: true answer is not a valid event stream (no body,
                   "text/event-stream, or a server that ignores stream: true, is the cause")
 
 
+# the JSON parsers' words for a document that stops mid-value (V8, SpiderMonkey, serde_json, Python's json): read from a
+# stream, one event handed to the parser before all of it arrived
+CUT_JSON = re.compile(r"Unterminated string in JSON|Expected ',' or [}\]] after|Unexpected end of JSON input|unterminated string literal|"
+                      r"end of data (?:while|when|after)|unexpected end of data|EOF while parsing|Unterminated string starting at|Expecting ',' delimiter", re.I)
+# the HTTP clients' words for a body that ended before its length or last chunk (httpx/h11, aiohttp): while a stream is
+# read, the stream was cut mid-answer
+CUT_BODY = re.compile(r"peer closed connection without sending complete message body|Response payload is not completed", re.I)
+CUT_READ = re.compile(f"{CUT_JSON.pattern}|{CUT_BODY.pattern}", re.I)
+STREAM_SPLIT = ("a streamed event's JSON was parsed before all of it arrived: the client parses each network read as whole events, "
+                "and an event split across two reads is cut JSON",
+                "Parse the stream with an SSE parser that buffers up to each blank line (the SDK's own stream, eventsource-parser), "
+                "not JSON.parse on every chunk the network delivers; or update the client to a version that does")
+
+
+# JSON.parse("[DONE]") in V8's words before and since 11.x, and Python's json.loads("[DONE]"): the OpenAI stream's last event is no JSON
+DONE_PARSED = re.compile(r"Unexpected token D in JSON at position 1\b|\"\[DONE\]\" is not valid JSON|Expecting value: line 1 column 2 \(char 1\)")
+DONE_AS_JSON = ("the client parses the stream's terminator `data: [DONE]` as JSON: the OpenAI-style stream ends with it",
+                "Stop reading at the `data: [DONE]` event instead of JSON.parse-ing it (or use the SDK's stream reader); update the client")
+
+
 # a stream told to arrive all at once, in bursts or not at all (no error raised): something in between buffers it
 STREAM_BUFFERED = "the stream is held back on its way: a proxy or gateway in between buffers the events and releases them late, in bursts"
 
@@ -143,6 +165,9 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     s = logs.setup
     bare: list[LogEvent] = []
     for e in log.events():
+        if _is_404(e) and ANTHROPIC_ROUTE_MISS.search(text := " ".join(e.lines)) and not ANTHROPIC_CLIENT.search(text):
+            found.setdefault("access.protocol_mismatch", []).append(e)  # the Anthropic API's own 404 to an OpenAI-style client
+            continue
         if (e.kind in BARE_404 or _unnamed_404(e) or _pathless_404(e)) and not e.values.get("path") and not _speaks_anthropic(e):
             bare.append(e)
             continue
@@ -163,9 +188,15 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     for e in bare:
         if e.kind == "client_route_not_found" or not found:
             found.setdefault(routed or "access.base_url_invalid", []).append(e)
+    # JSON cut mid-value while a stream is being read: an event parsed before the rest of it arrived (split across reads)
+    if split := [e for e in found.get("access.response_invalid", []) if s.stream_read and CUT_READ.search(" ".join(e.lines))]:
+        found.setdefault("access.streaming_broken", []).extend(split)
+        found["access.response_invalid"] = [e for e in found["access.response_invalid"] if e not in split]
+        if not found["access.response_invalid"]:
+            del found["access.response_invalid"]
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
-    not_found = [e for e in log.events() if _is_404(e) and not _speaks_anthropic(e)]
+    not_found = [e for e in log.events() if _is_404(e) and not _speaks_anthropic(e) and not _browser(e)]
     doubled = [e for e in not_found if _doubled(e)]
     if doubled and "access.protocol_mismatch" not in found:
         found.setdefault("access.base_url_invalid", []).extend(x for x in doubled if x not in found.get("access.base_url_invalid", []))
@@ -186,8 +217,15 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
                                                         for e in events):
             title, fix = OLLAMA_MESSAGES
             fixes = [Fix(fix, "curl -fsSL https://ollama.com/install.sh | sh")]
+        elif code == "access.protocol_mismatch" and any(OLLAMA_NATIVE.search(_path(e)) for e in events) and not any(
+                OLLAMA.search(" ".join(e.lines)) for e in events):
+            title, fix = OLLAMA_API_ELSEWHERE
+            fixes = [Fix(fix)]
         elif code == "access.protocol_mismatch" and (absent := str(le.first_value(events, "absent")).lower()) in WRONG_BODY:
             title, fix = WRONG_BODY[absent]
+            fixes = [Fix(fix)]
+        elif code == "access.protocol_mismatch" and any(ANTHROPIC_FORMAT.search(" ".join(e.lines)) for e in events):
+            title, fix = OPENAI_AT_MESSAGES
             fixes = [Fix(fix)]
         elif code == "access.protocol_mismatch" and any(e.kind == "client_protocol" for e in events):
             title, fixes = CHAT_AT_MESSAGES, [Fix(CHAT_AT_MESSAGES_FIX)]
@@ -222,12 +260,18 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         explains = EXPLAINS.get(code, [])
         if code == "access.proxy_failed":  # the same TLS or DNS failure, where another line printed it without its ProxyError
             explains = [*explains, *(c for c in PROXY_LEG if any(_cause(e) == c for e in events))]
-        if code == "access.streaming_broken" and any(e.kind == "client_stream_cut" for e in events):
+        if code == "access.streaming_broken" and any(e.kind == "client_stream_cut" or CUT_BODY.search(" ".join(e.lines)) for e in events):
             title, fix = STREAM_CUT
             fixes = [Fix(fix)]
             # the socket error a cut stream carries as its cause (undici's "other side closed", ECONNRESET) is
             # the same hang-up, after the answer had begun: not a server that could not be reached
             explains = ["access.connect_failed"]
+        elif code == "access.streaming_broken" and any(e.kind == "client_bad_response" for e in events):
+            title, fix = STREAM_SPLIT
+            fixes = [Fix(fix)]
+        elif code == "access.streaming_broken" and any(DONE_PARSED.search(" ".join(e.lines)) for e in events):
+            title, fix = DONE_AS_JSON
+            fixes = [Fix(fix)]
         elif code == "access.streaming_broken" and any(e.kind == "client_stream_invalid" for e in events):
             title, fix = STREAM_INVALID
             fixes = [Fix(fix)]
@@ -324,12 +368,24 @@ CHAT_AT_MESSAGES_FIX = ("Use the client's Anthropic provider for this endpoint (
                         "the top-level `system`), or point this OpenAI-style client at an OpenAI-compatible /v1/chat/completions")
 # the field the endpoint's API requires and the body lacks: the body is the other OpenAI API's
 WRONG_BODY = {
-    "messages": ("the request body is a Responses API body (`input`) sent to /chat/completions, which reads `messages`",
+    "messages": ("the request body is a Responses API body (`input`) or a completions body (`prompt`) sent to /chat/completions, "
+                 "which reads `messages`",
                  "Set the client to the Chat Completions API for this endpoint (an 'OpenAI-compatible' provider), or send the Responses "
                  "body to the server's /v1/responses where it has one"),
+    "prompt": ("the request body is a Chat Completions body (`messages`) sent to /completions, which reads `prompt`",
+               "Send chat requests to /v1/chat/completions (the client's chat or 'OpenAI-compatible chat' mode), or send a `prompt` "
+               "to /v1/completions"),
     "input": ("the request body is a Chat Completions body (`messages`) sent to /responses, which reads `input`",
               "Set the client to the Responses API only for an endpoint that serves /v1/responses; else use its Chat Completions mode"),
 }
+# the Anthropic API's refusals of a request that is not in its format: no anthropic-version header, no max_tokens
+# (and its 404 envelope for a route it lacks, ANTHROPIC_ROUTE_MISS)
+ANTHROPIC_ROUTE_MISS = re.compile(r"""['"]type['"]\s*:\s*['"]not_found_error['"]\s*,\s*['"]message['"]\s*:\s*['"]Not Found['"]""")
+ANTHROPIC_FORMAT = re.compile(r"anthropic-version:? header is required|max_tokens: Field required|" + ANTHROPIC_ROUTE_MISS.pattern, re.I)
+OPENAI_AT_MESSAGES = ("the client speaks the OpenAI API and the endpoint is the Anthropic Messages API (its own error says so: "
+                      "no anthropic-version header, no max_tokens, or no such route)",
+                      "Use the client's Anthropic provider for this endpoint (it sends x-api-key, anthropic-version and max_tokens), "
+                      "or point this OpenAI-style client at an OpenAI-compatible base URL; a gateway in between must pass the headers on")
 NO_MESSAGES_API = "the server has no Anthropic Messages API (/v1/messages), which Claude Code and the Anthropic SDK speak"
 NO_MESSAGES_API_FIX = ("Point the client at a server that serves /v1/messages, or put a gateway that translates it in front "
                        "(a LiteLLM proxy does); OpenAI-API clients use this server's /v1/chat/completions")
@@ -392,6 +448,10 @@ def _doubled_finding(base: str, added: str) -> tuple[str, list[Fix]]:
 
 # a line from or to Ollama: its request log (gin), or its default port (envconfig: OLLAMA_HOST 127.0.0.1:11434)
 OLLAMA = re.compile(r"\[GIN\]|:11434\b")
+# Ollama's own API asked of a server that is not Ollama (vLLM, SGLang, LM Studio): an Ollama connection where an OpenAI one belongs
+OLLAMA_NATIVE = re.compile(r"^/api/(?:chat|generate|tags|show|embed|embeddings|version|ps|pull)\b")
+OLLAMA_API_ELSEWHERE = ("the client speaks Ollama's own API (/api/...), which this server does not serve",
+                        "Connect the client to this server as an OpenAI-compatible API (base URL http://<host>:<port>/v1), not as Ollama")
 # the routes where Ollama (server/routes.go) answers a model it does not have with 404 "model ... not found"
 OLLAMA_MODEL_ROUTES = re.compile(r"^/api/(?:generate|chat|embed(?:dings)?|show)\b")
 # Ollama serves the Anthropic Messages API from v0.14.0 (ollama.com/blog/claude, 2026-01-16): before, /v1/messages is 404
@@ -417,8 +477,13 @@ def _is_404(e: LogEvent) -> bool:
 def _unnamed_404(e: LogEvent) -> bool:
     """openai.NotFoundError that names no model ("{'detail': 'Not Found'}", "{'message': 'Not Found'}"): a server that had
     the route and not the model says which model, so this 404 is the path's, as weak as a bare status."""
-    text = " ".join(e.lines)
+    text = LITELLM_TRAILER.sub("", " ".join(e.lines))
     return e.kind == "client_model_not_found" and "model" not in e.values and "model" not in text.lower() and not ENTITY_404.search(text)
+
+
+# what LiteLLM's router appends to every failure it relays (litellm/router.py: ". Received Model Group={model_group}\nAvailable
+# Model Group Fallbacks={fallbacks}"): its words, not the server's, so they name no model the server lacks
+LITELLM_TRAILER = re.compile(r"\b(?:Received Model Group|Available Model Group Fallbacks)=\S*", re.I)
 
 
 # Google's NOT_FOUND names no model, but it is its API's answer for the resource the request named (a path it has no
@@ -565,6 +630,22 @@ def _code(e: LogEvent) -> str | None:
 # itself was never asked
 PROXY_WRAP = re.compile(r"\bProxyError\W{1,4}(?:Cannot connect to proxy|Unable to connect to proxy)", re.I)
 PROXY_LEG = ("access.dns_failed", "access.tls_failed", "access.connect_failed")
+# a JSON parser's error on the body of a 404 that is no API's JSON: a web framework's route miss (Go net/http's
+# "404 page not found", which encoding/json reads as the number 404 and then 'p'), so the path is wrong, not the answer
+ROUTE_404_BODY = re.compile(r"\b404 page not found\b|invalid character 'p' after top-level value|"
+                            r"\bstatus(?: code)?\W{0,3}404\b|\bError code: 404\b|\bHTTP(?:/[\d.]+)? 404\b|"
+                            # a 404 whose body is a web page: the site's front end answered a path its API does not have
+                            r"\b404\b\W{1,4}(?:Not Found\W{1,4})?<(?:!DOCTYPE|html)\b", re.I)
+# the methods of an API call that carries a request body: a 404 to one is a client calling a route the server does not have
+# (a browser's GET / or /favicon.ico in the same access log is no API call)
+SENT_BODY = ("POST", "PUT", "PATCH")
+# what a browser asks a server for on its own: LM Studio logs "Unexpected endpoint or method. (GET /favicon.ico)" too
+NOT_API = re.compile(r"^/(?:favicon\.ico|robots\.txt)\b")
+
+
+def _browser(e: LogEvent) -> bool:
+    """A browser's CORS preflight or its favicon, which a server logs with an API call's words: no API call went astray."""
+    return str(e.values.get("method")).upper() == "OPTIONS" or bool(NOT_API.search(_path(e)))
 
 
 def _unrouted(e: LogEvent) -> bool:
@@ -573,7 +654,7 @@ def _unrouted(e: LogEvent) -> bool:
     path = _path(e)
     known = OPENAI_PATHS, GENERATION_PATHS, OTHER_PROTOCOL, DOUBLED_ENDPOINT
     return (e.kind == "http_response" and e.values.get("status") == 404 and not any(p.search(path) for p in known)
-            and (e.values.get("method") == "POST" or bool(NATIVE_ROUTES.search(path))))
+            and (str(e.values.get("method")) in SENT_BODY or bool(NATIVE_ROUTES.search(path))))
 
 
 def _cause(e: LogEvent) -> str | None:
@@ -581,6 +662,8 @@ def _cause(e: LogEvent) -> str | None:
         return "access.key_malformed"
     if e.kind == "client_bad_response":
         text = " ".join(e.lines)
+        if ROUTE_404_BODY.search(text):  # the body the parser choked on is a 404's route miss: the path is wrong
+            return "access.base_url_invalid"
         if re.search(r"502|503|504", text) and re.search(r"<!DOCTYPE|<html|res\.text=''|text=''", text, re.I):
             return "access.proxy_failed"
         if FIVE_XX.search(text):  # "503 Service Unavailable" as a client quotes the answer: the status is the failure
@@ -618,5 +701,7 @@ def _cause(e: LogEvent) -> str | None:
         return None
     if e.kind == "client_route_not_found":
         path = str(e.values.get("path") or "")
+        if _browser(e):
+            return None
         return "access.protocol_mismatch" if OTHER_PROTOCOL.search(path) else "access.base_url_invalid"
     return KIND_CODE.get(e.kind)

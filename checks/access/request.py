@@ -48,6 +48,8 @@ def request(facts: Facts) -> Outcome:
 def _main(ep: EndpointFacts) -> ProbeStep | None:
     names = ("messages", "candidate_messages") if ep.protocol == "anthropic" else ("chat", "candidate_chat")
     steps = [s for s in ep.steps if s.step in names]
+    if steps and steps[0].detail.get("web_page") and not any(t.answered(s) for s in steps):
+        return steps[0]  # the configured base URL's page; the usual paths tried after it answered no better
     good = [s for s in steps if t.answered(s) or s.status is None or (s.status or 0) >= 500 or s.detail.get("html")]
     chosen = (good or steps)[-1:] or [s for s in t.http_steps(ep) if s.error_class or (s.status or 0) in (429, 402) or (s.status or 0) >= 500][:1]
     return chosen[0] if chosen else None

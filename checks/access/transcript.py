@@ -37,7 +37,8 @@ def find_last(ep: EndpointFacts, *names: str) -> ProbeStep | None:
 
 
 def route_missing(step: ProbeStep) -> bool:
-    return step.status in (404, 405) and not step.detail.get("model_error")
+    """No such route: 404/405, or a server's own words for it under another status (the collector's route_error)."""
+    return (step.status in (404, 405) or bool(step.detail.get("route_error"))) and not step.detail.get("model_error")
 
 
 def answered(step: ProbeStep | None) -> bool:

@@ -15,6 +15,7 @@ Safety rules that make it fit to run against production:
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 from urllib.parse import urlsplit
@@ -261,7 +262,7 @@ class Prober:
         root = origin + api_root(path)
         models = self.get_models("models", base)
         working = base if models is not None and models.ok else ""
-        if models is not None and route_missing(models):
+        if models is not None and (route_missing(models) or models.detail.get("web_page")):
             working = self.first(
                 lambda cand: self.get_models("candidate_models", cand), candidates(root, OPENAI_CANDIDATES, base), listed
             )
@@ -274,7 +275,7 @@ class Prober:
             return
         chat_base = working or base
         chat = self.chat("chat", chat_base, model)
-        if chat is not None and route_missing(chat):
+        if chat is not None and (route_missing(chat) or chat.detail.get("web_page")):
             tried = candidates(root, OPENAI_CANDIDATES, chat_base)
             working = self.first(lambda cand: self.chat("candidate_chat", cand, model), tried, answered)
             if not working:
@@ -422,6 +423,10 @@ class Prober:
         if reader is not None:
             step.detail.update(reader.summary())
         step.detail.update(read_body(text, step.content_type))
+        if step.status == 200 and step.detail.get("html") and not sse and not self.facts.proxy_url:
+            # a web page where the API's JSON was expected, nothing in between: a web UI's route (a single-page app answers
+            # every path with its index.html) or a portal's; the API's usual paths are tried, in case the UI serves it there
+            step.detail["web_page"] = True
         if isinstance(step.detail.get("error_message"), str):
             step.detail["error_message"] = self.redact(step.detail["error_message"])
         if step.status is not None and step.status in (301, 302, 303, 307, 308):
@@ -472,10 +477,16 @@ def answered(step: ProbeStep) -> bool:
 
 
 def route_missing(step: ProbeStep) -> bool:
-    """404/405 that says "no such route", not "no such model" (vLLM answers 404 for both)."""
-    if step.status not in (404, 405):
+    """404/405 that says "no such route", not "no such model" (vLLM answers 404 for both); or a server's
+    "no such route" under another status (LM Studio's 200, ROUTE_ERROR)."""
+    if step.status not in (404, 405) and not step.detail.get("route_error"):
         return False
     return not step.detail.get("model_error")
+
+
+# a server's answer for a route it does not serve, whatever status it came with: LM Studio answers every unknown path with
+# 200 and `{"error":"Unexpected endpoint or method. (POST /chat/completions)"}` (closed source; lmstudio-bug-tracker#618)
+ROUTE_ERROR = re.compile(r"^Unexpected endpoint or method\.")
 
 
 def read_body(text: str, content_type: str) -> dict[str, Any]:
@@ -507,6 +518,8 @@ def read_body(text: str, content_type: str) -> dict[str, Any]:
         out["error_type"] = etype
         out["error_code"] = code
         low = message.lower()
+        if ROUTE_ERROR.search(message):
+            out["route_error"] = True
         out["model_error"] = "model" in low and any(
             w in low for w in ("not exist", "not found", "does not", "invalid model", "unknown model", "no such model", "not served")
         )

@@ -49,6 +49,7 @@ class LogSetup:
     smi_processes: dict[str, int] = field(default_factory=dict)  # "gpu:pid" -> MiB, from such a table
     sse_chunks: int = 0  # OpenAI-style `data: {...}` stream chunks quoted in the log
     sse_done: bool = False  # ... and whether the stream's `data: [DONE]` terminator is there
+    stream_read: bool = False  # a streamed answer is being read: its chunks quoted, or a stream reader's frame
     base_url: str = ""  # the base URL a client in the log was configured with (the last one stated)
     proxy: str = ""  # the first proxy or gateway the text names (nginx, an ingress, Cloudflare, Caddy ...)
     n_ctx: int | None = None

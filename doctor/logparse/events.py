@@ -567,7 +567,10 @@ HAND_RULES: tuple[Rule, ...] = (
        # OpenAI API's 400 (`Missing required parameter: 'messages'.`, as the gateways relay it), and the pydantic/FastAPI
        # servers' (vLLM, SGLang: `{'type': 'missing', 'loc': ('body', 'messages'), 'msg': 'Field required'}`)
        r"\bMissing required parameter:\s*[\"'`\u2018\u2019]?(?P<absent>messages|input)\b|"
-       r"[\"']missing[\"'],\s*[\"']loc[\"']:\s*[\[(][\"']body[\"'],\s*[\"'](?P<absent2>messages|input)[\"']"),
+       r"[\"']missing[\"'],\s*[\"']loc[\"']:\s*[\[(][\"']body[\"'],\s*[\"'](?P<absent2>messages|input|prompt)[\"']|"
+       # TGI's router (axum's Json extractor, serde): "Failed to deserialize the JSON body into the target type: missing field
+       # `messages`": a /v1/completions body at /v1/chat/completions, or the reverse (`prompt`)
+       r"Failed to deserialize the JSON body into the target type: missing field [`'\"]?(?P<absent3>messages|prompt)\b"),
     _r("client_not_found", _status(404)),  # a bare 404: the path or the model, the rest of the log tells
     # and a gateway that gave up on the upstream, by its status in a client's words (504 Gateway Timeout, Cloudflare's 524
     # "A timeout occurred": "Error code: 524", "status code 524", aiohttp's `<ClientResponse(url) [524 None]>`); a stream
@@ -591,7 +594,10 @@ HAND_RULES: tuple[Rule, ...] = (
     *(_r("client_stream_buffered", _STREAM_SAID + r"(?P<said>" + said + ")") for said in (
         r"all at once|\b(?:in|as|into) (?:one|a single) (?:\w+ )?(?:burst|chunk|block|blob|piece|go|read|lump)\b|"
         r"\bin (?:\w+ )?(?:bursts|clumps|lumps)\b|\bbursts of \d+|"
-        r"\b(?:arriv\w*|com(?:es|ing)|came|appear\w*|show(?:s|ed|ing)?(?: up)?|return\w*|dump\w*|display\w*) at once\b",
+        r"\b(?:arriv\w*|com(?:es|ing)|came|appear\w*|show(?:s|ed|ing)?(?: up)?|return\w*|dump\w*|display\w*) at once\b|"
+        # "the chunks all arrived to the browser at the same time" (and its frequent typo "at the some time")
+        r"\b(?:stream\w*|chunks?|tokens?|SSE|events?)\b[^.]{0,80}?\b(?:arriv\w*|com(?:es|ing)|came|appear\w*|show(?:s|ed|ing)?(?: up)?|"
+        r"return\w*|display\w*)\b[^.]{0,40}?\bat the s[ao]me time\b",
         r"\bin chunks rather than|\brather than (?:\w+ ){0,3}?stream\b|\binstead of (?:being )?stream(?:ed|ing)|"
         r"\binstead of (?:token[- ]by[- ]token|incrementally|word[- ]by[- ]word)|\bonly (?:the )?(?:final|last) (?:chunk|event|delta)s?\b",
         r"(?<![-_])\bbuffer(?:s|ed|ing) (?:\w+ ){0,2}?(?:SSE|stream|events?|requests?|responses?|output|tokens?|chunks?|answer|body)\b|"
@@ -600,6 +606,8 @@ HAND_RULES: tuple[Rule, ...] = (
         r"\bstutter(?:s|ing|ed)?\b|\b(?:not|less) smooth\b|\bchoppy\b|\bnot (?:\w+ )?streamed\b|"
         r"\bnever (?:reach(?:es)?|arrives?|gets?)(?: at| to)? the (?:client|browser|UI|frontend)\b",
     )),
+    # the same told in Chinese: a streamed (流式) or word-by-word (逐字) answer that comes back all at once (一次性返回)
+    _r("client_stream_buffered", r"(?P<said>(?:流式|逐字|逐个\s?token|打字机)[^\n。]{0,80}?(?:一次性|一下子|全部一起)(?:完整)?(?:地)?(?:返回|输出|显示|出现|吐出))"),
     # --- perf signals -----------------------------------------------------------------------
     _r("decode_retract", r"Decode out of memory happened|#retracted_reqs: (?P<retracted>\d+)", False),
     _r("preemption", r"preempted by PreemptionMode\.\w+|Sequence group \S+ is preempted|total_num_cumulative_preemption=(?P<count>\d+)", False),

@@ -313,6 +313,8 @@ def _exception_values(m: re.Match[str], frames: list[str], code: str = "") -> di
         values["message"] = message[:300]
     elif code:  # a bare exception (`assert x % tp == 0` without a message): the statement that raised it is its words
         values["source_line"] = code
+    if code and message:  # what the statement read, for the families when the words name no cause (`response.choices[0]`)
+        values["statement"] = code
     if frames:
         last = FRAME.match(frames[-1])
         if last:
@@ -338,8 +340,8 @@ def classify(signal: Signal, text: str) -> Signal:
     if found is None and frame and not wrapper and signal.shaped:  # the words name no cause: where it was raised may (a KeyError in the config registry)
         package = next((m["pkg"] for x in signal.extra if (m := PACKAGE_FILE.search(x))), "")
         text = f"{text} (raised in {frame}, {package})" if package else f"{text} (raised in {frame})"
-        if signal.values.get("source_line"):
-            text = f"{text}: {signal.values['source_line']}"
+        if statement := signal.values.get("source_line") or signal.values.get("statement"):
+            text = f"{text}: {statement}"
         found = chains.family(text)
     values = {**signal.values, "cascade": wrapper} if wrapper else dict(signal.values)
     if found is None:

@@ -59,6 +59,10 @@ _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("sse_done", re.compile(r"^data: \[DONE\]")),
     ("sse_chunks", re.compile(r"^data: \{.*\"choices\"")),
+    # a streamed answer being read: a chunk object quoted (OpenAI API "chat.completion.chunk"), or the frame of a stream
+    # reader (the Mistral JS client's chatStream, eventsource-parser's parseEventStreamLine, openai-python's Stream)
+    ("stream_read", re.compile(r"[\"']object[\"']\s*:\s*[\"']chat\.completion\.chunk|\bchatStream\b|\bparseEventStreamLine\b|"
+                               r"eventsource-parser|openai/_streaming\.py|\biter_lines\b|\b_iter_events\b")),
     ("cuda_graphs", re.compile(r"Graph capturing finished|Capture cuda graph end|Capturing CUDA graph shapes: 100%")),
     ("n_ctx", re.compile(r"(?:llama_new_context_with_model|llama_context): n_ctx\s*=\s*(?P<v>\d+)")),
     ("n_ctx_train", re.compile(r"n_ctx_train\s*=\s*(?P<v>\d+)")),
@@ -152,7 +156,7 @@ def extract(text: str) -> list[tuple[str, object, dict[str, object]]]:
             continue
         groups = {k: v for k, v in m.groupdict().items() if v is not None}
         raw = groups.pop("v", None) or groups.pop("v2", None)
-        if field in ("cuda_graphs", "sse_done", "sse_chunks"):
+        if field in ("cuda_graphs", "sse_done", "sse_chunks", "stream_read"):
             out.append((field, True, {}))
             continue
         if raw is None:
