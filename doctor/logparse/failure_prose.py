@@ -75,6 +75,11 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b40[13]s?\b(?! ?(?:ms|bytes|tokens))|\bunauthori[sz]ed\b|\b(?:invalid|incorrect|wrong|expired|revoked) (?:[\w-]+ )?(?:api[ _-]?key|key|token)\b|"
         r"\b(?:api[ _-]?key|token)\b[^.]{0,30}?\b(?:is |was |gets? |got )?(?:rejected|invalid|not (?:valid|accepted)|expired|revoked)\b|"
         r"\bauthentication(?:_| )(?:error|fail\w*)\b", re.I)),
+    # the key said not to work ("New API Keys from Openai are not supported", "my API key doesn't work", API Key 填写无作用
+    # "filling in the API key has no effect")
+    ("access.key_rejected", re.compile(
+        r"\b(?:api[ _-]?keys?|keys?|tokens?)\b[^.]{0,30}?\b(?:are |is |was |were )?(?:not (?:supported|accepted|working|recogni[sz]ed)|"
+        r"(?:does|do|did)(?: not|n't) work|(?:has|have|had) no effect)\b|(?:API ?Key|密钥|令牌)[^。]{0,12}?(?:无效|错误|不对|无作用|不起作用|被拒|失效)", re.I)),
     # 402 / insufficient_quota / billing (OpenAI "You exceeded your current quota")
     ("access.quota_exceeded", re.compile(
         r"\bquota\b|\binsufficient[_ ](?:quota|credits?|balance|funds)\b|\bbilling\b|\b402\b|\bpayment required\b|\bout of credits?\b|"
@@ -91,7 +96,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("access.streaming_broken", re.compile(
         STREAM + r"[^.]{0,80}?\b(?:buffer\w*|stall\w*|hang\w*|hung|stops?|stopped|freez\w*|cut (?:off|short)?|truncat\w*|breaks?|broken|"
         r"malformed|invalid|(?:arriv\w*|come|came|appear\w*|show\w*(?: up)?|display\w*)[^.]{0,30}?\b(?:at once|all at the same time|at the same time|"
-        r"together|in one (?:go|piece|block))|only (?:the )?first|after the first|never (?:ends?|finish\w*|arriv\w*)|not (?:work\w*|stream\w*)|"
+        r"together|in (?:one|a single) (?:go|piece|block|burst|chunk|shot))|only (?:the )?first|after the first|never (?:ends?|finish\w*|arriv\w*)|not (?:work\w*|stream\w*)|"
         # everything held until the answer is complete: "the response only arrives after the whole generation is done"
         r"(?:arriv\w*|com(?:es|ing)|came|appear\w*|show\w*(?: up)?) only (?:after|at the end|once)\b|"
         r"only (?:arriv\w*|com(?:es|ing)|came|appear\w*|show\w*(?: up)?) (?:after|at the end|once)\b|"
@@ -102,6 +107,10 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         # stopped arriving")
         r"\bX-Accel-Buffering\b|\b(?:response|stream|answer|output|tokens?|chunks?|bytes)\b[^.]{0,20}?\b(?:stopped|stops) (?:arriving|coming|flowing)\b|"
         r"\bno (?:downstream |more )?(?:bytes|chunks|tokens|events)\b[^.]{0,20}?\bfor (?:minutes|\d+ ?(?:s|sec\w*|min\w*))\b", re.I)),
+    # everything delivered at the end, told of the tokens ("tokens arrived in one burst at the end")
+    ("access.streaming_broken", re.compile(
+        r"\b(?:tokens|chunks|deltas|events|output|text|response)\b[^.]{0,20}?\b(?:arriv\w*|come|came|appear\w*|show\w*(?: up)?|deliver\w*|sent|flush\w*)"
+        r"\b[^.]{0,20}?\bin (?:one|a single) (?:burst|go|chunk|block|piece|shot)\b", re.I)),
     # 流式输出一次性返回 ("the streamed output comes back all at once"), 流式失效, a stream stuck or cut, buffering before it
     ("access.streaming_broken", re.compile(r"流式[^。]{0,30}?(?:一次性|一起|全部(?:返回|输出|出来)|失效|不生效|无效|不起作用|卡住|卡死|中断|断开|缓冲)|"
                                            r"(?:缓冲|緩衝)[^。]{0,20}?流式")),
@@ -132,6 +141,12 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("access.model_not_found", re.compile(
         r"\bmodel\b[^.]{0,50}?\b(?:does not exist|not found|is not (?:served|available|listed)|unknown)\b[^.]{0,40}?\b(?:404|API|endpoint|server|request|served)|"
         r"\b404\b[^.]{0,40}?\bmodel\b|\bmodel\b[^.]{0,40}?\b404\b|\bmodel_not_found\b|\bNotFoundError\b[^.]{0,30}?\bmodel", re.I)),
+    # the model's name said to be wrong or not found when the API is called ("Model name error in vllm deployment",
+    # "wrong model name"; 使用 vllm API 方式运行找不到名字 "run through the vLLM API, the name is not found", 模型名称不一致)
+    ("access.model_not_found", re.compile(
+        r"\b(?:wrong|incorrect|invalid|mismatch\w*|unknown) model (?:name|id)\b|\bmodel (?:name|id)\b[^.]{0,20}?\b(?:error|mismatch\w*|is wrong|"
+        r"not recogni[sz]ed|not (?:found|accepted)|does(?: not|n't) exist)\b|"
+        r"(?:API|接口|调用|请求|服务)[^。]{0,20}?(?:找不到|不存在)[^。]{0,6}?(?:模型|名字|名称|model)|模型(?:名|名称|名字)[^。]{0,10}?(?:错误|不存在|找不到|不对|不一致)", re.I)),
     ("access.model_id_missing", re.compile(r"\b(?:no|missing|empty) model (?:id|name)\b|\bmodel (?:id|name|parameter|field) (?:is )?(?:missing|empty|required|not set)\b", re.I)),
     # the base URL's path: a missing or doubled /v1, a chat path pasted in
     ("access.base_url_invalid", re.compile(
@@ -173,8 +188,16 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"download\w*|pull\w*|compil\w*|captur\w*|handshake)\b).*?(?:\btim(?:es|ed|ing) ?out\b|\btime out\b|"
         r"\b(?:gets?|got|getting|hits?|hitting|ends? (?:in|with)|ended (?:in|with)|fails? with|failed with|throws?|threw|raises?|raised)"
         r" (?:a |an |the |lots of |many |frequent |constant )?(?:\w+ )?timeouts?\b|\btimeouts? (?:exceeded|reached|occur\w*|happen\w*|expired)\b|"
+        # a client that waited and gave up ("it seems to wait Ollama for 5-10 seconds to respond and gives up")
+        r"\bwait\w*\b[^.]{0,60}?\b(?:gives?|gave|giving) up\b|\b(?:gives?|gave|giving) up (?:waiting|after \d)|"
         # "timeouts" as a verb ("it always timeouts after 300s")
         r"\b(?:always|often|sometimes|randomly|still|just|it|request|call) timeouts (?:after|at|when|on|for|every|with)\b)", re.I)),
+    # the load named before the timeout that ended it ("the initial load of the model into Ollama times out"), and a
+    # client that does not wait for it ("Librechat doesn't wait until Ollama has loaded model")
+    ("load.startup_timeout", re.compile(
+        r"\b(?:load(?:s|ed|ing)?|start(?:s|ing|up)?|start-up|boot\w*|warm ?up)\b(?! (?:test|balanc\w*))[^.]{0,60}?\b(?:tim(?:es|ed|ing) ?out|timeout)\b|"
+        r"\b(?:does ?n[o']t|did ?n[o']t|won'?t|not) wait (?:until|for|till) (?:the )?(?:model|Ollama|server|engine|vLLM|SGLang|it)\b[^.]{0,30}?"
+        r"\b(?:load\w*|ready|start\w*)\b", re.I)),
     # the same in Chinese and Japanese reports (请求超时 "the request timed out"), loading and start-up apart
     ("access.timeout", re.compile(r"^(?!.*(?:加载|加載|启动|啟動|載入|下载|下載|NCCL)).*?(?:超时|超時|逾时|逾時|タイムアウト)")),
     # 500/502/503, "Internal Server Error", "Bad Gateway"
@@ -184,7 +207,11 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     # --- load: the model loading and staying up -----------------------------------------------------
     # "requires you to execute the configuration file in that repo ... trust_remote_code=True" (transformers)
     ("load.remote_code", re.compile(
-        r"\btrust[-_ ]remote[-_ ]code\b[^.]{0,80}?(?:\b(?:not|n't|never|ignored|missing|requires?|needs?|must|without|lost|dropped)\b|" + _FAIL + r")|"
+        r"\btrust[-_ ]remote[-_ ]code\b[^.]{0,80}?(?:\b(?:not|n't|never|ignored|missing|requires?|needs?|needed|required|must|without|lost|dropped)\b|" + _FAIL + r")|"
+        # the flag said not to reach the engine, in Chinese (trust_remote_code=True 没有有效传递 "was not passed on")
+        r"\btrust[-_ ]remote[-_ ]code\b[^。]{0,40}?(?:没有|未|无效|不生效|失效)|"
+        # "Error running remote model that has custom code"
+        r"(?:" + _FAIL + r")[^.]{0,60}?\b(?:has|have|contains?|with) (?:its own )?custom (?:model(?:ing)? )?code\b|"
         r"\b(?:requires?|needs?|without|missing|not (?:passed|forwarded|set))\b[^.]{0,40}?\btrust[-_ ]remote[-_ ]code\b|"
         r"\b(?:custom|remote) (?:model(?:ing)? )?code\b[^.]{0,40}?\b(?:not (?:trusted|allowed|loaded)|requires?)\b", re.I)),
     # "Model architectures [...] are not supported for now", "does not recognize this architecture",
@@ -197,7 +224,8 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\blower version of " + ENGINES + r"\b|\b(?:requires?|needs?) (?:a )?(?:newer|more recent|later) (?:version of )?" + ENGINES + r"|"
         r"\b(?:requires?|needs?) (?:a )?(?:newer|more recent|later) version\b(?! of (?:the )?(?:NVIDIA |CUDA )?(?:driver|CUDA|torch|PyTorch))|"
         r"\b" + ENGINES + r"\b[^.]{0,20}?\bversion\b[^.]{0,30}?\b(?:too old|too low|not (?:new|recent) enough)\b|"
-        r"\bnot supported by (?:the )?(?:current |this |installed )?(?:version of )?" + ENGINES + r"\b", re.I)),
+        r"\bnot supported by (?:the )?(?:current |this |installed )?(?:version of )?" + ENGINES + r"\b|"
+        r"\bunsupported (?:model )?(?:architecture|model[ _]type|arch)s?\b|\bnot (?:yet )?(?:supported|accepted|recogni[sz]ed) (?:yet )?by " + ENGINES + r"\b", re.I)),
     # "Total number of attention heads (x) must be divisible by tensor parallel size (y)"
     ("load.tp_invalid", re.compile(
         r"\b(?:heads?|num_heads|num_key_value_heads|vocab\w*|layers?|tp|tensor[ _-]?parallel\w*|tp_size|GPUs?)\b[^.]{0,60}?"
@@ -211,6 +239,25 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("load.host_oom", re.compile(
         r"\b(?:RAM|host|system|CPU)[- ]OOM\b|\bkilled\b[^.]{0,40}?\b(?:due to|because of)\b[^.]{0,30}?\b(?:(?:high |excessive )?memory usage|"
         r"(?<!CUDA )(?<!GPU )OOM|(?<!CUDA )(?<!GPU )out of memory)\b", re.I)),
+    # the OOM killer named with any word order ("getting oom kills", "killed by OOM killer", OOM异常，自动kill程序了 "OOM, the
+    # program was killed"): a CUDA OOM raises an error and kills nothing; RAM in Chinese is 内存 (the GPU's is 显存)
+    ("load.host_oom", re.compile(
+        r"\bOOM[- ]?kill(?:er|ed|s|ing)?\b|\bOOMKilled\b|\bkilled by (?:the )?(?:kernel'?s? |linux )?OOM\b|\bOOM\b[^.。]{0,20}?\bkill(?:ed|s)?\b|"
+        r"(?<!GPU)(?<!显卡)(?<!CUDA)(?<!设备)内存(?:不足|不够|溢出|爆了|耗尽)|(?:进程|程序|服务)[^。]{0,6}?被(?:系统)?(?:kill|杀)", re.I)),
+    # GPU memory held by another instance on the same card, in Chinese (第四个实例因显存不够启动失败 "the fourth instance
+    # fails to start for lack of GPU memory", 显存被占用 "GPU memory is occupied")
+    ("load.gpu_memory_occupied", re.compile(
+        r"(?:多个|第\s?[二三四五六七八九十\d]+\s?个|另一个|其他|其它)(?:模型|实例|进程|服务)[^。]{0,30}?(?:显存|OOM|启动失败)|显存(?:已)?被[^。]{0,10}?占(?:用|满)|"
+        r"(?:其他|其它|别的)进程[^。]{0,10}?占用", re.I)),
+    # GPU memory too small for the weights, as people say it ("doesn't have enough GPU memory to fit a model with 13B
+    # parameters", "the model is too big for my GPU")
+    ("load.weights_oom", re.compile(
+        r"(?:\bnot|n't) (?:have )?enough (?:GPU |CUDA |video |device )?(?:memory|VRAM)\b[^.]{0,20}?\bto (?:fit|load|run|hold|host)\b|"
+        r"\b(?:model|weights)\b[^.]{0,30}?\b(?:is |are )?too (?:big|large) (?:for|to fit (?:in|on|into)) (?:the |my |a |this |one )?(?:GPU|VRAM|card)\b|"
+        r"\b(?:model|weights)\b[^.]{0,20}?\b(?:cannot|can't|could ?n[o']t) (?:be )?(?:fit|fitted|loaded) (?:in|on|into) (?:the |my |a )?(?:GPU|VRAM)\b", re.I)),
+    # GPU memory that runs out in Chinese (显存不足 "not enough GPU memory", 爆显存): at start-up or load, else while serving
+    ("load.weights_oom", re.compile(r"(?:启动|加载|載入|载入|部署)[^。]{0,30}?(?:显存(?:不足|不够|溢出|爆)|爆显存)|(?:显存(?:不足|不够|溢出|爆)|爆显存)[^。]{0,30}?(?:启动|加载|载入|部署)")),
+    ("load.runtime_oom", re.compile(r"显存(?:不足|不够|溢出|爆了|耗尽)|爆显存")),
     # OOM told with its phase: at weight load (load.weights_oom) or while serving requests (load.runtime_oom)
     ("load.weights_oom", re.compile(
         r"\b(?:OOM|out of (?:GPU |CUDA |device )?memory)\b[^.]{0,40}?\b(?:while|when|during|at) (?:loading|load|startup|start-up|initiali[sz]\w+)|"
@@ -240,6 +287,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("load.cuda_mismatch", re.compile(
         r"\b(?:CUDA|driver|cuDNN|torch|PyTorch|TensorRT|TRT-?LLM)\b[^.]{0,40}?\bversions?\b[^.]{0,60}?\b(?:mismatch\w*|incompatib\w+|not compatible|"
         r"(?:does|do)(?: not|n't) match|too old|insufficient)|\b(?:mismatch|incompatib\w+)\b[^.]{0,40}?\b(?:CUDA|driver|torch|TensorRT|TRT-?LLM)\b[^.]{0,30}?\bversions?\b|"
+        r"\b(?:built|compiled|installed) (?:with|for|against) CUDA ?\d+(?:[.·]\d+)?\b[^.]{0,60}?\b(?:while|but|whereas|however)\b[^.]{0,40}?\bCUDA\b|"
         r"\bno kernel image\b|\b(?:NVIDIA |CUDA )?driver (?:is )?too old\b|\bcompiled (?:with|for|against) (?:a )?(?:different|newer|older) CUDA\b", re.I)),
     ("load.dtype_unsupported", re.compile(
         r"\b(?:bfloat16|bf16|FP8|float8)\b[^.]{0,50}?\b(?:not supported|unsupported|only supported|requires? compute capability)\b[^.]{0,40}?\b(?:GPU|card|compute capability|V100|T4|Turing|Volta|Pascal)?", re.I)),
@@ -259,12 +307,22 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\bRAM\b[^.]{0,30}?\b(?:fills? up|filled up|full|exhausted|r[au]ns? out|maxe[sd] out|spikes? to 100 ?%)|"
         r"\b(?:r[au]n(?:s|ning)?|running) out of (?:system |host |CPU )?RAM\b|\b(?:not enough|insufficient) (?:system |host |CPU )?RAM\b", re.I)),
     ("load.nccl_failed", re.compile(r"\bNCCL\b[^.]{0,40}?(?:\b(?:timeout|timed out|hangs?|hung|stuck)\b|" + _FAIL + ")", re.I)),
+    # the hang named first ("vLLM hang at nccl step"), and a multi-GPU start that hangs ("Multi-GPU AMD Setup Hangs",
+    # "tensor parallel 2 hang"): the distributed init is where a start with several GPUs waits
+    ("load.nccl_failed", re.compile(
+        r"\b(?:hang\w*|hung|stuck|freez\w*|deadlock\w*|time[sd]? ?out|timeout)\b[^.]{0,30}?\bNCCL\b|"
+        r"\b(?:multi-?GPU|multiple GPUs|multi-?node|tensor[ _-]?parallel\w*|tensor-parallel-size|tp_size|TP ?[>=]+ ?\d)\b[^.]{0,40}?"
+        r"\b(?:hang(?:s|ing)?|hung|stuck|freez\w*|deadlock\w*)\b", re.I)),
     ("load.gpu_not_visible", re.compile(
         r"\b(?:no|not|n't|cannot|can't)\b[^.]{0,20}?\b(?:detect\w*|see|sees|find|finds|found|visible|available)\b[^.]{0,20}?\b(?:any )?GPUs?\b|"
         r"\b(?:GPUs?|CUDA(?: devices?)?)\b[^.]{0,20}?\b(?:is |are )?not (?:detected|visible|found|available|used)\b|\bfall(?:s|ing)? back to (?:the )?CPU\b|"
         # the engine said to run on the CPU instead ("does not use my GPU", "runs on CPU only", "only uses the CPU")
         r"\b(?:does ?n[o']?t|do ?n[o']?t|won'?t|never|is ?n[o']?t|not) (?:use|using|utili[sz]e|utili[sz]ing|run(?:ning)? on) (?:my |the |any )?GPUs?\b|"
         r"\brun(?:s|ning)? (?:only )?on (?:the )?CPU only\b|\bonly (?:uses?|using) (?:the )?CPU\b|"
+        r"\b(?:unable|fail(?:s|ed)?|fail) to (?:find|detect|use|utili[sz]e|init\w*|access|recogni[sz]e|see)(?:\s+(?:the|my|a|any|its|NVIDIA|AMD|CUDA|discrete|dedicated))*\s+GPUs?\b|"
+        r"\b(?:model|models|ollama|inference|llama\.cpp|llama-server|vLLM|SGLang|engine|everything|layers)\b[^.]{0,40}?\b(?:still |only |always |just |all |entirely |completely )?"
+        r"(?:uses?|using|runs?|running|ran|loaded|loads?|loading|execut\w*) (?:on |onto |in |into )?(?:the )?CPU\b(?!\s*(?:offload|threads?|cores?|RAM|memory|usage|"
+        r"utili[sz]ation|bound|time|and (?:the )?GPU))|"
         r"\bCUDA (?:is )?not available\b|\bis_available\(\)\W{0,3}(?:returns? )?False\b", re.I)),
     # an ECC error said to happen, not nvidia-smi -q's "ECC Errors" section header over its (zero) counts
     ("load.gpu_fault", re.compile(r"\bXid\b|\bfallen off the bus\b|\bfell off the bus\b|\buncorrect(?:able|ed) ECC error|"
@@ -287,7 +345,11 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     # the model's files: missing, gated (HF 401/403), a wrong path
     ("load.model_files", re.compile(
         r"\b(?:config\.json|safetensors|weights?|checkpoint|tokenizer(?:\.json|_config\.json)?|model (?:files?|path|directory|folder))\b[^.]{0,40}?"
-        r"\b(?:not found|missing|does not exist|cannot be found|could not be found)\b|\bgated (?:repo|model)\b|\bNo such file or directory\b", re.I)),
+        r"\b(?:not found|missing|does not exist|cannot be found|could not be found)\b|\bgated (?:repo|model)\b|\bNo such file or directory\b|"
+        r"\b(?:can't|cannot|could ?n[o']t|unable to|fail\w* to) (?:find|locate|open|read)\b[^.]{0,40}?\b(?:config\.json|safetensors|tokenizer(?:\.json|_config\.json)?|"
+        r"weights|checkpoint|model (?:files?|path|directory|folder))\b|\bno (?:config\.json|tokenizer\.json|safetensors|model files?|weights? files?)\b[^.]{0,30}?"
+        r"\b(?:created|found|present|saved|exists?)\b|\bdoes not (?:appear to )?have a file named\b|"
+        r"模型文件[^。]{0,10}?(?:缺失|不存在|找不到|不完整)|漏下载|下载不完整", re.I)),
     ("load.config_invalid", re.compile(
         r"\bunrecogni[sz]ed arguments?\b|\bunknown (?:flag|argument|option)\b|\binvalid (?:value|argument|choice) for --|"
         r"\bmax[-_ ]model[-_ ]len\b[^.]{0,40}?\b(?:greater|larger|exceeds?)\b[^.]{0,30}?\b(?:model'?s?|derived|maximum|max_position)", re.I)),
@@ -306,23 +368,32 @@ LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "afford", "auth
             "driver", "kernel image", "compiled", "bf16", "bfloat16", "fp8", "float8", "quant", "awq", "gptq", "fp4",
             "bitsandbytes", "marlin", "exl2", "shm", "shared memory", "killed", "137", "ram", "nccl", "gpu", "cpu",
             "is_available", "xid", "bus", "ecc", "probe", "too long", "config", "safetensors", "weight", "checkpoint",
-            "gated", "no such file", "argument", "flag", "option", "max", "kill", "terminat", "restart")
+            "gated", "no such file", "argument", "flag", "option", "max", "kill", "terminat", "restart", "hang", "hung", "stuck",
+            "freez", "deadlock", "gives up", "gave up", "wait", "显存", "内存", "找不到", "不存在", "模型", "密钥", "令牌", "实例", "进程",
+            "占用", "漏下载", "下载不完整", "没有", "无效", "不生效")
 
 # a sentence that states no failure: a question about a setting, advice or a possibility, a fix already
 # made, something healthy ("loads fine"); "why does it fail with ...?" still reports what it asks about
+DIGIT_DOT = re.compile(r"(?<=\d)\.(?=\d)")
+# Latin words written against Chinese ones ("OOM异常", "vllm部署"): \b sees no edge between them (both are word characters)
+SCRIPT_EDGE = re.compile(r"(?<=[A-Za-z0-9])(?=[\u4e00-\u9fff])|(?<=[\u4e00-\u9fff])(?=[A-Za-z0-9])")
 QUESTION = re.compile(r"[?？]\s*$|^(?:how|what|is|are|does|do|can|could|should|would|will|any (?:idea|way)s?)\b", re.I)
 COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did|am|would|can)\b", re.I)
 # advice is addressed to someone ("you could try", "consider", "to avoid"); an engine's message may carry
 # its own ("make sure you have read the code", "see the docs"), which is no reason to drop the failure it states
 ADVICE = re.compile(
     r"\b(?:(?:you|we|I) (?:can|could|should|might|may|need to|have to|must)|(?:it|this|that) (?:may|might|could|would) (?:be|help|work|fix)|"
-    r"try (?:to|setting|using|adding|passing|with|running|lowering|raising|increasing|reducing|upgrading)|consider|recommend\w*|suggest\w*|"
+    r"(?<!\bI )(?<!\bwe )(?<!\bthey )try (?:to|setting|using|adding|passing|with|running|lowering|raising|increasing|reducing|upgrading)|consider|recommend\w*|suggest\w*|"
     r"to (?:avoid|prevent|get rid of)|(?:avoid|prevent)ing|in case|if you\b|fix(?:es|ed)|resolv(?:es|ed)|solv(?:es|ed)|"
     r"(?:works|worked|loads|loaded|runs|ran|starts|started) (?:fine|well|great|correctly|successfully|now|as expected)|no (?:more |longer )|"
     r"successfully|add(?:s|ed|ing)? support|feature request|"
     # a possibility or a fix described: "buffering can prevent SSE ...", "disable buffering, ensuring ...", "allows you to"
     r"(?:can|may|might|could) (?:prevent|cause|lead to|result in)|(?:disabl(?:e|es|ing)|turn(?:s|ing)? off) (?:\w+ ){0,2}buffering|"
     r"ensur(?:e|es|ing)|allows? (?:you|us|users|clients) to)", re.I)
+# a change's title, a pull request's or a feature request's ("Avoid GPU OOM when loading large models", "support loading model
+# without config.json file", "ENH: handle OOM during model loading", "feat: ..."): it names what the change does, not a failure
+CHANGE = re.compile(r"^(?:\[[^\]]{1,40}\]:?\s*|(?:feat|fix|chore|docs?|refactor|perf|test|ci|build|ENH|MAINT|BUG)(?:\([^)]*\))?!?:\s*)*"
+                    r"(?:avoid|prevent|fix|handle|support|add|implement|allow|enable|deliver|increase|expose|document|improve|refactor|bump)\b(?!:)", re.I)
 # a list of guesses a program appends whatever happened: Ray's "There are some potential root causes. (1) The process
 # is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) ..." (raylet
 # node_manager.cc, core_worker): its items are possibilities, not what happened
@@ -375,14 +446,21 @@ def statements(source: str, text: str) -> list[FailureStatement]:
     guessing = False  # inside a list of possible causes
     for s in _sentences(source, text):
         guessing = bool(GUESSES.search(s.text)) or guessing and bool(ENUMERATED.match(s.text))
-        if guessing or (QUESTION.search(s.text) and not COMPLAINT.search(s.text)) or ADVICE.search(s.text):
+        if guessing or (QUESTION.search(s.text) and not COMPLAINT.search(s.text)) or ADVICE.search(s.text) or CHANGE.match(s.text):
             continue
-        code = next((c for c, rx in VOCABULARY if rx.search(s.text) and (c not in CONTEXT_ONLY or PROBLEM.search(s.text))), None)
+        probe = _probe(s.text)
+        code = next((c for c, rx in VOCABULARY if rx.search(probe) and (c not in CONTEXT_ONLY or PROBLEM.search(probe))), None)
         if code is not None:
             out.append(FailureStatement(code, s.where, s.text[:300]))
             if len(out) >= MAX_STATEMENTS:
                 break
     return out
+
+
+def _probe(text: str) -> str:
+    """The sentence as the vocabulary reads it: a number's dot is no sentence end ("vLLM 0.5.1 hangs", "CUDA version
+    (12.0) mismatch") and a Latin word against a Chinese one has its edge ("OOM异常" reads as "OOM 异常")."""
+    return SCRIPT_EDGE.sub(" ", DIGIT_DOT.sub("·", text))
 
 
 def _prose(raw: str) -> str:
