@@ -88,6 +88,8 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     # 429 (OpenAI RateLimitError, Anthropic rate_limit_error, "Too Many Requests")
     ("access.rate_limited", re.compile(r"\b429\b|\brate[ _-]?limit\w*|\btoo many requests\b|\bthrottled by the (?:api|provider|server)\b", re.I)),
     # "certificate verify failed", "self-signed certificate", "SSL: WRONG_VERSION_NUMBER", x509
+    # Python's TLS exception names said in a sentence ("SSLCertVerificationError when using LlamaParse")
+    ("access.tls_failed", re.compile(r"\bSSL(?:CertVerification|ZeroReturn|EOF)?Error\b|\bCertificateError\b|\bCERTIFICATE_VERIFY_FAILED\b")),
     ("access.tls_failed", re.compile(
         r"\bcertificate\b[^.]{0,40}?\b(?:verif\w* fail\w*|fail\w*|invalid|expired|not trusted|untrusted|error|problem|issue)|"
         r"\bself[- ]signed\b|CERTIFICATE_VERIFY_FAILED|WRONG_VERSION_NUMBER|\bx509\b|\b(?:SSL|TLS)\b[^.]{0,30}?\b(?:error|fail\w*|handshake)\b", re.I)),
@@ -123,6 +125,10 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?:generation|response|answer|output|completion|request) (?:is )?(?:finish\w*|complet\w*|done))|"
         r"\b(?:cut off|truncated|interrupted|dropped|stops?|stopped|ends?|ended|breaks?|broke)\b[^.]{0,20}?\bmid-?(?:stream|response|answer|generation)\b|"
         + STREAM + r"[^.]{0,40}?\b(?:ends?|ended|finish\w*|clos\w*|stops?|stopped)\b[^.]{0,20}?\bwithout (?:a |the )?(?:final )?(?:data: )?\[DONE\]", re.I)),
+    # the request said to go through a proxy ("connect with proxy", "HTTPS requests through HTTP proxy do not work"), the
+    # sentence saying what went wrong (CONTEXT_ONLY)
+    ("access.proxy_failed", re.compile(
+        r"\b(?:connect\w*|reach\w*|through|via|with|behind|over) (?:the |a |my |our |an |their )?(?:HTTPS? |SOCKS5? |system )?proxy\b", re.I)),
     ("access.proxy_failed", re.compile(
         r"\b(?:corporate|company|forward|outbound|egress|squid|socks5?|https?)[ -]proxy\b|\b(?:no|https?|all)_proxy\b|\bproxy (?:env|settings?|variables?)\b|"
         r"\b407\b|\bproxy authentication required\b|\bproxy\b[^.]{0,40}?\b(?:unreachable|refus\w*|intercept\w*|blocks?|blocked)\b", re.I)),
@@ -135,7 +141,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     # "Worker unexpectedly exits with a connection error code 2" (raylet node_manager.cc): a worker's death, not a client's
     ("access.connect_failed", re.compile(
         r"\bconnection (?:was )?(?:refused|reset)\b|\bECONNREFUSED\b|\bECONNRESET\b|\b(?:could ?n[o']t|cannot|can't|unable to|fail\w* to|"
-        r"(?:does|did)(?: not|n't)) (?:establish (?:a )?(?:new )?connection|connect)\b|\bno route to host\b|\bAPIConnectionError\b|"
+        r"(?:does|did)(?: not|n't)|not able to) (?:establish (?:a )?(?:new )?connection|connect)\b|\bno route to host\b|\bAPIConnectionError\b|"
         r"\bconnection error\b(?! code -?\d)", re.I)),
     # "The model `x` does not exist", "model not found" as an API's 404 (not a file on disk: load.model_files)
     ("access.model_not_found", re.compile(
@@ -157,6 +163,13 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:api[ _-]?base|baseURL|OPENAI_(?:API_)?BASE(?:_URL)?|endpoint URL)\b[^.]{0,40}?\b(?:without|missing|lacks?|doubled?|wrong|incorrect|invalid)\b|"
         r"\b(?:without|missing|lacks?|doubled?|duplicated?|extra|twice)\b[^.]{0,12}?[`'\"]?/v1\b[`'\"]?[^.]{0,40}?\b(?:404|not found|fail\w*|error)\b|"
         r"\b(?:404|not found)\b[^.]{0,40}?\b(?:without|missing|lacks?|doubled?|duplicated?|extra|twice)\b[^.]{0,12}?[`'\"]?/v1\b", re.I)),
+    # the base URL and the 404 it gets ("setting OPENAI_BASE_URL to http://host:port/v1 ... results in 404"), a /v1 the server
+    # does not use, a base URL "not correct"; in Chinese (没有/v1路径，会404 "no /v1 path, gives 404", 缺失/v1)
+    ("access.base_url_invalid", re.compile(
+        r"\b(?:base[ _-]?url|api[ _-]?base|baseURL|OPENAI_(?:API_)?BASE(?:_URL)?)\b[^.]{0,120}?\b(?:404|not found)\b|"
+        r"\b(?:base[ _-]?url|api[ _-]?base|baseURL)\b[^.]{0,20}?\b(?:is |was )?not (?:correct|right|valid)\b|"
+        r"\b(?:does|do)(?: not|n't) (?:use|have|need|support) (?:the )?[`'\"]?/v1\b[^.]{0,60}?\b(?:404|not found|fail\w*|error)\b|"
+        r"(?:没有|缺少|缺失|少了|不带|不携带|多了|重复)[^。]{0,4}?/v1|/v1[^。]{0,6}?(?:重复|多余|缺失)", re.I)),
     # an OpenAI-style client at an Anthropic-style endpoint or the reverse
     ("access.protocol_mismatch", re.compile(
         r"\b(?:OpenAI|Anthropic)[- ](?:style|compatible|format|API|SDK|client|protocol)\b[^.]{0,80}?\b(?:Anthropic|OpenAI|/v1/messages|/chat/completions)\b"
@@ -356,7 +369,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 # lower-case literals one of which each entry above needs: a line holding none is not read
-LITERALS = ("key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
+LITERALS = ("/v1", "ssl", "certificate", "key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
             "stopped arriving", "bytes for", "timing out", "timed out", "times out", "time out", "超时", "超時", "逾时",
             "逾時", "タイムアウト", "流式", "payment", "429", "rate", "too many", "throttl", "certificate",
             "signed", "ssl", "tls", "x509", "wrong_version", "stream", "sse", "chunk", "token", "buffer", "proxy", "resolve",
@@ -392,8 +405,9 @@ ADVICE = re.compile(
     r"ensur(?:e|es|ing)|allows? (?:you|us|users|clients) to)", re.I)
 # a change's title, a pull request's or a feature request's ("Avoid GPU OOM when loading large models", "support loading model
 # without config.json file", "ENH: handle OOM during model loading", "feat: ..."): it names what the change does, not a failure
-CHANGE = re.compile(r"^(?:\[[^\]]{1,40}\]:?\s*|(?:feat|fix|chore|docs?|refactor|perf|test|ci|build|ENH|MAINT|BUG)(?:\([^)]*\))?!?:\s*)*"
-                    r"(?:avoid|prevent|fix|handle|support|add|implement|allow|enable|deliver|increase|expose|document|improve|refactor|bump)\b(?!:)", re.I)
+CHANGE = re.compile(r"^(?:(?:feat|fix|chore|docs?|refactor|test|ci|build|ENH|MAINT)(?:\([^)]*\))?!?:|(?:\[[^\]]{1,40}\]:?\s*)*"
+                    r"(?:avoid|prevent|fix|handle|support|add|implement|allow|enable|deliver|increase|expose|document|improve|refactor|bump|"
+                    r"respect|honou?r|update)\b(?!:))", re.I)
 # a list of guesses a program appends whatever happened: Ray's "There are some potential root causes. (1) The process
 # is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) ..." (raylet
 # node_manager.cc, core_worker): its items are possibilities, not what happened
@@ -437,6 +451,7 @@ def into_facts(source: str, text: str, facts: Facts) -> bool:
 CONTEXT_ONLY = frozenset({"access.proxy_failed", "access.quota_exceeded", "access.rate_limited", "access.tls_failed"})
 PROBLEM = re.compile(_FAIL + r"|\b(?:problem|issue|exceed\w*|reached|hit(?:s|ting)?|block\w*|denied|again|stuck|hang\w*|unable|"
                      r"not (?:work\w*|respected|honou?red|used|applied)|ignor\w*|bypass\w*|intercept\w*|40[0-9]|429|402|"
+                     r"not (?:being )?(?:forwarded|routed|passed|sent|able)|still(?! (?:works?|working|fine|ok))|"
                      r"unknown authority|untrusted|expired|(?:can(?:not|'t)?|only) afford|requires? more credits?)\b", re.I)
 
 
