@@ -28,8 +28,10 @@ from llm_doctor.facts import Facts
 from llm_doctor.facts.stated import FailureStatement
 from llm_doctor.logparse.failures import CARET, EXCEPTION, FRAME, TRACEBACK, own_level
 from llm_doctor.logparse.lines import normalise
-from llm_doctor.logparse.perf_prose import SENTENCE_END, TOOL_ROW
+from llm_doctor.logparse.perf_prose import TOOL_ROW
 
+# a sentence ends at a stop before a capital, and at the line's last stop; a question keeps its mark, for QUESTION to read
+SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z(*`\"'\-])|(?<=[a-z)])[.!]\s*$")
 MAX_SENTENCE = 600  # longer is a pasted blob, not a person's words
 MAX_STATEMENTS = 16
 MAX_LINES = 2000  # a person's text is short: the head of a big log is all that is read
@@ -70,6 +72,12 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         # found" / "Missing Authentication header", an empty `Bearer ` header
         r"\bdid(?: not|n't) provide an api[ _-]?key\b|\bno auth(?:entication)? credentials\b|\bmissing (?:the )?(?:authentication|authorization) header\b|"
         r"\bempty (?:bearer|authorization|api[ _-]?key)\b", re.I)),
+    # a key said to be required ("OpenAI API key is required", "Requires OpenAI key", "I must set OpenAI key even when using
+    # local model"; the OpenAI client's "The api_key client option must be set"); in Chinese 问我要key "it asks me for a key"
+    ("access.key_missing", re.compile(
+        r"\b(?:api[ _-]?)?key (?:is |was )?(?:still )?required\b|\brequires? (?:an? |the |my )?(?:[\w-]+ ){0,2}(?:api[ _-]?)?key\b|"
+        r"\bmust (?:set|provide|add|enter|pass) (?:an? |the |my )?(?:[\w-]+ ){0,2}(?:api[ _-]?)?key\b|\bapi[ _-]?key\b[^.]{0,40}?\bmust be (?:set|provided)\b|"
+        r"(?:问我要|要求(?:填写|输入)?|缺少|没有(?:填|设置|配置)?)\s?(?:API ?)?key", re.I)),
     # 401/403 answers, "Incorrect API key provided", "invalid x-api-key", "authentication_error"
     ("access.key_rejected", re.compile(
         r"\b40[13]s?\b(?! ?(?:ms|bytes|tokens))|\bunauthori[sz]ed\b|\b(?:invalid|incorrect|wrong|expired|revoked) (?:[\w-]+ )?(?:api[ _-]?key|key|token)\b|"
@@ -86,7 +94,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         # OpenRouter's 402 body: "This request requires more credits, or fewer max_tokens. ... but can only afford 0"
         r"\brequires? more credits?\b|\bcan only afford\b|\bcredit balance\b", re.I)),
     # 429 (OpenAI RateLimitError, Anthropic rate_limit_error, "Too Many Requests")
-    ("access.rate_limited", re.compile(r"\b429\b|\brate[ _-]?limit\w*|\btoo many requests\b|\bthrottled by the (?:api|provider|server)\b", re.I)),
+    ("access.rate_limited", re.compile(r"\b429\b|\brate[ _-]?limit\w*|\btoo many requests?\b|\bthrottled by the (?:api|provider|server)\b", re.I)),
     # "certificate verify failed", "self-signed certificate", "SSL: WRONG_VERSION_NUMBER", x509
     # Python's TLS exception names said in a sentence ("SSLCertVerificationError when using LlamaParse")
     ("access.tls_failed", re.compile(r"\bSSL(?:CertVerification|ZeroReturn|EOF)?Error\b|\bCertificateError\b|\bCERTIFICATE_VERIFY_FAILED\b")),
@@ -178,6 +186,12 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\bno [`'\"]?(?:POST )?/v1/(?:messages|chat/completions)[`'\"]? (?:handler|endpoint|route|API)\b|"
         r"\bdifferent (?:wire|API|request) formats?\b|\b(?:wire|API) format mismatch\b|\bformat mismatch is at the API\b", re.I)),
     # 200 with the wrong shape: no `choices`, null content, a missing finish_reason, HTML instead of JSON
+    # a body said to lack what the client reads ("response never contains any choices", "it doesn't contain content", "an
+    # empty list of choices", "the choices field ... is null")
+    ("access.response_invalid", re.compile(
+        r"\b(?:never|does ?n[o']t|do ?n[o']t|did ?n[o']t|not) (?:contain|include|have|return)s? (?:any )?[`'\"]?(?:choices|content|message|delta|finish_reason|usage)\b|"
+        r"\bempty (?:list|array) of [`'\"]?(?:choices|messages)\b|\b(?:choices|content|finish_reason)\b[`'\"]? (?:field|array|key)\b[^.]{0,30}?\b(?:is|was|are) "
+        r"(?:missing|null|None|empty)\b", re.I)),
     ("access.response_invalid", re.compile(
         r"\b(?:missing|no|without|null|empty|none) [`'\"]?(?:finish_reason|choices|usage|message|content|delta|tool_calls)\b|"
         r"\b(?:finish_reason|choices|content)\b[`'\"]?\s?(?:is |are |was )?(?:missing|null|None|empty)\b|"
@@ -256,7 +270,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     # program was killed"): a CUDA OOM raises an error and kills nothing; RAM in Chinese is 内存 (the GPU's is 显存)
     ("load.host_oom", re.compile(
         r"\bOOM[- ]?kill(?:er|ed|s|ing)?\b|\bOOMKilled\b|\bkilled by (?:the )?(?:kernel'?s? |linux )?OOM\b|\bOOM\b[^.。]{0,20}?\bkill(?:ed|s)?\b|"
-        r"(?<!GPU)(?<!显卡)(?<!CUDA)(?<!设备)内存(?:不足|不够|溢出|爆了|耗尽)|(?:进程|程序|服务)[^。]{0,6}?被(?:系统)?(?:kill|杀)", re.I)),
+        r"(?<!GPU)(?<!显卡)(?<!CUDA)(?<!设备)(?<!共享)内存(?:不足|不够|溢出|爆了|耗尽)|(?:进程|程序|服务)[^。]{0,6}?被(?:系统)?(?:kill|杀)", re.I)),
     # GPU memory held by another instance on the same card, in Chinese (第四个实例因显存不够启动失败 "the fourth instance
     # fails to start for lack of GPU memory", 显存被占用 "GPU memory is occupied")
     ("load.gpu_memory_occupied", re.compile(
@@ -310,6 +324,10 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     # /dev/shm named with what a container gives it (Docker's 64 MB default, "shm is full", `--shm-size` failing; not
     # "I already raised --shm-size", which says what was tried); a bare "shared memory" is also the GPU's on-chip
     # memory (Triton's "out of resource: shared memory"): it needs words of its own (torch's "out of shared memory")
+    # shared memory said to be short, the shortage named first ("Insufficient Shared Memory (/dev/shm)", "fails due to
+    # insufficient /dev/shm size"), in Chinese 共享内存不足
+    ("load.shm_insufficient", re.compile(
+        r"\b(?:insufficient|not enough|too little|too small|limited)\b[^.]{0,10}?(?:\bshared memory\b|/dev/shm\b|\bshm\b)|共享内存(?:不足|不够|太小|过小)", re.I)),
     ("load.shm_insufficient", re.compile(
         r"(?:/dev/shm|\bshm)\b[^.]{0,40}?\b(?:too small|too low|full|64 ?MB?|insufficient|exhausted|not enough|r[au]n out)\b|"
         r"\bshared memory\b[^.]{0,20}?\b(?:too small|insufficient)|\bout of shared memory\b|--shm-size\b[^.]{0,40}?" + _FAIL, re.I)),
@@ -369,7 +387,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 # lower-case literals one of which each entry above needs: a line holding none is not read
-LITERALS = ("/v1", "ssl", "certificate", "key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
+LITERALS = ("/v1", "共享内存", "触发", "ssl", "certificate", "key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
             "stopped arriving", "bytes for", "timing out", "timed out", "times out", "time out", "超时", "超時", "逾时",
             "逾時", "タイムアウト", "流式", "payment", "429", "rate", "too many", "throttl", "certificate",
             "signed", "ssl", "tls", "x509", "wrong_version", "stream", "sse", "chunk", "token", "buffer", "proxy", "resolve",
@@ -391,11 +409,11 @@ DIGIT_DOT = re.compile(r"(?<=\d)\.(?=\d)")
 # Latin words written against Chinese ones ("OOM异常", "vllm部署"): \b sees no edge between them (both are word characters)
 SCRIPT_EDGE = re.compile(r"(?<=[A-Za-z0-9])(?=[\u4e00-\u9fff])|(?<=[\u4e00-\u9fff])(?=[A-Za-z0-9])")
 QUESTION = re.compile(r"[?？]\s*$|^(?:how|what|is|are|does|do|can|could|should|would|will|any (?:idea|way)s?)\b", re.I)
-COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did|am|would|can)\b", re.I)
+COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did|am|would|can)\b|[,，]\s*why\s*[?？]+\s*$", re.I)  # "..., why?" complains
 # advice is addressed to someone ("you could try", "consider", "to avoid"); an engine's message may carry
 # its own ("make sure you have read the code", "see the docs"), which is no reason to drop the failure it states
 ADVICE = re.compile(
-    r"\b(?:(?:you|we|I) (?:can|could|should|might|may|need to|have to|must)|(?:it|this|that) (?:may|might|could|would) (?:be|help|work|fix)|"
+    r"\b(?:(?<!says )(?<!said )(?<!told )(?:you|we|I) (?:can|could|should|might|may|need to|have to|must)(?! (?:see|tell|notice)\b)|(?:it|this|that) (?:may|might|could|would) (?:be|help|work|fix)|"
     r"(?<!\bI )(?<!\bwe )(?<!\bthey )try (?:to|setting|using|adding|passing|with|running|lowering|raising|increasing|reducing|upgrading)|consider|recommend\w*|suggest\w*|"
     r"to (?:avoid|prevent|get rid of)|(?:avoid|prevent)ing|in case|if you\b|fix(?:es|ed)|resolv(?:es|ed)|solv(?:es|ed)|"
     r"(?:works|worked|loads|loaded|runs|ran|starts|started) (?:fine|well|great|correctly|successfully|now|as expected)|no (?:more |longer )|"
@@ -407,7 +425,7 @@ ADVICE = re.compile(
 # without config.json file", "ENH: handle OOM during model loading", "feat: ..."): it names what the change does, not a failure
 CHANGE = re.compile(r"^(?:(?:feat|fix|chore|docs?|refactor|test|ci|build|ENH|MAINT)(?:\([^)]*\))?!?:|(?:\[[^\]]{1,40}\]:?\s*)*"
                     r"(?:avoid|prevent|fix|handle|support|add|implement|allow|enable|deliver|increase|expose|document|improve|refactor|bump|"
-                    r"respect|honou?r|update)\b(?!:))", re.I)
+                    r"respect|honou?r|update|raise|use(?! of)|fail fast)\b(?!:))", re.I)
 # a list of guesses a program appends whatever happened: Ray's "There are some potential root causes. (1) The process
 # is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) ..." (raylet
 # node_manager.cc, core_worker): its items are possibilities, not what happened
@@ -451,8 +469,8 @@ def into_facts(source: str, text: str, facts: Facts) -> bool:
 CONTEXT_ONLY = frozenset({"access.proxy_failed", "access.quota_exceeded", "access.rate_limited", "access.tls_failed"})
 PROBLEM = re.compile(_FAIL + r"|\b(?:problem|issue|exceed\w*|reached|hit(?:s|ting)?|block\w*|denied|again|stuck|hang\w*|unable|"
                      r"not (?:work\w*|respected|honou?red|used|applied)|ignor\w*|bypass\w*|intercept\w*|40[0-9]|429|402|"
-                     r"not (?:being )?(?:forwarded|routed|passed|sent|able)|still(?! (?:works?|working|fine|ok))|"
-                     r"unknown authority|untrusted|expired|(?:can(?:not|'t)?|only) afford|requires? more credits?)\b", re.I)
+                     r"not (?:being )?(?:forwarded|routed|passed|sent|able)|too many requests?|still(?! (?:works?|working|fine|ok))|"
+                     r"unknown authority|untrusted|expired|(?:can(?:not|'t)?|only) afford|requires? more credits?)\b|触发|遇到|报错|失败|错误|被限", re.I)
 
 
 def statements(source: str, text: str) -> list[FailureStatement]:
