@@ -276,6 +276,14 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("load.gpu_memory_occupied", re.compile(
         r"(?:多个|第\s?[二三四五六七八九十\d]+\s?个|另一个|其他|其它)(?:模型|实例|进程|服务)[^。]{0,30}?(?:显存|OOM|启动失败)|显存(?:已)?被[^。]{0,10}?占(?:用|满)|"
         r"(?:其他|其它|别的)进程[^。]{0,10}?占用", re.I)),
+    # the context named with the OOM or the KV cache it overflows ("OutOfMemoryError when loading a small model with a huge
+    # context length", "the length of a single sequence is larger than the system's KV cache size", llama.cpp's "Input
+    # prompt is too big compared to KV size")
+    ("load.kv_cache_insufficient", re.compile(
+        r"(?:\bOOM\b|\bOutOfMemoryError\b|\bout of memory\b)[^.]{0,60}?\b(?:huge|large|long|big|high|full) (?:context|max[-_ ]model[-_ ]len|sequence length)\b|"
+        r"\b(?:huge|large|long|big|high|full) (?:context|max[-_ ]model[-_ ]len|sequence length)\b[^.]{0,60}?(?:\bOOM\b|\bout of memory\b)|"
+        r"\b(?:sequence|context|prompt|input)(?: length)?\b[^.]{0,40}?\b(?:larger|greater|longer|bigger|exceeds?)\b[^.]{0,40}?\bKV[ -]?cache\b|"
+        r"\b(?:prompt|input|context)\b[^.]{0,30}?\btoo (?:big|large|long)\b[^.]{0,30}?\bKV\b", re.I)),
     # GPU memory too small for the weights, as people say it ("doesn't have enough GPU memory to fit a model with 13B
     # parameters", "the model is too big for my GPU")
     ("load.weights_oom", re.compile(
@@ -285,6 +293,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     # GPU memory that runs out in Chinese (显存不足 "not enough GPU memory", 爆显存): at start-up or load, else while serving
     ("load.weights_oom", re.compile(r"(?:启动|加载|載入|载入|部署)[^。]{0,30}?(?:显存(?:不足|不够|溢出|爆)|爆显存)|(?:显存(?:不足|不够|溢出|爆)|爆显存)[^。]{0,30}?(?:启动|加载|载入|部署)")),
     ("load.runtime_oom", re.compile(r"显存(?:不足|不够|溢出|爆了|耗尽)|爆显存")),
+    ("load.runtime_oom", re.compile(r"\b(?:crash\w*|fail\w*|die[sd]?)\b[^.]{0,30}?\b(?:allocat\w*|us\w*) too much (?:GPU |CUDA |V)?(?:memory|RAM)\b", re.I)),
     # OOM told with its phase: at weight load (load.weights_oom) or while serving requests (load.runtime_oom)
     ("load.weights_oom", re.compile(
         r"\b(?:OOM|out of (?:GPU |CUDA |device )?memory)\b[^.]{0,40}?\b(?:while|when|during|at) (?:loading|load|startup|start-up|initiali[sz]\w+)|"
@@ -316,8 +325,17 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?:does|do)(?: not|n't) match|too old|insufficient)|\b(?:mismatch|incompatib\w+)\b[^.]{0,40}?\b(?:CUDA|driver|torch|TensorRT|TRT-?LLM)\b[^.]{0,30}?\bversions?\b|"
         r"\b(?:built|compiled|installed) (?:with|for|against) CUDA ?\d+(?:[.·]\d+)?\b[^.]{0,60}?\b(?:while|but|whereas|however)\b[^.]{0,40}?\bCUDA\b|"
         r"\bno kernel image\b|\b(?:NVIDIA |CUDA )?driver (?:is )?too old\b|\bcompiled (?:with|for|against) (?:a )?(?:different|newer|older) CUDA\b", re.I)),
+    # bf16/FP8 and half precision in Chinese reports (需要支持半精度 "needs half-precision support", V100不支持BF16)
+    ("load.dtype_unsupported", re.compile(r"(?:bf16|bfloat16|fp8|半精度)[^。]{0,20}?(?:不支持|报错|无法|失败)|(?:不支持|无法使用|报错|错误|失败)[^。]{0,12}?(?:bf16|bfloat16|fp8|半精度)|"
+                                          r"\b(?:bfloat16|bf16|FP8|float8)\b[^.]{0,50}?\bnot natively supported\b", re.I)),
     ("load.dtype_unsupported", re.compile(
         r"\b(?:bfloat16|bf16|FP8|float8)\b[^.]{0,50}?\b(?:not supported|unsupported|only supported|requires? compute capability)\b[^.]{0,40}?\b(?:GPU|card|compute capability|V100|T4|Turing|Volta|Pascal)?", re.I)),
+    # a quantized checkpoint that cannot run ("awq cannot run on gpu v100", "an error due to quantization", vLLM's "Unknown
+    # quantization method: gptq")
+    ("load.quantization_unsupported", re.compile(
+        r"\b(?:quantiz\w+|AWQ|GPTQ|NVFP4|MXFP4|bitsandbytes|marlin|EXL2)\b[^.]{0,40}?\b(?:cannot|can't|could ?n[o']t|unable to|fails? to|won'?t) "
+        r"(?:run|load|work|be (?:used|loaded))\b|\b(?:error|fail\w*|crash\w*)\b[^.]{0,30}?\b(?:due to|because of) (?:the )?quantiz\w+|"
+        r"\bunknown quantiz\w* (?:method|scheme|type|config)\b", re.I)),
     ("load.quantization_unsupported", re.compile(
         r"\b(?:quantiz\w+|quant_method|AWQ|GPTQ|NVFP4|MXFP4|bitsandbytes|marlin|EXL2|GGUF quant\w*)\b[^.]{0,50}?\b(?:not supported|unsupported|"
         r"(?:does|do|is)(?: not|n't) (?:support\w*|work\w*)|mismatch\w*)\b", re.I)),
@@ -387,7 +405,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 # lower-case literals one of which each entry above needs: a line holding none is not read
-LITERALS = ("/v1", "共享内存", "触发", "ssl", "certificate", "key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
+LITERALS = ("/v1", "半精度", "共享内存", "触发", "ssl", "certificate", "key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
             "stopped arriving", "bytes for", "timing out", "timed out", "times out", "time out", "超时", "超時", "逾时",
             "逾時", "タイムアウト", "流式", "payment", "429", "rate", "too many", "throttl", "certificate",
             "signed", "ssl", "tls", "x509", "wrong_version", "stream", "sse", "chunk", "token", "buffer", "proxy", "resolve",
@@ -408,8 +426,9 @@ LITERALS = ("/v1", "共享内存", "触发", "ssl", "certificate", "key", "beare
 DIGIT_DOT = re.compile(r"(?<=\d)\.(?=\d)")
 # Latin words written against Chinese ones ("OOM异常", "vllm部署"): \b sees no edge between them (both are word characters)
 SCRIPT_EDGE = re.compile(r"(?<=[A-Za-z0-9])(?=[\u4e00-\u9fff])|(?<=[\u4e00-\u9fff])(?=[A-Za-z0-9])")
-QUESTION = re.compile(r"[?？]\s*$|^(?:how|what|is|are|does|do|can|could|should|would|will|any (?:idea|way)s?)\b", re.I)
-COMPLAINT = re.compile(r"\bwhy (?:is|are|does|do|did|am|would|can)\b|[,，]\s*why\s*[?？]+\s*$", re.I)  # "..., why?" complains
+QUESTION = re.compile(r"[?？]\s*$|[吗么嘛][?？]?\s*$|^(?:\[[^\]]{1,30}\]:?\s*)*(?:how|what|is|are|does|do|can|could|should|would|will|"
+                      r"any (?:idea|way)s?)\b", re.I)
+COMPLAINT = re.compile(r"^\[?bug\]?:|\bwhy (?:is|are|does|do|did|am|would|can)\b|[,，]\s*why\s*[?？]+\s*$", re.I)  # "..., why?" complains
 # advice is addressed to someone ("you could try", "consider", "to avoid"); an engine's message may carry
 # its own ("make sure you have read the code", "see the docs"), which is no reason to drop the failure it states
 ADVICE = re.compile(
@@ -425,7 +444,8 @@ ADVICE = re.compile(
 # without config.json file", "ENH: handle OOM during model loading", "feat: ..."): it names what the change does, not a failure
 CHANGE = re.compile(r"^(?:(?:feat|fix|chore|docs?|refactor|test|ci|build|ENH|MAINT)(?:\([^)]*\))?!?:|(?:\[[^\]]{1,40}\]:?\s*)*"
                     r"(?:avoid|prevent|fix|handle|support|add|implement|allow|enable|deliver|increase|expose|document|improve|refactor|bump|"
-                    r"respect|honou?r|update|raise|use(?! of)|fail fast)\b(?!:))", re.I)
+                    r"respect|honou?r|update|raise|use(?! of)|fail fast|please (?:add|support|implement|allow|consider))\b(?!:)|"
+                    r"(?:增加|添加|新增|支持|希望|建议)[^。]{0,20}?(?:支持|功能))", re.I)
 # a list of guesses a program appends whatever happened: Ray's "There are some potential root causes. (1) The process
 # is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) ..." (raylet
 # node_manager.cc, core_worker): its items are possibilities, not what happened
