@@ -141,6 +141,9 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:corporate|company|forward|outbound|egress|squid|socks5?|https?)[ -]proxy\b|\b(?:no|https?|all)_proxy\b|\bproxy (?:env|settings?|variables?)\b|"
         r"\b407\b|\bproxy authentication required\b|\bproxy\b[^.]{0,40}?\b(?:unreachable|refus\w*|intercept\w*|blocks?|blocked)\b", re.I)),
     # "Could not resolve host", "getaddrinfo ENOTFOUND", "Name or service not known", "nodename nor servname"
+    # the lookup said to fail ("Host lookup fails", "it still fails the lookup")
+    ("access.dns_failed", re.compile(
+        r"\bfail\w* (?:the |a |to )?(?:DNS |host(?:name)? |name )?(?:lookup|look up|resolution)\b|\b(?:host|DNS|name) ?lookups? fail\w*", re.I)),
     ("access.dns_failed", re.compile(
         r"\b(?:could ?n[o']t|cannot|can't|unable to|fail\w* to) resolve\b(?! (?:the |an? )?(?:authentication|auth|credentials?|api[ _-]?key|import|module|"
         r"dependenc\w*|reference|symbol|path|type|conflict|issue|problem))|\bname resolution\b|\bgetaddrinfo\b|\bENOTFOUND\b|\bEAI_AGAIN\b|"
@@ -178,6 +181,12 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:base[ _-]?url|api[ _-]?base|baseURL)\b[^.]{0,20}?\b(?:is |was )?not (?:correct|right|valid)\b|"
         r"\b(?:does|do)(?: not|n't) (?:use|have|need|support) (?:the )?[`'\"]?/v1\b[^.]{0,60}?\b(?:404|not found|fail\w*|error)\b|"
         r"(?:没有|缺少|缺失|少了|不带|不携带|多了|重复)[^。]{0,4}?/v1|/v1[^。]{0,6}?(?:重复|多余|缺失)", re.I)),
+    # one protocol asked of a server that speaks the other ("It tries to connect to a Claude endpoint when it should use
+    # OpenAI compatible endpoints", "Claude code does not work with vLLM")
+    ("access.protocol_mismatch", re.compile(
+        r"\b(?:Claude|Anthropic|OpenAI)(?:[- ]compatible)? (?:endpoints?|API|format)\b[^.]{0,40}?\b(?:when it should|instead of|rather than)\b[^.]{0,30}?"
+        r"\b(?:OpenAI|Anthropic|Claude)\b|\bClaude[- ]Code\b[^.]{0,20}?(?:does(?: not|n't)|do(?: not|n't)|won'?t|can(?:not|'t)) work with "
+        r"(?:vLLM|SGLang|Ollama|llama\.cpp|llama-server|LM Studio|TGI|LMDeploy|an? OpenAI)", re.I)),
     # an OpenAI-style client at an Anthropic-style endpoint or the reverse
     ("access.protocol_mismatch", re.compile(
         r"\b(?:OpenAI|Anthropic)[- ](?:style|compatible|format|API|SDK|client|protocol)\b[^.]{0,80}?\b(?:Anthropic|OpenAI|/v1/messages|/chat/completions)\b"
@@ -390,7 +399,11 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:kill\w*|terminat\w*|restart\w*)\b[^.]{0,20}?\bby (?:the |its |their |a |the kubelet'?s? )?(?:HTTP |TCP |gRPC )?"
         r"(?:readiness|liveness|startup|start-up|health) ?(?:probes?|checks?)\b|"
         r"\b(?:kill\w*|terminat\w*|restart\w*)\b[^.]{0,40}?\bbefore (?:the )?(?:model|weights?|engine|server|it|vLLM|SGLang|TGI)\b"
-        r"[^.]{0,20}?\b(?:load\w*|is ready|becomes? ready|finish\w* (?:load\w*|start\w*)|(?:is |has )?(?:loaded|started))\b", re.I)),
+        r"[^.]{0,20}?\b(?:load\w*|download\w*|is ready|becomes? ready|finish\w* (?:load\w*|start\w*)|(?:is |has )?(?:loaded|started))\b|"
+        # probes that kill the pod, a load longer than the probe's delay ("Probes for quickstart model kill pod", "models that
+        # need longer than the initial delay get killed")
+        r"\bprobes?\b[^.]{0,30}?\bkill\w*\b[^.]{0,10}?\b(?:pods?|containers?)\b|\b(?:needs?|needed|takes?|took)\b (?:longer|more time) than (?:the )?"
+        r"(?:initial ?Delay\w*|timeout|probe\w*|deadline|startup)\b", re.I)),
     # the model's files: missing, gated (HF 401/403), a wrong path
     ("load.model_files", re.compile(
         r"\b(?:config\.json|safetensors|weights?|checkpoint|tokenizer(?:\.json|_config\.json)?|model (?:files?|path|directory|folder))\b[^.]{0,40}?"
@@ -405,7 +418,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 # lower-case literals one of which each entry above needs: a line holding none is not read
-LITERALS = ("/v1", "半精度", "共享内存", "触发", "ssl", "certificate", "key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
+LITERALS = ("/v1", "lookup", "claude", "longer than", "半精度", "共享内存", "触发", "ssl", "certificate", "key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
             "stopped arriving", "bytes for", "timing out", "timed out", "times out", "time out", "超时", "超時", "逾时",
             "逾時", "タイムアウト", "流式", "payment", "429", "rate", "too many", "throttl", "certificate",
             "signed", "ssl", "tls", "x509", "wrong_version", "stream", "sse", "chunk", "token", "buffer", "proxy", "resolve",
@@ -426,13 +439,14 @@ LITERALS = ("/v1", "半精度", "共享内存", "触发", "ssl", "certificate", 
 DIGIT_DOT = re.compile(r"(?<=\d)\.(?=\d)")
 # Latin words written against Chinese ones ("OOM异常", "vllm部署"): \b sees no edge between them (both are word characters)
 SCRIPT_EDGE = re.compile(r"(?<=[A-Za-z0-9])(?=[\u4e00-\u9fff])|(?<=[\u4e00-\u9fff])(?=[A-Za-z0-9])")
-QUESTION = re.compile(r"[?？]\s*$|[吗么嘛][?？]?\s*$|^(?:\[[^\]]{1,30}\]:?\s*)*(?:how|what|is|are|does|do|can|could|should|would|will|"
-                      r"any (?:idea|way)s?)\b", re.I)
+QUESTION = re.compile(r"[?？]\s*$|[吗么嘛][?？]?\s*$|^(?:\[[^\]]{1,30}\]:?\s*)*(?:how|what(?! (?:I|we|happens|happened)\b)|is|are|does|do|can|could|"
+                      r"should|would|will|any (?:idea|way)s?)\b", re.I)  # "What I can't understand is ..." states
 COMPLAINT = re.compile(r"^\[?bug\]?:|\bwhy (?:is|are|does|do|did|am|would|can)\b|[,，]\s*why\s*[?？]+\s*$", re.I)  # "..., why?" complains
 # advice is addressed to someone ("you could try", "consider", "to avoid"); an engine's message may carry
 # its own ("make sure you have read the code", "see the docs"), which is no reason to drop the failure it states
 ADVICE = re.compile(
-    r"\b(?:(?<!says )(?<!said )(?<!told )(?:you|we|I) (?:can|could|should|might|may|need to|have to|must)(?! (?:see|tell|notice)\b)|(?:it|this|that) (?:may|might|could|would) (?:be|help|work|fix)|"
+    r"\b(?:(?<!says )(?<!said )(?<!told )(?:you|we|I) (?:will |would )?(?:can(?!'t|not)|could(?!n't)|should(?!n't)|might|may|need to|have to|must)"
+    r"(?! (?:see|tell|notice)\b)|(?:it|this|that) (?:may|might|could|would) (?:be|help|work|fix)|"
     r"(?<!\bI )(?<!\bwe )(?<!\bthey )try (?:to|setting|using|adding|passing|with|running|lowering|raising|increasing|reducing|upgrading)|consider|recommend\w*|suggest\w*|"
     r"to (?:avoid|prevent|get rid of)|(?:avoid|prevent)ing|in case|if you\b|fix(?:es|ed)|resolv(?:es|ed)|solv(?:es|ed)|"
     r"(?:works|worked|loads|loaded|runs|ran|starts|started) (?:fine|well|great|correctly|successfully|now|as expected)|no (?:more |longer )|"
@@ -444,7 +458,7 @@ ADVICE = re.compile(
 # without config.json file", "ENH: handle OOM during model loading", "feat: ..."): it names what the change does, not a failure
 CHANGE = re.compile(r"^(?:(?:feat|fix|chore|docs?|refactor|test|ci|build|ENH|MAINT)(?:\([^)]*\))?!?:|(?:\[[^\]]{1,40}\]:?\s*)*"
                     r"(?:avoid|prevent|fix|handle|support|add|implement|allow|enable|deliver|increase|expose|document|improve|refactor|bump|"
-                    r"respect|honou?r|update|raise|use(?! of)|fail fast|please (?:add|support|implement|allow|consider))\b(?!:)|"
+                    r"respect|honou?r|update|raise|remove|use(?! of)|fail fast|please (?:add|support|implement|allow|consider))\b(?!:)|"
                     r"(?:增加|添加|新增|支持|希望|建议)[^。]{0,20}?(?:支持|功能))", re.I)
 # a list of guesses a program appends whatever happened: Ray's "There are some potential root causes. (1) The process
 # is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) ..." (raylet
@@ -490,7 +504,7 @@ CONTEXT_ONLY = frozenset({"access.proxy_failed", "access.quota_exceeded", "acces
 PROBLEM = re.compile(_FAIL + r"|\b(?:problem|issue|exceed\w*|reached|hit(?:s|ting)?|block\w*|denied|again|stuck|hang\w*|unable|"
                      r"not (?:work\w*|respected|honou?red|used|applied)|ignor\w*|bypass\w*|intercept\w*|40[0-9]|429|402|"
                      r"not (?:being )?(?:forwarded|routed|passed|sent|able)|too many requests?|still(?! (?:works?|working|fine|ok))|"
-                     r"unknown authority|untrusted|expired|(?:can(?:not|'t)?|only) afford|requires? more credits?)\b|触发|遇到|报错|失败|错误|被限", re.I)
+                     r"unknown authority|untrusted|expired|(?:can(?:not|'t)?|only) afford|requires? more credits?|excess\w*|insuffi\w*)\b|触发|遇到|报错|失败|错误|被限", re.I)
 
 
 def statements(source: str, text: str) -> list[FailureStatement]:
