@@ -43,7 +43,7 @@ _FAIL = (r"(?:fail\w*|error\w*|crash\w*|broken|breaks?|(?:does|did|do|is|was|are
          r"(?:work|load|start|run|connect|resolve|recogni[sz]e|support|find|fit|stream)\w*|cannot|can't|unable|refus\w*|reject\w*)")
 # the client's stream (SSE): "stream", "streaming", "SSE", "text/event-stream", "chunks", "token by token"
 STREAM = r"(?:\bstream\w*|\bSSE\b|event-stream|\bchunk\w*|token[- ]by[- ]token)"
-ENGINES = r"(?:vLLM|SGLang|TGI|text-generation-inference|transformers|llama\.cpp|llama-cpp-python|Ollama|LMDeploy|TensorRT-LLM|TRT-?LLM|turbomind|engine)"
+ENGINES = r"(?:vLLM|SGLang|TGI|text-generation-inference|transformers?|llama\.cpp|llama-cpp-python|Ollama|LMDeploy|TensorRT-LLM|TRT-?LLM|turbomind|engine)"
 
 GAP = r"(?:[^.]|\.(?=\S)){0,80}?"  # within one sentence: a dot inside a URL, a file or a version is no sentence end
 # GPU memory that ran out, as the engines say it (torch "CUDA out of memory", llama.cpp "unable to allocate
@@ -262,6 +262,10 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b" + ENGINES + r"\b[^.]{0,20}?\bversion\b[^.]{0,30}?\b(?:too old|too low|not (?:new|recent) enough)\b|"
         r"\bnot supported by (?:the )?(?:current |this |installed )?(?:version of )?" + ENGINES + r"\b|"
         r"\bunsupported (?:model )?(?:architecture|model[ _]type|arch)s?\b|\bnot (?:yet )?(?:supported|accepted|recogni[sz]ed) (?:yet )?by " + ENGINES + r"\b", re.I)),
+    # the engine named too old in Chinese (提示需要升级transformers "it says transformers must be upgraded", 版本太低)
+    ("load.engine_outdated", re.compile(
+        r"(?:需要|要求|请|必须)(?:升级|更新)\s?(?:transformers|vllm|sglang|lmdeploy|ollama|llama\.cpp|tensorrt-llm)|"
+        r"(?:transformers|vllm|sglang|lmdeploy|ollama|llama\.cpp)\s?(?:的)?(?:版本)?(?:太低|过低|过旧|太旧)", re.I)),
     # "Total number of attention heads (x) must be divisible by tensor parallel size (y)"
     ("load.tp_invalid", re.compile(
         r"\b(?:heads?|num_heads|num_key_value_heads|vocab\w*|layers?|tp|tensor[ _-]?parallel\w*|tp_size|GPUs?)\b[^.]{0,60}?"
@@ -280,6 +284,16 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("load.host_oom", re.compile(
         r"\bOOM[- ]?kill(?:er|ed|s|ing)?\b|\bOOMKilled\b|\bkilled by (?:the )?(?:kernel'?s? |linux )?OOM\b|\bOOM\b[^.。]{0,20}?\bkill(?:ed|s)?\b|"
         r"(?<!GPU)(?<!显卡)(?<!CUDA)(?<!设备)(?<!共享)内存(?:不足|不够|溢出|爆了|耗尽)|(?:进程|程序|服务)[^。]{0,6}?被(?:系统)?(?:kill|杀)", re.I)),
+    # a second instance or model on the GPU one already holds, said with what went wrong ("cannot startup two Qwen2.5-0.5B on a 8G
+    # 4060ti", "vllm failed to run two instance with one gpu", "the second process will fail", "loading two models into the same
+    # GPU the second model requires more memory")
+    ("load.gpu_memory_occupied", re.compile(
+        r"\b(?:cannot|can't|could ?n[o']t|unable to|fail(?:s|ed)? to|not possible to)\b[^.]{0,20}?\b(?:start\w*|run|load|launch|serve|share)\b[^.]{0,30}?"
+        r"\b(?:two|2|multiple|several|a second|another|more than one)\b[^.]{0,40}?\b(?:instances?|models?|servers?|processes|copies|Qwen\S*|Llama\S*)|"
+        r"\b(?:second|another|2nd) (?:identical )?(?:instance|model|process|server|vLLM|copy)\b[^.]{0,60}?(?:" + _FAIL + r"|\brequires? more memory\b)|"
+        r"(?:" + _FAIL + r")[^.]{0,30}?\b(?:a |the )?(?:second|another|2nd) (?:identical )?(?:instance|model|process|server|vLLM|copy)\b|"
+        r"\b(?:two|2|multiple|several|more than one) (?:\w+ )?(?:instances?|models|servers|processes)\b[^.]{0,20}?\b(?:on|in|into) (?:the same|one|a single) (?:GPU|card|device)\b"
+        r"[^.]{0,60}?(?:" + _FAIL + r"|\brequires? more memory\b)", re.I)),
     # GPU memory held by another instance on the same card, in Chinese (第四个实例因显存不够启动失败 "the fourth instance
     # fails to start for lack of GPU memory", 显存被占用 "GPU memory is occupied")
     ("load.gpu_memory_occupied", re.compile(
@@ -383,7 +397,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"utili[sz]ation|bound|time|and (?:the )?GPU))|"
         r"\bCUDA (?:is )?not available\b|\bis_available\(\)\W{0,3}(?:returns? )?False\b", re.I)),
     # an ECC error said to happen, not nvidia-smi -q's "ECC Errors" section header over its (zero) counts
-    ("load.gpu_fault", re.compile(r"\bXid\b|\bfallen off the bus\b|\bfell off the bus\b|\buncorrect(?:able|ed) ECC error|"
+    ("load.gpu_fault", re.compile(r"\bXid\b|\bf(?:allen|ell|alls?|alling) off (?:of )?the (?:PCIe |PCI )?bus\b|\buncorrect(?:able|ed) ECC error|"
                                   r"\bECC errors?\b[^.]{0,30}?\b(?:detected|encountered|occurr\w*|found|reported|appear\w*|happen\w*)\b|"
                                   r"\b(?:got|get|gets|getting|see|saw|seeing|hit|hits|have|has|had|with|throws?|threw)\s+"
                                   r"(?:an?\s+|many\s+|some\s+|\d+\s+)?(?:uncorrectable\s+|double[- ]bit\s+)?ECC errors?\b", re.I)),
@@ -418,7 +432,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 # lower-case literals one of which each entry above needs: a line holding none is not read
-LITERALS = ("/v1", "lookup", "claude", "longer than", "半精度", "共享内存", "触发", "ssl", "certificate", "key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
+LITERALS = ("/v1", "two", "second", "multiple", "升级", "版本", "lookup", "claude", "longer than", "半精度", "共享内存", "触发", "ssl", "certificate", "key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
             "stopped arriving", "bytes for", "timing out", "timed out", "times out", "time out", "超时", "超時", "逾时",
             "逾時", "タイムアウト", "流式", "payment", "429", "rate", "too many", "throttl", "certificate",
             "signed", "ssl", "tls", "x509", "wrong_version", "stream", "sse", "chunk", "token", "buffer", "proxy", "resolve",
