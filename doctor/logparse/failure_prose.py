@@ -64,6 +64,8 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("access.key_malformed", re.compile(
         r"\b(?:api[ _-]?)?key\b[^.]{0,60}?\b(?:literal |extra |surrounding |trailing |leading )?(?:quotes|quotation marks|whitespace|newline|"
         r"trailing (?:space|\\n)|line ?break)\b|Bearer\s+[\\]?[\"'](?=[\w-]{6})|Bearer Bearer|\bdouble[d]? ['\"`]?Bearer\b", re.I)),
+    # the key's stray characters in Chinese (API key 末尾多一个引号 "one quote too many at the end of the API key", 带空格, 换行)
+    ("access.key_malformed", re.compile(r"(?:API ?key|密钥|key)[^。]{0,20}?(?:多(?:一个|了|出)?|带(?:有|上|了)?|包含|含有)\s?(?:引号|空格|空白|换行)", re.I)),
     # "no API key provided", "OPENAI_API_KEY is not set" (OpenAI's client: "The api_key client option must be set")
     ("access.key_missing", re.compile(
         r"\bno (?:[\w.-]+ )?api[ _-]?key (?:was |is )?(?:set|provided|found|given|configured)\b|\bapi[ _-]?key\b[^.]{0,30}?\b(?:is |was )?"
@@ -121,6 +123,8 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("access.streaming_broken", re.compile(
         r"\b(?:tokens|chunks|deltas|events|output|text|response)\b[^.]{0,20}?\b(?:arriv\w*|come|came|appear\w*|show\w*(?: up)?|deliver\w*|sent|flush\w*)"
         r"\b[^.]{0,20}?\bin (?:one|a single) (?:burst|go|chunk|block|piece|shot)\b", re.I)),
+    # a stream that comes in bursts ("Streaming output ... is extremely slow (40–50-token bursts)")
+    ("access.streaming_broken", re.compile(STREAM + r"[^.]{0,80}?\b(?:bursts?|choppy|janky|stutter\w*)\b", re.I)),
     # 流式输出一次性返回 ("the streamed output comes back all at once"), 流式失效, a stream stuck or cut, buffering before it
     ("access.streaming_broken", re.compile(r"流式[^。]{0,30}?(?:一次性|一起|全部(?:返回|输出|出来)|失效|不生效|无效|不起作用|卡住|卡死|中断|断开|缓冲)|"
                                            r"(?:缓冲|緩衝)[^。]{0,20}?流式")),
@@ -262,7 +266,10 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b" + ENGINES + r"\b[^.]{0,20}?\bversion\b[^.]{0,30}?\b(?:too old|too low|not (?:new|recent) enough)\b|"
         r"\bnot supported by (?:the )?(?:current |this |installed )?(?:version of )?" + ENGINES + r"\b|"
         r"\bunsupported (?:model )?(?:architecture|model[ _]type|arch)s?\b|\bnot (?:yet )?(?:supported|accepted|recogni[sz]ed) (?:yet )?by " + ENGINES + r"\b", re.I)),
-    # the engine named too old in Chinese (提示需要升级transformers "it says transformers must be upgraded", 版本太低)
+    # the engine named too old in Chinese (提示需要升级transformers "it says transformers must be upgraded", 版本太低), or not
+    # supporting the model (GLM-4v不支持turbomind推理引擎 "GLM-4v is not supported by the turbomind engine")
+    ("load.engine_outdated", re.compile(
+        r"不支持\s?(?:turbomind|lmdeploy|vllm|sglang|transformers|llama\.cpp|ollama)|(?:turbomind|lmdeploy|vllm|sglang)\b[^。]{0,20}?(?:支持不了|无法支持)", re.I)),
     ("load.engine_outdated", re.compile(
         r"(?:需要|要求|请|必须)(?:升级|更新)\s?(?:transformers|vllm|sglang|lmdeploy|ollama|llama\.cpp|tensorrt-llm)|"
         r"(?:transformers|vllm|sglang|lmdeploy|ollama|llama\.cpp)\s?(?:的)?(?:版本)?(?:太低|过低|过旧|太旧)", re.I)),
@@ -432,7 +439,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 # lower-case literals one of which each entry above needs: a line holding none is not read
-LITERALS = ("/v1", "two", "second", "multiple", "升级", "版本", "lookup", "claude", "longer than", "半精度", "共享内存", "触发", "ssl", "certificate", "key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
+LITERALS = ("/v1", "不支持", "支持不了", "引号", "空格", "换行", "burst", "two", "second", "multiple", "升级", "版本", "lookup", "claude", "longer than", "半精度", "共享内存", "触发", "ssl", "certificate", "key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
             "stopped arriving", "bytes for", "timing out", "timed out", "times out", "time out", "超时", "超時", "逾时",
             "逾時", "タイムアウト", "流式", "payment", "429", "rate", "too many", "throttl", "certificate",
             "signed", "ssl", "tls", "x509", "wrong_version", "stream", "sse", "chunk", "token", "buffer", "proxy", "resolve",
@@ -472,7 +479,7 @@ ADVICE = re.compile(
 # without config.json file", "ENH: handle OOM during model loading", "feat: ..."): it names what the change does, not a failure
 CHANGE = re.compile(r"^(?:(?:feat|fix|chore|docs?|refactor|test|ci|build|ENH|MAINT)(?:\([^)]*\))?!?:|(?:\[[^\]]{1,40}\]:?\s*)*"
                     r"(?:avoid|prevent|fix|handle|support|add|implement|allow|enable|deliver|increase|expose|document|improve|refactor|bump|"
-                    r"respect|honou?r|update|raise|remove|use(?! of)|fail fast|please (?:add|support|implement|allow|consider))\b(?!:)|"
+                    r"respect|honou?r|update|raise|remove|trim|strip|disable|configure|use(?! of)|fail fast|please (?:add|support|implement|allow|consider))\b(?!:)|"
                     r"(?:增加|添加|新增|支持|希望|建议)[^。]{0,20}?(?:支持|功能))", re.I)
 # a list of guesses a program appends whatever happened: Ray's "There are some potential root causes. (1) The process
 # is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) ..." (raylet
