@@ -168,6 +168,8 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:wrong|incorrect|invalid|mismatch\w*|unknown) model (?:name|id)\b|\bmodel (?:name|id)\b[^.]{0,20}?\b(?:error|mismatch\w*|is wrong|"
         r"not recogni[sz]ed|not (?:found|accepted)|does(?: not|n't) exist)\b|"
         r"(?:API|接口|调用|请求|服务)[^。]{0,20}?(?:找不到|不存在)[^。]{0,6}?(?:模型|名字|名称|model)|模型(?:名|名称|名字)[^。]{0,10}?(?:错误|不存在|找不到|不对|不一致)", re.I)),
+    # the model parameter missing, in Chinese (model参数缺失 "the model parameter is missing", 必须要模型名称)
+    ("access.model_id_missing", re.compile(r"(?:model|模型)\s?(?:参数|名称|名字)\s?(?:缺失|为空|丢失|没有)|(?:缺少|缺失|没有)\s?(?:model|模型)\s?(?:参数|名称|名字)", re.I)),
     ("access.model_id_missing", re.compile(r"\b(?:no|missing|empty) model (?:id|name)\b|\bmodel (?:id|name|parameter|field) (?:is )?(?:missing|empty|required|not set)\b", re.I)),
     # the base URL's path: a missing or doubled /v1, a chat path pasted in
     ("access.base_url_invalid", re.compile(
@@ -336,6 +338,12 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("load.weights_oom", re.compile(
         OOM + r"[^.]{0,80}?\b(?:boot\w*|loading|load(?:s|ed)? (?:the )?(?:model|weights)|start(?:s|ed|ing)? (?:up|the (?:model|server|engine))|launch\w*|"
         r"offload\w*|weights)\b|\b(?:loading|offload\w*|weights)\b[^.]{0,60}?" + OOM, re.I)),
+    # the load named before the shortage ("Can't load Mistral-Nemo, Insufficient VRAM for model and cache"), not the serving
+    # load ("under heavy load", "a load test"); a model's size against the card's ("vram over-load on 20GB model on 16GB VRAM")
+    ("load.weights_oom", re.compile(
+        r"(?<!under )(?<!heavy )(?<!high )\bload(?:s|ed|ing)?\b(?! test| balanc)[^.]{0,60}?(?:" + OOM + r"|\binsufficient VRAM\b)|"
+        r"(?=.*(?:\bOOM\b|out of memory|over-?load|\bnot fit|n't fit|too (?:big|large)|insufficient|not enough))"
+        r".*\b\d+(?:[.·]\d+)? ?(?:GB|B) model\b[^.]{0,30}?\b(?:on|in|into|with) (?:a |an |my |the |only )?(?:\w+ ){0,2}?\d+ ?GB\b", re.I)),
     ("load.runtime_oom", re.compile(OOM, re.I)),
     # "max seq len (x) ... larger than the maximum number of tokens that can be stored in KV cache"
     ("load.kv_cache_insufficient", re.compile(
@@ -439,7 +447,7 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 # lower-case literals one of which each entry above needs: a line holding none is not read
-LITERALS = ("/v1", "不支持", "支持不了", "引号", "空格", "换行", "burst", "two", "second", "multiple", "升级", "版本", "lookup", "claude", "longer than", "半精度", "共享内存", "触发", "ssl", "certificate", "key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
+LITERALS = ("/v1", "参数", "模型名", "不支持", "支持不了", "引号", "空格", "换行", "burst", "two", "second", "multiple", "升级", "版本", "lookup", "claude", "longer than", "半精度", "共享内存", "触发", "ssl", "certificate", "key", "bearer", "40", "quota", "billing", "credit", "afford", "auth", "524", "format", "accumulat", "x-accel",
             "stopped arriving", "bytes for", "timing out", "timed out", "times out", "time out", "超时", "超時", "逾时",
             "逾時", "タイムアウト", "流式", "payment", "429", "rate", "too many", "throttl", "certificate",
             "signed", "ssl", "tls", "x509", "wrong_version", "stream", "sse", "chunk", "token", "buffer", "proxy", "resolve",
@@ -460,7 +468,7 @@ LITERALS = ("/v1", "不支持", "支持不了", "引号", "空格", "换行", "b
 DIGIT_DOT = re.compile(r"(?<=\d)\.(?=\d)")
 # Latin words written against Chinese ones ("OOM异常", "vllm部署"): \b sees no edge between them (both are word characters)
 SCRIPT_EDGE = re.compile(r"(?<=[A-Za-z0-9])(?=[\u4e00-\u9fff])|(?<=[\u4e00-\u9fff])(?=[A-Za-z0-9])")
-QUESTION = re.compile(r"[?？]\s*$|[吗么嘛][?？]?\s*$|^(?:\[[^\]]{1,30}\]:?\s*)*(?:how|what(?! (?:I|we|happens|happened)\b)|is|are|does|do|can|could|"
+QUESTION = re.compile(r"[?？]\s*$|[吗么嘛][?？]?\s*$|^(?:\[[^\]]{1,30}\]:?\s*)*(?:how|what(?! (?:I|we|happens|happened)\b)|is|are|does|do|can(?!['’]t)|could|"
                       r"should|would|will|any (?:idea|way)s?)\b", re.I)  # "What I can't understand is ..." states
 COMPLAINT = re.compile(r"^\[?bug\]?:|\bwhy (?:is|are|does|do|did|am|would|can)\b|[,，]\s*why\s*[?？]+\s*$", re.I)  # "..., why?" complains
 # advice is addressed to someone ("you could try", "consider", "to avoid"); an engine's message may carry
@@ -479,7 +487,7 @@ ADVICE = re.compile(
 # without config.json file", "ENH: handle OOM during model loading", "feat: ..."): it names what the change does, not a failure
 CHANGE = re.compile(r"^(?:(?:feat|fix|chore|docs?|refactor|test|ci|build|ENH|MAINT)(?:\([^)]*\))?!?:|(?:\[[^\]]{1,40}\]:?\s*)*"
                     r"(?:avoid|prevent|fix|handle|support|add|implement|allow|enable|deliver|increase|expose|document|improve|refactor|bump|"
-                    r"respect|honou?r|update|raise|remove|trim|strip|disable|configure|use(?! of)|fail fast|please (?:add|support|implement|allow|consider))\b(?!:)|"
+                    r"respect|honou?r|update|raise|remove|trim|strip|disable|configure|return|use(?! of)|fail fast|please (?:add|support|implement|allow|consider))\b(?!:)|"
                     r"(?:增加|添加|新增|支持|希望|建议)[^。]{0,20}?(?:支持|功能))", re.I)
 # a list of guesses a program appends whatever happened: Ray's "There are some potential root causes. (1) The process
 # is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) ..." (raylet
