@@ -157,7 +157,9 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("access.connect_failed", re.compile(
         r"\bconnection (?:was )?(?:refused|reset)\b|\bECONNREFUSED\b|\bECONNRESET\b|\b(?:could ?n[o']t|cannot|can't|unable to|fail\w* to|"
         r"(?:does|did)(?: not|n't)|not able to) (?:establish (?:a )?(?:new )?connection|connect)\b|\bno route to host\b|\bAPIConnectionError\b|"
-        r"\bconnection error\b(?! code -?\d)", re.I)),
+        r"\bconnection error\b(?! code -?\d)|"
+        # "Problem connecting VSCode (Continue) to the server", "the connection fails"
+        r"\b(?:problems?|issues?|trouble|errors?) (?:with )?connecting\b|\bconnection\b[^.]{0,10}?\bfail(?:s|ed|ing)?\b", re.I)),
     # "The model `x` does not exist", "model not found" as an API's 404 (not a file on disk: load.model_files)
     ("access.model_not_found", re.compile(
         r"\bmodel\b[^.]{0,50}?\b(?:does not exist|not found|is not (?:served|available|listed)|unknown)\b[^.]{0,40}?\b(?:404|API|endpoint|server|request|served)|"
@@ -344,6 +346,10 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?<!under )(?<!heavy )(?<!high )\bload(?:s|ed|ing)?\b(?! test| balanc)[^.]{0,60}?(?:" + OOM + r"|\binsufficient VRAM\b)|"
         r"(?=.*(?:\bOOM\b|out of memory|over-?load|\bnot fit|n't fit|too (?:big|large)|insufficient|not enough))"
         r".*\b\d+(?:[.·]\d+)? ?(?:GB|B) model\b[^.]{0,30}?\b(?:on|in|into|with) (?:a |an |my |the |only )?(?:\w+ ){0,2}?\d+ ?GB\b", re.I)),
+    # the start named before the OOM it ends in ("start demo script will result out of memory", "can't start with cuda error
+    # Out of Memory"), unless requests come between (the first request after the start OOMs while serving)
+    ("load.weights_oom", re.compile(
+        r"\b(?:start(?:s|ed|ing|up)?|launch\w*|boot\w*)\b(?:(?!request|prompt|inferenc|serving|generat|decod|concurren|batch)[^.]){0,40}?" + OOM, re.I)),
     ("load.runtime_oom", re.compile(OOM, re.I)),
     # "max seq len (x) ... larger than the maximum number of tokens that can be stored in KV cache"
     ("load.kv_cache_insufficient", re.compile(
@@ -399,7 +405,9 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("load.nccl_failed", re.compile(
         r"\b(?:hang\w*|hung|stuck|freez\w*|deadlock\w*|time[sd]? ?out|timeout)\b[^.]{0,30}?\bNCCL\b|"
         r"\b(?:multi-?GPU|multiple GPUs|multi-?node|tensor[ _-]?parallel\w*|tensor-parallel-size|tp_size|TP ?[>=]+ ?\d)\b[^.]{0,40}?"
-        r"\b(?:hang(?:s|ing)?|hung|stuck|freez\w*|deadlock\w*)\b", re.I)),
+        r"\b(?:hang(?:s|ing)?|hung|stuck|freez\w*|deadlock\w*)\b|"
+        # a start that fails only with several GPUs ("Failing to start a TGI pod with 2 or more GPUs")
+        r"\b(?:fail\w*|cannot|can't|unable) to start\b[^.]{0,40}?\b(?:with|on|across) (?:\d+ or more|multiple|several|\d+) GPUs\b", re.I)),
     ("load.gpu_not_visible", re.compile(
         r"\b(?:no|not|n't|cannot|can't)\b[^.]{0,20}?\b(?:detect\w*|see|sees|find|finds|found|visible|available)\b[^.]{0,20}?\b(?:any )?GPUs?\b|"
         r"\b(?:GPUs?|CUDA(?: devices?)?)\b[^.]{0,20}?\b(?:is |are )?not (?:detected|visible|found|available|used)\b|\bfall(?:s|ing)? back to (?:the )?CPU\b|"
