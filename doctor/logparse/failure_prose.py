@@ -410,7 +410,9 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:fail\w*|cannot|can't|unable) to start\b[^.]{0,40}?\b(?:with|on|across) (?:\d+ or more|multiple|several|\d+) GPUs\b", re.I)),
     ("load.gpu_not_visible", re.compile(
         r"\b(?:no|not|n't|cannot|can't)\b[^.]{0,20}?\b(?:detect\w*|see|sees|find|finds|found|visible|available)\b[^.]{0,20}?\b(?:any )?GPUs?\b|"
-        r"\b(?:GPUs?|CUDA(?: devices?)?)\b[^.]{0,20}?\b(?:is |are )?not (?:detected|visible|found|available|used)\b|\bfall(?:s|ing)? back to (?:the )?CPU\b|"
+        r"\b(?:GPUs?|CUDA(?: devices?)?)\b[^.]{0,20}?\b(?:is |are )?not (?:detected|visible|found|available|used|recogni[sz]ed)\b|"
+        # torch's "No CUDA GPUs are available" and vLLM's "Failed to infer device type" said in a title
+        r"\bno (?:CUDA |NVIDIA |AMD |ROCm )?GPUs? (?:are |is |were )?(?:available|found|detected|visible)\b|\bfail(?:s|ed)? to infer (?:the )?device type\b|\bfall(?:s|ing)? back to (?:the )?CPU\b|"
         # the engine said to run on the CPU instead ("does not use my GPU", "runs on CPU only", "only uses the CPU")
         r"\b(?:does ?n[o']?t|do ?n[o']?t|won'?t|never|is ?n[o']?t|not) (?:use|using|utili[sz]e|utili[sz]ing|run(?:ning)? on) (?:my |the |any )?GPUs?\b|"
         r"\brun(?:s|ning)? (?:only )?on (?:the )?CPU only\b|\bonly (?:uses?|using) (?:the )?CPU\b|"
