@@ -319,7 +319,9 @@ ADVICE = re.compile(
     r"successfully|add(?:s|ed|ing)? support|feature request|"
     # a possibility or a fix described: "buffering can prevent SSE ...", "disable buffering, ensuring ...", "allows you to"
     r"(?:can|may|might|could) (?:prevent|cause|lead to|result in)|(?:disabl(?:e|es|ing)|turn(?:s|ing)? off) (?:\w+ ){0,2}buffering|"
-    r"ensur(?:e|es|ing)|allows? (?:you|us|users|clients) to)", re.I)
+    r"ensur(?:e|es|ing)|allows? (?:you|us|users|clients) to|"
+    # a run said to have passed without the failure ("survives the concurrent prefills with zero OOM"): a tuning result
+    r"zero (?:OOMs?|crash(?:es)?)\b|without (?:an? |any )?(?:OOMs?|crash(?:es|ing)?)\b)", re.I)
 # a list of guesses a program appends whatever happened: Ray's "There are some potential root causes. (1) The process
 # is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop --force is called. (3) ..." (raylet
 # node_manager.cc, core_worker): its items are possibilities, not what happened
