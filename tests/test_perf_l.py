@@ -140,3 +140,40 @@ def test_a_llama_bench_table_of_prompt_and_generation_rows_is_no_spread():
              "| llama 7B Q4_0 | 3.56 GiB | CUDA | 99 | pp512 | 5412.3 ± 20.1 |\n"
              "| llama 7B Q4_0 | 3.56 GiB | CUDA | 99 | tg128 | 148.2 ± 0.3 |\n")
     assert [s for s in perf_prose.statements("bench.md", table) if s.code == "perf.high_latency"] == []
+
+
+TRUNCATED = "(APIServer pid=1) WARNING 07-05 08:51:36 [vllm.py:1719] Truncating max_cudagraph_capture_size to {size}\n"
+SPEC_LAUNCH = ("vllm serve deepseek-ai/DeepSeek-V3 --max-num-seqs 64 "
+               "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'\n")
+
+
+def test_a_capture_ceiling_below_the_decode_step_is_eager_decode_with_the_ceiling_that_covers_it(tmp_path):
+    found = scenario(tmp_path, launch_sh=SPEC_LAUNCH, vllm_log=TRUNCATED.format(size=128))
+    eager = only(found, "perf.eager_mode")
+    assert (eager.severity, eager.title) == ("warn", "decode steps of 256 tokens exceed the 128-token CUDA graph capture ceiling")
+    assert "64 requests x 4 token(s) = 256 tokens" in eager.evidence[-1]
+    assert eager.fixes[0].command == "--max-cudagraph-capture-size 256"
+
+
+def test_a_capture_ceiling_that_holds_the_decode_step_is_quiet(tmp_path):
+    found = scenario(tmp_path, launch_sh=SPEC_LAUNCH, vllm_log=TRUNCATED.format(size=256))
+    assert "perf.eager_mode" not in codes(found)
+
+
+def test_a_capture_ceiling_with_no_batch_cap_known_is_said_at_info(tmp_path):
+    # tonyd2wild/DeepSeek-v4-Flash-Vision-Exp-DSpark-1M-NVFP4-KV-2x-DGX-Spark PR 5: the boot-log warning alone
+    eager = only(scenario(tmp_path, vllm_log=TRUNCATED.format(size=4)), "perf.eager_mode")
+    assert (eager.severity, eager.title) == ("info", "CUDA graphs are captured only up to 4 tokens per step")
+    assert eager.fixes[0].command is None
+
+
+def test_capture_sizes_are_on_vllms_lattice():
+    from llm_doctor.checks.perf.engine_log import capture_size
+
+    assert [capture_size(n) for n in (3, 6, 24, 250, 257, 1000)] == [4, 8, 24, 256, 272, 1008]
+
+
+def test_a_sentence_that_denies_a_crash_is_no_failure(tmp_path):
+    notes = ("Generation never stops entirely, so this isn't a crash or a hang — it's every decode step falling out "
+             "of the captured CUDA graph path into eager execution.\n")
+    assert "load.unrecognized_failure" not in codes(scenario(tmp_path, notes_md=notes))
