@@ -177,3 +177,27 @@ def test_a_sentence_that_denies_a_crash_is_no_failure(tmp_path):
     notes = ("Generation never stops entirely, so this isn't a crash or a hang — it's every decode step falling out "
              "of the captured CUDA graph path into eager execution.\n")
     assert "load.unrecognized_failure" not in codes(scenario(tmp_path, notes_md=notes))
+
+
+def test_nccl_on_sockets_with_the_reporter_saying_the_collectives_cross_nodes(tmp_path):
+    # areal-project/AReaL#639: NCCL's transport line, and the reporter's words that the AllReduce crosses nodes
+    notes = ("Cross-node collective operations (AllReduce, Broadcast) are 4-5x slower than expected due to NCCL "
+             "falling back to Socket transport instead of InfiniBand.\n")
+    found = scenario(tmp_path, nccl_log="NCCL INFO NET/Socket : Using [0]bond0:<REDACTED><0>\n", notes_txt=notes)
+    link = found[0]
+    assert (link.code, link.severity) == ("perf.slow_interconnect", "warn")
+    assert link.title == "NCCL uses TCP sockets (bond0) between 2 nodes: no InfiniBand/RoCE transport was found"
+    assert link.fixes[0].command == "ibv_devinfo"
+
+
+def test_nccl_on_sockets_inside_one_node_is_quiet(tmp_path):
+    found = scenario(tmp_path, nccl_log="NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>\n",
+                     notes_txt="Decode on the two local GPUs is as fast as the reference.\n")
+    assert "perf.slow_interconnect" not in codes(found)
+
+
+def test_tp2_latency_greater_than_tp1_is_tp_larger_than_the_model_needs(tmp_path):
+    # vllm-project/vllm#6027: the issue title
+    found = scenario(tmp_path, notes_txt="[Bug]: When I inference with a 1b model, tp2 latency is greater than tp1\n")
+    assert {"perf.tp_mismatch", "perf.slow_interconnect"} <= set(codes(found))
+    assert "tp2 latency is greater than tp1" in only(found, "perf.tp_mismatch").evidence[0]

@@ -154,7 +154,9 @@ AT_ONCE = re.compile(r"\bonly (\d+) (?:(?:requests?|reqs?|sequences?|seqs?|of th
                      r"(?: at once| at a time| concurrently| in parallel| together)?", re.I)
 # more GPUs slower than fewer: tensor parallelism's all-reduce every layer, over PCIe when there is no NVLink
 TP_SLOWER = re.compile(r"(?:\btensor[ _-]?parallel\w*|\bTP\s?=?\s?[2-9]\b|\bmulti(?:ple)?[ -]GPUs?\b|\b(?:[2-8]|two|four|eight) (?:GPUs|cards)\b)"
-                       r"[^.]{0,80}?\b(?:slower|no faster|not faster|worse|(?:does not|doesn't|did not|didn't) (?:speed|help|improve|scale))\b", re.I)
+                       r"[^.]{0,80}?\b(?:slower|no faster|not faster|worse|(?:does not|doesn't|did not|didn't) (?:speed|help|improve|scale)|"
+                       # "tp2 latency is greater than tp1": the latency itself said larger
+                       r"(?:latency|TTFT|ITL|TPOT|time)\s(?:is\s|was\s|gets\s|got\s)?(?:greater|higher|larger|longer|bigger)\s(?:than)?)", re.I)
 # ... or no faster: "setting this to 1 or 8 doesn't change performance much", "the same throughput with TP 8" (said with
 # several GPUs in the sentence)
 NO_GAIN = re.compile(r"\b(?:does not|doesn't|did not|didn't|won't|does|did)(?: not)? (?:really )?change (?:the )?(?:performance|throughput|speed)\b|"
@@ -202,6 +204,10 @@ LINK_SLOW = re.compile(r"\bnot supported on more than two PCIe-only GPUs\b|\bcus
                        r"\b(?:P2P|peer[ -]to[ -]peer|peer access)\b[^.]{0,30}?\b(?:(?:is |are )?not (?:supported|available|enabled|possible)|"
                        r"(?:is |are )?disabled|unsupported|unavailable)\b|"
                        r"\b(?:no|without|lacks?|lacking) NVLink\b|\bPCIe[- ]only\b|"
+                       # NCCL's network transport said to be TCP where RDMA was meant ("NCCL falling back to Socket transport
+                       # instead of InfiniBand"): its NET/Socket against NET/IB
+                       r"\b(?:fall(?:s|ing)?|fell) back to (?:the )?(?:TCP )?(?:sockets?|Ethernet|NET/Socket)\b|"
+                       r"\b(?:sockets?|TCP|Ethernet|NET/Socket)(?: transport)? instead of (?:the )?(?:IB|InfiniBand|RoCE|RDMA|EFA|NET/IB)\b|"
                        # nvidia-smi topo -m's NODE and SYS: the path crosses the host bridges or the sockets' interconnect
                        r"\b(?:on |in )?different (?:PCIe )?(?:root[ -]complex(?:es)?|root ports?|host bridges|CPU sockets|sockets|NUMA nodes)\b|"
                        r"\bacross (?:the )?(?:PCIe )?(?:host bridges|root[ -]complex(?:es)?|CPU sockets|NUMA nodes|QPI|UPI)\b|\bcross[- ]socket\b", re.I)
@@ -415,7 +421,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "core", "pegg", "gil", "overhead", "bottleneck", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
                  "concurrent", "simultaneous", "wait",
-                 "tp=", "tp ", "multi", "idle", "unused", "only use", "only utili", "only gpu", "only one", "only runs", "nodes", "machines", "x the", "through put", "throughput", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
+                 "tp=", "tp ", "tp2", "tp4", "tp8", "multi", "idle", "unused", "only use", "only utili", "only gpu", "only one", "only runs", "nodes", "machines", "x the", "through put", "throughput", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
                  "memory-fraction", "cache_max_entry", "cache-max-entry", "free_gpu_mem", "memory_utili", "memory-utili", "memory utili", "offload_gb", "offload-gb", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce", "root complex", "root-complex", "host bridge", "socket", "numa",
                  "change", "same ", "similar ", "low-power", "low power", "stuck", "offline", "`llm`", "llm class", ".generate", "no better", "no higher", "no speed", "no gain")
 _TERMS, _STAT = pf.compile_groups(TERM_LITERALS), pf.compile_groups(stat_lines.LOWER_LITERALS)
