@@ -201,3 +201,26 @@ def test_tp2_latency_greater_than_tp1_is_tp_larger_than_the_model_needs(tmp_path
     found = scenario(tmp_path, notes_txt="[Bug]: When I inference with a 1b model, tp2 latency is greater than tp1\n")
     assert {"perf.tp_mismatch", "perf.slow_interconnect"} <= set(codes(found))
     assert "tp2 latency is greater than tp1" in only(found, "perf.tp_mismatch").evidence[0]
+
+
+# SillyTavern/SillyTavern#1589: a late-2023 llama.cpp server under a client that never sent cache_prompt
+SLOT_LOG = """print_timings: prompt eval time =    9327.12 ms /   144 tokens (   64.77 ms per token,    15.44 tokens per second)
+print_timings:        eval time =    3956.15 ms /    13 runs   (  304.32 ms per token,     3.29 tokens per second)
+slot 0 released (158 tokens in cache)
+slot 0 is processing [task id: 2]
+{asked}slot 0 : kv cache rm - [{at}, end)
+"""
+
+
+def test_a_slot_that_held_the_last_turn_and_evaluates_from_zero_without_the_cache_line_dropped_it(tmp_path):
+    found = scenario(tmp_path, llama_server_log=SLOT_LOG.format(asked="", at=0))
+    off = found[0]
+    assert (off.code, off.severity) == ("perf.prefix_caching_off", "warn")
+    assert off.evidence[0].endswith("slot 0 : kv cache rm - [0, end) (the slot held 158 tokens)")
+    assert off.fixes[0].command == '"cache_prompt": true'
+
+
+def test_a_slot_whose_request_asked_for_the_cache_is_no_drop(tmp_path):
+    asked = "slot 0 : in cache: 0 tokens | to process: 150 tokens\n"
+    assert "perf.prefix_caching_off" not in codes(scenario(tmp_path, llama_server_log=SLOT_LOG.format(asked=asked, at=0)))
+    assert "perf.prefix_caching_off" not in codes(scenario(tmp_path, llama_server_log=SLOT_LOG.format(asked="", at=140)))
