@@ -224,3 +224,20 @@ def test_a_slot_whose_request_asked_for_the_cache_is_no_drop(tmp_path):
     asked = "slot 0 : in cache: 0 tokens | to process: 150 tokens\n"
     assert "perf.prefix_caching_off" not in codes(scenario(tmp_path, llama_server_log=SLOT_LOG.format(asked=asked, at=0)))
     assert "perf.prefix_caching_off" not in codes(scenario(tmp_path, llama_server_log=SLOT_LOG.format(asked="", at=140)))
+
+
+def test_runs_listed_by_memory_share_where_the_higher_one_crashed_are_memory_overcommitted(tmp_path):
+    # vllm-project/vllm#9290: the reporter's experiments, one a line
+    notes = ("Some experiments:\n"
+             "- `num-scheduler-steps 16 --gpu-memory-utilization 0.941` and ` --request-rate inf ` - Crash\n"
+             "- `num-scheduler-steps 16 --gpu-memory-utilization 0.9` and ` --request-rate inf ` - No Crash\n"
+             "- `num-scheduler-steps 8 --gpu-memory-utilization 0.941` and ` --request-rate [any] ` - No Crash\n")
+    (said,) = [s for s in perf_prose.statements("notes.txt", notes) if s.code == "perf.memory_overcommitted"]
+    assert said.measures == {"oom_cured": 1.0, "memory_share": 0.941, "cured_share": 0.9}
+    share = only(scenario(tmp_path, notes_md=notes), "perf.memory_overcommitted")
+    assert "(0.941)" in share.title and share.fixes[0].command == "--gpu-memory-utilization 0.90"
+
+
+def test_runs_that_crashed_only_at_the_lower_share_say_nothing_of_headroom():
+    notes = ("- `--gpu-memory-utilization 0.8` - Crash\n- `--gpu-memory-utilization 0.9` - No Crash\n")
+    assert [s for s in perf_prose.statements("notes.txt", notes) if s.code == "perf.memory_overcommitted" and s.measures.get("oom_cured")] == []

@@ -327,7 +327,7 @@ def statements(source: str, text: str) -> list[PerfStatement]:
         out += _tp_slower(sentence)
         if len(out) >= MAX_STATEMENTS:
             break
-    return _repeated_cache_misses(source, text) + _cap_sweep(source, text) + _latency_spread(source, text) + out
+    return _repeated_cache_misses(source, text) + _cap_sweep(source, text) + _latency_spread(source, text) + _share_runs(source, text) + out
 
 
 def _stated_part(text: str) -> str | None:
@@ -598,6 +598,37 @@ def _cap_sweep(source: str, text: str) -> list[PerfStatement]:
         return [PerfStatement("perf.batching_limited", f"{source}:{ran[2]}", said[:300],
                               {"max_num_seqs": float(ran[0]), "cap_best": float(best[0]), "cap_scaling": round(scaling, 3)})]
     return []
+
+
+# a run's outcome at the end of its line in a list of experiments ("... --gpu-memory-utilization 0.941 ... - Crash",
+# "... 0.9 ... - No Crash")
+RUN_OK = re.compile(r"\b(?:no|without)\s(?:crash(?:es)?|OOMs?)\b|\b(?:works?|fine|ok|passe[sd]|stable)\s*\W*$", re.I)
+RUN_FAILED = re.compile(r"\b(?:crash(?:es|ed)?|OOMs?|out[ -]of[ -]memory)\b", re.I)
+
+
+def _share_runs(source: str, text: str) -> list[PerfStatement]:
+    """Runs listed one a line with the engine's memory share and their outcome, where a run at a higher share
+    crashed and one at a lower share did not: the share leaves no headroom for the peak (measures as a cure
+    statement gives them: the share it failed at and the one that held)."""
+    failed: list[tuple[float, int, str]] = []
+    held: list[float] = []
+    for no, raw in enumerate(text.splitlines(), 1):
+        name = CURE_SHARE.search(raw)
+        value = SHARE_VALUE.search(raw, name.end(), name.end() + 30) if name else None
+        if value is None:
+            continue
+        share = _number(value.group(2))
+        if RUN_OK.search(raw):
+            held.append(share)
+        elif RUN_FAILED.search(raw):
+            failed.append((share, no, " ".join(raw.split())))
+    lower = [h for h in held if failed and h < max(failed)[0]]
+    if not lower:
+        return []
+    share, no, line = max(failed)
+    said = f"{line} (held at {max(lower):g})"
+    return [PerfStatement("perf.memory_overcommitted", f"{source}:{no}", said[:300],
+                          {"oom_cured": 1.0, "memory_share": share, "cured_share": max(lower)})]
 
 
 def _latency_spread(source: str, text: str) -> list[PerfStatement]:
