@@ -241,3 +241,11 @@ def test_runs_listed_by_memory_share_where_the_higher_one_crashed_are_memory_ove
 def test_runs_that_crashed_only_at_the_lower_share_say_nothing_of_headroom():
     notes = ("- `--gpu-memory-utilization 0.8` - Crash\n- `--gpu-memory-utilization 0.9` - No Crash\n")
     assert [s for s in perf_prose.statements("notes.txt", notes) if s.code == "perf.memory_overcommitted" and s.measures.get("oom_cured")] == []
+
+
+def test_requests_said_capped_at_the_slot_count_are_batching_limited():
+    # ggml-org/llama.cpp#5827: a k6 load test against llama-server
+    text = "I am doing a load test for llama cpp server, but somehow the request only capped at the --parallel n.\n"
+    (said,) = perf_prose.statements("notes.txt", text)
+    assert said.code == "perf.batching_limited"
+    assert perf_prose.statements("notes.txt", "The GPU clock is capped at 1500 MHz by the driver.\n")[0].code != "perf.batching_limited"

@@ -149,7 +149,9 @@ BATCH = re.compile(r"\b(?:requests?|prompts?|calls?|queries|users?)\b[^.]{0,50}?
                    r"\b(?:second|next|other) (?:requests?|prompts?|calls?) (?:waits?|waited|waiting|blocks?|is blocked) (?:until|for)\b|"
                    r"\bbatching (?:does not|doesn't|is not|isn't|did not|didn't) (?:work|happen|help|improve|scale)|"
                    r"\b(?:throughput|tokens?/s|speed)\b[^.]{0,40}?\b(?:does not|doesn't|did not|didn't|never|won'?t) (?:scale|increase|grow|improve)\b|"
-                   r"\bdoes(?: not|n't) scale with (?:concurrency|concurrent|more (?:requests|users|clients|parallel))", re.I)
+                   r"\bdoes(?: not|n't) scale with (?:concurrency|concurrent|more (?:requests|users|clients|parallel))|"
+                   # a cap on how many run at once, said of the requests ("the request only capped at the --parallel n")
+                   r"\b(?:requests?|concurren(?:cy|t requests?))\b[^.]{0,30}?\b(?:only |always |never (?:gets? )?(?:past|above) )?capped at\b", re.I)
 AT_ONCE = re.compile(r"\bonly (\d+) (?:(?:requests?|reqs?|sequences?|seqs?|of them) )?(?:are |get |is )?(?:running|run|processed|served|scheduled|batched)"
                      r"(?: at once| at a time| concurrently| in parallel| together)?", re.I)
 # more GPUs slower than fewer: tensor parallelism's all-reduce every layer, over PCIe when there is no NVLink
@@ -420,7 +422,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "ms/tok", "throttl", "slowdown", "clock", "power", "thermal", "overheat", "cpu",
                  "core", "pegg", "gil", "overhead", "bottleneck", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
-                 "concurrent", "simultaneous", "wait",
+                 "concurrent", "simultaneous", "wait", "capped at",
                  "tp=", "tp ", "tp2", "tp4", "tp8", "multi", "idle", "unused", "only use", "only utili", "only gpu", "only one", "only runs", "nodes", "machines", "x the", "through put", "throughput", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
                  "memory-fraction", "cache_max_entry", "cache-max-entry", "free_gpu_mem", "memory_utili", "memory-utili", "memory utili", "offload_gb", "offload-gb", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce", "root complex", "root-complex", "host bridge", "socket", "numa",
                  "change", "same ", "similar ", "low-power", "low power", "stuck", "offline", "`llm`", "llm class", ".generate", "no better", "no higher", "no speed", "no gain")
