@@ -1,7 +1,8 @@
 """Performance signals an engine log states by itself (no live GPU needed): the KV cache running
 full (SGLang retracting decodes, vLLM preempting sequences), llama.cpp running on the CPU (0 layers
 offloaded while a GPU is there, sampling slower than the model, more threads than the host has),
-and CUDA graphs turned off. Judged from log events only, so an offline `analyze` gives them too."""
+and CUDA graphs turned off (or captured only up to a ceiling the decode steps outgrow). Judged from log
+events only, so an offline `analyze` gives them too."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ SAMPLING_SHARE = 0.1
 HEADROOM = 0.92  # the memory fraction a fix raises to at most (perf.kv_cache_metrics keeps the same bound)  # sampling above 10% of a token's time: the sampler, not the model, is the cost
 
 
-@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "ollama_cpu_share", "threads", "sampling_time", "eval_time", "enforce_eager"], any_of=("logs", "deployment"), running=True)
+@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "ollama_cpu_share", "threads", "sampling_time", "eval_time", "enforce_eager", "graph_capture_truncated"], any_of=("logs", "deployment"), running=True)
 def engine_log(facts: Facts, log: LogView | None) -> Outcome:
     """The log shows no KV-cache thrashing, CPU-bound generation or disabled CUDA graphs (a launch command
     alone, no log: its CUDA graph flag)."""
@@ -31,7 +32,7 @@ def engine_log(facts: Facts, log: LogView | None) -> Outcome:
         found = [f for f in (_weights_offloaded(facts), _eager(facts, None)) if f]
         return Outcome(found, "" if found else "the launch command keeps CUDA graphs on")
     findings = [f for f in (_kv_pressure(facts, log), _no_offload(facts, log) or _weights_offloaded(facts), _cpu_bound(facts, log),
-                            _eager(facts, log)) if f]
+                            _eager(facts, log) or _capture_ceiling(facts, log)) if f]
     return Outcome(findings, "" if findings else "no performance signal in the log")
 
 
@@ -174,6 +175,50 @@ def _eager(facts: Facts, log: LogView | None) -> Finding | None:
     return Finding("perf.eager_mode", f"CUDA graphs are off ({flag.lstrip('-')}): decode is slower", evidence,
                    [Fix(f"Drop {flag} so the engine captures CUDA graphs (costs some memory and start-up time)")],
                    severity="info" if fast else "warn")
+
+
+SPEC_TOKENS = re.compile(r"num_spec(?:ulative)?_tokens['\"]?\s?[:=]\s?(\d+)")
+
+
+def _capture_ceiling(facts: Facts, log: LogView) -> Finding | None:
+    """vLLM's "Truncating max_cudagraph_capture_size to N" (VllmConfig._set_cudagraph_sizes): graphs are captured
+    for steps of at most N tokens, and a step with more runs without them. A decode step carries max_num_seqs x
+    (1 + num_speculative_tokens) tokens at full load: where that is known and above N, decode at load runs eager
+    (warn, with the ceiling that covers it on vLLM's capture lattice); where it is not known, the ceiling is said
+    (info) with the product to compare it to."""
+    found = log.events("graph_capture_truncated")
+    if not found:
+        return None
+    ceiling = int(found[-1].values.get("size") or 0)  # (the last: the config the engine ran with)
+    cfg = fv.maybe_deployment(facts)
+    spec = SPEC_TOKENS.search(" ".join(f"{k}={v}" for k, v in cfg.extra.items())) if cfg is not None else None
+    per_request = 1 + (int(spec.group(1)) if spec else 0)
+    seqs = cfg.max_num_seqs if cfg is not None and cfg.is_set("max_num_seqs") else None
+    evidence = le.evidence(found[-1:])
+    if seqs is None:
+        evidence.append(f"CUDA graphs cover steps of at most {ceiling} tokens: a decode batch of more than {ceiling // per_request} "
+                        f"request(s) ({per_request} token(s) each) runs without them")
+        return Finding("perf.eager_mode", f"CUDA graphs are captured only up to {ceiling} tokens per step", evidence,
+                       [Fix("Capture up to the decode batch the server runs: max_num_seqs x (1 + num_speculative_tokens) tokens "
+                            "(--max-cudagraph-capture-size; vLLM rounds it down to 1, 2, 4, a multiple of 8 below 256 or of 16 above)")],
+                       severity="info", explains=["perf.high_latency"])
+    need = seqs * per_request
+    if need <= ceiling:
+        return None
+    evidence.append(f"a full decode step is {seqs} requests x {per_request} token(s) = {need} tokens, above the {ceiling} captured: "
+                    "decode at that load runs without CUDA graphs")
+    return Finding("perf.eager_mode", f"decode steps of {need} tokens exceed the {ceiling}-token CUDA graph capture ceiling",
+                   evidence, [Fix(f"Capture CUDA graphs up to the {need}-token decode step (more graph memory and start-up time)",
+                                  f"--max-cudagraph-capture-size {capture_size(need)}")], explains=["perf.high_latency"])
+
+
+def capture_size(tokens: int) -> int:
+    """The smallest size on vLLM's capture lattice ([1, 2, 4], then multiples of 8 below 256, then of 16) that holds
+    `tokens`: a ceiling off the lattice is truncated down to it, so the fix names one on it."""
+    if tokens <= 4:
+        return next(n for n in (1, 2, 4) if n >= tokens)
+    step = 8 if tokens < 256 else 16
+    return -(-tokens // step) * step
 
 
 def _eager_batches(facts: Facts) -> Finding | None:

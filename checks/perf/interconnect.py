@@ -52,6 +52,8 @@ NET_FLOOR_GBS = 5.0  # busbw between nodes below this is TCP sockets' class: one
 # 6-9 through host memory (x8 half that); under 4 GB/s the GPUs share a degraded or x4 link, or a peer path that is
 # blocked (ACS on the PCIe switch, IOMMU) so every transfer bounces through the CPU
 PCIE_FLOOR_GBS = 4.0
+# a statement that the collectives cross machines: NCCL's NET transport then carries them
+CROSS_NODE = re.compile(r"\b(?:cross|inter|multi)[- ]?nodes?\b|\b(?:across|between) (?:the )?(?:two |2 |multiple |several |\d+ )?(?:nodes|machines|hosts)\b", re.I)
 
 
 @check("perf.interconnect", "perf", codes=["perf.slow_interconnect"], any_of=("gpus", "logs", "metrics"),
@@ -302,14 +304,17 @@ def _nccl_sockets_across_nodes(facts: Facts, log: LogView, cfg) -> Finding | Non
 
     found = log.events("nccl_net_socket")
     hosts = {str(e.values.get("host")) for e in found if e.values.get("host")}
-    nodes = max(len(hosts), (cfg.nnodes or 1) if cfg else 1)
+    # (the reporter's own words may be all that says the traffic crosses machines: "cross-node AllReduce ...")
+    said = next((st for st in facts.stated if CROSS_NODE.search(st.text)), None)
+    nodes = max(len(hosts), (cfg.nnodes or 1) if cfg else 1, 2 if said is not None else 1)
     if not found or nodes < 2:
         return None
     iface = str(found[0].values.get("ifaces", "")).split(":", 1)[0].removeprefix("[0]")
     return Finding(
         "perf.slow_interconnect",
         f"NCCL uses TCP sockets ({iface or 'Ethernet'}) between {nodes} nodes: no InfiniBand/RoCE transport was found",
-        le.evidence(found[:2]) + (["NCCL_IB_DISABLE=1 in the engine's environment"] if cfg and cfg.env.get("NCCL_IB_DISABLE") == "1" else []),
+        le.evidence(found[:2]) + (["NCCL_IB_DISABLE=1 in the engine's environment"] if cfg and cfg.env.get("NCCL_IB_DISABLE") == "1" else [])
+        + ([f"{said.where}: {said.text}"] if said is not None and len(hosts) < 2 else []),
         [Fix("See which RDMA devices the container has (none listed: pass them in, e.g. docker --device=/dev/infiniband "
              "--ulimit memlock=-1, or the k8s RDMA device plugin)", "ibv_devinfo"),
          Fix("Then confirm NCCL picks them: the log should say NET/IB : Using [0]mlx5_...", "export NCCL_DEBUG=INFO"),

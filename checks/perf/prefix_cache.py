@@ -89,12 +89,22 @@ def _llama_server(m) -> Outcome:
     evaluated twice from 0 is a prompt sent again and computed again, a warning."""
     v = m.values
     fresh, reused, repeat = int(v.get("prompt_fresh", 0)), int(v.get("prompt_reused", 0)), int(v.get("prompt_repeat", 0))
+    dropped = int(v.get("prompt_dropped", 0))
+    fix = Fix('Send "cache_prompt": true with each request (off by default in older llama-server builds and forks) and keep '
+              "the start of the prompt identical across requests", '"cache_prompt": true')
+    if dropped and not reused:
+        # a late-2023 build prints "in cache: N tokens | to process" only for a request that asked for the cache: a slot
+        # that held the last turn's tokens and evaluates the next prompt from 0 without it threw the turn away
+        return Outcome([Finding("perf.prefix_caching_off", "llama-server drops the slot's cached prompt: the request did not ask for the "
+                                "prompt cache, so every prompt is evaluated from its first token",
+                                [m.raw.get("prompt_dropped", "kv cache rm - [0, end)"),
+                                 f"{dropped} of {fresh} request(s) evaluated from token 0 on a slot that held the previous task's tokens, "
+                                 "with no 'in cache: ... | to process' line (printed only when cache_prompt is set)"],
+                                [fix], explains=["perf.high_latency"])])
     if reused or fresh < FRESH_MIN:
         return Outcome(detail=f"llama-server kept a cached prompt prefix in {reused} of {fresh + reused} request(s)")
     evidence = [m.raw.get("prompt_fresh", "kv cache rm [0, end)"), f"{fresh} of {fresh} requests evaluated their prompt from its first token"]
     if repeat:
         evidence.append(f"{repeat} of them the same length as the prompt before: the same prompt computed again")
-    fix = Fix('Send "cache_prompt": true with each request (off by default in older llama-server builds and forks) and keep '
-              "the start of the prompt identical across requests", '"cache_prompt": true')
     return Outcome([Finding("perf.prefix_caching_off", "llama-server reuses no cached prompt prefix: every request is prefilled from scratch",
                             evidence, [fix], severity="warn" if repeat else "info", explains=["perf.high_latency"])])

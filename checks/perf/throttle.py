@@ -5,6 +5,11 @@ driver 535) say why the SM clock is below its maximum. Idle is not throttling; s
 display clocks do not matter for serving. A software power cap only matters when the GPU actually
 draws near its limit or the limit was lowered below the board's maximum; application-clock
 settings only when they pin the clock below the maximum.
+
+Without a reason (a `--query-gpu=timestamp,clocks.sm,utilization.gpu` sampling holds none): a GPU busy
+(BUSY_UTIL % or more) at an SM clock under CLOCK_SHARE of the clock it reaches (its max clock, or the
+highest the same samples show) is held down all the same; boost clocks under load stay within a few
+tens of percent of the maximum (power-capped boards near 70-85 %), so under 60 % something holds it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ THERMAL = {"hw_thermal_slowdown", "sw_thermal_slowdown", "thermal"}  # "thermal"
 POWER = {"sw_power_cap", "hw_power_brake_slowdown"}
 IGNORED = {"idle", "gpu_idle", "sync_boost", "display_clock_setting"}
 NEAR_LIMIT = 0.75
+BUSY_UTIL = 80.0  # % utilization: the sample is under load
+CLOCK_SHARE = 0.6  # an SM clock under this share of the clock the GPU reaches, while busy: held down
 
 
 @check("perf.clocks", "perf", codes=["perf.gpu_throttled"], any_of=("gpus", "stated"), per_node=True)
@@ -38,6 +45,9 @@ def clocks(facts: Facts) -> Outcome:
         if reasons:
             hits.append((x, reasons))
     if not hits:
+        dropped = [x for x in gpus if held_down(x)]
+        if dropped:
+            return Outcome([_clock_drop(dropped)])
         return Outcome(detail="no active throttle reason")
     evidence = [f"{s.where}: {s.text}" for s in said if s.gpu is not None and any(s.gpu.index == x.index for x, _ in hits)][:3]
     fixes = []
@@ -70,6 +80,26 @@ def clocks(facts: Facts) -> Outcome:
                          f"sudo nvidia-smi -i {first.index} -rac && sudo nvidia-smi -i {first.index} -rgc"))
     return Outcome([Finding("perf.gpu_throttled", f"{len(hits)} GPU(s) throttled: {', '.join(sorted(kinds))}",
                             evidence, fixes, explains=["perf.high_latency"])])
+
+
+def held_down(x: Gpu) -> bool:
+    """Busy at a clock under CLOCK_SHARE of the one it reaches, with no reason recorded to say why."""
+    busy = x.util_gpu is not None and x.util_gpu.max >= BUSY_UTIL
+    return bool(busy and x.sm_clock_mhz and x.sm_clock_max_mhz and x.sm_clock_mhz < CLOCK_SHARE * x.sm_clock_max_mhz)
+
+
+def _clock_drop(dropped: list[Gpu]) -> Finding:
+    evidence = [f"GPU{x.index}{' ' + x.name if x.name else ''}: SM {x.sm_clock_mhz:g} MHz at {x.util_gpu.max:g} % utilization "  # type: ignore[union-attr]
+                f"against {x.sm_clock_max_mhz:g} MHz it reaches ({x.sm_clock_mhz / x.sm_clock_max_mhz:.0%}; "  # type: ignore[operator]
+                f"under {CLOCK_SHARE:.0%} while busy)" for x in dropped]
+    ids = ",".join(str(x.index) for x in dropped)
+    fixes = [Fix("The clock falls under load and the samples record no reason: read the clocks event reasons, power draw "
+                 "against its limit and temperature while it serves (power cap, thermal slowdown, a stuck low-power state)",
+                 f"nvidia-smi -i {ids} -q -d PERFORMANCE,CLOCK,POWER,TEMPERATURE"),
+             Fix("If the clocks were locked or application clocks set, reset them",
+                 f"sudo nvidia-smi -i {ids} -rgc && sudo nvidia-smi -i {ids} -rac")]
+    return Finding("perf.gpu_throttled", f"{len(dropped)} GPU(s) clocked down under load: SM {dropped[0].sm_clock_mhz:g} of "
+                   f"{dropped[0].sm_clock_max_mhz:g} MHz", evidence, fixes, explains=["perf.high_latency"])
 
 
 def counts(x, reason: str) -> bool:

@@ -452,10 +452,13 @@ def collect(paths: list[str], docker: str | None, k8s: str | None, namespace: st
 
 
 def _merge(into: LogFacts, new: LogFacts) -> None:
+    """Another source's log facts after these: its runs follow. A source with no event (a person's notes, a
+    benchmark summary) starts no run of the engine: the run judged stays the one the events belong to."""
     offset = into.runs
     for event in new.events:
         event.run += offset
-    into.runs += new.runs
+    if new.events:
+        into.runs += new.runs
     into.sources += new.sources
     into.lines_read += new.lines_read
     into.bytes_read += new.bytes_read

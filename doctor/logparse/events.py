@@ -672,7 +672,9 @@ CATALOGUE_KINDS = ("ray_placement_infeasible", "ray_cluster_unreachable", "ray_n
                    "client_stream_cut", "client_failed", "client_server_error", "client_url_malformed", "pp_unsupported",
                    # a stream answered with something that is no event stream (no body, events that are not JSON, another
                    # Content-Type): checks/access/client_log.py
-                   "client_stream_invalid")
+                   "client_stream_invalid",
+                   # vLLM cutting the CUDA graph capture ceiling to the largest size it captures: checks/perf/engine_log.py
+                   "graph_capture_truncated")
 KINDS = frozenset({r.kind for r in HAND_RULES} | set(CATALOGUE_KINDS))  # what a catalogue entry may name
 
 

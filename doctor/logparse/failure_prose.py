@@ -496,7 +496,9 @@ ADVICE = re.compile(
     r"successfully|add(?:s|ed|ing)? support|feature request|"
     # a possibility or a fix described: "buffering can prevent SSE ...", "disable buffering, ensuring ...", "allows you to"
     r"(?:can|may|might|could) (?:prevent|cause|lead to|result in)|(?:disabl(?:e|es|ing)|turn(?:s|ing)? off) (?:\w+ ){0,2}buffering|"
-    r"ensur(?:e|es|ing)|allows? (?:you|us|users|clients) to)", re.I)
+    r"ensur(?:e|es|ing)|allows? (?:you|us|users|clients) to|"
+    # a run said to have passed without the failure ("survives the concurrent prefills with zero OOM"): a tuning result
+    r"zero (?:OOMs?|crash(?:es)?)\b|without (?:an? |any )?(?:OOMs?|crash(?:es|ing)?)\b)", re.I)
 # a change's title, a pull request's or a feature request's ("Avoid GPU OOM when loading large models", "support loading model
 # without config.json file", "ENH: handle OOM during model loading", "feat: ..."): it names what the change does, not a failure
 CHANGE = re.compile(r"^(?:(?:feat|fix|chore|docs?|refactor|test|ci|build|ENH|MAINT)(?:\([^)]*\))?!?:|(?:\[[^\]]{1,40}\]:?\s*)*"

@@ -195,9 +195,11 @@ PROSE = re.compile(
     re.I,
 )
 # a sentence that names a failure without stating that it happened: advice ("to avoid OOM, lower ..."), a
-# fix ("this fixes the hang in ..."), a possibility ("it may crash when ...")
+# fix ("this fixes the hang in ..."), a possibility ("it may crash when ..."), a run said to have passed without it
+# ("survives the concurrent prefills with zero OOM", "this isn't a crash or a hang")
 HYPOTHETICAL = re.compile(r"\b(?:to (?:avoid|prevent)|avoid(?:s|ing)?|prevent(?:s|ing)?|fix(?:es|ed|ing)?|no longer|in case|"
-                          r"might|may|would)\b", re.I)
+                          r"might|may|would|zero (?:OOMs?|crash(?:es)?)|without (?:an? |any )?(?:OOMs?|crash(?:es|ing)?)|"
+                          r"(?:is|was)(?:n't| not) (?:an? )?(?:crash|hang|OOM))\b", re.I)
 PROSE_CASCADE = "a sentence about it"  # the mark of a sentence that quotes no error (never the root while one is pasted)
 # a person saying they cannot find or understand something is no failure of the system ("How do I set
 # max-model-len? I can't find it in the docs")

@@ -428,12 +428,13 @@ _CSV_REASON = re.compile(r"^clocks_(?:throttle|event)_reasons\.(\w+)$")
 
 def embedded_csv(text: str) -> tuple[list[str], list[list[str]]]:
     """The header and rows of an `nvidia-smi --query-gpu ... --format=csv` output inside a text:
-    the header names the query fields, each following line with as many comma-separated cells is a row."""
+    the header names the query fields, each following line with as many comma-separated cells is a row.
+    Without a header (`--format=csv,noheader`), the fields are named by the units nvidia-smi prints."""
     if not any(name in text for name in _CSV_LITERALS):  # a C-speed look first: most logs hold no sampling
-        return [], []
+        return _noheader_csv(text) if " MHz, " in text or " %, " in text else ([], [])
     m = _CSV_HEADER.search(text)
     if m is None:
-        return [], []
+        return _noheader_csv(text)
     header = [h.strip().split(" [")[0] for h in m.group(0).split(",")]
     rows = []
     for line in text[m.end() :].lstrip("\r\n").split("\n"):
@@ -444,6 +445,34 @@ def embedded_csv(text: str) -> tuple[list[str], list[list[str]]]:
             continue
         rows.append(cells)
     return header, rows
+
+
+# `--format=csv,noheader` prints each value with its unit (nvidia-smi's csv writer: "1980 MHz", "96 %", "312.45 W") and
+# the timestamp as `2024/05/01 10:00:00.123`; a field is named by its unit only where one column has that unit
+# (two MHz columns may be the SM and the memory clock, two % columns the GPU and the memory utilization)
+_NOHEADER_CELL = (("timestamp", re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?$")),
+                  ("clocks.sm", re.compile(r"^\d+ MHz$")), ("utilization.gpu", re.compile(r"^\d+ %$")),
+                  ("power.draw", re.compile(r"^\d+(?:\.\d+)? W$")))
+_NOHEADER_ROWS = 3  # consecutive rows of one shape: a sampling, not a sentence with a comma
+
+
+def _noheader_csv(text: str) -> tuple[list[str], list[list[str]]]:
+    """The longest run of `--format=csv,noheader` rows whose every cell is a timestamp or a value in a unit
+    named once per row, with the field names those units give; ([], []) when there is none."""
+    best: tuple[list[str], list[list[str]]] = ([], [])
+    header: list[str] = []
+    rows: list[list[str]] = []
+    for line in [*text.splitlines(), ""]:
+        cells = [c.strip() for c in line.split(",")]
+        names = [next((n for n, rx in _NOHEADER_CELL if rx.match(c)), "") for c in cells] if len(cells) >= 2 else []
+        shaped = bool(names) and all(names) and len(set(names)) == len(names) and set(names) != {"timestamp"}
+        if shaped and names == header:
+            rows.append(cells)
+            continue
+        if len(rows) >= _NOHEADER_ROWS and len(rows) > len(best[1]):
+            best = (header, rows)
+        header, rows = (names, [cells]) if shaped else ([], [])
+    return best
 
 
 def parse_csv(header: list[str], rows: list[list[str]]) -> GpuFacts:
@@ -464,6 +493,9 @@ def parse_csv(header: list[str], rows: list[list[str]]) -> GpuFacts:
         for name, attr in _CSV_FIELDS.items():
             if name in busiest and attr != "util_gpu" and (value := _num(busiest[name])) is not None:
                 setattr(gpu, attr, int(value) if attr.startswith("pcie_") else value)
+        clocks = [c for s in samples if (c := _num(s.get("clocks.sm") or s.get("clocks.current.sm") or s.get("clocks.gr"))) is not None]
+        if gpu.sm_clock_max_mhz is None and len(clocks) > 1:
+            gpu.sm_clock_max_mhz = max(clocks)  # no max column: the GPU reached this clock in the same samples, so it can
         for s in samples:
             for name, value in s.items():
                 reason = r.group(1).removeprefix("gpu_") if (r := _CSV_REASON.match(name)) else ""

@@ -65,8 +65,9 @@ RUNNING = re.compile(r"(\d+)\s(?:requests?|reqs?|seqs?|sequences?)\s(?:are )?run
 # (ASCII bounds: "waiting机制" in a Chinese sentence is the word)
 QUEUE_WORDS = re.compile(r"(?<![A-Za-z])(?:queue(?:s|d|ing)?|waiting|pending|wait(?:s)? in|piles? up|pile up|backlog)(?![A-Za-z])", re.I)
 PREEMPT = re.compile(r"\bpreempt\w*|\bswapp(?:ed|ing) out\b|\bretract\w*", re.I)
+# ... and a benchmark table's column of them read with its header ("preempt 1065", "#preempted 12")
 PREEMPTIONS = re.compile(r"(\d+)\s(?:preemptions?|requests? (?:were |are )?preempted)|(?:Preemptions|num_preemptions(?:_total)?)\s?[:=]?\s?(\d+)|"
-                         r"\bpreempted (\d+) times\b", re.I)
+                         r"\bpreempted (\d+) times\b|(?:^|;\s)#?(?:preempt|preempted|preempts)\s(\d+)(?:;|$)", re.I)
 # vLLM "Prefix cache hit rate: %.1f%%", vllm:prefix_cache_hits / prefix_cache_queries, gpu_prefix_cache_hit_rate;
 # SGLang "cache hit rate", sglang:cache_hit_rate, "#cached-token: %d"
 PREFIX = re.compile(r"\b(?:(?:prefix|prompt)[ -]cach(?:e|ing)(?: hit rate| hits?)?|(?:prefix |radix |KV )?cache hit(?: rate| ratio)?|prefix_cache_hits?(?:_total)?|"
@@ -95,7 +96,10 @@ PREFILL_WORDS = re.compile(r"\b(?:prompt|prefill|pp\d*|prompt[ _]eval|input|inge
 # a time for a number of tokens ("it takes 40 seconds to generate 200 tokens", "200 tokens in 40 s")
 TIME_FOR_TOKENS = re.compile(r"\btakes?\s(?:about\s|around\s|~)?(?P<s>\d+(?:\.\d+)?)\s?(?P<unit>s|secs?|seconds?|min(?:ute)?s?)\sto\s(?:generate|produce|output|get|write)\s"
                              r"(?:only\s)?(?P<n>\d+)\s(?:output\s|new\s)?tokens\b|"
-                             r"\b(?P<n2>\d+)\s(?:output\s|new\s)?tokens\s(?:take\s|took\s)?in\s(?:about\s|around\s|~)?(?P<s2>\d+(?:\.\d+)?)\s?(?P<unit2>s|secs?|seconds?|min(?:ute)?s?)\b", re.I)
+                             r"\b(?P<n2>\d+)\s(?:output\s|new\s)?tokens\s(?:take\s|took\s)?in\s(?:about\s|around\s|~)?(?P<s2>\d+(?:\.\d+)?)\s?(?P<unit2>s|secs?|seconds?|min(?:ute)?s?)\b|"
+                             # "one token every 5-7 s", "gets one token per 3.5+ s": the interval itself (a range: its low end)
+                             r"\b(?:one|a single|1) (?:output |new )?token (?:every|per|each) (?:about\s|around\s|~)?(?P<s3>\d+(?:\.\d+)?)(?:\s?[-–]\s?\d+(?:\.\d+)?)?\+?\s?"
+                             r"(?P<unit3>s|secs?|seconds?|min(?:ute)?s?)\b", re.I)
 LATENCY_HIGH = re.compile(r"\b(?:high|slow|long|huge|spik\w*|too|increas\w*|grows?|grew|balloon\w*|terrible|bad|unacceptabl\w*|degrad\w*)\b", re.I)
 # nvidia-smi -q "Clocks Event Reasons" (before driver 535 "Clocks Throttle Reasons") and --query-gpu
 # clocks_event_reasons.* / clocks_throttle_reasons.*: NVML's names for why the clock is held down
@@ -145,12 +149,16 @@ BATCH = re.compile(r"\b(?:requests?|prompts?|calls?|queries|users?)\b[^.]{0,50}?
                    r"\b(?:second|next|other) (?:requests?|prompts?|calls?) (?:waits?|waited|waiting|blocks?|is blocked) (?:until|for)\b|"
                    r"\bbatching (?:does not|doesn't|is not|isn't|did not|didn't) (?:work|happen|help|improve|scale)|"
                    r"\b(?:throughput|tokens?/s|speed)\b[^.]{0,40}?\b(?:does not|doesn't|did not|didn't|never|won'?t) (?:scale|increase|grow|improve)\b|"
-                   r"\bdoes(?: not|n't) scale with (?:concurrency|concurrent|more (?:requests|users|clients|parallel))", re.I)
+                   r"\bdoes(?: not|n't) scale with (?:concurrency|concurrent|more (?:requests|users|clients|parallel))|"
+                   # a cap on how many run at once, said of the requests ("the request only capped at the --parallel n")
+                   r"\b(?:requests?|concurren(?:cy|t requests?))\b[^.]{0,30}?\b(?:only |always |never (?:gets? )?(?:past|above) )?capped at\b", re.I)
 AT_ONCE = re.compile(r"\bonly (\d+) (?:(?:requests?|reqs?|sequences?|seqs?|of them) )?(?:are |get |is )?(?:running|run|processed|served|scheduled|batched)"
                      r"(?: at once| at a time| concurrently| in parallel| together)?", re.I)
 # more GPUs slower than fewer: tensor parallelism's all-reduce every layer, over PCIe when there is no NVLink
 TP_SLOWER = re.compile(r"(?:\btensor[ _-]?parallel\w*|\bTP\s?=?\s?[2-9]\b|\bmulti(?:ple)?[ -]GPUs?\b|\b(?:[2-8]|two|four|eight) (?:GPUs|cards)\b)"
-                       r"[^.]{0,80}?\b(?:slower|no faster|not faster|worse|(?:does not|doesn't|did not|didn't) (?:speed|help|improve|scale))\b", re.I)
+                       r"[^.]{0,80}?\b(?:slower|no faster|not faster|worse|(?:does not|doesn't|did not|didn't) (?:speed|help|improve|scale)|"
+                       # "tp2 latency is greater than tp1": the latency itself said larger
+                       r"(?:latency|TTFT|ITL|TPOT|time)\s(?:is\s|was\s|gets\s|got\s)?(?:greater|higher|larger|longer|bigger)\s(?:than)?)", re.I)
 # ... or no faster: "setting this to 1 or 8 doesn't change performance much", "the same throughput with TP 8" (said with
 # several GPUs in the sentence)
 NO_GAIN = re.compile(r"\b(?:does not|doesn't|did not|didn't|won't|does|did)(?: not)? (?:really )?change (?:the )?(?:performance|throughput|speed)\b|"
@@ -198,6 +206,10 @@ LINK_SLOW = re.compile(r"\bnot supported on more than two PCIe-only GPUs\b|\bcus
                        r"\b(?:P2P|peer[ -]to[ -]peer|peer access)\b[^.]{0,30}?\b(?:(?:is |are )?not (?:supported|available|enabled|possible)|"
                        r"(?:is |are )?disabled|unsupported|unavailable)\b|"
                        r"\b(?:no|without|lacks?|lacking) NVLink\b|\bPCIe[- ]only\b|"
+                       # NCCL's network transport said to be TCP where RDMA was meant ("NCCL falling back to Socket transport
+                       # instead of InfiniBand"): its NET/Socket against NET/IB
+                       r"\b(?:fall(?:s|ing)?|fell) back to (?:the )?(?:TCP )?(?:sockets?|Ethernet|NET/Socket)\b|"
+                       r"\b(?:sockets?|TCP|Ethernet|NET/Socket)(?: transport)? instead of (?:the )?(?:IB|InfiniBand|RoCE|RDMA|EFA|NET/IB)\b|"
                        # nvidia-smi topo -m's NODE and SYS: the path crosses the host bridges or the sockets' interconnect
                        r"\b(?:on |in )?different (?:PCIe )?(?:root[ -]complex(?:es)?|root ports?|host bridges|CPU sockets|sockets|NUMA nodes)\b|"
                        r"\bacross (?:the )?(?:PCIe )?(?:host bridges|root[ -]complex(?:es)?|CPU sockets|NUMA nodes|QPI|UPI)\b|\bcross[- ]socket\b", re.I)
@@ -317,7 +329,7 @@ def statements(source: str, text: str) -> list[PerfStatement]:
         out += _tp_slower(sentence)
         if len(out) >= MAX_STATEMENTS:
             break
-    return _repeated_cache_misses(source, text) + _cap_sweep(source, text) + _latency_spread(source, text) + out
+    return _repeated_cache_misses(source, text) + _cap_sweep(source, text) + _latency_spread(source, text) + _share_runs(source, text) + out
 
 
 def _stated_part(text: str) -> str | None:
@@ -410,8 +422,8 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "ms/tok", "throttl", "slowdown", "clock", "power", "thermal", "overheat", "cpu",
                  "core", "pegg", "gil", "overhead", "bottleneck", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
-                 "concurrent", "simultaneous", "wait",
-                 "tp=", "tp ", "multi", "idle", "unused", "only use", "only utili", "only gpu", "only one", "only runs", "nodes", "machines", "x the", "through put", "throughput", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
+                 "concurrent", "simultaneous", "wait", "capped at",
+                 "tp=", "tp ", "tp2", "tp4", "tp8", "multi", "idle", "unused", "only use", "only utili", "only gpu", "only one", "only runs", "nodes", "machines", "x the", "through put", "throughput", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
                  "memory-fraction", "cache_max_entry", "cache-max-entry", "free_gpu_mem", "memory_utili", "memory-utili", "memory utili", "offload_gb", "offload-gb", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce", "root complex", "root-complex", "host bridge", "socket", "numa",
                  "change", "same ", "similar ", "low-power", "low power", "stuck", "offline", "`llm`", "llm class", ".generate", "no better", "no higher", "no speed", "no gain")
 _TERMS, _STAT = pf.compile_groups(TERM_LITERALS), pf.compile_groups(stat_lines.LOWER_LITERALS)
@@ -590,6 +602,37 @@ def _cap_sweep(source: str, text: str) -> list[PerfStatement]:
     return []
 
 
+# a run's outcome at the end of its line in a list of experiments ("... --gpu-memory-utilization 0.941 ... - Crash",
+# "... 0.9 ... - No Crash")
+RUN_OK = re.compile(r"\b(?:no|without)\s(?:crash(?:es)?|OOMs?)\b|\b(?:works?|fine|ok|passe[sd]|stable)\s*\W*$", re.I)
+RUN_FAILED = re.compile(r"\b(?:crash(?:es|ed)?|OOMs?|out[ -]of[ -]memory)\b", re.I)
+
+
+def _share_runs(source: str, text: str) -> list[PerfStatement]:
+    """Runs listed one a line with the engine's memory share and their outcome, where a run at a higher share
+    crashed and one at a lower share did not: the share leaves no headroom for the peak (measures as a cure
+    statement gives them: the share it failed at and the one that held)."""
+    failed: list[tuple[float, int, str]] = []
+    held: list[float] = []
+    for no, raw in enumerate(text.splitlines(), 1):
+        name = CURE_SHARE.search(raw)
+        value = SHARE_VALUE.search(raw, name.end(), name.end() + 30) if name else None
+        if value is None:
+            continue
+        share = _number(value.group(2))
+        if RUN_OK.search(raw):
+            held.append(share)
+        elif RUN_FAILED.search(raw):
+            failed.append((share, no, " ".join(raw.split())))
+    lower = [h for h in held if failed and h < max(failed)[0]]
+    if not lower:
+        return []
+    share, no, line = max(failed)
+    said = f"{line} (held at {max(lower):g})"
+    return [PerfStatement("perf.memory_overcommitted", f"{source}:{no}", said[:300],
+                          {"oom_cured": 1.0, "memory_share": share, "cured_share": max(lower)})]
+
+
 def _latency_spread(source: str, text: str) -> list[PerfStatement]:
     """A markdown table whose TTFT or inter-token latency column holds a row SPREAD times another's: the
     same measure on the same hardware, so the fast row shows what the hardware gives and the slow one is
@@ -608,6 +651,11 @@ def _latency_spread(source: str, text: str) -> list[PerfStatement]:
             continue
         swept = any(SWEEP_COLUMN.search(h) or CAP_COLUMN.search(h) for h in header)  # rows at other loads: no regression
         for col, name in enumerate(header):
+            if not swept and DECODE_RATE.search(name) and not PREFILL_WORDS.search(name) and (slow := _rate_spread(rows, col)):
+                said = f"{name} {slow[1][col]} ({slow[1][0]}) against {slow[2][col]} ({slow[2][0]}): {slow[3]:.1f}x"
+                out.append(PerfStatement("perf.high_latency", f"{source}:{slow[0]}", said[:300],
+                                         {"latency_ratio": round(slow[3], 2), "itl_s": round(1 / slow[4], 6)}))
+                break
             if swept or not (TTFT.search(name) or ITL.search(name)):
                 continue
             timed = [(_seconds(d), no, r) for no, r in rows if col < len(r) and (d := DURATION.search(r[col]))]
@@ -622,18 +670,34 @@ def _latency_spread(source: str, text: str) -> list[PerfStatement]:
     return out
 
 
+# a column of one request's decode speed (a table's "decode rate", "generation speed", "decode tok/s")
+DECODE_RATE = re.compile(r"\b(?:decode|decoding|generation|eval) (?:rate|speed|tok(?:en)?s?/s|t/s)\b", re.I)
+
+
+def _rate_spread(rows: list[tuple[int, list[str]]], col: int) -> tuple[int, list[str], list[str], float, float] | None:
+    """The slowest row of a decode-speed column when the fastest is SPREAD times it: (its line, its cells, the
+    fastest row's cells, the ratio, the slow speed in tokens/s)."""
+    rated = [(_number(m.group("tps")), no, r) for no, r in rows if col < len(r) and (m := SPEED.search(r[col]))]
+    if len(rated) < 2:
+        return None
+    (slow, at, low), (fast, _, high) = min(rated, key=lambda t: t[0]), max(rated, key=lambda t: t[0])
+    return (at, low, high, fast / slow, slow) if slow > 0 and fast >= SPREAD * slow else None
+
+
 def _latency(s: _Sentence) -> PerfStatement | None:
     measures: dict[str, float] = {}
     stated = False
-    for m in SPEED.finditer(s.text):  # a decode speed said low: its inter-token latency
-        if SPEED_LOW.search(s.text[max(0, m.start() - 40):m.start()]) and not PREFILL_WORDS.search(s.text[max(0, m.start() - 40):m.end() + 15]):
+    for m in SPEED.finditer(s.text):  # a decode speed said low (or against a faster one of the same run): its inter-token latency
+        if (SPEED_LOW.search(s.text[max(0, m.start() - 40):m.start()]) or _slower_than(s.text, m)) and not PREFILL_WORDS.search(
+                s.text[max(0, m.start() - 40):m.end() + 15]):
             tps = _number(m.group("tps"))
             if tps > 0:
                 measures["itl_s"] = max(measures.get("itl_s", 0.0), round(1 / tps, 6))
     if (t := TIME_FOR_TOKENS.search(s.text)) is not None:
-        secs = _number(t.group("s") or t.group("s2")) * (60 if (t.group("unit") or t.group("unit2")).lower().startswith("m") else 1)
-        tokens = int(t.group("n") or t.group("n2"))
-        if tokens > 1:
+        secs = _number(t.group("s") or t.group("s2") or t.group("s3")) * (
+            60 if (t.group("unit") or t.group("unit2") or t.group("unit3")).lower().startswith("m") else 1)
+        tokens = int(t.group("n") or t.group("n2") or 1)
+        if tokens > 1 or t.group("s3"):
             measures["itl_s"] = max(measures.get("itl_s", 0.0), round(secs / tokens, 6))
     for name, rx in (("ttft_s", TTFT), ("itl_s", ITL)):
         term = rx.search(s.text)
@@ -645,6 +709,19 @@ def _latency(s: _Sentence) -> PerfStatement | None:
         else:
             stated = stated or bool(LATENCY_HIGH.search(s.text))
     return _statement("perf.high_latency", s, measures) if measures or stated else None
+
+
+# two decode speeds set against each other ("5 t/s vs 36 t/s"), in a sentence that says one is the slow one
+VERSUS = re.compile(r"\s?(?:vs\.?|versus|against|compared (?:to|with)|instead of|rather than)\s(?:~|about\s|around\s)?", re.I)
+SLOWER = re.compile(r"\b(?:slow\w*|drops?|dropped|falls?|fell|collaps\w*|degrad\w*|regress\w*|stall\w*)\b", re.I)
+
+
+def _slower_than(text: str, m: re.Match[str]) -> bool:
+    """The speed is set against one SPREAD times faster ("5 t/s vs 36 t/s", "7.7 tok/s instead of 59.4 tok/s") in a
+    sentence that calls it slower: the same measure, so the fast figure is what the hardware gives."""
+    versus = VERSUS.match(text, m.end())
+    other = SPEED.match(text, versus.end()) if versus else None
+    return bool(other and SLOWER.search(text) and _number(other.group("tps")) >= SPREAD * _number(m.group("tps")))
 
 
 def _seconds(m: re.Match[str]) -> float:
@@ -855,7 +932,7 @@ def _metrics(found: list[PerfStatement], engine: str) -> MetricsFacts | None:
                 if name in x:
                     v[name] = v[f"{name}_max"] = x[name]
                     raw[name] = said
-            if "preemptions" in x:
+            if "preemptions" in x and x["preemptions"] > v.get("preemptions_total", -1.0):  # the most of several rows
                 v["preemptions_total"] = x["preemptions"]
                 raw["preemptions_total"] = said
         elif st.code == "perf.high_latency":

@@ -58,7 +58,7 @@ from llm_doctor.logparse.lines import LineNumbers
 _BENCH_LABELS = (" (ms):", "(req/s):", "(tok/s):", "Concurrency:", "concurrency:", "request rate:", "Request rate:", "configured (RPS):")
 LITERALS = (
     "Avg prompt throughput", "GPU KV cache usage:", "Decode batch", "Prefill batch", "time_per_token=", "eval time",
-    "memory.required", "benchmark_serving", "bench serve", "bench_serving", "kv cache rm [", "--request-rate", "--request_rate",
+    "memory.required", "benchmark_serving", "bench serve", "bench_serving", "kv cache rm [", "kv cache rm - [", "tokens in cache)", ": in cache: ", "--request-rate", "--request_rate",
     "--max-concurrency", "--max_concurrency", "Engine (running/waiting):", *_BENCH_LABELS, *sorted({label.lower() for label in _BENCH_LABELS} - set(_BENCH_LABELS)),
 )
 LOWER_LITERALS = tuple(sorted({lit.lower() for lit in LITERALS}))  # for text searched lower-cased (perf_prose)
@@ -119,7 +119,14 @@ _LLAMACPP = re.compile(r"(?P<prompt>prompt )?eval time\s*=\s*[\d.]+ ms /\s*(?P<n
 # llama-server (tools/server/server.cpp): "kv cache rm [%d, end)" with n_past, the prompt tokens kept from the slot's
 # cache, then again per prompt chunk; older builds: "kv cache rm [p0, end) | ... id_task=7 p0=0". A task's first one
 # says whether its prompt reused a cached prefix
-_KV_RM = re.compile(r"kv cache rm \[(?:(?P<at>\d+)|p0), end\)")
+# ... and the builds of late 2023 (examples/server/server.cpp): "slot %d : kv cache rm - [%d, end)", after "slot %d : in
+# cache: %i tokens | to process: %i tokens" only when the request asked for the prompt cache (cache_prompt), and
+# "slot %d released (%d tokens in cache)" when a task ends: a slot that held tokens and evaluates its next prompt
+# from 0 without that line dropped its cache
+_KV_RM = re.compile(r"kv cache rm (?:- )?\[(?:(?P<at>\d+)|p0), end\)")
+_SLOT_RM = re.compile(r"\bslot (?P<slot>\d+) : kv cache rm - \[(?P<at>\d+), end\)")
+_SLOT_IN_CACHE = re.compile(r"\bslot (?P<slot>\d+) : in cache: \d+ tokens \| to process")
+_SLOT_RELEASED = re.compile(r"\bslot (?P<slot>\d+) released \((?P<n>\d+) tokens in cache\)")
 _TASK = re.compile(r"\btask (\d+)\b|\bid_task=(\d+)")
 _P0 = re.compile(r"\bp0=(\d+)")
 REPEAT_MIN = 64  # prompt tokens: a prompt this long evaluated again at the same length is the same prompt again
@@ -211,6 +218,10 @@ class StatLines:
     prompt_reused: int = 0  # ... and those that kept a cached prefix
     prompt_repeat: int = 0  # prompts evaluated from scratch at the same length as the one before (>= REPEAT_MIN tokens)
     fresh_where: str = ""
+    prompt_dropped: int = 0  # ... of them, prompts a slot evaluated from 0 without the prompt cache while holding cached tokens
+    dropped_where: str = ""
+    slot_cached: dict[str, int] = field(default_factory=dict)  # tokens each slot held when its last task ended
+    cache_asked: str = ""  # the slot whose current task asked for the prompt cache ("in cache: ... | to process")
     # SGLang's decode line says whether the batch ran its captured CUDA graph ("cuda graph: False": a batch
     # above --cuda-graph-max-bs, or graphs off, decodes eager); counts, the largest eager batch, its line
     graph_off: int = 0
@@ -367,8 +378,10 @@ class StatLines:
             self._sglang(text, quote)
         elif "time_per_token=" in text or "queue_time=" in text:
             self._tgi(text, where)
-        elif "kv cache rm [" in text:
+        elif "kv cache rm [" in text or "kv cache rm - [" in text:
             self._kv_rm(text, where)
+        elif "tokens in cache)" in text or ": in cache: " in text:
+            self._slot(text)
         elif "eval time" in text:
             self._llamacpp(text, where)
         elif "memory.required" in text:
@@ -454,6 +467,20 @@ class StatLines:
             self.fresh_where = self.fresh_where or f"{where}: {text[:300]}"
         else:
             self.prompt_reused += 1
+        if (old := _SLOT_RM.search(text)) is not None:
+            slot, asked = old.group("slot"), self.cache_asked == old.group("slot")
+            held = self.slot_cached.pop(slot, 0)
+            if self.last_fresh and held and not asked:
+                self.prompt_dropped += 1
+                self.dropped_where = self.dropped_where or f"{where}: {text[:300]} (the slot held {held} tokens)"
+            self.cache_asked = ""
+
+    def _slot(self, text: str) -> None:
+        """A late-2023 llama-server slot's cache: what it held when its task ended, and whether the next task asked for it."""
+        if (released := _SLOT_RELEASED.search(text)) is not None:
+            self.slot_cached[released.group("slot")] = int(released.group("n"))
+        elif (asked := _SLOT_IN_CACHE.search(text)) is not None:
+            self.cache_asked = asked.group("slot")
 
     def _llamacpp(self, text: str, where: str) -> None:
         m = _LLAMACPP.search(text)
@@ -548,8 +575,8 @@ class StatLines:
         if offset:
             other.shift(offset)
         for name in ("samples", "kv_samples", "kv_full", "queued", "pressed", "capped", "preemptions", "gen_sum", "gen_n",
-                     "itl_sum", "itl_n", "queue_sum", "queue_n", "prompt_fresh", "prompt_reused", "prompt_repeat", "graph_off", "graph_on",
-                     "seen", "unread"):
+                     "itl_sum", "itl_n", "queue_sum", "queue_n", "prompt_fresh", "prompt_reused", "prompt_repeat", "prompt_dropped", "graph_off",
+                     "graph_on", "seen", "unread"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for name in ("kv_max", "waiting_max", "running_max", "swapped_max", "gen_max", "prompt_max"):
             setattr(self, name, max(getattr(self, name), getattr(other, name)))
@@ -565,6 +592,7 @@ class StatLines:
         if other.offload:
             self.offload, self.offload_where = other.offload, other.offload_where
         self.fresh_where = self.fresh_where or other.fresh_where
+        self.dropped_where = self.dropped_where or other.dropped_where
         if other.graph_off_where and (other.graph_off_running_max > self.graph_off_running_max or not self.graph_off_where):
             self.graph_off_running_max, self.graph_off_where = other.graph_off_running_max, other.graph_off_where
 
@@ -576,6 +604,7 @@ class StatLines:
         self.bench_where = {k: _shift(w, offset) for k, w in self.bench_where.items()}
         self.offload_where = _shift(self.offload_where, offset)
         self.fresh_where = _shift(self.fresh_where, offset)
+        self.dropped_where = _shift(self.dropped_where, offset)
         self.graph_off_where = _shift(self.graph_off_where, offset)
 
     def snapshot(self) -> Sample | None:
@@ -629,6 +658,9 @@ class StatLines:
             v.update(prompt_fresh=self.prompt_fresh, prompt_reused=self.prompt_reused, prompt_repeat=self.prompt_repeat)
             if self.fresh_where:
                 raw["prompt_fresh"] = self.fresh_where
+            if self.prompt_dropped:
+                v["prompt_dropped"] = self.prompt_dropped
+                raw["prompt_dropped"] = self.dropped_where
         if self.offload_where:
             raw["offload"] = self.offload_where
         if self.graph_off:
