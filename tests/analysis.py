@@ -35,3 +35,23 @@ def assert_rank_one(tmp_path: Path, name: str, lines: list[str], code: str, evid
     assert any(evidence in line for line in top.evidence), top.evidence
     if command is not None:
         assert top.fixes[0].command == command, [f.command for f in top.fixes]
+
+
+def scenario(tmp_path: Path, **files: str) -> list[Finding]:
+    """The ranked findings of the files analysed together (name -> text; `_` in a name stands for `.`)."""
+    paths = []
+    for name, text in files.items():
+        path = tmp_path / name.replace("_", ".")
+        path.write_text(text)
+        paths.append(str(path))
+    facts = load_paths(paths, Deadline(30))
+    return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts).findings
+
+
+def codes(found: list[Finding]) -> list[str]:
+    return [f.code for f in found]
+
+
+def only(found: list[Finding], code: str) -> Finding:
+    (f,) = [f for f in found if f.code == code]
+    return f

@@ -3,13 +3,9 @@ as `llm-doctor analyze a b c` reads them: the code, the number it rests on and t
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from llm_doctor.collect.files import load_paths
-from llm_doctor.engine import Deadline, load_checks, run_checks, select
-from llm_doctor.findings import STATEMENT, Finding
+from llm_doctor.findings import STATEMENT
 from llm_doctor.logparse import perf_prose
-from llm_doctor.report import build_report
+from tests.analysis import codes, only, scenario
 
 # vllm-project/vllm#26876 (corpus j020): the OOM during inference and the launch command beside it
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 232.00 MiB. GPU 0 has a total capacity of 23.57 GiB "
@@ -17,26 +13,6 @@ OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 232.00 MiB
        "memory 22.88 GiB is allocated by PyTorch, and 188.29 MiB is reserved by PyTorch but unallocated.\n")
 LAUNCH = ("python3 -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-VL-4B-Instruct --max-model-len 32768 "
           "--tensor-parallel-size 1 --gpu-memory-utilization {share} --dtype float16 --port 7001\n")
-
-
-def scenario(tmp_path: Path, **files: str) -> list[Finding]:
-    """The ranked findings of the files analysed together (name -> text; `_` in a name stands for `.`)."""
-    paths = []
-    for name, text in files.items():
-        path = tmp_path / name.replace("_", ".")
-        path.write_text(text)
-        paths.append(str(path))
-    facts = load_paths(paths, Deadline(30))
-    return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts).findings
-
-
-def codes(found: list[Finding]) -> list[str]:
-    return [f.code for f in found]
-
-
-def only(found: list[Finding], code: str) -> Finding:
-    (f,) = [f for f in found if f.code == code]
-    return f
 
 
 def test_an_oom_with_a_high_share_is_the_oom_first_and_the_share_beside_it(tmp_path):

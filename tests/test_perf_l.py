@@ -4,34 +4,8 @@ the number it rests on and the fix value."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from llm_doctor.collect.files import load_paths
-from llm_doctor.engine import Deadline, load_checks, run_checks, select
-from llm_doctor.findings import Finding
 from llm_doctor.logparse import nvidia_smi, perf_prose
-from llm_doctor.report import build_report
-
-
-def scenario(tmp_path: Path, **files: str) -> list[Finding]:
-    """The ranked findings of the files analysed together (name -> text; `_` in a name stands for `.`)."""
-    paths = []
-    for name, text in files.items():
-        path = tmp_path / name.replace("_", ".")
-        path.write_text(text)
-        paths.append(str(path))
-    facts = load_paths(paths, Deadline(30))
-    return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts).findings
-
-
-def codes(found: list[Finding]) -> list[str]:
-    return [f.code for f in found]
-
-
-def only(found: list[Finding], code: str) -> Finding:
-    (f,) = [f for f in found if f.code == code]
-    return f
-
+from tests.analysis import codes, only, scenario
 
 # hasso5703/dgx-spark-qwen38#8: `nvidia-smi --query-gpu=timestamp,clocks.sm,utilization.gpu --format=csv,noheader -lms 500`
 CLOCKS = """2026/08/30 13:52:26.441, 2223 MHz, 0 %
