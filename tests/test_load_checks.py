@@ -173,3 +173,26 @@ def test_a_404_on_v1_embeddings_is_not_model_not_found(tmp_path) -> None:
     assert codes[0] == "access.protocol_mismatch", codes
     log.write_text('INFO:     127.0.0.1:53422 - "POST /v1/chat/completions HTTP/1.1" 404 Not Found\n')
     assert findings_of(log)[0].code == "access.model_not_found"
+
+
+# Ollama 0.11.3's GPU discovery as a journal shows it (discover/gpu.go: each libcuda found is tried in turn, a failed cuInit
+# logged and the next one tried; types.go logs the result as "inference compute")
+OLLAMA_PROBE = ('time=2025-09-01T16:44:15.156Z level=WARN source=gpu.go:605 msg="unknown error initializing cuda driver library '
+                '/usr/lib/x86_64-linux-gnu/libcuda.so.575.64.03: cuda driver library init failure: 999. see '
+                'https://github.com/ollama/ollama/blob/main/docs/troubleshooting.md for more information"\n')
+
+
+@pytest.mark.parametrize(("after", "code"), [
+    # no library worked: Ollama serves on the CPU
+    ('time=2025-09-01T16:44:15.158Z level=INFO source=gpu.go:377 msg="no compatible GPUs were discovered"\n'
+     'time=2025-09-01T16:44:15.158Z level=INFO source=types.go:130 msg="inference compute" id=0 library=cpu variant="" compute="" '
+     'driver=0.0 name="" total="31.0 GiB" available="17.0 GiB"\n', "load.gpu_not_visible"),
+    # another libcuda worked: the GPU is in use, nothing failed
+    ('time=2025-09-01T16:44:15.301Z level=INFO source=types.go:130 msg="inference compute" id=GPU-5a3f2c1e library=cuda variant=v12 '
+     'compute=8.6 driver=12.9 name="NVIDIA GeForce RTX 3090" total="23.6 GiB" available="23.3 GiB"\n', None),
+])
+def test_a_cuda_library_ollama_could_not_init_is_a_failure_only_if_no_gpu_followed(tmp_path: Path, after: str, code: str | None) -> None:
+    log = tmp_path / "ollama.log"
+    log.write_text(OLLAMA_PROBE + after)
+    found = findings_of(log)
+    assert [f.code for f in found][:1] == ([code] if code else [])

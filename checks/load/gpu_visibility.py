@@ -22,6 +22,10 @@ def gpu_visibility(facts: Facts, log: LogView) -> Outcome:
     found = log.events("gpu_not_visible", "device_ordinal")
     if not found:
         return Outcome(detail="no missing-GPU error in the log")
+    if log.logs.setup.gpu_found and all(e.kind == "gpu_not_visible" and not e.fatal for e in found):
+        # Ollama tries each libcuda it finds (discover/gpu.go) and logs a failed cuInit at INFO: one that fails before another
+        # that works is no failure
+        return Outcome(detail="a CUDA library failed to initialise, but the engine then found a GPU with another one")
     evidence = le.evidence(found) + log.earlier_runs()
     ordinal = all(e.kind == "device_ordinal" for e in found)
     fixes = [

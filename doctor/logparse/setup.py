@@ -36,6 +36,9 @@ _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("gpu_name", re.compile(r"Your (?P<v>(?:NVIDIA )?[\w .-]+?) GPU has compute capability")),
     ("gpu_name", re.compile(r"GPU models and configuration: GPU 0: (?P<v>[\w .-]+?)(?: \(UUID.*)?$")),
     ("gpu_count", re.compile(r"ggml_cuda_init: found (?P<v>\d+) (?:CUDA|ROCm) devices")),
+    # Ollama's discovery result (discover/types.go LogDetails, v0.3-v0.12: msg="inference compute" id=GPU-... library=cuda ...),
+    # one line per GPU it will use: it found one, whatever library it tried before
+    ("gpu_found", re.compile(r"msg=\W?inference compute\W? id=\S+ library=(?:cuda|rocm)\b")),
     ("visible_devices", re.compile(r"CUDA_VISIBLE_DEVICES=(?P<v>[\d,]+)")),
     ("smi_used_mib", re.compile(r"\|\s+(?P<v>\d+)MiB /\s+(?P<total>\d+)MiB \|")),
     ("smi_process", re.compile(r"^\|\s+(?P<gpu>\d+)\s+(?:N/A\s+N/A\s+)?(?P<pid>\d+)\s+[CG]\S*\s+\S.*?\s(?P<v>\d+)MiB\s*\|")),
@@ -156,7 +159,7 @@ def extract(text: str) -> list[tuple[str, object, dict[str, object]]]:
             continue
         groups = {k: v for k, v in m.groupdict().items() if v is not None}
         raw = groups.pop("v", None) or groups.pop("v2", None)
-        if field in ("cuda_graphs", "sse_done", "sse_chunks", "stream_read"):
+        if field in ("cuda_graphs", "sse_done", "sse_chunks", "stream_read", "gpu_found"):
             out.append((field, True, {}))
             continue
         if raw is None:
