@@ -66,3 +66,12 @@ def test_kv_cache_beside_the_weights_is_runtime(tmp_path) -> None:
 ])
 def test_loader_messages_are_the_weights(tmp_path, name: str, line: str, command: str | None) -> None:
     assert_rank_one(tmp_path, name, [line], "load.weights_oom", "phase: weights", command)
+
+
+def test_a_process_short_of_the_card_is_not_the_weights(tmp_path) -> None:
+    """The same split on a 23.65 GiB card the process holds only 14.86 GiB of: other processes hold the rest
+    (load.gpu_memory_occupied leads) and the numbers place nothing: runtime before the weights."""
+    oom = _oom("23.65 GiB", "14.86 GiB", "336.00 MiB", "0 bytes")
+    found = findings_of(written(tmp_path, f"{TURBOMIND[0]}\n{oom}\n"))
+    assert [f.code for f in found[:3]] == ["load.gpu_memory_occupied", "load.runtime_oom", "load.weights_oom"]
+    assert "8.76 GiB of 23.65 GiB is held by other processes (this process: 14.86 GiB)" in found[0].evidence

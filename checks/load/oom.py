@@ -167,6 +167,7 @@ SMALLEST_WEIGHT_SHARE = 1 / 1024
 # X memory in use. Of the allocated memory Y is allocated by PyTorch, and Z is reserved by PyTorch but unallocated."
 _TORCH_HELD = re.compile(r"Of the allocated memory (?P<allocated>[\d.]+ ?(?:[KMGT]i?B|bytes)) is allocated by PyTorch"
                          r"(?:, and (?P<reserved>[\d.]+ ?(?:[KMGT]i?B|bytes)) is reserved by PyTorch but unallocated)?", re.I)
+FILLS_CARD = 0.9  # the process itself holds nine tenths of the card or more: nothing else is what ran it out
 _UNIT_GIB = {"b": 1 / 1024**3, "k": 1 / 1024**2, "m": 1 / 1024, "g": 1.0, "t": 1024.0}
 
 
@@ -182,9 +183,10 @@ def _weights_outside_torch(facts: Facts, e) -> str:
     """The process's memory held outside PyTorch's allocator, of the weights' size, as evidence, or "".
     A PyTorch engine's weights, KV cache and activations are all PyTorch tensors; an engine with its own
     allocator (LMDeploy's TurboMind deviceMalloc, TensorRT's engine deserialization) holds the weights
-    outside it. PyTorch holding less than half the weight shard while the rest of the process holds at
-    least half of it and no more than the weights take at load (WEIGHTS_MARGIN x the shard and a CUDA
-    context) is the weights filling the card before any KV cache: a KV cache would hold more."""
+    outside it. The process filling the card (FILLS_CARD), PyTorch holding less than half the weight shard
+    and the rest of the process at least half of it and no more than the weights take at load
+    (WEIGHTS_MARGIN x the shard and a CUDA context) is the weights filling the card before any KV cache:
+    a KV cache would hold more."""
     from llm_doctor import memory
 
     held, total = e.values.get("this_process"), e.values.get("total") or le.gpu_total_gib(facts)
@@ -200,10 +202,12 @@ def _weights_outside_torch(facts: Facts, e) -> str:
         return ""
     torch_held = _gib(found["allocated"]) + _gib(found["reserved"])
     outside = held - torch_held
+    if not isinstance(total, (int, float)) or held < FILLS_CARD * total:
+        return ""  # the process does not fill the card: what else holds it is load.gpu_memory_occupied's question
     if not (torch_held < shard / 2 and shard / 2 <= outside <= WEIGHTS_MARGIN * shard + CUDA_CONTEXT_GIB):
         return ""
-    card = f" of the {total:g} GiB GPU" if isinstance(total, (int, float)) else ""
-    return (f"the process held {held:g} GiB{card}, {outside:.2f} GiB of it outside PyTorch ({torch_held * 1024:.0f} MiB in PyTorch): "
+    return (f"the process held {held:g} GiB of the {total:g} GiB GPU, {outside:.2f} GiB of it outside PyTorch "
+            f"({torch_held * 1024:.0f} MiB in PyTorch): "
             f"the size of its {shard:.1f} GiB weight shard ({model.name}), loaded by the engine's own allocator")
 
 
