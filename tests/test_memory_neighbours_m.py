@@ -75,3 +75,12 @@ def test_a_process_short_of_the_card_is_not_the_weights(tmp_path) -> None:
     found = findings_of(written(tmp_path, f"{TURBOMIND[0]}\n{oom}\n"))
     assert [f.code for f in found[:3]] == ["load.gpu_memory_occupied", "load.runtime_oom", "load.weights_oom"]
     assert "8.76 GiB of 23.65 GiB is held by other processes (this process: 14.86 GiB)" in found[0].evidence
+
+
+def test_exllamav2_fixes_are_its_loaders(tmp_path) -> None:
+    """ExLlamaV2 has no tensor-parallel flag: the fixes are its loader's gpu_split, a shorter cache, fewer bits."""
+    found = findings_of(written(tmp_path, "RuntimeError: Insufficient VRAM for model and cache\n"))
+    whats = [f.summary for f in found[0].fixes]
+    assert whats[0].startswith("Give the loader more GPU memory: a gpu_split")
+    assert whats[1].startswith("Or a smaller cache: a lower max_seq_len")
+    assert all(f.command is None for f in found[0].fixes)

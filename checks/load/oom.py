@@ -290,6 +290,9 @@ def _weights(facts: Facts, log: LogView, e, alternative: bool = False) -> Findin
     evidence = le.evidence([e]) + _numbers(e) + [f"{phase}, tensor_parallel_size {tp}"] + log.earlier_runs()
     fixes: list[Fix] = []
     engine = _engine(facts, e)
+    if engine == "exllamav2":
+        return Finding("load.weights_oom", "the model weights do not fit the GPU memory", evidence, _exllamav2_fixes(e),
+                       explains=le.CLIENT_SYMPTOMS)
     flag = le.flag(facts, "tp")
     sized = _sized_split(facts, gpus)
     if sized is not None:
@@ -320,6 +323,19 @@ def _weights(facts: Facts, log: LogView, e, alternative: bool = False) -> Findin
         quantize = le.flag(facts, "quant") if engine not in GGML_ENGINES else ""
         fixes.append(Fix("Or load a quantized checkpoint (AWQ/GPTQ/FP8: 2-4x smaller weights)", f"{quantize} fp8" if quantize else None))
     return Finding("load.weights_oom", "the model weights do not fit the GPU memory", evidence, fixes, explains=le.CLIENT_SYMPTOMS)
+
+
+def _exllamav2_fixes(e) -> list[Fix]:
+    """ExLlamaV2 has no tensor-parallel flag: its loader places whole layers on the GPUs of gpu_split (model.py
+    set_device_map) or fills them in turn (load_autosplit_gen), and the cache it builds alongside holds
+    max_seq_len tokens (TabbyAPI: gpu_split / gpu_split_auto, max_seq_len, cache_size in config.yml)."""
+    fixes = [Fix("Give the loader more GPU memory: a gpu_split that adds a GPU, or autosplit over all of them (TabbyAPI: "
+                 "gpu_split_auto: true)")]
+    if "cache" in " ".join(e.lines):
+        fixes.append(Fix("Or a smaller cache: a lower max_seq_len (cache_size) than the model's full context, or a "
+                         "quantized cache (Q4/Q8)"))
+    fixes.append(Fix("Or an EXL2 quant of the model at fewer bits per weight (bpw)"))
+    return fixes
 
 
 def _sized_split(facts: Facts, gpus: int) -> tuple[str, int | None] | None:
