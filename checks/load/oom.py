@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 from llm_doctor import fp8
 from llm_doctor.checks.load import log_events as le
@@ -103,7 +104,7 @@ def _phase(facts: Facts, log: LogView, e, kinds: set[str]) -> str:
         return "loaded"
     if _weights_loaded(facts, e, placed=phase == "weights"):
         return "loaded"
-    if phase == UNPLACED and _weights_too_large(facts, e):
+    if phase == UNPLACED and (_weights_too_large(facts, e) or _weights_outside_torch(facts, e)):
         return "weights"
     return phase
 
@@ -123,7 +124,7 @@ def _shard_never_started(log: LogView, e) -> str:
 
 def _weights_evidence(facts: Facts, log: LogView, e) -> str:
     """Positive evidence found after the OOM or in the numbers that the weights ran out, or ""."""
-    return _shard_never_started(log, e) or _weights_too_large(facts, e)
+    return _shard_never_started(log, e) or _weights_too_large(facts, e) or _weights_outside_torch(facts, e)
 
 
 def _weights_too_large(facts: Facts, e) -> str:
@@ -160,6 +161,54 @@ CUDA_CONTEXT_GIB = 1.0  # a CUDA context with cuBLAS/NCCL workspaces: about 0.5-
 # a load fails on (the one that crosses the limit, picked in proportion to its bytes) holds well over
 # 1/1024 of the card. A smaller failed allocation is an activation, a workspace or a KV block.
 SMALLEST_WEIGHT_SHARE = 1 / 1024
+
+
+# PyTorch's OOM message since 2.1 (c10/cuda/CUDACachingAllocator.cpp): "Including non-PyTorch memory, this process has
+# X memory in use. Of the allocated memory Y is allocated by PyTorch, and Z is reserved by PyTorch but unallocated."
+_TORCH_HELD = re.compile(r"Of the allocated memory (?P<allocated>[\d.]+ ?(?:[KMGT]i?B|bytes)) is allocated by PyTorch"
+                         r"(?:, and (?P<reserved>[\d.]+ ?(?:[KMGT]i?B|bytes)) is reserved by PyTorch but unallocated)?", re.I)
+FILLS_CARD = 0.9  # the process itself holds nine tenths of the card or more: nothing else is what ran it out
+_UNIT_GIB = {"b": 1 / 1024**3, "k": 1 / 1024**2, "m": 1 / 1024, "g": 1.0, "t": 1024.0}
+
+
+def _gib(size: str | None) -> float:
+    """'336.00 MiB' -> GiB; '0 bytes' and None -> 0."""
+    if not size:
+        return 0.0
+    number, unit = re.match(r"([\d.]+) ?(\w)", size).groups()  # type: ignore[union-attr]
+    return float(number) * _UNIT_GIB[unit.lower()]
+
+
+def _weights_outside_torch(facts: Facts, e) -> str:
+    """The process's memory held outside PyTorch's allocator, of the weights' size, as evidence, or "".
+    A PyTorch engine's weights, KV cache and activations are all PyTorch tensors; an engine with its own
+    allocator (LMDeploy's TurboMind deviceMalloc, TensorRT's engine deserialization) holds the weights
+    outside it. The process filling the card (FILLS_CARD), PyTorch holding less than half the weight shard
+    and the rest of the process at least half of it and no more than the weights take at load
+    (WEIGHTS_MARGIN x the shard and a CUDA context) is the weights filling the card before any KV cache:
+    a KV cache would hold more."""
+    from llm_doctor import memory
+
+    held, total = e.values.get("this_process"), e.values.get("total") or le.gpu_total_gib(facts)
+    found = _TORCH_HELD.search(" ".join(e.lines))
+    cfg, model = facts.deployment, _model(facts)
+    if found is None or not isinstance(held, (int, float)) or model is None or cfg is None:
+        return ""
+    if (cfg.quantization or "").lower() not in ("", "none", (model.quant_method or "").lower()):
+        return ""  # online quantization loads the full-precision weights first: the quantized shard says nothing
+    try:
+        shard = memory.weights_bytes_per_gpu(model, cfg) / memory.GIB
+    except (ValueError, TypeError, ZeroDivisionError):
+        return ""
+    torch_held = _gib(found["allocated"]) + _gib(found["reserved"])
+    outside = held - torch_held
+    if not isinstance(total, (int, float)) or held < FILLS_CARD * total:
+        return ""  # the process does not fill the card: what else holds it is load.gpu_memory_occupied's question
+    if not (torch_held < shard / 2 and shard / 2 <= outside <= WEIGHTS_MARGIN * shard + CUDA_CONTEXT_GIB):
+        return ""
+    return (f"the process held {held:g} GiB of the {total:g} GiB GPU, {outside:.2f} GiB of it outside PyTorch "
+            f"({torch_held * 1024:.0f} MiB in PyTorch): "
+            f"the size of its {shard:.1f} GiB weight shard ({model.name}), loaded by the engine's own allocator")
 
 
 def _weights_loaded(facts: Facts, e, placed: bool = False) -> str:
@@ -241,6 +290,9 @@ def _weights(facts: Facts, log: LogView, e, alternative: bool = False) -> Findin
     evidence = le.evidence([e]) + _numbers(e) + [f"{phase}, tensor_parallel_size {tp}"] + log.earlier_runs()
     fixes: list[Fix] = []
     engine = _engine(facts, e)
+    if engine == "exllamav2":
+        return Finding("load.weights_oom", "the model weights do not fit the GPU memory", evidence, _exllamav2_fixes(e),
+                       explains=le.CLIENT_SYMPTOMS)
     flag = le.flag(facts, "tp")
     sized = _sized_split(facts, gpus)
     if sized is not None:
@@ -271,6 +323,19 @@ def _weights(facts: Facts, log: LogView, e, alternative: bool = False) -> Findin
         quantize = le.flag(facts, "quant") if engine not in GGML_ENGINES else ""
         fixes.append(Fix("Or load a quantized checkpoint (AWQ/GPTQ/FP8: 2-4x smaller weights)", f"{quantize} fp8" if quantize else None))
     return Finding("load.weights_oom", "the model weights do not fit the GPU memory", evidence, fixes, explains=le.CLIENT_SYMPTOMS)
+
+
+def _exllamav2_fixes(e) -> list[Fix]:
+    """ExLlamaV2 has no tensor-parallel flag: its loader places whole layers on the GPUs of gpu_split (model.py
+    set_device_map) or fills them in turn (load_autosplit_gen), and the cache it builds alongside holds
+    max_seq_len tokens (TabbyAPI: gpu_split / gpu_split_auto, max_seq_len, cache_size in config.yml)."""
+    fixes = [Fix("Give the loader more GPU memory: a gpu_split that adds a GPU, or autosplit over all of them (TabbyAPI: "
+                 "gpu_split_auto: true)")]
+    if "cache" in " ".join(e.lines):
+        fixes.append(Fix("Or a smaller cache: a lower max_seq_len (cache_size) than the model's full context, or a "
+                         "quantized cache (Q4/Q8)"))
+    fixes.append(Fix("Or an EXL2 quant of the model at fewer bits per weight (bpw)"))
+    return fixes
 
 
 def _sized_split(facts: Facts, gpus: int) -> tuple[str, int | None] | None:

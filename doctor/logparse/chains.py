@@ -209,6 +209,12 @@ PHASE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("profiling", re.compile(r"prefill|\btokens\b|\bbatch|warm ?up|executor|KV ?cache|kv_cache|compute buffer|workspace|"
                              r"activation|cuBLAS", re.I)),
     ("weights", re.compile(r"\bweights?\b|load(?:ing)? (?:the )?model|checkpoint|safetensors|\btensors?\b|\blayers?\b", re.I)),
+    # messages raised only while the weights are placed: TGI's launcher compares the model's weight files with the
+    # free VRAM before any shard starts (launcher/src/main.rs "Not enough VRAM to run the model"); exllamav2's loader
+    # fails placing the modules by their weight footprint (model.py set_device_map "Insufficient space in device
+    # allocation") or loading them one by one in load_autosplit_gen ("Insufficient VRAM for model and cache")
+    ("weights", re.compile(r"Not enough VRAM to run the model|Insufficient VRAM for model and cache|"
+                           r"Insufficient space in device allocation", re.I)),
 )
 
 # A template's symptom word inside another cause's context: (the symptom's kind, the context, the owner kind).
