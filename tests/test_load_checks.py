@@ -196,3 +196,15 @@ def test_a_cuda_library_ollama_could_not_init_is_a_failure_only_if_no_gpu_follow
     log.write_text(OLLAMA_PROBE + after)
     found = findings_of(log)
     assert [f.code for f in found][:1] == ([code] if code else [])
+
+
+def test_tgi_warmup_out_of_kv_room_is_fixed_with_tgis_own_budget(tmp_path: Path) -> None:
+    """TGI 0.9's warmup (server/text_generation_server/models/flash_causal_lm.py) names the budget that did not fit: the
+    fix is TGI's --max-batch-total-tokens below it, never vLLM's flags (corpus y003's line)."""
+    log = tmp_path / "tgi.log"
+    log.write_text("Not enough memory to handle 16000 total tokens with 2 prefill tokens. You need to decrease "
+                   "`--max-batch-total-tokens` or `--max-batch-prefill-tokens`\n")
+    top = findings_of(log)[0]
+    assert (top.code, top.title) == ("load.kv_cache_insufficient", "--max-batch-total-tokens 16000 does not fit the GPU memory next to the weights")
+    assert top.fixes[0].summary.startswith("Lower --max-batch-total-tokens below 16000")
+    assert not any("gpu-memory-utilization" in f.summary for f in top.fixes)

@@ -125,6 +125,13 @@ def _too_small(facts: Facts, log: LogView, found: list) -> Finding:
         gives = "enough" if doubled >= asked else "not enough"
         fixes.append(Fix(f"Or store the KV cache in 8 bits: about {doubled} tokens, {gives} for {asked}", kv_dtype))
     fixes += _more_tp(facts, capacity, asked)
+    if not fixes and "total" in v and le.template_engine(found[-1]) == "tgi":
+        # TGI's warmup (server/.../flash_causal_lm.py) sized the KV cache for --max-batch-total-tokens and ran out: the
+        # launcher's own two budgets, smaller; left unset (TGI 1.0+), the launcher sizes it from the memory left
+        title = f"--max-batch-total-tokens {v['total']} does not fit the GPU memory next to the weights"
+        fixes.append(Fix(f"Lower --max-batch-total-tokens below {v['total']}, or leave it unset (TGI 1.0+ sizes it from the "
+                         "memory the warmup leaves)"))
+        evidence.append(f"TGI's warmup: {v['total']} total tokens with a {v.get('prefill')}-token prefill")
     if not fixes:  # the message gives no numbers (LMDeploy's and TensorRT-LLM's block pools): the engine's two levers
         fixes.append(Fix(f"Give the KV cache a larger share of the GPU memory ({le.flag(facts, 'kv_share')}) "
                          f"or ask for a shorter context ({le.flag(facts, 'ctx')})"))
