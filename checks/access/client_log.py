@@ -51,8 +51,10 @@ MODEL_PATHS = re.compile(r"^/v1/(?:chat/completions|completions|embeddings)\b")
 GENERATION_PATHS = re.compile(r"^/v1/(?:chat/completions|completions)\b")
 # a 404 here says the server has no such API: Anthropic/Responses/Ollama routes, and embeddings,
 # which vLLM serves only for pooling models
-# (Ollama's native routes, server/routes.go: an Ollama client such as Open WebUI's Ollama connection at an OpenAI server)
-OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages|embeddings)\b|^/api/(?:chat|generate|tags|show|embed|embeddings|version|ps|pull)\b")
+# Ollama's native routes (server/routes.go), asked of a server that is not Ollama (vLLM, SGLang, LM Studio): an Ollama
+# connection, such as Open WebUI's, where an OpenAI one belongs
+OLLAMA_NATIVE = re.compile(r"^/api/(?:chat|generate|tags|show|embed|embeddings|version|ps|pull)\b")
+OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages|embeddings)\b|" + OLLAMA_NATIVE.pattern)
 # the generation routes of the engines' own APIs (TGI's and SGLang's /generate and /generate_stream, vLLM's old
 # api_server) and any other /v1 path: asked for with GET too by clients and people trying a server out. A 404 to an
 # API call with a body, whatever its path, is one too: browsers' 404s (/favicon.ico, /) are no failure of the channel.
@@ -448,8 +450,6 @@ def _doubled_finding(base: str, added: str) -> tuple[str, list[Fix]]:
 
 # a line from or to Ollama: its request log (gin), or its default port (envconfig: OLLAMA_HOST 127.0.0.1:11434)
 OLLAMA = re.compile(r"\[GIN\]|:11434\b")
-# Ollama's own API asked of a server that is not Ollama (vLLM, SGLang, LM Studio): an Ollama connection where an OpenAI one belongs
-OLLAMA_NATIVE = re.compile(r"^/api/(?:chat|generate|tags|show|embed|embeddings|version|ps|pull)\b")
 OLLAMA_API_ELSEWHERE = ("the client speaks Ollama's own API (/api/...), which this server does not serve",
                         "Connect the client to this server as an OpenAI-compatible API (base URL http://<host>:<port>/v1), not as Ollama")
 # the routes where Ollama (server/routes.go) answers a model it does not have with 404 "model ... not found"
