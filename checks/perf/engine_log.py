@@ -24,7 +24,7 @@ SAMPLING_SHARE = 0.1
 HEADROOM = 0.92  # the memory fraction a fix raises to at most (perf.kv_cache_metrics keeps the same bound)  # sampling above 10% of a token's time: the sampler, not the model, is the cost
 
 
-@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "ollama_cpu_share", "threads", "sampling_time", "eval_time", "enforce_eager", "graph_capture_truncated"], any_of=("logs", "deployment"), running=True)
+@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "ollama_cpu_share", "threads", "sampling_time", "eval_time", "enforce_eager", "graph_capture_truncated", "graph_capture_decode"], any_of=("logs", "deployment"), running=True)
 def engine_log(facts: Facts, log: LogView | None) -> Outcome:
     """The log shows no KV-cache thrashing, CPU-bound generation or disabled CUDA graphs (a launch command
     alone, no log: its CUDA graph flag)."""
@@ -32,7 +32,7 @@ def engine_log(facts: Facts, log: LogView | None) -> Outcome:
         found = [f for f in (_weights_offloaded(facts), _eager(facts, None)) if f]
         return Outcome(found, "" if found else "the launch command keeps CUDA graphs on")
     findings = [f for f in (_kv_pressure(facts, log), _no_offload(facts, log) or _weights_offloaded(facts), _cpu_bound(facts, log),
-                            _eager(facts, log) or _capture_ceiling(facts, log)) if f]
+                            _eager(facts, log) or _capture_ceiling(facts, log) or _decode_graph_gap(facts, log)) if f]
     return Outcome(findings, "" if findings else "no performance signal in the log")
 
 
@@ -210,6 +210,59 @@ def _capture_ceiling(facts: Facts, log: LogView) -> Finding | None:
     return Finding("perf.eager_mode", f"decode steps of {need} tokens exceed the {ceiling}-token CUDA graph capture ceiling",
                    evidence, [Fix(f"Capture CUDA graphs up to the {need}-token decode step (more graph memory and start-up time)",
                                   f"--max-cudagraph-capture-size {capture_size(need)}")], explains=["perf.high_latency"])
+
+
+# capture sizes the user chose (--cudagraph-capture-sizes, before it --cuda-graph-sizes, -O '{"cudagraph_capture_sizes": [...]}',
+# --max-cudagraph-capture-size): not the default lattice
+CHOSEN_SIZES = re.compile(r"cuda[_-]?graph[_-](?:capture[_-])?sizes|max[_-]cudagraph[_-]capture[_-]size", re.I)
+
+
+def _decode_graph_gap(facts: Facts, log: LogView) -> Finding | None:
+    """vLLM V1 captures FULL graphs for decode batches ("Capturing CUDA graphs (decode, FULL)",
+    GPUModelRunner.capture_model) only for the capture sizes of at most max_num_seqs x (1 +
+    num_speculative_tokens) tokens. The default sizes are the lattice [1, 2, 4], multiples of 8 below 256, of 16
+    above (up to twice that product, at most 512): a max_num_seqs whose decode step is off the lattice leaves the
+    decode batches between the largest captured size and max_num_seqs without a full graph, at the load where
+    decode matters most. Fix: the max_num_seqs whose step is on the lattice."""
+    found = log.events("graph_capture_decode")
+    cfg = fv.maybe_deployment(facts)
+    if not found or cfg is None or not cfg.is_set("max_num_seqs") or not cfg.max_num_seqs:
+        return None
+    options = " ".join(f"{k}={v}" for k, v in cfg.extra.items())
+    if CHOSEN_SIZES.search(options):
+        return None
+    spec = SPEC_TOKENS.search(options)
+    per_request = 1 + (int(spec.group(1)) if spec else 0)
+    seqs = cfg.max_num_seqs
+    need = seqs * per_request
+    if need > CEILING or capture_size(need) == need:
+        return None
+    covered = lattice_below(need)
+    first = covered // per_request + 1
+    above = capture_size(need)
+    evidence = le.evidence(found[-1:]) + [
+        f"max_num_seqs={seqs} ({cfg.sources.get('max_num_seqs', '?')}): full decode graphs are captured for the sizes up to "
+        f"{need} token(s), and the largest on vLLM's capture lattice is {covered}: decode batches of {first}"
+        f"{f'-{seqs}' if seqs > first else ''} request(s) run without a full CUDA graph"]
+    fixes = [Fix(f"Set max_num_seqs to a size vLLM captures ({above // per_request}), so the fullest decode batch has its graph",
+                 f"--max-num-seqs {above // per_request}")] if above % per_request == 0 else []
+    fixes.append(Fix(f"{'Or c' if fixes else 'C'}apture the decode step itself: add {need} to the capture sizes",
+                     f"--cudagraph-capture-sizes {' '.join(str(n) for n in _lattice_upto(covered))} {need}"))
+    return Finding("perf.eager_mode", f"decode batches of {first}{f'-{seqs}' if seqs > first else ''} requests have no captured "
+                   f"CUDA graph (max_num_seqs {seqs} is off vLLM's capture sizes)", evidence, fixes, explains=["perf.high_latency"])
+
+
+CEILING = 512  # vLLM's default max_cudagraph_capture_size (above it "Truncating ..." says the ceiling: _capture_ceiling)
+
+
+def lattice_below(tokens: int) -> int:
+    """The largest size on vLLM's capture lattice that is at most `tokens`."""
+    return max(n for n in _lattice_upto(tokens))
+
+
+def _lattice_upto(tokens: int) -> list[int]:
+    sizes = [n for n in (1, 2, 4) if n <= tokens]
+    return sizes + [n for n in range(8, min(tokens, 255) + 1, 8)] + [n for n in range(256, tokens + 1, 16)]
 
 
 def capture_size(tokens: int) -> int:

@@ -25,10 +25,17 @@ def valid_tp(gpus: int, heads: int | None) -> int:
     return tp
 
 
-@check("perf.parallelism", "perf", codes=["perf.tp_mismatch"], needs=("deployment",))
+@check("perf.parallelism", "perf", codes=["perf.tp_mismatch"], any_of=("deployment", "stated"))
 def parallelism(facts: Facts) -> Outcome:
     """TP x PP uses the GPUs there are, and TP stays inside one node."""
-    cfg = fv.deployment(facts)
+    cfg = fv.maybe_deployment(facts)
+    compared = _compared(facts, cfg.engine if cfg is not None else "")
+    if isinstance(compared, Finding):
+        return Outcome([compared])
+    if cfg is None:
+        if compared is None:
+            raise NotApplicable("no engine config and no benchmark comparing TP sizes")
+        return Outcome(detail=compared)
     if cfg.engine in ("llamacpp", "ollama"):
         raise NotApplicable(f"{cfg.engine} splits layers, it has no tensor parallel size")
     g = facts.gpus if facts.gpus and facts.gpus.available and facts.gpus.gpus else None
@@ -94,6 +101,32 @@ def parallelism(facts: Facts) -> Outcome:
             [Fix(f"Serve {replicas} replicas of TP {smaller} instead of one of TP {tp} (less all-reduce per token)",
                  fv.command(cfg.engine, ("tp", smaller), ("dp", replicas)))])])
     return Outcome(detail=f"TP {tp} x PP {pp} x DP {dp} on {n} GPU(s)")
+
+
+GAIN = 1.15  # the narrower TP serving this much more per GPU: beyond the noise between two benchmark runs
+
+
+def _compared(facts: Facts, engine: str) -> Finding | str | None:
+    """A benchmark table of two TP sizes (doctor/logparse/tp_compare.py): where the narrower one serves GAIN times
+    the throughput per GPU of the wider one, the wider split buys latency with GPUs that replicas of the narrower
+    one would turn into throughput. A detail string when the table shows them even; None without such a table."""
+    said = next((s for s in facts.stated if s.code == "perf.tp_mismatch" and "per_gpu_narrow" in s.measures), None)
+    if said is None:
+        return None
+    x = said.measures
+    wide, narrow = int(x["tp_wide"]), int(x["tp_narrow"])
+    gain = x["per_gpu_narrow"] / x["per_gpu_wide"] if x["per_gpu_wide"] else 0.0
+    if gain < GAIN:
+        return f"TP {narrow} serves {gain:.2f}x the throughput per GPU of TP {wide} (benchmark table): the wider split pays its way"
+    replicas = max(2, wide // narrow)
+    return Finding(
+        "perf.tp_mismatch", f"TP={wide} is wider than the model needs: TP {narrow} serves {gain - 1:.0%} more per GPU",
+        [f"{said.where}: {said.text}",
+         f"throughput per GPU: {x['per_gpu_wide']:g} at TP {wide}, {x['per_gpu_narrow']:g} at TP {narrow} ({gain:.2f}x): "
+         f"the extra GPUs of TP {wide} go to all-reduces, not to tokens"],
+        [Fix(f"Serve {replicas} replicas of TP {narrow} on the same GPUs instead of one of TP {wide} (more tokens per GPU; "
+             f"each request's latency is that of TP {narrow})", fv.command(engine, ("tp", narrow), ("dp", replicas)))],
+        explains=["perf.low_gpu_util", "perf.slow_interconnect"])
 
 
 def _spans_nodes(cfg) -> Finding | None:

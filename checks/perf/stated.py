@@ -142,6 +142,8 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
     if s.code == "perf.eager_mode":  # perf.engine_log judges the flag a command line or the engine's arguments give
         cfg = fv.maybe_deployment(facts)
         return cfg is not None and cfg.is_set("enforce_eager")
+    if s.code == "perf.tp_mismatch":  # perf.parallelism judges a benchmark table of two TP sizes
+        return "per_gpu_narrow" in x
     if s.code == "perf.low_gpu_util":
         return "cpu_offload_gb" in x or ("gpu_util_percent" in x and x["gpu_util_percent"] >= utilization.LOW) or fv.maybe_gpus(facts) is not None or (
             "offload_layers_model" in x and "offload_layers_model" in v)  # perf.engine_log judges the layers on the CPU

@@ -171,11 +171,11 @@ def head_of(path: str) -> str:
 def _embedded(path: str, facts: Facts) -> set[str]:
     """Tool output pasted inside the text: GPU artefacts (doctor.collect.gpu.embedded_in), Python
     code that starts an engine, an engine container's spec, a serving-benchmark sweep, another
-    benchmark tool's summary, a `top` screen, a `ray status`, an nccl-tests run. The head of the log is read once for all of them.
+    benchmark tool's summary, a `top` screen, a `ray status`, an nccl-tests run, a benchmark table comparing TP sizes. The head of the log is read once for all of them.
     The names of those read."""
     from llm_doctor.collect.gpu import EMBEDDED_BYTES, _read_text, embedded_in
     from llm_doctor.collect.ray_paste import status_in
-    from llm_doctor.logparse import nccl_tests, perf_prose
+    from llm_doctor.logparse import nccl_tests, perf_prose, tp_compare
 
     try:
         text = _read_text(path, EMBEDDED_BYTES)
@@ -184,7 +184,7 @@ def _embedded(path: str, facts: Facts) -> set[str]:
     readers = {"gpu": embedded_in(text, facts), LAUNCH_CODE: _launch_code(text, facts), CONTAINER_SPEC: _container_spec(text, facts),
                "bench sweep": _bench_sweep(path, text, facts), "bench tool": _bench_tool(path, text, facts), "top": _top(text, facts),
                "ray status": status_in(path, text, facts), "nccl-tests": nccl_tests.into_facts(path, text, facts),
-               "perf prose": perf_prose.into_facts(path, text, facts)}
+               "perf prose": perf_prose.into_facts(path, text, facts), "tp comparison": tp_compare.into_facts(path, text, facts)}
     return {name for name, read in readers.items() if read}
 
 

@@ -674,7 +674,9 @@ CATALOGUE_KINDS = ("ray_placement_infeasible", "ray_cluster_unreachable", "ray_n
                    # Content-Type): checks/access/client_log.py
                    "client_stream_invalid",
                    # vLLM cutting the CUDA graph capture ceiling to the largest size it captures: checks/perf/engine_log.py
-                   "graph_capture_truncated")
+                   "graph_capture_truncated",
+                   # vLLM V1 capturing full graphs for decode batches (sizes up to max_num_seqs): checks/perf/engine_log.py
+                   "graph_capture_decode")
 KINDS = frozenset({r.kind for r in HAND_RULES} | set(CATALOGUE_KINDS))  # what a catalogue entry may name
 
 
