@@ -27,7 +27,6 @@ finding a rule, a template or a sentence made and above the doctor's own state.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from llm_doctor.facts import Facts
@@ -45,13 +44,22 @@ PROBLEM = re.compile(
     r"hang(?:s|ing)?|hung|stuck|freez\w*|froze|slow(?:er|ly|s|down)?|degrad\w*|drops?|dropped|collaps\w*|"
     r"tim(?:es|ed|ing) ?out|timeouts?|OOMs?|out of memory|killed|abort\w*|panic\w*|limitation|problem|"
     r"nothing happens|no (?:response|output|answer|GPUs?)|zero|empty|garbage|gibberish|instead of|not (?:working|used|using|applied|respected)|"
-    r"only (?:when|after|once)|(?:HTTP|status|code|an?|got|gets?|returns?|returned|with) [45]\d\d)\b|\w+(?:Exception|Error)\b|"
-    r"报错|錯誤|错误|失败|失敗|异常|異常|无法|無法|不能|不行|问题|問題|崩溃|卡住|卡死|超时|超時|不支持|不生效|没反应|慢|"
+    r"only (?:when|after|once)|(?:HTTP|status|code|an?|got|gets?|returns?|returned|with) [45]\d\d|worse|poor(?:ly)?|bottleneck\w*|"
+    r"lower than (?:expected|the)|no (?:speed ?up|improvement|gain|difference)|not (?:faster|scal\w*|improv\w*)|"
+    r"(?:does|did|do)(?: not|n't) (?:scale|improve|help|speed|finish|complete)\w*|too (?:slow|long|high|low|much)|never|no longer|"
+    r"stopp?(?:ed|s)? (?:working|responding)|missing|not found|unusable|unexpected(?:ly)?|leak\w*|spikes?|"
+    r"(?:only|falls? back to|fell back to|runs? on) (?:the )?CPU)\b|\w+(?:Exception|Error)\b|"
+    r"报错|錯誤|错误|失败|失敗|异常|異常|无法|無法|不能|不行|问题|問題|崩溃|卡住|卡死|超时|超時|不支持|不生效|没反应|没有输出|无响应|用不了|下降|慢|"
     r"エラー|できない|タイムアウト|오류|에러|실패|\b(?:fallo|falla|falha|erreur|échec|Fehler|fehlgeschlagen)\b|ошибк\w*|не работает",
     re.I)
+# the headings of an issue template's bug report (GitHub's "Describe the bug", "[Bug]:" titles, 问题描述 "problem
+# description", 复现步骤 "steps to reproduce"): the text is a report of a failure, whatever words it is told in
+BUG_SHAPE = re.compile(r"^\W{0,6}(?:\[bug\]|bug:|bug report|describe the bug|bug description|steps to reproduce|expected behaviou?r|"
+                       r"actual behaviou?r|current behaviou?r|what happened|问题描述|复现步骤|报错信息|错误信息)", re.I | re.M)
 # a failure word denied ("no errors", "without any crash", 无错误 "no error"): what went right
-NO_PROBLEM = re.compile(r"\b(?:no|zero|without(?: any)?|0) (?:errors?|failures?|crash\w*|problems?|issues?|exceptions?)\b|"
+NO_PROBLEM = re.compile(r"\b(?:no|zero|without(?: any)?|0) (?:errors?|failures?|crash\w*|problems?|issues?|exceptions?)\b|\bnever ?mind\b|"
                         r"(?:无|没有|沒有|未见)(?:任何)?(?:错误|報錯|报错|问题|異常|异常)", re.I)
+SOLUTION = re.compile(r"\b(?:the |a |my |our )?(?:solution|workaround|fix) (?:is|was)\b|\bsolved\b|解决方法|解决办法|已解决", re.I)  # the answer, not the report
 KEY_VALUE = re.compile(r"^\s*[\w()/.,-]+(?: [\w()/.,-]+){0,6}\s+:\s")  # nvidia-smi -q's `HW Power Brake Slowdown : N/A`
 
 # a launch command's line (`vllm serve M --shm-size 16g \`, `docker run ... \`, a `--flag value` continuation): what was set,
@@ -71,10 +79,23 @@ class Noun:
     words: re.Pattern[str]
     weight: int
     needs: re.Pattern[str] | None = None
+    near: int = 0  # how many characters around the term `needs` must be found in; 0: anywhere in the text
+
+    def found(self, text: str) -> str:
+        """The term as the text spells it, where it counts ("" where it does not)."""
+        for m in self.words.finditer(text):
+            if self.needs is None:
+                return m.group(0)
+            around = text[max(0, m.start() - self.near):m.end() + self.near] if self.near else text
+            if self.needs.search(around):
+                return m.group(0)
+            if not self.near:
+                return ""
+        return ""
 
 
-def _n(code: str, words: str, weight: int, needs: str | None = None) -> Noun:
-    return Noun(code, re.compile(words, re.I), weight, re.compile(needs, re.I) if needs else None)
+def _n(code: str, words: str, weight: int, needs: str | None = None, near: int = 0) -> Noun:
+    return Noun(code, re.compile(words, re.I | re.M), weight, re.compile(needs, re.I) if needs else None, near)
 
 
 OOM = r"\bOOM(?:s|ed)?\b|\bout of (?:GPU |CUDA |device )?memory\b|\bCUDA error: out of memory\b|显存(?:不足|不够|溢出|爆)|\bcudaMalloc\w* failed\b"
@@ -84,6 +105,14 @@ SERVING = (r"\b(?:long (?:prompts?|context|inputs?)|concurren\w*|requests?|gener
            r"after (?:a few|some|\d+|several|many)|cuda ?graph|sampl\w*|during (?:serving|inference))|推理|请求|并发")
 QUANT = r"\bAWQ\b|\bGPTQ\b|\bFP[48]\b|\bNVFP4\b|\bMXFP4\b|\bbitsandbytes\b|\bmarlin\b|\bEXL2\b|\bGGUF\b|\bquantiz\w*|量化"
 UNSUPPORTED = r"(?:\b(?:not (?:yet )?supported|unsupported|isn't supported|not support\w*|mismatch\w*|incompatib\w*)\b|不支持)"
+
+def _status(codes: str) -> str:
+    """An HTTP status said as one (after a word that names a status, or before its reason), not a number in a list."""
+    return (r"(?:\b(?:HTTP(?:/[\d.]+)?|status(?: code)?|code|error|errors|returns?|returned|got|gets?|getting|an?|with)\W{0,3}(?:" + codes +
+            r")\b|\b(?:" + codes + r")\W{0,3}(?:error|Unauthori[sz]ed|Forbidden|Not Found|Internal|Bad Gateway|Service Unavailable|"
+            r"Gateway|Payment|Too Many|response|status)\b)")
+
+
 ANTHROPIC = r"\bAnthropic\b|\bClaude(?:[- ]Code)?\b|/v1/messages\b|\bx-api-key\b|\banthropic-version\b"
 OPENAI = r"\bOpenAI\b|/chat/completions\b|\bchat\.completions\b"
 
@@ -95,19 +124,21 @@ NOUNS: tuple[Noun, ...] = (
        r"\bNewline\b[^.\n]{0,40}?\bheaders?\b|\bheader injection\b|\bIllegal header value\b", 3, r"\b(?:api[ _-]?key|token|key|Authorization)\b|[A-Z]+_API_KEY"),
     _n("access.key_missing", r"\bno api[ _-]?key\b|\bapi[ _-]?key (?:is )?(?:missing|not set|required)\b|\bmissing (?:api[ _-]?key|credentials)\b|"
        r"\bThe api_key client option must be set\b|\bdid(?: not|n't) provide an API key\b", 3),
-    _n("access.key_rejected", r"\b40[13]\b(?! ?(?:ms|bytes|tokens))|\bunauthori[sz]ed\b|\bforbidden\b|\b(?:invalid|incorrect|wrong|expired|revoked) "
+    _n("access.key_rejected", _status("40[13]") + r"|\bunauthori[sz]ed\b|\bforbidden\b|\b(?:invalid|incorrect|wrong|expired|revoked) "
        r"(?:api[ _-]?key|key|token)\b|\bauthentication(?:_| )error\b|\binvalid_api_key\b", 2),
-    _n("access.quota_exceeded", r"\bquota\b|\binsufficient[_ ](?:quota|credits?|balance|funds)\b|\bbilling\b|\b402\b|\bpayment required\b|"
+    _n("access.quota_exceeded", r"\bquota\b|\binsufficient[_ ](?:quota|credits?|balance|funds)\b|\bbilling\b|\bpayment required\b|"
        r"\bcredits?\b|余额不足|额度", 2),
-    _n("access.rate_limited", r"\b429\b|\brate[ _-]?limit\w*|\btoo many requests\b|\bRateLimitError\b|\b[RT]PM\b|限流|频率限制", 2),
+    _n("access.quota_exceeded", _status("402"), 2),
+    _n("access.rate_limited", r"\b429\b(?![\d.,])|\brate[ _-]?limit\w*|\btoo many requests\b|\bRateLimitError\b|\b[RT]PM\b|限流|频率限制", 2),
     _n("access.tls_failed", r"\bCERTIFICATE_VERIFY_FAILED\b|\bSSLError\b|\bSSLCertVerificationError\b|\bself[- ]signed\b|\bx509\b|"
        r"\bWRONG_VERSION_NUMBER\b|\bUNABLE_TO_VERIFY_LEAF_SIGNATURE\b|\bunable to get local issuer\b", 3),
     _n("access.tls_failed", r"\bcertificates?\b|\b(?:SSL|TLS)\b|\bhandshake\b|\bCA bundle\b|\bREQUESTS_CA_BUNDLE\b|\bSSL_CERT_FILE\b|"
        r"\bNODE_EXTRA_CA_CERTS\b|证书", 2),
     _n("access.streaming_broken", r"\bX-Accel-Buffering\b|\bproxy_buffering\b|\btext/event-stream\b|\bdata: \[DONE\]|流式", 3),
     _n("access.streaming_broken", r"\bSSE\b|\bstream(?:ing|ed)?\b|\bevent[- ]stream\b|\bchunks?\b|\btoken[- ]by[- ]token\b", 1),
+    _n("access.streaming_broken", r"^\s*data: ?\{", 1),  # a server-sent event's own line, as the wire carries it
     _n("access.streaming_broken", r"\bbuffer(?:ing|ed|s)?\b|\b(?:all )?at once\b|\bonly (?:when|after) (?:all|the whole|the full|it)|\bin (?:one|a single) "
-       r"(?:burst|chunk|block|go)\b|\btruncat\w*|\bUnterminated string\b|\bmalformed\b", 1, r"\bSSE\b|\bstream\w*\b|\bevent-stream\b|\bchunks?\b"),
+       r"(?:burst|chunk|block|go)\b|\btruncat\w*|\bUnterminated string\b|\bmalformed\b|\bbroken\b|\binvalid JSON\b|\bJSON\.parse\b|\bparse error\b", 1, r"\bSSE\b|\bstream\w*\b|\bevent-stream\b|\bchunks?\b"),
     _n("access.proxy_failed", r"\b(?:HTTPS?|ALL|NO)_PROXY\b|\b407\b|\bProxy Authentication Required\b|\b(?:corporate|company|forward|squid|socks5?) proxy\b|代理", 3),
     _n("access.proxy_failed", r"\bproxy\b", 1),
     _n("access.dns_failed", r"\bgetaddrinfo\b|\bENOTFOUND\b|\bEAI_AGAIN\b|\bName or service not known\b|\bno such host\b|\bnodename nor servname\b|"
@@ -128,10 +159,10 @@ NOUNS: tuple[Noun, ...] = (
        r"\binvalid JSON\b|\bfailed to parse\b|\bcannot parse\b|\bcould not parse\b|解析失败", 2),
     _n("access.response_invalid", r"\bempty (?:reply|response|content|body|answer|choices)\b|\bno choices\b|\bchoices\b[^.\n]{0,20}?\b(?:missing|null|empty)\b|"
        r"\bparse\w*\b|\bcontent\W{0,4}(?:null|None|\"\")", 1),
-    _n("access.server_error", r"\b50[0234]\b|\bInternal Server Error\b|\bBad Gateway\b|\bService Unavailable\b|\bInternalServerError\b", 2),
+    _n("access.server_error", _status("50[0234]") + r"|\bInternal Server Error\b|\bBad Gateway\b|\bService Unavailable\b|\bInternalServerError\b", 2),
     _n("access.base_url_invalid", r"\bbase[ _-]?url\b|\bbaseURL\b|\bapi[ _-]?base\b|\bOPENAI_(?:API_)?BASE(?:_URL)?\b|\bEndpoint\b", 1),
     _n("access.base_url_invalid", r"(?<![\w/])/v1\b(?!/)|\bdoubled? /v1\b|/v1/v1\b", 1, r"\bbase[ _-]?url\b|\bbaseURL\b|\bapi[ _-]?base\b|\bEndpoint\b"),
-    _n("access.base_url_invalid", r"\b404\b", 1, r"\bbase[ _-]?url\b|\bbaseURL\b|\bapi[ _-]?base\b|\bEndpoint\b"),
+    _n("access.base_url_invalid", _status("404") + r"|\bNot Found\b", 1, r"\bbase[ _-]?url\b|\bbaseURL\b|\bapi[ _-]?base\b|\bEndpoint\b"),
     _n("access.model_not_found", r"\bmodel\b[^.\n]{0,40}?\b(?:not found|does not exist|not exist|isn't served|not served|unknown)\b|\bmodel_not_found\b|"
        r"\bNotFoundError\b|模型不存在|找不到模型", 2),
     # --- load ---------------------------------------------------------------------------------------
@@ -153,28 +184,64 @@ NOUNS: tuple[Noun, ...] = (
        r"\b(?:only|on the|falls? back to (?:the )?|fallback to (?:the )?)CPU\b|\bnot using (?:the )?GPU\b|\btorch\.cuda\.is_available\(\)|"
        r"\bno NVIDIA GPU\b|\bGPU (?:not|isn't|is not) (?:detected|found|used|visible)\b|没有(?:使用|用到)?GPU|只(?:用|使用)CPU", 2),
     _n("load.startup_timeout", r"\b(?:readiness|liveness|startup) probe\w*|\binitialDelaySeconds\b|\bfailureThreshold\b|\bhealth ?check\w*", 2),
+    # Ollama server.go "timed out waiting for llama runner to start", kubelet "Liveness probe failed", vLLM's VLLM_ENGINE_READY_TIMEOUT_S,
+    # Ollama's OLLAMA_LOAD_TIMEOUT; a timeout said of the load or the start-up (the engine's phase, not a request's)
+    _n("load.startup_timeout", r"\btimed out waiting for (?:the )?(?:llama runner|runner|server|engine|model)\b|\b(?:Liveness|Readiness|Startup) probe failed\b|"
+       r"\bVLLM_ENGINE_READY_TIMEOUT_S\b|\bOLLAMA_LOAD_TIMEOUT\b|\b(?:load\w*|start\w*|start-up|boot\w*|warm ?up)\b[^.\n]{0,40}?\b(?:tim(?:es|ed|ing) ?out|timeout)\b|"
+       r"\b(?:tim(?:es|ed|ing) ?out|timeout)\b[^.\n]{0,30}?\b(?:while|during|when|before) (?:it )?(?:load|start|boot)\w*|加载超时|启动超时", 3),
     _n("load.model_files", r"\bconfig\.json\b|\bsafetensors\b|\bgated\b|\bNo such file or directory\b|\bHF_TOKEN\b|\bsnapshot_download\b|"
        r"\bhuggingface-cli\b|\bmodel (?:path|files?|directory)\b", 2),
+    # OpenAI's 400 for a request with no model ("you must provide a model parameter"), a model name left empty
+    _n("access.model_id_missing", r"\byou must provide a model parameter\b|\bmodel (?:id |name )?(?:is )?(?:missing|empty|required|not (?:set|specified|selected))\b|"
+       r"\bno model (?:specified|selected|given|configured|set)\b|\bempty model\b", 3),
+    # another process's memory on the GPU the engine starts on (codes.md load.gpu_memory_occupied)
+    _n("load.gpu_memory_occupied", r"\b(?:another|other|second|zombie|leftover|previous) (?:process\w*|instance\w*|model\w*|container\w*)\b|\boccupied\b|"
+       r"\balready (?:in use|used|allocated|taken)\b|\bheld by\b|占用", 2, r"\bGPU\b|\bVRAM\b|\bmemory\b|显存", 80),
+    # vLLM "No available memory for the cache blocks", a block count of zero or below
+    _n("load.no_kv_cache_memory", r"\bNo available memory for the cache blocks\b|\bnum_gpu_blocks\w*\b[^.\n]{0,20}?(?:\b0\b|-\d|negative)|"
+       r"\b(?:0|zero|negative) (?:GPU |KV )?(?:cache )?blocks\b", 3),
+    # vLLM "... larger than the maximum number of tokens that can be stored in KV cache"
+    _n("load.kv_cache_insufficient", r"\bmaximum number of tokens that can be stored in KV cache\b", 3),
     _n("load.config_invalid", r"\bunrecogni[sz]ed arguments?\b|\bunknown (?:flag|argument|option)\b|\binvalid (?:value|argument|choice)\b|"
        r"\bValidationError\b|\bmax[-_]model[-_]len\b[^.\n]{0,60}?\b(?:greater|larger|exceed\w*)\b", 2),
+    # argparse "error: argument --x: invalid ...", pydantic's "Extra inputs are not permitted", a keyword the API does not take
+    _n("load.config_invalid", r"\berror: argument --[\w-]+|\bExtra inputs are not permitted\b|\bgot an unexpected keyword argument\b|"
+       r"\bis not a valid (?:choice|value|option|argument)\b", 3),
     _n("load.engine_outdated", r"\bupgrad\w*|\bnewer (?:version|release)\b|\bpredates?\b|\bnot (?:yet )?supported\b|\bunsupported architecture\b|"
        r"\bdoes not recogni[sz]e\b|\bolder version\b|\btoo old\b|\brequires? (?:transformers|vllm|sglang)\s?[>=]=|升级|版本(?:太低|过低|过旧)", 2,
        r"\btransformers\b|\barchitecture\b|\bmodel[ _]type\b|\bvLLM\b|\bSGLang\b|\bllama\.cpp\b|\bOllama\b|\bLMDeploy\b|\bversion\b"),
-    _n("load.kv_cache_insufficient", r"\bKV cache\b", 1, r"\bmax[-_ ](?:model|seq)[-_ ]len\b|\bcontext (?:length|size|window)\b"),
-    _n("load.weights_oom", OOM, 2, LOADING),
-    _n("load.runtime_oom", OOM, 2, SERVING),
+    _n("load.kv_cache_insufficient", r"\bKV cache\b", 2, r"\bmax[-_ ](?:model|seq)[-_ ]len\b|\bcontext (?:length|size|window)\b"),
+    _n("load.weights_oom", OOM, 2, LOADING, 200),  # (the phase is told beside the OOM: "OOM when loading the 70B")
+    _n("load.runtime_oom", OOM, 2, SERVING, 200),
+    _n("load.weights_oom", OOM, 1, LOADING),  # (else anywhere in the text, by less)
+    _n("load.runtime_oom", OOM, 1, SERVING),
     _n("load.weights_oom", r"\b(?:does(?: not|n't)|won'?t|can(?:not|'t)) fit\b|\bnot enough (?:GPU |V)?(?:memory|RAM|VRAM)\b", 1),
     # --- perf ---------------------------------------------------------------------------------------
     _n("perf.gpu_throttled", r"\bpower[- ]?(?:cap\w*|limit\w*|brake)\b|\bnvidia-smi -pl\b|\bthrottl\w*|\bthermal\b|\bclocks? (?:drop|down|stuck|low)\w*", 2),
-    _n("perf.prefix_caching_off", r"\bprefix[- _]cach\w*|\bcache hit\w*|\bcached_tokens\b|\bcache_read_input_tokens\b", 2),
+    _n("perf.prefix_caching_off", r"\bprefix[- _]cach\w*|\bcache hit\w*|\bcached_tokens\b|\bcache_read_input_tokens\b|\benable[-_]prefix[-_]caching\b|"
+       r"\bradix[- _]cache\b|\bcache_prompt\b|\bprompt cach\w*|\b(?:KV )?(?:cache|block) reuse\b|\benable_block_reuse\b", 2),
     _n("perf.memory_overcommitted", r"\bgpu[-_ ]memory[-_ ]utili[sz]ation\b|\bunified memory\b|\bevict\w*|\bheadroom\b|\bmigrat\w* (?:the )?overflow\b", 2,
        r"\bslow\w*|\bdrop\w*|\bcollaps\w*|\bintermittent\w*|\bpeaks?\b|\bspread\b|\bcompet\w*|\bpressure\b"),
+    _n("perf.batching_limited", r"\bone (?:request )?at a time\b|\bsequential\w*|\bserializ\w*|\bnot (?:processed |run |handled )?in parallel\b|\bOLLAMA_NUM_PARALLEL\b|"
+       r"\b(?:parallel|concurrent) (?:requests?|slots?)\b|\bslots?\b|\bbatch (?:size|cap)\b|串行|排队", 2, r"\bconcurren\w*|\bthroughput\b|\bparallel\b|并发|\brequests?\b"),
     _n("perf.batching_limited", r"\bmax[-_ ]num[-_ ]seqs\b|\bmax[-_ ]batch[-_ ]size\b|\bmax[-_ ]num[-_ ]batched[-_ ]tokens\b|\binstance_num\b", 1,
        r"\bconcurren\w*|\bthroughput\b|并发"),
     _n("perf.low_gpu_util", r"\bn_gpu_layers\b|\b-ngl\b|\bGPU util\w*|\bGPU usage\b", 2, r"\bslow\w*|\b\d+(?:\.\d+)? tokens? (?:per second|/s)\b|\blow\b"),
+    _n("perf.low_gpu_util", r"\bGPU(?:[- ]util\w*| usage| load)?\b[^.\n]{0,40}?(?:\b(?:stays?|only|at|around|about|below|under) [0-4]?\d ?%|\b0 ?%|\blow\b|\bidle\b)", 3),
     _n("perf.eager_mode", r"\benforce[-_ ]eager\b|\bCUDA graphs?\b", 1, r"\bslow\w*|\bdisabl\w*"),
+    _n("perf.eager_mode", r"\beager mode\b|\b--disable-cuda-graph\b|\bdisable_cuda_graph\b|\b(?:without|no|uncaptured|disabled?) CUDA ?graphs?\b", 2),
     _n("perf.cpu_bound", r"\bthreads?\b|\bE-cores?\b|\bCPU (?:bound|bottleneck|usage)\b|\b100 ?% CPU\b", 1, r"\bslow\w*|\bCPU\b"),
+    _n("perf.cpu_bound", r"\bCPU[- ](?:bound|bottleneck\w*)|\bsingle[- ](?:core|thread\w*)\b|\b100 ?% (?:of (?:one|a) )?CPU\b|\bCPU (?:is |at )?(?:pegged|maxed|100 ?%)", 3),
     _n("perf.slow_interconnect", r"\bPCIe\b|\bNVLink\b|\bP2P\b|\bInfiniBand\b", 1, r"\bslow\w*|\bbandwidth\b"),
+    _n("perf.slow_interconnect", r"\bP2P (?:is )?(?:disabled|not supported|unavailable)\b|\bNCCL_P2P_DISABLE\b|\bover PCIe\b|\bno NVLink\b|\bwithout NVLink\b|"
+       r"\bNET/Socket\b|\b(?:low|poor|slow) (?:bus |all-?reduce )?bandwidth\b", 3),
+    # latency (codes.md perf.high_latency: TTFT, inter-token latency) and the KV cache that makes requests wait or be preempted
+    _n("perf.high_latency", r"\bTTFT\b|\btime to first token\b|\binter-?token latency\b|\bITL\b|\bTPOT\b|\blatency\b|首字延迟|延迟", 2,
+       r"\bslow\w*|\bhigh\b|\blong\b|\bworse\b|\b\d+(?:\.\d+)? ?(?:s|sec\w*|ms)\b|\bspikes?\b|高|慢", 80),
+    _n("perf.kv_cache_pressure", r"\bpreempt\w*|\brecomput\w*|\bKV cache (?:usage|is full|full|exhausted)\b|\bWaiting: ?\d+|\b#queue-req\b|\bswapp(?:ed|ing)\b", 2),
+    # tensor parallelism that gains nothing over fewer GPUs (codes.md perf.tp_mismatch)
+    _n("perf.tp_mismatch", r"\b(?:tensor[- ]parallel\w*|TP ?=? ?\d|--tp\b|tp_size)\b[^.\n]{0,80}?\b(?:no (?:speed ?up|gain|improvement|faster)|not faster|"
+       r"slower than (?:one|a single|1|fewer)|same (?:throughput|speed) as)", 3),
 )
 
 
@@ -199,10 +266,10 @@ def guesses(source: str, text: str) -> list[WordedGuess]:
     for order, code in enumerate(dict.fromkeys(n.code for n in NOUNS)):
         score, words = 0, []
         for noun in (n for n in NOUNS if n.code == code):
-            m = noun.words.search(text)
-            if m and (noun.needs is None or noun.needs.search(text)):
+            term = noun.found(text)
+            if term:
                 score += noun.weight
-                words.append(m.group(0).strip())
+                words.append(term.strip())
         if score >= MIN_SCORE:
             scored.append((-score, order, code, words))
     scored.sort()
@@ -211,9 +278,10 @@ def guesses(source: str, text: str) -> list[WordedGuess]:
             for neg, _, code, words in scored[:MAX_GUESSES]]
 
 
-def _stated_at(lines: Iterable[str]) -> int | None:
+def _stated_at(lines: list[str]) -> int | None:
     """The index of the first line of a person's words that states a failure (not a question, a wish, advice or a
-    change's title), or None: a text that states none is no report of a failure, and guesses nothing."""
+    change's title), else of an issue template's bug-report heading, or None: a text that states no failure is no
+    report of one, and guesses nothing."""
     from llm_doctor.logparse.failure_prose import ADVICE, CHANGE, COMPLAINT, QUESTION, SENTENCE_END, _prose
 
     for no, raw in enumerate(lines):
@@ -223,6 +291,8 @@ def _stated_at(lines: Iterable[str]) -> int | None:
         for sentence in SENTENCE_END.split(words) if words and PROBLEM.search(words) else ():
             if not PROBLEM.search(sentence) or (QUESTION.search(sentence) and not COMPLAINT.search(sentence)):
                 continue
-            if not (CHANGE.match(sentence) or ADVICE.search(sentence)):
+            if not (CHANGE.match(sentence) or ADVICE.search(sentence) or SOLUTION.search(sentence)):
                 return no
-    return None
+    text = "\n".join(lines)
+    shaped = BUG_SHAPE.search(text)
+    return text.count("\n", 0, shaped.start()) if shaped else None
