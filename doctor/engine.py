@@ -375,6 +375,10 @@ def coverage(facts: Facts, specs: list[CheckSpec], results: list[CheckResult]) -
             [f"{g.source}: {g.reason}" for g in unseen],
             check=COVERAGE_ID,
         ))
+    if not any(f.layer != "doctor" for r in results for f in r.findings):
+        from llm_doctor import guessed
+
+        findings += guessed.findings(facts, findings)  # a failure report's words, where nothing else named a cause
     for f in findings:
         f.check = f.check or COVERAGE_ID
     severities = {f.severity for f in findings}

@@ -15,6 +15,9 @@ SEVERITIES = ("error", "warn", "info")
 # the evidence tier of a finding that rests on a person's sentence, not on a log line or a probe
 # (doctor/logparse/perf_prose.py, failure_prose.py): the report ranks it below every other finding
 STATEMENT = "statement"
+# the tier below it: a code named from the symptom words of a whole failure report that no rule or sentence places
+# (doctor/logparse/worded.py, doctor/guessed.py): ranked after every other diagnosis, before the doctor's own state
+GUESS = "guess"
 
 
 @dataclass
@@ -33,7 +36,7 @@ class Finding:
     explains: list[str] = field(default_factory=list)
     check: str = ""
     node: str = ""  # the Ray node whose own facts gave it (run --ray); "" for this machine or a log
-    tier: str = ""  # STATEMENT when its evidence is a person's words; "" when a log line, a probe or a fact
+    tier: str = ""  # STATEMENT when its evidence is a person's words, GUESS their symptom nouns; "" when a log line, a probe or a fact
 
     def __post_init__(self) -> None:
         entry = info(self.code)  # raises on an unknown code: codes are a contract

@@ -188,12 +188,12 @@ def _embedded(path: str, facts: Facts) -> set[str]:
     return {name for name, read in readers.items() if read}
 
 
-def _said(path: str, facts: Facts) -> None:
+def _said(path: str, facts: Facts, tool_output: bool = False) -> None:
     """The load and access failures a person states in the text (doctor.logparse.failure_prose) ->
     facts.said. A text of nothing but such sentences stays a gap: no output the doctor reads shows
     them, so the report is never an all-clear on them and says what to pass."""
     from llm_doctor.collect.gpu import _read_text
-    from llm_doctor.logparse import failure_prose
+    from llm_doctor.logparse import failure_prose, worded
 
     if path == "-":
         return
@@ -202,6 +202,8 @@ def _said(path: str, facts: Facts) -> None:
     except (OSError, EOFError):
         return
     failure_prose.into_facts(path, text, facts)
+    if not tool_output:  # (a tool's report, nvidia-smi -q, is no person's report of a failure; a pasted command heads one)
+        worded.into_facts(path, text, facts)  # (reported only where nothing else is found: doctor/guessed.py)
 
 
 def _launch_code(text: str, facts: Facts) -> bool:
@@ -316,7 +318,7 @@ def load_paths(paths: list[str], deadline: Deadline) -> Facts:
             if reader.kind != "bundle":  # tool output pasted into a log: the engine's errors count too
                 logs.load_log(path, facts, deadline, only_if_events=True)
                 read = _embedded(path, facts)
-                _said(path, facts)
+                _said(path, facts, tool_output=reader.kind != "command line")
         declared = declared or bool(read & CONFIGURATIONS)
     # (the heads are read again only here, where a launch command is all that was understood: log records in some
     # file, levels, timestamps, process tags, are the run's own output)

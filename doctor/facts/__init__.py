@@ -25,7 +25,7 @@ from llm_doctor.facts.logs import LogFacts
 from llm_doctor.facts.metrics import MetricsFacts
 from llm_doctor.facts.model import ModelFacts
 from llm_doctor.facts.plan import MemoryPlan
-from llm_doctor.facts.stated import FailureStatement, PerfStatement
+from llm_doctor.facts.stated import FailureStatement, PerfStatement, WordedGuess
 
 FACTS_SCHEMA = "llm-doctor.facts/1"
 
@@ -52,6 +52,7 @@ class Facts:
     gaps: list[InputGap] = field(default_factory=list)  # input not read in full (doctor.input_incomplete)
     stated: list[PerfStatement] = field(default_factory=list)  # perf symptoms a person states in words
     said: list[FailureStatement] = field(default_factory=list)  # load/access failures a person states in words
+    guessed: list[WordedGuess] = field(default_factory=list)  # codes a failure report's words lean to (doctor/logparse/worded.py)
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)

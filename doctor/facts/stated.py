@@ -32,3 +32,15 @@ class FailureStatement:
     code: str  # the load or access finding code the sentence names ("load.engine_outdated")
     where: str  # "source:line"
     text: str  # the sentence, redacted, cut to 300 characters
+
+
+@dataclass
+class WordedGuess:
+    """A code named by the symptom words of a whole text that states a failure no rule places
+    (doctor/logparse/worded.py): the evidence tier "guess", reported only when nothing else was found."""
+
+    code: str  # the finding code the words lean to ("access.dns_failed")
+    score: int  # the weight of its nouns in the text
+    words: list[str]  # the nouns found, as the text spells them
+    where: str  # "source:line" of the line that states the failure
+    text: str  # that line, cut to 300 characters (redacted before it is kept)

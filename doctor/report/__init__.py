@@ -23,7 +23,7 @@ from llm_doctor.codes import LAYERS
 from llm_doctor.engine import CheckResult
 from llm_doctor.facts import Facts
 from llm_doctor.facts.plan import MemoryPlan
-from llm_doctor.findings import SEVERITIES, STATEMENT, Finding
+from llm_doctor.findings import GUESS, SEVERITIES, STATEMENT, Finding
 
 REPORT_SCHEMA = "llm-doctor.report/1"
 FAIL_ON = {"error": ("error", "incomplete"), "warn": ("error", "incomplete", "warn"), "never": ()}
@@ -171,16 +171,19 @@ NOWHERE = (2, 0, 0)  # a finding that quotes no log line: after those that do, a
 
 def _without_restated(findings: list[Finding]) -> list[Finding]:
     """A statement whose code a finding with real evidence already has adds nothing: that finding judged it."""
-    shown = {f.code for f in findings if f.tier != STATEMENT}
-    return [f for f in findings if f.tier != STATEMENT or f.code not in shown]
+    shown = {f.code for f in findings if f.tier not in (STATEMENT, GUESS)}
+    return [f for f in findings if f.tier not in (STATEMENT, GUESS) or f.code not in shown]
 
 
 def _tier(f: Finding) -> int:
-    """What a log line, a probe or a fact shows (0) before what a person says (1), before the doctor's own
-    state (2: what it could not read comes after every diagnosis, the stated ones included). A failure no
+    """What a log line, a probe or a fact shows (0) before what a person says (1), before what the words of a
+    failure report lean to (2: a guess, doctor/guessed.py), before the doctor's own state (3: what it could not
+    read comes after every diagnosis, the stated and guessed ones included). A failure no
     rule could place shows only that something failed: a cause a person names beside it (the maintainer's
     answer under the pasted error) places it, so it ranks with the statements, after them at its severity."""
     if f.layer == "doctor":
+        return 3
+    if f.tier == GUESS:
         return 2
     # a note (info) is no diagnosis: it ranks with the statements, after every failure, placed or not, by its severity
     return 1 if f.tier == STATEMENT or f.code.endswith(".unrecognized_failure") or f.severity == "info" else 0
