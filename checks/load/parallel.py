@@ -18,6 +18,11 @@ from llm_doctor.memory import valid_tp_sizes
 NO_SHARDING = re.compile(r"sharded is not supported for|does not support Tensor Parallelism", re.I)
 # TurboMind's converter (lmdeploy/turbomind/deploy/converter.py `assert ((tp & (tp - 1) == 0) and tp != 0), 'tp should be 2^n'`)
 POWER_OF_TWO = re.compile(r"tp should be 2\s*\^\s*n", re.I)
+# TurboMind's Windows Barrier (lmdeploy src/turbomind/models/llama/Barrier.h, _MSC_VER): FT_CHECK/TM_CHECK(count == 1), one GPU only
+WINDOWS_BARRIER = re.compile(r"Barrier\.h\b", re.I)
+# TensorRT-LLM's Executor (cpp/tensorrt_llm/executor/executorImpl.cpp initializeWorkers): the MPI ranks, participant ids or
+# device ids given against the engine's tp*pp(*cp)
+EXECUTOR_RANKS = re.compile(r"(?:MPI worldSize|participantIds size|deviceIds \(\d+\) \* numNodes)\b[^\n]*?tp\*pp", re.I)
 KINDS = ("tp_heads", "tp_gpus", "pp_unsupported", "quant_partition", "not_divisible", "device_ordinal")
 
 
@@ -62,6 +67,14 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
                          f"{ranks} process(es) started: launch one per rank (put `mpirun -n {world} --allow-run-as-root` before the same "
                          "command)"))
         fixes.append(Fix(f"Or rebuild the engine for {ranks} GPU(s) (convert_checkpoint.py --tp_size {ranks}, then trtllm-build)"))
+    elif e.kind == "tp_gpus" and WINDOWS_BARRIER.search(" ".join(e.lines)):
+        fixes.append(Fix("TurboMind on Windows runs on one GPU only (its Windows barrier takes a count of 1): serve a model "
+                         "that fits one GPU (an AWQ/4-bit checkpoint)", f"{flag} 1"))
+        fixes.append(Fix("Or run tensor parallelism on Linux (or WSL2), or with the PyTorch engine (--backend pytorch)"))
+    elif e.kind == "tp_gpus" and EXECUTOR_RANKS.search(" ".join(e.lines)):
+        fixes.append(Fix("Start exactly tp_size x pp_size ranks of the engine (its config.json `mapping`): Triton's "
+                         "launch_triton_server.py --world_size <tp*pp>, or `mpirun -n <tp*pp>`"))
+        fixes.append(Fix("Or rebuild the engine for the ranks you start (trtllm-build from a checkpoint converted with that --tp_size)"))
     elif e.kind == "tp_gpus":
         n = e.values.get("gpus") or le.gpu_count(facts)
         fixes.append(Fix(f"Use at most the {n} visible GPUs", f"{flag} {n}") if n else

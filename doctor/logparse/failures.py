@@ -275,7 +275,9 @@ class FailureReader:
         values: dict[str, object] = {"exc_type": "", "summary": "a traceback the input cuts before its exception line", "cut": True}
         if where:
             values["frame"] = where
-        return Signal("exception", values, [f"last frame: {frames[-1]}"])
+        # the last frame it shows may still name the cause: a function that raises one family only
+        # (vLLM's _check_if_gpu_supports_dtype); doctor/data/families.jsonl reads it as "(cut in <frame>)"
+        return classify(Signal("exception", values, [f"last frame: {frames[-1]}"]), str(values["summary"]))
 
     def _in_traceback(self, text: str, recognised: bool) -> Signal | None:
         self._lines += 1
@@ -341,7 +343,9 @@ def classify(signal: Signal, text: str) -> Signal:
     frame = str(signal.values.get("frame") or "")
     if found is None and frame and not wrapper and signal.shaped:  # the words name no cause: where it was raised may (a KeyError in the config registry)
         package = next((m["pkg"] for x in signal.extra if (m := PACKAGE_FILE.search(x))), "")
-        text = f"{text} (raised in {frame}, {package})" if package else f"{text} (raised in {frame})"
+        # a traceback cut before its exception line was not raised in its last frame, only cut there (or below it)
+        verb = "cut in" if signal.values.get("cut") else "raised in"
+        text = f"{text} ({verb} {frame}, {package})" if package else f"{text} ({verb} {frame})"
         if statement := signal.values.get("source_line") or signal.values.get("statement"):
             text = f"{text}: {statement}"
         found = chains.family(text)

@@ -62,6 +62,9 @@ _PREFIXES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("pylog", re.compile(r"(?:-\s+)?[A-Za-z_][\w.]*\s+-\s+(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+-\s+(?:[\w.-]+\.py:\d+\s+-\s+)?")),
     # Xinference's `%(asctime)s %(name)-12s %(process)d %(levelname)-8s %(message)s` (xinference/deploy/utils.py)
     ("xinference", re.compile(r"[a-z_][\w]*(?:\.[\w]+)+\s+\d+\s+(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+")),
+    # FastChat's `%(asctime)s | %(levelname)s | %(name)s | %(message)s` (fastchat/utils.py build_logger; its workers' stderr
+    # goes through the `stderr` logger at ERROR, a vLLM worker's traceback included), after the stamp went: `ERROR | stderr | `
+    ("fastchat", re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \| [\w.-]+ \| ?")),
 )
 
 
