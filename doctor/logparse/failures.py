@@ -101,13 +101,14 @@ REASONS = (r"Bad Request|Unauthorized|Payment Required|Forbidden|Not Found|Metho
            r"Too Many Requests|Internal Server Error|Not Implemented|Bad Gateway|Service Unavailable|Gateway Time-?out")
 # a 4xx/5xx answer or an error object as clients state them: the status line (`curl -i`, `< HTTP/1.1 500`
 # of `curl -v`), openai-node / anthropic-sdk-typescript APIError ("404 status code (no body)"),
-# openai-python and anthropic-sdk-python ("Error code: 400 - {...}"), Claude Code ("API Error: 400 ..."),
+# openai-python and anthropic-sdk-python ("Error code: 400 - {...}"), Claude Code ("API Error: 400 ..."), and the same
+# words as other tools case and bracket them ("Anthropic API error: [422] Unprocessable Content"),
 # axios ("Request failed with status code 502"), requests' raise_for_status ("404 Client Error: Not
 # Found for url"), httpx's ("Client error '404 Not Found' for url"), .NET's EnsureSuccessStatusCode ("Response
 # status code does not indicate success: 404 (Not Found)."); an error object's type (OpenAI,
 # Anthropic, llama.cpp: `"type": "invalid_request_error"`, `"type":"server_error"`)
 _ANSWER = (
-    r"^TAGS(?:< )?HTTP/\d(?:\.\d)? [45]\d\d\b|\b[45]\d\d status code \(no body\)|\b(?:Error code|API Error|status code):? [45]\d\d\b|"
+    r"^TAGS(?:< )?HTTP/\d(?:\.\d)? [45]\d\d\b|\b[45]\d\d status code \(no body\)|\b(?i:error code|api error|status code):? [\[(]?[45]\d\d\b|"
     r"\b[45]\d\d (?:Client|Server) Error\b|\b(?:Client|Server) error '[45]\d\d\b|\bdoes not indicate success: [45]\d\d\b|['\"]type['\"]\s*:\s*['\"]\w*_error['\"]|"
     r"^TAGS\{\s*\"error\"\s*:|^TAGScurl: \(\d+\)|"
     # Go's *url.Error (net/url, net/http client.go: `%s %q: %s` of the method, or "parse", the URL and the cause)
@@ -115,7 +116,7 @@ _ANSWER = (
     # a status and its reason phrase (RFC 9110 section 15) opening the line or after "HTTP": a client printing the answer it got
     # ("400 Bad Request", "[openai] 404 Not Found", "HTTP 422 Unprocessable Entity"); openai-node's and anthropic-sdk-typescript's
     # APIError message `${status} ${message}` after its class ("Error: 400 This model's maximum context length is ...")
-    r"(?:^TAGS|\bHTTP )[45]\d\d (?:REASONS)\b|^TAGS(?:[\w.]*Error: )[45]\d\d [A-Za-z{]"
+    r"(?:^TAGS|\bHTTP |\[)[45]\d\d\]? (?:REASONS)\b|^TAGS(?:[\w.]*Error: )[45]\d\d [A-Za-z{]"
 ).replace("TAGS", TAGS).replace("REASONS", REASONS)
 # a failure stated inside a line: a client's answer (above), a JSON error body, `... Error: msg`
 # (JavaScript, wrapped Python), a 5xx status

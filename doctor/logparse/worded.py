@@ -46,7 +46,7 @@ PROBLEM = re.compile(
     r"nothing happens|no (?:response|output|answer|GPUs?)|zero|empty|garbage|gibberish|instead of|not (?:working|used|using|applied|respected)|"
     r"only (?:when|after|once)|(?:HTTP|status|code|an?|got|gets?|returns?|returned|with) [45]\d\d|worse|poor(?:ly)?|bottleneck\w*|"
     r"lower than (?:expected|the)|no (?:speed ?up|improvement|gain|difference)|not (?:faster|scal\w*|improv\w*)|"
-    r"(?:does|did|do)(?: not|n't) (?:scale|improve|help|speed|finish|complete)\w*|too (?:slow|long|high|low|much)|never|no longer|"
+    r"(?:does|did|do)(?: not|n't) (?:scale|improve|help|speed|finish|complete)\w*|too (?:slow|long|high|low|much)|never (?:\w+ )?(?:return|respond|finish|complet|load|start|work|contain|arriv|show|appear|end|stop|get|reach)\w*|no longer|"
     r"stopp?(?:ed|s)? (?:working|responding)|missing|not found|unusable|unexpected(?:ly)?|leak\w*|spikes?|"
     r"(?:only|falls? back to|fell back to|runs? on) (?:the )?CPU)\b|\w+(?:Exception|Error)\b|"
     r"报错|錯誤|错误|失败|失敗|异常|異常|无法|無法|不能|不行|问题|問題|崩溃|卡住|卡死|超时|超時|不支持|不生效|没反应|没有输出|无响应|用不了|下降|慢|"
@@ -226,8 +226,10 @@ NOUNS: tuple[Noun, ...] = (
        r"\b(?:parallel|concurrent) (?:requests?|slots?)\b|\bslots?\b|\bbatch (?:size|cap)\b|串行|排队", 2, r"\bconcurren\w*|\bthroughput\b|\bparallel\b|并发|\brequests?\b"),
     _n("perf.batching_limited", r"\bmax[-_ ]num[-_ ]seqs\b|\bmax[-_ ]batch[-_ ]size\b|\bmax[-_ ]num[-_ ]batched[-_ ]tokens\b|\binstance_num\b", 1,
        r"\bconcurren\w*|\bthroughput\b|并发"),
-    _n("perf.low_gpu_util", r"\bn_gpu_layers\b|\b-ngl\b|\bGPU util\w*|\bGPU usage\b", 2, r"\bslow\w*|\b\d+(?:\.\d+)? tokens? (?:per second|/s)\b|\blow\b"),
-    _n("perf.low_gpu_util", r"\bGPU(?:[- ]util\w*| usage| load)?\b[^.\n]{0,40}?(?:\b(?:stays?|only|at|around|about|below|under) [0-4]?\d ?%|\b0 ?%|\blow\b|\bidle\b)", 3),
+    # (the slowness said near the GPU's use: "GPU usage never exceeds 70%" and, elsewhere, "KV cache usage very low" is no complaint of it)
+    _n("perf.low_gpu_util", r"\bn_gpu_layers\b|\b-ngl\b|\bGPU util\w*|\bGPU usage\b", 2, r"\bslow\w*|\b\d+(?:\.\d+)? tokens? (?:per second|/s)\b|\blow\b", 80),
+    # (a GPU's memory, KV cache or VRAM at a low share is not its compute idle)
+    _n("perf.low_gpu_util", r"\bGPU(?:[- ]util\w*| usage| load)?\b(?:(?!\b(?:KV|cache|memory|mem|VRAM)\b)[^.\n]){0,40}?(?:\b(?:stays?|only|at|around|about|below|under) [0-4]?\d ?%|\b0 ?%|\blow\b|\bidle\b)", 3),
     _n("perf.eager_mode", r"\benforce[-_ ]eager\b|\bCUDA graphs?\b", 1, r"\bslow\w*|\bdisabl\w*"),
     _n("perf.eager_mode", r"\beager mode\b|\b--disable-cuda-graph\b|\bdisable_cuda_graph\b|\b(?:without|no|uncaptured|disabled?) CUDA ?graphs?\b", 2),
     _n("perf.cpu_bound", r"\bthreads?\b|\bE-cores?\b|\bCPU (?:bound|bottleneck|usage)\b|\b100 ?% CPU\b", 1, r"\bslow\w*|\bCPU\b"),
