@@ -59,9 +59,10 @@ OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages|embeddings)\b|" + OLLAM
 # api_server) and any other /v1 path: asked for with GET too by clients and people trying a server out. A 404 to an
 # API call with a body, whatever its path, is one too: browsers' 404s (/favicon.ico, /) are no failure of the channel.
 NATIVE_ROUTES = re.compile(r"^/(?:generate(?:_stream)?|v1/[\w/.-]+)(?:$|[?#])")
-# (the API masks the key it received but keeps its first characters: a quote there was part of the key)
-# or another provider's key: Anthropic's sk-ant-, Groq's gsk_, Google's AIza, Hugging Face's hf_, xAI's xai-
-KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"‘’“”]|sk-ant-|gsk_|AIza|hf_|xai-)|API key.*(?:whitespace|newline)|"
+# (the API masks the key it received but keeps its first characters: a quote there was part of the key). Another
+# provider's well-formed key (sk-ant-, gsk_, AIza, hf_, xai-) is not here: codes.md's access.key_rejected is a key
+# "for another provider", and provider_words.key_echo_code reads a long masked key the same way
+KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"‘’“”])|API key.*(?:whitespace|newline)|"
                        # undici's header check (and Roo Code's words for it): a character no header can carry
                        r"Cannot convert argument to a ByteString|API key contains invalid characters|"
                        # a provider that checks the key's shape before looking it up
