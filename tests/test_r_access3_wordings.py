@@ -56,6 +56,31 @@ CASES = [
         (f"{SITE}/httpcore/_backends/sync.py", 168, "start_tls", "sock = ssl_context.wrap_socket("),
         ("/usr/lib/python3.11/ssl.py", 517, "wrap_socket", "return self.sslsocket_class._create("),
         ("/usr/lib/python3.11/ssl.py", 1346, "do_handshake", "self._sslobj.do_handshake()")), "access.tls_failed", "do_handshake"),
+    # requests' ProxyError around urllib3 2.x's `ProxyError('Unable to connect to proxy', <cause>)`: the proxy refused the
+    # CONNECT; NCCL's "Connect to {} failed : {}" fits inside the line and must not outvote it
+    ("urllib3-2-proxy-tunnel-403", "requests.exceptions.ProxyError: HTTPSConnectionPool(host='api.openai.com', port=443): Max "
+     "retries exceeded with url: /v1/chat/completions (Caused by ProxyError('Unable to connect to proxy', "
+     "OSError('Tunnel connection failed: 403 Forbidden')))\n", "access.proxy_failed", "Unable to connect to proxy"),
+    # a connection refused through a SOCKS proxy (urllib3/contrib/socks.py): the refusal is the proxy's
+    ("urllib3-socks-refused", "requests.exceptions.ConnectionError: SOCKSHTTPSConnectionPool(host='api.openai.com', port=443): "
+     "Max retries exceeded with url: /v1/models (Caused by NewConnectionError('<urllib3.contrib.socks.SOCKSHTTPSConnection "
+     "object at 0x7f2c>: Failed to establish a new connection: [Errno 111] Connection refused'))\n", "access.proxy_failed",
+     "SOCKSHTTPSConnectionPool"),
+    ("requests-no-pysocks", "requests.exceptions.InvalidSchema: Missing dependencies for SOCKS support.\n", "access.proxy_failed",
+     "Missing dependencies for SOCKS support"),
+    ("urllib3-socks-scheme", "ValueError: Unable to determine SOCKS version from socks://127.0.0.1:7890/\n", "access.proxy_failed",
+     "Unable to determine SOCKS version"),
+    ("python-socks-refused", "python_socks._errors.ProxyConnectionError: Could not connect to proxy 127.0.0.1:1080 "
+     "[Connection refused]\n", "access.proxy_failed", "Could not connect to proxy"),
+    ("ssl-https-proxy-scheme", "ValueError: check_hostname requires server_hostname\n", "access.proxy_failed", "check_hostname"),
+    ("go-socks-dial", 'Post "https://api.openai.com/v1/chat/completions": socks connect tcp 127.0.0.1:1080->api.openai.com:443: '
+     "dial tcp 127.0.0.1:1080: connect: connection refused\n", "access.proxy_failed", "socks connect tcp"),
+    ("reqwest-tunnel", "Error: error sending request for url (https://api.openai.com/v1/chat/completions): client error (Connect): "
+     "unsuccessful tunnel\n", "access.proxy_failed", "unsuccessful tunnel"),
+    # a stream that carried nothing, or nothing but lines that are no SSE data
+    ("langchain-no-chunks", "ValueError: No generation chunks were returned\n", "access.streaming_broken", "No generation chunks"),
+    ("langchain-no-generations", "ValueError: No generations found in stream.\n", "access.streaming_broken", "No generations found"),
+    ("go-openai-empty-lines", "error, stream has sent too many empty messages\n", "access.streaming_broken", "too many empty messages"),
 ]
 
 

@@ -628,8 +628,9 @@ def _code(e: LogEvent) -> str | None:
 # urllib3's ProxyError around the error of the connection to the proxy (connectionpool.py: `ProxyError("Cannot connect to
 # proxy.", e)` in 1.26, `ProxyError("Unable to connect to proxy", e)` in 1.26/2.x): the proxy's host did not resolve, its
 # TLS failed (an https:// proxy URL for a plain-HTTP proxy: SSLEOFError, WRONG_VERSION_NUMBER) or it refused; the server
-# itself was never asked
-PROXY_WRAP = re.compile(r"\bProxyError\W{1,4}(?:Cannot connect to proxy|Unable to connect to proxy)", re.I)
+# itself was never asked. Through a SOCKS proxy (urllib3/contrib/socks.py) the connection is a SOCKSHTTPSConnection of a
+# SOCKSHTTPSConnectionPool, and its NewConnectionError("Failed to establish a new connection: ...") is the proxy's
+PROXY_WRAP = re.compile(r"\bProxyError\W{1,4}(?:Cannot connect to proxy|Unable to connect to proxy)|\bSOCKSHTTPS?Connection(?:Pool)?\b", re.I)
 PROXY_LEG = ("access.dns_failed", "access.tls_failed", "access.connect_failed")
 # a JSON parser's error on the body of a 404 that is no API's JSON: a web framework's route miss (Go net/http's
 # "404 page not found", which encoding/json reads as the number 404 and then 'p'), so the path is wrong, not the answer
