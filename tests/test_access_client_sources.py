@@ -172,10 +172,11 @@ CASES = [
     # a key read from .env with its quotes: the header carries them (sonichi/sutando#691)
     ("bearer-quoted", "The Authorization header ends up as `Bearer \\\"abc123\\\"` and the request 401s with no useful error\n",
      "access.key_malformed", "Bearer", None),
-    # the OpenAI API's message with another provider's key in it (an Anthropic key sent to OpenAI)
+    # the OpenAI API's message with another provider's key in it (an Anthropic key sent to OpenAI): codes.md's
+    # access.key_rejected is a key "for another provider" the server answered 401 to
     ("openai-anthropic-key", "openai.AuthenticationError: Error code: 401 - {'error': {'message': 'Incorrect API key provided: "
      "sk-ant-a***************************xyz. You can find your API key at https://platform.openai.com/account/api-keys.'}}\n",
-     "access.key_malformed", "sk-ant-a", None),
+     "access.key_rejected", "sk-ant-a", None),
     # HTTP clients refusing to send a key with a newline or leading space in its header
     ("h11-illegal-header", "httpx.LocalProtocolError: Illegal header value b'Bearer sk-abc123\\n'\n", "access.key_malformed",
      "Illegal header value", None),

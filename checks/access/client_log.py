@@ -59,9 +59,10 @@ OTHER_PROTOCOL = re.compile(r"^/v1/(?:responses|messages|embeddings)\b|" + OLLAM
 # api_server) and any other /v1 path: asked for with GET too by clients and people trying a server out. A 404 to an
 # API call with a body, whatever its path, is one too: browsers' 404s (/favicon.ico, /) are no failure of the channel.
 NATIVE_ROUTES = re.compile(r"^/(?:generate(?:_stream)?|v1/[\w/.-]+)(?:$|[?#])")
-# (the API masks the key it received but keeps its first characters: a quote there was part of the key)
-# or another provider's key: Anthropic's sk-ant-, Groq's gsk_, Google's AIza, Hugging Face's hf_, xAI's xai-
-KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"‘’“”]|sk-ant-|gsk_|AIza|hf_|xai-)|API key.*(?:whitespace|newline)|"
+# (the API masks the key it received but keeps its first characters: a quote there was part of the key). Another
+# provider's well-formed key (sk-ant-, gsk_, AIza, hf_, xai-) is not here: codes.md's access.key_rejected is a key
+# "for another provider", and provider_words.key_echo_code reads a long masked key the same way
+KEY_SHAPE = re.compile(r"Incorrect API key provided: (?:https?:|\*{3}|Bearer|['\"‘’“”])|API key.*(?:whitespace|newline)|"
                        # undici's header check (and Roo Code's words for it): a character no header can carry
                        r"Cannot convert argument to a ByteString|API key contains invalid characters|"
                        # a provider that checks the key's shape before looking it up
@@ -627,8 +628,9 @@ def _code(e: LogEvent) -> str | None:
 # urllib3's ProxyError around the error of the connection to the proxy (connectionpool.py: `ProxyError("Cannot connect to
 # proxy.", e)` in 1.26, `ProxyError("Unable to connect to proxy", e)` in 1.26/2.x): the proxy's host did not resolve, its
 # TLS failed (an https:// proxy URL for a plain-HTTP proxy: SSLEOFError, WRONG_VERSION_NUMBER) or it refused; the server
-# itself was never asked
-PROXY_WRAP = re.compile(r"\bProxyError\W{1,4}(?:Cannot connect to proxy|Unable to connect to proxy)", re.I)
+# itself was never asked. Through a SOCKS proxy (urllib3/contrib/socks.py) the connection is a SOCKSHTTPSConnection of a
+# SOCKSHTTPSConnectionPool, and its NewConnectionError("Failed to establish a new connection: ...") is the proxy's
+PROXY_WRAP = re.compile(r"\bProxyError\W{1,4}(?:Cannot connect to proxy|Unable to connect to proxy)|\bSOCKSHTTPS?Connection(?:Pool)?\b", re.I)
 PROXY_LEG = ("access.dns_failed", "access.tls_failed", "access.connect_failed")
 # a JSON parser's error on the body of a 404 that is no API's JSON: a web framework's route miss (Go net/http's
 # "404 page not found", which encoding/json reads as the number 404 and then 'p'), so the path is wrong, not the answer

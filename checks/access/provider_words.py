@@ -25,6 +25,9 @@ ABSENT = {"undefined", "none", "null", "nil"}
 NOT_KEY_CHARS = re.compile(r"[{}$<>%\[\]()]")
 # the key shapes the providers that echo a key issue: OpenAI `sk-` (sk-proj-, sk-svcacct-, sk-admin-), xAI `xai-`
 SHAPES = (("console.x.ai", "xai-"), ("platform.openai.com", "sk-"))
+# other providers' key prefixes, whose own underscore is no word of a placeholder: Groq `gsk_`, Hugging Face `hf_`,
+# Perplexity `pplx-`, Anthropic `sk-ant-`, Google `AIza`
+FOREIGN_PREFIX = re.compile(r"^(?:gsk_|hf_|pplx-|sk-ant-|AIza)")
 
 
 def key_echo_code(text: str) -> str | None:
@@ -58,7 +61,7 @@ def key_echo_code(text: str) -> str | None:
     # the API echoes a short value whole and masks a long one: a short one is no key at all (a placeholder, a word),
     # and so is a masked one that reads as words (ADD_YOUR*****HERE); a long random one is a key of another
     # provider, which this one refuses (access.key_rejected)
-    if "*" not in echo or "_" in echo.replace("*", ""):
+    if "*" not in echo or "_" in FOREIGN_PREFIX.sub("", echo).replace("*", ""):
         return "access.key_malformed"
     return None
 

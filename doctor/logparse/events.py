@@ -447,9 +447,10 @@ HAND_RULES: tuple[Rule, ...] = (
     ),
     _r(
         "client_proxy",
-        # (urllib3's `ProxyError('Cannot connect to proxy.', <its cause>)` read whole, so that no template that happens to fit
-        # inside it, NCCL's "Connect to {} failed : {}", outvotes it)
-        r"ProxyError\(['\"]Cannot connect to proxy\.['\"], .*|Cannot connect to proxy\.|Tunnel connection failed: [45]\d\d(?: [A-Z][a-z]+)*|"
+        # (urllib3's `ProxyError('Cannot connect to proxy.', <its cause>)` (1.26) and `ProxyError('Unable to connect to proxy',
+        # <its cause>)` (2.x) read whole, so that no template that happens to fit inside it, NCCL's "Connect to {} failed : {}",
+        # outvotes it; from the requests/openai exception around it on the same line, which the search meets first)
+        r"(?:\S*ProxyError\b.*?)?ProxyError\(['\"](?:Cannot|Unable to) connect to proxy\.?['\"], .*|Cannot connect to proxy\.|Tunnel connection failed: [45]\d\d(?: [A-Z][a-z]+)*|"
         r"ProxyError|Unable to connect to proxy|Tunnel connection failed|ERR_PROXY|squid|"
         r"The system returned: <i>|proxy.*(?:502|refused)",
     ),
