@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from llm_doctor.logparse import bench_tools
 from llm_doctor.logparse import events as ev
 from llm_doctor.logparse import setup as st
 from tests.analysis import codes, only, scenario
@@ -78,3 +79,67 @@ def test_instance_num_within_the_batch_cap_is_not_judged(tmp_path):
     raised = "lmdeploy serve api_server ./workspace --instance_num 256 --max-batch-size 256\n"
     for name, text in {"within": within, "raised": raised}.items():
         assert "perf.batching_limited" not in codes(scenario(_sub(tmp_path, name), launch_sh=text)), name
+
+
+# TensorRT-LLM trtllm-bench throughput (tensorrt_llm/bench/dataclasses/reporting.py), streaming, a paced run
+TRTLLM_BENCH = """===========================================================
+= WORLD + RUNTIME INFORMATION
+===========================================================
+TP Size:                1
+Max Runtime Batch Size: 4
+Issue Rate (req/sec):   2.0000E+00
+
+===========================================================
+= PERFORMANCE OVERVIEW
+===========================================================
+Request Throughput (req/sec):                     1.9921
+Total Output Throughput (tokens/sec):             255.1000
+Average time-to-first-token [TTFT] (ms):          2667.0339
+Average time-per-output-token [TPOT] (ms):        182.9639
+"""
+
+
+def test_trtllm_bench_gives_ttft_and_tpot_and_a_burst_issue_rate_marks_the_queue():
+    found = bench_tools.trtllm_bench(TRTLLM_BENCH)
+    assert found.engine == "trtllm"
+    assert found.values == pytest.approx({"ttft_mean_s": 2.6670339, "itl_mean_s": 0.1829639, "bench_burst": 0.0})
+    burst = bench_tools.trtllm_bench(TRTLLM_BENCH.replace("2.0000E+00", "1.4117E+17"))
+    assert burst.values["bench_burst"] == 1.0
+
+
+def test_a_slow_trtllm_bench_decode_is_high_latency(tmp_path):
+    slow = only(scenario(tmp_path, bench_txt=TRTLLM_BENCH), "perf.high_latency")
+    assert "183 ms per output token" in slow.title and "TTFT 2.7 s" in slow.title
+    assert any("[TPOT] (ms):        182.9639" in line for line in slow.evidence)
+
+
+# LMDeploy's benchmark summaries: the profiler table (2025-01 on, seconds) and the 2023-12..2024 lines
+LMDEPLOY_TABLE = """==================== Profile Throughput ====================
+Benchmark duration                         143.961
+Concurrency                                       256
+------------------------------------------------------------
+                                               mean       P50       P75       P95       P99
+End-to-end Latency                           14.220    13.900    18.012    25.331    29.870
+Time to First Token (TTFT)                    0.285     0.190     0.301     0.812     1.220
+Time per Output Token (TPOT)                  0.041     0.040     0.046     0.061     0.072
+Inter-token Latency (ITL)                     0.039     0.036     0.045     0.066     0.094
+"""
+LMDEPLOY_LINES = """concurrency: 256
+elapsed_time: 399.739s
+
+first token latency(s)(min, max, ave): 0.068, 4.066, 2.285
+per-token latency(s) percentile(50, 75, 95, 99): [0, 0.094, 0.169, 0.227]
+"""
+
+
+def test_lmdeploy_profiles_give_their_mean_ttft_and_tpot_in_seconds():
+    table = bench_tools.lmdeploy_profile(LMDEPLOY_TABLE)
+    assert table.engine == "lmdeploy" and table.values == pytest.approx({"ttft_mean_s": 0.285, "itl_mean_s": 0.041})
+    lines = bench_tools.lmdeploy_profile(LMDEPLOY_LINES)
+    assert lines.values == {"ttft_mean_s": 2.285}  # the per-token percentiles give no mean
+    older = bench_tools.lmdeploy_profile("first_token latency(min, max, ave): 0.068s, 4.066s, 0.285s\n")
+    assert older.values == {"ttft_mean_s": 0.285}
+
+
+def test_a_healthy_lmdeploy_profile_is_quiet(tmp_path):
+    assert not [c for c in codes(scenario(tmp_path, bench_txt=LMDEPLOY_TABLE)) if c.startswith("perf.")]
