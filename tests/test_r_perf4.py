@@ -143,3 +143,26 @@ def test_lmdeploy_profiles_give_their_mean_ttft_and_tpot_in_seconds():
 
 def test_a_healthy_lmdeploy_profile_is_quiet(tmp_path):
     assert not [c for c in codes(scenario(tmp_path, bench_txt=LMDEPLOY_TABLE)) if c.startswith("perf.")]
+
+
+# a vLLM V1 start-up at TP 4 for a 13B model: each worker's weights and the GPU's size as vLLM prints them
+TP_LOG = """INFO 05-10 10:00:01 [api_server.py:1044] args: Namespace(model='codellama/CodeLlama-13b-hf', tensor_parallel_size={tp}, max_model_len=7000)
+(VllmWorker rank=0 pid=101) INFO 05-10 10:01:10 [gpu_model_runner.py:1329] Model loading took {gib} GiB and 12.3 seconds
+INFO 05-10 10:01:30 [worker.py:267] Memory profiling takes 4.1 seconds; the current vLLM instance can use total_gpu_memory ({gpu}GiB) x gpu_memory_utilization (0.90) = 71.24GiB
+INFO 05-10 10:01:50 [api_server.py:1090] Starting vLLM API server on http://0.0.0.0:8000
+"""
+
+
+def test_tp_wider_than_the_logged_weights_need_is_tp_mismatch(tmp_path):
+    wide = only(scenario(tmp_path, vllm_log=TP_LOG.format(tp=4, gib="6.1012", gpu="79.15")), "perf.tp_mismatch")
+    assert wide.severity == "warn" and wide.title.startswith("TP=4 is more than this model needs: TP 1 holds it")
+    assert "24.4 GiB per GPU at TP 1 (31% of a GPU)" in wide.evidence[-1]
+    assert wide.fixes[0].command == "--tensor-parallel-size 1 --data-parallel-size 4"
+
+
+def test_one_step_wider_is_a_note_and_a_tp_the_weights_need_is_quiet(tmp_path):
+    # a 70B at TP 8 on H200s: TP 4 would hold it at 33 GiB per GPU, a latency choice, said at info
+    step = only(scenario(_sub(tmp_path, "step"), vllm_log=TP_LOG.format(tp=8, gib="16.4605", gpu="139.72")), "perf.tp_mismatch")
+    assert step.severity == "info" and step.fixes[0].command == "--tensor-parallel-size 4 --data-parallel-size 2"
+    needed = scenario(_sub(tmp_path, "needed"), vllm_log=TP_LOG.format(tp=8, gib="16.4605", gpu="79.15"))
+    assert "perf.tp_mismatch" not in codes(needed)
