@@ -35,7 +35,8 @@ def batching(facts: Facts, log: LogView | None) -> Outcome:
     swept = _cap_sweep(facts, cfg)
     if cfg is None and m is None and probe is None and reduced is None and swept is None:
         raise NotApplicable("no engine config, /metrics or load probe")
-    findings = [f for f in (reduced, swept, _queue(cfg, m), _probe(cfg, probe), _prefill_budget(cfg, m), _tiny_limit(cfg)) if f]
+    findings = [f for f in (reduced, swept, _queue(cfg, m), _probe(cfg, probe), _prefill_budget(cfg, m), _tiny_limit(cfg),
+                            _instances_over_batch(cfg)) if f]
     return Outcome(findings, "" if findings else "no batching limit seen")
 
 
@@ -165,3 +166,38 @@ def _tiny_limit(cfg) -> Finding | None:
                    [f"{name.lstrip('-')}={cfg.max_num_seqs} ({cfg.sources.get('max_num_seqs')})"],
                    [Fix(f"Batch more requests (the engine default is {default})", f"{name} {default}")],
                    severity="warn" if cfg.max_num_seqs <= TINY_SEQS else "info")
+
+
+TURBOMIND_BATCH = 64  # max_batch_size in the config.ini `lmdeploy convert` writes (LMDeploy 0.0.x-0.1.x)
+
+
+def _instances_over_batch(cfg) -> Finding | None:
+    """LMDeploy before 0.2 served a converted TurboMind workspace with `--instance_num` (api_server main(),
+    default 32): the number of sessions the server holds at once, not the batch. TurboMind batches at most
+    `max_batch_size` of them, read from the workspace's triton_models/weights/config.ini (64 as `lmdeploy
+    convert` writes it, docs/en/inference/turbomind_config.md); every instance above it waits for a free
+    seat, so raising --instance_num (or the client's concurrency) past it serves no more at once."""
+    if cfg is None or cfg.engine != "lmdeploy":
+        return None
+    raw = str(cfg.extra.get("--instance_num") or cfg.extra.get("--instance-num") or "")
+    if not raw.isdigit():
+        return None
+    instances = int(raw)
+    explicit = cfg.is_set("max_num_seqs") and cfg.max_num_seqs
+    cap = int(cfg.max_num_seqs) if explicit else TURBOMIND_BATCH
+    if instances <= cap:
+        return None
+    workspace = (cfg.model or "./workspace").rstrip("/")
+    ini = f"{workspace}/triton_models/weights/config.ini"
+    said = f"max_batch_size={cap} ({cfg.sources.get('max_num_seqs')})" if explicit else \
+        f"max_batch_size={cap} (the TurboMind workspace's config.ini as lmdeploy convert writes it)"
+    return Finding("perf.batching_limited",
+                   f"--instance_num {instances} holds {instances} sessions, but TurboMind batches at most {cap}: the rest wait",
+                   [f"instance_num={instances} ({cfg.sources.get('model', 'command line')})", said,
+                    f"{instances - cap} of {instances} concurrent sessions queue for a seat in the batch"],
+                   [Fix(f"Raise max_batch_size in the workspace's config.ini to the concurrency served ({instances}); the KV "
+                        "cache (cache_max_entry_count) still bounds how many fit",
+                        f"sed -i 's/^max_batch_size = .*/max_batch_size = {instances}/' {ini}"),
+                    Fix("Or, on LMDeploy 0.2 and later, where the batch cap is a server flag",
+                        f"{fv.flag('max_seqs', 'lmdeploy')} {instances}")],
+                   explains=["perf.high_latency", "perf.low_gpu_util"])

@@ -146,12 +146,44 @@ def _cpu_bound(facts: Facts, log: LogView) -> Finding | None:
         v = threads[0].values
         return Finding("perf.cpu_bound", f"{v['threads']} threads on {v['hw_threads']} hardware threads: the CPU thrashes",
                        le.evidence(threads[:1]), [Fix("Use about the number of physical cores", f"-t {max(1, int(v['hw_threads']) // 2)}")])  # type: ignore[call-overload]
+    smt = _threads_over_cores(log)
+    if smt is not None:
+        return smt
     sampling, evals = log.events("sampling_time"), log.events("eval_time")
     for s, e in zip(sampling, evals, strict=False):
         sm, em = float(s.values["ms_per_token"]), float(e.values["ms_per_token"])  # type: ignore[arg-type]
         if em and sm / em >= SAMPLING_SHARE:
             return Finding("perf.cpu_bound", f"sampling takes {sm:g} ms per token, {sm / em:.0%} of a token's {em:g} ms",
                            le.evidence([s, e]), [Fix("Use a cheaper sampler (drop mirostat / large top-k / DRY)", "--mirostat 0")])
+    return None
+
+
+# system_info's feature list (ggml's llama_print_system_info): an x86 build says AVX/SSE3, a build that computes on
+# a GPU or a BLAS library says so (BLAS = 1 for cuBLAS/OpenBLAS/Accelerate in 2023, CUDA/Metal/Vulkan/ROCm later)
+_X86 = re.compile(r"\b(?:AVX2?|SSE3) = 1\b")
+_OFF_CPU = re.compile(r"\b(?:BLAS|CUBLAS|CLBLAST|METAL|VULKAN|SYCL|KOMPUTE) = 1\b|\b(?:CUDA|ROCm|HIP|Metal|Vulkan|SYCL|MUSA|CANN)\s?:", re.I)
+
+
+def _threads_over_cores(log: LogView) -> Finding | None:
+    """A CPU-only llama.cpp run on x86 given more threads than half the hardware threads: x86 desktops and servers
+    run two hardware threads per core (hybrid Intel CPUs two per P-core, one per E-core), so past half of them the
+    threads share cores. llama.cpp splits each matrix evenly across its threads and waits for the slowest, so a thread
+    on a shared core or an E-core gates every token; its own default is one thread per physical (performance) core
+    (common cpu_get_num_math). Judged only where the system_info line shows an x86 build that computes on the CPU,
+    and no layer went to a GPU."""
+    offloaded = any(int(e.values.get("offloaded", 0)) > 0 for e in log.events("offload_layers"))  # type: ignore[call-overload]
+    for e in log.events("threads"):
+        threads, hw = int(e.values.get("threads", 0)), int(e.values.get("hw_threads", 0))  # type: ignore[call-overload]
+        line = e.lines[0] if e.lines else ""
+        if offloaded or hw < 4 or threads <= hw // 2 or not _X86.search(line) or _OFF_CPU.search(line):
+            continue
+        cores = hw // 2
+        return Finding("perf.cpu_bound", f"{threads} threads on {hw} hardware threads of a CPU-only run: threads share cores",
+                       le.evidence([e]) + [f"an x86 core runs two of the {hw} hardware threads: past {cores} threads they share "
+                                           "cores (or run on a hybrid Intel CPU's slower E-cores), and each token waits for the slowest"],
+                       [Fix(f"Use at most {cores} threads, one per physical core; on a hybrid Intel CPU one per performance core "
+                            "(llama.cpp's default when -t is left out)", f"-t {cores}")],
+                       severity="warn", explains=["perf.high_latency"])
     return None
 
 

@@ -41,7 +41,7 @@ def parallelism(facts: Facts) -> Outcome:
     g = facts.gpus if facts.gpus and facts.gpus.available and facts.gpus.gpus else None
     visible = fv.visible_indices(cfg, g)
     if not visible:
-        spans = _spans_nodes(cfg)
+        spans = _spans_nodes(cfg) or _wider_than_logged(facts, cfg)
         if spans is not None:
             return Outcome([spans])
         raise NotApplicable("the number of GPUs is not known (no GPU facts, no CUDA_VISIBLE_DEVICES)")
@@ -91,6 +91,9 @@ def parallelism(facts: Facts) -> Outcome:
         return Outcome([Finding(
             "perf.tp_mismatch", f"the engine uses {used} of {n} GPUs: {idle} GPU(s) stay idle",
             evidence, fixes, explains=["load.weights_oom", "load.kv_cache_insufficient", "load.no_kv_cache_memory"])])
+    logged = _wider_than_logged(facts, cfg)
+    if logged is not None and _tp_needed(facts, cfg, g, heads) is None:
+        return Outcome([logged])
     smaller = _tp_needed(facts, cfg, g, heads)
     if smaller is not None and smaller < tp:
         weights_gib, total_gib = smaller_weights(facts, cfg, smaller), _gpu_gib(g)
@@ -180,3 +183,35 @@ def _tp_needed(facts: Facts, cfg, g, heads: int | None) -> int | None:
             return tp
         tp *= 2
     return None
+
+
+def _wider_than_logged(facts: Facts, cfg) -> Finding | None:
+    """TP larger than the model needs by the engine's own numbers: vLLM prints each worker's weight memory ("Model
+    loading took 6.05 GiB", SGLang "Load weight end. ... mem usage=6.05 GB") and the GPU's size ("total_gpu_memory
+    (79.15GiB)", "Free memory on device (a/79.15 GiB)"). Weights are split evenly by TP (vocab-parallel embeddings
+    included), so TP t holds weights x tp / t per GPU; the smallest t (a power of two dividing the heads) whose share
+    stays under WEIGHTS_SHARE of the GPU leaves the KV cache room to batch, and the GPUs beyond it serve more as
+    replicas. Only without pipeline parallelism, and only where the log states both numbers."""
+    s = facts.logs.setup if facts.logs is not None else None
+    tp = cfg.tensor_parallel_size or 1
+    if s is None or not s.weights_gib or not s.gpu_total_gib or tp < 2 or (cfg.pipeline_parallel_size or 1) > 1:
+        return None
+    heads = facts.model.num_attention_heads if facts.model else None
+    total = s.weights_gib * tp
+    need = 1
+    while need < tp and ((heads is not None and heads % need) or total / need > WEIGHTS_SHARE * s.gpu_total_gib):
+        need *= 2
+    if need >= tp:
+        return None
+    replicas = tp // need
+    # one step wider than needed buys lower latency per request, a common choice (a 70B at TP 8 on 8 H200s): a note;
+    # two steps and more is GPUs spent on all-reduces
+    severity = "info" if replicas == 2 else "warn"
+    return Finding(
+        "perf.tp_mismatch", f"TP={tp} is more than this model needs: TP {need} holds it, {replicas} replicas would serve more",
+        [f"tensor_parallel_size={tp} ({cfg.sources.get('tensor_parallel_size', '?')})",
+         f"the engine logged {s.weights_gib:g} GiB of weights per GPU of {s.gpu_total_gib:g} GiB: {total:.1f} GiB in all, "
+         f"{total / need:.1f} GiB per GPU at TP {need} ({total / need / s.gpu_total_gib:.0%} of a GPU)"],
+        [Fix(f"Serve {replicas} replicas of TP {need} instead of one of TP {tp} (less all-reduce per token)",
+             fv.command(cfg.engine, ("tp", need), ("dp", replicas)))],
+        severity=severity, explains=["perf.low_gpu_util", "perf.slow_interconnect"])

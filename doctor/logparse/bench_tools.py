@@ -32,6 +32,15 @@ The formats, as the tools' sources print them:
   params | backend | ngl | ... | test | t/s |`, a test `pp512` (a 512-token prompt), `tg128` (128
   tokens generated one by one), `pp512+tg128`, ` @ d4096` for a filled context (older: "pp 512"),
   t/s "%.2f ± %.2f". The backend column "CPU"/"BLAS" (no ngl column) is a CPU run.
+- TensorRT-LLM `trtllm-bench throughput` (tensorrt_llm/bench/dataclasses/reporting.py): a "= PERFORMANCE
+  OVERVIEW" block, with streaming "Average time-to-first-token [TTFT] (ms):" and "Average time-per-output-token
+  [TPOT] (ms):" (`%.4f`), and under "= WORLD + RUNTIME INFORMATION" the "Issue Rate (req/sec):" (1E+17 and the
+  like when every request was issued at once, without --concurrency).
+- LMDeploy `benchmark/profile_throughput.py`, `profile_restful_api.py`, `profile_pipeline_api.py`: since 2025-01
+  lmdeploy/profiler.py Profiler.summarize, rows "Time to First Token (TTFT)" and "Time per Output Token (TPOT)"
+  then the mean and the percentiles, in seconds (`{:>10.3f}`), "Concurrency" among the rows above; 2023-12 to
+  2024: "first token latency(s)(min, max, ave): %.3f, %.3f, %.3f" (its per-token percentiles count a token
+  that came in the same tick as 0 and give no mean); 2023: "first_token latency(min, max, ave): %.3fs, %.3fs, %.3fs".
 - Ollama `run --verbose` (api/types.go Metrics.Summary): "prompt eval count:    %d token(s)",
   "prompt eval duration: %s", "eval rate:            %.2f tokens/s" (durations in Go's format:
   "2m7.682s", "204.563ms").
@@ -308,6 +317,56 @@ def _go_seconds(duration: str) -> float | None:
     return sum(float(n) * _GO_UNITS[u] for n, u in parts)
 
 
+# -------------------------------------------------------------------------------------------
+# TensorRT-LLM trtllm-bench
+
+_TRTLLM_ROW = re.compile(r"^[ \t]*Average (?P<what>time-to-first-token \[TTFT\]|time-per-output-token \[TPOT\]) \(ms\):[ \t]*"
+                         r"(?P<ms>\d+(?:\.\d+)?)", re.M)
+_TRTLLM_ISSUE = re.compile(r"^[ \t]*Issue Rate \(req/sec\):[ \t]*(?P<rate>\d+(?:\.\d+)?(?:E[+-]?\d+)?)", re.M | re.I)
+BURST_RATE = 1e6  # requests issued per second: no client paces that; every request was queued at once
+
+
+def trtllm_bench(text: str) -> Reading | None:
+    """The streaming averages of the PERFORMANCE OVERVIEW block; an issue rate no client paces marks the run a burst,
+    whose TTFT measures its own queue."""
+    if "PERFORMANCE OVERVIEW" not in text or "[TPOT]" not in text and "[TTFT]" not in text:
+        return None
+    found = Reading("trtllm-bench", engine="trtllm")
+    for m in _TRTLLM_ROW.finditer(text):
+        name = "ttft_mean_s" if "TTFT" in m.group("what") else "itl_mean_s"
+        if name not in found.values:
+            found.put(name, float(m.group("ms")) / 1000, text, m.start(), f"average {m.group('what')} {m.group('ms')} ms")
+    issue = _TRTLLM_ISSUE.search(text)
+    if issue is not None and found.values:
+        burst = float(issue.group("rate")) >= BURST_RATE
+        found.put("bench_burst", 1.0 if burst else 0.0, text, issue.start(), "every request issued at once" if burst else "a paced issue rate")
+    return found
+
+
+# -------------------------------------------------------------------------------------------
+# LMDeploy benchmark/profile_*.py
+
+_LMD_TABLE = re.compile(r"^[ \t]*(?P<what>Time to First Token \(TTFT\)|Time per Output Token \(TPOT\))[ \t]+(?P<mean>\d+(?:\.\d+)?)\b", re.M)
+_LMD_FIRST = re.compile(r"^[ \t]*first[ _]token latency(?:\(s\))?\(min, max, ave\):[ \t]*[\d.]+s?,[ \t]*[\d.]+s?,[ \t]*(?P<ave>\d+(?:\.\d+)?)s?", re.M)
+
+
+def lmdeploy_profile(text: str) -> Reading | None:
+    """The mean TTFT and TPOT of the profiler's table (seconds), or the average first-token latency of the older
+    summaries (their per-token percentiles give no mean: no inter-token latency from them)."""
+    if "Time to First Token (TTFT)" not in text and "Time per Output Token (TPOT)" not in text and "token latency" not in text:
+        return None
+    found = Reading("lmdeploy profile", engine="lmdeploy")
+    for m in _LMD_TABLE.finditer(text):
+        name = "ttft_mean_s" if "TTFT" in m.group("what") else "itl_mean_s"
+        if name not in found.values:
+            found.put(name, float(m.group("mean")), text, m.start(), f"{m.group('what')} mean {m.group('mean')} s")
+    first = _LMD_FIRST.search(text)
+    if first is not None and "ttft_mean_s" not in found.values:
+        found.put("ttft_mean_s", float(first.group("ave")), text, first.start(), f"first token latency, ave {first.group('ave')} s")
+    return found
+
+
 READERS: tuple[Callable[[str], Reading | None], ...] = (
-    genai_perf, genai_perf_json, llmperf, tgi_benchmark, sglang_one_batch, llama_bench, ollama_verbose,
+    genai_perf, genai_perf_json, llmperf, tgi_benchmark, sglang_one_batch, llama_bench, ollama_verbose, trtllm_bench,
+    lmdeploy_profile,
 )

@@ -614,7 +614,12 @@ HAND_RULES: tuple[Rule, ...] = (
     _r("preemption", r"preempted by PreemptionMode\.\w+|Sequence group \S+ is preempted|total_num_cumulative_preemption=(?P<count>\d+)", False),
     _r("sampling_time", r"sampling time =\s*[\d.]+ ms /\s*\d+ runs\s*\(\s*(?P<ms_per_token>[\d.]+) ms per token", False),
     _r("eval_time", r"^(?:llama_perf_context_print|llama_print_timings):\s+eval time =\s*[\d.]+ ms /\s*\d+ (?:runs|tokens)\s*\(\s*(?P<ms_per_token>[\d.]+) ms per token", False),
-    _r("threads", r"n_threads = (?P<threads>\d+) / (?P<hw_threads>\d+)", False),
+    # llama.cpp's thread count against the host's hardware threads, as each version prints it: common's
+    # get_system_info "system_info: n_threads = 24 / 32 | AVX = 1 ..." (2023), with " (n_threads_batch = 24)" before
+    # the slash since late 2023; llama-server's "system info: n_threads = 24, n_threads_batch = 24, total_threads = 32"
+    # (2024-10) and its key=value log before it ("system info | n_threads=24 n_threads_batch=-1 total_threads=32")
+    _r("threads", r"n_threads ?= ?(?P<threads>\d+)(?: \(n_threads_batch = -?\d+\))?"
+                  r"(?: / |, n_threads_batch = -?\d+, total_threads = | n_threads_batch=-?\d+ total_threads=)(?P<hw_threads>\d+)", False),
     _r("offload_layers", r"offloaded (?P<offloaded>\d+)/(?P<layers>\d+) layers to GPU", False),
     # quoted, it is vLLM's start-up advice ("set 'enforce_eager=True' or use '--enforce-eager'"), not the setting
     # SGLang's spelling: --disable-cuda-graph (not --disable-cuda-graph-padding), disable_cuda_graph=True in its ServerArgs

@@ -90,9 +90,10 @@ STARTS = re.compile(
 )
 
 # an engine's command line quoted in the log (a shell prompt, a Dockerfile CMD, a k8s args list
-# flattened, `ps` output); doctor.engine_args.parse_command reads it
+# flattened, `ps` output); doctor.engine_args.parse_command reads it. A command may follow a colon or a
+# CJK sentence with no space between ("服务启动命令lmdeploy serve api_server ...", "启动命令：vllm serve ...")
 COMMAND = re.compile(
-    r"(?:^|[\s$#>`'\"(])(?P<cmd>(?:vllm serve|sglang serve|trtllm-serve|text-generation-launcher|lmdeploy serve api_server|"
+    r"(?:^|[\s$#>`'\"(:]|[^\x00-\x7f])(?P<cmd>(?:vllm serve|sglang serve|trtllm-serve|text-generation-launcher|lmdeploy serve api_server|"
     r"python3? -m (?:vllm\.entrypoints\.openai\.api_server|sglang\.launch_server|lmdeploy\.serve\.openai\.api_server)"
     # llama.cpp's binaries, run from their build folder (./build/bin/llama-cli, .\Release\main.exe -m ...)
     r"|(?:[\w.~/\\-]*[/\\])?(?:llama-server|llama-cli|main(?:\.exe)?(?=\s+-m\s)))\s.*)"
