@@ -311,6 +311,9 @@ CLIENT_SHAPES = [
     "Error calling Ollama: TypeError: fetch failed",
     # axios lib/adapters/xhr.js in a browser: AxiosError('Network Error'), as String(err) prints it
     "Error: Network Error",
+    # Claude Code's "API Error: 400" as other tools case and bracket it (the Copilot OAI-compatible extension,
+    # https://github.com/JohnnyZ93/oai-compatible-copilot/issues/161): was "No problems found"
+    'Anthropic API error: [422] Unprocessable Content {"detail":[{"type":"missing","loc":["body","max_tokens"],"msg":"Field required"}]}',
 ]
 
 
