@@ -45,6 +45,11 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
         limit = json.dumps({v["modality"]: v["needed"]})
         fixes = [Fix(f"Allow {v['needed']} {v['modality']} items per prompt (if the model takes that many)", f"--limit-mm-per-prompt '{limit}'")]
         title = f"a prompt carries {v['needed']} {v['modality']} items, above --limit-mm-per-prompt"
+    elif "modality" in v and "allowed" in v:  # vLLM's chat parser names only the cap, not how many items the request carried
+        limit = json.dumps({v["modality"]: int(v["allowed"]) + 1})  # type: ignore[call-overload]
+        fixes = [Fix(f"Raise --limit-mm-per-prompt for {v['modality']} above {v['allowed']} to the most items one request sends "
+                     "(if the model takes that many), or send fewer per request", f"--limit-mm-per-prompt '{limit}'")]
+        title = f"a request carries more {v['modality']} items than --limit-mm-per-prompt allows ({v['allowed']})"
     elif "setting" in v and "needed" in v:  # a setting below what the engine says it must hold (vLLM's max_num_batched_tokens, max_lora_rank)
         flag = "--" + str(v["setting"]).replace("_", "-")
         fixes = [Fix(f"Raise {flag} to {v['needed']}, the value the engine's message names", f"{flag} {v['needed']}")]
