@@ -108,7 +108,7 @@ REASONS = (r"Bad Request|Unauthorized|Payment Required|Forbidden|Not Found|Metho
 # status code does not indicate success: 404 (Not Found)."); an error object's type (OpenAI,
 # Anthropic, llama.cpp: `"type": "invalid_request_error"`, `"type":"server_error"`)
 _ANSWER = (
-    r"^TAGS(?:< )?HTTP/\d(?:\.\d)? [45]\d\d\b|\b[45]\d\d status code \(no body\)|\b(?i:error code|api error|status code):? [\[(]?[45]\d\d\b|"
+    r"^TAGS(?:< )?HTTP/\d(?:\.\d)? [45]\d\d\b|\b[45]\d\d status code \(no body\)|\b(?:Error code|(?i:api error)|status code):? [\[(]?[45]\d\d\b|"
     r"\b[45]\d\d (?:Client|Server) Error\b|\b(?:Client|Server) error '[45]\d\d\b|\bdoes not indicate success: [45]\d\d\b|['\"]type['\"]\s*:\s*['\"]\w*_error['\"]|"
     r"^TAGS\{\s*\"error\"\s*:|^TAGScurl: \(\d+\)|"
     # Go's *url.Error (net/url, net/http client.go: `%s %q: %s` of the method, or "parse", the URL and the cause)
