@@ -65,8 +65,13 @@ _TABLE_CONCURRENCY = re.compile(r"^(?:max[-_ ]?)?concurrency\b|^concurren(?:t|cy
 _TABLE_TPS = re.compile(r"\b(?:output |total |aggregate |generation |gen )?(?:token )?throughput\b|\btok(?:en)?s?/s\b|\btps\b", re.I)
 _PER_REQUEST = re.compile(r"\bper[ -]?(?:user|request|req|stream|seq\w*|client)\b|/(?:user|req|request|stream)\b|\b(?:input|prompt|prefill)\b|"
                           r"\bsingle\b|\beach\b|\breq/s\b", re.I)
-_CELL_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
-_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$")
+CELL_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$")  # a markdown table's |---|---| line
+
+
+def table_cells(line: str) -> list[str]:
+    """A markdown table row's cells, their emphasis and code marks peeled (doctor/logparse/tp_compare.py reads them too)."""
+    return [c.strip().strip("*`_ ") for c in line.strip().strip("|").split("|")]
 
 
 def table_runs(text: str) -> list[Run]:
@@ -76,9 +81,9 @@ def table_runs(text: str) -> list[Run]:
         return []
     lines = text.splitlines()
     for no in range(1, len(lines)):
-        if not _RULE.match(lines[no]):
+        if not TABLE_RULE.match(lines[no]):
             continue
-        header = [c.strip().strip("*`_ ") for c in lines[no - 1].strip().strip("|").split("|")]
+        header = table_cells(lines[no - 1])
         conc = next((i for i, h in enumerate(header) if _TABLE_CONCURRENCY.search(h)), None)
         tps = next((i for i, h in enumerate(header) if _TABLE_TPS.search(h) and not _PER_REQUEST.search(h)), None)
         if conc is None or tps is None:
@@ -89,7 +94,7 @@ def table_runs(text: str) -> list[Run]:
             if not row.startswith("|"):
                 break
             cells = row.strip("|").split("|")
-            c, t = (_CELL_NUMBER.search(cells[i]) if i < len(cells) else None for i in (conc, tps))
+            c, t = (CELL_NUMBER.search(cells[i]) if i < len(cells) else None for i in (conc, tps))
             if c and t and "." not in c.group(0):
                 out.append(Run(int(c.group(0).replace(",", "")), float(t.group(0).replace(",", "")), 0, at + 1))
         return out

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from llm_doctor.facts import Facts
 from llm_doctor.facts.stated import PerfStatement
+from llm_doctor.logparse.bench_runs import CELL_NUMBER, TABLE_RULE, table_cells
 
 # a configuration named by its TP size: "TP=8/EP=8", "TP8", "tp 4", "-tp 2", "TP=4, DP=2", "tensor_parallel_size=4"
 _TP = re.compile(r"(?<![A-Za-z])(?:TP|tp_size|tensor[_ -]parallel(?:[_ -]size)?)\s?[=:]?\s?(\d{1,2})(?!\d)", re.I)
@@ -26,8 +27,6 @@ _PER_GPU = re.compile(r"(?:/|\bper\s)GPU\b", re.I)
 # InferenceX "Throughput/GPU", "Output tput/GPU"), never a latency or a request rate
 _TPUT = re.compile(r"\b(?:(?:output |total |token |gen(?:eration)? )*(?:throughput|tput)|tok(?:en)?s?/s)\b", re.I)
 _NOT_TPUT = re.compile(r"\b(?:req(?:uest)?s?/s|latency|TTFT|TPOT|ITL|E2E|ms)\b|\bper[ -]?(?:user|request|req|stream)\b|/(?:user|req)\b", re.I)
-_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
-_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$")
 
 
 @dataclass(frozen=True)
@@ -40,12 +39,8 @@ class Point:
     label: str
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip().strip("*`_ ") for c in line.strip().strip("|").split("|")]
-
-
 def _number(cell: str) -> float | None:
-    m = _NUMBER.search(cell)
+    m = CELL_NUMBER.search(cell)
     return float(m.group(0).replace(",", "")) if m else None
 
 
@@ -56,14 +51,14 @@ def points(text: str) -> list[Point]:
         return []
     lines = text.splitlines()
     for no in range(1, len(lines)):
-        if not _RULE.match(lines[no]):
+        if not TABLE_RULE.match(lines[no]):
             continue
-        header = _cells(lines[no - 1])
+        header = table_cells(lines[no - 1])
         body = []
         for at in range(no + 1, len(lines)):
             if not lines[at].strip().startswith("|"):
                 break
-            body.append((at + 1, _cells(lines[at])))
+            body.append((at + 1, table_cells(lines[at])))
         found = _columns(header, body) or _rows(header, body)
         if len({p.tp for p in found}) >= 2:
             return found
