@@ -93,7 +93,11 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
                  Fix("Make sure the matching CUDA libraries come first", "pip install --force-reinstall torch --index-url https://download.pytorch.org/whl/cu121")]
     # the flash models missing because torch saw no GPU: the missing GPU explains this, not the reverse
     no_gpu = le.only_flash_models_missing(found) and bool(log.events("gpu_not_visible"))
+    # only warnings the engine went on after (TGI's "Unable to use Flash Attention V2": it falls back to the non-flash
+    # model classes) while something else then failed: that failure is the first to fix, this one a warning beside it
+    went_on = not any(e.fatal for e in found) and bool(log.other_failures())
     return Outcome([Finding("load.cuda_mismatch", "the CUDA driver/runtime/kernels do not match this GPU or each other", evidence, fixes,
+                            severity="warn" if went_on else "",
                             explains=[*([] if no_gpu else ["load.gpu_not_visible"]), "load.nccl_failed",  # NCCL's CUDA calls fail with it
                                       *(["load.dtype_unsupported"] if floor else []), *le.CLIENT_SYMPTOMS])])
 

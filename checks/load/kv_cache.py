@@ -33,7 +33,7 @@ SGLANG_INPUT_RESERVE = 6
 KV_EXPLAINS = ["load.runtime_oom", *le.CLIENT_SYMPTOMS]
 
 
-@check("load.kv_cache", "load", codes=["load.kv_cache_insufficient", "load.no_kv_cache_memory"], events=["kv_cache_too_small", "no_kv_memory", "kv_cache_alloc_failed", "ggml_alloc_failed"])
+@check("load.kv_cache", "load", codes=["load.kv_cache_insufficient", "load.no_kv_cache_memory"], events=["kv_cache_too_small", "no_kv_memory", "kv_cache_alloc_failed", "ggml_alloc_failed", "host_oom"])
 def kv_cache(facts: Facts, log: LogView) -> Outcome:
     """The KV cache the engine could allocate holds at least one request of max_model_len."""
     too_small = log.events("kv_cache_too_small")
@@ -243,8 +243,11 @@ def _llama_ctx(facts: Facts, log: LogView, found: list) -> Finding:
     logs = facts.logs
     assert logs is not None
     n_ctx = logs.setup.n_ctx
-    alloc = le.first_value(log.events("ggml_alloc_failed"), "alloc_bytes")
-    evidence = le.evidence(log.events("ggml_alloc_failed")[:1] + found[:1])
+    # a KV cache kept in host memory fails in the CPU buffer type (ggml-backend.cpp), a host_oom line: the same
+    # allocation, sized by n_ctx, so the context asked for is the cause and the host RAM it ran out of its symptom
+    allocs = [e for e in log.events("ggml_alloc_failed", "host_oom") if "alloc_bytes" in e.values]
+    alloc = le.first_value(allocs, "alloc_bytes")
+    evidence = le.evidence(allocs[:1] + found[:1])
     fixes: list[Fix] = []
     if n_ctx:
         evidence.append(f"n_ctx = {n_ctx}" + (f" (the model's training context is {logs.setup.n_ctx_train})" if logs.setup.n_ctx_train else ""))
@@ -259,7 +262,7 @@ def _llama_ctx(facts: Facts, log: LogView, found: list) -> Finding:
         fixes.append(Fix("Ask for a smaller context", f"-c {max(2048, n_ctx // 4)}"))
     fixes.append(Fix("Or quantize the KV cache", "--cache-type-k q8_0 --cache-type-v q8_0"))
     return Finding("load.kv_cache_insufficient", f"the KV cache for n_ctx {n_ctx or '?'} could not be allocated", evidence,
-                   fixes, explains=KV_EXPLAINS)
+                   fixes, explains=[*KV_EXPLAINS, *(["load.host_oom"] if any(e.kind == "host_oom" for e in allocs) else [])])
 
 
 def _no_memory(facts: Facts, log: LogView, found: list) -> Finding:

@@ -143,7 +143,8 @@ HAND_RULES: tuple[Rule, ...] = (
     # after the weights and the KV cache; the weights fail in alloc_tensor_range ("unable to allocate CUDA0 buffer")
     _r("ggml_compute_buffers", r"ggml_gallocr_reserve_n: failed to allocate (?P<buffer>\w+) buffer of size (?P<alloc_bytes>\d+)"),
     _r("ggml_alloc_failed", r"failed to allocate (?P<buffer>\w+) buffer of size (?P<alloc_bytes>\d+)"),
-    _r("ggml_alloc_failed", r"ggml_backend_\w+_buffer_type_alloc_buffer: failed to allocate buffer of size (?P<alloc_bytes>\d+)"),
+    # the CPU buffer type's own failure is host RAM (ggml-backend.cpp: ggml_aligned_malloc): the catalogue's host_oom entry
+    _r("ggml_alloc_failed", r"ggml_backend_(?!cpu_)\w+_buffer_type_alloc_buffer: failed to allocate buffer of size (?P<alloc_bytes>\d+)"),
     _r("ggml_compute_buffers", r"failed to allocate compute buffers"),
     _r("ggml_weights_failed", r"unable to allocate backend buffer"),
     # --- host memory --------------------------------------------------------------------------
