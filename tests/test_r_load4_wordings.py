@@ -85,3 +85,26 @@ def test_a_cuda_backend_with_no_device(tmp_path: Path) -> None:
     # ggml-cuda.cu ggml_cuda_init
     top = findings(tmp_path, "ggml_cuda_init: found 0 CUDA devices (Total VRAM: 0 MiB):\n")[0]
     assert top.code == "load.gpu_not_visible"
+
+
+def test_hip_without_a_code_object_for_the_gpu(tmp_path: Path) -> None:
+    # ROCm clr hipamd/src/hip_code_object.cpp
+    top = findings(tmp_path, '"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"\nAborted (core dumped)\n')[0]
+    assert top.code == "load.cuda_mismatch"
+    assert top.fixes[0].command == "HSA_OVERRIDE_GFX_VERSION=10.3.0"
+
+
+def test_triton_trtllm_engine_config_from_another_version(tmp_path: Path) -> None:
+    # tensorrtllm_backend model_instance_state.cc wrapping the engine config reader's nlohmann exception
+    log = ('E0703 14:20:40.781912 368 backend_model.cc:692] "ERROR: Failed to create instance: unexpected error when '
+           "creating modelInstanceState: [json.exception.out_of_range.403] key 'use_context_fmha_for_generation' not found\"\n")
+    top = findings(tmp_path, log)[0]
+    assert top.code == "load.cuda_mismatch"
+    assert top.fixes[0].summary.startswith("Rebuild the TensorRT engine here")
+
+
+def test_ollama_dropping_a_gpu_its_cuda_backend_has_no_kernels_for(tmp_path: Path) -> None:
+    # discover/llama_server.go
+    log = ('time=2026-08-01T10:00:00.000Z level=INFO source=llama_server.go:299 msg="skipping CUDA device — compute '
+           'capability not in compiled architectures" device="Tesla K80" cc=37 archs="50;61;70;75;80;86;89;90;100;120"\n')
+    assert findings(tmp_path, log)[0].code == "load.cuda_mismatch"

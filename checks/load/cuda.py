@@ -16,7 +16,8 @@ from llm_doctor.logview import LogView
 # "ImportError: /usr/local/lib/python3.10/dist-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c10..."
 SO_UNDEFINED = re.compile(r"(?P<so>/\S+?\.so)(?:\.[\d.]+)?: undefined symbol")
 TRT_ENGINE_BUILT_ELSEWHERE = ("engine plan file", "deserialize", "different TensorRT-LLM version", "Tensor names in engine",
-                              "not found; expected shape", "SERIALIZATION_VERSION", "Serialized Engine Version")
+                              "not found; expected shape", "SERIALIZATION_VERSION", "Serialized Engine Version",
+                              "modelInstanceState: [json.exception")
 
 
 @check("load.cuda", "load", codes=["load.cuda_mismatch"], events=["cuda_mismatch", "gpu_not_visible"])
@@ -84,6 +85,11 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
                      "pull an image built for the CUDA version `nvidia-smi` shows (top right)", "nvidia-smi"),
                  Fix("If the GPU runs newer CUDA through forward compatibility (data-center GPUs with cuda-compat), skip the "
                      "image's requirement check", "-e NVIDIA_DISABLE_REQUIRE=1")]
+    elif "NoBinaryForGpu" in text:
+        # ROCm clr hip_code_object.cpp: the binary's offload bundle holds no code object for this GPU's gfx target
+        fixes = [Fix("This ROCm/PyTorch build has no kernels for the GPU's gfx target: install a build that lists it "
+                     "(`rocminfo | grep gfx`), or run it as the nearest supported target of the same family",
+                     "HSA_OVERRIDE_GFX_VERSION=10.3.0")]
     elif "driver version is insufficient" in text or "driver on your system is too old" in text:
         fixes = [Fix("Upgrade the NVIDIA driver, or use a build for the CUDA version the driver supports (see `nvidia-smi`, top right)")]
     else:
