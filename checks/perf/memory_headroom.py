@@ -11,10 +11,17 @@ perf.memory_overcommitted or load.runtime_oom (codes.md): runtime_oom is the CUD
 serving; memory_overcommitted is the setting, a share "too high, leaving no headroom: intermittent OOM
 under peaks". So:
 - a share at or above 0.95 and no OOM: memory_overcommitted, a warning (the peaks have no room yet);
-- an OOM the log shows, with a high share: the OOM is the failure and ranks first (an error, the load
-  layer); memory_overcommitted stands beside it as the setting to change, not as its cause: an OOM
-  during serving has other causes too (a long unchunked prefill, images, graph capture, a batch cap),
-  and 0.9-0.95 is the range the engines ship;
+- an OOM while serving (the log places it after start-up: decode/prefill batches ran, requests were
+  answered) with the share raised above the engine's default to 0.9 or more: memory_overcommitted is its
+  cause and ranks first (it explains load.runtime_oom). Start-up succeeded, so the profile run, the KV
+  cache and the graphs all fitted: what ran out is the headroom the raised share took from the activation
+  peaks of live batches, which the profile does not see (vLLM determine_available_memory, SGLang
+  init_memory_pool size the pool from the share and one profile pass). The fix is the share that leaves
+  the failed allocation free, and no more than the engine's safe range;
+- any other OOM the log shows, with a high share (during start-up: profiling, graph capture, warm-up;
+  or at the engine's shipped default, 0.9 for vLLM): the OOM is the failure and ranks first (an error,
+  the load layer); memory_overcommitted stands beside it as the setting to change, not as its cause: an
+  OOM there has other causes too (a long unchunked prefill, images, graph capture, a batch cap);
 - memory_overcommitted is the OOM's root cause (it explains load.runtime_oom and ranks before it) only
   where the input ties the two: the person lowered the share and the OOM went away, or names the share
   too high as the cause (doctor/logparse/perf_prose.py `_memory_cure`). Then the share they say failed
@@ -24,21 +31,27 @@ under peaks". So:
 
 from __future__ import annotations
 
+import math
+
 from llm_doctor.checks.perf import facts_view as fv
 from llm_doctor.engine import check
-from llm_doctor.engine_args import memory_share
+from llm_doctor.engine_args import configured_share, memory_share, sglang_mem_fraction
 from llm_doctor.facts import Facts
 from llm_doctor.facts.stated import PerfStatement
 from llm_doctor.findings import STATEMENT, Finding, Fix, NotApplicable, Outcome
 from llm_doctor.logparse.perf_prose import cure_engine
+from llm_doctor.logview import LogView
 
 LIMIT = 0.95
 SAFE = {"vllm": 0.90, "sglang": 0.85, "tgi": 0.90}
 MAX_QUOTED = 2
+# a share at or above this, raised above the engine's default, is the cause of an OOM while serving
+RAISED = 0.90
 
 
-@check("perf.memory_headroom", "perf", codes=["perf.memory_overcommitted"], any_of=("deployment", "stated"))
-def memory_headroom(facts: Facts) -> Outcome:
+@check("perf.memory_headroom", "perf", codes=["perf.memory_overcommitted"], any_of=("deployment", "stated", "logs"),
+       events=["cuda_oom"])
+def memory_headroom(facts: Facts, log: LogView | None) -> Outcome:
     """The engine leaves GPU memory headroom for peaks (gpu_memory_utilization below 0.95)."""
     cfg = fv.maybe_deployment(facts)
     cured = cures(facts)
@@ -48,6 +61,9 @@ def memory_headroom(facts: Facts) -> Outcome:
         raise NotApplicable("the memory fraction (gpu_memory_utilization / mem_fraction_static) is not known")
     util = memory_share(cfg)
     given = _given(cfg, util)
+    serving = _serving_oom(cfg, log)
+    if serving is not None:
+        return Outcome([_overcommit_oom(facts, cfg, serving)])
     if util < LIMIT:
         return Outcome(detail=given)
     safe = SAFE.get(cfg.engine, 0.90)
@@ -61,6 +77,46 @@ def memory_headroom(facts: Facts) -> Outcome:
         evidence,
         [Fix(f"Leave headroom: {safe:g} is the engine's safe range", f"{fv.flag('mem', cfg.engine)} {safe:.2f}"),
          Fix("If the KV cache then gets too small, shorten the context or use an fp8 KV cache rather than squeezing headroom")])])
+
+
+def _serving_oom(cfg, log: LogView | None):
+    """The CUDA OOM the log places while serving, where the share was raised to RAISED or more above the
+    engine's default (SGLang's by TP size, else 0.9), or None."""
+    if log is None or cfg.sources.get("gpu_memory_utilization") == "default":
+        return None
+    default = sglang_mem_fraction(cfg.tensor_parallel_size or 1) if cfg.engine == "sglang" else 0.9
+    share = configured_share(cfg)
+    if memory_share(cfg) < RAISED or share <= default:
+        return None
+    return next((e for e in log.events("cuda_oom") if e.phase == "serving"), None)
+
+
+def _overcommit_oom(facts: Facts, cfg, e) -> Finding:
+    """The raised share is the serving OOM's cause: the fix is the share that leaves the failed allocation
+    free (the share less the part of the GPU it was short by), at most the engine's safe range."""
+    util = memory_share(cfg)
+    given = _given(cfg, util)
+    safe = SAFE.get(cfg.engine, 0.90)
+    evidence = [f"{given} ({cfg.sources.get('gpu_memory_utilization', '?')}), above the engine's default",
+                f"line {e.line_no}: {e.lines[0].strip()[:300]}",
+                "phase: serving (the OOM came after start-up: the profile, the KV cache and the graphs had fitted)"]
+    value = safe
+    tried, free = e.values.get("tried"), e.values.get("free") or 0.0
+    total = e.values.get("total") or (_total_mib(facts) or 0) / 1024
+    if isinstance(tried, (int, float)) and isinstance(total, (int, float)) and total > 0:
+        short = max(float(tried) - float(free), 0.0)
+        leaves = math.floor((configured_share(cfg) - short / total) * 100) / 100
+        evidence.append(f"the failed allocation was {short * 1024:.0f} MiB short of free memory on the {total:g} GiB GPU: "
+                        f"share {leaves:.2f} leaves it free; the engine's safe range is {safe:g}")
+        value = min(safe, leaves)
+    return Finding("perf.memory_overcommitted",
+                   f"{given} left no headroom: the GPU ran out of memory while serving, after start-up had fitted",
+                   evidence,
+                   [Fix("Lower the share the engine takes, so the activation peaks of live batches fit beside the pool",
+                        f"{fv.flag('mem', cfg.engine)} {value:.2f}"),
+                    Fix("If the KV cache then gets too small, cap the batch (max-num-batched-tokens / chunked prefill, "
+                        "max-num-seqs) or use an fp8 KV cache rather than squeezing headroom")],
+                   explains=["load.runtime_oom"])
 
 
 def cures(facts: Facts) -> list[PerfStatement]:
