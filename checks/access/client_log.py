@@ -144,6 +144,13 @@ STREAM_SPLIT = ("a streamed event's JSON was parsed before all of it arrived: th
 
 
 # JSON.parse("[DONE]") in V8's words before and since 11.x, and Python's json.loads("[DONE]"): the OpenAI stream's last event is no JSON
+# Vercel AI SDK's streamText raises NoOutputGeneratedError when its stream closed before one step finished
+# (vercel/ai packages/ai/src/generate-text/stream-text.ts): it names no cause, and masks the provider error the stream
+# carried (an APICallError: 401, 429, 5xx), so where the same log states that one, it ranks after it
+NO_OUTPUT = re.compile(r"No output generated\. Check the stream for errors", re.I)
+NO_OUTPUT_FINDING = ("the AI SDK's stream closed before the model's first step finished (NoOutputGeneratedError names no cause)",
+                     "Log the stream's error parts (streamText onError, or read fullStream): the provider's error the stream "
+                     "carried (its status and body) is the cause; a stream cut by a proxy or a server restart carries none")
 DONE_PARSED = re.compile(r"Unexpected token D in JSON at position 1\b|\"\[DONE\]\" is not valid JSON|Expecting value: line 1 column 2 \(char 1\)")
 DONE_AS_JSON = ("the client parses the stream's terminator `data: [DONE]` as JSON: the OpenAI-style stream ends with it",
                 "Stop reading at the `data: [DONE]` event instead of JSON.parse-ing it (or use the SDK's stream reader); update the client")
@@ -263,7 +270,12 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         explains = EXPLAINS.get(code, [])
         if code == "access.proxy_failed":  # the same TLS or DNS failure, where another line printed it without its ProxyError
             explains = [*explains, *(c for c in PROXY_LEG if any(_cause(e) == c for e in events))]
-        if code == "access.streaming_broken" and any(e.kind == "client_stream_cut" or CUT_BODY.search(" ".join(e.lines)) for e in events):
+        severity = ""
+        if code == "access.streaming_broken" and events and all(NO_OUTPUT.search(" ".join(e.lines)) for e in events):
+            title, fix = NO_OUTPUT_FINDING
+            fixes = [Fix(fix)]
+            severity = "warn" if len(found) > 1 else ""  # after the provider error the same log states; alone, the failure
+        elif code == "access.streaming_broken" and any(e.kind == "client_stream_cut" or CUT_BODY.search(" ".join(e.lines)) for e in events):
             title, fix = STREAM_CUT
             fixes = [Fix(fix)]
             # the socket error a cut stream carries as its cause (undici's "other side closed", ECONNRESET) is
@@ -281,7 +293,7 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         elif code == "access.streaming_broken" and any(e.kind == "client_stream_buffered" for e in events):
             title, fixes = STREAM_BUFFERED, buffering_fixes(s.proxy)
             evidence += [f"between client and server: {s.proxy}"] if s.proxy else []
-        findings.append(Finding(code, title, evidence, fixes, explains=explains))
+        findings.append(Finding(code, title, evidence, fixes, severity=severity, explains=explains))
     if relayed := [e for e in log.events("context_exceeded") if le.relayed(e, logs.engine)]:
         findings.append(_context_relayed(facts, log, relayed))
     return Outcome(findings, "" if findings else "no client-side error in the log")
