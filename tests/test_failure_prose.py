@@ -65,6 +65,9 @@ FAMILIES = [
     ("load.gpu_not_visible", "ollama ps reporting \"100% GPU\" while model is running on CPU only."),
     # corpus/i005 (triton-inference-server/server, Triton 23.11): the load named before "takes too long"
     ("load.startup_timeout", "So when loading a model takes too long, k8s thinks the server hangs and restarts it."),
+    # corpus m205 (a base endpoint that is a docs page): a bare 404 in a person's words is the path, not the model
+    ("access.base_url_invalid", "After selecting the model and sending the chat, this error appears: 404."),
+    ("access.base_url_invalid", "Every chat request from the plugin returns a 404 now."),
 ]
 
 
@@ -100,6 +103,8 @@ def test_a_sentence_maps_to_the_code_it_names(code, sentence):
     "End of file. There are some potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high "
     "memory usage. (2) ray stop --force is called. (3) The worker is crashed unexpectedly due to SIGSEGV or other "
     "unexpected errors.",
+    # an echoed error line, not a person's words: its status and body are the catalogue's to read
+    "[mcp_agent.executor.executor] Error executing task: Error code: 404 - {'error': {'message': 'No endpoints found'}}",
 ])
 def test_questions_advice_and_healthy_statements_stay_quiet(sentence):
     assert failure_prose.statements("issue.md", sentence + "\n") == []

@@ -248,6 +248,12 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("access.server_error", re.compile(
         r"\b(?:error|status|HTTP|code|returns?|returned|gets?|got)\W{0,3}50[0234]\b|\b50[0234]s?\b[^.]{0,20}?\b(?:error|response|from)\b|"
         r"\bInternal Server Error\b|\bBad Gateway\b|\bService Unavailable\b|\bGateway Time-?out\b", re.I)),
+    # a bare 404 said in a person's words, with no word of the model (the rules above read those): the path the client posts
+    # to is not served, the base URL's fault ("this error appears: 404", "it returns a 404"); an echoed error line ("Error
+    # code: 404 - {...}", "Client error '404 Not Found' for url") is the catalogue's to read
+    ("access.base_url_invalid", re.compile(
+        r"\b(?:appears?|returns?|returned|returning|gives?|gave|giving|gets?|got|getting|throws?|shows?|showing|receiv(?:e|es|ed|ing))"
+        r"[\s:]{1,3}(?:an?\s+|the\s+)?(?:HTTP\s+)?404\b(?!\s*[-{\[(])", re.I)),
     # --- load: the model loading and staying up -----------------------------------------------------
     # "requires you to execute the configuration file in that repo ... trust_remote_code=True" (transformers)
     ("load.remote_code", re.compile(
