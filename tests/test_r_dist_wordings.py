@@ -1,7 +1,9 @@
 """Distributed start-up failures as the sources write them: torch's c10d store sockets (socket.cpp), its
 elastic rendezvous errors (rendezvous/api.py), and NCCL's CUDACHECK quoting a CUDA device error
-(src/include/checks.h), alone or as the "Last error:" of torch's DistBackendError. Each case names the
-code that must rank first, a piece of its evidence and its first fix's exact command."""
+(src/include/checks.h), alone or as the "Last error:" of torch's DistBackendError; memory held by other
+processes as torch < 2.1's OOM message states it (CUDACachingAllocator.cpp), and host RAM as numpy states
+it (_exceptions.py). Each case names the code that must rank first, a piece of its evidence and its first
+fix's exact command."""
 
 from __future__ import annotations
 
@@ -54,6 +56,21 @@ CASES = [
         DIST_BACKEND, "ncclUnhandledCudaError: Call to CUDA function failed.", "Last error:",
         "Cuda failure 'invalid device ordinal'",
     ], "load.gpu_not_visible", "invalid device ordinal", None),
+    # torch < 2.1: 10.76 GiB total, 2.56 MiB free and nothing in this process's cache: another process holds the card
+    ("old-oom-other-process", [
+        "RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB (GPU 0; 10.76 GiB total capacity; 0 bytes already "
+        "allocated; 2.56 MiB free; 0 bytes reserved in total by PyTorch)",
+    ], "load.gpu_memory_occupied", "neither free (0.00 GiB) nor in this process's PyTorch cache (0.00 GiB reserved)",
+     "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv"),
+    # the same format with the process's own cache filling the card: its own OOM, no other process
+    ("old-oom-own-cache", [
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; 22.19 GiB total capacity; "
+        "20.10 GiB already allocated; 1.02 GiB free; 20.20 GiB reserved in total by PyTorch)",
+    ], "load.runtime_oom", "Tried to allocate 1.50 GiB", "--max-num-seqs 128"),
+    ("numpy-array-memory", [
+        "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.20 GiB for an array with shape (859832320,) and "
+        "data type float32",
+    ], "load.host_oom", "Unable to allocate 3.20 GiB", None),
 ]
 
 

@@ -21,6 +21,14 @@ from llm_doctor.logview import LogView
 
 # torch's per-process report in an OOM message (CUDACachingAllocator.cpp reportProcessMemoryInfo, torch 2.1+)
 PROCESS_HAS = re.compile(r"\bProcess \d+ has (\d[\d,]*(?:\.\d+)?\s*[KMGT]i?B) memory in use")
+# torch < 2.1's OOM message (CUDACachingAllocator.cpp, format_size: "N bytes" below 1 KiB): "Tried to allocate X (GPU 0;
+# T total capacity; A already allocated; F free; [L allowed; ]R reserved in total by PyTorch)". What is neither free nor in
+# this process's PyTorch cache is its CUDA context or another process's memory.
+_SIZE_OR_BYTES = r"\d[\d,]*(?:\.\d+)?\s*(?:[KMGT]i?B|bytes)"
+OLD_FORMAT = re.compile(r"\(GPU \d+; (?P<total>" + _SIZE_OR_BYTES + r") total capacity; (?:" + _SIZE_OR_BYTES + r") already allocated; "
+                        r"(?P<free>" + _SIZE_OR_BYTES + r") free; (?:(?:" + _SIZE_OR_BYTES + r") allowed; )?"
+                        r"(?P<reserved>" + _SIZE_OR_BYTES + r") reserved in total by PyTorch\)")
+CUDA_CONTEXT_GIB = 1.0  # a CUDA context with cuBLAS/NCCL workspaces, outside PyTorch's cache (checks/load/oom.py)
 SYMPTOMS = ["load.no_kv_cache_memory", "load.kv_cache_insufficient", "load.runtime_oom", "load.weights_oom"]
 MEMORY_FAILURES = {"no_kv_memory", "kv_cache_too_small", "cuda_oom"}
 
@@ -86,6 +94,9 @@ def _oom_others(facts: Facts, e) -> Finding | None:
     one of them, so the others hold at least that much."""
     v = e.values
     total, free, mine = v.get("total"), v.get("free"), v.get("this_process")
+    old = OLD_FORMAT.search(" ".join(e.lines))
+    if old is not None and mine is None:
+        return _old_format_others(facts, e, old)
     if not all(isinstance(x, (int, float)) for x in (total, free)):
         return None
     listed = [ev.to_number(m) for m in PROCESS_HAS.findall(" ".join(e.lines))]
@@ -104,6 +115,31 @@ def _oom_others(facts: Facts, e) -> Finding | None:
     return Finding("load.gpu_memory_occupied", f"other processes hold {others:.1f} GiB of this GPU", evidence,
                    _fixes(facts, float(total) - others, float(total)),  # type: ignore[arg-type]
                    explains=SYMPTOMS + le.CLIENT_SYMPTOMS)
+
+
+def _gib(size: str) -> float:
+    """'10.56 MiB' -> GiB; '0 bytes' -> 0."""
+    if size.strip().endswith("bytes"):
+        return float(size.split()[0].replace(",", "")) / 1024**3
+    number = ev.to_number(size)
+    return float(number) if isinstance(number, (int, float)) else 0.0
+
+
+def _old_format_others(facts: Facts, e, old: re.Match) -> Finding | None:
+    """torch < 2.1 names no process: the GPU's total less its free memory and this process's PyTorch reserve is held
+    outside PyTorch's cache. Beyond a CUDA context (and the threshold _oom_others uses) it is another process's, unless
+    the engine allocates outside PyTorch itself (LMDeploy's TurboMind, TensorRT-LLM: le.FREE_MEMORY_SHARE)."""
+    if le.engine(facts) in le.FREE_MEMORY_SHARE:
+        return None
+    total, free, reserved = _gib(old["total"]), _gib(old["free"]), _gib(old["reserved"])
+    others = total - free - reserved - CUDA_CONTEXT_GIB
+    if total <= 0 or others < max(2.0, 0.1 * total):
+        return None
+    evidence = le.evidence([e]) + [f"{total - free - reserved:.2f} GiB of the {total:g} GiB GPU is neither free ({free:.2f} GiB) nor "
+                                   f"in this process's PyTorch cache ({reserved:.2f} GiB reserved): beyond a CUDA context, "
+                                   "another process holds it"]
+    return Finding("load.gpu_memory_occupied", f"other processes hold about {others:.1f} GiB of this GPU", evidence,
+                   _fixes(facts, total - others, total), explains=SYMPTOMS + le.CLIENT_SYMPTOMS)
 
 
 def _smi_table(facts: Facts, log: LogView, failing: list) -> Finding | None:
