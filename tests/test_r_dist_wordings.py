@@ -67,6 +67,19 @@ CASES = [
         "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB (GPU 0; 22.19 GiB total capacity; "
         "20.10 GiB already allocated; 1.02 GiB free; 20.20 GiB reserved in total by PyTorch)",
     ], "load.runtime_oom", "Tried to allocate 1.50 GiB", "--max-num-seqs 128"),
+    # torch 2.1+ naming no process (no NVML): 23.69 GiB total, 10.56 MiB free, 1.30 GiB in this process's cache
+    ("new-oom-no-process", [
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 23.69 GiB of "
+        "which 10.56 MiB is free. Of the allocated memory 1.20 GiB is allocated by PyTorch, and 100.00 MiB is reserved by "
+        "PyTorch but unallocated.",
+    ], "load.gpu_memory_occupied", "in this process's PyTorch cache (1.30 GiB reserved)",
+     "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv"),
+    # 4.9 GiB outside the cache of a 23.55 GiB card is within what the process itself holds outside PyTorch: no other process
+    ("new-oom-own-non-torch", [
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 26.00 MiB. GPU 0 has a total capacity of 23.55 GiB of "
+        "which 25.94 MiB is free. Of the allocated memory 18.60 GiB is allocated by PyTorch, and 20.02 MiB is reserved by "
+        "PyTorch but unallocated.",
+    ], "load.runtime_oom", "Tried to allocate 26.00 MiB", "--max-num-seqs 128"),
     ("numpy-array-memory", [
         "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.20 GiB for an array with shape (859832320,) and "
         "data type float32",
