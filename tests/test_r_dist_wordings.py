@@ -80,6 +80,10 @@ CASES = [
         "which 25.94 MiB is free. Of the allocated memory 18.60 GiB is allocated by PyTorch, and 20.02 MiB is reserved by "
         "PyTorch but unallocated.",
     ], "load.runtime_oom", "Tried to allocate 26.00 MiB", "--max-num-seqs 128"),
+    # NCCL 2.12's shmutils.cc names the /dev/shm segment it could not map, with no size or errno
+    ("nccl-2.12-could-not-map", [
+        "node1:1:1 [0] misc/shmutils.cc:46 NCCL WARN Could not map /dev/shm/nccl-AbCdEf",
+    ], "load.shm_insufficient", "Could not map /dev/shm/nccl-AbCdEf", "--ipc=host"),
     ("numpy-array-memory", [
         "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.20 GiB for an array with shape (859832320,) and "
         "data type float32",
