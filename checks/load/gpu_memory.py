@@ -21,6 +21,23 @@ from llm_doctor.logview import LogView
 
 # torch's per-process report in an OOM message (CUDACachingAllocator.cpp reportProcessMemoryInfo, torch 2.1+)
 PROCESS_HAS = re.compile(r"\bProcess \d+ has (\d[\d,]*(?:\.\d+)?\s*[KMGT]i?B) memory in use")
+# torch < 2.1's OOM message (CUDACachingAllocator.cpp, format_size: "N bytes" below 1 KiB): "Tried to allocate X (GPU 0;
+# T total capacity; A already allocated; F free; [L allowed; ]R reserved in total by PyTorch)". What is neither free nor in
+# this process's PyTorch cache is its own non-PyTorch memory (a CUDA context) or another process's.
+_SIZE_OR_BYTES = r"\d[\d,]*(?:\.\d+)?\s*(?:[KMGT]i?B|bytes)"
+OLD_FORMAT = re.compile(r"\(GPU \d+; (?P<total>" + _SIZE_OR_BYTES + r") total capacity; (?:" + _SIZE_OR_BYTES + r") already allocated; "
+                        r"(?P<free>" + _SIZE_OR_BYTES + r") free; (?:(?:" + _SIZE_OR_BYTES + r") allowed; )?"
+                        r"(?P<reserved>" + _SIZE_OR_BYTES + r") reserved in total by PyTorch\)")
+# torch 2.1+ (the same allocator), when it names no process (NVML unavailable): "Of the allocated memory A is allocated by
+# PyTorch, [with P allocated in private pools (e.g., CUDA Graphs), ]and U is reserved by PyTorch but unallocated." (A
+# counts the private pools): the process's PyTorch cache is A + U
+NEW_RESERVE = re.compile(r"Of the allocated memory (?P<allocated>" + _SIZE_OR_BYTES + r") is allocated by PyTorch, (?:with .{0,80}? "
+                         r"allocated in private pools \(e\.g\., CUDA Graphs\), )?and (?P<unallocated>" + _SIZE_OR_BYTES
+                         + r") is reserved by PyTorch but unallocated")
+CUDA_CONTEXT_GIB = 1.0  # a CUDA context with cuBLAS/NCCL workspaces, outside PyTorch's cache (checks/load/oom.py)
+# Read from the PyTorch cache alone, what lies outside it may be the process's own non-PyTorch memory (NCCL buffers, custom
+# kernels' workspaces: a few GiB on a large card); a third of the card or more outside it is another process's
+OUTSIDE_SHARE = 1 / 3
 SYMPTOMS = ["load.no_kv_cache_memory", "load.kv_cache_insufficient", "load.runtime_oom", "load.weights_oom"]
 MEMORY_FAILURES = {"no_kv_memory", "kv_cache_too_small", "cuda_oom"}
 
@@ -86,10 +103,19 @@ def _oom_others(facts: Facts, e) -> Finding | None:
     one of them, so the others hold at least that much."""
     v = e.values
     total, free, mine = v.get("total"), v.get("free"), v.get("this_process")
+    text = " ".join(e.lines)
+    old = OLD_FORMAT.search(text)
+    if old is not None and mine is None:
+        reserved = _gib(old["reserved"])
+        return _outside_cache(facts, e, _gib(old["total"]), _gib(old["free"]), reserved)
     if not all(isinstance(x, (int, float)) for x in (total, free)):
         return None
-    listed = [ev.to_number(m) for m in PROCESS_HAS.findall(" ".join(e.lines))]
+    listed = [ev.to_number(m) for m in PROCESS_HAS.findall(text)]
     sizes = [float(x) for x in listed if isinstance(x, (int, float))]
+    held = NEW_RESERVE.search(text)
+    if mine is None and not sizes and held is not None:
+        reserved = _gib(held["allocated"]) + _gib(held["unallocated"])
+        return _outside_cache(facts, e, float(total), float(free), reserved)  # type: ignore[arg-type]
     if isinstance(mine, (int, float)):
         others = float(total) - float(free) - float(mine)  # type: ignore[arg-type]
         whose = f"this process: {mine} GiB"
@@ -104,6 +130,31 @@ def _oom_others(facts: Facts, e) -> Finding | None:
     return Finding("load.gpu_memory_occupied", f"other processes hold {others:.1f} GiB of this GPU", evidence,
                    _fixes(facts, float(total) - others, float(total)),  # type: ignore[arg-type]
                    explains=SYMPTOMS + le.CLIENT_SYMPTOMS)
+
+
+def _gib(size: str) -> float:
+    """'10.56 MiB' -> GiB; '0 bytes' -> 0."""
+    if size.strip().endswith("bytes"):
+        return float(size.split()[0].replace(",", "")) / 1024**3
+    number = ev.to_number(size)
+    return float(number) if isinstance(number, (int, float)) else 0.0
+
+
+def _outside_cache(facts: Facts, e, total: float, free: float, reserved: float) -> Finding | None:
+    """An OOM message that names no process: the GPU's total less its free memory and this process's PyTorch cache is
+    held outside that cache. A third of the card or more (OUTSIDE_SHARE), beyond a CUDA context, is another process's,
+    unless the engine allocates outside PyTorch itself (LMDeploy's TurboMind, TensorRT-LLM: le.FREE_MEMORY_SHARE)."""
+    if le.engine(facts) in le.FREE_MEMORY_SHARE:
+        return None
+    outside = total - free - reserved
+    others = outside - CUDA_CONTEXT_GIB
+    if total <= 0 or others < max(2.0, OUTSIDE_SHARE * total):
+        return None
+    evidence = le.evidence([e]) + [f"{outside:.2f} GiB of the {total:g} GiB GPU is neither free ({free:.2f} GiB) nor "
+                                   f"in this process's PyTorch cache ({reserved:.2f} GiB reserved): beyond a CUDA context, "
+                                   "another process holds it"]
+    return Finding("load.gpu_memory_occupied", f"other processes hold about {others:.1f} GiB of this GPU", evidence,
+                   _fixes(facts, total - others, total), explains=SYMPTOMS + le.CLIENT_SYMPTOMS)
 
 
 def _smi_table(facts: Facts, log: LogView, failing: list) -> Finding | None:

@@ -50,7 +50,10 @@ def gpu_visibility(facts: Facts, log: LogView) -> Outcome:
                             + (f" or lower TP {tp} to the GPUs visible" if tp else "")))
     # TGI's flash models that could not import because torch saw no GPU ("requires Flash Attention enabled models"): its symptom
     flash = ["load.cuda_mismatch"] if le.only_flash_models_missing(log.events("cuda_mismatch")) else []
-    return Outcome([Finding("load.gpu_not_visible", "the engine does not see the GPU(s)", evidence, fixes, explains=flash + le.CLIENT_SYMPTOMS)])
+    # NCCL cannot build a communicator on a GPU the rank cannot see (CUDACHECK in NVIDIA/nccl src/include/checks.h quotes
+    # the CUDA error, torch's DistBackendError repeats it as "Last error:"): the NCCL failure is this one's symptom
+    return Outcome([Finding("load.gpu_not_visible", "the engine does not see the GPU(s)", evidence, fixes,
+                            explains=flash + ["load.nccl_failed"] + le.CLIENT_SYMPTOMS)])
 
 
 def _k8s_request(facts: Facts) -> Fix:
