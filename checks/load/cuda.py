@@ -38,6 +38,12 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
                      f"{pkg or 'the package it belongs to'} for this torch (or install the torch version its wheel names)",
                      f"pip install --force-reinstall --no-cache-dir {pkg}" if pkg else None),
                  Fix("Or use the engine's official container image, whose torch, CUDA and extensions were built together")]
+    elif "bitsandbytes" in text or "CUDA Setup failed despite" in text:
+        # bitsandbytes/cextension.py: no native library for the CUDA version torch links (or a CPU-only build loaded)
+        fixes = [Fix("bitsandbytes has no native binary for this CUDA runtime: install a release that ships one for it",
+                     "pip install -U bitsandbytes"),
+                 Fix("Or load a shipped binary of another installed CUDA (BNB_CUDA_VERSION=121 and its libraries on "
+                     "LD_LIBRARY_PATH); `python -m bitsandbytes` shows what it found", "python -m bitsandbytes")]
     elif re.search(r"flash[ -]?attention\S*(?: V2)? is not installed|flash_attn seems to be not installed|"
                    r"Could not import (?:vllm paged attention|attention_?kernels)", text, re.I):
         # TGI's imports of its attention kernels (layers/attention, utils/flash_attn.py): the image or install lacks them

@@ -1,0 +1,102 @@
+"""Quantization, kernel and version failures in the words the engines' and libraries' sources raise them
+(vLLM/SGLang compressed-tensors, torch's FP8 GEMM, TGI's quantized layers, LMDeploy's TurboMind converter,
+bitsandbytes' native library, transformers' auto-class registry, TensorRT-LLM's benchmark), at rank 1 with
+the line they rest on and the fix the message's values give. The source is named beside each case."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.analysis import assert_rank_one, findings_of
+
+# (name, log lines, rank-1 code, a substring of the evidence, the first fix's exact command or None)
+CASES = [
+    # vllm@v0.6.3 compressed_tensors.py _check_scheme_supported: RuntimeError of three strings, printed as a tuple
+    ("vllm-ct-scheme-capability-tuple", [
+        "(EngineCore_DP0 pid=585) ERROR 09-16 17:46:22 [core.py:718] RuntimeError: ('Quantization scheme is not supported for ', "
+        "'the current GPU. Min capability: 80. ', 'Current capability: 75.')",
+    ], "load.quantization_unsupported", "Min capability: 80", None),
+    # the joined form of later releases (and SGLang's copy), as a markdown paste shows it
+    ("ct-scheme-capability-joined", [
+        "RuntimeError: Quantization scheme is not supported for the current GPU. Min capability: 89. Current capability: 86.",
+    ], "load.quantization_unsupported", "Min capability: 89", None),
+    # pytorch@v2.4.0 aten/src/ATen/native/cuda/Blas.cpp: the FP8 GEMM an fp8 checkpoint runs, on an Ampere GPU
+    ("torch-scaled-mm-fp8", [
+        "vllm serve /models/Llama-3.1-8B-FP8 --quantization fp8",
+        "RuntimeError: torch._scaled_mm is only supported on CUDA devices with compute capability >= 9.0 or 8.9, or ROCm MI300+",
+    ], "load.quantization_unsupported", "torch._scaled_mm", None),
+    # TGI@v3.3.7 layers/compressed_tensors: a checkpoint's scheme the loader has no kernel for
+    ("tgi-w8a8-asymmetric", [
+        "ValueError: Checkpoints with asymmetric weights are not supported",
+    ], "load.quantization_unsupported", "asymmetric weights", None),
+    ("tgi-ct-group-config", [
+        "ValueError: Group 'group_0' has unsupported compressed-tensors configurtion",
+    ], "load.quantization_unsupported", "compressed-tensors configurtion", None),
+    ("tgi-exllamav2-bits", [
+        "ValueError: Exllamav2 kernel supports only bits=4, requested bits=8. Something is wrong in the model initialization.",
+    ], "load.quantization_unsupported", "requested bits=8", None),
+    # lmdeploy@v0.16.0 turbomind/converter.py and messages.py
+    ("lmdeploy-group-size", [
+        "ValueError: Unsupported group_size=64 for model_format=\"awq\". Supported group_size values: 128.",
+    ], "load.quantization_unsupported", "group_size=64", None),
+    ("lmdeploy-pack-quantized-bits", [
+        "AssertionError: pack-quantized requires 4-bit int, but got 8-bit int",
+    ], "load.quantization_unsupported", "pack-quantized requires 4-bit int", None),
+    ("lmdeploy-turbomind-fp8-kv", [
+        "AssertionError: invalid quant_policy for TurboMind, FP8 quantization is not supported",
+    ], "load.quantization_unsupported", "FP8 quantization is not supported", None),
+    # transformers@v4.49.0 configuration_auto.py / auto_factory.py: the engine registers what this transformers ships
+    ("vllm-aimv2-registered-twice", [
+        "pip install -U transformers",
+        "ValueError: 'aimv2' is already used by a Transformers config, pick another name.",
+    ], "load.engine_outdated", "already used by a Transformers config", "pip install -U vllm transformers"),
+    ("sglang-config-class-registered-twice", [
+        "python -m sglang.launch_server --model-path google/gemma-3-27b-it",
+        "ValueError: '<class 'sglang.srt.configs.qwen2_5_vl_config.Qwen2_5_VLConfig'>' is already used by a Transformers model.",
+    ], "load.engine_outdated", "already used by a Transformers model", "pip install -U sglang transformers"),
+    # bitsandbytes@0.43.0 / 0.45.0 / 0.49.0 cextension.py: no native library for this CUDA runtime
+    ("bnb-cuda-setup-failed", [
+        "RuntimeError:",
+        "        CUDA Setup failed despite GPU being available. Please run the following command to get more information:",
+    ], "load.cuda_mismatch", "CUDA Setup failed", "pip install -U bitsandbytes"),
+    ("bnb-native-library", [
+        "ERROR Could not load bitsandbytes native library: libcusparse.so.11: cannot open shared object file: No such file or directory",
+    ], "load.cuda_mismatch", "bitsandbytes native library", "pip install -U bitsandbytes"),
+    ("bnb-not-available", [
+        "RuntimeError: Attempted to use bitsandbytes native library functionality but it's not available.",
+    ], "load.cuda_mismatch", "bitsandbytes native library functionality", "pip install -U bitsandbytes"),
+    # TensorRT-LLM@3c44cb97 benchmarks/cpp/gptSessionBenchmark.cpp: the engine's token budget below the run's batch
+    ("trtllm-max-num-tokens", [
+        "[TensorRT-LLM][ERROR] Assertion failed: The engine is built with remove_input_padding=True and max_num_tokens=128, "
+        "while trying to benchmark on 8192 tokens (/src/tensorrt_llm/benchmarks/cpp/gptSessionBenchmark.cpp:140)",
+    ], "load.config_invalid", "max_num_tokens=128", None),
+]
+
+
+@pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
+def test_r_quant_wording(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, lines, code, evidence, command)
+
+
+@pytest.mark.parametrize(("line", "floor"), [
+    ("RuntimeError: ('Quantization scheme is not supported for ', 'the current GPU. Min capability: 80. ', "
+     "'Current capability: 75.')", "compute capability 8.0+ and this GPU's compute capability 7.5"),
+    ("RuntimeError: torch._scaled_mm is only supported on CUDA devices with compute capability >= 9.0 or 8.9, or ROCm MI300+",
+     "compute capability 9.0+"),
+])
+def test_a_scheme_below_the_gpu_names_the_capability_floor(tmp_path, line: str, floor: str) -> None:
+    """The numbers in the message are the fix: the scheme's kernels start at a GPU generation no flag lowers."""
+    log = tmp_path / "engine.log"
+    log.write_text(line + "\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.quantization_unsupported"
+    assert any(floor in f.summary for f in top.fixes), [f.summary for f in top.fixes]
+
+
+def test_bitsandbytes_cpu_build_warning_alone_is_a_warning(tmp_path) -> None:
+    """bitsandbytes' CPU-only build is a warning at import (cextension.py): the load goes on until a bnb layer needs it."""
+    log = tmp_path / "engine.log"
+    log.write_text("UserWarning: The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, "
+                   "8-bit multiplication, and GPU quantization are unavailable.\n")
+    found = [f for f in findings_of(log) if f.code == "load.cuda_mismatch"]
+    assert found and found[0].fixes[0].command == "pip install -U bitsandbytes"
