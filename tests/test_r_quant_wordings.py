@@ -65,6 +65,27 @@ CASES = [
     ("bnb-not-available", [
         "RuntimeError: Attempted to use bitsandbytes native library functionality but it's not available.",
     ], "load.cuda_mismatch", "bitsandbytes native library functionality", "pip install -U bitsandbytes"),
+    # vllm@4694df5 csrc/quantization/cutlass_w8a8/scaled_mm_entry.cu: a wheel without the GPU's arch, the capability named
+    ("vllm-no-compiled-cutlass", [
+        "NotImplementedError: No compiled cutlass_scaled_mm for a compute capability less than CUDA device capability: 121",
+    ], "load.cuda_mismatch", "No compiled cutlass_scaled_mm", None),
+    # llama.cpp@22c7f85 ggml-cuda/common.cuh: the build's CUDA architectures are all above this GPU's
+    ("ggml-no-cuda-arch", [
+        "/app/ggml/src/ggml-cuda/common.cuh:112: ggml was not compiled with any CUDA arch <= 610",
+    ], "load.cuda_mismatch", "any CUDA arch <= 610", "cmake -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=61"),
+    # pytorch@v2.1.0 OperatorEntry.cpp: torchvision's op has no CUDA kernel registered
+    ("torchvision-nms-cuda", [
+        "NotImplementedError: Could not run 'torchvision::nms' with arguments from the 'CUDA' backend.",
+    ], "load.cuda_mismatch", "torchvision::nms", "pip install --force-reinstall torchvision"),
+    # pytorch@v2.1.0 torch/utils/cpp_extension.py: an extension build for an arch this torch does not know
+    ("torch-unknown-cuda-arch", [
+        "ValueError: Unknown CUDA arch (12.0+PTX) or GPU not supported",
+    ], "load.cuda_mismatch", "Unknown CUDA arch (12.0+PTX)", "python -c 'import torch; print(torch.__version__, torch.cuda.get_arch_list())'"),
+    # flash-attention@ea6443c setup.py: the nvcc it builds with is too old
+    ("flash-attn-nvcc-too-old", [
+        "RuntimeError: FlashAttention is only supported on CUDA 11.7 and above.  Note: make sure nvcc has a supported version "
+        "by running nvcc -V.",
+    ], "load.cuda_mismatch", "only supported on CUDA 11.7", "nvcc -V"),
     # TensorRT-LLM@3c44cb97 benchmarks/cpp/gptSessionBenchmark.cpp: the engine's token budget below the run's batch
     ("trtllm-max-num-tokens", [
         "[TensorRT-LLM][ERROR] Assertion failed: The engine is built with remove_input_padding=True and max_num_tokens=128, "
@@ -91,6 +112,15 @@ def test_a_scheme_below_the_gpu_names_the_capability_floor(tmp_path, line: str, 
     top = findings_of(log)[0]
     assert top.code == "load.quantization_unsupported"
     assert any(floor in f.summary for f in top.fixes), [f.summary for f in top.fixes]
+
+
+def test_a_wheel_without_the_gpus_arch_names_the_arch_from_the_message(tmp_path) -> None:
+    """vLLM's csrc dispatch names the GPU's capability (121): the fix names the sm_ to build for, with no GPU facts."""
+    log = tmp_path / "engine.log"
+    log.write_text("NotImplementedError: No compiled cutlass_scaled_mm for a compute capability less than CUDA device capability: 121\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.cuda_mismatch"
+    assert "sm_121" in top.fixes[0].summary and "TORCH_CUDA_ARCH_LIST=12.1" in top.fixes[0].summary
 
 
 def test_bitsandbytes_cpu_build_warning_alone_is_a_warning(tmp_path) -> None:
