@@ -25,6 +25,21 @@ CASES = [
         "vllm serve /models/Llama-3.1-8B-FP8 --quantization fp8",
         "RuntimeError: torch._scaled_mm is only supported on CUDA devices with compute capability >= 9.0 or 8.9, or ROCm MI300+",
     ], "load.quantization_unsupported", "torch._scaled_mm", None),
+    # vllm modelopt.py / config.py: a ModelOpt checkpoint whose quant_algo this vLLM has no path for
+    ("vllm-modelopt-algo", [
+        "ValueError: ModelOpt currently only supports: ['FP8', 'NVFP4'] quantizations in vLLM. Please check the "
+        "`hf_quant_config.json` file for your model's quant configuration.",
+    ], "load.quantization_unsupported", "ModelOpt currently only supports", None),
+    ("vllm-modelopt-static-fp8-joined", [
+        "ValueError: ModelOpt currently only supports static FP8quantization in vLLM.",
+    ], "load.quantization_unsupported", "static FP8quantization", None),
+    ("vllm-modelopt-unknown-algo", [
+        "ValueError: Unknown ModelOpt quant algo: W4A8_AWQ",
+    ], "load.quantization_unsupported", "Unknown ModelOpt quant algo", None),
+    # vllm compressed_tensors_moe.py: the expert layers' scheme has no fused-MoE method
+    ("vllm-fused-moe-scheme", [
+        "RuntimeError: Unsupported FusedMoe scheme: W4A16, None",
+    ], "load.quantization_unsupported", "Unsupported FusedMoe scheme", None),
     # TGI@v3.3.7 layers/compressed_tensors: a checkpoint's scheme the loader has no kernel for
     ("tgi-w8a8-asymmetric", [
         "ValueError: Checkpoints with asymmetric weights are not supported",
