@@ -138,6 +138,16 @@ def test_a_wheel_without_the_gpus_arch_names_the_arch_from_the_message(tmp_path)
     assert "sm_121" in top.fixes[0].summary and "TORCH_CUDA_ARCH_LIST=12.1" in top.fixes[0].summary
 
 
+def test_mxfp4_without_its_kernels_is_a_warning_with_the_install(tmp_path) -> None:
+    """transformers@787b952 quantizer_mxfp4.py: a gpt-oss checkpoint without triton >= 3.4 and `kernels` loads dequantized
+    to bf16 (a warning), and the fix installs what the message names."""
+    log = tmp_path / "engine.log"
+    log.write_text("MXFP4 quantization requires triton >= 3.4.0 and kernels installed, we will default to dequantizing the model to bf16\n")
+    (found,) = [f for f in findings_of(log) if f.code == "load.quantization_unsupported"]
+    assert found.severity == "warn"
+    assert found.fixes[0].command == "pip install -U 'triton>=3.4' kernels"
+
+
 def test_bitsandbytes_cpu_build_warning_alone_is_a_warning(tmp_path) -> None:
     """bitsandbytes' CPU-only build is a warning at import (cextension.py): the load goes on until a bnb layer needs it."""
     log = tmp_path / "engine.log"
