@@ -101,6 +101,11 @@ CASES = [
         "RuntimeError: FlashAttention is only supported on CUDA 11.7 and above.  Note: make sure nvcc has a supported version "
         "by running nvcc -V.",
     ], "load.cuda_mismatch", "only supported on CUDA 11.7", "nvcc -V"),
+    # llvm-project@llvmorg-17.0.6 MCSubtargetInfo.cpp / SelectionDAGISel.cpp inside Triton: its LLVM has no target for the GPU
+    ("triton-llvm-cannot-select", [
+        "'sm_120' is not a recognized processor for this target (ignoring processor)",
+        "LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.shfl.sync.bfly.i32",
+    ], "load.cuda_mismatch", "Cannot select: intrinsic", "pip install -U torch triton"),
     # TensorRT-LLM@3c44cb97 benchmarks/cpp/gptSessionBenchmark.cpp: the engine's token budget below the run's batch
     ("trtllm-max-num-tokens", [
         "[TensorRT-LLM][ERROR] Assertion failed: The engine is built with remove_input_padding=True and max_num_tokens=128, "

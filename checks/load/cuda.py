@@ -53,6 +53,11 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
         fixes = [Fix("This torch does not know the GPU's architecture: install a torch release built for it, or set "
                      "TORCH_CUDA_ARCH_LIST to an arch it lists",
                      "python -c 'import torch; print(torch.__version__, torch.cuda.get_arch_list())'")]
+    elif "Cannot select: intrinsic %llvm.nvvm" in text or "is not a recognized processor for this target" in text:
+        # LLVM (SelectionDAGISel, MCSubtargetInfo) inside Triton: its NVPTX backend has no code for this GPU's sm_
+        fixes = [Fix("Triton's compiler does not know this GPU: install the torch/triton release that targets it (for a new GPU "
+                     "the newest torch built for its CUDA), or run the engine without the Triton kernels (eager, another backend)",
+                     "pip install -U torch triton")]
     elif "ggml was not compiled with any CUDA arch" in text:
         # ggml-cuda/common.cuh: every arch in the build's CMAKE_CUDA_ARCHITECTURES is above this GPU's
         arch = le.first_value(found, "arch")
