@@ -40,6 +40,10 @@ CASES = [
     ("vllm-fused-moe-scheme", [
         "RuntimeError: Unsupported FusedMoe scheme: W4A16, None",
     ], "load.quantization_unsupported", "Unsupported FusedMoe scheme", None),
+    # vllm@5a6541d quantization/gguf.py: a GGUF tensor type its ggml kernels lack
+    ("vllm-gguf-type", [
+        "NotImplementedError: Unsupported GGUF quantization type: WeightType.IQ4_NL",
+    ], "load.quantization_unsupported", "Unsupported GGUF quantization type", None),
     # TGI@v3.3.7 layers/compressed_tensors: a checkpoint's scheme the loader has no kernel for
     ("tgi-w8a8-asymmetric", [
         "ValueError: Checkpoints with asymmetric weights are not supported",
