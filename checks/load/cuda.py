@@ -38,6 +38,31 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
                      f"{pkg or 'the package it belongs to'} for this torch (or install the torch version its wheel names)",
                      f"pip install --force-reinstall --no-cache-dir {pkg}" if pkg else None),
                  Fix("Or use the engine's official container image, whose torch, CUDA and extensions were built together")]
+    elif "bitsandbytes" in text or "CUDA Setup failed despite" in text:
+        # bitsandbytes/cextension.py: no native library for the CUDA version torch links (or a CPU-only build loaded)
+        fixes = [Fix("bitsandbytes has no native binary for this CUDA runtime: install a release that ships one for it",
+                     "pip install -U bitsandbytes"),
+                 Fix("Or load a shipped binary of another installed CUDA (BNB_CUDA_VERSION=121 and its libraries on "
+                     "LD_LIBRARY_PATH); `python -m bitsandbytes` shows what it found", "python -m bitsandbytes")]
+    elif re.search(r"FlashAttention is only supported on CUDA [\d.]+ and above", text):
+        # flash-attn's setup.py: the nvcc it compiles with (CUDA_HOME) is older than it builds with, whatever the GPU
+        fixes = [Fix("flash-attn is being compiled with an nvcc older than it supports: point CUDA_HOME at a CUDA toolkit of "
+                     "torch's CUDA version, or install a prebuilt flash-attn wheel for this torch/CUDA", "nvcc -V")]
+    elif "Unknown CUDA arch" in text:
+        # torch/utils/cpp_extension.py building an extension for an arch this torch has no name for: torch is older than the GPU
+        fixes = [Fix("This torch does not know the GPU's architecture: install a torch release built for it, or set "
+                     "TORCH_CUDA_ARCH_LIST to an arch it lists",
+                     "python -c 'import torch; print(torch.__version__, torch.cuda.get_arch_list())'")]
+    elif "Cannot select: intrinsic %llvm.nvvm" in text or "is not a recognized processor for this target" in text:
+        # LLVM (SelectionDAGISel, MCSubtargetInfo) inside Triton: its NVPTX backend has no code for this GPU's sm_
+        fixes = [Fix("Triton's compiler does not know this GPU: install the torch/triton release that targets it (for a new GPU "
+                     "the newest torch built for its CUDA), or run the engine without the Triton kernels (eager, another backend)",
+                     "pip install -U torch triton")]
+    elif "ggml was not compiled with any CUDA arch" in text:
+        # ggml-cuda/common.cuh: every arch in the build's CMAKE_CUDA_ARCHITECTURES is above this GPU's
+        arch = le.first_value(found, "arch")
+        fixes = [Fix("Rebuild llama.cpp with this GPU's architecture in CMAKE_CUDA_ARCHITECTURES (or a release built for it)",
+                     f"cmake -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES={int(arch) // 10}" if isinstance(arch, int) else None)]
     elif re.search(r"flash[ -]?attention\S*(?: V2)? is not installed|flash_attn seems to be not installed|"
                    r"Could not import (?:vllm paged attention|attention_?kernels)", text, re.I):
         # TGI's imports of its attention kernels (layers/attention, utils/flash_attn.py): the image or install lacks them
@@ -57,7 +82,10 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
     elif any(w in text for w in TRT_ENGINE_BUILT_ELSEWHERE):
         fixes = [Fix("Rebuild the TensorRT engine here (trtllm-build from the checkpoint, in this image): a plan runs only "
                      "with the TensorRT/TensorRT-LLM version and the GPU architecture it was built with")]
-    elif "no kernel image" in text or "not compatible" in text:
+    elif "no kernel image" in text or "not compatible" in text or "No compiled " in text:
+        # vLLM's csrc dispatch ("No compiled cutlass_scaled_mm for ... CUDA device capability: 121") names the GPU's capability
+        stated = le.first_value(found, "cc")
+        cc = cc or (f"{stated // 10}.{stated % 10}" if isinstance(stated, int) and stated >= 10 else None)
         sm = f"sm_{int(float(cc) * 10)}" if cc else "this GPU's compute capability"
         fixes = [Fix(f"Install a build compiled for {sm} (a newer wheel / image, or build from source with TORCH_CUDA_ARCH_LIST={cc or '<cc>'})"),
                  Fix("Check what torch was built for", "python -c 'import torch; print(torch.cuda.get_arch_list())'")]

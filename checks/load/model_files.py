@@ -41,11 +41,17 @@ UPGRADES = {
     # LMDeploy's PyTorch engine and TensorRT-LLM's PyTorch backend register architectures per release; TGI ships as an image
     "lmdeploy": [Fix("Upgrade LMDeploy (and transformers) to a release whose PyTorch engine supports this architecture",
                      "pip install -U lmdeploy transformers")],
+    "sglang": [Fix("Upgrade SGLang (and transformers) to a release that supports this architecture", "pip install -U sglang transformers"),
+               Fix("Or use SGLang's latest container image (lmsysorg/sglang)")],
     "trtllm": [Fix("Upgrade TensorRT-LLM to a release whose PyTorch backend registers this architecture", "pip install -U tensorrt_llm")],
     "tgi": [Fix("Pull a newer TGI image: architectures arrive with its releases",
                 "docker pull ghcr.io/huggingface/text-generation-inference:latest")],
 }
 
+
+# transformers' auto-class registry (models/auto/configuration_auto.py, auto_factory.py) refusing a name the engine registers
+# for itself: the installed transformers is newer than the engine release that added the model on its own
+REGISTERED_TWICE = "is already used by a Transformers"
 
 # A serving engine that fails a TLS handshake or its proxy before it served (no request answered yet) was downloading its
 # model: at start-up it calls out to nothing but the Hub (lmdeploy/vLLM/SGLang/TGI resolve a repo id with huggingface_hub,
@@ -112,9 +118,15 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
             # runs slower; it is the first cause only when that path then failed with nothing known to say why
             others = log.other_failures()
             first_cause = bool(fatal) or bool(others) and others <= set(GENERIC_KINDS)
-            findings.append(Finding("load.engine_outdated", f"this engine build does not know the architecture {name or ''}".rstrip(),
+            fixes = UPGRADES.get(le.engine(facts) or le.template_engine(e), UPGRADES["vllm"])
+            title = f"this engine build does not know the architecture {name or ''}".rstrip()
+            if any(REGISTERED_TWICE in line for x in arch for line in x.lines):
+                fixes = [*fixes[:1], Fix("Or put back the transformers release this engine version pins: a newer transformers now "
+                                         "ships the model type the engine registers itself", "pip check")]
+                title = "the installed transformers is newer than this engine release: both register the same model type"
+            findings.append(Finding("load.engine_outdated", title,
                                     le.evidence(fatal or arch) + ([f"engine version {version}"] if version else []) + log.earlier_runs(),
-                                    UPGRADES.get(le.engine(facts) or le.template_engine(e), UPGRADES["vllm"]),
+                                    fixes,
                                     severity="" if first_cause else "warn",
                                     explains=["load.model_files", *(["load.unrecognized_failure"] if first_cause and not fatal else []),
                                               *le.CLIENT_SYMPTOMS]))

@@ -14,6 +14,8 @@ from llm_doctor.logview import LogView
 # "... requires some operators from vllm. Please install vllm by `pip install vllm==0.8.4`" (SGLang),
 # "... requires the latest version of bitsandbytes: `pip install -U bitsandbytes`" (transformers)
 INSTALL = re.compile(r"`(pip install [^`]+)`")
+# transformers' MXFP4 quantizer naming the kernels it did not find ("requires triton >= 3.4.0 and kernels installed")
+MXFP4_KERNELS = re.compile(r"MXFP4 quantization requires triton", re.I)
 # transformers' FP8 quantizers: "FP8 quantized models is only supported on GPUs with compute capability >= 9.0"
 STATED_FLOOR = re.compile(r"compute capability >= ?(\d+(?:\.\d+)?)")
 
@@ -32,6 +34,11 @@ def quantization(facts: Facts, log: LogView) -> Outcome:
     install = INSTALL.search(" ".join(line for e in found for line in e.lines))
     if install:  # the engine names the package (and version) the method's kernels come from
         fixes.append(Fix("Install what the error asks for: the method's kernels come from it", install.group(1)))
+    if not install and MXFP4_KERNELS.search(" ".join(line for e in found for line in e.lines)):
+        # transformers' quantizer_mxfp4.py: without triton >= 3.4 and the `kernels` package a pre-quantized MXFP4 checkpoint
+        # (gpt-oss) is dequantized to bf16 at load, so it takes about four times the expert weights' memory
+        fixes.append(Fix("Install the MXFP4 kernels transformers looks for, so the checkpoint loads quantized",
+                         "pip install -U 'triton>=3.4' kernels"))
     floor = _capability_floor(found)
     if floor:
         fixes.append(Fix(floor))
