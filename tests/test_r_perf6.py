@@ -1,0 +1,63 @@
+"""Perf codes from the prose real threads carry, read as `llm-doctor analyze` reads them: an nccl-tests bus bandwidth
+said in words (perf.interconnect judges it), a second GPU that slows a model down (perf.tp_mismatch), a count of
+preemptions written as a word, and a process's "100% CPU usage" that is not `ollama ps`. Each test asserts the code,
+the figure it rests on and, where the check computes one, the fix."""
+
+from __future__ import annotations
+
+from tests.analysis import codes, only, scenario
+
+
+def test_a_busbw_said_low_between_two_boxes_is_below_the_network_floor(tmp_path):
+    notes = ("Running the NCCL playbook on 2 DGX Sparks over one QSFP cable, `all_reduce_perf` reaches only ~3 GB/s busbw\n"
+             "at every buffer size.\n")
+    found = scenario(tmp_path, notes_txt=notes)
+    f = only(found, "perf.slow_interconnect")
+    assert f.severity == "warn"
+    assert f.title == "NCCL moves 3 GB/s between nodes: the data path is not on RDMA"
+    assert any("below 5 GB/s between nodes" in line for line in f.evidence), f.evidence
+    assert "NCCL_DEBUG_SUBSYS=INIT,NET" in f.fixes[0].command
+
+
+def test_a_busbw_set_against_a_faster_run_of_the_same_test_names_the_slow_path_in_gbytes(tmp_path):
+    notes = "Measured between the two nodes (nccl-tests busbw): 98 Gb/s with one HCA -> 161 Gb/s with both HCAs.\n"
+    f = only(scenario(tmp_path, notes_txt=notes), "perf.slow_interconnect")
+    # bits to bytes: 98 / 8 = 12.25, 161 / 8 = 20.125
+    assert f.title == "NCCL reaches 12.25 GB/s where the same test reached 20.125 GB/s"
+    assert f.severity == "warn"
+    assert any("(1.64x)" in line for line in f.evidence), f.evidence
+
+
+def test_a_healthy_busbw_said_without_a_complaint_stays_quiet(tmp_path):
+    notes = "The all_reduce_perf run between the nodes gives 96 GB/s busbw, the target for four 200G NICs.\n"
+    assert "perf.slow_interconnect" not in codes(scenario(tmp_path, notes_txt=notes))
+
+
+def test_a_second_card_that_slows_the_model_is_a_split_wider_than_it_needs(tmp_path):
+    notes = ("Prompt processing runs at 2500 tokens/sec on the 4090 and is slowed down to 300 tokens/sec when adding a second 3090,\n"
+             "generation speed drops from 80/sec down to 20/sec.\n")
+    found = scenario(tmp_path, notes_txt=notes)
+    f = only(found, "perf.tp_mismatch")
+    assert "adding a second 3090" in f.evidence[0]
+    assert "replica" in f.fixes[0].summary
+    assert "perf.slow_interconnect" in codes(found)
+
+
+def test_a_latency_that_went_down_to_a_figure_is_still_an_improvement(tmp_path):
+    notes = "After enabling CUDA graphs the TTFT went down to 80 ms with a second GPU.\n"
+    assert not [c for c in codes(scenario(tmp_path, notes_txt=notes)) if c.startswith("perf.")]
+
+
+def test_preemptions_counted_in_words_are_the_kv_cache_pressure(tmp_path):
+    notes = "Ten preemptions in one run with eight 16k-token streams on the 3090, and one request straggles to 72 s.\n"
+    f = only(scenario(tmp_path, notes_txt=notes), "perf.kv_cache_pressure")
+    assert f.title == "KV cache under pressure, 10 preemptions"
+    assert f.fixes[0].command == "--kv-cache-dtype fp8"
+
+
+def test_a_process_at_100_percent_cpu_outside_ollama_is_the_stated_cpu_bound(tmp_path):
+    log = ("llama-server -m gemma-it_Q8_0.gguf --device cuda0 -np 4\n"
+           "The GPU never gets past 90% utilization. All the while, the llama-server process has 100% CPU usage.\n")
+    f = only(scenario(tmp_path, engine_log=log), "perf.cpu_bound")
+    assert "the llama-server process has 100% CPU usage" in f.evidence[0]
+    assert f.fixes[0].command == "top -b -n 1 -c | head -30; nproc"
