@@ -61,3 +61,19 @@ def test_a_process_at_100_percent_cpu_outside_ollama_is_the_stated_cpu_bound(tmp
     f = only(scenario(tmp_path, engine_log=log), "perf.cpu_bound")
     assert "the llama-server process has 100% CPU usage" in f.evidence[0]
     assert f.fixes[0].command == "top -b -n 1 -c | head -30; nproc"
+
+
+def test_a_share_said_to_cause_the_oom_and_lowered_in_the_next_sentence_gives_that_share(tmp_path):
+    log = "Setting rollout.gpu_memory_utilization to 0.7 would cause OOM on a node of 8x80G. So decrease it from 0.7 to 0.6.\n"
+    found = scenario(tmp_path, engine_log=log)
+    top = found[0]
+    assert top.code == "perf.memory_overcommitted" and top.explains == ["load.runtime_oom"]
+    assert top.title.startswith("the memory share (0.7) leaves no headroom")
+    assert top.fixes[0].command == "--gpu-memory-utilization 0.60"
+
+
+def test_a_share_said_to_cause_the_oom_alone_is_lowered_below_it(tmp_path):
+    log = "With --gpu-memory-utilization 0.95 the server causes an OOM as soon as a second batch arrives.\n"
+    top = scenario(tmp_path, engine_log=log)[0]
+    assert top.code == "perf.memory_overcommitted"
+    assert top.fixes[0].command == "--gpu-memory-utilization 0.90"

@@ -248,6 +248,9 @@ OOM_WORDS = re.compile(r"\bOOM(?:s|ed|ing)?\b|\bout[ -]of[ -]memory\b|\bOutOfMem
 LOWERED = re.compile(r"\b(?:lower(?:s|ed|ing)?|reduc(?:e|es|ed|ing)|decreas(?:e|es|ed|ing)|dropp?(?:ed|ing)?|turn(?:s|ed|ing)? down|"
                      r"dial(?:s|ed|led|ing)? (?:it )?(?:back|down))\b|降低|调低|减小", re.I)
 TOO_HIGH = re.compile(r"\btoo (?:high|large|big|much|aggressive)\b|\bno (?:memory )?headroom\b", re.I)
+# ... or the share set to a value that is said to cause the OOM ("Setting ...gpu_memory_utilization to 0.7 would cause OOM")
+CAUSES_OOM = re.compile(r"(?:[^.]|\.(?=\d)){0,40}?\b(?:caus(?:e|es|ed|ing)|leads? to|led to|results? in|resulted in|triggers?|triggered)\s(?:an?\s)?(?:CUDA\s)?"
+                        r"(?:OOMs?\b|out[ -]of[ -]memory)", re.I)
 FROM_TO = re.compile(r"\bfrom\s?[`'\"]?(0?\.\d+|1\.0+)[`'\"]?\s?(?:to|->|→)\s?[`'\"]?(0?\.\d+)(?![\w%]|\.\d)", re.I)
 SHARE_VALUE = re.compile(r"(?<![\w.])(?P<to>to\s?[`'\"]?)?(0?\.\d+|1\.0+)(?![\w%]|\.\d)", re.I)
 # ... and the imperative that gives advice: "To avoid OOM on a 24 GB card, lower --gpu-memory-utilization" (a sentence that opens
@@ -335,6 +338,8 @@ def statements(source: str, text: str) -> list[PerfStatement]:
         sentence.text = asked
         if (cure := _memory_cure(sentence)) is not None:  # (said with "reduced", "fixed": NOT_A_PROBLEM's words)
             out.append(cure)
+            continue
+        if out and _cured_next(out[-1], sentence):
             continue
         if _not_a_problem(sentence.text) or (
                 len(FLAG.findall(sentence.text)) >= 2 or STRUCT.search(sentence.text)):  # a command line, printed arguments: engine_args reads them
@@ -862,7 +867,7 @@ def _memory_cure(s: _Sentence) -> PerfStatement | None:
     if name is None or not OOM_WORDS.search(s.text) or ADVICE.search(s.text):
         return None
     around = s.text[max(0, name.start() - NEAR):name.end() + NEAR]
-    lowered, too_high = LOWERED.search(around), TOO_HIGH.search(around)
+    lowered, too_high = LOWERED.search(around), TOO_HIGH.search(around) or CAUSES_OOM.match(s.text, name.end())
     if not (lowered or too_high):
         return None
     measures = {"oom_cured": 1.0}
@@ -872,6 +877,24 @@ def _memory_cure(s: _Sentence) -> PerfStatement | None:
     elif (value := SHARE_VALUE.search(s.text, name.end(), name.end() + 30)) is not None:  # "lowered it to 0.8": the cure
         measures["cured_share" if value.group("to") and not too_high else "memory_share"] = _number(value.group(2))
     return _statement("perf.memory_overcommitted", s, measures)
+
+
+# the cure said in the next sentence, of the share the one before named ("... to 0.7 would cause OOM. So decrease it from 0.7 to 0.6.")
+LOWERED_IT = re.compile(r"^(?:so|then|and|we|I)?,?\s?(?:lower|decrease|reduce|drop|set)\w*\s(?:it|the share|the value)\s"
+                        r"(?:from\s?[`'\"]?(0?\.\d+|1\.0+)[`'\"]?\s)?to\s?[`'\"]?(0?\.\d+)(?![\w%]|\.\d)", re.I)
+
+
+def _cured_next(cure: PerfStatement, s: _Sentence) -> bool:
+    """The sentence after a share named as an OOM's cause lowers "it" to a value: that value is the share that works."""
+    x = cure.measures
+    m = LOWERED_IT.match(s.text)
+    if cure.code != "perf.memory_overcommitted" or not x.get("oom_cured") or "cured_share" in x or "memory_share" not in x or m is None:
+        return False
+    if _number(m.group(2)) >= x["memory_share"] or (m.group(1) and _number(m.group(1)) != x["memory_share"]):
+        return False
+    x["cured_share"] = _number(m.group(2))
+    cure.text = f"{cure.text} {s.text}"[:300]
+    return True
 
 
 def cure_engine(st: PerfStatement) -> str:
