@@ -77,3 +77,35 @@ def test_a_share_said_to_cause_the_oom_alone_is_lowered_below_it(tmp_path):
     top = scenario(tmp_path, engine_log=log)[0]
     assert top.code == "perf.memory_overcommitted"
     assert top.fixes[0].command == "--gpu-memory-utilization 0.90"
+
+
+def test_a_capture_ceiling_raised_with_a_speed_up_is_eager_decode_above_the_old_ceiling(tmp_path):
+    notes = "Decode at 64 concurrent requests ran 5x faster once max_cudagraph_capture_size was raised from 512 to 1024.\n"
+    f = only(scenario(tmp_path, notes_txt=notes), "perf.eager_mode")
+    assert f.title.startswith("decode batches above the CUDA graph capture ceiling are said to run eager")
+    assert f.fixes[0].command == "--max-cudagraph-capture-size 1024"
+
+
+def test_sglangs_graph_batch_cap_raised_gives_its_own_flag(tmp_path):
+    notes = "Throughput improved by 40% after increasing cuda_graph_max_bs from 160 to 256 on the H100.\n"
+    f = only(scenario(tmp_path, notes_txt=notes), "perf.eager_mode")
+    assert f.fixes[0].command == "--cuda-graph-max-bs 256"
+
+
+def test_a_capture_ceiling_lowered_or_raised_without_a_speed_up_states_nothing(tmp_path):
+    notes = "We raised max_cudagraph_capture_size from 512 to 1024 for the new release.\n"
+    assert "perf.eager_mode" not in codes(scenario(tmp_path, notes_txt=notes))
+
+
+def test_a_cold_request_after_keep_alive_unloaded_the_model_is_the_reload(tmp_path):
+    notes = ("The first request after lunch took 38 s and the rerun 1.2 s: Ollama's default keep_alive unloads the model\n"
+             "after five idle minutes.\n")
+    f = only(scenario(tmp_path, notes_txt=notes), "perf.high_latency")
+    assert "38 s against 1.2 s warm" in f.title
+    assert f.fixes[0].command == "OLLAMA_KEEP_ALIVE=-1"
+
+
+def test_a_seconds_figure_in_korean_is_read_as_seconds(tmp_path):
+    notes = "응답이 104.47초 걸리고 곧바로 재실행하니 1.47초 — 원인은 Ollama 기본 keep_alive 이후 모델 언로드.\n"
+    f = only(scenario(tmp_path, notes_txt=notes), "perf.high_latency")
+    assert "104.47 s against 1.47 s warm" in f.title

@@ -83,6 +83,15 @@ WHICH = {
 }
 
 
+def _capture_fix(said: list[PerfStatement]) -> Fix:
+    """A capture ceiling said raised with a speed-up: the ceiling that helped is the fix (vLLM
+    --max-cudagraph-capture-size, SGLang --cuda-graph-max-bs)."""
+    raised = next(s.measures for s in said if "capture_raised" in s.measures)
+    flag = "--cuda-graph-max-bs" if raised.get("capture_sglang") else "--max-cudagraph-capture-size"
+    return Fix(f"Capture CUDA graphs up to the decode batch the load reaches ({raised['capture_raised']:g}, said faster than "
+               f"{raised['capture_size']:g}): steps above the ceiling run eager", f"{flag} {raised['capture_raised']:g}")
+
+
 @check("perf.stated", "perf", codes=list(ABOUT), needs=("stated",), running=True)
 def stated(facts: Facts) -> Outcome:
     """Every perf problem stated in words is judged: by the check its numbers feed, else reported as said."""
@@ -94,6 +103,14 @@ def stated(facts: Facts) -> Outcome:
     for code, said in by_code.items():
         what, explains, fix = ABOUT[code]
         fix = next((WHICH[k] for k in WHICH if code == "perf.tp_mismatch" and any(k in s.measures for s in said)), fix)
+        cold = next((s.measures for s in said if "cold_load_s" in s.measures), None)
+        if code == "perf.high_latency" and cold is not None:
+            what = (f"a request after an idle gap is said to take {cold['cold_load_s']:g} s against {cold['warm_s']:g} s warm: "
+                    "the model is unloaded and loaded again")
+            fix = Fix("Keep the model loaded between sparse requests (Ollama unloads it after keep_alive, 5 minutes by default; "
+                      "-1 keeps it): set it on the server, or per request with \"keep_alive\"", "OLLAMA_KEEP_ALIVE=-1")
+        if code == "perf.eager_mode" and any("capture_raised" in s.measures for s in said):
+            what, fix = "decode batches above the CUDA graph capture ceiling are said to run eager", _capture_fix(said)
         evidence = [f"{s.where}: {s.text}" for s in said[:MAX_QUOTED]]
         evidence.append("stated in words: the figures a fix is computed from (the engine's own) are not in the input")
         findings.append(Finding(code, f"{what} ({len(said)} statement{'s' if len(said) > 1 else ''})", evidence, [fix],

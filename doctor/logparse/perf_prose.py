@@ -41,7 +41,7 @@ SPREAD = 2.0  # a latency column's slowest row at this many times its fastest: t
 _NUM = r"(\d+(?:[.,]\d+)?)"
 PERCENT = re.compile(_NUM + r"\s?%")
 FRACTION = re.compile(r"(?<![\w.])(0?\.\d+|1\.0+|[01])(?![\w.%])")
-DURATION = re.compile(r"(?<![\w.])~?" + _NUM + r"\s?(ms|milliseconds?|msecs?|s|secs?|seconds?)\b", re.I)
+DURATION = re.compile(r"(?<![\w.])~?" + _NUM + r"\s?(ms|milliseconds?|msecs?|s|secs?|seconds?)\b|(?<![\w.])~?" + _NUM + r"\s?(초|秒)", re.I)  # (Korean, Chinese)
 MHZ = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s?MHz", re.I)
 WATTS = re.compile(r"(\d+(?:\.\d+)?)\s?W\b")
 CELSIUS = re.compile(r"(\d+(?:\.\d+)?)\s?°?\s?C\b")
@@ -204,6 +204,22 @@ EAGER = re.compile(r"(?<![\w-])--enforce[-_]eager\b|\benforce_eager\s?[=:]\s?['\
                    r"\b(?:disabl\w*|turn(?:s|ed|ing)? off|without|no)\s(?:the\s)?(?:CUDA[ -]?graphs?|cudagraphs?)\b|"
                    r"\b(?:CUDA[ -]?graphs?|cudagraphs?)\s(?:(?:are|is|were|was|got|get|gets)\s)?(?:disabled|off|not (?:captured|used|enabled))\b|"
                    r"\b(?:falls?|fell|falling) back to eager\b|\b(?:runs?|ran|running) (?:in )?eager\b|\beager (?:mode|execution|decod\w*)\b", re.I)
+# the CUDA graph capture ceiling said raised with a speed-up ("ran substantially faster when the CUDA graph capture
+# ceiling was raised from 512 to 1024"): the decode batches above the old ceiling ran eager. vLLM's
+# max_cudagraph_capture_size (before it the last of cudagraph_capture_sizes), SGLang's --cuda-graph-max-bs
+_CAPTURE_TERM = (r"(?P<term>max[_-]cudagraph[_-]capture[_-]size|cuda[_-]graph[_-]max[_-]bs|cudagraph[_-]capture[_-]sizes|"
+                 r"(?:CUDA[ -]?graphs?|cudagraphs?)\s(?:capture\s)?(?:ceiling|limit|max(?:imum)?(?: batch)? size|sizes?))[`'\"]?")
+_RAISE = r"(?:raised|increased|bumped|raising|increasing|going|went|moved|raise|increase|bump)"
+_FROM_TO = r"from\s[`'\"]?(?P<was>\d+)[`'\"]?\s?(?:to|->|→)\s?[`'\"]?(?P<now>\d+)\b"
+CAPTURE_RAISED = (re.compile(_CAPTURE_TERM + r"(?:[^.]|\.(?=\d)){0,40}?\b" + _RAISE + r"\s(?:it\s)?" + _FROM_TO, re.I),
+                  re.compile(r"\b" + _RAISE + r"\s(?:the\s)?`?" + _CAPTURE_TERM + r"\s" + _FROM_TO, re.I))
+CAPTURE_WORDS = re.compile(_CAPTURE_TERM.replace("(?P<term>", "(?:"), re.I)  # the term alone (the prefilter's)
+# Ollama unloading an idle model (keep_alive, OLLAMA_KEEP_ALIVE: 5 minutes by default, envconfig) so the next request pays
+# the load: "a request after an idle gap took 104 s, the immediate rerun 1.5 s" said with the unload as the cause
+KEEP_ALIVE = re.compile(r"\b(?:OLLAMA_)?KEEP_ALIVE\b|\bkeep[ -]alive\b(?! (?:connection|header|timeout)s?\b)", re.I)
+UNLOADED = re.compile(r"\bunload\w*|\breload\w*|\b(?:loads?|loading|loaded) (?:the model |it )?again\b|\bcold[ -]?(?:start|load)\w*|언로드|다시 올리|卸载|重新加载", re.I)
+COLD_SPREAD = 10.0  # the first request after idle this many times the warm one: the load, not the generation
+FASTER = re.compile(r"\bfaster\b|\bspeed-?ups?\b|\bsped up\b|\bimprov\w*|\+\d+(?:\.\d+)?\s?%|\b(?:higher|more) throughput\b|\b\d+(?:\.\d+)?x (?:the )?throughput\b", re.I)
 EAGER_NEGATED = re.compile(r"\b(?:not|never|no longer|without)\s(?:\w+\s)?(?:in\s)?$", re.I)  # "not in eager mode", "without --enforce-eager"
 # the GPUs' path for TP traffic said to be slow, in the words of the engines and NCCL: vLLM/SGLang's custom all-reduce
 # "not supported on more than two PCIe-only GPUs" / disabled for want of P2P, NCCL_P2P_DISABLE=1, and the plain words:
@@ -341,6 +357,12 @@ def statements(source: str, text: str) -> list[PerfStatement]:
             continue
         if out and _cured_next(out[-1], sentence):
             continue
+        if (cold := _cold_reload(sentence)) is not None:  # (a fix is said beside it often: not a question of NOT_A_PROBLEM)
+            out.append(cold)
+            continue
+        if (raised := _capture_raised(sentence)) is not None:  # (said with "improved": NOT_A_PROBLEM's word)
+            out.append(raised)
+            continue
         if _not_a_problem(sentence.text) or (
                 len(FLAG.findall(sentence.text)) >= 2 or STRUCT.search(sentence.text)):  # a command line, printed arguments: engine_args reads them
             continue
@@ -444,7 +466,7 @@ def _cells(raw: str) -> list[str] | None:
 
 ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, SPEED, TIME_FOR_TOKENS, THROTTLE, CPU, OFFLINE_PATH, GPU_UTIL, PREEMPT,
                                                               BATCH, AT_ONCE, TP_SLOWER, SCALING, IDLE_GPUS, TP_NODES, NO_GAIN, MEMORY_SHARE, CURE_SHARE, CPU_OFFLOAD, LAYERS, EAGER, BATCH_CAP, LINK_SLOW,
-                                                              BUSBW_TERM))
+                                                              BUSBW_TERM, CAPTURE_WORDS, KEEP_ALIVE))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 MAX_TERM_LINES = 1000  # different lines holding a term literal: a person's text has a few, the rest of a log is not read
@@ -459,7 +481,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "concurrent", "simultaneous", "wait", "capped at",
                  "tp=", "tp ", "tp2", "tp4", "tp8", "multi", "idle", "unused", "only use", "only utili", "only gpu", "only one", "only runs", "nodes", "machines", "x the", "through put", "throughput", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
                  "memory-fraction", "cache_max_entry", "cache-max-entry", "free_gpu_mem", "memory_utili", "memory-utili", "memory utili", "offload_gb", "offload-gb", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce", "root complex", "root-complex", "host bridge", "socket", "numa",
-                 "change", "same ", "similar ", "second", "busbw", "bus bandwidth", "bus-bandwidth", "_perf", "low-power", "low power", "stuck", "offline", "`llm`", "llm class", ".generate", "no better", "no higher", "no speed", "no gain")
+                 "change", "same ", "similar ", "second", "cudagraph", "cuda_graph", "cuda-graph", "keep_alive", "keep-alive", "keep alive", "busbw", "bus bandwidth", "bus-bandwidth", "_perf", "low-power", "low power", "stuck", "offline", "`llm`", "llm class", ".generate", "no better", "no higher", "no speed", "no gain")
 _TERMS, _STAT = pf.compile_groups(TERM_LITERALS), pf.compile_groups(stat_lines.LOWER_LITERALS)
 TERM_CHUNK = 4096  # lines searched at once for them
 
@@ -765,7 +787,7 @@ def _slower_than(text: str, m: re.Match[str]) -> bool:
 
 
 def _seconds(m: re.Match[str]) -> float:
-    value, unit = _number(m.group(1)), m.group(2).lower()
+    value, unit = _number(m.group(1) or m.group(3)), (m.group(2) or m.group(4)).lower()
     return value / 1000 if unit.startswith("m") else value
 
 
@@ -916,6 +938,28 @@ def _eager(s: _Sentence) -> PerfStatement | None:
     if m is None or EAGER_NEGATED.search(s.text[max(0, m.start() - 30):m.start()]):
         return None
     return _statement("perf.eager_mode", s)
+
+
+def _cold_reload(s: _Sentence) -> PerfStatement | None:
+    """A request after an idle gap COLD_SPREAD times slower than the rerun, said with the model's unload (keep_alive):
+    the latency is the model's load into GPU memory again (perf.stated reports it with the keep-alive fix)."""
+    if KEEP_ALIVE.search(s.text) is None or UNLOADED.search(s.text) is None:
+        return None
+    times = sorted(_seconds(m) for m in DURATION.finditer(s.text))
+    if len(times) < 2 or times[0] <= 0 or times[-1] < COLD_SPREAD * times[0]:
+        return None
+    return _statement("perf.high_latency", s, {"cold_load_s": times[-1], "warm_s": times[0]})
+
+
+def _capture_raised(s: _Sentence) -> PerfStatement | None:
+    """The capture ceiling raised, and the run faster for it: decode batches between the old ceiling and the new one
+    had no graph (perf.stated reports it with the ceiling that helped as the fix)."""
+    m = next((m for rx in CAPTURE_RAISED if (m := rx.search(s.text))), None)
+    if m is None or int(m.group("now")) <= int(m.group("was")) or not FASTER.search(s.text):
+        return None
+    sglang = m.group("term").lower().replace("-", "_") == "cuda_graph_max_bs"
+    return _statement("perf.eager_mode", s, {"capture_size": float(m.group("was")), "capture_raised": float(m.group("now")),
+                                             "capture_sglang": float(sglang)})
 
 
 def _busbw(s: _Sentence) -> PerfStatement | None:
