@@ -109,3 +109,9 @@ def test_a_seconds_figure_in_korean_is_read_as_seconds(tmp_path):
     notes = "응답이 104.47초 걸리고 곧바로 재실행하니 1.47초 — 원인은 Ollama 기본 keep_alive 이후 모델 언로드.\n"
     f = only(scenario(tmp_path, notes_txt=notes), "perf.high_latency")
     assert "104.47 s against 1.47 s warm" in f.title
+
+
+def test_a_latency_that_drops_with_a_second_card_is_no_split_complaint(tmp_path):
+    notes = "The TTFT drops from 900 ms to 500 ms with a second A100 in the box, the throughput doubles.\n"
+    got = codes(scenario(tmp_path, notes_txt=notes))
+    assert "perf.tp_mismatch" not in got and "perf.slow_interconnect" not in got

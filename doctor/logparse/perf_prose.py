@@ -161,7 +161,7 @@ AT_ONCE = re.compile(r"\bonly (\d+) (?:(?:requests?|reqs?|sequences?|seqs?|of th
 # more GPUs slower than fewer: tensor parallelism's all-reduce every layer, over PCIe when there is no NVLink
 # a second card added to one ("slowed down to 300 tokens/sec when adding a second 3090"): set against that one card
 SECOND_GPU = r"\b(?:add(?:ing|ed|s)?|plug(?:ging|ged)? in|us(?:ing|e)|with) (?:a|the|another) second (?:GPU|card|(?:RTX )?\d{4}\w*|[A-Z]\d{2,4}\w*)\b"
-_SLOWED = r"\b(?:slower|slowdown|slow(?:s|ed)? down|worse|drops?|dropped|falls?|fell)\b"
+_SLOWED = r"\b(?:slower|slowdown|slow(?:s|ed)? down|worse)\b"  # (a latency that "drops" with the second card is the gain)
 TP_SLOWER = re.compile(_SLOWED + r"[^.]{0,80}?" + SECOND_GPU + "|" + SECOND_GPU + r"[^.]{0,80}?" + _SLOWED + "|"
                        r"(?:\btensor[ _-]?parallel\w*|\bTP\s?=?\s?[2-9]\b|\bmulti(?:ple)?[ -]GPUs?\b|\b(?:[2-8]|two|four|eight) (?:GPUs|cards)\b)"
                        r"[^.]{0,80}?\b(?:slower|slowdown|slow(?:s|ed)? down|no faster|not faster|worse|(?:does not|doesn't|did not|didn't) (?:speed|help|improve|scale)|"
