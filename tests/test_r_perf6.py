@@ -115,3 +115,11 @@ def test_a_latency_that_drops_with_a_second_card_is_no_split_complaint(tmp_path)
     notes = "The TTFT drops from 900 ms to 500 ms with a second A100 in the box, the throughput doubles.\n"
     got = codes(scenario(tmp_path, notes_txt=notes))
     assert "perf.tp_mismatch" not in got and "perf.slow_interconnect" not in got
+
+
+def test_a_speed_that_fell_to_a_rate_is_a_complaint_a_latency_that_dropped_is_not(tmp_path):
+    from llm_doctor.logparse.perf_prose import _not_a_problem
+
+    assert not _not_a_problem("generation speed drops from 80/sec down to 20/sec with two GPUs")
+    assert not _not_a_problem("it is slowed down to 300 tokens/sec when adding a second 3090")
+    assert _not_a_problem("the TTFT dropped to 20 ms and decode runs at 300 tok/s")

@@ -379,7 +379,8 @@ def statements(source: str, text: str) -> list[PerfStatement]:
 # a speed that drops ("slowed down to 300 tokens/sec", "drops from 80/sec down to 20/sec") is the complaint, where a
 # latency "dropped to" or "down to" is the improvement NOT_A_PROBLEM means
 FALLEN = re.compile(r"^(?:dropp?ed (?:to|from)|down to)$", re.I)
-SPEED_FELL = re.compile(r"\b(?:slow(?:s|ed)? down|drops?|dropped|falls?|fell)\b[^.]{0,30}?(?:\d\s?(?:tokens?|tok|t)?/s(?:ec)?\b|\bdown to \d)", re.I)
+_RATE = r"[\d.,]+\s?(?:tokens?|tok|t)?/s(?:ec)?\b"
+SPEED_FELL = re.compile(r"\b(?:slow(?:s|ed)? down|drops?|dropped|falls?|fell)\s(?:from\s" + _RATE + r"\s)?(?:down\s)?to\s" + _RATE, re.I)
 
 
 def _not_a_problem(text: str) -> bool:
