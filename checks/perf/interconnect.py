@@ -15,7 +15,7 @@ from itertools import combinations
 from llm_doctor.checks.perf import facts_view as fv
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
-from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.findings import STATEMENT, Finding, Fix, NotApplicable, Outcome
 from llm_doctor.logparse.topo import level_is_nvlink
 from llm_doctor.logview import LogView
 
@@ -56,7 +56,12 @@ PCIE_FLOOR_GBS = 4.0
 CROSS_NODE = re.compile(r"\b(?:cross|inter|multi)[- ]?nodes?\b|\b(?:across|between) (?:the )?(?:two |2 |multiple |several |\d+ )?(?:nodes|machines|hosts)\b", re.I)
 
 
-@check("perf.interconnect", "perf", codes=["perf.slow_interconnect"], any_of=("gpus", "logs", "metrics"),
+# ... or said of the boxes a run spans: "on 2 DGX Sparks", "our back-to-back pair", "node-to-node" (a GB10 box is one GPU)
+NODES_SAID = re.compile(r"\bnode[- ]to[- ]node\b|\bback[- ]to[- ]back (?:pair|nodes|link|QSFP|cable)|"
+                        r"\b(?:two|2|[3-9]|1[0-6])\s?x?\s(?:nodes|machines|hosts|servers|(?:DGX )?Sparks|GB10s|GX10s)\b", re.I)
+
+
+@check("perf.interconnect", "perf", codes=["perf.slow_interconnect"], any_of=("gpus", "logs", "metrics", "stated"),
        events=["custom_allreduce_off", "nccl_net_socket", "nccl_p2p_off"])
 def interconnect(facts: Facts, log: LogView | None) -> Outcome:
     """TP traffic runs over NVLink or P2P, PCIe links run at their full width, NCCL keeps its fast transports."""
@@ -64,7 +69,7 @@ def interconnect(facts: Facts, log: LogView | None) -> Outcome:
     logged = (_logged_no_p2p(facts, log) or _nccl_p2p_off(facts, log)) if log else None
     sockets = _nccl_sockets_across_nodes(facts, log, cfg) if log else None
     rpc = _llamacpp_rpc(cfg)
-    measured = _nccl_tests(facts)
+    measured = _nccl_tests(facts) or _stated_busbw(facts)
     g = fv.maybe_gpus(facts)
     if g is None:
         findings = [f for f in (measured, sockets, logged, rpc) if f]
@@ -121,6 +126,32 @@ def _nccl_tests(facts: Facts) -> Finding | None:
                                   "NCCL_P2P_LEVEL unset; on NVSwitch systems nvidia-fabricmanager running)",
                                   "nvidia-smi nvlink --status; nvidia-smi topo -m; systemctl status nvidia-fabricmanager")],
                    explains=["perf.low_gpu_util", "perf.high_latency"])
+
+
+def _stated_busbw(facts: Facts) -> Finding | None:
+    """An nccl-tests bus bandwidth a person states (doctor/logparse/perf_prose.py): set against another set-up of the
+    same test that reached BUSBW_GAIN times more, the slow run's path is what differs (warn); said low between nodes
+    under NET_FLOOR_GBS, it is TCP sockets' class (warn); else it is reported as said (info)."""
+    said = next((s for s in facts.stated if s.code == "perf.slow_interconnect" and "busbw_gbs" in s.measures), None)
+    if said is None:
+        return None
+    busbw, other = said.measures["busbw_gbs"], said.measures.get("busbw_other_gbs")
+    evidence = [f"{said.where}: {said.text}"]
+    nodes = bool(CROSS_NODE.search(said.text) or NODES_SAID.search(said.text))
+    fix = Fix("See which transport and NICs NCCL picks for the data path (NET/IB is RDMA, NET/Socket is TCP; NCCL_IB_HCA names "
+              "every RDMA port, NCCL_SOCKET_IFNAME only the bootstrap)", "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET all_reduce_perf -b 8 -e 8G -f 2 -g 1")
+    if other is not None:
+        evidence.append(f"busbw {busbw:g} GB/s against {other:g} GB/s of the same test on the other set-up ({other / busbw:.2f}x): "
+                        "the slow run's path (NICs, transport, PCIe link) is the bottleneck")
+        return Finding("perf.slow_interconnect", f"NCCL reaches {busbw:g} GB/s where the same test reached {other:g} GB/s",
+                       evidence, [fix], explains=["perf.low_gpu_util", "perf.high_latency"])
+    if nodes and busbw < NET_FLOOR_GBS:
+        evidence.append(f"below {NET_FLOOR_GBS:g} GB/s between nodes: TCP sockets' class, not RDMA (InfiniBand / RoCE)")
+        return Finding("perf.slow_interconnect", f"NCCL moves {busbw:g} GB/s between nodes: the data path is not on RDMA",
+                       evidence, [fix], explains=["perf.low_gpu_util", "perf.high_latency"])
+    evidence.append("said low in words: the GPUs and the link it ran on are not in the input")
+    return Finding("perf.slow_interconnect", f"NCCL's bus bandwidth is said to be low ({busbw:g} GB/s)", evidence, [fix],
+                   severity="info", tier=STATEMENT)
 
 
 def _rerun(m, ranks: int, hosts: int) -> str:

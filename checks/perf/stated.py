@@ -11,6 +11,7 @@ healthy ("GPU utilisation is 85 %", "CPU at 40 %") stays quiet.
 
 from __future__ import annotations
 
+from llm_doctor.checks.load import log_events as le
 from llm_doctor.checks.perf import cpu, throttle, utilization
 from llm_doctor.checks.perf import facts_view as fv
 from llm_doctor.checks.perf.kv_cache import FULL
@@ -82,6 +83,15 @@ WHICH = {
 }
 
 
+def _capture_fix(said: list[PerfStatement]) -> Fix:
+    """A capture ceiling said raised with a speed-up: the ceiling that helped is the fix (vLLM
+    --max-cudagraph-capture-size, SGLang --cuda-graph-max-bs)."""
+    raised = next(s.measures for s in said if "capture_raised" in s.measures)
+    flag = "--cuda-graph-max-bs" if raised.get("capture_sglang") else "--max-cudagraph-capture-size"
+    return Fix(f"Capture CUDA graphs up to the decode batch the load reaches ({raised['capture_raised']:g}, said faster than "
+               f"{raised['capture_size']:g}): steps above the ceiling run eager", f"{flag} {raised['capture_raised']:g}")
+
+
 @check("perf.stated", "perf", codes=list(ABOUT), needs=("stated",), running=True)
 def stated(facts: Facts) -> Outcome:
     """Every perf problem stated in words is judged: by the check its numbers feed, else reported as said."""
@@ -93,6 +103,14 @@ def stated(facts: Facts) -> Outcome:
     for code, said in by_code.items():
         what, explains, fix = ABOUT[code]
         fix = next((WHICH[k] for k in WHICH if code == "perf.tp_mismatch" and any(k in s.measures for s in said)), fix)
+        cold = next((s.measures for s in said if "cold_load_s" in s.measures), None)
+        if code == "perf.high_latency" and cold is not None:
+            what = (f"a request after an idle gap is said to take {cold['cold_load_s']:g} s against {cold['warm_s']:g} s warm: "
+                    "the model is unloaded and loaded again")
+            fix = Fix("Keep the model loaded between sparse requests (Ollama unloads it after keep_alive, 5 minutes by default; "
+                      "-1 keeps it): set it on the server, or per request with \"keep_alive\"", "OLLAMA_KEEP_ALIVE=-1")
+        if code == "perf.eager_mode" and any("capture_raised" in s.measures for s in said):
+            what, fix = "decode batches above the CUDA graph capture ceiling are said to run eager", _capture_fix(said)
         evidence = [f"{s.where}: {s.text}" for s in said[:MAX_QUOTED]]
         evidence.append("stated in words: the figures a fix is computed from (the engine's own) are not in the input")
         findings.append(Finding(code, f"{what} ({len(said)} statement{'s' if len(said) > 1 else ''})", evidence, [fix],
@@ -105,12 +123,18 @@ LOGGED = {"perf.kv_cache_pressure": {"decode_retract", "preemption"}, "perf.cpu_
           "perf.low_gpu_util": {"offload_layers", "ollama_cpu_share"}, "perf.eager_mode": {"enforce_eager"}}
 
 
+def _judges(facts: Facts, e) -> bool:
+    """The log event is one perf.engine_log judges: a bare "100% CPU" is `ollama ps`'s only in an Ollama paste (elsewhere
+    it is `top`, or a person's "the process has 100% CPU usage", which is this statement itself)."""
+    return e.kind != "ollama_cpu_share" or not e.values.get("all_cpu") or le.engine(facts) == "ollama"
+
+
 def _judged(facts: Facts, s: PerfStatement) -> bool:
     """The statement's numbers (or other facts) let the code's own check judge it, or they are healthy."""
     m = facts.metrics if facts.metrics is not None and facts.metrics.available else None
     v = m.values if m else {}
     x = s.measures
-    if facts.logs is not None and any(e.kind in LOGGED.get(s.code, ()) for e in facts.logs.events):
+    if facts.logs is not None and any(e.kind in LOGGED.get(s.code, ()) and _judges(facts, e) for e in facts.logs.events):
         return True
     if s.code == "perf.kv_cache_pressure":
         # the check judges a reading: below full, full with the queue known, or a person's own "full" (their complaint)
@@ -136,9 +160,9 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
     if s.code == "perf.memory_overcommitted":  # perf.memory_headroom judges the share the deployment holds, and an OOM tied to it
         cfg = fv.maybe_deployment(facts)
         return bool(s.measures.get("oom_cured")) or (cfg is not None and cfg.gpu_memory_utilization is not None)
-    if s.code == "perf.slow_interconnect":  # perf.interconnect judges the topology
+    if s.code == "perf.slow_interconnect":  # perf.interconnect judges the topology, and an nccl-tests bandwidth said in words
         g = fv.maybe_gpus(facts)
-        return g is not None and bool(g.topology)
+        return (g is not None and bool(g.topology)) or "busbw_gbs" in x
     if s.code == "perf.eager_mode":  # perf.engine_log judges the flag a command line or the engine's arguments give
         cfg = fv.maybe_deployment(facts)
         return cfg is not None and cfg.is_set("enforce_eager")

@@ -41,7 +41,7 @@ SPREAD = 2.0  # a latency column's slowest row at this many times its fastest: t
 _NUM = r"(\d+(?:[.,]\d+)?)"
 PERCENT = re.compile(_NUM + r"\s?%")
 FRACTION = re.compile(r"(?<![\w.])(0?\.\d+|1\.0+|[01])(?![\w.%])")
-DURATION = re.compile(r"(?<![\w.])~?" + _NUM + r"\s?(ms|milliseconds?|msecs?|s|secs?|seconds?)\b", re.I)
+DURATION = re.compile(r"(?<![\w.])~?" + _NUM + r"\s?(ms|milliseconds?|msecs?|s|secs?|seconds?)\b|(?<![\w.])~?" + _NUM + r"\s?(초|秒)", re.I)  # (Korean, Chinese)
 MHZ = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s?MHz", re.I)
 WATTS = re.compile(r"(\d+(?:\.\d+)?)\s?W\b")
 CELSIUS = re.compile(r"(\d+(?:\.\d+)?)\s?°?\s?C\b")
@@ -66,7 +66,11 @@ RUNNING = re.compile(r"(\d+)\s(?:requests?|reqs?|seqs?|sequences?)\s(?:are )?run
 QUEUE_WORDS = re.compile(r"(?<![A-Za-z])(?:queue(?:s|d|ing)?|waiting|pending|wait(?:s)? in|piles? up|pile up|backlog)(?![A-Za-z])", re.I)
 PREEMPT = re.compile(r"\bpreempt\w*|\bswapp(?:ed|ing) out\b|\bretract\w*", re.I)
 # ... and a benchmark table's column of them read with its header ("preempt 1065", "#preempted 12")
-PREEMPTIONS = re.compile(r"(\d+)\s(?:preemptions?|requests? (?:were |are )?preempted)|(?:Preemptions|num_preemptions(?:_total)?)\s?[:=]?\s?(\d+)|"
+# (a count in words too, as a person writes it: "Ten preemptions in one run")
+COUNT_WORDS = {w: n for n, w in enumerate("two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+                                          "seventeen eighteen nineteen twenty".split(), 2)}
+_COUNT = r"(\d+|" + "|".join(COUNT_WORDS) + r")"
+PREEMPTIONS = re.compile(r"(?<![\w.])" + _COUNT + r"\s(?:preemptions?|requests? (?:were |are )?preempted)|(?:Preemptions|num_preemptions(?:_total)?)\s?[:=]?\s?(\d+)|"
                          r"\bpreempted (\d+) times\b|(?:^|;\s)#?(?:preempt|preempted|preempts)\s(\d+)(?:;|$)", re.I)
 # vLLM "Prefix cache hit rate: %.1f%%", vllm:prefix_cache_hits / prefix_cache_queries, gpu_prefix_cache_hit_rate;
 # SGLang "cache hit rate", sglang:cache_hit_rate, "#cached-token: %d"
@@ -155,8 +159,12 @@ BATCH = re.compile(r"\b(?:requests?|prompts?|calls?|queries|users?)\b[^.]{0,50}?
 AT_ONCE = re.compile(r"\bonly (\d+) (?:(?:requests?|reqs?|sequences?|seqs?|of them) )?(?:are |get |is )?(?:running|run|processed|served|scheduled|batched)"
                      r"(?: at once| at a time| concurrently| in parallel| together)?", re.I)
 # more GPUs slower than fewer: tensor parallelism's all-reduce every layer, over PCIe when there is no NVLink
-TP_SLOWER = re.compile(r"(?:\btensor[ _-]?parallel\w*|\bTP\s?=?\s?[2-9]\b|\bmulti(?:ple)?[ -]GPUs?\b|\b(?:[2-8]|two|four|eight) (?:GPUs|cards)\b)"
-                       r"[^.]{0,80}?\b(?:slower|no faster|not faster|worse|(?:does not|doesn't|did not|didn't) (?:speed|help|improve|scale)|"
+# a second card added to one ("slowed down to 300 tokens/sec when adding a second 3090"): set against that one card
+SECOND_GPU = r"\b(?:add(?:ing|ed|s)?|plug(?:ging|ged)? in|us(?:ing|e)|with) (?:a|the|another) second (?:GPU|card|(?:RTX )?\d{4}\w*|[A-Z]\d{2,4}\w*)\b"
+_SLOWED = r"\b(?:slower|slowdown|slow(?:s|ed)? down|worse)\b"  # (a latency that "drops" with the second card is the gain)
+TP_SLOWER = re.compile(_SLOWED + r"[^.]{0,80}?" + SECOND_GPU + "|" + SECOND_GPU + r"[^.]{0,80}?" + _SLOWED + "|"
+                       r"(?:\btensor[ _-]?parallel\w*|\bTP\s?=?\s?[2-9]\b|\bmulti(?:ple)?[ -]GPUs?\b|\b(?:[2-8]|two|four|eight) (?:GPUs|cards)\b)"
+                       r"[^.]{0,80}?\b(?:slower|slowdown|slow(?:s|ed)? down|no faster|not faster|worse|(?:does not|doesn't|did not|didn't) (?:speed|help|improve|scale)|"
                        # "tp2 latency is greater than tp1": the latency itself said larger
                        r"(?:latency|TTFT|ITL|TPOT|time)\s(?:is\s|was\s|gets\s|got\s)?(?:greater|higher|larger|longer|bigger)\s(?:than)?)", re.I)
 # ... or no faster: "setting this to 1 or 8 doesn't change performance much", "the same throughput with TP 8" (said with
@@ -166,7 +174,7 @@ NO_GAIN = re.compile(r"\b(?:does not|doesn't|did not|didn't|won't|does|did)(?: n
                      r"\b(?:throughput|performance|speed|tokens?/s)\b[^.]{0,40}?\b(?:is|was|stays?|remains?) (?:about |roughly |basically |exactly )?"
                      r"(?:the same|identical|unchanged)\b", re.I)
 # against one GPU: a model that ran on one GPU fits one, and TP over more is larger than it needs (replicas would serve more)
-ONE_GPU = re.compile(r"\b(?:single|one|1)[ -]?(?:GPU|card|device)s?\b|\b(?:TP|tp[-_]size|tensor[-_ ]parallel[-_ ]size)\s?[=:]?\s?1\b(?!\d|\.\d)|"
+ONE_GPU = re.compile(SECOND_GPU + r"|\b(?:single|one|1)[ -]?(?:GPU|card|device)s?\b|\b(?:TP|tp[-_]size|tensor[-_ ]parallel[-_ ]size)\s?[=:]?\s?1\b(?!\d|\.\d)|"
                      r"\bthan without\b|\bwithout (?:TP|tensor[ _-]?parallel\w*)\b|\b1 (?:or|and|vs\.?|versus|to) (?:[2-9]|16)\b", re.I)
 # GPUs the engine was given that do nothing ("the other 3 GPUs stay idle", "vLLM only uses one of them", "only GPU 0 is
 # busy"), and tensor parallelism said to span machines: perf.tp_mismatch's "idle GPUs" and "TP across nodes"
@@ -196,6 +204,22 @@ EAGER = re.compile(r"(?<![\w-])--enforce[-_]eager\b|\benforce_eager\s?[=:]\s?['\
                    r"\b(?:disabl\w*|turn(?:s|ed|ing)? off|without|no)\s(?:the\s)?(?:CUDA[ -]?graphs?|cudagraphs?)\b|"
                    r"\b(?:CUDA[ -]?graphs?|cudagraphs?)\s(?:(?:are|is|were|was|got|get|gets)\s)?(?:disabled|off|not (?:captured|used|enabled))\b|"
                    r"\b(?:falls?|fell|falling) back to eager\b|\b(?:runs?|ran|running) (?:in )?eager\b|\beager (?:mode|execution|decod\w*)\b", re.I)
+# the CUDA graph capture ceiling said raised with a speed-up ("ran substantially faster when the CUDA graph capture
+# ceiling was raised from 512 to 1024"): the decode batches above the old ceiling ran eager. vLLM's
+# max_cudagraph_capture_size (before it the last of cudagraph_capture_sizes), SGLang's --cuda-graph-max-bs
+_CAPTURE_TERM = (r"(?P<term>max[_-]cudagraph[_-]capture[_-]size|cuda[_-]graph[_-]max[_-]bs|cudagraph[_-]capture[_-]sizes|"
+                 r"(?:CUDA[ -]?graphs?|cudagraphs?)\s(?:capture\s)?(?:ceiling|limit|max(?:imum)?(?: batch)? size|sizes?))[`'\"]?")
+_RAISE = r"(?:raised|increased|bumped|raising|increasing|going|went|moved|raise|increase|bump)"
+_FROM_TO = r"from\s[`'\"]?(?P<was>\d+)[`'\"]?\s?(?:to|->|→)\s?[`'\"]?(?P<now>\d+)\b"
+CAPTURE_RAISED = (re.compile(_CAPTURE_TERM + r"(?:[^.]|\.(?=\d)){0,40}?\b" + _RAISE + r"\s(?:it\s)?" + _FROM_TO, re.I),
+                  re.compile(r"\b" + _RAISE + r"\s(?:the\s)?`?" + _CAPTURE_TERM + r"\s" + _FROM_TO, re.I))
+CAPTURE_WORDS = re.compile(_CAPTURE_TERM.replace("(?P<term>", "(?:"), re.I)  # the term alone (the prefilter's)
+# Ollama unloading an idle model (keep_alive, OLLAMA_KEEP_ALIVE: 5 minutes by default, envconfig) so the next request pays
+# the load: "a request after an idle gap took 104 s, the immediate rerun 1.5 s" said with the unload as the cause
+KEEP_ALIVE = re.compile(r"\b(?:OLLAMA_)?KEEP_ALIVE\b|\bkeep[ -]alive\b(?! (?:connection|header|timeout)s?\b)", re.I)
+UNLOADED = re.compile(r"\bunload\w*|\breload\w*|\b(?:loads?|loading|loaded) (?:the model |it )?again\b|\bcold[ -]?(?:start|load)\w*|언로드|다시 올리|卸载|重新加载", re.I)
+COLD_SPREAD = 10.0  # the first request after idle this many times the warm one: the load, not the generation
+FASTER = re.compile(r"\bfaster\b|\bspeed-?ups?\b|\bsped up\b|\bimprov\w*|\+\d+(?:\.\d+)?\s?%|\b(?:higher|more) throughput\b|\b\d+(?:\.\d+)?x (?:the )?throughput\b", re.I)
 EAGER_NEGATED = re.compile(r"\b(?:not|never|no longer|without)\s(?:\w+\s)?(?:in\s)?$", re.I)  # "not in eager mode", "without --enforce-eager"
 # the GPUs' path for TP traffic said to be slow, in the words of the engines and NCCL: vLLM/SGLang's custom all-reduce
 # "not supported on more than two PCIe-only GPUs" / disabled for want of P2P, NCCL_P2P_DISABLE=1, and the plain words:
@@ -213,6 +237,13 @@ LINK_SLOW = re.compile(r"\bnot supported on more than two PCIe-only GPUs\b|\bcus
                        # nvidia-smi topo -m's NODE and SYS: the path crosses the host bridges or the sockets' interconnect
                        r"\b(?:on |in )?different (?:PCIe )?(?:root[ -]complex(?:es)?|root ports?|host bridges|CPU sockets|sockets|NUMA nodes)\b|"
                        r"\bacross (?:the )?(?:PCIe )?(?:host bridges|root[ -]complex(?:es)?|CPU sockets|NUMA nodes|QPI|UPI)\b|\bcross[- ]socket\b", re.I)
+# nccl-tests' own measure of the link, said in words: "all_gather_perf reaches only ~3 GB/s busbw", "(nccl-tests busbw): 98 Gb/s
+# single-HCA -> 161 Gb/s with both HCAs". busbw is nccl-tests' name (src/common.cu's header "algbw busbw", "Avg bus
+# bandwidth"); the tests print GB/s (bytes), a NIC is rated in Gb/s (bits): both spellings are read, case kept apart
+BUSBW_TERM = re.compile(r"\bbusbw\b|\bbus[ -]bandwidth\b|\b(?:all_reduce|all_gather|reduce_scatter|alltoall|sendrecv|broadcast|reduce)_perf\b", re.I)
+BANDWIDTH = re.compile(r"(?<![\w.])~?(\d+(?:\.\d+)?)\s?(GB/s|GiB/s|Gb/s|Gbps|Gbit/s)(?![\w/])")
+BANDWIDTH_LOW = re.compile(r"\b(?:only|just|barely|caps?|capped|capping|plateau\w*|stuck|tops? out|half|regardless)\b", re.I)
+BETTER = re.compile(r"\s?\*{0,2}\s?(?:[^\s\d]{1,30}\s){0,4}?(?:→|->|=>|vs\.?|versus|against|to)\s\*{0,2}~?", re.I)  # "98 Gb/s single-HCA → 161 Gb/s"
 MULTI_GPU = re.compile(r"\b(?:tensor[ _-]?parallel\w*|TP\s?=?\s?\d|tp[-_]size|all[ -]?reduce|NCCL|multi(?:ple)?[ -]GPUs?|GPUs|cards|ranks?)\b|"
                        r"\b(?:two|three|four|eight|[2-9]|1[0-6])\s?x?\s?(?:GPUs?|cards|[A-Z]\d{2,4}\w*)", re.I)
 # the share of GPU memory the engine takes, by the engine's own flag name: vLLM gpu_memory_utilization,
@@ -233,6 +264,9 @@ OOM_WORDS = re.compile(r"\bOOM(?:s|ed|ing)?\b|\bout[ -]of[ -]memory\b|\bOutOfMem
 LOWERED = re.compile(r"\b(?:lower(?:s|ed|ing)?|reduc(?:e|es|ed|ing)|decreas(?:e|es|ed|ing)|dropp?(?:ed|ing)?|turn(?:s|ed|ing)? down|"
                      r"dial(?:s|ed|led|ing)? (?:it )?(?:back|down))\b|降低|调低|减小", re.I)
 TOO_HIGH = re.compile(r"\btoo (?:high|large|big|much|aggressive)\b|\bno (?:memory )?headroom\b", re.I)
+# ... or the share set to a value that is said to cause the OOM ("Setting ...gpu_memory_utilization to 0.7 would cause OOM")
+CAUSES_OOM = re.compile(r"(?:[^.]|\.(?=\d)){0,40}?\b(?:caus(?:e|es|ed|ing)|leads? to|led to|results? in|resulted in|triggers?|triggered)\s(?:an?\s)?(?:CUDA\s)?"
+                        r"(?:OOMs?\b|out[ -]of[ -]memory)", re.I)
 FROM_TO = re.compile(r"\bfrom\s?[`'\"]?(0?\.\d+|1\.0+)[`'\"]?\s?(?:to|->|→)\s?[`'\"]?(0?\.\d+)(?![\w%]|\.\d)", re.I)
 SHARE_VALUE = re.compile(r"(?<![\w.])(?P<to>to\s?[`'\"]?)?(0?\.\d+|1\.0+)(?![\w%]|\.\d)", re.I)
 # ... and the imperative that gives advice: "To avoid OOM on a 24 GB card, lower --gpu-memory-utilization" (a sentence that opens
@@ -321,15 +355,37 @@ def statements(source: str, text: str) -> list[PerfStatement]:
         if (cure := _memory_cure(sentence)) is not None:  # (said with "reduced", "fixed": NOT_A_PROBLEM's words)
             out.append(cure)
             continue
-        if NOT_A_PROBLEM.search(sentence.text) or (
+        if out and _cured_next(out[-1], sentence):
+            continue
+        if (cold := _cold_reload(sentence)) is not None:  # (a fix is said beside it often: not a question of NOT_A_PROBLEM)
+            out.append(cold)
+            continue
+        if (raised := _capture_raised(sentence)) is not None:  # (said with "improved": NOT_A_PROBLEM's word)
+            out.append(raised)
+            continue
+        if _not_a_problem(sentence.text) or (
                 len(FLAG.findall(sentence.text)) >= 2 or STRUCT.search(sentence.text)):  # a command line, printed arguments: engine_args reads them
             continue
         out += [s for s in (_kv(sentence), _prefix(sentence), _latency(sentence), _throttle(sentence), _cpu(sentence),
                             _layers(sentence) or _offload_gb(sentence) or _gpu_util(sentence), _batching(sentence) or _batch_cap(sentence), _memory(sentence), _eager(sentence)) if s is not None]
         out += _tp_slower(sentence)
+        if (link := _busbw(sentence)) is not None and not any(st.code == link.code and st.where == link.where for st in out):
+            out.append(link)
         if len(out) >= MAX_STATEMENTS:
             break
     return _repeated_cache_misses(source, text) + _cap_sweep(source, text) + _latency_spread(source, text) + _share_runs(source, text) + out
+
+
+# a speed that drops ("slowed down to 300 tokens/sec", "drops from 80/sec down to 20/sec") is the complaint, where a
+# latency "dropped to" or "down to" is the improvement NOT_A_PROBLEM means
+FALLEN = re.compile(r"^(?:dropp?ed (?:to|from)|down to)$", re.I)
+_RATE = r"[\d.,]+\s?(?:tokens?|tok|t)?/s(?:ec)?\b"
+SPEED_FELL = re.compile(r"\b(?:slow(?:s|ed)? down|drops?|dropped|falls?|fell)\s(?:from\s" + _RATE + r"\s)?(?:down\s)?to\s" + _RATE, re.I)
+
+
+def _not_a_problem(text: str) -> bool:
+    said = [m.group(0) for m in NOT_A_PROBLEM.finditer(text)]
+    return bool(said) and not (SPEED_FELL.search(text) and all(FALLEN.match(w) for w in said))
 
 
 def _stated_part(text: str) -> str | None:
@@ -410,7 +466,8 @@ def _cells(raw: str) -> list[str] | None:
 
 
 ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, SPEED, TIME_FOR_TOKENS, THROTTLE, CPU, OFFLINE_PATH, GPU_UTIL, PREEMPT,
-                                                              BATCH, AT_ONCE, TP_SLOWER, SCALING, IDLE_GPUS, TP_NODES, NO_GAIN, MEMORY_SHARE, CURE_SHARE, CPU_OFFLOAD, LAYERS, EAGER, BATCH_CAP, LINK_SLOW))
+                                                              BATCH, AT_ONCE, TP_SLOWER, SCALING, IDLE_GPUS, TP_NODES, NO_GAIN, MEMORY_SHARE, CURE_SHARE, CPU_OFFLOAD, LAYERS, EAGER, BATCH_CAP, LINK_SLOW,
+                                                              BUSBW_TERM, CAPTURE_WORDS, KEEP_ALIVE))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 MAX_TERM_LINES = 1000  # different lines holding a term literal: a person's text has a few, the rest of a log is not read
@@ -425,7 +482,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "concurrent", "simultaneous", "wait", "capped at",
                  "tp=", "tp ", "tp2", "tp4", "tp8", "multi", "idle", "unused", "only use", "only utili", "only gpu", "only one", "only runs", "nodes", "machines", "x the", "through put", "throughput", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
                  "memory-fraction", "cache_max_entry", "cache-max-entry", "free_gpu_mem", "memory_utili", "memory-utili", "memory utili", "offload_gb", "offload-gb", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce", "root complex", "root-complex", "host bridge", "socket", "numa",
-                 "change", "same ", "similar ", "low-power", "low power", "stuck", "offline", "`llm`", "llm class", ".generate", "no better", "no higher", "no speed", "no gain")
+                 "change", "same ", "similar ", "second", "cudagraph", "cuda_graph", "cuda-graph", "keep_alive", "keep-alive", "keep alive", "busbw", "bus bandwidth", "bus-bandwidth", "_perf", "low-power", "low power", "stuck", "offline", "`llm`", "llm class", ".generate", "no better", "no higher", "no speed", "no gain")
 _TERMS, _STAT = pf.compile_groups(TERM_LITERALS), pf.compile_groups(stat_lines.LOWER_LITERALS)
 TERM_CHUNK = 4096  # lines searched at once for them
 
@@ -482,6 +539,12 @@ def _near(rx: re.Pattern[str], text: str, at: re.Match[str]) -> list[re.Match[st
     return [m for m in after + before[-1:] if not RELATIVE.match(text, m.end())]
 
 
+def _count(m: re.Match[str]) -> float:
+    """The first group a count regex filled, in digits or in words."""
+    said = next(g for g in m.groups() if g)
+    return float(COUNT_WORDS.get(said.lower(), 0) or _number(said))
+
+
 def _number(x: str) -> float:
     return float(x.replace(",", "") if x.count(",") and len(x.split(",")[-1]) == 3 else x.replace(",", "."))
 
@@ -495,7 +558,7 @@ def _kv(s: _Sentence) -> PerfStatement | None:
     if term is None:
         # vLLM preempts a running sequence only when the KV cache has no block left for it: a count of them is the pressure
         p = PREEMPTIONS.search(s.text)
-        return _statement("perf.kv_cache_pressure", s, {"preemptions": float(next(g for g in p.groups() if g))}) if p else None
+        return _statement("perf.kv_cache_pressure", s, {"preemptions": _count(p)}) if p else None
     measures: dict[str, float] = {}
     pct = _near(PERCENT, s.text, term)
     if pct:
@@ -507,7 +570,7 @@ def _kv(s: _Sentence) -> PerfStatement | None:
     if (r := RUNNING.search(s.text)) is not None:
         measures["running"] = float(r.group(1) or r.group(2))
     if (p := PREEMPTIONS.search(s.text)) is not None:
-        measures["preemptions"] = float(next(g for g in p.groups() if g))
+        measures["preemptions"] = _count(p)
     if QUEUE_WORDS.search(s.text) or PREEMPT.search(s.text):
         measures["queued"] = 1.0
     if "kv_cache_usage" in measures or "preemptions" in measures:
@@ -725,7 +788,7 @@ def _slower_than(text: str, m: re.Match[str]) -> bool:
 
 
 def _seconds(m: re.Match[str]) -> float:
-    value, unit = _number(m.group(1)), m.group(2).lower()
+    value, unit = _number(m.group(1) or m.group(3)), (m.group(2) or m.group(4)).lower()
     return value / 1000 if unit.startswith("m") else value
 
 
@@ -827,7 +890,7 @@ def _memory_cure(s: _Sentence) -> PerfStatement | None:
     if name is None or not OOM_WORDS.search(s.text) or ADVICE.search(s.text):
         return None
     around = s.text[max(0, name.start() - NEAR):name.end() + NEAR]
-    lowered, too_high = LOWERED.search(around), TOO_HIGH.search(around)
+    lowered, too_high = LOWERED.search(around), TOO_HIGH.search(around) or CAUSES_OOM.match(s.text, name.end())
     if not (lowered or too_high):
         return None
     measures = {"oom_cured": 1.0}
@@ -837,6 +900,24 @@ def _memory_cure(s: _Sentence) -> PerfStatement | None:
     elif (value := SHARE_VALUE.search(s.text, name.end(), name.end() + 30)) is not None:  # "lowered it to 0.8": the cure
         measures["cured_share" if value.group("to") and not too_high else "memory_share"] = _number(value.group(2))
     return _statement("perf.memory_overcommitted", s, measures)
+
+
+# the cure said in the next sentence, of the share the one before named ("... to 0.7 would cause OOM. So decrease it from 0.7 to 0.6.")
+LOWERED_IT = re.compile(r"^(?:so|then|and|we|I)?,?\s?(?:lower|decrease|reduce|drop|set)\w*\s(?:it|the share|the value)\s"
+                        r"(?:from\s?[`'\"]?(0?\.\d+|1\.0+)[`'\"]?\s)?to\s?[`'\"]?(0?\.\d+)(?![\w%]|\.\d)", re.I)
+
+
+def _cured_next(cure: PerfStatement, s: _Sentence) -> bool:
+    """The sentence after a share named as an OOM's cause lowers "it" to a value: that value is the share that works."""
+    x = cure.measures
+    m = LOWERED_IT.match(s.text)
+    if cure.code != "perf.memory_overcommitted" or not x.get("oom_cured") or "cured_share" in x or "memory_share" not in x or m is None:
+        return False
+    if _number(m.group(2)) >= x["memory_share"] or (m.group(1) and _number(m.group(1)) != x["memory_share"]):
+        return False
+    x["cured_share"] = _number(m.group(2))
+    cure.text = f"{cure.text} {s.text}"[:300]
+    return True
 
 
 def cure_engine(st: PerfStatement) -> str:
@@ -858,6 +939,53 @@ def _eager(s: _Sentence) -> PerfStatement | None:
     if m is None or EAGER_NEGATED.search(s.text[max(0, m.start() - 30):m.start()]):
         return None
     return _statement("perf.eager_mode", s)
+
+
+def _cold_reload(s: _Sentence) -> PerfStatement | None:
+    """A request after an idle gap COLD_SPREAD times slower than the rerun, said with the model's unload (keep_alive):
+    the latency is the model's load into GPU memory again (perf.stated reports it with the keep-alive fix)."""
+    if KEEP_ALIVE.search(s.text) is None or UNLOADED.search(s.text) is None:
+        return None
+    times = sorted(_seconds(m) for m in DURATION.finditer(s.text))
+    if len(times) < 2 or times[0] <= 0 or times[-1] < COLD_SPREAD * times[0]:
+        return None
+    return _statement("perf.high_latency", s, {"cold_load_s": times[-1], "warm_s": times[0]})
+
+
+def _capture_raised(s: _Sentence) -> PerfStatement | None:
+    """The capture ceiling raised, and the run faster for it: decode batches between the old ceiling and the new one
+    had no graph (perf.stated reports it with the ceiling that helped as the fix)."""
+    m = next((m for rx in CAPTURE_RAISED if (m := rx.search(s.text))), None)
+    if m is None or int(m.group("now")) <= int(m.group("was")) or not FASTER.search(s.text):
+        return None
+    sglang = m.group("term").lower().replace("-", "_") == "cuda_graph_max_bs"
+    return _statement("perf.eager_mode", s, {"capture_size": float(m.group("was")), "capture_raised": float(m.group("now")),
+                                             "capture_sglang": float(sglang)})
+
+
+def _busbw(s: _Sentence) -> PerfStatement | None:
+    """An nccl-tests bus bandwidth said to be low ("reaches only ~3 GB/s busbw"), or set against a run of the same
+    test BUSBW_GAIN times faster ("98 Gb/s single-HCA -> 161 Gb/s with both HCAs"): the slow path is the complaint. In GB/s (bytes, as the tests print it); perf.stated reports it with the figures, no topology to judge."""
+    if BUSBW_TERM.search(s.text) is None:
+        return None
+    figures = list(BANDWIDTH.finditer(s.text))
+    for m in figures:
+        after = BETTER.match(s.text, m.end())
+        other = BANDWIDTH.match(s.text, after.end()) if after else None
+        if other is not None and _gbs(other) >= BUSBW_GAIN * _gbs(m):
+            return _statement("perf.slow_interconnect", s, {"busbw_gbs": _gbs(m), "busbw_other_gbs": _gbs(other)})
+        if BANDWIDTH_LOW.search(s.text[max(0, m.start() - 24):m.start()]):
+            return _statement("perf.slow_interconnect", s, {"busbw_gbs": _gbs(m)})
+    return None
+
+
+BUSBW_GAIN = 1.5  # another set-up of the same test this much faster: beyond run-to-run noise, the link is the difference
+
+
+def _gbs(m: re.Match[str]) -> float:
+    """A bandwidth figure in GB/s: bits (Gb/s, Gbps, a NIC's rating) are an eighth of it."""
+    value = _number(m.group(1))
+    return round(value / 8 if m.group(2)[1] == "b" else value, 3)
 
 
 def _tp_slower(s: _Sentence) -> list[PerfStatement]:
