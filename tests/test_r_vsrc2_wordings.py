@@ -1,0 +1,96 @@
+"""SGLang's (and vLLM's) own failure messages, mined from their sources into the catalogue (sglang.jsonl,
+vllm.jsonl): each log is the message as the engine's source formats it (sglang v0.4.6 / v0.5.5 / v0.5.23
+python/sglang/srt/...), in the shape the engine prints it; the test reads the finding's code and the
+exact value its fix computes from the numbers the message quotes, and that the launcher's wrapper
+lines ("Rank N scheduler is dead", "TpModelWorkerClient hit an exception") never win over the cause."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.analyze_json import analyze
+
+SGLANG_HEAD = "[2025-05-01 10:00:00] server_args=ServerArgs(model_path='{model}', tp_size={tp}{extra})\n"
+SCHEDULER = ("[2025-05-01 10:00:30 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+             '  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/managers/scheduler.py", line 2900, in run_scheduler_process\n')
+
+
+def _head(model: str = "Qwen/Qwen3-8B", tp: int = 1, extra: str = "") -> str:
+    return SGLANG_HEAD.format(model=model, tp=tp, extra=extra)
+
+
+def _first(tmp_path: Path, text: str) -> dict:
+    path = tmp_path / "engine.log"
+    path.write_text(text)
+    findings = analyze(path)["findings"]
+    assert findings, text
+    return findings[0]
+
+
+def _commands(finding: dict) -> list[str]:
+    return [f["command"] for f in finding["fixes"] if f.get("command")]
+
+
+def test_the_share_sglang_computes_for_an_empty_kv_pool_sizes_the_fix(tmp_path: Path) -> None:
+    # kv_cache_configurator.py (v0.5.23): the weights leave no KV pool at 0.8; the engine's minimum is 0.873,
+    # the fix is the next whole percent above it (0.88) plus two for a pool that holds requests
+    finding = _first(tmp_path, _head("Qwen/Qwen3-32B", extra=", mem_fraction_static=0.8") + SCHEDULER
+                     + "ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.8. Raise "
+                     "--mem-fraction-static above 0.873 (minimum viable = 1 - available/pre = 0.8726). If using speculative "
+                     "decoding, draft weights are now counted.\n\n"
+                     "[2025-05-01 10:00:31] Received sigquit from a child process. It usually means the child failed.\n")
+    assert finding["code"] == "load.no_kv_cache_memory"
+    assert "--mem-fraction-static 0.90" in _commands(finding)
+
+
+def test_a_kv_pool_below_the_context_length_is_kv_cache_insufficient(tmp_path: Path) -> None:
+    # tp_worker.py (v0.5.23) warns once the pool is sized: the pool's tokens are the largest context that fits
+    finding = _first(tmp_path, _head("Qwen/Qwen3-30B-A3B", 8, ", context_length=131072")
+                     + "[2025-05-01 10:03:00 TP0] KV pool holds 30208 tokens, fewer than --context-length 131072. One full-length "
+                     "request cannot fit, so long requests will be refused or truncated at serving time. Lower --context-length, "
+                     "raise --mem-fraction-static, or free memory taken before the pool is sized.\n"
+                     "[2025-05-01 10:03:10] The server is fired up and ready to roll!\n")
+    assert finding["code"] == "load.kv_cache_insufficient"
+    assert "--context-length 30208" in _commands(finding)
+
+
+def test_an_expert_split_sglang_cannot_shard_gets_the_ep_size_that_divides_it(tmp_path: Path) -> None:
+    # model_runner.py (v0.5.5): 1408 rows over tp 6 / ep 2 = 3 ranks do not divide; ep 3 gives 2 ranks, which do
+    finding = _first(tmp_path, _head("Qwen/Qwen3-30B-A3B", 6, ", ep_size=2") + SCHEDULER
+                     + "ValueError: moe_intermediate_size 1408 must be divisible by moe_tp_size (3) which is tp_size (6) divided "
+                     "by moe_ep_size (2).\n\n"
+                     "[2025-05-01 10:00:31] Rank 2 scheduler is dead. Please check if there are relevant logs.\n")
+    assert finding["code"] == "load.tp_invalid"
+    assert _commands(finding)[0] == "--ep-size 3"
+
+
+@pytest.mark.parametrize(("line", "code", "flag"), [
+    # tokenizer_manager.py: an embeddings request to a server started for generation
+    ("[2025-05-01 10:02:00] Error in request: This model does not appear to be an embedding model by default. Please add "
+     "`--is-embedding` when launching the server or try another model.", "load.config_invalid", "--is-embedding"),
+    ("[2025-05-01 10:02:00] Error in request: input_embeds is provided while disable_radix_cache is False. Please add "
+     "`--disable-radix-cache` when you launch the server if you want to use input_embeds as inputs.", "load.config_invalid",
+     "--disable-radix-cache"),
+])
+def test_a_request_the_server_was_not_started_for_names_the_flag(tmp_path: Path, line: str, code: str, flag: str) -> None:
+    finding = _first(tmp_path, _head() + "[2025-05-01 10:01:00] The server is fired up and ready to roll!\n" + line + "\n")
+    assert finding["code"] == code
+    assert any(flag in f["summary"] for f in finding["fixes"])
+
+
+@pytest.mark.parametrize(("cause", "code"), [
+    ("AssertionError: Memory pool size is too small", "load.no_kv_cache_memory"),
+    ("AssertionError: tp_size must be divisible by number of nodes", "load.tp_invalid"),
+    ("RuntimeError: nvidia-smi not found. Ensure NVIDIA drivers are installed and accessible.", "load.gpu_not_visible"),
+    ("ValueError: Prequant BitsAndBytes models with TP is not supported.Please try with PP.", "load.quantization_unsupported"),
+])
+def test_the_cause_wins_over_the_launchers_wrappers(tmp_path: Path, cause: str, code: str) -> None:
+    # the overlap thread's and the launcher's lines (tp_worker_overlap_thread.py, engine.py) only repeat the failure
+    finding = _first(tmp_path, _head(tp=2)
+                     + "[2025-05-01 10:00:30 TP0] TpModelWorkerClient hit an exception: Traceback (most recent call last):\n"
+                     + cause + "\n\n"
+                     "[2025-05-01 10:00:31] Scheduler or DataParallelController 4123 terminated with 255\n"
+                     "[2025-05-01 10:00:31] Rank 1 scheduler is dead. Please check if there are relevant logs.\n")
+    assert finding["code"] == code
