@@ -94,3 +94,46 @@ def test_the_cause_wins_over_the_launchers_wrappers(tmp_path: Path, cause: str, 
                      "[2025-05-01 10:00:31] Scheduler or DataParallelController 4123 terminated with 255\n"
                      "[2025-05-01 10:00:31] Rank 1 scheduler is dead. Please check if there are relevant logs.\n")
     assert finding["code"] == code
+
+
+VLLM_HEAD = "INFO 03-01 10:00:00 [api_server.py:1000] vLLM API server version 0.14.0\n"
+
+
+@pytest.mark.parametrize(("line", "title", "command"), [
+    # renderers/params.py _token_len_check: the prompt alone is past --max-model-len (40211 + 1 -> 40960)
+    ("vllm.exceptions.VLLMValidationError: This model's maximum context length is 32768 tokens. However, your prompt contains "
+     "40211 input tokens, which exceeds this limit even without any output tokens. Please reduce the length of the input prompt.",
+     "a prompt of 40211 tokens", "--max-model-len 40960"),
+    # the tokenizer cut the prompt at max_model_len + 1: "at least" that many
+    ("vllm.exceptions.VLLMValidationError: This model's maximum context length is 32768 tokens. However, your prompt contains at "
+     "least 32769 input tokens, which exceeds this limit even without any output tokens.", "a prompt of 32769 tokens", "--max-model-len 33792"),
+    # max_tokens alone above max_model_len (40000 + 1 -> 40960)
+    ("vllm.exceptions.VLLMValidationError: max_tokens=40000 cannot be greater than max_model_len=32768. Please request fewer "
+     "output tokens.", "a request for 40000 output tokens", "--max-model-len 40960"),
+])
+def test_vllms_renderer_refusals_size_the_context(tmp_path: Path, line: str, title: str, command: str) -> None:
+    finding = _first(tmp_path, VLLM_HEAD + "ERROR 03-01 10:00:05 [serving_chat.py:222] " + line + "\n")
+    assert finding["code"] == "load.config_invalid"
+    assert finding["title"].startswith(title)
+    assert command in _commands(finding)
+
+
+def test_more_sequences_than_mamba_blocks_caps_max_num_seqs(tmp_path: Path) -> None:
+    # config/compilation.py: a hybrid model's full decode graphs need one Mamba block per sequence
+    finding = _first(tmp_path, VLLM_HEAD + "(EngineCore pid=196) ERROR 03-01 10:02:00 [core.py:866] ValueError: max_num_seqs (256) "
+                     "exceeds available Mamba cache blocks (73). Each decode sequence requires one Mamba cache block, so CUDA graph "
+                     "capture cannot proceed. Please lower max_num_seqs to at most 73 or increase gpu_memory_utilization.\n"
+                     "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n")
+    assert finding["code"] == "load.config_invalid"
+    assert _commands(finding)[0] == "--max-num-seqs 73"
+
+
+@pytest.mark.parametrize(("gpu", "command"), [("Tesla T4, compute capability 7.5", "--dtype float32"),
+                                              ("NVIDIA A10G, compute capability 8.6", "--dtype bfloat16")])
+def test_a_model_unstable_in_float16_gets_the_dtype_the_gpu_runs(tmp_path: Path, gpu: str, command: str) -> None:
+    # config/model.py _FLOAT16_NOT_SUPPORTED_MODELS: Gemma 2/3 and GLM-4 refuse float16
+    finding = _first(tmp_path, VLLM_HEAD + f"INFO 03-01 10:00:01 [cuda.py:100] GPU: {gpu}\n"
+                     "ValueError: The model type 'gemma3' does not support float16. Reason: Numerical instability. Please use "
+                     "bfloat16 or float32 instead.\n")
+    assert finding["code"] == "load.dtype_unsupported"
+    assert _commands(finding) == [command]
