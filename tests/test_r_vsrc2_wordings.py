@@ -137,3 +137,23 @@ def test_a_model_unstable_in_float16_gets_the_dtype_the_gpu_runs(tmp_path: Path,
                      "bfloat16 or float32 instead.\n")
     assert finding["code"] == "load.dtype_unsupported"
     assert _commands(finding) == [command]
+
+
+def test_a_multimodal_prompt_past_the_kv_pool_sizes_the_context_to_the_pool(tmp_path: Path) -> None:
+    # scheduler.py: image tokens pushed the prompt past max_req_input_len (32762), far below --context-length 128000:
+    # the KV pool, not the context, is the limit, and it holds at least 32763 tokens
+    finding = _first(tmp_path, _head("Qwen/Qwen2.5-VL-7B-Instruct", extra=", context_length=128000")
+                     + "[2025-05-01 10:01:00] The server is fired up and ready to roll!\n"
+                     "[2025-05-02 11:04:12 TP0] Multimodal prompt is too long after expanding multimodal tokens. After expanding "
+                     "len(req.origin_input_ids_unpadded)=1200 => 40000 >= 32762.\n")
+    assert finding["code"] == "load.kv_cache_insufficient"
+    assert "--context-length 32763" in _commands(finding)
+
+
+def test_a_scheduler_killed_during_start_up_is_host_memory(tmp_path: Path) -> None:
+    # engine.py _scheduler_died_error (v0.5.2x): exit -9 is a SIGKILL, the OOM killer while the weights load
+    finding = _first(tmp_path, _head("Qwen/Qwen3-235B-A22B", 8)
+                     + "RuntimeError: Rank 0 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), a "
+                     "common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.\n")
+    assert finding["code"] == "load.host_oom"
+    assert any("recognised by: template" in line for line in finding["evidence"])
