@@ -157,3 +157,20 @@ def test_a_scheduler_killed_during_start_up_is_host_memory(tmp_path: Path) -> No
                      "common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.\n")
     assert finding["code"] == "load.host_oom"
     assert any("recognised by: template" in line for line in finding["evidence"])
+
+
+@pytest.mark.parametrize(("line", "title", "command"), [
+    # input_processor.py _validate_prompt_len: a prompt exactly max_model_len long leaves no room for an output token
+    ("vllm.exceptions.VLLMValidationError: The decoder prompt (length 32768) plus the number of requested output tokens (at "
+     "least 1) is longer than the maximum model length of 32768. Make sure that `max_model_len` is no smaller than the number "
+     "of text tokens (prompt + requested output tokens).", "a prompt of 32768 tokens", "--max-model-len 33792"),
+    # _validate_model_input: one image's embeddings above the encoder cache (sized from max_num_batched_tokens)
+    ("vllm.exceptions.VLLMValidationError: The decoder prompt contains a(n) image item with 16384 embedding tokens, which "
+     "exceeds the pre-allocated encoder cache size 8192. Please reduce the input size or increase the encoder cache size by "
+     "setting --limit-mm-per-prompt at startup.", "one image item embeds into 16384 tokens", "--max-num-batched-tokens 16384"),
+])
+def test_vllms_input_processor_refusals_name_the_setting(tmp_path: Path, line: str, title: str, command: str) -> None:
+    finding = _first(tmp_path, VLLM_HEAD + "ERROR 03-01 10:00:05 [serving_chat.py:222] " + line + "\n")
+    assert finding["code"] == "load.config_invalid"
+    assert finding["title"].startswith(title)
+    assert command in _commands(finding)

@@ -39,6 +39,8 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
                  Fix("Or, when the model really supports more (RoPE scaling), allow it explicitly",
                      "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" if engine != "sglang" else "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")]
         title = f"{v.get('field')} {v.get('value')} is above the model's limit {v['derived']}"
+    elif "encoder_tokens" in v:  # vLLM V1's input processor: one multimodal item above the encoder cache
+        title, fixes = _encoder_cache(v)
     elif "mamba_blocks" in v:  # vLLM's compilation config: a hybrid model's decode graphs need one Mamba block per sequence
         title, fixes = _mamba_blocks(v)
     elif SCHEDULER_KEYS & set(v):
@@ -137,6 +139,16 @@ def _scheduler(v: dict) -> tuple[str, list[Fix]]:
     return (f"max_num_batched_tokens {v['batched']} is below max_num_seqs {v['seqs']}",
             [Fix(f"Give each of the {v['seqs']} sequences at least one token of the step", f"--max-num-batched-tokens {v['seqs']}"),
              Fix(f"Or run at most {v['batched']} sequences at once", f"--max-num-seqs {v['batched']}")])
+
+
+def _encoder_cache(v: dict) -> tuple[str, list[Fix]]:
+    """vLLM V1 sizes the encoder cache from max_num_batched_tokens (SchedulerConfig.encoder_cache_size) and the largest item
+    --limit-mm-per-prompt declares (compute_mm_encoder_budget): one item's embedding tokens must fit it."""
+    tokens = int(v["encoder_tokens"])
+    return (f"one {v['modality']} item embeds into {tokens} tokens, above the {v['encoder_cache']}-token encoder cache",
+            [Fix(f"Let one step (and so the encoder cache) hold {tokens} tokens", f"--max-num-batched-tokens {tokens}"),
+             Fix(f"Or send smaller {v['modality']}s (a lower resolution, fewer frames), or declare the largest one in "
+                 "--limit-mm-per-prompt (its width/height) so the cache is sized for it")])
 
 
 def _mamba_blocks(v: dict) -> tuple[str, list[Fix]]:
