@@ -146,7 +146,7 @@ CASES = [
     # sglang@v0.2.0 model_runner.py: an architecture this SGLang has no model class for
     ("sglang-unsupported-architecture", [
         "ValueError: Unsupported architectures: Qwen2MoeForCausalLM. Supported list: ['LlamaForCausalLM', 'QWenLMHeadModel']",
-    ], "load.engine_outdated", "Qwen2MoeForCausalLM", "pip install -U vllm transformers"),
+    ], "load.engine_outdated", "Qwen2MoeForCausalLM", "pip install -U sglang transformers"),
     # nccl@v2.30.7-1 nvmlwrap.cc: NVML says the GPU is gone, whichever call NCCL made
     ("nccl-nvml-gpu-lost", [
         "node1:1234:1300 [0] misc/nvmlwrap.cc:166 NCCL WARN nvmlDeviceGetHandleByIndex(3) failed: GPU is lost",

@@ -174,3 +174,11 @@ def test_vllms_input_processor_refusals_name_the_setting(tmp_path: Path, line: s
     assert finding["code"] == "load.config_invalid"
     assert finding["title"].startswith(title)
     assert command in _commands(finding)
+
+
+def test_an_architecture_sglang_cannot_serve_upgrades_sglang(tmp_path: Path) -> None:
+    # model_loader/utils.py (v0.5): neither a native class nor a compatible Transformers fallback
+    finding = _first(tmp_path, _head("zai-org/GLM-4.5V", 4) + "ValueError: Glm4vMoeForConditionalGeneration has no SGlang "
+                     "implementation and the Transformers implementation is not compatible with SGLang.\n")
+    assert finding["code"] == "load.engine_outdated"
+    assert _commands(finding)[0] == "pip install -U sglang transformers"
