@@ -182,3 +182,19 @@ def test_an_architecture_sglang_cannot_serve_upgrades_sglang(tmp_path: Path) -> 
                      "implementation and the Transformers implementation is not compatible with SGLang.\n")
     assert finding["code"] == "load.engine_outdated"
     assert _commands(finding)[0] == "pip install -U sglang transformers"
+
+
+@pytest.mark.parametrize(("warning", "command", "severity"), [
+    # server_args.py: SGLang turns the graphs off itself for these settings and says which
+    ("Cuda graph is disabled because of using torch native attention backend", "--attention-backend triton", "warn"),
+    ("Cuda graph is disabled because deepep_mode=`normal`", "--deepep-mode auto", "warn"),
+    ("Cuda graph is disabled for prefill server", None, "info"),
+])
+def test_sglangs_own_reason_for_eager_mode_names_its_fix(tmp_path: Path, warning: str, command: str | None, severity: str) -> None:
+    finding = _first(tmp_path, _head() + f"[2025-05-01 10:00:41] {warning}\n"
+                     "[2025-05-01 10:01:00] The server is fired up and ready to roll!\n"
+                     "[2025-05-01 10:02:00 TP0] Decode batch. #running-req: 32, #token: 20480, token usage: 0.10, "
+                     "gen throughput (token/s): 450.21, #queue-req: 0\n")
+    assert finding["code"] == "perf.eager_mode"
+    assert finding["severity"] == severity
+    assert _commands(finding) == ([command] if command else [])
