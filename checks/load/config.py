@@ -39,6 +39,10 @@ def config(facts: Facts, log: LogView | None) -> Outcome:
                  Fix("Or, when the model really supports more (RoPE scaling), allow it explicitly",
                      "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" if engine != "sglang" else "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")]
         title = f"{v.get('field')} {v.get('value')} is above the model's limit {v['derived']}"
+    elif "encoder_tokens" in v:  # vLLM V1's input processor: one multimodal item above the encoder cache
+        title, fixes = _encoder_cache(v)
+    elif "mamba_blocks" in v:  # vLLM's compilation config: a hybrid model's decode graphs need one Mamba block per sequence
+        title, fixes = _mamba_blocks(v)
     elif SCHEDULER_KEYS & set(v):
         title, fixes = _scheduler(v)
     elif "modality" in v and "needed" in v:  # vLLM's per-prompt cap on images/videos/audios (1 by default)
@@ -137,6 +141,25 @@ def _scheduler(v: dict) -> tuple[str, list[Fix]]:
              Fix(f"Or run at most {v['batched']} sequences at once", f"--max-num-seqs {v['batched']}")])
 
 
+def _encoder_cache(v: dict) -> tuple[str, list[Fix]]:
+    """vLLM V1 sizes the encoder cache from max_num_batched_tokens (SchedulerConfig.encoder_cache_size) and the largest item
+    --limit-mm-per-prompt declares (compute_mm_encoder_budget): one item's embedding tokens must fit it."""
+    tokens = int(v["encoder_tokens"])
+    return (f"one {v['modality']} item embeds into {tokens} tokens, above the {v['encoder_cache']}-token encoder cache",
+            [Fix(f"Let one step (and so the encoder cache) hold {tokens} tokens", f"--max-num-batched-tokens {tokens}"),
+             Fix(f"Or send smaller {v['modality']}s (a lower resolution, fewer frames), or declare the largest one in "
+                 "--limit-mm-per-prompt (its width/height) so the cache is sized for it")])
+
+
+def _mamba_blocks(v: dict) -> tuple[str, list[Fix]]:
+    """vLLM (config/compilation.py) refuses full decode CUDA graphs for a hybrid model when max_num_seqs is above the
+    Mamba cache blocks the KV budget gave: each decoding sequence holds one block, so at most that many run at once."""
+    blocks = int(v["mamba_blocks"])
+    return (f"max_num_seqs {v['seqs']} is above the {blocks} Mamba cache blocks this hybrid model got",
+            [Fix(f"Run at most {blocks} sequences at once (one Mamba state block each)", f"--max-num-seqs {blocks}"),
+             Fix("Or give the KV cache more of the GPU (a higher --gpu-memory-utilization) for more Mamba blocks")])
+
+
 def context_finding(facts: Facts, log: LogView, found: list) -> Finding:
     """A request longer than the context (or the micro-batch) llama.cpp/Ollama was started with: the
     sizes the server quoted give the value to start it with (rounded up to whole 1024/512 steps)."""
@@ -153,6 +176,8 @@ def context_finding(facts: Facts, log: LogView, found: list) -> Finding:
                             f"-b {size} -ub {size}")], explains=le.CLIENT_SYMPTOMS)
     if isinstance(prompt, int) and isinstance(v.get("extra"), int):  # the answer's tokens count too (TensorRT-LLM's max new tokens)
         prompt += int(v["extra"])  # type: ignore[call-overload]
+    if prompt is None and isinstance(v.get("n_new_tokens"), int) and isinstance(ctx, int):
+        prompt = 0  # vLLM's renderer: max_tokens alone is above max_model_len, before any prompt is counted
     sized = isinstance(prompt, int) and isinstance(ctx, int)
     new_tokens = v.get("n_new_tokens") if isinstance(v.get("n_new_tokens"), int) else 0  # LMDeploy counts the output in
     size = -(-(prompt + new_tokens + 1) // 1024) * 1024 if sized else None
@@ -172,7 +197,8 @@ def context_finding(facts: Facts, log: LogView, found: list) -> Finding:
     else:
         fix = Fix("Start the server with a longer context: each of the --parallel slots gets --ctx-size / parallel"
                   + (f" (a slot holds {ctx} now; with -np N give N x {size})" if sized else ""), f"--ctx-size {size}" if size else None)
-    asked = f"a prompt of {prompt} tokens" + (f" plus {new_tokens} to generate" if new_tokens else "")
+    asked = (f"a prompt of {prompt} tokens" + (f" plus {new_tokens} to generate" if new_tokens else "") if prompt or not new_tokens
+             else f"a request for {new_tokens} output tokens")
     title = (f"{asked} does not fit the {ctx}-token context" if sized
              else "a request was longer than the context the server was started with")
     return Finding("load.config_invalid", title, evidence, [fix, Fix("Or shorten the prompt (history, retrieved documents) on the client")],

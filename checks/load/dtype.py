@@ -45,6 +45,13 @@ def dtype(facts: Facts, log: LogView) -> Outcome:
         # flash-attn's kernels exist only in half precision (flash_api.cpp): the model was loaded in float32
         fixes = [Fix("Load the model in half precision: float16 (or bfloat16 on compute capability 8.0+)", "--dtype float16")]
         title = "the attention kernels run only in float16/bfloat16, the model is in float32"
+    elif "does not support float16" in text:
+        # vLLM config/model.py _FLOAT16_NOT_SUPPORTED_MODELS (Gemma 2/3, GLM-4): float16, what dtype auto gives a GPU without
+        # bfloat16, is numerically unstable for the model; bfloat16 needs compute capability 8.0, float32 runs anywhere
+        other = "float32" if _below_ampere(cc) else "bfloat16"
+        fixes = [Fix(f"Load the model in {other} (bfloat16 needs compute capability 8.0+; float32 doubles the weights' memory)",
+                     f"--dtype {other}")]
+        title = f"{str(e.values.get('model_type') or 'this model').strip(chr(39))} does not run in float16"
     elif "fp8" in text or "float8" in text:
         fixes = [Fix("FP8 needs compute capability 8.9+ (Ada/Hopper): load the BF16/FP16 or an AWQ/GPTQ checkpoint instead"),
                  Fix("Or run on an Ada/Hopper GPU (L4, L40S, H100, H200)")]
@@ -59,3 +66,12 @@ def dtype(facts: Facts, log: LogView) -> Outcome:
     # a GPU below every kernel of the build runs no dtype: then the CUDA finding is the cause, not this one
     explains = [] if le.gpu_below_floor(log.events("cuda_mismatch")) else ["load.cuda_mismatch"]
     return Outcome([Finding("load.dtype_unsupported", title, evidence, fixes, explains=[*explains, *le.CLIENT_SYMPTOMS])])
+
+
+def _below_ampere(cc: object) -> bool:
+    """A compute capability (8.6, "7.5", "sm_75") known to be below 8.0, where bfloat16 has no kernels."""
+    digits = re.sub(r"[^0-9.]", "", str(cc or ""))
+    if not digits:
+        return False
+    value = float(digits) if "." in digits else int(digits) / 10
+    return value < 8.0

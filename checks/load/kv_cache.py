@@ -25,6 +25,7 @@ from llm_doctor.logview import LogView
 MAX_UTIL = 0.95
 # vLLM prints the KV bytes it needs and has in GiB with two decimals (v1/core/kv_cache_utils.py format_gib)
 GIB_ROUNDING = 0.005
+KV_PERCENTS = 0.02  # of the GPU for the KV pool above a minimum share the engine computed (two whole percent)
 # SGLang's max_req_input_len is min(context, pool) - 1, and 5 less since v0.5 (scheduler.py): at most 6 below the context
 SGLANG_INPUT_RESERVE = 6
 # sizing the KV cache is the last step of a start-up before CUDA graphs and serving (vLLM
@@ -283,7 +284,10 @@ def _no_memory(facts: Facts, log: LogView, found: list) -> Finding:
     short = next((e for e in reversed(found) if isinstance(e.values.get("kv_deficit"), (int, float))), None)
     if short is not None and short is not found[-1]:
         evidence += le.evidence([short])
-    if short is not None and total and le.engine(facts) not in le.FREE_MEMORY_SHARE:
+    minimum = found[-1].values.get("needed_util")  # SGLang (v0.5.2x) computes the share at which the KV pool is empty
+    if isinstance(minimum, (int, float)):
+        fixes.append(_share_above(float(minimum), flag))
+    elif short is not None and total and le.engine(facts) not in le.FREE_MEMORY_SHARE:
         fixes.append(_share_for_deficit(facts, float(short.values["kv_deficit"]), util, total, flag))
     elif le.engine(facts) in le.FREE_MEMORY_SHARE:  # a share of what the weights leave: the weights' size does not bound it
         fixes.append(Fix(f"The weights leave (almost) no free GPU memory: free the GPU of other processes, split the model "
@@ -305,6 +309,18 @@ def _no_memory(facts: Facts, log: LogView, found: list) -> Finding:
                          f"llm-doctor plan --model {model} --gpu-memory-utilization {util:g}"))
     return Finding("load.no_kv_cache_memory", "no GPU memory is left for the KV cache after weights and activations",
                    evidence, fixes, explains=KV_EXPLAINS)
+
+
+def _share_above(minimum: float, flag: str) -> Fix:
+    """SGLang's KV configurator names the static share at which the loaded weights leave the KV pool empty
+    (1 - available / pre-load memory, rounded up to 0.001): the pool gets what the share adds above it, so
+    the fix is the next whole percent above that minimum plus two more for a pool that holds requests."""
+    share = math.ceil(minimum * 100 + 1e-9) / 100 + KV_PERCENTS
+    if share > MAX_UTIL:
+        return Fix(f"The weights alone need {minimum:.1%} of the GPU (the engine's minimum share): split the model over more "
+                   "GPUs (--tp-size) or quantize it")
+    return Fix(f"Raise {flag} above {minimum:g}, the share at which the engine computed the KV pool would be empty: "
+               f"{share:.2f} gives the pool {share - minimum:.1%} of the GPU", f"{flag} {share:.2f}")
 
 
 def _share_for_deficit(facts: Facts, deficit: float, util: float, total: float, flag: str) -> Fix:

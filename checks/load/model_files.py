@@ -32,6 +32,9 @@ BUILD = re.compile(r"^b?(?P<n>\d{3,6})\b")
 UPGRADES = {
     "vllm": [Fix("Upgrade the engine (and transformers) to a release that supports this architecture", "pip install -U vllm transformers"),
              Fix("Or use the engine's latest container image / a build from main")],
+    # SGLang registers architectures per release (models/registry.py), its image ships them with a matching transformers
+    "sglang": [Fix("Upgrade SGLang (and transformers) to a release that supports this architecture", "pip install -U sglang transformers"),
+               Fix("Or use SGLang's latest container image", "docker pull lmsysorg/sglang:latest")],
     "ollama": [Fix("Upgrade Ollama (the macOS/Windows app updates itself; on Linux rerun the installer), then pull the model again",
                    "curl -fsSL https://ollama.com/install.sh | sh"),
                Fix("Or re-pull the model: a tag updated for the current Ollama may have been re-converted")],

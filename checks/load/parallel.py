@@ -102,6 +102,8 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
                              + (f" (for its {heads} heads: {', '.join(map(str, sizes))})" if sizes else
                                 " (num_attention_heads and hidden_size in its config.json)"),
                              f"{flag} {max(sizes)}" if sizes else None))
+        elif isinstance(tp, int) and "ep" in e.values:
+            fixes.append(_expert_split_fix(int(a), tp, int(e.values["ep"])))  # type: ignore[call-overload]
         elif isinstance(tp, int) and tp > 1:
             smaller = [n for n in range(tp - 1, 0, -1) if (tp % n == 0)]
             fixes.append(Fix(f"A per-rank size ({a}) does not split into blocks of {b}: use a smaller TP size",
@@ -120,6 +122,17 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
              "the model".replace("  ", " ") if pipeline else f"tensor parallel size {tp or '?'} does not fit the model/GPUs")
     return Outcome([Finding("load.tp_invalid", title, evidence, fixes,
                             explains=["load.nccl_failed", "load.gpu_not_visible", "load.quantization_unsupported", *le.CLIENT_SYMPTOMS])])
+
+
+def _expert_split_fix(size: int, tp: int, ep: int) -> Fix:
+    """SGLang splits each expert's intermediate size over moe_tp_size = tp_size / ep_size ranks
+    (model_runner.py, v0.5): the smallest expert-parallel size above the one given whose quotient
+    divides the size keeps TP as it is (ep = tp keeps every expert whole on one GPU)."""
+    fitting = [n for n in range(ep + 1, tp + 1) if tp % n == 0 and size % (tp // n) == 0]
+    if fitting:
+        return Fix(f"Split the experts wider so each keeps whole blocks: with --ep-size {fitting[0]} every expert's "
+                   f"{size} rows split over {tp // fitting[0]} rank(s) (tp_size {tp} / ep_size {fitting[0]})", f"--ep-size {fitting[0]}")
+    return Fix(f"No expert-parallel size divides {tp} so that {size} splits evenly: use a TP size whose quotient by --ep-size divides {size}")
 
 
 def _pipeline_fix(facts: Facts, e) -> Fix:

@@ -204,9 +204,27 @@ def _eager(facts: Facts, log: LogView | None) -> Finding | None:
     fast = itl is not None and 0 < itl < ITL_S
     if fast:
         evidence.append(f"measured decode: {itl * 1000:.1f} ms per output token ({m.raw.get('bench:itl_mean_s') or m.raw.get('itl') or 'from the log'})")  # type: ignore[union-attr]
+    why = next((r for r in SGLANG_GRAPH_OFF for e in found for x in e.lines[:1] if r[0].search(x)), None)
+    if why is not None:  # SGLang turned the graphs off itself, for a setting its warning names
+        return Finding("perf.eager_mode", f"CUDA graphs are off ({why[1]}): decode is slower", evidence, [why[2]],
+                       severity="info" if fast or why[3] else "warn")
     return Finding("perf.eager_mode", f"CUDA graphs are off ({flag.lstrip('-')}): decode is slower", evidence,
                    [Fix(f"Drop {flag} so the engine captures CUDA graphs (costs some memory and start-up time)")],
                    severity="info" if fast else "warn")
+
+
+# sglang server_args.py (v0.4.6, v0.5.5) / arg_groups (v0.5.23) "Cuda graph is disabled because ...": the setting that turned
+# the graphs off, what captures them again, and whether it is by design (a PD prefill server never decodes)
+SGLANG_GRAPH_OFF = [
+    (re.compile(r"Cuda graph is disabled because of using torch native attention backend", re.I), "torch_native attention",
+     Fix("SGLang captures no CUDA graphs with the torch_native attention backend: use a GPU backend", "--attention-backend triton"), False),
+    (re.compile(r"Cuda graph is disabled because of using torch Flex Attention backend", re.I), "flex_attention",
+     Fix("SGLang captures no CUDA graphs with the Flex Attention backend: use a GPU backend", "--attention-backend triton"), False),
+    (re.compile(r"Cuda graph is disabled because deepep_mode=.?normal", re.I), "--deepep-mode normal",
+     Fix("DeepEP's normal mode has no CUDA graphs: auto uses low_latency (with graphs) for decode (with DP attention, which refuses auto in some versions, choose low_latency)", "--deepep-mode auto"), False),
+    (re.compile(r"Cuda graph is disabled for prefill server", re.I), "a PD prefill server",
+     Fix("A disaggregated prefill server runs without CUDA graphs by design (its decode server captures them): nothing to change"), True),
+]
 
 
 SPEC_TOKENS = re.compile(r"num_spec(?:ulative)?_tokens['\"]?\s?[:=]\s?(\d+)")
