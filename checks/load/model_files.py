@@ -44,8 +44,6 @@ UPGRADES = {
     # LMDeploy's PyTorch engine and TensorRT-LLM's PyTorch backend register architectures per release; TGI ships as an image
     "lmdeploy": [Fix("Upgrade LMDeploy (and transformers) to a release whose PyTorch engine supports this architecture",
                      "pip install -U lmdeploy transformers")],
-    "sglang": [Fix("Upgrade SGLang (and transformers) to a release that supports this architecture", "pip install -U sglang transformers"),
-               Fix("Or use SGLang's latest container image (lmsysorg/sglang)")],
     "trtllm": [Fix("Upgrade TensorRT-LLM to a release whose PyTorch backend registers this architecture", "pip install -U tensorrt_llm")],
     "tgi": [Fix("Pull a newer TGI image: architectures arrive with its releases",
                 "docker pull ghcr.io/huggingface/text-generation-inference:latest")],
