@@ -195,9 +195,12 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     # only where nothing else in the log says what failed; a server that had the route and not the model says which model
     # (vLLM/SGLang "The model `x` does not exist", Ollama "model 'x' not found"), so a 404 without one is the path's
     routed = next((c for c, evs in found.items() if any(_is_404(e) and _path(e) for e in evs)), None)
+    # a client whose code calls the Responses API asked for /v1/responses: its pathless 404 is that route's, as a 404
+    # naming /v1/responses is (OTHER_PROTOCOL)
+    unrouted = "access.protocol_mismatch" if s.wire_api == "responses" else "access.base_url_invalid"
     for e in bare:
         if e.kind == "client_route_not_found" or not found:
-            found.setdefault(routed or "access.base_url_invalid", []).append(e)
+            found.setdefault(routed or unrouted, []).append(e)
     # JSON cut mid-value while a stream is being read: an event parsed before the rest of it arrived (split across reads)
     if split := [e for e in found.get("access.response_invalid", []) if s.stream_read and CUT_READ.search(" ".join(e.lines))]:
         found.setdefault("access.streaming_broken", []).extend(split)
@@ -237,6 +240,8 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         elif code == "access.protocol_mismatch" and any(ANTHROPIC_FORMAT.search(" ".join(e.lines)) for e in events):
             title, fix = OPENAI_AT_MESSAGES
             fixes = [Fix(fix)]
+        elif code == "access.protocol_mismatch" and _responses_unserved(events, bare, s.wire_api):
+            title, fixes = RESPONSES_UNSERVED, [Fix(RESPONSES_UNSERVED_FIX)]
         elif code == "access.protocol_mismatch" and any(e.kind == "client_protocol" for e in events):
             title, fixes = CHAT_AT_MESSAGES, [Fix(CHAT_AT_MESSAGES_FIX)]
         elif code == "access.protocol_mismatch" and anthropic and len(anthropic) == len(events):
@@ -401,6 +406,19 @@ OPENAI_AT_MESSAGES = ("the client speaks the OpenAI API and the endpoint is the 
                       "no anthropic-version header, no max_tokens, or no such route)",
                       "Use the client's Anthropic provider for this endpoint (it sends x-api-key, anthropic-version and max_tokens), "
                       "or point this OpenAI-style client at an OpenAI-compatible base URL; a gateway in between must pass the headers on")
+RESPONSES_ROUTE = re.compile(r"^(?:/v1)?/responses\b")
+RESPONSES_UNSERVED = "the client calls the OpenAI Responses API (POST /v1/responses), which this server does not serve (404)"
+RESPONSES_UNSERVED_FIX = ("Call client.chat.completions.create (the Chat Completions API) against this server, or set the tool to "
+                          "its chat wire API (Codex: wire_api = \"chat\"; LangChain: use_responses_api=False); or serve the model "
+                          "with an engine version that has /v1/responses")
+
+
+def _responses_unserved(events: list[LogEvent], bare: list[LogEvent], wire_api: str) -> bool:
+    """Every 404 is the Responses route's: it names /v1/responses, or names no path while the client calls that API."""
+    asked = wire_api == "responses" or any(RESPONSES_ROUTE.search(_path(e)) for e in events)
+    return asked and bool(events) and all(RESPONSES_ROUTE.search(_path(e)) or e in bare for e in events)
+
+
 NO_MESSAGES_API = "the server has no Anthropic Messages API (/v1/messages), which Claude Code and the Anthropic SDK speak"
 NO_MESSAGES_API_FIX = ("Point the client at a server that serves /v1/messages, or put a gateway that translates it in front "
                        "(a LiteLLM proxy does); OpenAI-API clients use this server's /v1/chat/completions")

@@ -1,0 +1,70 @@
+"""Client-side failures as the clients' own sources word them, judged end to end (rank-1 code, its evidence, its title):
+the wordings r-client5 covers (header values the HTTP clients refuse to send, the Responses API asked of a server
+without it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llm_doctor.collect.files import load_paths
+from llm_doctor.engine import Deadline, load_checks, run_checks, select
+from llm_doctor.findings import Finding
+from llm_doctor.report import build_report
+
+
+def findings_of(tmp_path: Path, text: str) -> list[Finding]:
+    path = tmp_path / "client.log"
+    path.write_text(text)
+    facts = load_paths([str(path)], Deadline(30))
+    return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts).findings
+
+
+# (case, log text, rank-1 code, a substring of its evidence)
+CASES = [
+    # h11's normalize_and_validate (httpx, so the OpenAI and Anthropic SDKs): the key read with its newline
+    ("h11-illegal-value", "httpx.LocalProtocolError: Illegal header value b'Bearer sk-abc123\\n'\n",
+     "access.key_malformed", "Illegal header value"),
+    # http.client's putheader (requests, urllib)
+    ("http-client-invalid-value", "ValueError: Invalid header value b'Bearer sk-abc123\\n'\n",
+     "access.key_malformed", "Invalid header value"),
+    # requests >= 2.28 _validate_header_part, and < 2.28 check_header_validity
+    ("requests-2.28", "requests.exceptions.InvalidHeader: Invalid leading whitespace, reserved character(s), or return "
+     "character(s) in header value: 'Bearer sk-abc123\\n'\n", "access.key_malformed", "Invalid leading whitespace"),
+    ("requests-2.27", "requests.exceptions.InvalidHeader: Invalid return character or leading space in header: Authorization\n",
+     "access.key_malformed", "in header: Authorization"),
+    # Go's Transport.roundTrip, both wordings
+    ("go-new", 'Post "https://api.openai.com/v1/chat/completions": net/http: invalid header field value for "Authorization"\n',
+     "access.key_malformed", "invalid header field value"),
+    ("go-old", 'Post https://api.openai.com/v1/chat/completions: net/http: invalid header field value "Bearer sk-a\\n" for key Authorization\n',
+     "access.key_malformed", "for key Authorization"),
+    # node:http's ERR_INVALID_CHAR (node-fetch, axios)
+    ("node-invalid-char", 'TypeError [ERR_INVALID_CHAR]: Invalid character in header content ["Authorization"]\n'
+     "    at ClientRequest.setHeader (node:_http_outgoing:651:3)\n", "access.key_malformed", "Invalid character in header content"),
+    # the SDK's Responses call answered by a route miss that names no path
+    ("responses-call-404", 'resp = client.responses.create(model="qwen", input="hi")\n'
+     "openai.NotFoundError: Error code: 404 - {'detail': 'Not Found'}\n", "access.protocol_mismatch", "Not Found"),
+    ("codex-wire-api-404", 'wire_api = "responses"\nunexpected status 404 Not Found: {"detail":"Not Found"}\n',
+     "access.protocol_mismatch", "Not Found"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "code", "evidence"), CASES, ids=[c[0] for c in CASES])
+def test_rank_one(tmp_path: Path, name: str, text: str, code: str, evidence: str) -> None:
+    found = findings_of(tmp_path, text)
+    assert found and found[0].code == code, [f.code for f in found]
+    assert any(evidence in line for line in found[0].evidence), found[0].evidence
+
+
+def test_responses_title_and_fix(tmp_path: Path) -> None:
+    found = findings_of(tmp_path, 'HTTP Request: POST http://localhost:8000/v1/responses "HTTP/1.1 404 Not Found"\n'
+                                  "openai.NotFoundError: Error code: 404 - {'detail': 'Not Found'}\n")
+    assert found[0].code == "access.protocol_mismatch"
+    assert "Responses API" in found[0].title
+    assert "client.chat.completions.create" in found[0].fixes[0].summary
+
+
+def test_pathless_404_without_a_responses_call_stays_the_base_url(tmp_path: Path) -> None:
+    found = findings_of(tmp_path, "openai.NotFoundError: Error code: 404 - {'detail': 'Not Found'}\n")
+    assert found[0].code == "access.base_url_invalid"
