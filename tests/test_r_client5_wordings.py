@@ -45,6 +45,19 @@ CASES = [
     # the SDK's Responses call answered by a route miss that names no path
     ("responses-call-404", 'resp = client.responses.create(model="qwen", input="hi")\n'
      "openai.NotFoundError: Error code: 404 - {'detail': 'Not Found'}\n", "access.protocol_mismatch", "Not Found"),
+    # node-fetch's FetchError around a socket error (src/index.js)
+    ("node-fetch-reset", "FetchError: request to http://10.0.0.5:8000/v1/models failed, reason: read ECONNRESET\n",
+     "access.connect_failed", "read ECONNRESET"),
+    # OkHttp's createTunnel (ConnectPlan.kt): the proxy's answer to CONNECT
+    ("okhttp-connect-403", "java.io.IOException: Unexpected response code for CONNECT: 403\n", "access.proxy_failed",
+     "Unexpected response code for CONNECT"),
+    ("okhttp-proxy-auth", "java.io.IOException: Failed to authenticate with proxy\n", "access.proxy_failed",
+     "Failed to authenticate with proxy"),
+    # System.Text.Json and Gson on a body that is not JSON
+    ("dotnet-html", "System.Text.Json.JsonException: '<' is an invalid start of a value. Path: $ | LineNumber: 0 | "
+     "BytePositionInLine: 0.\n", "access.response_invalid", "invalid start of a value"),
+    ("gson-string", "com.google.gson.JsonSyntaxException: java.lang.IllegalStateException: Expected BEGIN_OBJECT but was "
+     "STRING at line 1 column 1 path $\n", "access.response_invalid", "Expected BEGIN_OBJECT"),
     ("codex-wire-api-404", 'wire_api = "responses"\nunexpected status 404 Not Found: {"detail":"Not Found"}\n',
      "access.protocol_mismatch", "Not Found"),
 ]
@@ -68,3 +81,20 @@ def test_responses_title_and_fix(tmp_path: Path) -> None:
 def test_pathless_404_without_a_responses_call_stays_the_base_url(tmp_path: Path) -> None:
     found = findings_of(tmp_path, "openai.NotFoundError: Error code: 404 - {'detail': 'Not Found'}\n")
     assert found[0].code == "access.base_url_invalid"
+
+
+PROXIED = ("FetchError: request to https://llm.corp.example/v1/models failed, reason: read ECONNRESET\n"
+           "  - HTTPS_PROXY=http://proxy.corp.example:8080\n")
+
+
+def test_reset_through_the_environments_proxy(tmp_path: Path) -> None:
+    found = findings_of(tmp_path, PROXIED + "  - no_proxy=localhost\n")
+    assert found[0].code == "access.proxy_failed"
+    assert "proxy from the environment: http://proxy.corp.example:8080" in found[0].evidence
+    assert "NO_PROXY=localhost" in found[0].evidence
+
+
+@pytest.mark.parametrize("exempt", ["llm.corp.example", ".corp.example", "corp.example", "*"])
+def test_no_proxy_exempting_the_host_keeps_the_connection_failure(tmp_path: Path, exempt: str) -> None:
+    found = findings_of(tmp_path, PROXIED + f"  - NO_PROXY={exempt}\n")
+    assert found[0].code == "access.connect_failed"

@@ -209,6 +209,10 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             del found["access.response_invalid"]
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
+    # a connection that failed (refused, reset, hung up) while the environment sends the client through a proxy and NO_PROXY
+    # does not exempt the host: the proxy's leg failed, or the proxy cut the connection to a host it cannot reach
+    if (refused := found.get("access.connect_failed")) and _proxied(refused, s.proxy_env, s.no_proxy, s.base_url):
+        found.setdefault("access.proxy_failed", []).extend(found.pop("access.connect_failed"))
     not_found = [e for e in log.events() if _is_404(e) and not _speaks_anthropic(e) and not _browser(e)]
     doubled = [e for e in not_found if _doubled(e)]
     if doubled and "access.protocol_mismatch" not in found:
@@ -263,6 +267,9 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             fixes = [Fix(f"{fix}: {setting}")]
         if code == "access.proxy_failed" and (hosts := _no_proxy(s.base_url, events)):
             fixes = [Fix(fix, f"export NO_PROXY={hosts}")]
+        if code == "access.proxy_failed" and s.proxy_env and all(KIND_CODE.get(e.kind) == "access.connect_failed" for e in events):
+            title, evidence = PROXY_ENV, evidence + [f"proxy from the environment: {s.proxy_env}"] + (
+                [f"NO_PROXY={s.no_proxy}"] if s.no_proxy else [])
         if code == "access.proxy_failed" and any(e.values.get("status") == 407 or "Proxy Authentication Required" in " ".join(e.lines)
                                                  for e in events):
             title, fixes = PROXY_AUTH, [Fix(PROXY_AUTH_FIX), *fixes]
@@ -367,6 +374,26 @@ def _no_proxy(base_url: str, events: list[LogEvent]) -> str:
     if not host or not _internal(host):  # a public API may need the proxy: the fix is then the proxy's, not a bypass
         return ""
     return ",".join(dict.fromkeys([host, "localhost", "127.0.0.1"]))
+
+
+# the connection failures of a client the environment sends through a proxy
+PROXY_ENV = ("the client reaches the server through the proxy the environment sets (HTTPS_PROXY/ALL_PROXY), and the connection "
+             "through it failed (refused, reset or closed): the proxy cannot reach this server, or refuses it")
+
+
+def _proxied(events: list[LogEvent], proxy_env: str, no_proxy: str, base_url: str) -> bool:
+    """The failed requests went through the environment's proxy: one is set and NO_PROXY exempts none of their hosts
+    (the hosts the failures name, else the configured base URL's; NO_PROXY's `*` exempts all, `.example.com` and
+    `example.com` a domain and its subdomains, as requests, httpx, curl and Go read it)."""
+    if not proxy_env:
+        return False
+    exempt = [h.strip().lstrip(".").lower() for h in no_proxy.split(",") if h.strip()]
+    if "*" in exempt:
+        return False
+    urls = [u for e in events for line in e.lines for u in URL.findall(line)] or ([base_url] if base_url else [])
+    hosts = {urlsplit(u).hostname for u in urls} - {None}
+    bypassed = {h for h in hosts if any(h == x.split(":")[0] or h.endswith("." + x.split(":")[0]) for x in exempt)}
+    return not hosts or bool(hosts - bypassed)
 
 
 def _internal(host: str) -> bool:

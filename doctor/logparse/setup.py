@@ -83,6 +83,12 @@ _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
     # (codex-rs/core/src/model_provider_info.rs): a 404 that names no path was asked of /v1/responses
     ("wire_api", re.compile(r"\.(?P<v>responses)\.(?:create|stream|parse)\(|\buse_(?P<v2>responses)_api\s*=\s*True\b|"
                             r"\bwire_api\s*=\s*[\"'](?P<v3>responses)[\"']")),
+    # the proxy the environment gives every HTTP client that reads it (requests/httpx trust_env, undici's
+    # EnvHttpProxyAgent, curl, Go's ProxyFromEnvironment), as an env listing, a docker-compose environment or an export
+    # states it, and the hosts NO_PROXY exempts from it
+    ("proxy_env", re.compile(r"\b(?:HTTPS|https|ALL|all|HTTP|http)_(?:PROXY|proxy)\b[\"']?\s*[:=]\s*[\"']?"
+                             r"(?P<v>(?:https?|socks5h?|socks4a?)://[^\s'\"`,]+)")),
+    ("no_proxy", re.compile(r"\b(?:NO_PROXY|no_proxy)\b[\"']?\s*[:=]\s*[\"']?(?P<v>[^\s'\"`]+)")),
 )
 
 ARGS = re.compile(
@@ -171,6 +177,6 @@ def extract(text: str) -> list[tuple[str, object, dict[str, object]]]:
             continue
         if raw is None:
             continue
-        value = raw.strip() if field in ("gpu_name", "model", "engine_version", "visible_devices", "base_url") else to_number(raw)
+        value = raw.strip() if field in ("gpu_name", "model", "engine_version", "visible_devices", "base_url", "no_proxy") else to_number(raw)
         out.append((field, value, {k: to_number(v) for k, v in groups.items()}))
     return out
