@@ -58,6 +58,14 @@ CASES = [
      "BytePositionInLine: 0.\n", "access.response_invalid", "invalid start of a value"),
     ("gson-string", "com.google.gson.JsonSyntaxException: java.lang.IllegalStateException: Expected BEGIN_OBJECT but was "
      "STRING at line 1 column 1 path $\n", "access.response_invalid", "Expected BEGIN_OBJECT"),
+    # a body its Content-Encoding misdescribes (urllib3, zlib under httpx, aiohttp, Bun): the answer, or a stream being read
+    ("urllib3-decode", "requests.exceptions.ContentDecodingError: ('Received response with content-encoding: gzip, but failed "
+     "to decode it.', error('Error -3 while decompressing data: incorrect header check'))\n", "access.response_invalid",
+     "failed to decode it"),
+    ("aiohttp-decode", "aiohttp.client_exceptions.ClientPayloadError: 400, message='Can not decode content-encoding: gzip'\n",
+     "access.response_invalid", "Can not decode content-encoding"),
+    ("bun-decode-stream", "Decompression error: ZlibError while streaming the SSE answer\n", "access.streaming_broken",
+     "Decompression error: ZlibError"),
     ("codex-wire-api-404", 'wire_api = "responses"\nunexpected status 404 Not Found: {"detail":"Not Found"}\n',
      "access.protocol_mismatch", "Not Found"),
 ]
@@ -98,3 +106,10 @@ def test_reset_through_the_environments_proxy(tmp_path: Path) -> None:
 def test_no_proxy_exempting_the_host_keeps_the_connection_failure(tmp_path: Path, exempt: str) -> None:
     found = findings_of(tmp_path, PROXIED + f"  - NO_PROXY={exempt}\n")
     assert found[0].code == "access.connect_failed"
+
+
+def test_decode_title_and_fix(tmp_path: Path) -> None:
+    found = findings_of(tmp_path, "httpx.DecodingError: Error -3 while decompressing data: incorrect header check\n")
+    assert found[0].code == "access.response_invalid"
+    assert "Content-Encoding" in found[0].title
+    assert "drop Content-Encoding" in found[0].fixes[0].summary

@@ -143,6 +143,19 @@ STREAM_SPLIT = ("a streamed event's JSON was parsed before all of it arrived: th
                 "not JSON.parse on every chunk the network delivers; or update the client to a version that does")
 
 
+# the HTTP clients' words for a body that is not the compression its Content-Encoding names (urllib3/requests, Python's
+# zlib under httpx, aiohttp, Bun's fetch): most often a relay or proxy that let its own client decode the upstream answer
+# and forwarded the upstream `Content-Encoding: gzip` with the plain body
+DECODE_FAILED = re.compile(r"but failed to decode it|Error -3 while decompressing data|Can not decode content-encoding: (?:gzip|deflate)|"
+                           r"Decompression error: ZlibError", re.I)
+STREAM_WORDS = re.compile(r"\bstream(?:ing|ed|s)?\b|\bSSE\b|text/event-stream", re.I)
+DECODE_FINDING = ("the answer's Content-Encoding says it is compressed and its body is not: a proxy or relay in between decoded "
+                  "the upstream answer and forwarded the upstream's Content-Encoding header with the plain body",
+                  "Make the relay drop Content-Encoding and Content-Length from the upstream headers when it forwards a body its "
+                  "HTTP client decoded (or have it ask upstream with Accept-Encoding: identity); until then, point the client at "
+                  "the upstream directly")
+
+
 # JSON.parse("[DONE]") in V8's words before and since 11.x, and Python's json.loads("[DONE]"): the OpenAI stream's last event is no JSON
 # Vercel AI SDK's streamText raises NoOutputGeneratedError when its stream closed before one step finished
 # (vercel/ai packages/ai/src/generate-text/stream-text.ts): it names no cause, and masks the provider error the stream
@@ -205,6 +218,13 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     if split := [e for e in found.get("access.response_invalid", []) if s.stream_read and CUT_READ.search(" ".join(e.lines))]:
         found.setdefault("access.streaming_broken", []).extend(split)
         found["access.response_invalid"] = [e for e in found["access.response_invalid"] if e not in split]
+        if not found["access.response_invalid"]:
+            del found["access.response_invalid"]
+    # a body its Content-Encoding misdescribes, while a stream is read (a reader's frame, or the line says so): the stream broke
+    if decoded := [e for e in found.get("access.response_invalid", []) if DECODE_FAILED.search(t := " ".join(e.lines))
+                   and (s.stream_read or STREAM_WORDS.search(t))]:
+        found.setdefault("access.streaming_broken", []).extend(decoded)
+        found["access.response_invalid"] = [e for e in found["access.response_invalid"] if e not in decoded]
         if not found["access.response_invalid"]:
             del found["access.response_invalid"]
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
@@ -283,7 +303,10 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         if code == "access.proxy_failed":  # the same TLS or DNS failure, where another line printed it without its ProxyError
             explains = [*explains, *(c for c in PROXY_LEG if any(_cause(e) == c for e in events))]
         severity = ""
-        if code == "access.streaming_broken" and events and all(NO_OUTPUT.search(" ".join(e.lines)) for e in events):
+        if code in ("access.response_invalid", "access.streaming_broken") and events and all(
+                DECODE_FAILED.search(" ".join(e.lines)) for e in events):
+            title, fixes = DECODE_FINDING[0], [Fix(DECODE_FINDING[1])]
+        elif code == "access.streaming_broken" and events and all(NO_OUTPUT.search(" ".join(e.lines)) for e in events):
             title, fix = NO_OUTPUT_FINDING
             fixes = [Fix(fix)]
             severity = "warn" if len(found) > 1 else ""  # after the provider error the same log states; alone, the failure
