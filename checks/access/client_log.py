@@ -143,6 +143,19 @@ STREAM_SPLIT = ("a streamed event's JSON was parsed before all of it arrived: th
                 "not JSON.parse on every chunk the network delivers; or update the client to a version that does")
 
 
+# the HTTP clients' words for a body that is not the compression its Content-Encoding names (urllib3/requests, Python's
+# zlib under httpx, aiohttp, Bun's fetch): most often a relay or proxy that let its own client decode the upstream answer
+# and forwarded the upstream `Content-Encoding: gzip` with the plain body
+DECODE_FAILED = re.compile(r"but failed to decode it|Error -3 while decompressing data|Can not decode content-encoding: (?:gzip|deflate)|"
+                           r"Decompression error: ZlibError", re.I)
+STREAM_WORDS = re.compile(r"\bstream(?:ing|ed|s)?\b|\bSSE\b|text/event-stream", re.I)
+DECODE_FINDING = ("the answer's Content-Encoding says it is compressed and its body is not: a proxy or relay in between decoded "
+                  "the upstream answer and forwarded the upstream's Content-Encoding header with the plain body",
+                  "Make the relay drop Content-Encoding and Content-Length from the upstream headers when it forwards a body its "
+                  "HTTP client decoded (or have it ask upstream with Accept-Encoding: identity); until then, point the client at "
+                  "the upstream directly")
+
+
 # JSON.parse("[DONE]") in V8's words before and since 11.x, and Python's json.loads("[DONE]"): the OpenAI stream's last event is no JSON
 # Vercel AI SDK's streamText raises NoOutputGeneratedError when its stream closed before one step finished
 # (vercel/ai packages/ai/src/generate-text/stream-text.ts): it names no cause, and masks the provider error the stream
@@ -195,17 +208,31 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     # only where nothing else in the log says what failed; a server that had the route and not the model says which model
     # (vLLM/SGLang "The model `x` does not exist", Ollama "model 'x' not found"), so a 404 without one is the path's
     routed = next((c for c, evs in found.items() if any(_is_404(e) and _path(e) for e in evs)), None)
+    # a client whose code calls the Responses API asked for /v1/responses: its pathless 404 is that route's, as a 404
+    # naming /v1/responses is (OTHER_PROTOCOL)
+    unrouted = "access.protocol_mismatch" if s.wire_api == "responses" else "access.base_url_invalid"
     for e in bare:
         if e.kind == "client_route_not_found" or not found:
-            found.setdefault(routed or "access.base_url_invalid", []).append(e)
+            found.setdefault(routed or unrouted, []).append(e)
     # JSON cut mid-value while a stream is being read: an event parsed before the rest of it arrived (split across reads)
     if split := [e for e in found.get("access.response_invalid", []) if s.stream_read and CUT_READ.search(" ".join(e.lines))]:
         found.setdefault("access.streaming_broken", []).extend(split)
         found["access.response_invalid"] = [e for e in found["access.response_invalid"] if e not in split]
         if not found["access.response_invalid"]:
             del found["access.response_invalid"]
+    # a body its Content-Encoding misdescribes, while a stream is read (a reader's frame, or the line says so): the stream broke
+    if decoded := [e for e in found.get("access.response_invalid", []) if DECODE_FAILED.search(t := " ".join(e.lines))
+                   and (s.stream_read or STREAM_WORDS.search(t))]:
+        found.setdefault("access.streaming_broken", []).extend(decoded)
+        found["access.response_invalid"] = [e for e in found["access.response_invalid"] if e not in decoded]
+        if not found["access.response_invalid"]:
+            del found["access.response_invalid"]
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
+    # a connection that failed (refused, reset, hung up) while the environment sends the client through a proxy and NO_PROXY
+    # does not exempt the host: the proxy's leg failed, or the proxy cut the connection to a host it cannot reach
+    if (refused := found.get("access.connect_failed")) and _proxied(refused, s.proxy_env, s.no_proxy, s.base_url):
+        found.setdefault("access.proxy_failed", []).extend(found.pop("access.connect_failed"))
     not_found = [e for e in log.events() if _is_404(e) and not _speaks_anthropic(e) and not _browser(e)]
     doubled = [e for e in not_found if _doubled(e)]
     if doubled and "access.protocol_mismatch" not in found:
@@ -237,6 +264,8 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         elif code == "access.protocol_mismatch" and any(ANTHROPIC_FORMAT.search(" ".join(e.lines)) for e in events):
             title, fix = OPENAI_AT_MESSAGES
             fixes = [Fix(fix)]
+        elif code == "access.protocol_mismatch" and _responses_unserved(events, bare, s.wire_api):
+            title, fixes = RESPONSES_UNSERVED, [Fix(RESPONSES_UNSERVED_FIX)]
         elif code == "access.protocol_mismatch" and any(e.kind == "client_protocol" for e in events):
             title, fixes = CHAT_AT_MESSAGES, [Fix(CHAT_AT_MESSAGES_FIX)]
         elif code == "access.protocol_mismatch" and anthropic and len(anthropic) == len(events):
@@ -258,6 +287,9 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             fixes = [Fix(f"{fix}: {setting}")]
         if code == "access.proxy_failed" and (hosts := _no_proxy(s.base_url, events)):
             fixes = [Fix(fix, f"export NO_PROXY={hosts}")]
+        if code == "access.proxy_failed" and s.proxy_env and all(KIND_CODE.get(e.kind) == "access.connect_failed" for e in events):
+            title, evidence = PROXY_ENV, evidence + [f"proxy from the environment: {s.proxy_env}"] + (
+                [f"NO_PROXY={s.no_proxy}"] if s.no_proxy else [])
         if code == "access.proxy_failed" and any(e.values.get("status") == 407 or "Proxy Authentication Required" in " ".join(e.lines)
                                                  for e in events):
             title, fixes = PROXY_AUTH, [Fix(PROXY_AUTH_FIX), *fixes]
@@ -271,7 +303,10 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         if code == "access.proxy_failed":  # the same TLS or DNS failure, where another line printed it without its ProxyError
             explains = [*explains, *(c for c in PROXY_LEG if any(_cause(e) == c for e in events))]
         severity = ""
-        if code == "access.streaming_broken" and events and all(NO_OUTPUT.search(" ".join(e.lines)) for e in events):
+        if code in ("access.response_invalid", "access.streaming_broken") and events and all(
+                DECODE_FAILED.search(" ".join(e.lines)) for e in events):
+            title, fixes = DECODE_FINDING[0], [Fix(DECODE_FINDING[1])]
+        elif code == "access.streaming_broken" and events and all(NO_OUTPUT.search(" ".join(e.lines)) for e in events):
             title, fix = NO_OUTPUT_FINDING
             fixes = [Fix(fix)]
             severity = "warn" if len(found) > 1 else ""  # after the provider error the same log states; alone, the failure
@@ -364,6 +399,26 @@ def _no_proxy(base_url: str, events: list[LogEvent]) -> str:
     return ",".join(dict.fromkeys([host, "localhost", "127.0.0.1"]))
 
 
+# the connection failures of a client the environment sends through a proxy
+PROXY_ENV = ("the client reaches the server through the proxy the environment sets (HTTPS_PROXY/ALL_PROXY), and the connection "
+             "through it failed (refused, reset or closed): the proxy cannot reach this server, or refuses it")
+
+
+def _proxied(events: list[LogEvent], proxy_env: str, no_proxy: str, base_url: str) -> bool:
+    """The failed requests went through the environment's proxy: one is set and NO_PROXY exempts none of their hosts
+    (the hosts the failures name, else the configured base URL's; NO_PROXY's `*` exempts all, `.example.com` and
+    `example.com` a domain and its subdomains, as requests, httpx, curl and Go read it)."""
+    if not proxy_env:
+        return False
+    exempt = [h.strip().lstrip(".").lower() for h in no_proxy.split(",") if h.strip()]
+    if "*" in exempt:
+        return False
+    urls = [u for e in events for line in e.lines for u in URL.findall(line)] or ([base_url] if base_url else [])
+    hosts = {urlsplit(u).hostname for u in urls} - {None}
+    bypassed = {h for h in hosts if any(h == x.split(":")[0] or h.endswith("." + x.split(":")[0]) for x in exempt)}
+    return not hosts or bool(hosts - bypassed)
+
+
 def _internal(host: str) -> bool:
     """A host only reachable inside: loopback or private addresses, single-label and cluster-internal names."""
     try:
@@ -401,6 +456,19 @@ OPENAI_AT_MESSAGES = ("the client speaks the OpenAI API and the endpoint is the 
                       "no anthropic-version header, no max_tokens, or no such route)",
                       "Use the client's Anthropic provider for this endpoint (it sends x-api-key, anthropic-version and max_tokens), "
                       "or point this OpenAI-style client at an OpenAI-compatible base URL; a gateway in between must pass the headers on")
+RESPONSES_ROUTE = re.compile(r"^(?:/v1)?/responses\b")
+RESPONSES_UNSERVED = "the client calls the OpenAI Responses API (POST /v1/responses), which this server does not serve (404)"
+RESPONSES_UNSERVED_FIX = ("Call client.chat.completions.create (the Chat Completions API) against this server, or set the tool to "
+                          "its chat wire API (Codex: wire_api = \"chat\"; LangChain: use_responses_api=False); or serve the model "
+                          "with an engine version that has /v1/responses")
+
+
+def _responses_unserved(events: list[LogEvent], bare: list[LogEvent], wire_api: str) -> bool:
+    """Every 404 is the Responses route's: it names /v1/responses, or names no path while the client calls that API."""
+    asked = wire_api == "responses" or any(RESPONSES_ROUTE.search(_path(e)) for e in events)
+    return asked and bool(events) and all(RESPONSES_ROUTE.search(_path(e)) or e in bare for e in events)
+
+
 NO_MESSAGES_API = "the server has no Anthropic Messages API (/v1/messages), which Claude Code and the Anthropic SDK speak"
 NO_MESSAGES_API_FIX = ("Point the client at a server that serves /v1/messages, or put a gateway that translates it in front "
                        "(a LiteLLM proxy does); OpenAI-API clients use this server's /v1/chat/completions")

@@ -53,6 +53,9 @@ class LogSetup:
     stream_read: bool = False  # a streamed answer is being read: its chunks quoted, or a stream reader's frame
     base_url: str = ""  # the base URL a client in the log was configured with (the last one stated)
     proxy: str = ""  # the first proxy or gateway the text names (nginx, an ingress, Cloudflare, Caddy ...)
+    proxy_env: str = ""  # the proxy URL the environment sets (HTTPS_PROXY / ALL_PROXY / HTTP_PROXY, the first stated)
+    no_proxy: str = ""  # ... and the hosts NO_PROXY exempts from it
+    wire_api: str = ""  # "responses" where a client's code or settings call the Responses API (client.responses.create)
     n_ctx: int | None = None
     n_ctx_train: int | None = None
 

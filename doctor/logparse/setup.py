@@ -77,6 +77,18 @@ _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("engine_version", re.compile(r"\[pip3?\] vllm==(?P<v>\d[\w.+]*)|vLLM Version: (?P<v2>\d[\w.+]*)")),
     ("engine_version", re.compile(r'text_generation_launcher: .*version: "?(?P<v>\d+\.\d+\.\d+)')),
     ("engine_version", re.compile(r'msg="starting llama server".*|ollama version is (?P<v>\d[\w.]*)|version=(?P<v2>\d+\.\d+\.\d+)')),
+    # the OpenAI API a client calls, where its code or settings name the Responses API: the SDKs' client.responses.create /
+    # .stream / .parse (openai-python resources/responses/responses.py and openai-node resources/responses post to
+    # /responses), LangChain's ChatOpenAI(use_responses_api=True), Codex's provider setting wire_api = "responses"
+    # (codex-rs/core/src/model_provider_info.rs): a 404 that names no path was asked of /v1/responses
+    ("wire_api", re.compile(r"\.(?P<v>responses)\.(?:create|stream|parse)\(|\buse_(?P<v2>responses)_api\s*=\s*True\b|"
+                            r"\bwire_api\s*=\s*[\"'](?P<v3>responses)[\"']")),
+    # the proxy the environment gives every HTTP client that reads it (requests/httpx trust_env, undici's
+    # EnvHttpProxyAgent, curl, Go's ProxyFromEnvironment), as an env listing, a docker-compose environment or an export
+    # states it, and the hosts NO_PROXY exempts from it
+    ("proxy_env", re.compile(r"\b(?:HTTPS|https|ALL|all|HTTP|http)_(?:PROXY|proxy)\b[\"']?\s*[:=]\s*[\"']?"
+                             r"(?P<v>(?:https?|socks5h?|socks4a?)://[^\s'\"`,]+)")),
+    ("no_proxy", re.compile(r"\b(?:NO_PROXY|no_proxy)\b[\"']?\s*[:=]\s*[\"']?(?P<v>[^\s'\"`]+)")),
 )
 
 ARGS = re.compile(
@@ -159,12 +171,12 @@ def extract(text: str) -> list[tuple[str, object, dict[str, object]]]:
         if not m:
             continue
         groups = {k: v for k, v in m.groupdict().items() if v is not None}
-        raw = groups.pop("v", None) or groups.pop("v2", None)
+        raw = groups.pop("v", None) or groups.pop("v2", None) or groups.pop("v3", None)
         if field in ("cuda_graphs", "sse_done", "sse_chunks", "stream_read", "gpu_found"):
             out.append((field, True, {}))
             continue
         if raw is None:
             continue
-        value = raw.strip() if field in ("gpu_name", "model", "engine_version", "visible_devices", "base_url") else to_number(raw)
+        value = raw.strip() if field in ("gpu_name", "model", "engine_version", "visible_devices", "base_url", "no_proxy") else to_number(raw)
         out.append((field, value, {k: to_number(v) for k, v in groups.items()}))
     return out
