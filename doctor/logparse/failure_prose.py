@@ -21,11 +21,13 @@ typed).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
 from llm_doctor.facts import Facts
 from llm_doctor.facts.stated import FailureStatement
+from llm_doctor.logparse import required as rq
 from llm_doctor.logparse.failures import CARET, EXCEPTION, FRAME, TRACEBACK, own_level
 from llm_doctor.logparse.lines import normalise
 from llm_doctor.logparse.perf_prose import TOOL_ROW
@@ -567,12 +569,25 @@ def statements(source: str, text: str) -> list[FailureStatement]:
         if guessing or (QUESTION.search(s.text) and not COMPLAINT.search(s.text)) or ADVICE.search(s.text) or CHANGE.match(s.text):
             continue
         probe = _probe(s.text)
-        code = next((c for c, rx in VOCABULARY if rx.search(probe) and (c not in CONTEXT_ONLY or PROBLEM.search(probe))), None)
+        held = rq.held(probe, _literals())
+        code = next((c for (c, rx), needs in zip(VOCABULARY, _required(), strict=True)
+                     if not needs.absent(held) and rx.search(probe) and (c not in CONTEXT_ONLY or PROBLEM.search(probe))), None)
         if code is not None:
             out.append(FailureStatement(code, s.where, s.text[:300]))
             if len(out) >= MAX_STATEMENTS:
                 break
     return out
+
+
+@functools.cache
+def _required() -> tuple[rq.Required, ...]:
+    """The literals of each VOCABULARY entry: one that a sentence lacks is not searched (most of them, most sentences)."""
+    return tuple(rq.Required.of(rx) for _, rx in VOCABULARY)
+
+
+@functools.cache
+def _literals() -> tuple[str, ...]:
+    return rq.universe(_required())
 
 
 def _probe(text: str) -> str:
