@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from llm_doctor.logparse import perf_prose
-from tests.analyze_json import analyze, check
+from tests.analyze_json import analyze, check, fix_commands
 
 
 def _paste(tmp_path: Path, text: str) -> dict:
@@ -21,9 +21,6 @@ def _finding(report: dict, code: str) -> dict:
     (found,) = [f for f in report["findings"] if f["code"] == code]
     return found
 
-
-def _commands(finding: dict) -> list[str]:
-    return [fix["command"] for fix in finding["fixes"] if fix.get("command")]
 
 
 def test_kv_cache_near_full_with_requests_waiting_is_pressure(tmp_path):
@@ -45,7 +42,7 @@ def test_kv_cache_full_without_its_queue_is_reported_as_said(tmp_path):
     (f,) = [f for f in report["findings"] if f["code"] == "perf.kv_cache_pressure"]
     assert f["severity"] == "warn" and f["title"] == "KV cache 100% full"
     assert any("GPU KV cache usage keeps increasing" in e for e in f["evidence"])
-    assert _commands(f) == ["--kv-cache-dtype fp8"]
+    assert fix_commands(f) == ["--kv-cache-dtype fp8"]
     assert check(report, "perf.kv_cache_metrics")["status"] == "warn"
 
 
@@ -68,7 +65,7 @@ def test_layers_said_to_be_offloaded_name_the_ones_left_on_the_cpu(tmp_path):
                               "offloaded on GPU, but I want to offload all 43 layers to GPU\n")
     (f,) = [f for f in report["findings"] if f["code"] == "perf.low_gpu_util"]
     assert f["severity"] == "warn" and f["title"].startswith("16 of 43 layers run on the CPU")
-    assert _commands(f) == ["PARAMETER num_gpu 43"]
+    assert fix_commands(f) == ["PARAMETER num_gpu 43"]
 
 
 def test_kv_cache_reading_below_full_stays_quiet(tmp_path):
@@ -88,7 +85,7 @@ def test_stated_ttft_is_judged_by_the_latency_threshold(tmp_path):
     f = _finding(report, "perf.high_latency")
     assert f["severity"] == "warn" and f["title"].startswith("TTFT 17.0 s")
     assert any(e.startswith("mean TTFT 17.00 s (") and "TTFT increased from 2s to 17s" in e for e in f["evidence"])
-    assert "--enable-prefix-caching --enable-chunked-prefill" in _commands(f)
+    assert "--enable-prefix-caching --enable-chunked-prefill" in fix_commands(f)
 
 
 def test_slow_first_token_in_words_is_info_with_the_metrics_to_get(tmp_path):
@@ -97,7 +94,7 @@ def test_slow_first_token_in_words_is_info_with_the_metrics_to_get(tmp_path):
                               "especially the latency for the first token.\n")
     f = _finding(report, "perf.high_latency")
     assert f["severity"] == "info" and "stated in words" in f["evidence"][-1]
-    assert "time_to_first_token" in _commands(f)[0]
+    assert "time_to_first_token" in fix_commands(f)[0]
 
 
 def test_prefix_cache_hit_rate_zero_is_prefix_caching_off_with_the_flag(tmp_path):
@@ -106,7 +103,7 @@ def test_prefix_cache_hit_rate_zero_is_prefix_caching_off_with_the_flag(tmp_path
     f = _finding(report, "perf.prefix_caching_off")
     assert f["title"] == "no repeated prompt prefix is read from the cache (hit rate 0%)"
     assert f["evidence"][0].endswith("issue.md:1: [Bug]: Prefix cache hit rate remains 0 in multi-round conversation with history of identical prompts")
-    assert _commands(f) == ["--enable-prefix-caching"]
+    assert fix_commands(f) == ["--enable-prefix-caching"]
 
 
 def test_prefix_caching_never_passed_said_in_words_is_info(tmp_path):
@@ -145,7 +142,7 @@ def test_thermal_throttling_stated_is_judged_by_the_clocks_check(tmp_path):
     f = _finding(report, "perf.gpu_throttled")
     assert f["severity"] == "warn" and f["title"] == "1 GPU(s) throttled: thermal"
     assert any("GPU thermal throttling after 3h continuous load" in e for e in f["evidence"])
-    assert _commands(f) == ["nvidia-smi -i 0 -q -d TEMPERATURE,PERFORMANCE"]
+    assert fix_commands(f) == ["nvidia-smi -i 0 -q -d TEMPERATURE,PERFORMANCE"]
 
 
 def test_hardware_thermal_slowdown_names_its_gpu(tmp_path):
@@ -161,7 +158,7 @@ def test_power_cap_without_load_figures_is_reported_as_said(tmp_path):
     report = _paste(tmp_path, "However, when running at full load, frequency reduction and SW Power Cap will appear at about 240W.\n")
     f = _finding(report, "perf.gpu_throttled")
     assert f["severity"] == "info"  # the cap counts only near its limit (perf.clocks): the limit is not said
-    assert _commands(f) == ["nvidia-smi -q -d PERFORMANCE,CLOCK,POWER,TEMPERATURE"]
+    assert fix_commands(f) == ["nvidia-smi -q -d PERFORMANCE,CLOCK,POWER,TEMPERATURE"]
 
 
 def test_not_active_reasons_state_no_throttling():
@@ -179,7 +176,7 @@ def test_requests_served_one_at_a_time_are_batching_limited(tmp_path):
     f = _finding(report, "perf.batching_limited")
     assert f["severity"] == "info" and f["title"].endswith("(2 statements)")
     assert [e.split("issue.md:")[1][:2] for e in f["evidence"][:2]] == ["1:", "3:"]
-    assert "num_requests_(running|waiting)" in _commands(f)[0]
+    assert "num_requests_(running|waiting)" in fix_commands(f)[0]
     for url, sentence in (
         ("https://github.com/mozilla-ai/llamafile/issues/183", "In server mode on my MacBook Pro M1, when I use the /completion "
          "API with two different prompts at once, the requests are handled sequentially. The second request waits until the first "
@@ -200,7 +197,7 @@ def test_a_memory_share_said_with_the_engines_flag_name_is_judged_by_memory_head
     report = _paste(tmp_path, "We run it with gpu_memory_utilization=0.98 so the KV cache gets as much room as possible.\n")
     f = _finding(report, "perf.memory_overcommitted")
     assert f["severity"] == "warn" and f["evidence"][0].startswith("gpu_memory_utilization=0.98 (stated at ")
-    assert _commands(f)[0] == "--gpu-memory-utilization 0.90"
+    assert fix_commands(f)[0] == "--gpu-memory-utilization 0.90"
     # below the check's limit: quiet (https://github.com/vllm-project/vllm/issues/7553)
     quiet = _paste(tmp_path, "BTW, when we set gpu-memory-utilization = 0.9,  it means that 24564(for RTX 4090) * 0.9 can be used.\n")
     assert not [x for x in quiet["findings"] if x["code"] == "perf.memory_overcommitted"]
@@ -215,7 +212,7 @@ def test_more_gpus_slower_than_fewer_is_the_interconnect_as_said(tmp_path):
         "I'm using V100.\n"))
     f = _finding(report, "perf.slow_interconnect")
     assert f["severity"] == "info" and f["title"].endswith("(2 statements)")
-    assert _commands(f) == ["nvidia-smi topo -m"]
+    assert fix_commands(f) == ["nvidia-smi topo -m"]
     # "slower than without" TP is against one GPU: the model fits one, so TP is also larger than it needs, ranked first
     # (the 8-vs-4 sentence says nothing of one GPU: its statement stays the interconnect's alone)
     assert [x["code"] for x in report["findings"]] == ["perf.tp_mismatch", "perf.slow_interconnect"]
@@ -305,7 +302,7 @@ def test_a_batch_cap_said_with_the_flag_name_is_judged_by_perf_batching(tmp_path
     assert report["facts"]["deployment"]["max_num_seqs"] == 4
     (f,) = [f for f in report["findings"] if f["code"] == "perf.batching_limited"]
     assert f["severity"] == "warn" and f["check"] == "perf.batching"
-    assert _commands(f) == ["--max-num-seqs 256"]
+    assert fix_commands(f) == ["--max-num-seqs 256"]
 
 
 def test_eager_and_cap_words_that_state_no_problem_stay_quiet(tmp_path):
@@ -359,7 +356,7 @@ def test_a_count_of_preemptions_said_without_the_cache_is_kv_pressure_before_the
     assert (first["code"], first["title"]) == ("perf.kv_cache_pressure", "KV cache under pressure, 165 preemptions")
     assert not any("peak usage" in e for e in first["evidence"])
     # the stated cap halved: the running sequences then fit the cache they overran
-    assert _commands(first)[0] == "--max-num-seqs 2"
+    assert fix_commands(first)[0] == "--max-num-seqs 2"
     assert [f["code"] for f in report["findings"]] == ["perf.kv_cache_pressure", "perf.batching_limited"]
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.analyze_json import analyze
+from tests.analyze_json import first_finding, fix_commands
 
 SGLANG_HEAD = "[2025-05-01 10:00:00] server_args=ServerArgs(model_path='{model}', tp_size={tp}{extra})\n"
 SCHEDULER = ("[2025-05-01 10:00:30 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
@@ -21,49 +21,39 @@ def _head(model: str = "Qwen/Qwen3-8B", tp: int = 1, extra: str = "") -> str:
     return SGLANG_HEAD.format(model=model, tp=tp, extra=extra)
 
 
-def _first(tmp_path: Path, text: str) -> dict:
-    path = tmp_path / "engine.log"
-    path.write_text(text)
-    findings = analyze(path)["findings"]
-    assert findings, text
-    return findings[0]
-
-
-def _commands(finding: dict) -> list[str]:
-    return [f["command"] for f in finding["fixes"] if f.get("command")]
 
 
 def test_the_share_sglang_computes_for_an_empty_kv_pool_sizes_the_fix(tmp_path: Path) -> None:
     # kv_cache_configurator.py (v0.5.23): the weights leave no KV pool at 0.8; the engine's minimum is 0.873,
     # the fix is the next whole percent above it (0.88) plus two for a pool that holds requests
-    finding = _first(tmp_path, _head("Qwen/Qwen3-32B", extra=", mem_fraction_static=0.8") + SCHEDULER
+    finding = first_finding(tmp_path, _head("Qwen/Qwen3-32B", extra=", mem_fraction_static=0.8") + SCHEDULER
                      + "ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.8. Raise "
                      "--mem-fraction-static above 0.873 (minimum viable = 1 - available/pre = 0.8726). If using speculative "
                      "decoding, draft weights are now counted.\n\n"
                      "[2025-05-01 10:00:31] Received sigquit from a child process. It usually means the child failed.\n")
     assert finding["code"] == "load.no_kv_cache_memory"
-    assert "--mem-fraction-static 0.90" in _commands(finding)
+    assert "--mem-fraction-static 0.90" in fix_commands(finding)
 
 
 def test_a_kv_pool_below_the_context_length_is_kv_cache_insufficient(tmp_path: Path) -> None:
     # tp_worker.py (v0.5.23) warns once the pool is sized: the pool's tokens are the largest context that fits
-    finding = _first(tmp_path, _head("Qwen/Qwen3-30B-A3B", 8, ", context_length=131072")
+    finding = first_finding(tmp_path, _head("Qwen/Qwen3-30B-A3B", 8, ", context_length=131072")
                      + "[2025-05-01 10:03:00 TP0] KV pool holds 30208 tokens, fewer than --context-length 131072. One full-length "
                      "request cannot fit, so long requests will be refused or truncated at serving time. Lower --context-length, "
                      "raise --mem-fraction-static, or free memory taken before the pool is sized.\n"
                      "[2025-05-01 10:03:10] The server is fired up and ready to roll!\n")
     assert finding["code"] == "load.kv_cache_insufficient"
-    assert "--context-length 30208" in _commands(finding)
+    assert "--context-length 30208" in fix_commands(finding)
 
 
 def test_an_expert_split_sglang_cannot_shard_gets_the_ep_size_that_divides_it(tmp_path: Path) -> None:
     # model_runner.py (v0.5.5): 1408 rows over tp 6 / ep 2 = 3 ranks do not divide; ep 3 gives 2 ranks, which do
-    finding = _first(tmp_path, _head("Qwen/Qwen3-30B-A3B", 6, ", ep_size=2") + SCHEDULER
+    finding = first_finding(tmp_path, _head("Qwen/Qwen3-30B-A3B", 6, ", ep_size=2") + SCHEDULER
                      + "ValueError: moe_intermediate_size 1408 must be divisible by moe_tp_size (3) which is tp_size (6) divided "
                      "by moe_ep_size (2).\n\n"
                      "[2025-05-01 10:00:31] Rank 2 scheduler is dead. Please check if there are relevant logs.\n")
     assert finding["code"] == "load.tp_invalid"
-    assert _commands(finding)[0] == "--ep-size 3"
+    assert fix_commands(finding)[0] == "--ep-size 3"
 
 
 @pytest.mark.parametrize(("line", "code", "flag"), [
@@ -75,7 +65,7 @@ def test_an_expert_split_sglang_cannot_shard_gets_the_ep_size_that_divides_it(tm
      "--disable-radix-cache"),
 ])
 def test_a_request_the_server_was_not_started_for_names_the_flag(tmp_path: Path, line: str, code: str, flag: str) -> None:
-    finding = _first(tmp_path, _head() + "[2025-05-01 10:01:00] The server is fired up and ready to roll!\n" + line + "\n")
+    finding = first_finding(tmp_path, _head() + "[2025-05-01 10:01:00] The server is fired up and ready to roll!\n" + line + "\n")
     assert finding["code"] == code
     assert any(flag in f["summary"] for f in finding["fixes"])
 
@@ -88,7 +78,7 @@ def test_a_request_the_server_was_not_started_for_names_the_flag(tmp_path: Path,
 ])
 def test_the_cause_wins_over_the_launchers_wrappers(tmp_path: Path, cause: str, code: str) -> None:
     # the overlap thread's and the launcher's lines (tp_worker_overlap_thread.py, engine.py) only repeat the failure
-    finding = _first(tmp_path, _head(tp=2)
+    finding = first_finding(tmp_path, _head(tp=2)
                      + "[2025-05-01 10:00:30 TP0] TpModelWorkerClient hit an exception: Traceback (most recent call last):\n"
                      + cause + "\n\n"
                      "[2025-05-01 10:00:31] Scheduler or DataParallelController 4123 terminated with 255\n"
@@ -112,47 +102,47 @@ VLLM_HEAD = "INFO 03-01 10:00:00 [api_server.py:1000] vLLM API server version 0.
      "output tokens.", "a request for 40000 output tokens", "--max-model-len 40960"),
 ])
 def test_vllms_renderer_refusals_size_the_context(tmp_path: Path, line: str, title: str, command: str) -> None:
-    finding = _first(tmp_path, VLLM_HEAD + "ERROR 03-01 10:00:05 [serving_chat.py:222] " + line + "\n")
+    finding = first_finding(tmp_path, VLLM_HEAD + "ERROR 03-01 10:00:05 [serving_chat.py:222] " + line + "\n")
     assert finding["code"] == "load.config_invalid"
     assert finding["title"].startswith(title)
-    assert command in _commands(finding)
+    assert command in fix_commands(finding)
 
 
 def test_more_sequences_than_mamba_blocks_caps_max_num_seqs(tmp_path: Path) -> None:
     # config/compilation.py: a hybrid model's full decode graphs need one Mamba block per sequence
-    finding = _first(tmp_path, VLLM_HEAD + "(EngineCore pid=196) ERROR 03-01 10:02:00 [core.py:866] ValueError: max_num_seqs (256) "
+    finding = first_finding(tmp_path, VLLM_HEAD + "(EngineCore pid=196) ERROR 03-01 10:02:00 [core.py:866] ValueError: max_num_seqs (256) "
                      "exceeds available Mamba cache blocks (73). Each decode sequence requires one Mamba cache block, so CUDA graph "
                      "capture cannot proceed. Please lower max_num_seqs to at most 73 or increase gpu_memory_utilization.\n"
                      "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n")
     assert finding["code"] == "load.config_invalid"
-    assert _commands(finding)[0] == "--max-num-seqs 73"
+    assert fix_commands(finding)[0] == "--max-num-seqs 73"
 
 
 @pytest.mark.parametrize(("gpu", "command"), [("Tesla T4, compute capability 7.5", "--dtype float32"),
                                               ("NVIDIA A10G, compute capability 8.6", "--dtype bfloat16")])
 def test_a_model_unstable_in_float16_gets_the_dtype_the_gpu_runs(tmp_path: Path, gpu: str, command: str) -> None:
     # config/model.py _FLOAT16_NOT_SUPPORTED_MODELS: Gemma 2/3 and GLM-4 refuse float16
-    finding = _first(tmp_path, VLLM_HEAD + f"INFO 03-01 10:00:01 [cuda.py:100] GPU: {gpu}\n"
+    finding = first_finding(tmp_path, VLLM_HEAD + f"INFO 03-01 10:00:01 [cuda.py:100] GPU: {gpu}\n"
                      "ValueError: The model type 'gemma3' does not support float16. Reason: Numerical instability. Please use "
                      "bfloat16 or float32 instead.\n")
     assert finding["code"] == "load.dtype_unsupported"
-    assert _commands(finding) == [command]
+    assert fix_commands(finding) == [command]
 
 
 def test_a_multimodal_prompt_past_the_kv_pool_sizes_the_context_to_the_pool(tmp_path: Path) -> None:
     # scheduler.py: image tokens pushed the prompt past max_req_input_len (32762), far below --context-length 128000:
     # the KV pool, not the context, is the limit, and it holds at least 32763 tokens
-    finding = _first(tmp_path, _head("Qwen/Qwen2.5-VL-7B-Instruct", extra=", context_length=128000")
+    finding = first_finding(tmp_path, _head("Qwen/Qwen2.5-VL-7B-Instruct", extra=", context_length=128000")
                      + "[2025-05-01 10:01:00] The server is fired up and ready to roll!\n"
                      "[2025-05-02 11:04:12 TP0] Multimodal prompt is too long after expanding multimodal tokens. After expanding "
                      "len(req.origin_input_ids_unpadded)=1200 => 40000 >= 32762.\n")
     assert finding["code"] == "load.kv_cache_insufficient"
-    assert "--context-length 32763" in _commands(finding)
+    assert "--context-length 32763" in fix_commands(finding)
 
 
 def test_a_scheduler_killed_during_start_up_is_host_memory(tmp_path: Path) -> None:
     # engine.py _scheduler_died_error (v0.5.2x): exit -9 is a SIGKILL, the OOM killer while the weights load
-    finding = _first(tmp_path, _head("Qwen/Qwen3-235B-A22B", 8)
+    finding = first_finding(tmp_path, _head("Qwen/Qwen3-235B-A22B", 8)
                      + "RuntimeError: Rank 0 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), a "
                      "common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.\n")
     assert finding["code"] == "load.host_oom"
@@ -170,18 +160,18 @@ def test_a_scheduler_killed_during_start_up_is_host_memory(tmp_path: Path) -> No
      "setting --limit-mm-per-prompt at startup.", "one image item embeds into 16384 tokens", "--max-num-batched-tokens 16384"),
 ])
 def test_vllms_input_processor_refusals_name_the_setting(tmp_path: Path, line: str, title: str, command: str) -> None:
-    finding = _first(tmp_path, VLLM_HEAD + "ERROR 03-01 10:00:05 [serving_chat.py:222] " + line + "\n")
+    finding = first_finding(tmp_path, VLLM_HEAD + "ERROR 03-01 10:00:05 [serving_chat.py:222] " + line + "\n")
     assert finding["code"] == "load.config_invalid"
     assert finding["title"].startswith(title)
-    assert command in _commands(finding)
+    assert command in fix_commands(finding)
 
 
 def test_an_architecture_sglang_cannot_serve_upgrades_sglang(tmp_path: Path) -> None:
     # model_loader/utils.py (v0.5): neither a native class nor a compatible Transformers fallback
-    finding = _first(tmp_path, _head("zai-org/GLM-4.5V", 4) + "ValueError: Glm4vMoeForConditionalGeneration has no SGlang "
+    finding = first_finding(tmp_path, _head("zai-org/GLM-4.5V", 4) + "ValueError: Glm4vMoeForConditionalGeneration has no SGlang "
                      "implementation and the Transformers implementation is not compatible with SGLang.\n")
     assert finding["code"] == "load.engine_outdated"
-    assert _commands(finding)[0] == "pip install -U sglang transformers"
+    assert fix_commands(finding)[0] == "pip install -U sglang transformers"
 
 
 @pytest.mark.parametrize(("warning", "command", "severity"), [
@@ -191,10 +181,10 @@ def test_an_architecture_sglang_cannot_serve_upgrades_sglang(tmp_path: Path) -> 
     ("Cuda graph is disabled for prefill server", None, "info"),
 ])
 def test_sglangs_own_reason_for_eager_mode_names_its_fix(tmp_path: Path, warning: str, command: str | None, severity: str) -> None:
-    finding = _first(tmp_path, _head() + f"[2025-05-01 10:00:41] {warning}\n"
+    finding = first_finding(tmp_path, _head() + f"[2025-05-01 10:00:41] {warning}\n"
                      "[2025-05-01 10:01:00] The server is fired up and ready to roll!\n"
                      "[2025-05-01 10:02:00 TP0] Decode batch. #running-req: 32, #token: 20480, token usage: 0.10, "
                      "gen throughput (token/s): 450.21, #queue-req: 0\n")
     assert finding["code"] == "perf.eager_mode"
     assert finding["severity"] == severity
-    assert _commands(finding) == ([command] if command else [])
+    assert fix_commands(finding) == ([command] if command else [])

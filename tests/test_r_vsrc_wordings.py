@@ -10,22 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.analyze_json import analyze
+from tests.analyze_json import first_finding, fix_commands
 
 VLLM_HEAD = "INFO 03-01 10:00:00 [api_server.py:1000] vLLM API server version 0.10.1\n"
 SGLANG_HEAD = "[2025-04-01 10:00:00] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=1, context_length=None)\n"
 
 
-def _first(tmp_path: Path, text: str, name: str = "engine.log") -> dict:
-    path = tmp_path / name
-    path.write_text(text)
-    findings = analyze(path)["findings"]
-    assert findings, text
-    return findings[0]
-
-
-def _commands(finding: dict) -> list[str]:
-    return [f["command"] for f in finding["fixes"] if f.get("command")]
 
 
 @pytest.mark.parametrize(("text", "code", "command"), [
@@ -43,9 +33,9 @@ def _commands(finding: dict) -> list[str]:
      "context length (202752 tokens).\n", "load.config_invalid", "--context-length 204800"),
 ])
 def test_an_engine_log_refusing_a_long_request_sizes_the_context(tmp_path: Path, text: str, code: str, command: str) -> None:
-    finding = _first(tmp_path, text)
+    finding = first_finding(tmp_path, text)
     assert finding["code"] == code
-    assert command in _commands(finding)
+    assert command in fix_commands(finding)
 
 
 @pytest.mark.parametrize(("body", "command"), [
@@ -63,9 +53,9 @@ def test_a_client_relaying_the_refusal_gets_the_context_the_request_needs(tmp_pa
     text = ("Traceback (most recent call last):\n  File \"/app/client.py\", line 12, in <module>\n"
             "    resp = client.chat.completions.create(model=\"qwen\", messages=messages)\n"
             f"openai.BadRequestError: Error code: 400 - {body}\n")
-    finding = _first(tmp_path, text, "client.log")
+    finding = first_finding(tmp_path, text, "client.log")
     assert finding["code"] == "access.unrecognized_failure"  # shared/codes.md names no access code for a request too long
-    assert command in _commands(finding)
+    assert command in fix_commands(finding)
 
 
 @pytest.mark.parametrize(("line", "command"), [
@@ -74,20 +64,20 @@ def test_a_client_relaying_the_refusal_gets_the_context_the_request_needs(tmp_pa
     ("ValueError: At most 2 images may be provided in one request.", "--limit-mm-per-prompt '{\"image\": 3}'"),
 ])
 def test_the_per_request_multimodal_cap_names_the_flag_above_its_limit(tmp_path: Path, line: str, command: str) -> None:
-    finding = _first(tmp_path, VLLM_HEAD + "ERROR 03-01 10:00:05 [serving_chat.py:222] " + line + "\n")
+    finding = first_finding(tmp_path, VLLM_HEAD + "ERROR 03-01 10:00:05 [serving_chat.py:222] " + line + "\n")
     assert finding["code"] == "load.config_invalid"
-    assert _commands(finding) == [command]
+    assert fix_commands(finding) == [command]
 
 
 def test_the_chunked_multimodal_budget_raises_the_step_to_one_whole_item(tmp_path: Path) -> None:
-    finding = _first(tmp_path, VLLM_HEAD + "(EngineCore_DP0 pid=301) ERROR 03-01 10:00:03 [core.py:708] ValueError: Chunked MM "
+    finding = first_finding(tmp_path, VLLM_HEAD + "(EngineCore_DP0 pid=301) ERROR 03-01 10:00:03 [core.py:708] ValueError: Chunked MM "
                      "input disabled but max_tokens_per_mm_item (2496) is larger than max_num_batched_tokens (2048). "
                      "Please increase max_num_batched_tokens.\n")
     assert finding["code"] == "load.config_invalid"
-    assert _commands(finding) == ["--max-num-batched-tokens 2496"]
+    assert fix_commands(finding) == ["--max-num-batched-tokens 2496"]
 
 
 def test_a_feature_v1_lacks_with_v1_forced_is_a_config_refusal(tmp_path: Path) -> None:
-    finding = _first(tmp_path, VLLM_HEAD + "NotImplementedError: VLLM_USE_V1=1 is not supported with --speculative-model.\n")
+    finding = first_finding(tmp_path, VLLM_HEAD + "NotImplementedError: VLLM_USE_V1=1 is not supported with --speculative-model.\n")
     assert finding["code"] == "load.config_invalid"
     assert "--speculative-model" in finding["title"]
