@@ -216,17 +216,11 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             found.setdefault(routed or unrouted, []).append(e)
     # JSON cut mid-value while a stream is being read: an event parsed before the rest of it arrived (split across reads)
     if split := [e for e in found.get("access.response_invalid", []) if s.stream_read and CUT_READ.search(" ".join(e.lines))]:
-        found.setdefault("access.streaming_broken", []).extend(split)
-        found["access.response_invalid"] = [e for e in found["access.response_invalid"] if e not in split]
-        if not found["access.response_invalid"]:
-            del found["access.response_invalid"]
+        _move(found, split, "access.response_invalid", "access.streaming_broken")
     # a body its Content-Encoding misdescribes, while a stream is read (a reader's frame, or the line says so): the stream broke
     if decoded := [e for e in found.get("access.response_invalid", []) if DECODE_FAILED.search(t := " ".join(e.lines))
                    and (s.stream_read or STREAM_WORDS.search(t))]:
-        found.setdefault("access.streaming_broken", []).extend(decoded)
-        found["access.response_invalid"] = [e for e in found["access.response_invalid"] if e not in decoded]
-        if not found["access.response_invalid"]:
-            del found["access.response_invalid"]
+        _move(found, decoded, "access.response_invalid", "access.streaming_broken")
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
     # a connection that failed (refused, reset, hung up) while the environment sends the client through a proxy and NO_PROXY
@@ -397,6 +391,14 @@ def _no_proxy(base_url: str, events: list[LogEvent]) -> str:
     if not host or not _internal(host):  # a public API may need the proxy: the fix is then the proxy's, not a bypass
         return ""
     return ",".join(dict.fromkeys([host, "localhost", "127.0.0.1"]))
+
+
+def _move(found: dict[str, list[LogEvent]], events: list[LogEvent], source: str, target: str) -> None:
+    """Re-file `events` from one code to another (a code left with none is dropped): the same lines, judged again."""
+    found.setdefault(target, []).extend(events)
+    found[source] = [e for e in found[source] if e not in events]
+    if not found[source]:
+        del found[source]
 
 
 # the connection failures of a client the environment sends through a proxy
