@@ -273,6 +273,23 @@ def test_the_earliest_root_error_wins_among_equals(tmp_path: Path, lines: list[s
     assert (codes[0] == "load.nccl_failed") is nccl_first
 
 
+# Claude Code's 529 answer (fixtures/logs/client-claude-code-529-overloaded.log): an http_response event, not a fatal one;
+# openai-python's timeout (src/openai/_exceptions.py APITimeoutError: message="Request timed out.") is a fatal one
+OVERLOADED_LINE = (LOGS / "client-claude-code-529-overloaded.log").read_text().splitlines()[0]
+TIMEOUT_LINE = "openai.APITimeoutError: Request timed out."
+
+
+@pytest.mark.parametrize(("lines", "first"), [([OVERLOADED_LINE, TIMEOUT_LINE], "access.server_error"),
+                                              ([TIMEOUT_LINE, OVERLOADED_LINE], "access.timeout")])
+def test_a_line_that_is_no_fatal_event_still_places_its_finding(tmp_path: Path, lines: list[str], first: str) -> None:
+    """Both are access errors of one check and neither explains the other: the answer that came first in the log
+    ranks first, though only the timeout is a fatal event."""
+    log = tmp_path / "client.log"
+    log.write_text("\n".join(lines) + "\n")
+    report, _ = analyze(log)
+    assert [f.code for f in report.findings] == [first, *({"access.server_error", "access.timeout"} - {first})]
+
+
 def test_rank_uses_causal_order_only_among_equals() -> None:
     late_error, early_warn = Finding("load.nccl_failed", "x"), Finding("load.shm_insufficient", "y", severity="warn")
     early_error, nowhere = Finding("load.runtime_oom", "z"), Finding("load.cuda_mismatch", "w")

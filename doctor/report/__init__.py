@@ -4,7 +4,7 @@ Ranking: a root cause comes before the symptoms it explains; then what a log lin
 shows before what a person only states in words (the evidence tier "statement") before the doctor's
 own state (`doctor.*`); then errors before warnings before info; a recognised cause before what the doctor could not place (`*.unrecognized_failure`, its own
 `doctor.*` state) and what is about how it was run (a key typed on its command line); then earlier layers first; then causal order in the log (the finding that quotes
-the earliest root error of the judged run: a failure comes before the ones it set off, whichever
+the earliest line of the judged run, an error or not: a failure comes before the ones it set off, whichever
 check ran first); then the order the checks ran in.
 
 Status: the worst severity, or `incomplete` when part of the input was not read or judged
@@ -145,7 +145,9 @@ def _unplaced(f: Finding) -> bool:
 def causal_order(findings: list[Finding], facts: Facts) -> dict[int, tuple[int, int, int]]:
     """Where in the log each finding's cause is: the earliest event of the judged run that its
     evidence quotes (doctor.logview.evidence writes `source:line: ...`), a root error before a
-    wrapper's cascade (doctor.logparse.chains.WRAPPERS). Findings quoting no log line are absent."""
+    wrapper's cascade (doctor.logparse.chains.WRAPPERS). Findings quoting no log line are absent.
+    An event counts whether or not it is fatal: a client's 5xx answer (an http_response event) is
+    no fatal event, and when it came before the timeout of a later request, it is what went wrong first."""
     from llm_doctor.logview import judged_run, where
 
     logs = facts.logs
@@ -154,7 +156,7 @@ def causal_order(findings: list[Finding], facts: Facts) -> dict[int, tuple[int, 
     run = judged_run(logs)
     at: dict[str, tuple[int, int, int]] = {}
     for e in logs.events:
-        if e.run == run and e.fatal:
+        if e.run == run:
             source = logs.sources.index(e.source) if e.source in logs.sources else 0
             at.setdefault(where(e), (int(bool(e.values.get("cascade"))), source, e.line_no))
     out = {}
