@@ -314,3 +314,27 @@ def test_the_family_tier_needs_an_error_shaped_line() -> None:
     # the same family's words on a line that is an error by its shape still name it (NVIDIA/nccl#1191, as above)
     (event,) = events_of("misc/ibvwrap.cc:190 NCCL WARN Call to ibv_create_cq failed with error Cannot allocate memory\n")
     assert event.kind == "nccl_error"
+
+
+# --- a cause before its symptom -------------------------------------------------------------------
+
+# nvidia-smi's own words when the driver does not answer (doctor/data/families.jsonl "GPU not visible"), and the kernel's
+# Xid 119 for the same GPU: its GSP stopped answering RPCs (/work/shared/real/k8s/dmesg-ctime-xid-119-gsp-rpc-timeout-gpud.txt,
+# leptonai/gpud components/accelerator/nvidia/xid/testdata/dmesg-with-xid-119.log)
+SMI_FAILED = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA "
+              "driver is installed and running.")
+XID_119 = ("[Sun Feb 23 16:24:18 2025] NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, name=nvidia-smi, Timeout after 6s of "
+           "waiting for RPC response from GPU4 GSP! Expected function 103 (GSP_RM_ALLOC) (0x2081 0x4).")
+
+
+def test_a_gpu_fault_explains_the_gpu_no_process_sees(tmp_path: Path) -> None:
+    """nvidia-smi's failure is printed first, but the GPU the driver lost is its cause: the fault ranks first, with the
+    reset of the GPU the Xid line names."""
+    log = tmp_path / "node.log"
+    log.write_text(f"{SMI_FAILED}\n{XID_119}\n")
+    report, _ = analyze(log)
+    assert [f.code for f in report.findings] == ["load.gpu_fault", "load.gpu_not_visible"]
+    top = report.findings[0]
+    assert top.title == "GPU hardware/driver fault (Xid 119)"
+    assert any("Timeout after 6s of waiting for RPC response from GPU4 GSP" in line for line in top.evidence)
+    assert "nvidia-smi -r -i 0000:9b:00.0" in [x.command for x in top.fixes]
