@@ -18,7 +18,7 @@ from llm_doctor.engine import Deadline, load_checks, run_checks, select
 from llm_doctor.findings import Finding
 from llm_doctor.logparse import chains
 from llm_doctor.logparse.scan import scan_lines
-from llm_doctor.report import build_report, rank
+from llm_doctor.report import build_report, causal_order, rank
 
 CHAINS = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "chains"
 LOGS = CHAINS.parent
@@ -288,6 +288,25 @@ def test_a_line_that_is_no_fatal_event_still_places_its_finding(tmp_path: Path, 
     log.write_text("\n".join(lines) + "\n")
     report, _ = analyze(log)
     assert [f.code for f in report.findings] == [first, *({"access.server_error", "access.timeout"} - {first})]
+
+
+# a vLLM start-up line (shared/real/vllm-startup, v0.10.1.1): no event, what the engine did while it ran
+VERSION_LINE = "(APIServer pid=1671) INFO 09-04 01:02:21 [api_server.py:1805] vLLM API server version 0.10.1.1"
+
+
+def test_a_quoted_line_that_is_no_event_places_its_finding_after_the_events(tmp_path: Path) -> None:
+    """Two warnings of one layer: the one that quotes a line of the log (an event or not) before the one that quotes
+    none (a value read from the command line); an error event before that line, wherever it is."""
+    log = tmp_path / "engine.log"
+    log.write_text(f"{VERSION_LINE}\n{NCCL_LINE}\n")
+    facts = load_paths([str(log)], Deadline(30))
+    assert [e.line_no for e in facts.logs.events] == [2]  # the version line is no event
+    said = Finding("perf.prefix_caching_off", "x", [f"{log}:1: {VERSION_LINE}"], severity="warn")
+    unplaced = Finding("perf.batching_limited", "y", ["max_num_seqs=1 (command line in the log)"], severity="warn")
+    failed = Finding("load.nccl_failed", "z", [f"{log}:2: {NCCL_LINE}"], severity="warn")
+    causal = causal_order([unplaced, said, failed], facts)
+    assert id(unplaced) not in causal and causal[id(failed)] < causal[id(said)]
+    assert [f.code for f in rank([unplaced, said], causal)] == ["perf.prefix_caching_off", "perf.batching_limited"]
 
 
 def test_rank_uses_causal_order_only_among_equals() -> None:

@@ -147,7 +147,8 @@ def causal_order(findings: list[Finding], facts: Facts) -> dict[int, tuple[int, 
     evidence quotes (doctor.logview.evidence writes `source:line: ...`), a root error before a
     wrapper's cascade (doctor.logparse.chains.WRAPPERS). Findings quoting no log line are absent.
     An event counts whether or not it is fatal: a client's 5xx answer (an http_response event) is
-    no fatal event, and when it came before the timeout of a later request, it is what went wrong first."""
+    no fatal event, and when it came before the timeout of a later request, it is what went wrong first.
+    A quoted line that is no event still places its finding, after the events (_line_at)."""
     from llm_doctor.logview import judged_run, where
 
     logs = facts.logs
@@ -161,10 +162,18 @@ def causal_order(findings: list[Finding], facts: Facts) -> dict[int, tuple[int, 
             at.setdefault(where(e), (int(bool(e.values.get("cascade"))), source, e.line_no))
     out = {}
     for f in findings:
-        quoted = [at[m.group(1)] for line in f.evidence if (m := QUOTED.match(line)) and m.group(1) in at]
+        quoted = [at.get(m.group(1), _line_at(m.group(1), logs.sources)) for line in f.evidence if (m := QUOTED.match(line))]
+        quoted = [q for q in quoted if q]
         if quoted:
             out[id(f)] = min(quoted)
     return out
+
+
+def _line_at(place: str, sources: list[str]) -> tuple[int, int, int] | None:
+    """Where a quoted line that is no event is (a stat line, a request the engine logged): with the cascades, after
+    the errors, yet before a finding that quotes no line at all (a value read from the command line)."""
+    source, _, line = place.rpartition(":")
+    return (1, sources.index(source), int(line)) if source in sources and line.isdigit() else None
 
 
 QUOTED = re.compile(r"^(.+?:\d+|line \d+)(?: \(x\d+\))?: ")
