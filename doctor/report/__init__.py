@@ -156,7 +156,7 @@ def causal_order(findings: list[Finding], facts: Facts) -> dict[int, tuple[int, 
         return {}
     run = judged_run(logs)
     at: dict[str, tuple[int, int, int]] = {}
-    for e in logs.events:
+    for e in sorted(logs.events, key=lambda e: not e.fatal):  # a fatal event's line is where it is, cascade or root
         if e.run == run:
             source = logs.sources.index(e.source) if e.source in logs.sources else 0
             at.setdefault(where(e), (int(bool(e.values.get("cascade"))), source, e.line_no))
