@@ -324,6 +324,16 @@ G196 = ("Our four V100 SXM2 32 GB sit behind one PCIe (PLX) switch: P2P works at
         "supported on more than two PCIe-only GPUs\"), so every TP all-reduce goes through NCCL.")
 
 
+def test_a_stated_perf_problem_places_the_failure_quoted_in_its_sentence(tmp_path: Path) -> None:
+    """The quote is no engine failure the log shows, so perf.stated judges the sentence; the failure no rule places is
+    what the sentence quotes of the slow link, and ranks after the statement that places it."""
+    log = tmp_path / "report.log"
+    log.write_text(G196 + "\n")
+    report, _ = analyze(log)
+    assert [f.code for f in report.findings] == ["perf.slow_interconnect", "load.unrecognized_failure"]
+    assert [x.command for x in report.findings[0].fixes] == ["nvidia-smi topo -m"]
+
+
 def test_the_family_tier_needs_an_error_shaped_line() -> None:
     (event,) = events_of(G196 + "\n")
     assert event.kind == "error_line" and "tier" not in event.values
