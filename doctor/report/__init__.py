@@ -148,7 +148,7 @@ def causal_order(findings: list[Finding], facts: Facts) -> dict[int, tuple[int, 
     wrapper's cascade (doctor.logparse.chains.WRAPPERS). Findings quoting no log line are absent.
     An event counts whether or not it is fatal: a client's 5xx answer (an http_response event) is
     no fatal event, and when it came before the timeout of a later request, it is what went wrong first.
-    A quoted line that is no event still places its finding, after the events (_line_at)."""
+    A quoted line that is no event (whose run is not known) still places its finding, after the events (_line_at)."""
     from llm_doctor.logview import judged_run, where
 
     logs = facts.logs
