@@ -18,7 +18,7 @@ from llm_doctor.engine import Deadline, load_checks, run_checks, select
 from llm_doctor.findings import Finding
 from llm_doctor.logparse import chains
 from llm_doctor.logparse.scan import scan_lines
-from llm_doctor.report import build_report, rank
+from llm_doctor.report import build_report, causal_order, rank
 
 CHAINS = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "chains"
 LOGS = CHAINS.parent
@@ -273,6 +273,42 @@ def test_the_earliest_root_error_wins_among_equals(tmp_path: Path, lines: list[s
     assert (codes[0] == "load.nccl_failed") is nccl_first
 
 
+# Claude Code's 529 answer (fixtures/logs/client-claude-code-529-overloaded.log): an http_response event, not a fatal one;
+# openai-python's timeout (src/openai/_exceptions.py APITimeoutError: message="Request timed out.") is a fatal one
+OVERLOADED_LINE = (LOGS / "client-claude-code-529-overloaded.log").read_text().splitlines()[0]
+TIMEOUT_LINE = "openai.APITimeoutError: Request timed out."
+
+
+@pytest.mark.parametrize(("lines", "first"), [([OVERLOADED_LINE, TIMEOUT_LINE], "access.server_error"),
+                                              ([TIMEOUT_LINE, OVERLOADED_LINE], "access.timeout")])
+def test_a_line_that_is_no_fatal_event_still_places_its_finding(tmp_path: Path, lines: list[str], first: str) -> None:
+    """Both are access errors of one check and neither explains the other: the answer that came first in the log
+    ranks first, though only the timeout is a fatal event."""
+    log = tmp_path / "client.log"
+    log.write_text("\n".join(lines) + "\n")
+    report, _ = analyze(log)
+    assert [f.code for f in report.findings] == [first, *({"access.server_error", "access.timeout"} - {first})]
+
+
+# a vLLM start-up line (shared/real/vllm-startup, v0.10.1.1): no event, what the engine did while it ran
+VERSION_LINE = "(APIServer pid=1671) INFO 09-04 01:02:21 [api_server.py:1805] vLLM API server version 0.10.1.1"
+
+
+def test_a_quoted_line_that_is_no_event_places_its_finding_after_the_events(tmp_path: Path) -> None:
+    """Two warnings of one layer: the one that quotes a line of the log (an event or not) before the one that quotes
+    none (a value read from the command line); an error event before that line, wherever it is."""
+    log = tmp_path / "engine.log"
+    log.write_text(f"{VERSION_LINE}\n{NCCL_LINE}\n")
+    facts = load_paths([str(log)], Deadline(30))
+    assert [e.line_no for e in facts.logs.events] == [2]  # the version line is no event
+    said = Finding("perf.prefix_caching_off", "x", [f"{log}:1: {VERSION_LINE}"], severity="warn")
+    unplaced = Finding("perf.batching_limited", "y", ["max_num_seqs=1 (command line in the log)"], severity="warn")
+    failed = Finding("load.nccl_failed", "z", [f"{log}:2: {NCCL_LINE}"], severity="warn")
+    causal = causal_order([unplaced, said, failed], facts)
+    assert id(unplaced) not in causal and causal[id(failed)] < causal[id(said)]
+    assert [f.code for f in rank([unplaced, said], causal)] == ["perf.prefix_caching_off", "perf.batching_limited"]
+
+
 def test_rank_uses_causal_order_only_among_equals() -> None:
     late_error, early_warn = Finding("load.nccl_failed", "x"), Finding("load.shm_insufficient", "y", severity="warn")
     early_error, nowhere = Finding("load.runtime_oom", "z"), Finding("load.cuda_mismatch", "w")
@@ -288,6 +324,16 @@ G196 = ("Our four V100 SXM2 32 GB sit behind one PCIe (PLX) switch: P2P works at
         "supported on more than two PCIe-only GPUs\"), so every TP all-reduce goes through NCCL.")
 
 
+def test_a_stated_perf_problem_places_the_failure_quoted_in_its_sentence(tmp_path: Path) -> None:
+    """The quote is no engine failure the log shows, so perf.stated judges the sentence; the failure no rule places is
+    what the sentence quotes of the slow link, and ranks after the statement that places it."""
+    log = tmp_path / "report.log"
+    log.write_text(G196 + "\n")
+    report, _ = analyze(log)
+    assert [f.code for f in report.findings] == ["perf.slow_interconnect", "load.unrecognized_failure"]
+    assert [x.command for x in report.findings[0].fixes] == ["nvidia-smi topo -m"]
+
+
 def test_the_family_tier_needs_an_error_shaped_line() -> None:
     (event,) = events_of(G196 + "\n")
     assert event.kind == "error_line" and "tier" not in event.values
@@ -297,3 +343,27 @@ def test_the_family_tier_needs_an_error_shaped_line() -> None:
     # the same family's words on a line that is an error by its shape still name it (NVIDIA/nccl#1191, as above)
     (event,) = events_of("misc/ibvwrap.cc:190 NCCL WARN Call to ibv_create_cq failed with error Cannot allocate memory\n")
     assert event.kind == "nccl_error"
+
+
+# --- a cause before its symptom -------------------------------------------------------------------
+
+# nvidia-smi's own words when the driver does not answer (doctor/data/families.jsonl "GPU not visible"), and the kernel's
+# Xid 119 for the same GPU: its GSP stopped answering RPCs (/work/shared/real/k8s/dmesg-ctime-xid-119-gsp-rpc-timeout-gpud.txt,
+# leptonai/gpud components/accelerator/nvidia/xid/testdata/dmesg-with-xid-119.log)
+SMI_FAILED = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA "
+              "driver is installed and running.")
+XID_119 = ("[Sun Feb 23 16:24:18 2025] NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, name=nvidia-smi, Timeout after 6s of "
+           "waiting for RPC response from GPU4 GSP! Expected function 103 (GSP_RM_ALLOC) (0x2081 0x4).")
+
+
+def test_a_gpu_fault_explains_the_gpu_no_process_sees(tmp_path: Path) -> None:
+    """nvidia-smi's failure is printed first, but the GPU the driver lost is its cause: the fault ranks first, with the
+    reset of the GPU the Xid line names."""
+    log = tmp_path / "node.log"
+    log.write_text(f"{SMI_FAILED}\n{XID_119}\n")
+    report, _ = analyze(log)
+    assert [f.code for f in report.findings] == ["load.gpu_fault", "load.gpu_not_visible"]
+    top = report.findings[0]
+    assert top.title == "GPU hardware/driver fault (Xid 119)"
+    assert any("Timeout after 6s of waiting for RPC response from GPU4 GSP" in line for line in top.evidence)
+    assert "nvidia-smi -r -i 0000:9b:00.0" in [x.command for x in top.fixes]

@@ -24,7 +24,10 @@ def gpu_fault(facts: Facts, log: LogView) -> Outcome:
         _reset(facts, le.first_value(found, "pci")),
     ]
     title = f"GPU hardware/driver fault{f' (Xid {xid})' if xid else ''}"
-    return Outcome([Finding("load.gpu_fault", title, evidence, fixes, explains=["load.nccl_failed", "load.runtime_oom", *le.CLIENT_SYMPTOMS])])
+    # a GPU the driver lost (Xid 79 fallen off the bus, Xid 119 its GSP stopped answering) is one no process sees any more:
+    # nvidia-smi's "couldn't communicate with the NVIDIA driver" and CUDA's "no CUDA-capable device" after it are the symptom
+    explains = ["load.nccl_failed", "load.runtime_oom", "load.gpu_not_visible", *le.CLIENT_SYMPTOMS]
+    return Outcome([Finding("load.gpu_fault", title, evidence, fixes, explains=explains)])
 
 
 def _reset(facts: Facts, pci: object) -> Fix:

@@ -113,8 +113,11 @@ def stated(facts: Facts) -> Outcome:
             what, fix = "decode batches above the CUDA graph capture ceiling are said to run eager", _capture_fix(said)
         evidence = [f"{s.where}: {s.text}" for s in said[:MAX_QUOTED]]
         evidence.append("stated in words: the figures a fix is computed from (the engine's own) are not in the input")
+        # this check runs only where the log does not show the engine failed (running=True): a failure no rule places
+        # beside it is what the person quoted of the perf problem they state (vLLM's "not supported on more than two
+        # PCIe-only GPUs" inside a sentence on a slow link), and the statement places it
         findings.append(Finding(code, f"{what} ({len(said)} statement{'s' if len(said) > 1 else ''})", evidence, [fix],
-                                severity="info", explains=explains, tier=STATEMENT))
+                                severity="info", explains=[*explains, "load.unrecognized_failure"], tier=STATEMENT))
     return Outcome(findings, "" if findings else f"{len(facts.stated)} stated perf measure(s), judged by their checks")
 
 

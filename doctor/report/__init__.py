@@ -4,7 +4,7 @@ Ranking: a root cause comes before the symptoms it explains; then what a log lin
 shows before what a person only states in words (the evidence tier "statement") before the doctor's
 own state (`doctor.*`); then errors before warnings before info; a recognised cause before what the doctor could not place (`*.unrecognized_failure`, its own
 `doctor.*` state) and what is about how it was run (a key typed on its command line); then earlier layers first; then causal order in the log (the finding that quotes
-the earliest root error of the judged run: a failure comes before the ones it set off, whichever
+the earliest line of the judged run, an error or not: a failure comes before the ones it set off, whichever
 check ran first); then the order the checks ran in.
 
 Status: the worst severity, or `incomplete` when part of the input was not read or judged
@@ -145,7 +145,10 @@ def _unplaced(f: Finding) -> bool:
 def causal_order(findings: list[Finding], facts: Facts) -> dict[int, tuple[int, int, int]]:
     """Where in the log each finding's cause is: the earliest event of the judged run that its
     evidence quotes (doctor.logview.evidence writes `source:line: ...`), a root error before a
-    wrapper's cascade (doctor.logparse.chains.WRAPPERS). Findings quoting no log line are absent."""
+    wrapper's cascade (doctor.logparse.chains.WRAPPERS). Findings quoting no log line are absent.
+    An event counts whether or not it is fatal: a client's 5xx answer (an http_response event) is
+    no fatal event, and when it came before the timeout of a later request, it is what went wrong first.
+    A quoted line that is no event (whose run is not known) still places its finding, after the events (_line_at)."""
     from llm_doctor.logview import judged_run, where
 
     logs = facts.logs
@@ -153,16 +156,24 @@ def causal_order(findings: list[Finding], facts: Facts) -> dict[int, tuple[int, 
         return {}
     run = judged_run(logs)
     at: dict[str, tuple[int, int, int]] = {}
-    for e in logs.events:
-        if e.run == run and e.fatal:
+    for e in sorted(logs.events, key=lambda e: not e.fatal):  # a fatal event's line is where it is, cascade or root
+        if e.run == run:
             source = logs.sources.index(e.source) if e.source in logs.sources else 0
             at.setdefault(where(e), (int(bool(e.values.get("cascade"))), source, e.line_no))
     out = {}
     for f in findings:
-        quoted = [at[m.group(1)] for line in f.evidence if (m := QUOTED.match(line)) and m.group(1) in at]
+        quoted = [at.get(m.group(1), _line_at(m.group(1), logs.sources)) for line in f.evidence if (m := QUOTED.match(line))]
+        quoted = [q for q in quoted if q]
         if quoted:
             out[id(f)] = min(quoted)
     return out
+
+
+def _line_at(place: str, sources: list[str]) -> tuple[int, int, int] | None:
+    """Where a quoted line that is no event is (a stat line, a request the engine logged): with the cascades, after
+    the errors, yet before a finding that quotes no line at all (a value read from the command line)."""
+    source, _, line = place.rpartition(":")
+    return (1, sources.index(source), int(line)) if source in sources and line.isdigit() else None
 
 
 QUOTED = re.compile(r"^(.+?:\d+|line \d+)(?: \(x\d+\))?: ")
