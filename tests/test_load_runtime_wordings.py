@@ -1,0 +1,71 @@
+"""Load failures stated in the CUDA runtime's or a kernel library's own words, whichever engine prints them
+(TensorRT-LLM's check_cuda_error, TurboMind's CUDA check, a linker under Triton or torch inductor): the
+keyword families and engine templates that read them, at rank 1 with the line they rest on and the fix's
+exact value. The source is named beside each case; the lines are the source's message with its
+placeholders filled, pasted the way issue threads show them."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.analysis import assert_rank_one
+
+# (name, log lines, rank-1 code, a substring of the evidence, the first fix's exact command or None)
+CASES = [
+    # TensorRT-LLM cudaUtils.h check(): "[TensorRT-LLM][ERROR] CUDA runtime error in %s: %s" of
+    # cudaErrorPeerAccessUnsupported (217), a TP=2 custom all-reduce on two GPUs without P2P
+    ("trtllm-peer-access", [
+        "mpirun -n 2 --allow-run-as-root /app/tensorrt_llm/benchmarks/cpp/gptSessionBenchmark --engine_dir ./trt/fp16",
+        "[TensorRT-LLM][ERROR] [TensorRT-LLM][ERROR] CUDA runtime error in error: peer access is not supported between "
+        "these two devices",
+    ], "load.nccl_failed", "peer access is not supported", "NCCL_P2P_DISABLE=1"),
+    # lmdeploy allocator.h through TurboMind's CUDA check: cudaErrorCallRequiresNewerDriver (36), an 11.8 build on
+    # an 11.4 driver (cudaMallocAsync pools)
+    ("turbomind-newer-driver", [
+        "Traceback (most recent call last):",
+        '  File "/opt/conda/lib/python3.8/site-packages/lmdeploy/turbomind/turbomind.py", line 202, in _create_model_instance',
+        "    model_inst = self.tm_model.model_comm.create_model_instance(",
+        "RuntimeError: [TM][ERROR] CUDA runtime error: API call is not supported in the installed CUDA driver "
+        "/lmdeploy/src/turbomind/utils/allocator.h:169",
+    ], "load.cuda_mismatch", "API call is not supported in the installed CUDA driver", None),
+    # torch c10/cuda CUDAFunctions.cpp's warning quoting cudaErrorSystemDriverMismatch (803)
+    ("torch-driver-mismatch", [
+        "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
+        "before calling NumCudaDevices() that might have already set an error? Error 803: system has unsupported display "
+        "driver / cuda driver combination (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)",
+    ], "load.cuda_mismatch", "unsupported display driver / cuda driver combination", None),
+    # triton third_party/nvidia/backend/driver.py links `libraries = ['cuda']`; torch inductor's cuda_utils the same:
+    # ld finds no libcuda.so.1 where the image looks (GKE mounts the driver at /usr/local/nvidia/lib64)
+    ("inductor-ld-no-libcuda", [
+        "ERROR 03-18 06:29:32 [multiproc_executor.py:800] torch._inductor.exc.InductorError: CalledProcessError: Command "
+        "'['/usr/bin/gcc', '/tmp/tmpm4i7fy2q/cuda_utils.c', '-O3', '-shared', '-fPIC', '-l:libcuda.so.1']' returned "
+        "non-zero exit status 1.",
+        "/usr/bin/ld: cannot find -l:libcuda.so.1",
+        "collect2: error: ld returned 1 exit status",
+    ], "load.cuda_mismatch", "cannot find -l:libcuda.so.1", None),
+    # triton driver.py libcuda_dirs' assert
+    ("triton-libcuda-cannot-found", [
+        "AssertionError: libcuda.so cannot found!",
+    ], "load.cuda_mismatch", "libcuda.so cannot found", None),
+    # lmdeploy@v0.10.0 device_comm.cc: a TurboMind built without USE_NCCL asked for --tp 2
+    ("turbomind-no-nccl-backend", [
+        "lmdeploy serve api_server llm_models/internlm2_5-7b-chat --server-port 23333 --tp 2",
+        "[TM][FATAL] comm\\device_comm.cc(28): Check failed: 0 Unknown communication backend: nccl",
+    ], "load.nccl_failed", "Unknown communication backend: nccl", "--communicator cuda-ipc"),
+    # TensorRT-LLM thop/fp8BlockScalingGemm.cpp: no FP8 block-scaling kernel for this SM
+    ("trtllm-fp8-block-scaling-sm", [
+        "trtllm-serve /workplace/models/Qwen3-30B-A3B-FP8 --backend pytorch --tp_size 1",
+        "RuntimeError: Unsupported SM version for FP8 block scaling GEMM",
+    ], "load.quantization_unsupported", "Unsupported SM version for FP8 block scaling GEMM", None),
+]
+
+
+@pytest.mark.parametrize(("name", "lines", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
+def test_runtime_wording(tmp_path, name: str, lines: list[str], code: str, evidence: str, command: str | None) -> None:
+    assert_rank_one(tmp_path, name, lines, code, evidence, command)
+
+
+def test_peer_access_named_by_its_enum_is_the_same_failure(tmp_path) -> None:
+    """cuda-python and the driver API name it without the sentence: the family reads the enum too."""
+    assert_rank_one(tmp_path, "peer-enum", ["RuntimeError: CUDA_ERROR_PEER_ACCESS_UNSUPPORTED"], "load.nccl_failed",
+                    "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", "NCCL_P2P_DISABLE=1")
