@@ -57,6 +57,15 @@ CASES = [
         "trtllm-serve /workplace/models/Qwen3-30B-A3B-FP8 --backend pytorch --tp_size 1",
         "RuntimeError: Unsupported SM version for FP8 block scaling GEMM",
     ], "load.quantization_unsupported", "Unsupported SM version for FP8 block scaling GEMM", None),
+    # torch@v2.4.0 cuda/__init__.py _check_capability: only the warning's last line kept, then the engine's cut traceback
+    ("torch-incompatible-device-last-line", [
+        "If you want to use the NVIDIA GeForce RTX 5070 Ti GPU with PyTorch, please check the instructions at "
+        "https://pytorch.org/get-started/locally/",
+        "  warnings.warn(",
+        "ERROR 04-07 13:31:03 [core.py:390] EngineCore hit an exception: Traceback (most recent call last):",
+        'ERROR 04-07 13:31:03 [core.py:390]   File "/opt/venv/lib/python3.10/site-packages/vllm/v1/engine/core.py", line 378, '
+        "in run_engine_core",
+    ], "load.cuda_mismatch", "RTX 5070 Ti GPU with PyTorch", None),
 ]
 
 
@@ -69,3 +78,26 @@ def test_peer_access_named_by_its_enum_is_the_same_failure(tmp_path) -> None:
     """cuda-python and the driver API name it without the sentence: the family reads the enum too."""
     assert_rank_one(tmp_path, "peer-enum", ["RuntimeError: CUDA_ERROR_PEER_ACCESS_UNSUPPORTED"], "load.nccl_failed",
                     "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", "NCCL_P2P_DISABLE=1")
+
+
+def test_a_traceback_cut_inside_the_remote_code_check_is_its_refusal(tmp_path) -> None:
+    """transformers@v4.40.0 dynamic_module_utils.py: resolve_trust_remote_code raises only its own refusal, so a paste
+    that stops at the from_pretrained statement calling it (the exception line lost) is that refusal."""
+    site = "/opt/venv/lib/python3.10/site-packages"
+    assert_rank_one(tmp_path, "cut-remote-code", [
+        "Traceback (most recent call last):",
+        f'  File "{site}/lemonade/tools/oga/load.py", line 563, in _load_model_and_setup_state',
+        "    hf_tokenizer = AutoTokenizer.from_pretrained(",
+        f'  File "{site}/transformers/models/auto/tokenization_auto.py", line 1027, in from_pretrained',
+        "    trust_remote_code = resolve_trust_remote_code(",
+    ], "load.remote_code", "resolve_trust_remote_code", None)
+
+
+def test_a_traceback_cut_inside_another_call_stays_unrecognised(tmp_path) -> None:
+    """The callee names the cause only where a family knows it: a cut inside any other call is no remote-code refusal."""
+    site = "/opt/venv/lib/python3.10/site-packages"
+    assert_rank_one(tmp_path, "cut-elsewhere", [
+        "Traceback (most recent call last):",
+        f'  File "{site}/transformers/models/auto/tokenization_auto.py", line 1027, in from_pretrained',
+        "    config = AutoConfig.from_pretrained(",
+    ], "load.unrecognized_failure", "from_pretrained", None)
