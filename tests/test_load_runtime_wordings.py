@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.analysis import assert_rank_one
+from tests.analysis import assert_rank_one, findings_of
 
 # (name, log lines, rank-1 code, a substring of the evidence, the first fix's exact command or None)
 CASES = [
@@ -33,7 +33,7 @@ CASES = [
         "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions "
         "before calling NumCudaDevices() that might have already set an error? Error 803: system has unsupported display "
         "driver / cuda driver combination (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)",
-    ], "load.cuda_mismatch", "unsupported display driver / cuda driver combination", None),
+    ], "load.cuda_mismatch", "unsupported display driver / cuda driver combination", "ldconfig -p | grep libcuda.so"),
     # triton third_party/nvidia/backend/driver.py links `libraries = ['cuda']`; torch inductor's cuda_utils the same:
     # ld finds no libcuda.so.1 where the image looks (GKE mounts the driver at /usr/local/nvidia/lib64)
     ("inductor-ld-no-libcuda", [
@@ -42,11 +42,11 @@ CASES = [
         "non-zero exit status 1.",
         "/usr/bin/ld: cannot find -l:libcuda.so.1",
         "collect2: error: ld returned 1 exit status",
-    ], "load.cuda_mismatch", "cannot find -l:libcuda.so.1", None),
+    ], "load.cuda_mismatch", "cannot find -l:libcuda.so.1", "ldconfig -p | grep libcuda.so"),
     # triton driver.py libcuda_dirs' assert
     ("triton-libcuda-cannot-found", [
         "AssertionError: libcuda.so cannot found!",
-    ], "load.cuda_mismatch", "libcuda.so cannot found", None),
+    ], "load.cuda_mismatch", "libcuda.so cannot found", "ldconfig -p | grep libcuda.so"),
     # lmdeploy@v0.10.0 device_comm.cc: a TurboMind built without USE_NCCL asked for --tp 2
     ("turbomind-no-nccl-backend", [
         "lmdeploy serve api_server llm_models/internlm2_5-7b-chat --server-port 23333 --tp 2",
@@ -101,3 +101,21 @@ def test_a_traceback_cut_inside_another_call_stays_unrecognised(tmp_path) -> Non
         f'  File "{site}/transformers/models/auto/tokenization_auto.py", line 1027, in from_pretrained',
         "    config = AutoConfig.from_pretrained(",
     ], "load.unrecognized_failure", "from_pretrained", None)
+
+
+def test_too_many_peers_is_the_ranks_interconnect(tmp_path) -> None:
+    """cudaErrorTooManyPeers (711) as torch's CUDA check prints it: P2P mappings ran out (a custom all-reduce over
+    more GPUs than one can map), a distributed failure whose generic fix sends NCCL through host memory."""
+    lines = ["RuntimeError: CUDA error: peer mapping resources exhausted"]
+    assert_rank_one(tmp_path, "too-many-peers", lines, "load.nccl_failed", "peer mapping resources exhausted",
+                    "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET")
+
+
+def test_a_driver_older_than_the_runtime_says_upgrade_the_driver(tmp_path) -> None:
+    """cudaErrorCallRequiresNewerDriver: the fix is the driver (or a build for its CUDA), not another torch wheel."""
+    log = tmp_path / "newer-driver.log"
+    log.write_text("RuntimeError: [TM][ERROR] CUDA runtime error: API call is not supported in the installed CUDA driver "
+                   "/lmdeploy/src/turbomind/utils/allocator.h:169\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.cuda_mismatch"
+    assert top.fixes[0].summary.startswith("Upgrade the NVIDIA driver"), [f.summary for f in top.fixes]
