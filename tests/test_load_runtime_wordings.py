@@ -119,3 +119,18 @@ def test_a_driver_older_than_the_runtime_says_upgrade_the_driver(tmp_path) -> No
     top = findings_of(log)[0]
     assert top.code == "load.cuda_mismatch"
     assert top.fixes[0].summary.startswith("Upgrade the NVIDIA driver"), [f.summary for f in top.fixes]
+
+
+@pytest.mark.parametrize(("frame", "statement", "code"), [
+    # vllm@6ae52299 worker.py: Worker.init_device calls the dtype check, which raises only the bfloat16 refusal
+    ('  File "/usr/local/lib/python3.10/dist-packages/vllm/worker/worker.py", line 176, in init_device',
+     "    _check_if_gpu_supports_dtype(self.model_config.dtype)", "load.dtype_unsupported"),
+    # vllm@be696453 compressed_tensors.py: _get_scheme_from_parts calls the capability check of the checkpoint's scheme
+    ('  File "/usr/local/lib/python3.10/dist-packages/vllm/model_executor/layers/quantization/compressed_tensors/'
+     'compressed_tensors.py", line 311, in _get_scheme_from_parts',
+     "    if self._check_scheme_supported(CompressedTensorsW8A8Fp8.get_min_capability(), error=False):",
+     "load.quantization_unsupported"),
+])
+def test_a_traceback_cut_at_the_call_of_a_one_cause_check(tmp_path, frame: str, statement: str, code: str) -> None:
+    """The families that read a check by the frame it raised in read it too as the callee of the frame above it."""
+    assert_rank_one(tmp_path, "cut-at-call", ["Traceback (most recent call last):", frame, statement], code, frame.strip()[:20], None)
