@@ -66,6 +66,28 @@ CASES = [
         'ERROR 04-07 13:31:03 [core.py:390]   File "/opt/venv/lib/python3.10/site-packages/vllm/v1/engine/core.py", line 378, '
         "in run_engine_core",
     ], "load.cuda_mismatch", "RTX 5070 Ti GPU with PyTorch", None),
+    # lmdeploy@v0.9.2 turbomind/deploy/loader.py create_loader: no weight files it reads in the path
+    ("turbomind-no-loader", [
+        "RuntimeError: Failed to find valid loader for /models/internlm2_5-7b-chat",
+    ], "load.model_files", "Failed to find valid loader for /models/internlm2_5-7b-chat", None),
+    # lmdeploy@v0.9.2 pytorch/models/internlm.py (and the other model classes): a rope type this release does not build
+    ("lmdeploy-rope-type", [
+        "RuntimeError: Unsupported rope type: longrope",
+    ], "load.engine_outdated", "Unsupported rope type: longrope", "pip install -U lmdeploy transformers"),
+    # lmdeploy@v0.9.2 turbomind/deploy/target_model/base.py: a weight dimension --tp does not divide
+    ("turbomind-split-num", [
+        "lmdeploy serve api_server /models/internlm2_5-7b-chat --tp 3",
+        "RuntimeError: layers.0.feed_forward.w13.weight: shape=[4096, 28672], split_num=3",
+    ], "load.tp_invalid", "split_num=3", None),
+    # lmdeploy@v0.9.2 pytorch/engine/cache_engine.py: --quant-policy other than 0, 4, 8
+    ("lmdeploy-quant-policy", [
+        "ValueError: unsupported quant_policy 16",
+    ], "load.config_invalid", "unsupported quant_policy 16", None),
+    # lmdeploy@v0.9.2 core/check.cc: TurboMind's TM_CHECK_EQ(head_num_ % tp_size, 0) << head_num_ << " " << tp_size
+    ("turbomind-check-heads-tp", [
+        "lmdeploy serve api_server /models/qwen2-7b --tp 4",
+        "[TM][FATAL] models/llama/unified_attention_layer.cc(56): Check failed: head_num_ % tp_size == 0 (2 vs. 0) 28 4",
+    ], "load.tp_invalid", "Check failed: head_num_ % tp_size == 0", "--tp 2"),
 ]
 
 
