@@ -12,6 +12,10 @@ from llm_doctor.facts import Facts
 from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
+# cudaErrorCallRequiresNewerDriver (36): the runtime called an API this driver does not have (families.jsonl)
+NEWER_DRIVER = re.compile(r"API call is not supported in the installed CUDA driver|CallRequiresNewerDriver|CALL_REQUIRES_NEWER_DRIVER", re.I)
+# the linker (under Triton or torch inductor) finds no libcuda (families.jsonl)
+NO_LIBCUDA = re.compile(r"cannot find -l:?(?:lib)?cuda\b|libcuda\.so cannot found", re.I)
 # TensorRT(-LLM)'s words for an engine built by another version or for another GPU (trtllm.jsonl)
 # "ImportError: /usr/local/lib/python3.10/dist-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c10..."
 SO_UNDEFINED = re.compile(r"(?P<so>/\S+?\.so)(?:\.[\d.]+)?: undefined symbol")
@@ -118,8 +122,14 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
         fixes = [Fix("This ROCm/PyTorch build has no kernels for the GPU's gfx target: install a build that lists it "
                      "(`rocminfo | grep gfx`), or run it as the nearest supported target of the same family",
                      "HSA_OVERRIDE_GFX_VERSION=10.3.0")]
-    elif "driver version is insufficient" in text or "driver on your system is too old" in text:
+    elif "driver version is insufficient" in text or "driver on your system is too old" in text or NEWER_DRIVER.search(text):
         fixes = [Fix("Upgrade the NVIDIA driver, or use a build for the CUDA version the driver supports (see `nvidia-smi`, top right)")]
+    elif NO_LIBCUDA.search(text):
+        # Triton (libcuda_dirs) and torch inductor link the driver's libcuda at run time: the NVIDIA container runtime
+        # mounts it, but where the image's linker does not look (GKE: /usr/local/nvidia/lib64), or not at all
+        fixes = [Fix("The linker finds no libcuda.so.1 (the driver's library, mounted by the NVIDIA container runtime): find the "
+                     "folder the driver put it in and point the build at it (TRITON_LIBCUDA_PATH=<that folder>, or add it to the "
+                     "linker cache with ldconfig)", "ldconfig -p | grep libcuda.so")]
     else:
         lib = le.first_value(found, "lib")
         fixes = [Fix(f"Install the engine wheel built for this machine's CUDA{f' ({lib} is missing)' if lib else ''} "

@@ -13,7 +13,7 @@ from llm_doctor.findings import Finding, Fix, Outcome
 from llm_doctor.logview import LogView
 
 GLOO = re.compile(r"\bGloo\b|ProcessGroupGloo", re.I)
-PEER = re.compile(r"peer access is not supported", re.I)
+PEER = re.compile(r"peer access is not supported|cudaErrorPeerAccessUnsupported|CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", re.I)
 
 
 @check("load.nccl", "load", codes=["load.nccl_failed"], events=["nccl_error", "dist_timeout"])
@@ -43,6 +43,11 @@ def nccl(facts: Facts, log: LogView) -> Outcome:
         fixes.insert(0, Fix("These GPUs cannot access each other peer-to-peer (PCIe without P2P, a VM, AWS G5): send NCCL "
                             "through host memory, and turn off the engine's custom all-reduce (vLLM --disable-custom-all-reduce)",
                             "NCCL_P2P_DISABLE=1"))
+    if le.first_value(found, "backend") == "nccl":
+        # lmdeploy device_comm.cc: TurboMind knows the NCCL communicator only when built with USE_NCCL; a build
+        # without it (the Windows wheels) still has its own CUDA-IPC all-reduce for one node
+        fixes.insert(0, Fix("This TurboMind build has no NCCL: use its CUDA-IPC communicator (one node), or an LMDeploy "
+                            "build with NCCL (the Linux wheels)", "--communicator cuda-ipc"))
     if timeout:
         v = timeout[0].values
         if v.get("joined") is not None and v.get("world") is not None:

@@ -70,6 +70,9 @@ EXCEPTION = re.compile(
 # the JVM prints an uncaught exception as `Exception in thread "main" java.net.ConnectException: ...` and each
 # cause of a chain as `Caused by: java.io.InterruptedIOException: timeout` (java.lang.Throwable#printStackTrace)
 JAVA_PREFIX = re.compile(r'^(?:Caused by: |Exception in thread "[^"]*" )(?=[a-z][\w$]*\.)')
+# the first call a frame's statement makes (`x = self.loader.resolve(`, `return f(a, b)`): a traceback cut right after
+# that statement was cut inside the call
+CALL = re.compile(r"(?:^|[^\w.])(?:[A-Za-z_]\w*\.)*(?P<fn>[A-Za-z_]\w*)\s*\(")
 # after a traceback's frames any dotted name ending the traceback is its exception (torch._dynamo.exc.Unsupported)
 EXCEPTION_AFTER_FRAMES = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s*(?P<message>.*)|\s*)$")
 CRASH = re.compile(
@@ -267,7 +270,7 @@ class FailureReader:
     def cut(self) -> Signal | None:
         """The input ends inside a traceback that has frames but no exception line yet (a paste or
         a log cut short): a failure all the same, never silence. Closes the traceback."""
-        frames = self._frames if self.open else []
+        frames, code = (self._frames, self._code) if self.open else ([], "")
         self.reset()
         if not frames:
             return None
@@ -276,8 +279,11 @@ class FailureReader:
         values: dict[str, object] = {"exc_type": "", "summary": "a traceback the input cuts before its exception line", "cut": True}
         if where:
             values["frame"] = where
+            if call := CALL.search(code):  # the cut fell inside the call that frame's statement makes, which may name the cause
+                values["calls"] = call.group("fn")
         # the last frame it shows may still name the cause: a function that raises one family only
-        # (vLLM's _check_if_gpu_supports_dtype); doctor/data/families.jsonl reads it as "(cut in <frame>)"
+        # (vLLM's _check_if_gpu_supports_dtype), or the one its statement calls (transformers' resolve_trust_remote_code);
+        # doctor/data/families.jsonl reads them as "(cut in <frame>) -> <callee>"
         return classify(Signal("exception", values, [f"last frame: {frames[-1]}"]), str(values["summary"]))
 
     def _in_traceback(self, text: str, recognised: bool) -> Signal | None:
@@ -347,6 +353,8 @@ def classify(signal: Signal, text: str) -> Signal:
         # a traceback cut before its exception line was not raised in its last frame, only cut there (or below it)
         verb = "cut in" if signal.values.get("cut") else "raised in"
         text = f"{text} ({verb} {frame}, {package})" if package else f"{text} ({verb} {frame})"
+        if calls := signal.values.get("calls"):  # read as "(cut in <frame>) -> <the function it was calling>"
+            text = f"{text} -> {calls}"
         if statement := signal.values.get("source_line") or signal.values.get("statement"):
             text = f"{text}: {statement}"
         found = chains.family(text)
