@@ -51,7 +51,7 @@ GPU_INDEX = re.compile(r"\bGPU\s?#?(\d)\b")
 # vLLM: "GPU KV cache usage: %.1f%%" (stat line), vllm:gpu_cache_usage_perc / vllm:kv_cache_usage_perc
 # (metrics), the dashboard's "Cache Utilization" panel ("GPU Cache Usage"); SGLang: "token usage: %.2f"
 # ... and a bare "cache" right after its percentage ("close to 100% cache"), not a hit rate's
-KV = re.compile(r"\bKV[ -]?cache(?: usage| utili[sz]ation| occupancy| util)?\b|\b(?:gpu|kv)_cache_usage(?:_perc)?\b|"
+KV = re.compile(r"\bKV[ -]?cache(?: usage| utili[sz]ation| occupancy| util)?\b|\bKV (?:usage|utili[sz]ation|occupancy)\b|\b(?:gpu|kv)_cache_usage(?:_perc)?\b|"
                 r"\bGPU Cache Usage\b|\bCache Utili[sz]ation\b|\btoken[ _]usage\b|(?<=%\s)(?:GPU\s)?cache\b(?![ -]hit)", re.I)
 KV_FULL = re.compile(r"\b(?:(?:is|was|gets?|got|becomes?|became|stays?|remains?|almost|nearly|completely|totally|always) full|fills? up|"
                      r"filled up|exhausted|saturated|maxed(?: out)?|runs? out|running out|ran out|no (?:free )?(?:room|space|blocks?)|"
@@ -70,7 +70,7 @@ PREEMPT = re.compile(r"\bpreempt\w*|\bswapp(?:ed|ing) out\b|\bretract\w*", re.I)
 COUNT_WORDS = {w: n for n, w in enumerate("two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
                                           "seventeen eighteen nineteen twenty".split(), 2)}
 _COUNT = r"(\d+|" + "|".join(COUNT_WORDS) + r")"
-PREEMPTIONS = re.compile(r"(?<![\w.])" + _COUNT + r"\s(?:preemptions?|requests? (?:were |are )?preempted)|(?:Preemptions|num_preemptions(?:_total)?)\s?[:=]?\s?(\d+)|"
+PREEMPTIONS = re.compile(r"(?<![\w.])" + _COUNT + r"\s(?:preemptions?|requests? (?:were |are )?preempted)|(?:Preemptions|num_preemptions(?:_total)?)(?: detected| observed| seen| happened| occurred)?\s?[:=]?\s?(\d+)|"
                          r"\bpreempted (\d+) times\b|(?:^|;\s)#?(?:preempt|preempted|preempts)\s(\d+)(?:;|$)", re.I)
 # vLLM "Prefix cache hit rate: %.1f%%", vllm:prefix_cache_hits / prefix_cache_queries, gpu_prefix_cache_hit_rate;
 # SGLang "cache hit rate", sglang:cache_hit_rate, "#cached-token: %d"
@@ -116,14 +116,21 @@ REASONS = (
     ("applications_clocks_setting", re.compile(r"\bApplications?[ _]Clocks?[ _]Setting\b", re.I)),
     ("thermal", re.compile(r"\bthermal(?:ly)?[ -](?:throttl\w*|slowdown)|\bthrottl\w* (?:due to|from|by|because of) (?:heat|temperature)|\boverheat\w*", re.I)),
 )
-THROTTLE = re.compile(r"\bthrottl\w*|\bclocks? (?:speed |frequency )?(?:is |are |gets? |got )?(?:capped|limited|held|drops?|dropped|stuck|locked|reduced)\b|"
+# (the clock by its tools' names too: rocm-smi's SCLK, amdgpu's GFXCLK in pp_dpm_sclk / gpu_metrics)
+THROTTLE = re.compile(r"\bthrottl\w*|\b(?:clocks?|SCLK|GFXCLK) (?:speed |frequency )?(?:is |are |stays? |remains? |sits? |gets? |got )?"
+                      r"(?:capped|limited|held|drops?|dropped|stuck|locked|reduced)\b|"
                       r"\b(?:clocks?|thermal|power|frequency)\s(?:\w+\s)?slowdown\b|"  # (a bare "6x slowdown" is the speed's)
                       # a power state the GPU does not leave under load ("GB10 low-power stuck-state", "stuck in P8")
-                      r"\blow[- ]power (?:stuck[- ])?(?:state|mode)\b|\bstuck (?:in|at) (?:a |the )?(?:low[- ]power|low clocks?|P[5-8]\b|idle clocks?)", re.I)
+                      r"\blow[- ]power (?:stuck[- ])?(?:state|mode)\b|\bstuck (?:in|at) (?:a |the )?(?:low[- ]power|low clocks?|P[5-8]\b|idle\b)|"
+                      # a Jetson's nvpmodel power mode, named by its watts ("the 30W power mode", "power mode from 30W to MAXN"):
+                      # a power budget below MAXN caps the GPU clock (jetson_clocks / nvpmodel -m 0 lift it)
+                      r"\b\d+\s?W (?:power )?mode\b|\bpower mode (?:from |is |was |set to |of |at )?\d+\s?W\b|\bnvpmodel\b", re.I)
 GPU_CONTEXT = re.compile(r"\b(?:GPUs?|clocks?|MHz|SM|thermal|power|temperature|nvidia-smi|cards?)\b|°C", re.I)
 SECTION_TITLE = re.compile(r"\bclocks?[_ ](?:event|throttle)[_ ]reasons\b(?:\.\w+)*", re.I)
 INACTIVE = re.compile(r"^\W{0,6}(?:not active|inactive|no\b|none\b|0 samples|never|false\b)", re.I)
-NEGATED = re.compile(r"\b(?:no|not|never|without|zero)\s(?:\w+\s)?(?:(?:or|nor)\s(?:the\s)?)?$", re.I)  # "not bandwidth or the power cap"
+# "not bandwidth or the power cap"; a reading set under the point where a reason starts ("70-76 °C, well below thermal
+# throttle (80 °C)") says the reason is not reached ("under" is not one: "under thermal throttling" is in it)
+NEGATED = re.compile(r"\b(?:no|not|never|without|zero|below|beneath)\s(?:\w+\s)?(?:(?:or|nor)\s(?:the\s)?)?$", re.I)
 # the host CPU: the API server, tokenizer or scheduler holding the GPU back
 # ... and a reading either side of its name: "the CPU utilization of the python process reaches 100%", "the
 # llama-server process has 100% CPU usage" (top's %CPU column, psutil's cpu_percent: 100 is one core held busy)
@@ -152,6 +159,11 @@ BATCH = re.compile(r"\b(?:requests?|prompts?|calls?|queries|users?)\b[^.]{0,50}?
                    r"(?:requests?|prompts?|calls?|queries|users?)\b|"
                    r"\b(?:second|next|other) (?:requests?|prompts?|calls?) (?:waits?|waited|waiting|blocks?|is blocked) (?:until|for)\b|"
                    r"\bbatching (?:does not|doesn't|is not|isn't|did not|didn't) (?:work|happen|help|improve|scale)|"
+                   # the server said not to batch what runs at once ("it interleaves concurrent decodes, it does not batch
+                   # them"), or its aggregate said flat across concurrency levels
+                   r"\b(?:does not|doesn't|do not|don't|did not|didn't|never|cannot|can't) (?:actually |really )?batch(?:es)?\b(?![ -]size)|"
+                   r"\binterleav\w* (?:\w+ ){0,3}(?:instead of|rather than) batch\w*|"
+                   r"\baggregate (?:output |token |decode )?(?:throughput |output |tok/s |speed )?(?:is |stays |remains )?flat\b|"
                    r"\b(?:throughput|tokens?/s|speed)\b[^.]{0,40}?\b(?:does not|doesn't|did not|didn't|never|won'?t) (?:scale|increase|grow|improve)\b|"
                    r"\bdoes(?: not|n't) scale with (?:concurrency|concurrent|more (?:requests|users|clients|parallel))|"
                    # a cap on how many run at once, said of the requests ("the request only capped at the --parallel n")
