@@ -1,0 +1,82 @@
+"""r-perf7: perf signals that engines and tools print, judged whether or not another part of the paste shows a
+failure. Sample lines come from the engines' sources or /work/shared/real; each test asserts the code, the evidence
+it rests on and the fix."""
+
+from __future__ import annotations
+
+from llm_doctor.logparse.tp_compare import setting_costs
+from tests.analysis import codes, only, scenario
+
+# llama.cpp llm_load_tensors (src/llama.cpp, 2024; load_tensors in src/llama-model.cpp later):
+# "%s: offloaded %d/%d layers to GPU" (/work/shared/real/other-engines/ollama-0.5.x-windows-partial-offload-29of41-runner-crash.txt:113)
+PARTIAL = "llm_load_tensors: offloaded 29/41 layers to GPU\n"
+
+
+def test_layers_left_on_the_cpu_are_named_beside_a_failure_in_another_file(tmp_path):
+    notes = "The second try crashed: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+    found = scenario(tmp_path, server_log=PARTIAL, notes_txt=notes)
+    f = only(found, "perf.low_gpu_util")
+    assert f.title == "12 of 41 layers run on the CPU: each token waits for them"
+    assert any("offloaded 29/41 layers to GPU" in line for line in f.evidence), f.evidence
+    assert f.fixes[0].command == "-ngl 41"
+    assert found[0].layer == "load"  # the failure still ranks first
+
+
+def test_every_layer_on_the_gpu_is_quiet(tmp_path):
+    log = "llm_load_tensors: offloaded 41/41 layers to GPU\n"
+    assert "perf.low_gpu_util" not in codes(scenario(tmp_path, server_log=log))
+
+
+def test_a_temperature_below_the_thermal_throttle_point_is_not_throttling(tmp_path):
+    notes = "| GPU temp | 70–76 °C | Air-cooled, well below thermal throttle (80°C) |\n"
+    assert "perf.gpu_throttled" not in codes(scenario(tmp_path, notes_md=notes))
+
+
+def test_a_gpu_said_to_throttle_from_heat_is_still_named(tmp_path):
+    notes = "nvidia-smi shows GPU 0 at 89 °C and thermal throttling, the clock drops to 1200 MHz under load.\n"
+    f = only(scenario(tmp_path, notes_md=notes), "perf.gpu_throttled")
+    assert any("thermal throttling" in line for line in f.evidence), f.evidence
+
+
+# a benchmark table of one setting off and on (doctor/logparse/tp_compare.py): the shapes people tabulate them in
+def test_a_table_with_prefix_caching_off_and_on_as_columns_names_the_off_arm(tmp_path):
+    bench = ("| TTFT p50 | prefix caching on | prefix caching off |\n"
+             "|---|---:|---:|\n"
+             "| 4k shared prefix | 310 ms | 2,950 ms |\n")
+    f = only(scenario(tmp_path, bench_md=bench), "perf.prefix_caching_off")
+    assert f.severity == "info"
+    # 2950 / 310 = 9.516
+    assert f.title.startswith("runs without prefix caching measure 9.52x slower in a benchmark table"), f.title
+    assert "prefix caching off 2,950 ms, prefix caching on 310 ms" in f.evidence[0], f.evidence
+    assert f.fixes[0].command == "--enable-prefix-caching"
+
+
+def test_a_table_with_eager_and_graphs_as_rows_names_eager_mode(tmp_path):
+    bench = ("config | Output token throughput (tok/s) | Mean TPOT (ms)\n"
+             "--|--|--\n"
+             "eager | 410.2 | 21.0\n"
+             "CUDA graphs | 655.0 | 13.9\n")
+    f = only(scenario(tmp_path, bench_md=bench), "perf.eager_mode")
+    # throughput 655.0 / 410.2 = 1.597, TPOT 21.0 / 13.9 = 1.511: the worst metric
+    assert f.title.startswith("runs without CUDA graphs (eager) measure 1.6x slower in a benchmark table"), f.title
+    assert "--enforce-eager" in f.fixes[0].summary
+
+
+def test_a_setting_whose_arms_are_within_noise_measures_no_cost():
+    bench = ("| TTFT p50 | prefix caching on | prefix caching off |\n"
+             "|---|---:|---:|\n"
+             "| short prompts | 110 ms | 121 ms |\n")
+    assert setting_costs(bench) == []  # 121 / 110 = 1.1, under COST
+
+
+def test_a_table_whose_metric_has_no_direction_measures_no_cost():
+    bench = ("| run | no cache | with cache |\n"
+             "|---|---|---|\n"
+             "| hits | 0 | 412 |\n")
+    assert setting_costs(bench) == []
+
+
+def test_the_worse_off_arm_is_measured_both_ways():
+    rows = ("| | TTFT (ms) | Output tok/s |\n|---|---|---|\n| no cache | 900 | 100 |\n| with cache | 300 | 180 |\n")
+    (c,) = setting_costs(rows)
+    assert (c.code, c.cost) == ("perf.prefix_caching_off", 3.0)  # TTFT 900 / 300 over throughput 180 / 100
