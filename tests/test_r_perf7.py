@@ -80,3 +80,22 @@ def test_the_worse_off_arm_is_measured_both_ways():
     rows = ("| | TTFT (ms) | Output tok/s |\n|---|---|---|\n| no cache | 900 | 100 |\n| with cache | 300 | 180 |\n")
     (c,) = setting_costs(rows)
     assert (c.code, c.cost) == ("perf.prefix_caching_off", 3.0)  # TTFT 900 / 300 over throughput 180 / 100
+
+
+def test_a_wider_tp_said_to_give_less_than_a_narrower_one_is_judged_per_gpu(tmp_path):
+    notes = "Measured on one node: 4067 tokens/s at tp=4 with two replicas against 2822 at tp=8 with one.\n"
+    f = only(scenario(tmp_path, notes_txt=notes), "perf.tp_mismatch")
+    # per GPU: 4067 / 4 = 1016.75 against 2822 / 8 = 352.75, 2.88x
+    assert f.title == "TP=8 is wider than the model needs: TP 4 serves 188% more per GPU"
+    assert f.fixes[0].command == "--tensor-parallel-size 4 --data-parallel-size 2"
+
+
+def test_a_wider_tp_that_scales_is_quiet(tmp_path):
+    notes = "TP=1 gives 55 tok/s and TP=2 gives 90 tok/s on the same prompt.\n"  # 90 > 1.15 x 55: the GPUs buy speed
+    assert "perf.tp_mismatch" not in codes(scenario(tmp_path, notes_txt=notes))
+
+
+def test_a_figure_with_thousands_and_decimals_is_read_whole(tmp_path):
+    notes = "tp=1 gives 1,043.54 tok/s while tp=2 gives 1,100.10 tok/s.\n"  # 1100.10 < 1.15 x 1043.54
+    f = only(scenario(tmp_path, notes_txt=notes), "perf.tp_mismatch")
+    assert any("throughput per GPU: 550.05 at TP 2, 1043.54 at TP 1" in line for line in f.evidence), f.evidence

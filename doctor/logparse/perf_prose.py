@@ -200,6 +200,15 @@ TP_NODES = re.compile(r"\b(?:tensor[ _-]?parallel\w*|TP\s?=?\s?\d+)\b[^.]{0,30}?
 # parallel split is larger than the model needs; replicas would scale by the GPUs)
 SCALING = re.compile(r"(?<![\w.])(?P<got>\d+(?:\.\d+)?)\s?x\s(?:the\s)?(?:through\s?put|speed|performance|tokens?/s|tok/s|requests?/s)\b"
                      r"[^.]{0,30}?\b(?:for|with|on|from|using)\s(?:the\s)?(?P<paid>\d+(?:\.\d+)?)\s?x\s(?:the\s)?(?:compute|GPUs|cards|nodes|hardware|devices)\b", re.I)
+# two TP sizes with a throughput each, in one sentence ("4067 tokens/s at tp=4 against 2822 at tp=8", "tp 2 gives 40
+# tok/s while tp 1 gives 55 tok/s"): the size by its flag's names, the throughput with its unit (or a bare number set
+# against one: "against 2822")
+TP_SIZE = re.compile(r"(?<![\w.-])-{0,2}(?<![\w.])(?:tp|tp_size|tensor[-_ ]parallel(?:[-_ ]size)?)\s?[=:]?\s?(\d{1,2})(?![\d.])", re.I)
+THROUGHPUT = re.compile(r"(?<![\w.])(?P<n>\d[\d,]*(?:\.\d+)?)\s?(?:\w+\s)?(?:tok(?:en)?s?/s(?:ec)?|t/s|tokens? per second|tps|"
+                        r"req(?:uest)?s?/s|QPS)(?![\w/])|"
+                        r"\b(?:against|versus|vs\.?|compared (?:to|with))\s(?:~|about\s)?(?P<bare>\d[\d,]*(?:\.\d+)?)(?![\d.,]|\s?(?:%|x\b|ms|s\b|GB|GiB|MB|GPUs?|cards?))",
+                        re.I)
+NO_MORE = 1.15  # a wider TP giving at most this many times a narrower one's throughput: the added GPUs buy nothing
 SCALING_SHARE = 0.85  # under this share of the GPUs added, served throughput does not keep up with them
 # the batch cap by the engine's own flag name, set to a number: vLLM max_num_seqs, SGLang max_running_requests, TGI
 # --max-batch-size (the env spelling MAX_NUM_SEQS=4 of a recipe too; perf.batching judges the value)
@@ -380,7 +389,7 @@ def statements(source: str, text: str) -> list[PerfStatement]:
             continue
         out += [s for s in (_kv(sentence), _prefix(sentence), _latency(sentence), _throttle(sentence), _cpu(sentence),
                             _layers(sentence) or _offload_gb(sentence) or _gpu_util(sentence), _batching(sentence) or _batch_cap(sentence), _memory(sentence), _eager(sentence)) if s is not None]
-        out += _tp_slower(sentence)
+        out += [pair] if (pair := _tp_pair(sentence)) is not None else _tp_slower(sentence)
         if (link := _busbw(sentence)) is not None and not any(st.code == link.code and st.where == link.where for st in out):
             out.append(link)
         if len(out) >= MAX_STATEMENTS:
@@ -479,7 +488,7 @@ def _cells(raw: str) -> list[str] | None:
 
 ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, SPEED, TIME_FOR_TOKENS, THROTTLE, CPU, OFFLINE_PATH, GPU_UTIL, PREEMPT,
                                                               BATCH, AT_ONCE, TP_SLOWER, SCALING, IDLE_GPUS, TP_NODES, NO_GAIN, MEMORY_SHARE, CURE_SHARE, CPU_OFFLOAD, LAYERS, EAGER, BATCH_CAP, LINK_SLOW,
-                                                              BUSBW_TERM, CAPTURE_WORDS, KEEP_ALIVE))
+                                                              BUSBW_TERM, CAPTURE_WORDS, KEEP_ALIVE, TP_SIZE))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 MAX_TERM_LINES = 1000  # different lines holding a term literal: a person's text has a few, the rest of a log is not read
@@ -558,7 +567,9 @@ def _count(m: re.Match[str]) -> float:
 
 
 def _number(x: str) -> float:
-    return float(x.replace(",", "") if x.count(",") and len(x.split(",")[-1]) == 3 else x.replace(",", "."))
+    """A figure as people write it: "1,043.54" and "13,285" (thousands), "0,95" (a decimal comma)."""
+    thousands = "." in x or (x.count(",") and len(x.split(",")[-1]) == 3)
+    return float(x.replace(",", "") if thousands else x.replace(",", "."))
 
 
 def _statement(code: str, s: _Sentence, measures: dict[str, float] | None = None, gpu: Gpu | None = None) -> PerfStatement:
@@ -998,6 +1009,23 @@ def _gbs(m: re.Match[str]) -> float:
     """A bandwidth figure in GB/s: bits (Gb/s, Gbps, a NIC's rating) are an eighth of it."""
     value = _number(m.group(1))
     return round(value / 8 if m.group(2)[1] == "b" else value, 3)
+
+
+def _tp_pair(s: _Sentence) -> PerfStatement | None:
+    """A wider TP that gives at most NO_MORE times the throughput of a narrower one, said with both figures: the extra
+    GPUs go to all-reduces, and replicas of the narrower TP would serve more (perf.parallelism judges the per-GPU
+    figures as it judges a benchmark table's). A wider TP that scales is a healthy trade of GPUs for latency: none."""
+    sizes = [(m.start(), int(m.group(1))) for m in TP_SIZE.finditer(s.text)]
+    tputs = [(m.start(), _number(m.group("n") or m.group("bare"))) for m in THROUGHPUT.finditer(s.text)]
+    if len(sizes) != 2 or len(tputs) != 2 or sizes[0][1] == sizes[1][1] or min(v for _, v in tputs) <= 0:
+        return None
+    (_, tp_a), (_, tp_b) = sizes
+    (_, v_a), (_, v_b) = tputs  # paired in the order they are said
+    (narrow, v_narrow), (wide, v_wide) = sorted(((tp_a, v_a), (tp_b, v_b)))
+    if v_wide > NO_MORE * v_narrow:
+        return None
+    return _statement("perf.tp_mismatch", s, {"tp_wide": float(wide), "tp_narrow": float(narrow),
+                                              "per_gpu_wide": round(v_wide / wide, 3), "per_gpu_narrow": round(v_narrow / narrow, 3)})
 
 
 def _tp_slower(s: _Sentence) -> list[PerfStatement]:
