@@ -143,7 +143,10 @@ CPU = re.compile(r"\bCPU[- ]bound\b|\bCPU[- ]bottleneck\w*|\bbottleneck (?:is|wa
                  r"\b(?:scheduler|scheduling|Python|host|CPU)[ -](?:side )?overhead\b[^.]{0,30}?\b(?:dominat\w*|is the bottleneck|takes most)|\b(?:de)?tokeni[sz]\w*\b[^.]{0,30}?\b(?:takes? (?:most|the majority|\d+\s?%)|"
                  r"dominat\w*|is the bottleneck)|\bpegg(?:ed|ing|s)\b[^.]{0,30}?\b(?:process|thread|core)\b|\bbottleneck\w* (?:on|by|in) (?:the )?(?:CPU|tokeni[sz]\w+|API server)\b|"
                  + _CPU_TERM + r"[^.]{0,40}?\b(?:(?:at|pegged at|stays? at|maxed at|hits?|uses?|using)\s(?:~|about\s|around\s)?(?:\d|max|full)|100\s?%)|"
-                 + _CPU_TERM + r"[^.%]{0,60}?\b(?:9\d|100)(?:\.\d+)?\s?%|\b(?:9\d|100)(?:\.\d+)?" + _CPU_AFTER, re.I)
+                 + _CPU_TERM + r"[^.%]{0,60}?\b(?:9\d|100)(?:\.\d+)?\s?%|\b(?:9\d|100)(?:\.\d+)?" + _CPU_AFTER + "|"
+                 # more compute threads than cores: hyperthreads (logical cores) oversubscribed, the threads share cores
+                 r"\boversubscri\w*\b[^.]{0,60}?\b(?:threads?|cores?|CPUs?)\b|\b(?:threads?|cores?|CPUs?|hyper-?thread\w*)\b[^.]{0,60}?\boversubscri\w*|"
+                 r"\b(?:logical|physical) (?:cores|CPUs|processors)\b[^.]{0,40}?\b(?:instead of|rather than) (?:the )?(?:logical|physical) (?:cores|CPUs)\b", re.I)
 # the engine's API server against its offline path on the same GPU ("the `LLM` class reaches 90~100% GPU utilization,
 # while the API server can only utilize 50%"): what differs is the server's Python work (HTTP, detokenising, scheduling)
 SERVER_PATH = re.compile(r"\b(?:API server|api_server|OpenAI[- ](?:compatible |API )?server|online serv\w+|FastAPI|HTTP server)\b", re.I)
@@ -152,7 +155,7 @@ PATH_GAP = re.compile(r"\b(?:only|slower|lower|less|half|fewer)\b|(?<![\w.])\d+(
 CPU_PERCENT = re.compile(_CPU_TERM + r"[^.%]{0,60}?" + _NUM + r"\s?%|" + _NUM + _CPU_AFTER, re.I)
 # requests served one at a time, not batched: the scheduler's cap (vLLM max_num_seqs, SGLang max_running_requests,
 # llama-server's --parallel slots) or a client that sends one request at a time
-BATCH = re.compile(r"\b(?:requests?|prompts?|calls?|queries|users?)\b[^.]{0,50}?\b(?:one (?:request )?at a time|one by one|one after (?:the )?other|"
+BATCH = re.compile(r"\b(?:requests?|prompts?|calls?|queries|users?)\b[^.]{0,50}?\b(?:one (?:request )?at a time|one by one|one after (?:the )?other|one after another|"
                    r"sequentially|serially|serialized|in series)\b|\bnot (?:being )?batched\b|\bno (?:continuous |dynamic )?batching\b|"
                    r"\bone (?:request|prompt|generation|query|completion) at a time\b|"
                    r"(?:\bnot|n't) (?:\w+ )?(?:handle|process|serve|support|run)\w* (?:\w+ )?(?:concurrent|parallel|simultaneous|multiple) "
@@ -165,6 +168,9 @@ BATCH = re.compile(r"\b(?:requests?|prompts?|calls?|queries|users?)\b[^.]{0,50}?
                    r"\binterleav\w* (?:\w+ ){0,3}(?:instead of|rather than) batch\w*|"
                    r"\baggregate (?:output |token |decode )?(?:throughput |output |tok/s |speed )?(?:is |stays |remains )?flat\b|"
                    r"\b(?:throughput|tokens?/s|speed)\b[^.]{0,40}?\b(?:does not|doesn't|did not|didn't|never|won'?t) (?:scale|increase|grow|improve)\b|"
+                   # the same throughput at any concurrency ("stays the same whether 1 or 8 clients send requests")
+                   r"\b(?:throughput|tokens?/s|tok/s|QPS|speed)\b[^.]{0,40}?\b(?:stays?|remains?|is|was|stayed|remained) (?:about |roughly )?(?:the same|flat|unchanged)\b"
+                   r"[^.]{0,40}?\b(?:concurren\w*|clients?|users?|streams?|parallel|requests)\b|"
                    r"\bdoes(?: not|n't) scale with (?:concurrency|concurrent|more (?:requests|users|clients|parallel))|"
                    # a cap on how many run at once, said of the requests ("the request only capped at the --parallel n")
                    r"\b(?:requests?|concurren(?:cy|t requests?))\b[^.]{0,30}?\b(?:only |always |never (?:gets? )?(?:past|above) )?capped at\b", re.I)
@@ -500,7 +506,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "ms/tok", "throttl", "slowdown", "clock", "power", "thermal", "overheat", "cpu",
                  "core", "pegg", "gil", "overhead", "bottleneck", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
-                 "concurrent", "simultaneous", "wait", "capped at",
+                 "concurrent", "simultaneous", "wait", "capped at", "oversubscri", "hyperthread", "hyper-thread", "physical cores", "logical cores",
                  "tp=", "tp ", "tp2", "tp4", "tp8", "multi", "idle", "unused", "only use", "only utili", "only gpu", "only one", "only runs", "nodes", "machines", "x the", "through put", "throughput", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
                  "memory-fraction", "cache_max_entry", "cache-max-entry", "free_gpu_mem", "memory_utili", "memory-utili", "memory utili", "offload_gb", "offload-gb", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce", "root complex", "root-complex", "host bridge", "socket", "numa",
                  "change", "same ", "similar ", "second", "cudagraph", "cuda_graph", "cuda-graph", "keep_alive", "keep-alive", "keep alive", "busbw", "bus bandwidth", "bus-bandwidth", "_perf", "low-power", "low power", "stuck", "offline", "`llm`", "llm class", ".generate", "no better", "no higher", "no speed", "no gain")
