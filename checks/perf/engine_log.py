@@ -1,6 +1,6 @@
 """Performance signals an engine log states by itself (no live GPU needed): the KV cache running
-full (SGLang retracting decodes, vLLM preempting sequences), llama.cpp running on the CPU (0 layers
-offloaded while a GPU is there, sampling slower than the model, more threads than the host has),
+full (SGLang retracting decodes, vLLM preempting sequences), llama.cpp bound by the CPU (sampling slower
+than the model, more threads than the host has; where its layers went is perf.gpu_offload's),
 and CUDA graphs turned off (or captured only up to a ceiling the decode steps outgrow). Judged from log
 events only, so an offline `analyze` gives them too."""
 
@@ -24,14 +24,14 @@ SAMPLING_SHARE = 0.1
 HEADROOM = 0.92  # the memory fraction a fix raises to at most (perf.kv_cache_metrics keeps the same bound)  # sampling above 10% of a token's time: the sampler, not the model, is the cost
 
 
-@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "ollama_cpu_share", "threads", "sampling_time", "eval_time", "enforce_eager", "graph_capture_truncated", "graph_capture_decode"], any_of=("logs", "deployment"), running=True)
+@check("perf.engine_log", "perf", codes=["perf.kv_cache_pressure", "perf.low_gpu_util", "perf.cpu_bound", "perf.eager_mode"], events=["decode_retract", "preemption", "offload_layers", "threads", "sampling_time", "eval_time", "enforce_eager", "graph_capture_truncated", "graph_capture_decode"], any_of=("logs", "deployment"), running=True)
 def engine_log(facts: Facts, log: LogView | None) -> Outcome:
     """The log shows no KV-cache thrashing, CPU-bound generation or disabled CUDA graphs (a launch command
     alone, no log: its CUDA graph flag)."""
     if log is None:
         found = [f for f in (_weights_offloaded(facts), _eager(facts, None)) if f]
         return Outcome(found, "" if found else "the launch command keeps CUDA graphs on")
-    findings = [f for f in (_kv_pressure(facts, log), _no_offload(facts, log) or _weights_offloaded(facts), _cpu_bound(facts, log),
+    findings = [f for f in (_kv_pressure(facts, log), _weights_offloaded(facts), _cpu_bound(facts, log),
                             _eager(facts, log) or _capture_ceiling(facts, log) or _decode_graph_gap(facts, log)) if f]
     return Outcome(findings, "" if findings else "no performance signal in the log")
 
@@ -60,61 +60,6 @@ def _kv_pressure(facts: Facts, log: LogView) -> Finding | None:
         fixes.append(Fix("More KV cache per request: fewer concurrent sequences, more GPU memory for the cache, or more GPUs (TP)"))
     return Finding("perf.kv_cache_pressure", f"the KV cache runs full: requests were retracted/preempted {total} times",
                    le.evidence(found) + [f"{total} retractions/preemptions in the log"], fixes)
-
-
-def _no_offload(facts: Facts, log: LogView) -> Finding | None:
-    found = [e for e in log.events("offload_layers") if isinstance(e.values.get("offloaded"), int) and isinstance(e.values.get("layers"), int)]
-    zero = [e for e in found if e.values["offloaded"] == 0]
-    if zero:  # any load that ran on the CPU (a pasted log often holds the slow attempt and the fixed one)
-        layers = int(zero[0].values["layers"])  # type: ignore[call-overload]
-        return Finding("perf.low_gpu_util", "no layer is offloaded to the GPU: the model runs on the CPU",
-                       le.evidence(zero[:1]), [Fix(f"Offload all {layers} layers to the GPU", f"-ngl {layers + 1}")],
-                       explains=["perf.cpu_bound", "perf.high_latency"])
-    partial = [e for e in found if e.values["offloaded"] < e.values["layers"]]  # type: ignore[operator]
-    m = facts.metrics
-    planned = m.values if m and "offload_layers_model" in m.values else {}
-    if partial:
-        last = partial[-1]
-        done, layers = int(last.values["offloaded"]), int(last.values["layers"])  # type: ignore[call-overload]
-        evidence = le.evidence([last])
-    elif planned and planned["offload_layers_gpu"] < planned["offload_layers_model"]:
-        # Ollama's own plan ("offload to cuda ... layers.model=43 layers.offload=42"), when the runner's
-        # "offloaded 42/43 layers" line is not in the paste
-        done, layers = int(planned["offload_layers_gpu"]), int(planned["offload_layers_model"])
-        evidence = [m.raw["offload"]] if m.origin == "prose" and "offload" in m.raw else [  # type: ignore[union-attr]
-            f"Ollama offloads {done} of the model's {layers} layers to the GPU"]
-    else:
-        return _ollama_on_cpu(facts, log)
-    # Ollama takes the layer count as its num_gpu option (a Modelfile line, or the request's options), llama.cpp as -ngl
-    command = f"PARAMETER num_gpu {layers}" if le.engine(facts) == "ollama" else f"-ngl {layers}"
-    need, have = (m.values.get("offload_required_gib"), m.values.get("offload_available_gib")) if m else (None, None)
-    if need and have:
-        evidence.append(f"the model needs {need:g} GiB on the GPU for all layers, {have:g} GiB are free: "
-                        f"{need - have:.1f} GiB short" + (f" ({m.raw['offload']})" if m and "offload" in m.raw else ""))
-        fix = Fix(f"Make the whole model fit: free {need - have:.1f} GiB of GPU memory (a shorter context, a smaller "
-                  f"quantization, or a GPU with at least {need:g} GiB), then offload all {layers} layers", command)
-    else:
-        fix = Fix(f"Offload all {layers} layers once they fit (a shorter context or a smaller quantization frees GPU memory)",
-                  command)
-    return Finding("perf.low_gpu_util", f"{layers - done} of {layers} layers run on the CPU: each token waits for them",
-                   evidence, [fix], explains=["perf.cpu_bound", "perf.high_latency"])
-
-
-def _ollama_on_cpu(facts: Facts, log: LogView) -> Finding | None:
-    """`ollama ps` says how much of the loaded model runs on the CPU ("100% CPU", "36%/64% CPU/GPU"):
-    Ollama puts on the GPU only the layers that fit with the KV cache of the model's num_ctx."""
-    # a bare "100% CPU" is Ollama's only in an Ollama paste (elsewhere it is `top` or prose about the host)
-    ollama = le.engine(facts) == "ollama"
-    found = [e for e in log.events("ollama_cpu_share") if ollama or not e.values.get("all_cpu")]
-    if not found:
-        return None
-    v = found[-1].values
-    cpu = 100 if v.get("all_cpu") else int(v.get("cpu") or 0)  # type: ignore[call-overload]
-    fixes = [Fix("Lower num_ctx (the KV cache grows with it) or pick a smaller quantization, until `ollama ps` says 100% GPU",
-                 "ollama ps")]
-    return Finding("perf.low_gpu_util", f"Ollama runs {cpu}% of the model on the CPU: each token waits for it",
-                   le.evidence(found[-1:]), fixes,
-                   explains=["perf.cpu_bound", "perf.high_latency"])
 
 
 def _weights_offloaded(facts: Facts) -> Finding | None:

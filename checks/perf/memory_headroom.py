@@ -58,7 +58,7 @@ def memory_headroom(facts: Facts, log: LogView | None) -> Outcome:
     if cured:
         return Outcome([_cured(facts, cured)])
     if cfg is None or cfg.gpu_memory_utilization is None:
-        raise NotApplicable("the memory fraction (gpu_memory_utilization / mem_fraction_static) is not known")
+        return _said_share(facts, cfg)
     util = memory_share(cfg)
     given = _given(cfg, util)
     serving = _serving_oom(cfg, log)
@@ -117,6 +117,30 @@ def _overcommit_oom(facts: Facts, cfg, e) -> Finding:
                     Fix("If the KV cache then gets too small, cap the batch (max-num-batched-tokens / chunked prefill, "
                         "max-num-seqs) or use an fp8 KV cache rather than squeezing headroom")],
                    explains=["load.runtime_oom"])
+
+
+def said_high(facts: Facts) -> list[PerfStatement]:
+    """The text's own settings of the share at LIMIT or above (`--gpu-memory-utilization=0.95` quoted in a report, a
+    config line), where no launch command or engine log gives it."""
+    return [s for s in facts.stated if s.code == "perf.memory_overcommitted" and s.measures.get("memory_share", 0) >= LIMIT]
+
+
+def _said_share(facts: Facts, cfg) -> Outcome:
+    """The share as the text sets it: judged by the same limit as the engine's arguments (the OOM the log shows, if
+    any, stays the failure and ranks first; this is the setting beside it)."""
+    said = said_high(facts)
+    if not said:
+        raise NotApplicable("the memory fraction (gpu_memory_utilization / mem_fraction_static) is not known")
+    share = max(s.measures["memory_share"] for s in said)
+    engine = (cfg.engine if cfg is not None else "") or "vllm"
+    safe = SAFE.get(engine, 0.90)
+    return Outcome([Finding(
+        "perf.memory_overcommitted", f"the memory share is set to {share:g}: no headroom for activation peaks, CUDA graphs and NCCL",
+        [f"{s.where}: {s.text}" for s in said[:MAX_QUOTED]]
+        + ["the share as the text sets it: the engine's own arguments are not in the input"],
+        [Fix(f"Leave headroom: {safe:g} is the engine's safe range", f"{fv.flag('mem', engine)} {safe:.2f}"),
+         Fix("If the KV cache then gets too small, shorten the context or use an fp8 KV cache rather than squeezing headroom")],
+        tier=STATEMENT)])
 
 
 def cures(facts: Facts) -> list[PerfStatement]:

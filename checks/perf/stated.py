@@ -12,7 +12,7 @@ healthy ("GPU utilisation is 85 %", "CPU at 40 %") stays quiet.
 from __future__ import annotations
 
 from llm_doctor.checks.load import log_events as le
-from llm_doctor.checks.perf import cpu, throttle, utilization
+from llm_doctor.checks.perf import cpu, memory_headroom, throttle, utilization
 from llm_doctor.checks.perf import facts_view as fv
 from llm_doctor.checks.perf.kv_cache import FULL
 from llm_doctor.engine import check
@@ -83,6 +83,16 @@ WHICH = {
 }
 
 
+# a setting a benchmark table measures off and on (doctor/logparse/tp_compare.py): what the off arm is, and the fix
+COSTED = {
+    "perf.prefix_caching_off": ("runs without prefix caching", Fix(
+        "Turn prefix caching on where requests share a prefix (vLLM --enable-prefix-caching, on by default in V1; SGLang: "
+        "drop --disable-radix-cache), then check its hit rate", "--enable-prefix-caching")),
+    "perf.eager_mode": ("runs without CUDA graphs (eager)", Fix(
+        "Drop --enforce-eager (SGLang --disable-cuda-graph) so the engine captures CUDA graphs")),
+}
+
+
 def _capture_fix(said: list[PerfStatement]) -> Fix:
     """A capture ceiling said raised with a speed-up: the ceiling that helped is the fix (vLLM
     --max-cudagraph-capture-size, SGLang --cuda-graph-max-bs)."""
@@ -111,8 +121,13 @@ def stated(facts: Facts) -> Outcome:
                       "-1 keeps it): set it on the server, or per request with \"keep_alive\"", "OLLAMA_KEEP_ALIVE=-1")
         if code == "perf.eager_mode" and any("capture_raised" in s.measures for s in said):
             what, fix = "decode batches above the CUDA graph capture ceiling are said to run eager", _capture_fix(said)
+        costed = max((s.measures["setting_cost"] for s in said if "setting_cost" in s.measures), default=None)
+        if costed is not None and code in COSTED:
+            what, fix = f"{COSTED[code][0]} measure {costed:g}x slower in a benchmark table", COSTED[code][1]
+            said = sorted(said, key=lambda s: "setting_cost" not in s.measures)  # the measured table first
         evidence = [f"{s.where}: {s.text}" for s in said[:MAX_QUOTED]]
-        evidence.append("stated in words: the figures a fix is computed from (the engine's own) are not in the input")
+        evidence.append("a benchmark table of the setting off and on: how the server runs now is not in the input" if costed is not None
+                        else "stated in words: the figures a fix is computed from (the engine's own) are not in the input")
         # this check runs only where the log does not show the engine failed (running=True): a failure no rule places
         # beside it is what the person quoted of the perf problem they state (vLLM's "not supported on more than two
         # PCIe-only GPUs" inside a sentence on a slow link), and the statement places it
@@ -121,7 +136,7 @@ def stated(facts: Facts) -> Outcome:
     return Outcome(findings, "" if findings else f"{len(facts.stated)} stated perf measure(s), judged by their checks")
 
 
-# the log events perf.engine_log judges each code by: where the log shows them, that check speaks for the code
+# the log events perf.engine_log (perf.gpu_offload: the layers) judges each code by: where the log shows them, that check speaks for the code
 LOGGED = {"perf.kv_cache_pressure": {"decode_retract", "preemption"}, "perf.cpu_bound": {"threads", "sampling_time", "eval_time", "ollama_cpu_share"},
           "perf.low_gpu_util": {"offload_layers", "ollama_cpu_share"}, "perf.eager_mode": {"enforce_eager"}}
 
@@ -137,6 +152,8 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
     m = facts.metrics if facts.metrics is not None and facts.metrics.available else None
     v = m.values if m else {}
     x = s.measures
+    if "setting_cost" in x:  # a table of the setting off and on: no check reads the arms, the statement reports them
+        return False
     if facts.logs is not None and any(e.kind in LOGGED.get(s.code, ()) and _judges(facts, e) for e in facts.logs.events):
         return True
     if s.code == "perf.kv_cache_pressure":
@@ -162,7 +179,8 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
             "max_num_seqs" in x and cfg is not None and cfg.is_set("max_num_seqs"))
     if s.code == "perf.memory_overcommitted":  # perf.memory_headroom judges the share the deployment holds, and an OOM tied to it
         cfg = fv.maybe_deployment(facts)
-        return bool(s.measures.get("oom_cured")) or (cfg is not None and cfg.gpu_memory_utilization is not None)
+        return bool(s.measures.get("oom_cured")) or (cfg is not None and cfg.gpu_memory_utilization is not None) or (
+            s in memory_headroom.said_high(facts))
     if s.code == "perf.slow_interconnect":  # perf.interconnect judges the topology, and an nccl-tests bandwidth said in words
         g = fv.maybe_gpus(facts)
         return (g is not None and bool(g.topology)) or "busbw_gbs" in x
@@ -173,5 +191,5 @@ def _judged(facts: Facts, s: PerfStatement) -> bool:
         return "per_gpu_narrow" in x
     if s.code == "perf.low_gpu_util":
         return "cpu_offload_gb" in x or ("gpu_util_percent" in x and x["gpu_util_percent"] >= utilization.LOW) or fv.maybe_gpus(facts) is not None or (
-            "offload_layers_model" in x and "offload_layers_model" in v)  # perf.engine_log judges the layers on the CPU
+            "offload_layers_model" in x and "offload_layers_model" in v)  # perf.gpu_offload judges the layers on the CPU
     return False

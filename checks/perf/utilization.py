@@ -5,32 +5,43 @@ NVML utilization is the share of the sample period in which a kernel ran; sample
 something: too few concurrent requests to batch, a batch cap, the CPU, or the interconnect. The
 queue says which: requests waiting means the engine holds them back (batching), none waiting
 means the clients send too little. Judged only with evidence that requests run (/metrics, or the
-load probe), since an idle server is rightly idle.
+load probe), since an idle server is rightly idle. A GGUF runner (llama.cpp, Ollama) that keeps layers on the CPU
+makes the GPU wait for them on every token: its load lines say so without any sample.
 """
 
 from __future__ import annotations
 
+from llm_doctor.checks.load import log_events as le
 from llm_doctor.checks.perf import facts_view as fv
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
 from llm_doctor.findings import Finding, Fix, NotApplicable, Outcome
+from llm_doctor.logview import LogView
 
 LOW = 50.0
 WORKED = 10.0  # a sample this busy is work, not an idle GPU's noise (0-3%)
 SERIES = 3  # samples that make a series: a monitor left running, not one reading
 
 
-@check("perf.gpu_offload", "perf", codes=["perf.low_gpu_util"], needs=("deployment",))
-def gpu_offload(facts: Facts) -> Outcome:
-    """llama.cpp is told to put layers on the GPU (not -ngl 0)."""
-    cfg = fv.deployment(facts)
-    if not (cfg.engine == "llamacpp" and cfg.n_gpu_layers == 0 and cfg.is_set("n_gpu_layers")):
-        return Outcome(detail="layers are offloaded to the GPU" if cfg.engine == "llamacpp" else f"{cfg.engine}: runs on the GPU")
-    gpus = facts.gpus.gpus if facts.gpus and facts.gpus.available else []
-    return Outcome([Finding("perf.low_gpu_util", "llama.cpp is told to offload no layer (-ngl 0): the model runs on the CPU",
-                            [f"n_gpu_layers=0 ({cfg.sources.get('n_gpu_layers')})"]
-                            + ([f"{len(gpus)} GPU(s) present: {gpus[0].name}"] if gpus else []),
-                            [Fix("Offload every layer to the GPU", "-ngl 999")], explains=["perf.cpu_bound"])])
+@check("perf.gpu_offload", "perf", codes=["perf.low_gpu_util"], events=["offload_layers", "ollama_cpu_share"],
+       any_of=("logs", "deployment"))
+def gpu_offload(facts: Facts, log: LogView | None) -> Outcome:
+    """The layers are on the GPU: llama.cpp is not told -ngl 0, and the engine's own load lines (llama.cpp's
+    "offloaded N/M layers", Ollama's offload plan and `ollama ps`) put every layer there. Where the layers went is
+    decided at load, so it is judged whether or not the log also shows a later failure: a model split with the CPU
+    runs slowly whenever it runs, and a failure found in the same paste ranks before it."""
+    cfg = fv.maybe_deployment(facts)
+    if cfg is not None and cfg.engine == "llamacpp" and cfg.n_gpu_layers == 0 and cfg.is_set("n_gpu_layers"):
+        gpus = facts.gpus.gpus if facts.gpus and facts.gpus.available else []
+        return Outcome([Finding("perf.low_gpu_util", "llama.cpp is told to offload no layer (-ngl 0): the model runs on the CPU",
+                                [f"n_gpu_layers=0 ({cfg.sources.get('n_gpu_layers')})"]
+                                + ([f"{len(gpus)} GPU(s) present: {gpus[0].name}"] if gpus else []),
+                                [Fix("Offload every layer to the GPU", "-ngl 999")], explains=["perf.cpu_bound"])])
+    found = _no_offload(facts, log) if log is not None else None
+    if found:
+        return Outcome([found])
+    engine = (cfg.engine if cfg else "") or le.engine(facts)
+    return Outcome(detail="layers are offloaded to the GPU" if engine == "llamacpp" else f"{engine or 'the engine'}: runs on the GPU")
 
 
 @check("perf.gpu_utilization", "perf", codes=["perf.low_gpu_util"], needs=("gpus",), running=True, per_node=True)
@@ -91,3 +102,68 @@ def _bursts_finding(g, mine, mean: float, evidence: list[str]) -> Finding:
                    [Fix("Find what the GPU waits on: requests queued behind a batch cap (Waiting > 0 in the engine's stat "
                         "lines), too few concurrent requests, or a saturated CPU (the API server or tokenizer at 100% in top)",
                         "llm-doctor run --sample 10 --probe-load 16")])
+
+
+def _loads(facts: Facts, log: LogView) -> list:
+    """The "offloaded N/M layers" lines of the judged run, else of the last run that loaded layers: a paste's
+    failure can sit in another start (or another attached file) than the load that placed the layers."""
+    found = log.events("offload_layers")
+    if found or facts.logs is None:
+        return found
+    every = [e for e in facts.logs.events if e.kind == "offload_layers"]
+    return [e for e in every if e.run == max(e.run for e in every)] if every else []
+
+
+def _no_offload(facts: Facts, log: LogView) -> Finding | None:
+    found = [e for e in _loads(facts, log) if isinstance(e.values.get("offloaded"), int) and isinstance(e.values.get("layers"), int)]
+    zero = [e for e in found if e.values["offloaded"] == 0]
+    if zero:  # any load that ran on the CPU (a pasted log often holds the slow attempt and the fixed one)
+        layers = int(zero[0].values["layers"])  # type: ignore[call-overload]
+        return Finding("perf.low_gpu_util", "no layer is offloaded to the GPU: the model runs on the CPU",
+                       le.evidence(zero[:1]), [Fix(f"Offload all {layers} layers to the GPU", f"-ngl {layers + 1}")],
+                       explains=["perf.cpu_bound", "perf.high_latency"])
+    partial = [e for e in found if e.values["offloaded"] < e.values["layers"]]  # type: ignore[operator]
+    m = facts.metrics
+    planned = m.values if m and "offload_layers_model" in m.values else {}
+    if partial:
+        last = partial[-1]
+        done, layers = int(last.values["offloaded"]), int(last.values["layers"])  # type: ignore[call-overload]
+        evidence = le.evidence([last])
+    elif planned and planned["offload_layers_gpu"] < planned["offload_layers_model"]:
+        # Ollama's own plan ("offload to cuda ... layers.model=43 layers.offload=42"), when the runner's
+        # "offloaded 42/43 layers" line is not in the paste
+        done, layers = int(planned["offload_layers_gpu"]), int(planned["offload_layers_model"])
+        evidence = [m.raw["offload"]] if m.origin == "prose" and "offload" in m.raw else [  # type: ignore[union-attr]
+            f"Ollama offloads {done} of the model's {layers} layers to the GPU"]
+    else:
+        return _ollama_on_cpu(facts, log)
+    # Ollama takes the layer count as its num_gpu option (a Modelfile line, or the request's options), llama.cpp as -ngl
+    command = f"PARAMETER num_gpu {layers}" if le.engine(facts) == "ollama" else f"-ngl {layers}"
+    need, have = (m.values.get("offload_required_gib"), m.values.get("offload_available_gib")) if m else (None, None)
+    if need and have:
+        evidence.append(f"the model needs {need:g} GiB on the GPU for all layers, {have:g} GiB are free: "
+                        f"{need - have:.1f} GiB short" + (f" ({m.raw['offload']})" if m and "offload" in m.raw else ""))
+        fix = Fix(f"Make the whole model fit: free {need - have:.1f} GiB of GPU memory (a shorter context, a smaller "
+                  f"quantization, or a GPU with at least {need:g} GiB), then offload all {layers} layers", command)
+    else:
+        fix = Fix(f"Offload all {layers} layers once they fit (a shorter context or a smaller quantization frees GPU memory)",
+                  command)
+    return Finding("perf.low_gpu_util", f"{layers - done} of {layers} layers run on the CPU: each token waits for them",
+                   evidence, [fix], explains=["perf.cpu_bound", "perf.high_latency"])
+
+
+def _ollama_on_cpu(facts: Facts, log: LogView) -> Finding | None:
+    """`ollama ps` says how much of the loaded model runs on the CPU ("100% CPU", "36%/64% CPU/GPU"):
+    Ollama puts on the GPU only the layers that fit with the KV cache of the model's num_ctx."""
+    # a bare "100% CPU" is Ollama's only in an Ollama paste (elsewhere it is `top` or prose about the host)
+    ollama = le.engine(facts) == "ollama"
+    found = [e for e in log.events("ollama_cpu_share") if ollama or not e.values.get("all_cpu")]
+    if not found:
+        return None
+    v = found[-1].values
+    cpu = 100 if v.get("all_cpu") else int(v.get("cpu") or 0)  # type: ignore[call-overload]
+    fixes = [Fix("Lower num_ctx (the KV cache grows with it) or pick a smaller quantization, until `ollama ps` says 100% GPU",
+                 "ollama ps")]
+    return Finding("perf.low_gpu_util", f"Ollama runs {cpu}% of the model on the CPU: each token waits for it",
+                   le.evidence(found[-1:]), fixes,
+                   explains=["perf.cpu_bound", "perf.high_latency"])

@@ -51,7 +51,7 @@ GPU_INDEX = re.compile(r"\bGPU\s?#?(\d)\b")
 # vLLM: "GPU KV cache usage: %.1f%%" (stat line), vllm:gpu_cache_usage_perc / vllm:kv_cache_usage_perc
 # (metrics), the dashboard's "Cache Utilization" panel ("GPU Cache Usage"); SGLang: "token usage: %.2f"
 # ... and a bare "cache" right after its percentage ("close to 100% cache"), not a hit rate's
-KV = re.compile(r"\bKV[ -]?cache(?: usage| utili[sz]ation| occupancy| util)?\b|\b(?:gpu|kv)_cache_usage(?:_perc)?\b|"
+KV = re.compile(r"\bKV[ -]?cache(?: usage| utili[sz]ation| occupancy| util)?\b|\bKV (?:usage|utili[sz]ation|occupancy)\b|\b(?:gpu|kv)_cache_usage(?:_perc)?\b|"
                 r"\bGPU Cache Usage\b|\bCache Utili[sz]ation\b|\btoken[ _]usage\b|(?<=%\s)(?:GPU\s)?cache\b(?![ -]hit)", re.I)
 KV_FULL = re.compile(r"\b(?:(?:is|was|gets?|got|becomes?|became|stays?|remains?|almost|nearly|completely|totally|always) full|fills? up|"
                      r"filled up|exhausted|saturated|maxed(?: out)?|runs? out|running out|ran out|no (?:free )?(?:room|space|blocks?)|"
@@ -70,7 +70,7 @@ PREEMPT = re.compile(r"\bpreempt\w*|\bswapp(?:ed|ing) out\b|\bretract\w*", re.I)
 COUNT_WORDS = {w: n for n, w in enumerate("two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
                                           "seventeen eighteen nineteen twenty".split(), 2)}
 _COUNT = r"(\d+|" + "|".join(COUNT_WORDS) + r")"
-PREEMPTIONS = re.compile(r"(?<![\w.])" + _COUNT + r"\s(?:preemptions?|requests? (?:were |are )?preempted)|(?:Preemptions|num_preemptions(?:_total)?)\s?[:=]?\s?(\d+)|"
+PREEMPTIONS = re.compile(r"(?<![\w.])" + _COUNT + r"\s(?:preemptions?|requests? (?:were |are )?preempted)|(?:Preemptions|num_preemptions(?:_total)?)(?: detected| observed| seen| happened| occurred)?\s?[:=]?\s?(\d+)|"
                          r"\bpreempted (\d+) times\b|(?:^|;\s)#?(?:preempt|preempted|preempts)\s(\d+)(?:;|$)", re.I)
 # vLLM "Prefix cache hit rate: %.1f%%", vllm:prefix_cache_hits / prefix_cache_queries, gpu_prefix_cache_hit_rate;
 # SGLang "cache hit rate", sglang:cache_hit_rate, "#cached-token: %d"
@@ -116,14 +116,21 @@ REASONS = (
     ("applications_clocks_setting", re.compile(r"\bApplications?[ _]Clocks?[ _]Setting\b", re.I)),
     ("thermal", re.compile(r"\bthermal(?:ly)?[ -](?:throttl\w*|slowdown)|\bthrottl\w* (?:due to|from|by|because of) (?:heat|temperature)|\boverheat\w*", re.I)),
 )
-THROTTLE = re.compile(r"\bthrottl\w*|\bclocks? (?:speed |frequency )?(?:is |are |gets? |got )?(?:capped|limited|held|drops?|dropped|stuck|locked|reduced)\b|"
+# (the clock by its tools' names too: rocm-smi's SCLK, amdgpu's GFXCLK in pp_dpm_sclk / gpu_metrics)
+THROTTLE = re.compile(r"\bthrottl\w*|\b(?:clocks?|SCLK|GFXCLK) (?:speed |frequency )?(?:is |are |stays? |remains? |sits? |gets? |got )?"
+                      r"(?:capped|limited|held|drops?|dropped|stuck|locked|reduced)\b|"
                       r"\b(?:clocks?|thermal|power|frequency)\s(?:\w+\s)?slowdown\b|"  # (a bare "6x slowdown" is the speed's)
                       # a power state the GPU does not leave under load ("GB10 low-power stuck-state", "stuck in P8")
-                      r"\blow[- ]power (?:stuck[- ])?(?:state|mode)\b|\bstuck (?:in|at) (?:a |the )?(?:low[- ]power|low clocks?|P[5-8]\b|idle clocks?)", re.I)
+                      r"\blow[- ]power (?:stuck[- ])?(?:state|mode)\b|\bstuck (?:in|at) (?:a |the )?(?:low[- ]power|low clocks?|P[5-8]\b|idle\b)|"
+                      # a Jetson's nvpmodel power mode, named by its watts ("the 30W power mode", "power mode from 30W to MAXN"):
+                      # a power budget below MAXN caps the GPU clock (jetson_clocks / nvpmodel -m 0 lift it)
+                      r"\b\d+\s?W (?:power )?mode\b|\bpower mode (?:from |is |was |set to |of |at )?\d+\s?W\b|\bnvpmodel\b", re.I)
 GPU_CONTEXT = re.compile(r"\b(?:GPUs?|clocks?|MHz|SM|thermal|power|temperature|nvidia-smi|cards?)\b|°C", re.I)
 SECTION_TITLE = re.compile(r"\bclocks?[_ ](?:event|throttle)[_ ]reasons\b(?:\.\w+)*", re.I)
 INACTIVE = re.compile(r"^\W{0,6}(?:not active|inactive|no\b|none\b|0 samples|never|false\b)", re.I)
-NEGATED = re.compile(r"\b(?:no|not|never|without|zero)\s(?:\w+\s)?(?:(?:or|nor)\s(?:the\s)?)?$", re.I)  # "not bandwidth or the power cap"
+# "not bandwidth or the power cap"; a reading set under the point where a reason starts ("70-76 °C, well below thermal
+# throttle (80 °C)") says the reason is not reached ("under" is not one: "under thermal throttling" is in it)
+NEGATED = re.compile(r"\b(?:no|not|never|without|zero|below|beneath)\s(?:\w+\s)?(?:(?:or|nor)\s(?:the\s)?)?$", re.I)
 # the host CPU: the API server, tokenizer or scheduler holding the GPU back
 # ... and a reading either side of its name: "the CPU utilization of the python process reaches 100%", "the
 # llama-server process has 100% CPU usage" (top's %CPU column, psutil's cpu_percent: 100 is one core held busy)
@@ -136,7 +143,10 @@ CPU = re.compile(r"\bCPU[- ]bound\b|\bCPU[- ]bottleneck\w*|\bbottleneck (?:is|wa
                  r"\b(?:scheduler|scheduling|Python|host|CPU)[ -](?:side )?overhead\b[^.]{0,30}?\b(?:dominat\w*|is the bottleneck|takes most)|\b(?:de)?tokeni[sz]\w*\b[^.]{0,30}?\b(?:takes? (?:most|the majority|\d+\s?%)|"
                  r"dominat\w*|is the bottleneck)|\bpegg(?:ed|ing|s)\b[^.]{0,30}?\b(?:process|thread|core)\b|\bbottleneck\w* (?:on|by|in) (?:the )?(?:CPU|tokeni[sz]\w+|API server)\b|"
                  + _CPU_TERM + r"[^.]{0,40}?\b(?:(?:at|pegged at|stays? at|maxed at|hits?|uses?|using)\s(?:~|about\s|around\s)?(?:\d|max|full)|100\s?%)|"
-                 + _CPU_TERM + r"[^.%]{0,60}?\b(?:9\d|100)(?:\.\d+)?\s?%|\b(?:9\d|100)(?:\.\d+)?" + _CPU_AFTER, re.I)
+                 + _CPU_TERM + r"[^.%]{0,60}?\b(?:9\d|100)(?:\.\d+)?\s?%|\b(?:9\d|100)(?:\.\d+)?" + _CPU_AFTER + "|"
+                 # more compute threads than cores: hyperthreads (logical cores) oversubscribed, the threads share cores
+                 r"\boversubscri\w*\b[^.]{0,60}?\b(?:threads?|cores?|CPUs?)\b|\b(?:threads?|cores?|CPUs?|hyper-?thread\w*)\b[^.]{0,60}?\boversubscri\w*|"
+                 r"\b(?:logical|physical) (?:cores|CPUs|processors)\b[^.]{0,40}?\b(?:instead of|rather than) (?:the )?(?:logical|physical) (?:cores|CPUs)\b", re.I)
 # the engine's API server against its offline path on the same GPU ("the `LLM` class reaches 90~100% GPU utilization,
 # while the API server can only utilize 50%"): what differs is the server's Python work (HTTP, detokenising, scheduling)
 SERVER_PATH = re.compile(r"\b(?:API server|api_server|OpenAI[- ](?:compatible |API )?server|online serv\w+|FastAPI|HTTP server)\b", re.I)
@@ -145,14 +155,22 @@ PATH_GAP = re.compile(r"\b(?:only|slower|lower|less|half|fewer)\b|(?<![\w.])\d+(
 CPU_PERCENT = re.compile(_CPU_TERM + r"[^.%]{0,60}?" + _NUM + r"\s?%|" + _NUM + _CPU_AFTER, re.I)
 # requests served one at a time, not batched: the scheduler's cap (vLLM max_num_seqs, SGLang max_running_requests,
 # llama-server's --parallel slots) or a client that sends one request at a time
-BATCH = re.compile(r"\b(?:requests?|prompts?|calls?|queries|users?)\b[^.]{0,50}?\b(?:one (?:request )?at a time|one by one|one after (?:the )?other|"
+BATCH = re.compile(r"\b(?:requests?|prompts?|calls?|queries|users?)\b[^.]{0,50}?\b(?:one (?:request )?at a time|one by one|one after (?:the )?other|one after another|"
                    r"sequentially|serially|serialized|in series)\b|\bnot (?:being )?batched\b|\bno (?:continuous |dynamic )?batching\b|"
                    r"\bone (?:request|prompt|generation|query|completion) at a time\b|"
                    r"(?:\bnot|n't) (?:\w+ )?(?:handle|process|serve|support|run)\w* (?:\w+ )?(?:concurrent|parallel|simultaneous|multiple) "
                    r"(?:requests?|prompts?|calls?|queries|users?)\b|"
                    r"\b(?:second|next|other) (?:requests?|prompts?|calls?) (?:waits?|waited|waiting|blocks?|is blocked) (?:until|for)\b|"
                    r"\bbatching (?:does not|doesn't|is not|isn't|did not|didn't) (?:work|happen|help|improve|scale)|"
+                   # the server said not to batch what runs at once ("it interleaves concurrent decodes, it does not batch
+                   # them"), or its aggregate said flat across concurrency levels
+                   r"\b(?:does not|doesn't|do not|don't|did not|didn't|never|cannot|can't) (?:actually |really )?batch(?:es)?\b(?![ -]size)|"
+                   r"\binterleav\w* (?:\w+ ){0,3}(?:instead of|rather than) batch\w*|"
+                   r"\baggregate (?:output |token |decode )?(?:throughput |output |tok/s |speed )?(?:is |stays |remains )?flat\b|"
                    r"\b(?:throughput|tokens?/s|speed)\b[^.]{0,40}?\b(?:does not|doesn't|did not|didn't|never|won'?t) (?:scale|increase|grow|improve)\b|"
+                   # the same throughput at any concurrency ("stays the same whether 1 or 8 clients send requests")
+                   r"\b(?:throughput|tokens?/s|tok/s|QPS|speed)\b[^.]{0,40}?\b(?:stays?|remains?|is|was|stayed|remained) (?:about |roughly )?(?:the same|flat|unchanged)\b"
+                   r"[^.]{0,40}?\b(?:concurren\w*|clients?|users?|streams?|parallel|requests)\b|"
                    r"\bdoes(?: not|n't) scale with (?:concurrency|concurrent|more (?:requests|users|clients|parallel))|"
                    # a cap on how many run at once, said of the requests ("the request only capped at the --parallel n")
                    r"\b(?:requests?|concurren(?:cy|t requests?))\b[^.]{0,30}?\b(?:only |always |never (?:gets? )?(?:past|above) )?capped at\b", re.I)
@@ -188,6 +206,15 @@ TP_NODES = re.compile(r"\b(?:tensor[ _-]?parallel\w*|TP\s?=?\s?\d+)\b[^.]{0,30}?
 # parallel split is larger than the model needs; replicas would scale by the GPUs)
 SCALING = re.compile(r"(?<![\w.])(?P<got>\d+(?:\.\d+)?)\s?x\s(?:the\s)?(?:through\s?put|speed|performance|tokens?/s|tok/s|requests?/s)\b"
                      r"[^.]{0,30}?\b(?:for|with|on|from|using)\s(?:the\s)?(?P<paid>\d+(?:\.\d+)?)\s?x\s(?:the\s)?(?:compute|GPUs|cards|nodes|hardware|devices)\b", re.I)
+# two TP sizes with a throughput each, in one sentence ("4067 tokens/s at tp=4 against 2822 at tp=8", "tp 2 gives 40
+# tok/s while tp 1 gives 55 tok/s"): the size by its flag's names, the throughput with its unit (or a bare number set
+# against one: "against 2822")
+TP_SIZE = re.compile(r"(?<![\w.-])-{0,2}(?<![\w.])(?:tp|tp_size|tensor[-_ ]parallel(?:[-_ ]size)?)\s?[=:]?\s?(\d{1,2})(?![\d.])", re.I)
+THROUGHPUT = re.compile(r"(?<![\w.])(?P<n>\d[\d,]*(?:\.\d+)?)\s?(?:\w+\s)?(?:tok(?:en)?s?/s(?:ec)?|t/s|tokens? per second|tps|"
+                        r"req(?:uest)?s?/s|QPS)(?![\w/])|"
+                        r"\b(?:against|versus|vs\.?|compared (?:to|with))\s(?:~|about\s)?(?P<bare>\d[\d,]*(?:\.\d+)?)(?![\d.,]|\s?(?:%|x\b|ms|s\b|GB|GiB|MB|GPUs?|cards?))",
+                        re.I)
+NO_MORE = 1.15  # a wider TP giving at most this many times a narrower one's throughput: the added GPUs buy nothing
 SCALING_SHARE = 0.85  # under this share of the GPUs added, served throughput does not keep up with them
 # the batch cap by the engine's own flag name, set to a number: vLLM max_num_seqs, SGLang max_running_requests, TGI
 # --max-batch-size (the env spelling MAX_NUM_SEQS=4 of a recipe too; perf.batching judges the value)
@@ -368,7 +395,7 @@ def statements(source: str, text: str) -> list[PerfStatement]:
             continue
         out += [s for s in (_kv(sentence), _prefix(sentence), _latency(sentence), _throttle(sentence), _cpu(sentence),
                             _layers(sentence) or _offload_gb(sentence) or _gpu_util(sentence), _batching(sentence) or _batch_cap(sentence), _memory(sentence), _eager(sentence)) if s is not None]
-        out += _tp_slower(sentence)
+        out += [pair] if (pair := _tp_pair(sentence)) is not None else _tp_slower(sentence)
         if (link := _busbw(sentence)) is not None and not any(st.code == link.code and st.where == link.where for st in out):
             out.append(link)
         if len(out) >= MAX_STATEMENTS:
@@ -467,7 +494,7 @@ def _cells(raw: str) -> list[str] | None:
 
 ANY_TERM = re.compile("|".join(f"(?:{rx.pattern})" for rx in (KV, PREFIX, PREFIX_FLAG_UNSET, TTFT, ITL, SPEED, TIME_FOR_TOKENS, THROTTLE, CPU, OFFLINE_PATH, GPU_UTIL, PREEMPT,
                                                               BATCH, AT_ONCE, TP_SLOWER, SCALING, IDLE_GPUS, TP_NODES, NO_GAIN, MEMORY_SHARE, CURE_SHARE, CPU_OFFLOAD, LAYERS, EAGER, BATCH_CAP, LINK_SLOW,
-                                                              BUSBW_TERM, CAPTURE_WORDS, KEEP_ALIVE))
+                                                              BUSBW_TERM, CAPTURE_WORDS, KEEP_ALIVE, TP_SIZE))
                       + "|" + "|".join(f"(?:{rx.pattern})" for _, rx in REASONS), re.I)
 WRAP = 4  # lines around a term that may hold the rest of its hard-wrapped sentence
 MAX_TERM_LINES = 1000  # different lines holding a term literal: a person's text has a few, the rest of a log is not read
@@ -479,7 +506,7 @@ TERM_LITERALS = ("kv", "cach", "ttft", "first token", "first-token", "tpot", "it
                  "ms/tok", "throttl", "slowdown", "clock", "power", "thermal", "overheat", "cpu",
                  "core", "pegg", "gil", "overhead", "bottleneck", "api server", "api_server", "tokeni", "gpu", "utilization", "preempt", "retract", "swapp", "token usage",
                  "token_usage", "sequential", "serial", "at a time", "one by one", "one after", "batch", "scale", "tensor", "parallel",
-                 "concurrent", "simultaneous", "wait", "capped at",
+                 "concurrent", "simultaneous", "wait", "capped at", "oversubscri", "hyperthread", "hyper-thread", "physical cores", "logical cores",
                  "tp=", "tp ", "tp2", "tp4", "tp8", "multi", "idle", "unused", "only use", "only utili", "only gpu", "only one", "only runs", "nodes", "machines", "x the", "through put", "throughput", "cards", "#cached", "apc", "mem_fraction", "mem-fraction", "memory_fraction",
                  "memory-fraction", "cache_max_entry", "cache-max-entry", "free_gpu_mem", "memory_utili", "memory-utili", "memory utili", "offload_gb", "offload-gb", "only ", "layer", "eager", "graph", "max_", "max-", "pcie", "nvlink", "p2p", "peer", "reduce", "root complex", "root-complex", "host bridge", "socket", "numa",
                  "change", "same ", "similar ", "second", "cudagraph", "cuda_graph", "cuda-graph", "keep_alive", "keep-alive", "keep alive", "busbw", "bus bandwidth", "bus-bandwidth", "_perf", "low-power", "low power", "stuck", "offline", "`llm`", "llm class", ".generate", "no better", "no higher", "no speed", "no gain")
@@ -546,7 +573,9 @@ def _count(m: re.Match[str]) -> float:
 
 
 def _number(x: str) -> float:
-    return float(x.replace(",", "") if x.count(",") and len(x.split(",")[-1]) == 3 else x.replace(",", "."))
+    """A figure as people write it: "1,043.54" and "13,285" (thousands), "0,95" (a decimal comma)."""
+    thousands = "." in x or (x.count(",") and len(x.split(",")[-1]) == 3)
+    return float(x.replace(",", "") if thousands else x.replace(",", "."))
 
 
 def _statement(code: str, s: _Sentence, measures: dict[str, float] | None = None, gpu: Gpu | None = None) -> PerfStatement:
@@ -986,6 +1015,23 @@ def _gbs(m: re.Match[str]) -> float:
     """A bandwidth figure in GB/s: bits (Gb/s, Gbps, a NIC's rating) are an eighth of it."""
     value = _number(m.group(1))
     return round(value / 8 if m.group(2)[1] == "b" else value, 3)
+
+
+def _tp_pair(s: _Sentence) -> PerfStatement | None:
+    """A wider TP that gives at most NO_MORE times the throughput of a narrower one, said with both figures: the extra
+    GPUs go to all-reduces, and replicas of the narrower TP would serve more (perf.parallelism judges the per-GPU
+    figures as it judges a benchmark table's). A wider TP that scales is a healthy trade of GPUs for latency: none."""
+    sizes = [(m.start(), int(m.group(1))) for m in TP_SIZE.finditer(s.text)]
+    tputs = [(m.start(), _number(m.group("n") or m.group("bare"))) for m in THROUGHPUT.finditer(s.text)]
+    if len(sizes) != 2 or len(tputs) != 2 or sizes[0][1] == sizes[1][1] or min(v for _, v in tputs) <= 0:
+        return None
+    (_, tp_a), (_, tp_b) = sizes
+    (_, v_a), (_, v_b) = tputs  # paired in the order they are said
+    (narrow, v_narrow), (wide, v_wide) = sorted(((tp_a, v_a), (tp_b, v_b)))
+    if v_wide > NO_MORE * v_narrow:
+        return None
+    return _statement("perf.tp_mismatch", s, {"tp_wide": float(wide), "tp_narrow": float(narrow),
+                                              "per_gpu_wide": round(v_wide / wide, 3), "per_gpu_narrow": round(v_narrow / narrow, 3)})
 
 
 def _tp_slower(s: _Sentence) -> list[PerfStatement]:
