@@ -62,3 +62,36 @@ def test_model_download_404_stays_the_engines(tmp_path: Path) -> None:
     found = findings_of(tmp_path, "Fetching the weights from huggingface fails with a 404 error\n")
     assert found and found[0].code == "load.unrecognized_failure", [f.code for f in found]
 
+
+
+# a base URL configured with the endpoint path in it: openai-python (`_build_request`) and the other OpenAI-style clients
+# append `/chat/completions` (or `/embeddings`) themselves, so the request goes to the path twice
+NOT_JSON = "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n"  # CPython json/decoder.py, the body was no JSON
+PASTED = [
+    ("chat-path-not-json", 'base_url="http://localhost:8000/v1/chat/completions"\n' + NOT_JSON,
+     "configured base URL http://localhost:8000/v1/chat/completions"),
+    # openai-python 0.28 api_requestor.py handle_error_response: `error_data = resp["error"]` on a body with no error object
+    ("embeddings-path-keyerror", 'openai.api_base = "http://localhost:8000/v1/embeddings"\nKeyError: \'error\'\n',
+     "configured base URL http://localhost:8000/v1/embeddings"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "evidence"), PASTED, ids=[c[0] for c in PASTED])
+def test_pasted_endpoint_in_base_url(tmp_path: Path, name: str, text: str, evidence: str) -> None:
+    found = findings_of(tmp_path, text)
+    assert found and found[0].code == "access.base_url_invalid", [f.code for f in found]
+    assert any(line.startswith(evidence) for line in found[0].evidence), found[0].evidence
+    assert found[0].fixes[0].command == "OPENAI_BASE_URL=http://localhost:8000/v1"
+
+
+def test_api_root_base_url_keeps_the_body_finding(tmp_path: Path) -> None:
+    """The same failure under a base URL that is the API's root: nothing says the path is wrong."""
+    found = findings_of(tmp_path, 'base_url="http://localhost:8000/v1"\n' + NOT_JSON)
+    assert [f.code for f in found][:1] == ["access.response_invalid"]
+
+
+def test_pasted_endpoint_does_not_explain_a_rejected_key(tmp_path: Path) -> None:
+    """A 401 is the key's answer whatever the path: the pasted endpoint is no cause of it, and is not reported over it."""
+    found = findings_of(tmp_path, 'base_url="http://localhost:8000/v1/chat/completions"\nopenai.AuthenticationError: Error code: 401 - '
+                                  '{"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}\n')
+    assert [f.code for f in found] == ["access.key_rejected"]

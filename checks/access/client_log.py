@@ -20,6 +20,7 @@ from llm_doctor.engine import check
 from llm_doctor.facts import Facts
 from llm_doctor.facts.logs import LogEvent
 from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logparse.failures import KINDS as GENERIC
 from llm_doctor.logview import LogView
 
 KIND_CODE = {
@@ -233,6 +234,8 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         found.setdefault("access.base_url_invalid", []).extend(x for x in doubled if x not in found.get("access.base_url_invalid", []))
     if not_found and "access.protocol_mismatch" not in found and _base_url_fix(s.base_url, not_found):
         found.setdefault("access.base_url_invalid", []).extend(x for x in not_found if x not in found.get("access.base_url_invalid", []))
+    if pasted := _pasted_endpoint_failures(log, found):
+        found["access.base_url_invalid"] = pasted
     findings = []
     for code, events in found.items():
         title, fix = TITLES[code]
@@ -608,6 +611,31 @@ def _request_base(events: list[LogEvent]) -> str | None:
                 if OPENAI_PATHS.search("/" + url.split("/", 3)[-1]) if url.count("/") >= 3 else False:
                     return url.split("/", 3)[0] + "//" + url.split("/", 3)[2]
     return None
+
+
+# what a client gets from a base URL with the endpoint path in it, besides a failure no rule names: a body that is no API
+# answer (the server's page for the doubled path) or a 404 read as the model's
+WRONG_PATH_SYMPTOMS = {"access.response_invalid", "access.model_not_found"}
+
+
+def _pasted_endpoint_failures(log: LogView, found: dict[str, list[LogEvent]]) -> list[LogEvent]:
+    """The failures a base URL configured with the endpoint path in it explains (`baseURL: .../v1/chat/completions`,
+    `openai.api_base = .../v1/embeddings`): every OpenAI-style client appends that path itself (openai-python's
+    `_build_request`, LangChain, LibreChat), so it asks for `.../chat/completions/chat/completions`. Judged only where
+    the log shows a client failure and nothing else it recognised is the cause: the wrong-path symptoms, or a failure
+    no rule names (generic), with no engine failure of the load layer beside them."""
+    base = log.logs.setup.base_url
+    try:
+        path = urlsplit(base).path if base else ""
+    except ValueError:  # a '[host]' urlsplit refuses: not a URL a client could have used
+        return []
+    if not ENDPOINT_SUFFIX.search(path) or "access.base_url_invalid" in found or not set(found) <= WRONG_PATH_SYMPTOMS:
+        return []
+    run = log.run
+    here = [e for e in log.logs.events if e.run == run]
+    if any(e.fatal and e.kind not in log.declared and e.kind not in GENERIC for e in here):
+        return []  # an engine's own failure in the same log: access.client_log is not its judge
+    return [e for evs in found.values() for e in evs] or [e for e in here if e.kind in GENERIC]
 
 
 def _base_url_fix(base_url: str, not_found: list[LogEvent]) -> str | None:
