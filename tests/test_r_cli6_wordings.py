@@ -31,6 +31,12 @@ CASES = [
      "error decoding response body", RESPONSE_FIX, None),
     ("reqwest-decode-serde", "Error: error decoding response body: expected value at line 1 column 1\n", "access.response_invalid",
      "expected value at line 1 column 1", RESPONSE_FIX, None),
+    # Open WebUI's `detail = f"Ollama: {e}"` around Ollama's 400 for an empty model field (server/routes.go)
+    ("open-webui-no-model", "Ollama: model is required\n", "access.model_id_missing", "Ollama: model is required",
+     "Set the model in the client (the served name, see GET /v1/models)", None),
+    # a client tool's catch-all before the provider's error it relays (DeepSeek's 402 "Insufficient Balance")
+    ("catch-all-quota", "Something went wrong: Insufficient Balance\n", "access.quota_exceeded", "Insufficient Balance",
+     "Add credit / raise the quota for this key's account, or use another key", None),
     # a person's sentence naming the status a client got: the client's side, the access layer's
     ("prose-400", "Calling the endpoint from my script results in a 400 error\n", "access.unrecognized_failure",
      "results in a 400 error", SEARCH, '"Calling the endpoint from my script results in a error"'),

@@ -153,6 +153,8 @@ FAILURE_WORDS = re.compile(
     r"(?:process|runner|server|worker) (?:has )?(?:terminated|crashed|died)\b|"
     r"\b(?:failed|failure|not supported|unsupported|permission denied|no such file|timed out|not found|incompatible|"
     r"mismatch|refused|unreachable|aborted)\b|"
+    # the client tools' and web UIs' catch-all before the error they relay ("Something went wrong: Insufficient Balance")
+    r"\bsomething went wrong\b|"
     # a message that asks for a newer release (transformers' require_version, engines' version checks)
     r"\bplease (?:upgrade|update)\b|\brequires? (?:a )?newer\b|\bis required\b[^.]*\bbut found\b|"
     # a library that does not know what it was given (transformers: "does not recognize this architecture")
