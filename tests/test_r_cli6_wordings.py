@@ -37,6 +37,14 @@ CASES = [
     # a client tool's catch-all before the provider's error it relays (DeepSeek's 402 "Insufficient Balance")
     ("catch-all-quota", "Something went wrong: Insufficient Balance\n", "access.quota_exceeded", "Insufficient Balance",
      "Add credit / raise the quota for this key's account, or use another key", None),
+    # undici's fetch() rejection printed without its cause (lib/web/fetch/index.js): no HTTP answer came
+    ("undici-fetch-failed-alone", "Error calling Ollama: TypeError: fetch failed\n", "access.connect_failed", "TypeError: fetch failed",
+     "Start the server / fix host and port; from another machine bind it with --host 0.0.0.0 and open the port", None),
+    # ... and printed with it: the cause (lib/core/errors.js HeadersTimeoutError) is the failure, not the wrapper
+    ("undici-fetch-failed-cause", "Error generating article: TypeError: fetch failed\n    at node:internal/deps/undici/undici:13185:13 {\n"
+     "  [cause]: HeadersTimeoutError: Headers Timeout Error\n", "access.timeout", "Headers Timeout Error",
+     "Raise the client timeout or stream the response (long generations): headersTimeout / bodyTimeout of the undici Agent that "
+     "fetch uses", None),
     # a person's sentence naming the status a client got: the client's side, the access layer's
     ("prose-400", "Calling the endpoint from my script results in a 400 error\n", "access.unrecognized_failure",
      "results in a 400 error", SEARCH, '"Calling the endpoint from my script results in a error"'),

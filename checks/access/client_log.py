@@ -174,6 +174,8 @@ DONE_AS_JSON = ("the client parses the stream's terminator `data: [DONE]` as JSO
 STREAM_BUFFERED = "the stream is held back on its way: a proxy or gateway in between buffers the events and releases them late, in bursts"
 
 
+# undici's fetch() rejection printed without its cause (lib/web/fetch/index.js `new TypeError('fetch failed', { cause })`)
+FETCH_FAILED = re.compile(r"\bTypeError: fetch failed\W*$")
 # a 404 that names no path: the web framework's own (client_route_not_found) or a bare status (client_not_found)
 BARE_404 = ("client_route_not_found", "client_not_found")
 # client_failed: a tool's catch-all ("Please check the LM Studio developer logs"): read, but it names no
@@ -224,6 +226,13 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         _move(found, decoded, "access.response_invalid", "access.streaming_broken")
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
+    # undici's bare "TypeError: fetch failed" (catalogue echo) names no cause: where the log prints one (its `[cause]:`), that is it
+    if (refused := found.get("access.connect_failed")) and len(found) > 1:
+        named = [e for e in refused if not FETCH_FAILED.search(e.lines[0] if e.lines else "")]
+        if named:
+            found["access.connect_failed"] = named
+        else:
+            del found["access.connect_failed"]
     # a connection that failed (refused, reset, hung up) while the environment sends the client through a proxy and NO_PROXY
     # does not exempt the host: the proxy's leg failed, or the proxy cut the connection to a host it cannot reach
     if (refused := found.get("access.connect_failed")) and _proxied(refused, s.proxy_env, s.no_proxy, s.base_url):
