@@ -223,9 +223,11 @@ def _engines_answer(e: LogEvent, registry: dict[str, CheckSpec]) -> bool:
 
 def _client_sentence(e: LogEvent) -> bool:
     """A person's sentence about a failure no family placed, told from the client's side ("Cline
-    keeps failing with an error", "the request hangs"), that does not say the engine went down."""
-    said = _summary(e)
-    return e.values.get("cascade") == PROSE_CASCADE and bool(CLIENT_SIDE.search(said)) and not ENGINE_DOWN.search(said)
+    keeps failing with an error", "the request hangs", "it results in a 400 error"), that does not say the
+    engine went down, nor that fetching the model's files failed (the Hub's 404 is the engine's start-up)."""
+    said = " ".join([_summary(e), *e.lines[:1]])  # (the summary is cut at 200 characters; the sentence is the line)
+    return (e.values.get("cascade") == PROSE_CASCADE and bool(CLIENT_SIDE.search(said)) and not ENGINE_DOWN.search(said)
+            and not MODEL_DOWNLOAD.search(said))
 
 
 def _summary(e: LogEvent) -> str:

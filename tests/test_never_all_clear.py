@@ -307,8 +307,6 @@ CLIENT_SHAPES = [
     '{"code": 400, "message": "Pooling type \'none\' is not OAI compatible. Please use a different pooling type", "type": "invalid_request_error"}',
     # a failure that names the client's own setting (corpus/i213.log:2, mailflow's private-host guard on its base URL)
     "Error:  Base URL: Host cannot be a private or reserved IP address",
-    # undici's fetch() error printed without its cause (corpus/f035.log:7)
-    "Error calling Ollama: TypeError: fetch failed",
     # axios lib/adapters/xhr.js in a browser: AxiosError('Network Error'), as String(err) prints it
     "Error: Network Error",
     # Claude Code's "API Error: 400" as other tools case and bracket it (the Copilot OAI-compatible extension,

@@ -110,8 +110,8 @@ def test_a_guess_ranks_after_every_diagnosis_and_before_the_doctors_own_state() 
 
 def test_a_sentence_only_failure_is_explained_by_the_guess(tmp_path: Path) -> None:
     # a person's sentence the failure reader takes for an unplaced failure ("But I always get a 404 error"): the guess
-    # names its cause and ranks before it
+    # names its cause and ranks before it (the sentence names the status a client got: the unplaced failure is the access layer's)
     path = tmp_path / "issue.md"
     path.write_text("I set the Endpoint in OpenAIClientOptions to http://localhost:11434/\nBut I always get a 404 error.\n")
     codes = [f["code"] for f in analyze(path)["findings"]]
-    assert codes[:2] == ["access.base_url_invalid", "load.unrecognized_failure"]
+    assert codes[:2] == ["access.base_url_invalid", "access.unrecognized_failure"]

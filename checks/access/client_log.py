@@ -20,6 +20,7 @@ from llm_doctor.engine import check
 from llm_doctor.facts import Facts
 from llm_doctor.facts.logs import LogEvent
 from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logparse.failures import KINDS as GENERIC
 from llm_doctor.logview import LogView
 
 KIND_CODE = {
@@ -173,6 +174,8 @@ DONE_AS_JSON = ("the client parses the stream's terminator `data: [DONE]` as JSO
 STREAM_BUFFERED = "the stream is held back on its way: a proxy or gateway in between buffers the events and releases them late, in bursts"
 
 
+# undici's fetch() rejection printed without its cause (lib/web/fetch/index.js `new TypeError('fetch failed', { cause })`)
+FETCH_FAILED = re.compile(r"\bTypeError: fetch failed\W*$")
 # a 404 that names no path: the web framework's own (client_route_not_found) or a bare status (client_not_found)
 BARE_404 = ("client_route_not_found", "client_not_found")
 # client_failed: a tool's catch-all ("Please check the LM Studio developer logs"): read, but it names no
@@ -223,6 +226,13 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         _move(found, decoded, "access.response_invalid", "access.streaming_broken")
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
+    # undici's bare "TypeError: fetch failed" (catalogue echo) names no cause: where the log prints one (its `[cause]:`), that is it
+    if (refused := found.get("access.connect_failed")) and len(found) > 1:
+        named = [e for e in refused if not FETCH_FAILED.search(e.lines[0] if e.lines else "")]
+        if named:
+            found["access.connect_failed"] = named
+        else:
+            del found["access.connect_failed"]
     # a connection that failed (refused, reset, hung up) while the environment sends the client through a proxy and NO_PROXY
     # does not exempt the host: the proxy's leg failed, or the proxy cut the connection to a host it cannot reach
     if (refused := found.get("access.connect_failed")) and _proxied(refused, s.proxy_env, s.no_proxy, s.base_url):
@@ -233,6 +243,8 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         found.setdefault("access.base_url_invalid", []).extend(x for x in doubled if x not in found.get("access.base_url_invalid", []))
     if not_found and "access.protocol_mismatch" not in found and _base_url_fix(s.base_url, not_found):
         found.setdefault("access.base_url_invalid", []).extend(x for x in not_found if x not in found.get("access.base_url_invalid", []))
+    if pasted := _pasted_endpoint_failures(log, found):
+        found["access.base_url_invalid"] = pasted
     findings = []
     for code, events in found.items():
         title, fix = TITLES[code]
@@ -608,6 +620,31 @@ def _request_base(events: list[LogEvent]) -> str | None:
                 if OPENAI_PATHS.search("/" + url.split("/", 3)[-1]) if url.count("/") >= 3 else False:
                     return url.split("/", 3)[0] + "//" + url.split("/", 3)[2]
     return None
+
+
+# what a client gets from a base URL with the endpoint path in it, besides a failure no rule names: a body that is no API
+# answer (the server's page for the doubled path) or a 404 read as the model's
+WRONG_PATH_SYMPTOMS = {"access.response_invalid", "access.model_not_found"}
+
+
+def _pasted_endpoint_failures(log: LogView, found: dict[str, list[LogEvent]]) -> list[LogEvent]:
+    """The failures a base URL configured with the endpoint path in it explains (`baseURL: .../v1/chat/completions`,
+    `openai.api_base = .../v1/embeddings`): every OpenAI-style client appends that path itself (openai-python's
+    `_build_request`, LangChain, LibreChat), so it asks for `.../chat/completions/chat/completions`. Judged only where
+    the log shows a client failure and nothing else it recognised is the cause: the wrong-path symptoms, or a failure
+    no rule names (generic), with no engine failure of the load layer beside them."""
+    base = log.logs.setup.base_url
+    try:
+        path = urlsplit(base).path if base else ""
+    except ValueError:  # a '[host]' urlsplit refuses: not a URL a client could have used
+        return []
+    if not ENDPOINT_SUFFIX.search(path) or "access.base_url_invalid" in found or not set(found) <= WRONG_PATH_SYMPTOMS:
+        return []
+    run = log.run
+    here = [e for e in log.logs.events if e.run == run]
+    if any(e.fatal and e.kind not in log.declared and e.kind not in GENERIC for e in here):
+        return []  # an engine's own failure in the same log: access.client_log is not its judge
+    return [e for evs in found.values() for e in evs] or [e for e in here if e.kind in GENERIC]
 
 
 def _base_url_fix(base_url: str, not_found: list[LogEvent]) -> str | None:

@@ -141,8 +141,10 @@ CLIENT_SIDE = re.compile(
     r"\b(?:Cline|Roo ?Code|Continue(?:\.dev| extension)|Open ?WebUI|LangChain|LlamaIndex|LiteLLM|Claude Code|Cursor|Aider|OpenHands|"
     r"AnythingLLM|LobeChat|Chatbox|Postman|curl|httpx|python-requests|axios|undici|(?:openai|anthropic)[ -](?:python|node|sdk|client|library)|"
     r"(?:the|my|our|your|a) (?:client|SDK|request|API call|call|gateway|proxy)|"
-    # an HTTP answer is what a client sees
-    r"Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out|(?:error|status|HTTP|code)\s*5\d\d)\b", re.I)
+    # an HTTP answer is what a client sees: a 5xx by its name, any error status after its word ("error 404", "HTTP 400"),
+    # or a status a person calls an error ("results in a 400 error", "fails with 404 API")
+    r"Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out|(?:error|status|HTTP|code)\s*[45]\d\d|"
+    r"(?:a|an|with|get|got|gets|returns?|returned|throws?) (?:HTTP )?[45]\d\d(?: \w+)? (?:error|API|response|status))\b", re.I)
 # a sentence saying the engine itself went down: the load side, whoever noticed it
 ENGINE_DOWN = re.compile(r"\b(?:crash\w*|segfault\w*|di(?:es|ed)|dying|killed|OOM\w*|out of memory|won'?t (?:start|load)|"
                          r"(?:fails?|failing|failed) to (?:start|load|launch|initiali[sz]e))\b", re.I)
@@ -154,6 +156,8 @@ FAILURE_WORDS = re.compile(
     r"(?:process|runner|server|worker) (?:has )?(?:terminated|crashed|died)\b|"
     r"\b(?:failed|failure|not supported|unsupported|permission denied|no such file|timed out|not found|incompatible|"
     r"mismatch|refused|unreachable|aborted)\b|"
+    # the client tools' and web UIs' catch-all before the error they relay ("Something went wrong: Insufficient Balance")
+    r"\bsomething went wrong\b|"
     # a message that asks for a newer release (transformers' require_version, engines' version checks)
     r"\bplease (?:upgrade|update)\b|\brequires? (?:a )?newer\b|\bis required\b[^.]*\bbut found\b|"
     # a library that does not know what it was given (transformers: "does not recognize this architecture")
