@@ -463,6 +463,22 @@ def test_a_run_of_long_lines_costs_each_line_a_bounded_search(monkeypatch) -> No
     assert long <= 4.5 * short  # four times the lines, about four times the characters (not sixteen)
 
 
+def test_a_line_longer_than_wrap_max_is_not_rejoined_with_the_next(monkeypatch) -> None:
+    """SGLang's `server_args=ServerArgs(...)` line (3,000 characters, fixtures' 0.4.3 start-up) was kept
+    for a hard-wrap and searched again joined with the line after it, at every start of a crash loop:
+    the rules now see no text longer than the longest line of the start-up."""
+    header = shapes._real(shapes.SGLANG_HEADER).encode()
+    searched: list[int] = []
+    match = scan._match
+    monkeypatch.setattr(scan, "_match", lambda text: searched.append(len(text)) or match(text))
+    scanner = LogScanner()
+    scanner.start_source("sglang.log")
+    scanner.feed_block(header * 3)
+    scanner.finish()
+    longest = max(len(line) for line in header.splitlines())
+    assert longest > WRAP_MAX and max(searched) <= longest
+
+
 def test_a_line_of_no_message_is_served_by_an_empty_plan() -> None:
     """A Ray worker's tag alone (`(RayWorkerWrapper pid=1273) `, its message printed empty) has an empty
     template: it ends a hard-wrap and does nothing else, without its prefixes peeled again."""

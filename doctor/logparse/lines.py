@@ -157,8 +157,10 @@ WRAP_MAX = 2048
 def carried(prev: Line | None, line: Line) -> Line | None:
     """What to keep, after a line no rule explained, in case the next line continues it: the
     message so far (`prev` joined with `line` when `line` continues it) when `line` was itself cut;
-    `line` alone when the message so far would grow past WRAP_MAX."""
-    if not _cut(line):
+    `line` alone when the message so far would grow past WRAP_MAX, nothing when `line` alone is past it
+    (SGLang's `server_args=ServerArgs(...)` of 3,000+ characters: rejoined with the next line, it was
+    searched twice at each start of a crash loop)."""
+    if not _cut(line) or len(line.text) > WRAP_MAX:
         return None
     whole = joined(prev, line) if prev is not None and len(prev.text) + len(line.text) <= WRAP_MAX else None
     return whole or line
