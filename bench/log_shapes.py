@@ -14,7 +14,8 @@ Every line shape comes from a real output, never an invented format:
 Shapes: `vllm-busy` (vLLM V1 under load, two restarts, CUDA OOM traceback last), `vllm-worst` (every
 other line a matching preemption warning, same crash), `sglang-busy` (Prefill/Decode batch lines,
 crash last), `k8s-crashloop` (the container's log over many restarts, each start-up dying in a CUDA
-OOM while loading weights).
+OOM while loading weights), `sglang-init-cascade` (an SGLang TP=8 launch restarted over and over, every
+rank's scheduler traceback, the launcher's sigquit line and its `Initialization failed` traceback).
 
     .venv/bin/python bench/log_shapes.py vllm-busy /tmp/x.log --size-mb 10
 """
@@ -36,6 +37,24 @@ VLLM_CRASH = ROOT / "corpus/z003.log"
 SGLANG_HEADER = ROOT / "fixtures/engine_args/sglang-0.4.3-tp2-startup-kv-cache-allocated.log"
 # SGLang: CUDA OOM in a prefill batch (shared/corpus d012), from `Exception in ModelTpServer:` on.
 SGLANG_CRASH = ROOT / "fixtures/logs/sglang-a10g-prefill-oom.log"
+# SGLang 0.4.4 scheduler: `Scheduler hit an exception:` traceback, then the launcher's sigquit line (sgl-project/sglang#4778).
+SGLANG_SCHEDULER_DIES = ROOT / "fixtures/logs/chains/sglang-scheduler-libcuda-importerror-sigquit.log"
+# What the launcher raises when a rank's pipe says not ready: sglang/srt/entrypoints/engine.py `_launch_subprocesses`
+# (v0.4.4, `raise RuntimeError("Initialization failed. Please see the error messages above.")`), called from
+# http_server.py `launch_server`, called from sglang/launch_server.py; the frames are those files' own lines.
+SGLANG_LAUNCHER_RAISES = """Traceback (most recent call last):
+  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main
+    return _run_code(code, main_globals, None,
+  File "/usr/lib/python3.10/runpy.py", line 86, in _run_code
+    exec(code, run_globals)
+  File "/usr/local/lib/python3.10/dist-packages/sglang/launch_server.py", line 14, in <module>
+    launch_server(server_args)
+  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/entrypoints/http_server.py", line 679, in launch_server
+    tokenizer_manager, scheduler_info = _launch_subprocesses(server_args=server_args)
+  File "/usr/local/lib/python3.10/dist-packages/sglang/srt/entrypoints/engine.py", line 532, in _launch_subprocesses
+    raise RuntimeError(
+RuntimeError: Initialization failed. Please see the error messages above.
+"""
 
 API = "\x1b[1;36m(APIServer pid=1009)\x1b[0;0m "  # the header's own API-server prefix
 
@@ -156,11 +175,25 @@ def k8s_crashloop(size: int, rng: random.Random) -> Iterator[str]:
         yield restart
 
 
+def sglang_init_cascade(size: int, rng: random.Random, tp: int = 8) -> Iterator[str]:
+    """A restart loop of an SGLang TP=8 launch whose every rank dies at start-up (sgl-project/sglang#4778's failure).
+
+    Each start: the header, then each TP rank's `Scheduler hit an exception:` traceback followed by the
+    launcher's `Received sigquit from a child process` line (every dying rank sends SIGQUIT), then the
+    launcher's own `Initialization failed. Please see the error messages above.` traceback.
+    """
+    rank, header = _real(SGLANG_SCHEDULER_DIES), _real(SGLANG_HEADER)
+    start = header + "".join(rank.replace(" TP0]", f" TP{r}]") for r in range(tp)) + SGLANG_LAUNCHER_RAISES
+    for _ in range(max(1, -(-size // len(start.encode())))):
+        yield start
+
+
 SHAPES: dict[str, Callable[[int, random.Random], Iterator[str]]] = {
     "vllm-busy": vllm_busy,
     "vllm-worst": vllm_worst,
     "sglang-busy": sglang_busy,
     "k8s-crashloop": k8s_crashloop,
+    "sglang-init-cascade": sglang_init_cascade,
 }
 
 

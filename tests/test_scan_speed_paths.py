@@ -29,8 +29,9 @@ from llm_doctor.collect import logs
 from llm_doctor.engine import Deadline
 from llm_doctor.facts import Facts
 from llm_doctor.logparse import external_prefilter as xp
+from llm_doctor.logparse import scan
 from llm_doctor.logparse import template_cache as tc
-from llm_doctor.logparse.lines import LineNumbers
+from llm_doctor.logparse.lines import WRAP_MAX, LineNumbers
 from llm_doctor.logparse.scan import LogScanner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -424,6 +425,58 @@ def test_a_line_after_a_long_one_is_served_unless_it_completes_its_message() -> 
     (event,) = facts["events"]
     assert event["values"] == {"max_seq_len": 32768, "kv_tokens": 16864} and event["line_no"] == 3
     assert event["lines"] == [(first[:-1] + rest[:-1]).decode()]
+
+
+# vLLM 0.8.4's request log (shared/real/vllm-startup/v0.8.4-v1-deepseek-r1-tp16-ray-2nodes-stats.txt, line 342): a
+# line of 700+ characters no rule explains, so each is kept in case the next line continues it
+REQUEST = ("INFO 04-16 10:35:13 [logger.py:39] Received request chatcmpl-{id:032x}: prompt: '<｜begin▁of▁sentence｜>In every "
+           "output, response using the following format:\\n<think>\\n{{reasoning_content}}\\n</think>\\n\\n{{content}}<｜User｜>"
+           "请讲个笑话。<｜Assistant｜>', params: SamplingParams(n=1, presence_penalty=0.0, frequency_penalty=0.0, "
+           "repetition_penalty=1.0, temperature=0.6, top_p=0.95, top_k=-1, min_p=0.0, seed=None, stop=[], stop_token_ids=[], "
+           "bad_words=[], include_stop_str_in_output=False, ignore_eos=False, max_tokens={max_tokens}, min_tokens=0, "
+           "logprobs=None, prompt_logprobs=None, skip_special_tokens=True, spaces_between_special_tokens=True, "
+           "truncate_prompt_tokens=None, guided_decoding=None, extra_args=None), prompt_token_ids: None, lora_request: None, "
+           "prompt_adapter_request: None.\n")
+
+
+def test_a_run_of_long_lines_costs_each_line_a_bounded_search(monkeypatch) -> None:
+    """A run of long lines no rule explains (a request log, a cascade's long messages): each is kept
+    in case the next continues it, and the kept message was once the whole run so far, so the rules
+    searched every line before each one (n^2 / 2 characters: a log of them took minutes). The message
+    kept stops at lines.WRAP_MAX: the characters handed to the rules grow with the lines, counted here."""
+    searched: list[int] = []
+    match = scan._match
+    monkeypatch.setattr(scan, "_match", lambda text: searched.append(len(text)) or match(text))
+
+    def run(n: int) -> int:
+        searched.clear()
+        scanner = LogScanner()
+        scanner.start_source("requests.log")
+        scanner.feed_block("".join(REQUEST.format(id=i, max_tokens=64 + i) for i in range(n)).encode())
+        scanner.finish()
+        return sum(searched)
+
+    line = len(REQUEST)
+    short, long = run(100), run(400)
+    assert short > 100 * line  # halves were joined and searched (the test sees the rejoin it bounds)
+    assert max(searched) <= WRAP_MAX + line and long <= 400 * 2 * (WRAP_MAX + line)
+    assert long <= 4.5 * short  # four times the lines, about four times the characters (not sixteen)
+
+
+def test_a_line_longer_than_wrap_max_is_not_rejoined_with_the_next(monkeypatch) -> None:
+    """SGLang's `server_args=ServerArgs(...)` line (3,000 characters, fixtures' 0.4.3 start-up) was kept
+    for a hard-wrap and searched again joined with the line after it, at every start of a crash loop:
+    the rules now see no text longer than the longest line of the start-up."""
+    header = shapes._real(shapes.SGLANG_HEADER).encode()
+    searched: list[int] = []
+    match = scan._match
+    monkeypatch.setattr(scan, "_match", lambda text: searched.append(len(text)) or match(text))
+    scanner = LogScanner()
+    scanner.start_source("sglang.log")
+    scanner.feed_block(header * 3)
+    scanner.finish()
+    longest = max(len(line) for line in header.splitlines())
+    assert longest > WRAP_MAX and max(searched) <= longest
 
 
 def test_a_line_of_no_message_is_served_by_an_empty_plan() -> None:

@@ -148,12 +148,22 @@ def joined(prev: Line, line: Line) -> Line | None:
     return Line(prev.no, prev.text + space + line.text, prev.raw + line.raw, prev.process or line.process, prev.level or line.level)
 
 
+# the longest message a hard-wrap is rejoined into (the longest the corpus's logs rejoin is 1,263 characters): past
+# it the lines are a run of long lines, not one cut message, and rejoining them all made each line's parse read
+# every line before it (a run of n long lines no rule explains cost n^2 / 2 characters of regex searches)
+WRAP_MAX = 2048
+
+
 def carried(prev: Line | None, line: Line) -> Line | None:
     """What to keep, after a line no rule explained, in case the next line continues it: the
-    message so far (`prev` joined with `line` when `line` continues it) when `line` was itself cut."""
-    if not _cut(line):
+    message so far (`prev` joined with `line` when `line` continues it) when `line` was itself cut;
+    `line` alone when the message so far would grow past WRAP_MAX, nothing when `line` alone is past it
+    (SGLang's `server_args=ServerArgs(...)` of 3,000+ characters: rejoined with the next line, it was
+    searched twice at each start of a crash loop)."""
+    if not _cut(line) or len(line.text) > WRAP_MAX:
         return None
-    return (joined(prev, line) if prev is not None else None) or line
+    whole = joined(prev, line) if prev is not None and len(prev.text) + len(line.text) <= WRAP_MAX else None
+    return whole or line
 
 
 class LineNumbers:
