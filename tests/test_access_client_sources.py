@@ -8,17 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from llm_doctor.collect.files import load_paths
-from llm_doctor.engine import Deadline, load_checks, run_checks, select
 from llm_doctor.findings import Finding
-from llm_doctor.report import build_report
+from tests import analysis
 
 
 def findings_of(tmp_path: Path, text: str) -> list[Finding]:
-    path = tmp_path / "client.log"
-    path.write_text(text)
-    facts = load_paths([str(path)], Deadline(30))
-    return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts).findings
+    return analysis.findings_of(analysis.written(tmp_path, text))
 
 
 # (case, log text, rank-1 code, a substring of its evidence, its first fix's exact command or None)

@@ -103,14 +103,22 @@ def test_a_figure_with_thousands_and_decimals_is_read_whole(tmp_path):
     assert any("throughput per GPU: 550.05 at TP 2, 1043.54 at TP 1" in line for line in f.evidence), f.evidence
 
 
-@pytest.mark.parametrize("sentence", [
-    "Under load the server interleaves concurrent decodes, it does not batch them.",
-    "With 8 clients the requests queue up and are handled one after another.",
-    "The output throughput stays the same whether 1 or 8 clients send requests.",
+@pytest.mark.parametrize(("sentence", "code"), [
+    # a server said not to batch
+    ("Under load the server interleaves concurrent decodes, it does not batch them.", "perf.batching_limited"),
+    ("With 8 clients the requests queue up and are handled one after another.", "perf.batching_limited"),
+    ("The output throughput stays the same whether 1 or 8 clients send requests.", "perf.batching_limited"),
+    # a clock held down, by its tool's name for it or by a power mode
+    ("During inference rocm-smi shows the GFXCLK stays stuck at 41 MHz.", "perf.gpu_throttled"),
+    ("It ran at 0.9 FPS in the 30W power mode and 2.5 FPS in MAXN.", "perf.gpu_throttled"),
+    # threads oversubscribing the cores
+    ("Setting -t -1 uses logical cores instead of physical cores, so the CPU threads are oversubscribed and generation slows down.",
+     "perf.cpu_bound"),
+    ("Hyperthreading oversubscription makes the run 3x slower.", "perf.cpu_bound"),
 ])
-def test_a_server_said_not_to_batch_is_batching_limited(tmp_path, sentence):
-    f = only(scenario(tmp_path, notes_txt=sentence + "\n"), "perf.batching_limited")
-    assert sentence[:40] in f.evidence[0], f.evidence
+def test_a_cause_said_in_words_names_its_code_and_quotes_the_sentence(tmp_path, sentence, code):
+    f = only(scenario(tmp_path, notes_txt=sentence + "\n"), code)
+    assert sentence[:30] in f.evidence[0], f.evidence
 
 
 def test_a_preemption_count_a_test_asserts_on_is_kv_cache_pressure(tmp_path):
@@ -122,24 +130,6 @@ def test_a_kv_usage_said_full_is_kv_cache_pressure(tmp_path):
     notes = "At batch 32 the run hit 100% KV usage with waiting requests.\n"
     f = only(scenario(tmp_path, notes_txt=notes), "perf.kv_cache_pressure")
     assert any("100% KV usage" in line for line in f.evidence), f.evidence
-
-
-@pytest.mark.parametrize("sentence", [
-    "During inference rocm-smi shows the GFXCLK stays stuck at 41 MHz.",
-    "It ran at 0.9 FPS in the 30W power mode and 2.5 FPS in MAXN.",
-])
-def test_a_clock_held_down_by_its_tools_name_or_a_power_mode_is_gpu_throttled(tmp_path, sentence):
-    f = only(scenario(tmp_path, notes_txt=sentence + "\n"), "perf.gpu_throttled")
-    assert sentence[:30] in f.evidence[0], f.evidence
-
-
-@pytest.mark.parametrize("sentence", [
-    "Setting -t -1 uses logical cores instead of physical cores, so the CPU threads are oversubscribed and generation slows down.",
-    "Hyperthreading oversubscription makes the run 3x slower.",
-])
-def test_threads_oversubscribing_the_cores_are_cpu_bound(tmp_path, sentence):
-    f = only(scenario(tmp_path, notes_txt=sentence + "\n"), "perf.cpu_bound")
-    assert sentence[:30] in f.evidence[0], f.evidence
 
 
 def test_cores_counted_without_a_complaint_are_quiet(tmp_path):
