@@ -103,3 +103,18 @@ def test_permission_denied_on_a_path_is_the_model_files(tmp_path: Path, line: st
 
 def test_an_applications_own_permission_refusal_names_no_files() -> None:
     assert chains.family("Permission denied for Write: Classifier unavailable") is None
+
+
+@pytest.mark.parametrize("line", [
+    # node-fetch's FetchError around OpenSSL's SELF_SIGNED_CERT_IN_CHAIN string, retyped with "certificate" misspelt
+    "FetchError: request to https://llm.example.com/api/chat/completions failed, reason: self-signed certficates in certifcate path",
+    "Error: self signed certificate in certificate chain",  # OpenSSL X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN (Node < 17)
+])
+def test_a_self_signed_certificate_is_tls(line: str) -> None:
+    found = chains.family(line)
+    assert found is not None and found.kind == "client_tls" and found.name == "certificate"
+
+
+def test_a_connect_error_with_no_tls_words_is_no_tls_failure() -> None:
+    found = chains.family("Error: connect ECONNREFUSED 127.0.0.1:11434")
+    assert found is not None and found.kind == "client_refused"
