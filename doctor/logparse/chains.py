@@ -79,8 +79,10 @@ INNER = Table(
     # vllm/v1/executor/multiproc_executor.py: RuntimeError(f"Worker failed with error '{e}', please check the stack trace above for the root cause")
     _p("vLLM worker", r"Worker failed with error '(?P<inner>.+)', please check"),
     # openai-python _exceptions.py / anthropic-sdk: f"Error code: {status} - {body}"; LiteLLM, gateways and
-    # vLLM's own ErrorResponse put the engine's message in "message" (or FastAPI's "detail")
-    _p("HTTP error body", r"""['"](?:message|detail|msg)['"]\s*:\s*(?P<q>['"])(?P<inner>.+?)(?<!\\)(?P=q)\s*[,}]"""),
+    # vLLM's own ErrorResponse put the engine's message in "message" (or FastAPI's "detail"); Ollama's and the gin servers'
+    # {"error": "..."} holds it as a string; a body pasted from a JSON string (a client's own error text) has its quotes
+    # escaped (`{\"error\":\"model \\\"x\\\" not found\"}`), unescaped by inner_message
+    _p("HTTP error body", r"""\\*['"](?:message|detail|msg|error)\\*['"]\s*:\s*(?P<q>\\*['"])(?P<inner>.+?)(?<!\\)(?P=q)\s*[,}]"""),
     # Ollama llm/server.go: "llama runner process has terminated: <the runner's last error>", logged by the
     # scheduler as logfmt `error="..."` (Go's slog/logrus: msg="..." error="...")
     _p("Ollama runner", r"llama runner process has terminated: (?P<inner>[^\"]+)"),
@@ -267,8 +269,12 @@ def inner_message(text: str) -> tuple[str, str] | None:
     """The error a wrapper quotes inside this line, and the wrapper's name, if it quotes one."""
     found = INNER.first(text)
     if found and found[1].group("inner").strip():
-        return found[1].group("inner").strip(), found[0].name
+        return ESCAPED_QUOTE.sub(r"\1", found[1].group("inner").strip()), found[0].name
     return None
+
+
+# a quote escaped once or more (a JSON string inside a JSON string): the quoted error reads with its own quotes
+ESCAPED_QUOTE = re.compile(r"""\\+(['"])""")
 
 
 def cascade(text: str) -> str:
@@ -294,9 +300,16 @@ def family(text: str, inner: tuple[str, str] | None = None, wrapper: str = "", w
     inner = inner or inner_message(text)
     for candidate in ([inner[0]] if inner else []) + ([] if wrapper and inner or not whole else [text]):
         found = FAMILIES.first(ev.without_advice(candidate))
+        if found and inner and inner[1] in ANSWERED and found[0].kind in LINK_KINDS:
+            return None  # a server answered: the client reached it, the connection the body names is the server's own upstream
         if found and not (found[0].kind in NOT_FAMILY and NOT_FAMILY[found[0].kind].search(candidate)):
             return found[0]
     return None
+
+
+# the client's own link to the server: a server's error body that names one is about its upstream (a proxy's
+# {"detail": "Could not connect to backend server."} beside its 502/504), which the status it answered with places
+LINK_KINDS = frozenset({"client_refused"})
 
 
 # kinds that say only that a request failed (a status, a page instead of JSON): the error a wrapper

@@ -340,7 +340,9 @@ HAND_RULES: tuple[Rule, ...] = (
     _r(
         "model_missing",
         # (requests' raise_for_status names the URL: a 404 from any other host is the API's answer, http_response)
-        r"(?P<status>404) Client Error(?!: Not Found for url: (?!https?://(?:[\w-]+\.)*(?:huggingface\.co|hf\.co|hf-mirror\.com|modelscope\.cn)\b))|"
+        # (the Hub's inference router, router.huggingface.co / api-inference, answers an API request: its 404 is the model id's)
+        r"(?P<status>404) Client Error(?!: Not Found for url: (?!https?://(?!(?:router|api-inference)\.huggingface\.co\b)"
+        r"(?:[\w-]+\.)*(?:huggingface\.co|hf\.co|hf-mirror\.com|modelscope\.cn)\b))|"
         r"RepositoryNotFoundError|Repository Not Found|Repo id must be|HFValidationError|"
         r"does not appear to have a file named (?P<file>[\w.-]+)|is not a local folder and is not a valid model identifier|"
         r"Can't load (?:the )?(?:config|tokenizer|model) for|No such file or directory: '(?P<path>[^']+)'|"
@@ -404,7 +406,8 @@ HAND_RULES: tuple[Rule, ...] = (
         r"^< HTTP/[\d.]+ (?P<status3>[45]\d\d)\b|(?P<method3>GET|POST) \"?https?://[^/\s]+(?P<path3>/\S*?)\"?: (?P<status4>[45]\d\d) |"
         # requests' raise_for_status (src/requests/models.py: f"{status} Client Error: {reason} for url: {url}")
         # (the Hugging Face Hub's answers are the model download's: model_missing, hub_unreachable)
-        r"\b(?P<status7>4\d\d) Client Error: [^\n]{0,60}? for url: https?://(?!(?:[\w-]+\.)*(?:huggingface\.co|hf\.co|hf-mirror\.com|modelscope\.cn)\b)"
+        r"\b(?P<status7>4\d\d) Client Error: [^\n]{0,60}? for url: https?://(?!(?!(?:router|api-inference)\.huggingface\.co\b)"
+        r"(?:[\w-]+\.)*(?:huggingface\.co|hf\.co|hf-mirror\.com|modelscope\.cn)\b)"
         r"[^/\s]+(?P<path6>/[^\s'\")]*)|"
         # httpx's INFO line, as the OpenAI SDK logs every request
         r"HTTP Request: (?P<method4>GET|POST|PUT|DELETE) https?://[^/\s]+(?P<path4>/\S*) \"HTTP/[\d.]+ (?P<status5>[45]\d\d)|"
