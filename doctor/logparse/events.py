@@ -297,7 +297,8 @@ HAND_RULES: tuple[Rule, ...] = (
         r"Serialization assertion \w*VersionRead ?== ?k\w*SERIALIZATION_VERSION failed|Serialized Engine Version: \d+",
     ),
     # --- GPU faults -------------------------------------------------------------------------
-    _r("gpu_fault", r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)|\bXid (?P<xid2>\d+)\b"),
+    # (an Xid said not to have happened is none: a tuning note's "Zero Xid 43/13, no EngineDead")
+    _r("gpu_fault", r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)|(?<!\bzero )(?<!\bno )(?<!\bwithout )(?<!\bany )\bXid (?P<xid2>\d+)\b"),
     _r(
         "gpu_fault",
         r"uncorrectable ECC error|ECC error encountered|GPU has fallen off the bus|GPU is lost|"

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from llm_doctor.facts import Facts
 from llm_doctor.facts.stated import FailureStatement
 from llm_doctor.logparse import required as rq
+from llm_doctor.logparse.denial import denied
 from llm_doctor.logparse.failures import CARET, EXCEPTION, FRAME, TRACEBACK, own_level
 from llm_doctor.logparse.lines import normalise
 from llm_doctor.logparse.perf_prose import TOOL_ROW
@@ -571,12 +572,17 @@ def statements(source: str, text: str) -> list[FailureStatement]:
         probe = _probe(s.text)
         held = rq.held(probe, _literals())
         code = next((c for (c, rx), needs in zip(VOCABULARY, _required(), strict=True)
-                     if not needs.absent(held) and rx.search(probe) and (c not in CONTEXT_ONLY or PROBLEM.search(probe))), None)
+                     if not needs.absent(held) and _said(rx, probe) and (c not in CONTEXT_ONLY or PROBLEM.search(probe))), None)
         if code is not None:
             out.append(FailureStatement(code, s.where, s.text[:300]))
             if len(out) >= MAX_STATEMENTS:
                 break
     return out
+
+
+def _said(rx: re.Pattern[str], probe: str) -> bool:
+    """The sentence holds the term undenied: "Zero Xid 43/13" and "no OOM" state what did not happen (logparse/denial.py)."""
+    return any(not denied(probe, m.start(), m.group(0)) for m in rx.finditer(probe))
 
 
 @functools.cache

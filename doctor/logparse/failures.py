@@ -206,7 +206,10 @@ PROSE = re.compile(
 # fix ("this fixes the hang in ..."), a possibility ("it may crash when ..."), a run said to have passed without it
 # ("survives the concurrent prefills with zero OOM", "this isn't a crash or a hang")
 HYPOTHETICAL = re.compile(r"\b(?:to (?:avoid|prevent)|avoid(?:s|ing)?|prevent(?:s|ing)?|fix(?:es|ed|ing)?|no longer|in case|"
-                          r"might|may|would|zero (?:OOMs?|crash(?:es)?)|without (?:an? |any )?(?:OOMs?|crash(?:es|ing)?)|"
+                          r"might|may|would|zero (?:OOMs?|crash(?:es)?)|"
+                          # a requirement and what happens if it is not met ("You'll need a model smaller than 2GB or it
+                          # won't load all the layers"): advice about what would fail, not a failure seen
+                          r"you(?:'ll| will)? (?:need|have) to|you(?:'ll| will) need|\bor (?:else )?(?:it|they|you) (?:won'?t|will not|can'?t|cannot)|without (?:an? |any )?(?:OOMs?|crash(?:es|ing)?)|"
                           r"(?:is|was)(?:n't| not) (?:an? )?(?:crash|hang|OOM))\b", re.I)
 PROSE_CASCADE = "a sentence about it"  # the mark of a sentence that quotes no error (never the root while one is pasted)
 # a person saying they cannot find or understand something is no failure of the system ("How do I set

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from llm_doctor.facts import Facts
 from llm_doctor.facts.stated import WordedGuess
 from llm_doctor.logparse import required as rq
+from llm_doctor.logparse.denial import denied
 
 MIN_SCORE = 2  # one failure's own name, or two leaning terms
 MAX_GUESSES = 3  # the runners-up are kept for the evidence ("also named: ...")
@@ -62,6 +63,11 @@ BUG_SHAPE = re.compile(r"^\W{0,6}(?:\[bug\]|bug:|bug report|describe the bug|bug
 NO_PROBLEM = re.compile(r"\b(?:no|zero|without(?: any)?|0) (?:errors?|failures?|crash\w*|problems?|issues?|exceptions?)\b|\bnever ?mind\b|"
                         r"(?:无|没有|沒有|未见)(?:任何)?(?:错误|報錯|报错|问题|異常|异常)", re.I)
 SOLUTION = re.compile(r"\b(?:the |a |my |our )?(?:solution|workaround|fix) (?:is|was)\b|\bsolved\b|解决方法|解决办法|已解决", re.I)  # the answer, not the report
+# a fix's word said of the report's failure ("Issue resolved.", "fixed it", "was solved by updating the driver", "resolved after
+# the upgrade"): what ended it, not a symptom; "resolve" is also the DNS lookup's verb, and must not count for it
+FIXED = re.compile(r"\b(?:(?:issue|problem|bug|error|it|this|that|everything|all)\s+(?:is\s+|was\s+|has\s+been\s+|have\s+been\s+|got\s+|gets\s+|seems\s+)?"
+                   r"(?:now\s+|finally\s+|been\s+)?(?:resolved|fixed|solved)|(?:resolved|fixed|solved)\s+(?:it|this|that|the\s+(?:issue|problem|error|bug)|by|after|"
+                   r"with|when|now|for\s+me))\b", re.I)
 KEY_VALUE = re.compile(r"^\s*[\w()/.,-]+(?: [\w()/.,-]+){0,6}\s+:\s")  # nvidia-smi -q's `HW Power Brake Slowdown : N/A`
 
 # a launch command's line (`vllm serve M --shm-size 16g \`, `docker run ... \`, a `--flag value` continuation): what was set,
@@ -91,6 +97,8 @@ class Noun:
         if held is not None and (words.absent(held) or needs is not None and needs.absent(held)):
             return ""
         for m in self.words.finditer(text):
+            if denied(text, m.start(), m.group(0)):  # "zero Xid", "well below thermal throttle": what did not happen
+                continue
             if self.needs is None:
                 return m.group(0)
             around = text[max(0, m.start() - self.near):m.end() + self.near] if self.near else text
@@ -186,6 +194,9 @@ NOUNS: tuple[Noun, ...] = (
     _n("load.nccl_failed", r"\bNCCL\w*\b|\ball[- ]?reduce\b|\bProcessGroup\w*|\bc10d\b|\bdistributed init\w*", 2),
     _n("load.cuda_mismatch", r"\bno kernel image\b|\bCUDA driver version is insufficient\b|\blibcudart\.so\S*|\bundefined symbol\b|"
        r"\bbuilt (?:with|for|against) CUDA\b|\bCUDA (?:version )?mismatch\b", 3),
+    # the code's own name (codes.md: "driver / CUDA runtime ... incompatible"): a CUDA version said, near, not to fit
+    _n("load.cuda_mismatch", r"\bCUDA (?:version|toolkit|runtime|driver)\b", 2, r"\bmismatch\w*|\bincompatib\w*|\bnot (?:compatible|match\w*)\b|"
+       r"\btoo old\b|\binsufficient\b", 60),
     _n("load.cuda_mismatch", r"\bcompute capabilit\w*|\bsm_\d+\b|\bcu\d{3}\b|\bCUDA (?:version|toolkit|runtime)\b|\bdriver version\b|\bwheel\b", 1,
        r"\bmismatch\w*|\bincompatib\w*|\bnot (?:compatible|match\w*)\b|\btoo old\b|\binsufficient\b|\bsupport\w*"),
     _n("load.dtype_unsupported", r"\bbfloat16\b|\bbf16\b|\bfp16\b|\bfloat16\b|\bdtype\b|\b(?:half|FP16|BF16) precision\b|半精度", 2,
@@ -276,6 +287,7 @@ def guesses(source: str, text: str) -> list[WordedGuess]:
     if said is None:
         return []
     text = "\n".join(line for line in lines if not COMMAND.search(line))  # a flag set is a setting, not a symptom
+    text = FIXED.sub(" ", text)
     held = rq.held(text, _literals())
     scored: list[tuple[int, int, str, list[str]]] = []
     for order, code in enumerate(dict.fromkeys(n.code for n in NOUNS)):
@@ -309,10 +321,15 @@ def _stated_at(lines: list[str]) -> int | None:
         # a program's line (a level, a timestamp), a table row, a tool's `Key : Value` row: no person's report
         words = "" if raw.lstrip().startswith("|") or KEY_VALUE.match(raw) else _prose(raw)
         for sentence in SENTENCE_END.split(words) if words and PROBLEM.search(words) else ():
-            if not PROBLEM.search(sentence) or (QUESTION.search(sentence) and not COMPLAINT.search(sentence)):
+            if not _states(sentence) or (QUESTION.search(sentence) and not COMPLAINT.search(sentence)):
                 continue
             if not (CHANGE.match(sentence) or ADVICE.search(sentence) or SOLUTION.search(sentence)):
                 return no
     text = "\n".join(lines)
     shaped = BUG_SHAPE.search(text)
     return text.count("\n", 0, shaped.start()) if shaped else None
+
+
+def _states(sentence: str) -> bool:
+    """The sentence holds a failure word undenied ("Nothing wrong", "zero crashes" state that all went well)."""
+    return any(not denied(sentence, m.start(), m.group(0)) for m in PROBLEM.finditer(sentence))
