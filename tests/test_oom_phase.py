@@ -177,3 +177,38 @@ def test_a_bare_ggml_failure_gets_llamacpp_fixes(tmp_path) -> None:
     assert top.code == "load.weights_oom"
     assert [f.command for f in top.fixes] == [None, None], [(f.summary, f.command) for f in top.fixes]
     assert "-ngl" in top.fixes[0].summary
+
+
+# mistral.rs's and FreeToken's own milestones, in their sources' words and their loggers' formats (tracing_subscriber:
+# time, level, target): mistral.rs pipeline/normal.rs "Loading model `%s` on %s.", mistralrs-server "Model loaded.",
+# mistralrs-core utils/mod.rs handle_pipeline_forward_error! "{stage} - Model failed with error: {e:?}" (the engine
+# loop's "step"); FreeToken models/*/weight.py desc="Loading weights", server/api_server.py "API server is ready to
+# serve on %s:%d"
+_BARE = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.59 GiB. GPU 0 has a total capacity of 31.73 GiB of which 3.11 GiB is free."
+
+
+@pytest.mark.parametrize(("lines", "code", "phase", "command"), [
+    (["2025-01-12T10:38:01.102345Z  INFO mistralrs_server: Model loaded.",
+      '2025-01-12T10:40:23.640332Z ERROR mistralrs_core::engine: step - Model failed with error: '
+      'Cuda(Cuda(DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")))'], "load.runtime_oom", "phase: serving", "--max-num-seqs 128"),
+    (['2025-01-12T10:40:23.640332Z ERROR mistralrs_core::engine: prompt step - Model failed with error: '
+      'Cuda(Cuda(DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")))'], "load.runtime_oom", "phase: serving", "--max-num-seqs 128"),
+    (["2025-01-12T10:38:01.102345Z  INFO mistralrs_server: Model loaded.", _BARE], "load.runtime_oom", "phase: profiling",
+     "--max-num-seqs 128"),
+    (["2025-01-12T10:37:01.102345Z  INFO mistralrs_core::pipeline::normal: Loading model `mistralai/Mistral-7B-Instruct-v0.1` "
+      "on cuda[0].", 'Error: DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")'], "load.weights_oom",
+     "phase: weights (weights), tensor_parallel_size 1", "--tensor-parallel-size 2"),
+    (["INFO:     API server is ready to serve on 0.0.0.0:8000", _BARE], "load.runtime_oom", "phase: serving", "--max-num-seqs 128"),
+    (["Loading weights (FTW): 100%|##########| 17.2G/17.2G", _BARE], "load.weights_oom",
+     "phase: weights (weights), tensor_parallel_size 1", "--tensor-parallel-size 2"),
+])
+def test_other_engines_milestones_place_the_oom(tmp_path, lines: list[str], code: str, phase: str, command: str) -> None:
+    """An engine the tracker knew no milestone of left its OOM unplaced (runtime by default, the weights beside it):
+    its own load and serve lines place it."""
+    log = tmp_path / "engine.log"
+    log.write_text("\n".join(lines) + "\n")
+    found = findings_of(log)
+    assert found[0].code == code, [f.code for f in found]
+    assert phase in found[0].evidence
+    assert found[0].fixes[0].command == command
+    assert len([f for f in found if f.code in ("load.runtime_oom", "load.weights_oom")]) == 1

@@ -32,8 +32,8 @@ from llm_doctor.facts.inputs import InputGap
 from llm_doctor.facts.logs import LogFacts, LogSetup
 from llm_doctor.logparse import external_prefilter as xp
 from llm_doctor.logparse import stat_lines
-from llm_doctor.logparse.failures import own_level, stated
-from llm_doctor.logparse.lines import STAMP, normalise
+from llm_doctor.logparse.failures import is_record, stated
+from llm_doctor.logparse.lines import normalise
 from llm_doctor.logparse.scan import EXTERNAL_LITERALS, LogScanner
 from llm_doctor.redact import Redactor
 
@@ -401,8 +401,7 @@ def log_shaped(path: str) -> bool:
     if head[:2] == b"\x1f\x8b":
         return True  # a gzip the collector read: its text is not here to look at again
     for no, raw in enumerate(head.splitlines()[:SHAPE_LINES], 1):
-        line = normalise(no, raw)
-        if line.level or line.process or own_level(line.text) or STAMP.match(line.raw.strip()):
+        if is_record(normalise(no, raw)):
             return True
     return False
 
@@ -424,7 +423,10 @@ def load_log(path: str, facts: Facts, deadline: Deadline, only_if_events: bool =
     # tool output with a failure pasted into it: a rule recognised something, an exception or crash, or
     # a line that states a failure by its shape (an error object, a 5xx answer); a word like "Not
     # Supported" in an nvidia-smi -q listing is no failure
-    if only_if_events and not any(e.kind != "error_line" or stated(str(e.values.get("summary", ""))) for e in logs.events):
+    # (or the run's own start or ready line after a launch command: a start that never finished is judged, a ready
+    # server is the run shown)
+    if only_if_events and not (logs.started or logs.ready) and not any(
+            e.kind != "error_line" or stated(str(e.values.get("summary", ""))) for e in logs.events):
         facts.logs, facts.deployment, facts.model = previous, deployment, model
         del facts.notes[notes:], facts.gaps[gaps:]
         return

@@ -745,7 +745,10 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             # TGI's shard has loaded its model (server.py serve_inner logs "Server started at unix://..." once get_model
             # returned; the launcher then "Shard ready in"): the router's warm-up is next; TensorRT deserialized the
             # engine (its weights): "Loaded engine size: %d MiB", the execution context and KV cache are next
-            r"Server started at unix://|Shard ready in|Loaded engine size: \d",
+            r"Server started at unix://|Shard ready in|Loaded engine size: \d|"
+            # mistral.rs once its loader returned the model (mistralrs-server main.rs v0.1-v0.4, mistralrs-server-core
+            # mistralrs_for_server_builder.rs, mistralrs-bench: info!("Model loaded.")): past the weights
+            r"\bModel loaded\.$",
             re.I,
         ),
     ),
@@ -756,7 +759,12 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"Loading safetensors checkpoint|Loading pt checkpoint|llm_load_tensors|load_tensors|llama_model_load|"
             r"Load weight begin|_initialize_model|initialize_model|from_pretrained|model_loader|init_model|"
             # LMDeploy's executors build the model and load its weights (pytorch/engine/executor/*, model_agent)
-            r"\bbuild_model\b|load_model_weights",
+            r"\bbuild_model\b|load_model_weights|"
+            # mistral.rs's pipelines ("Loading model `%s` on %s.", pipeline/normal.rs, gguf.rs, ggml.rs, vision.rs v0.2+;
+            # mistralrs-server main.rs v0.1 "Loading model `%s` on %?...", a --log file's "Loading model on Cuda(...)...")
+            # and FreeToken's progress bars (models/*/weight.py desc="Loading weights", checkpoint/ftw.py "Loading weights
+            # (FTW)"; the vLLM/SGLang "Loading weights took" is profiling's, matched first)
+            r"\bLoading model (?:`[^`]*` )?on [A-Z]\w*|\bLoading weights\b",
             re.I,
         ),
     ),
@@ -788,6 +796,14 @@ PHASES: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"Engine loop failed|\b_?async_loop|async_stream_infer|\b_async_step|"
             r"Setting max batch total tokens|server\.rs:\d+: Connected|\bin (?:Prefill|Decode)\b|\bgenerate_token\b|"
             r"_executor_loop|llama runner started|\[GIN\]|"
+            # mistral.rs up (mistralrs-server main.rs v0.1-v0.4 "Serving on http://%s:%d.", mistralrs-cli serve.rs "Server
+            # listening on http://%s:%d") and its engine loop's stages failing (mistralrs-core utils/mod.rs
+            # handle_pipeline_forward_error!: error!("{} - Model failed with error: {:?}", $stage, ...), the stages
+            # "step", "prompt step", "completion step" of engine/mod.rs); FreeToken up (server/api_server.py "API server is
+            # ready to serve on %s:%d") and a worker that died after it (server/supervisor.py "backend worker %s exited";
+            # before ready it says "exited during load")
+            r"\bServing on https?://|\bServer listening on https?://|\bstep - Model failed with error\b|"
+            r"API server is ready to serve on|backend worker \S+ exited(?! during load)|"
             # a report that says what the server was doing ("it crashes during inference", "after sending 50
             # concurrent requests", "under heavy load"): requests were being served when it ran out
             r"\bduring (?:inference|generation|decoding|serving|benchmark)|\bunder (?:heavy |high )?load\b|"

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 
 from llm_doctor.logparse import chains
+from llm_doctor.logparse.lines import STAMP, Line
 
 KINDS = ("exception", "crash_signal", "error_line")
 # lower-case literals one of which every line this module reacts to contains (the scanner's prefilter)
@@ -444,6 +445,12 @@ def own_level(text: str) -> str:
     if m is None:
         return ""
     return m.group("nccl") or GLOG_LEVELS[m.group("glog")]
+
+
+def is_record(line: Line) -> bool:
+    """The line is a log record by its shape: a level, a process tag, a glog/NCCL level of its own, a leading
+    timestamp (what a program logs, not prose, a table or a shell command)."""
+    return bool(line.level or line.process or own_level(line.text) or STAMP.match(line.raw.strip()))
 
 
 def stated(text: str, level: str = "") -> bool:

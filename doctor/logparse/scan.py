@@ -43,7 +43,9 @@ _FRAME = re.compile(r'^File "[^"]*", line \d+|^\S+\.py:\d+ in \w|^frame #\d+:|^[
 # the patterns besides the rules that decide how a line is parsed (see template_cache)
 TEMPLATE_DECIDERS = [st.COMMAND, st.STARTS, st.ARGS, _FRAME, *(p for _, p in st._SETUP), *(p for _, p in ev.PHASES)]
 # the server said it is up (a start that never says so stopped during start-up) ...
-UP = rb"application startup complete|uvicorn running|the server is fired up|server is listening|all slots are idle|listening on|(?m:^connected\r?$)"
+# (FreeToken's server/api_server.py "API server is ready to serve on %s:%d", mistral.rs's "Serving on http://")
+UP = rb"application startup complete|uvicorn running|the server is fired up|server is listening|all slots are idle|listening on|" \
+     rb"api server is ready to serve on|serving on http|(?m:^connected\r?$)"
 READY = re.compile(UP + rb"|avg prompt throughput|decode batch|generation throughput|engine \(running/waiting\):")
 # ... and after a failure, it went on: up again, or answering requests (a stat line that only counts
 # zeros is a server shutting down, not serving)
@@ -97,6 +99,9 @@ MEMO_SIZE, MEMO_CHARS = 4096, 2048  # messages whose parse is remembered (_match
 MAX_LINE = 64 * 1024  # a longer line is cut here (a file without newlines cannot fill memory)
 ARGS_FOLLOW_LINES = 120  # TGI pretty-prints `Args {` over many lines
 MAX_COMMANDS = 8  # engine command lines kept (each with its `\` continuation lines)
+# how many lines after an engine's launch command its first log record may come (a blank line, "and then:"): a
+# command followed by that engine's records is a start even where the paste begins after the engine's start marker
+LAUNCH_FOLLOW_LINES = 8
 MAX_COMMAND_CHARS = 8192
 ENGINE_SURE = 256  # engine markers after which the engine is known (see _detect)
 DETECT_LINES = 256  # new lines _detect reads between two looks at ENGINE_SURE
@@ -125,6 +130,10 @@ class LogScanner:
         self._args_follow = 0
         self.commands: list[str] = []  # engine command lines quoted in the log, for engine_args.parse_command
         self._cmd_open = False  # the last command line ended with `\`: the next line continues it
+        self._launch_left = 0  # lines after a launch command in which a log record makes it a start (LAUNCH_FOLLOW_LINES)
+        self._launch_engine = ""  # the engine the last launch command starts
+        self._launched = ""  # the engine whose launch command a log record followed, while no start marker was seen
+        self._marked = False  # a start marker (st.STARTS) was seen
         self._prev: Line | None = None
         self._engine_hits: dict[str, int] = {}
         self._v1 = self._v0 = 0
@@ -160,7 +169,7 @@ class LogScanner:
     @property
     def _must_read(self) -> bool:
         """The next line is read whatever it holds: a continuation, pretty-printed args, a traceback."""
-        return self._args_follow > 0 or self._prev is not None or self._cmd_open or self.failures.open
+        return self._args_follow > 0 or self._prev is not None or self._cmd_open or self.failures.open or self._launch_left > 0
 
     @property
     def _watching(self) -> bool:
@@ -325,7 +334,7 @@ class LogScanner:
         # nothing open before it (pretty-printed arguments aside: they are kept, then parsed as any
         # line; a line kept for a hard-wrap aside when this one does not complete it): the line may
         # be served by its template's plan
-        unopened = not self._cmd_open and not self.failures.open
+        unopened = not self._cmd_open and not self.failures.open and self._launch_left <= 0
         if unopened and (recalled := self.templates.recall(no, raw)) is not None and not self._completes(*recalled):
             self._recalled(*recalled)
             return
@@ -338,11 +347,17 @@ class LogScanner:
             self._prev = None
             self._cmd_open = False
             return
-        plain = not self._command(text) and plain
-        if st.STARTS.search(text):
+        launch = self._command(text)
+        plain = not launch and plain
+        marked = st.STARTS.search(text) is not None
+        self._marked = self._marked or marked
+        if marked:
             plain = False
             if self._run_fatal:
                 self._new_run()
+            self.facts.started = True
+        elif self._launch_went_on(line, launch):  # (no new run: a paste's command is often quoted after the crash it led to)
+            plain = False
             self.facts.started = True
         if st.ARGS.search(text) and self._args_follow == 0:
             plain = False
@@ -465,6 +480,24 @@ class LogScanner:
             self.commands.append(m.group("cmd").rstrip("\\ ")[:MAX_COMMAND_CHARS])
             self._cmd_open = text.endswith("\\")
         return m is not None
+
+    def _launch_went_on(self, line: Line, launch: bool) -> bool:
+        """A log record within LAUNCH_FOLLOW_LINES of an engine's launch command: the engine started (a paste that
+        begins with `vllm serve ...` and the workers' INFO lines, the API server's header left out). Which engine
+        wrote the records is known only at the end (finish keeps the start if it is the command's engine)."""
+        if launch:
+            self._launch_left = 0 if self._cmd_open or self._marked else LAUNCH_FOLLOW_LINES
+            if not self._cmd_open and not self._marked:
+                self._launch_engine = st.command_engine(self.commands[-1]) if self.commands else ""
+            return False
+        if self._launch_left <= 0:
+            return False
+        self._launch_left -= 1
+        if not fl.is_record(line):
+            return False
+        self._launch_left = 0
+        self._launched = self._launched or self._launch_engine
+        return bool(self._launch_engine)
 
     def _keep_args(self, raw: bytes) -> None:
         if self._args_chars < MAX_ARGS_CHARS:
@@ -680,6 +713,8 @@ class LogScanner:
         self._v0 += tail._v0
         f.engine_version = f.engine_version or t.engine_version
         self.commands += tail.commands[: max(0, MAX_COMMANDS - len(self.commands))]
+        self._marked = self._marked or tail._marked
+        self._launched = self._launched or tail._launched
         self._args += tail._args
         self.stats.absorb(tail.stats, offset)
 
@@ -699,6 +734,8 @@ class LogScanner:
             f.engine = max(hits, key=lambda k: hits[k])
         elif self._engine_hits:
             f.engine = "client"
+        if self._launched and not self._marked and f.engine != self._launched:
+            f.started = False  # the records after the command are another program's (a client's, a shell's)
         if f.engine == "vllm" and (self._v1 or self._v0):
             f.engine_generation = "V1" if self._v1 >= self._v0 else "V0"
         return f

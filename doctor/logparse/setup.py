@@ -111,6 +111,15 @@ COMMAND = re.compile(
     r"|(?:[\w.~/\\-]*[/\\])?(?:llama-server|llama-cli|main(?:\.exe)?(?=\s+-m\s)))\s.*)"
 )
 
+
+
+def command_engine(command: str) -> str:
+    """The engine a launch command (COMMAND's `cmd`) starts: the ENGINE_MARKERS entry that matches earliest in it
+    (`python -m sglang.launch_server --model-path ...vllm...` is SGLang's), or ""."""
+    found = [(m.start(), engine) for engine, marker in ENGINE_MARKERS if engine != "client" and (m := marker.search(command))]
+    return min(found)[1] if found else ""
+
+
 # a frame inside an installed client library (the 0.x SDK's openai/api_requestor.py; either path separator): what raised
 # there was called by a client. An engine's own openai package (vllm/entrypoints/openai/) is no match.
 CLIENT_FRAME = re.compile(r"(?:site|dist)-packages[/\\](?:openai|anthropic|httpx|httpcore|requests|aiohttp|urllib3|litellm|langchain\w*|llama_index)[/\\]")
