@@ -1021,13 +1021,11 @@ def _tp_pair(s: _Sentence) -> PerfStatement | None:
     """A wider TP that gives at most NO_MORE times the throughput of a narrower one, said with both figures: the extra
     GPUs go to all-reduces, and replicas of the narrower TP would serve more (perf.parallelism judges the per-GPU
     figures as it judges a benchmark table's). A wider TP that scales is a healthy trade of GPUs for latency: none."""
-    sizes = [(m.start(), int(m.group(1))) for m in TP_SIZE.finditer(s.text)]
-    tputs = [(m.start(), _number(m.group("n") or m.group("bare"))) for m in THROUGHPUT.finditer(s.text)]
-    if len(sizes) != 2 or len(tputs) != 2 or sizes[0][1] == sizes[1][1] or min(v for _, v in tputs) <= 0:
+    sizes = [int(m.group(1)) for m in TP_SIZE.finditer(s.text)]
+    tputs = [_number(m.group("n") or m.group("bare")) for m in THROUGHPUT.finditer(s.text)]
+    if len(sizes) != 2 or len(tputs) != 2 or sizes[0] == sizes[1] or min(tputs) <= 0:
         return None
-    (_, tp_a), (_, tp_b) = sizes
-    (_, v_a), (_, v_b) = tputs  # paired in the order they are said
-    (narrow, v_narrow), (wide, v_wide) = sorted(((tp_a, v_a), (tp_b, v_b)))
+    (narrow, v_narrow), (wide, v_wide) = sorted(zip(sizes, tputs, strict=True))  # paired in the order they are said
     if v_wide > NO_MORE * v_narrow:
         return None
     return _statement("perf.tp_mismatch", s, {"tp_wide": float(wide), "tp_narrow": float(narrow),
