@@ -162,8 +162,8 @@ def causal_order(findings: list[Finding], facts: Facts) -> dict[int, tuple[int, 
             at.setdefault(where(e), (int(bool(e.values.get("cascade"))), source, e.line_no))
     out = {}
     for f in findings:
-        quoted = [at.get(m.group(1), _line_at(m.group(1), logs.sources)) for line in f.evidence if (m := QUOTED.match(line))]
-        quoted = [q for q in quoted if q]
+        places = [m.group(1) for line in f.evidence if (m := QUOTED.match(line))]
+        quoted = [q for p in places if (q := at.get(p) or _line_at(p, logs.sources))]
         if quoted:
             out[id(f)] = min(quoted)
     return out
