@@ -76,6 +76,7 @@ class SplitResult:
     confusions: Counter = field(default_factory=Counter)
     misses: list[tuple[str, str, str]] = field(default_factory=list)
     false_all_clear: list[str] = field(default_factory=list)
+    miss_kinds: Counter = field(default_factory=Counter)
     kv_fit: list[bool] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
 
@@ -120,6 +121,18 @@ def kv_fit(case: dict, outcome: Outcome) -> bool | None:
     return False
 
 
+def miss_kind(want: str, codes: list[str]) -> str:
+    """Why a case missed, in the terms the work divides by: the wanted code named lower in the report (a ranking
+    fault), or not at all, the top code then saying the doctor placed nothing (`*.unrecognized_failure`,
+    doctor.*, or no finding: a recognition gap) or naming another cause (a misreading)."""
+    if want in codes:
+        return "ranked lower"
+    top = codes[0] if codes else ""
+    if not top or top.endswith(".unrecognized_failure") or top.startswith("doctor."):
+        return "not named, nothing placed"
+    return "not named, another cause ranked first"
+
+
 def run_split(name: str, folders: list[Path]) -> SplitResult:
     result = SplitResult(name)
     for case, path in cases(folders):
@@ -136,6 +149,7 @@ def run_split(name: str, folders: list[Path]) -> SplitResult:
             got = codes[0] if codes else "(nothing)"
             result.confusions[(want, got)] += 1
             result.misses.append((case["id"], want, outcome.crash or " ".join(codes[:3]) or "(nothing)"))
+            result.miss_kinds[miss_kind(want, codes)] += 1
         if outcome.status == "ok" and outcome.exit_code == 0:
             result.false_all_clear.append(case["id"])
         fit = kv_fit(case, outcome)
@@ -159,6 +173,9 @@ def print_split(r: SplitResult, show_misses: bool) -> None:
     print(f"false all-clear (status ok, exit 0) on a failure case: {len(r.false_all_clear)}/{n}")
     if r.kv_fit:
         print(f"KV cases whose --max-model-len fits the stated capacity: {sum(r.kv_fit)}/{len(r.kv_fit)}")
+    misses = sum(r.miss_kinds.values())
+    kinds = ", ".join(f"{kind} {k}" for kind, k in r.miss_kinds.most_common())
+    print(f"misses: {misses} ({kinds})" if misses else "misses: 0")
     print("confusions (expected -> rank 1):")
     for (want, got), k in r.confusions.most_common():
         print(f"  {want} -> {got}: {k}")
