@@ -31,7 +31,8 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
     """The tensor/pipeline parallel layout divides the model and fits the GPUs."""
     found = log.events(*KINDS)
     if not found:
-        return Outcome(detail="no parallel-layout error in the log")
+        refused = _refused_layout(facts)
+        return Outcome([refused]) if refused else Outcome(detail="no parallel-layout error in the log")
     kinds = {e.kind for e in found}
     if kinds == {"device_ordinal"} and not _tp_exceeds_gpus(facts):
         return Outcome(detail="invalid device ordinal without a TP larger than the GPUs: judged by load.gpu_visibility")
@@ -122,6 +123,39 @@ def parallel(facts: Facts, log: LogView) -> Outcome:
              "the model".replace("  ", " ") if pipeline else f"tensor parallel size {tp or '?'} does not fit the model/GPUs")
     return Outcome([Finding("load.tp_invalid", title, evidence, fixes,
                             explains=["load.nccl_failed", "load.gpu_not_visible", "load.quantization_unsupported", *le.CLIENT_SYMPTOMS])])
+
+
+# the engines that shard attention heads over TP ranks and refuse a TP size that does not divide them at start-up
+# (vLLM config.py verify_with_parallel_config "Total number of attention heads (32) must be divisible by tensor parallel
+# size (3)", SGLang model_config.py, TGI's custom_modeling shard checks, LMDeploy's TP split asserts, TensorRT-LLM's
+# mapping "The number of heads (40) is not a multiple of tp_size (3)")
+SHARDING_ENGINES = ("vllm", "sglang", "tgi", "lmdeploy", "trtllm")
+
+
+def _refused_layout(facts: Facts) -> Finding | None:
+    """A TP size typed on the launch command that the model's head counts (its config.json, or the shipped table by
+    the launched model's name) cannot split, when no GPU facts let load.memory_fit plan it: the engine refuses it at
+    start-up whatever the log goes on to show (a launcher that logs the command and dies quietly, a cut paste)."""
+    from llm_doctor.memory import layout_problem
+
+    cfg, model = facts.deployment, facts.model
+    if cfg is None or model is None or not model.num_attention_heads or cfg.engine not in SHARDING_ENGINES:
+        return None
+    if not cfg.is_set("tensor_parallel_size") or (facts.gpus and facts.gpus.gpus):
+        return None  # no TP typed, or GPUs known: load.memory_fit plans the layout with them
+    tp = int(cfg.tensor_parallel_size or 1)
+    problem = layout_problem(model, tp, 1)
+    if not problem:
+        return None
+    heads, kv = model.num_attention_heads, model.num_kv_heads
+    sizes = valid_tp_sizes(heads, tp - 1, kv)  # as many GPUs as were given at most: the sizes below the refused one
+    flag = le.flag(facts, "tp")
+    evidence = [f"launch command: {flag} {tp} ({cfg.sources.get('tensor_parallel_size', 'cmdline')})",
+                f"model {model.name} ({model.source}): {heads} attention heads, {kv or heads} KV heads", problem]
+    return Finding("load.tp_invalid", f"tensor parallel size {tp} does not divide the model's attention heads", evidence,
+                   [Fix(f"Use a TP size that divides {heads} heads (below {tp}: {', '.join(map(str, sizes))})",
+                        f"{flag} {max(sizes)}")],
+                   explains=["load.unrecognized_failure", "load.nccl_failed", *le.CLIENT_SYMPTOMS])
 
 
 def _expert_split_fix(size: int, tp: int, ep: int) -> Fix:

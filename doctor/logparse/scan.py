@@ -31,7 +31,7 @@ from llm_doctor.logparse.stat_lines import StatLines
 FRAME_LITERALS = ('file "', "frame #", ") [0x", "traceback (most recent call last)")
 _PHASE_PATTERNS = [pattern for phase, pattern in ev.PHASES if phase != "serving"]
 # every pattern that can turn a line into a fact; a line holding none of their literals cannot
-GRAMMAR = [r.pattern for r in ev.RULES] + [p for _, p in st._SETUP] + [st.ARGS, st.STARTS, st.COMMAND] + _PHASE_PATTERNS
+GRAMMAR = [r.pattern for r in ev.RULES] + [p for _, p in st._SETUP] + [st.ARGS, st.STARTS, st.COMMAND, st.GPUSTACK_COMMAND] + _PHASE_PATTERNS
 CANDIDATE_LITERALS = pf.literals(GRAMMAR, FRAME_LITERALS + fl.LITERALS)
 CANDIDATE = pf.compile_groups(CANDIDATE_LITERALS)
 # what an external prefilter searches a file for: the grammar's literals in any casing (CANDIDATE reads
@@ -41,7 +41,7 @@ EXTERNAL_LITERALS = ((CANDIDATE_LITERALS, True), (stat_lines.LITERALS, False))
 SERVING = pf.compile_groups(pf.literals([pattern for phase, pattern in ev.PHASES if phase == "serving"]))
 _FRAME = re.compile(r'^File "[^"]*", line \d+|^\S+\.py:\d+ in \w|^frame #\d+:|^[\w.]+\(\S*\) \[0x')
 # the patterns besides the rules that decide how a line is parsed (see template_cache)
-TEMPLATE_DECIDERS = [st.COMMAND, st.STARTS, st.ARGS, _FRAME, *(p for _, p in st._SETUP), *(p for _, p in ev.PHASES)]
+TEMPLATE_DECIDERS = [st.COMMAND, st.GPUSTACK_COMMAND, st.STARTS, st.ARGS, _FRAME, *(p for _, p in st._SETUP), *(p for _, p in ev.PHASES)]
 # the server said it is up (a start that never says so stopped during start-up) ...
 # (FreeToken's server/api_server.py "API server is ready to serve on %s:%d", mistral.rs's "Serving on http://")
 UP = rb"application startup complete|uvicorn running|the server is fired up|server is listening|all slots are idle|listening on|" \
@@ -475,11 +475,11 @@ class LogScanner:
             self.commands[-1] = (self.commands[-1] + " " + text.rstrip("\\ "))[:MAX_COMMAND_CHARS]
             self._cmd_open = text.endswith("\\")
             return True
-        m = st.COMMAND.search(text)
-        if m and len(self.commands) < MAX_COMMANDS:
-            self.commands.append(m.group("cmd").rstrip("\\ ")[:MAX_COMMAND_CHARS])
+        cmd = st.command(text)
+        if cmd is not None and len(self.commands) < MAX_COMMANDS:
+            self.commands.append(cmd.rstrip("\\ ")[:MAX_COMMAND_CHARS])
             self._cmd_open = text.endswith("\\")
-        return m is not None
+        return cmd is not None
 
     def _launch_went_on(self, line: Line, launch: bool) -> bool:
         """A log record within LAUNCH_FOLLOW_LINES of an engine's launch command: the engine started (a paste that

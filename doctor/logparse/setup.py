@@ -110,6 +110,19 @@ COMMAND = re.compile(
     # llama.cpp's binaries, run from their build folder (./build/bin/llama-cli, .\Release\main.exe -m ...)
     r"|(?:[\w.~/\\-]*[/\\])?(?:llama-server|llama-cli|main(?:\.exe)?(?=\s+-m\s)))\s.*)"
 )
+# GPUStack's worker logs the argv it runs without the binary (gpustack/worker/backends/vllm.py VLLMServer.start:
+# `logger.debug(f"Run vllm with arguments: {' '.join(arguments)}")`, arguments = ["serve", model_path, ...])
+GPUSTACK_COMMAND = re.compile(r"\bRun (?P<engine>vllm) with arguments: (?P<args>serve\s.*)")
+
+
+def command(text: str) -> str | None:
+    """The engine command line a log line quotes (COMMAND's `cmd`, or GPUStack's argv with its engine's name
+    put back in front), or None."""
+    if m := COMMAND.search(text):
+        return m.group("cmd")
+    if m := GPUSTACK_COMMAND.search(text):
+        return f"{m['engine']} {m['args']}"
+    return None
 
 
 
