@@ -27,7 +27,7 @@ TRT_ENGINE_BUILT_ELSEWHERE = ("engine plan file", "deserialize", "different Tens
 @check("load.cuda", "load", codes=["load.cuda_mismatch"], events=["cuda_mismatch", "gpu_not_visible"])
 def cuda(facts: Facts, log: LogView) -> Outcome:
     """The CUDA stack (driver, runtime, torch, engine kernels) fits this GPU."""
-    found = log.events("cuda_mismatch")
+    found = [e for e in log.events("cuda_mismatch", "gpu_not_visible") if e.kind == "cuda_mismatch" or le.cuda_build_on_rocm(e, log.setup.rocm)]
     if not found:
         return Outcome(detail="no CUDA/driver mismatch in the log")
     text = " ".join(line for e in found for line in e.lines)
@@ -35,7 +35,12 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
     cc = facts.logs.setup.compute_capability if facts.logs else None
     floor = le.gpu_below_floor(found)
     so = SO_UNDEFINED.search(text)
-    if so:
+    if any(le.cuda_build_on_rocm(e, log.setup.rocm) for e in found):
+        # a CUDA wheel's extension (sgl_kernel, vllm._C, flash-attn) dlopens the NVIDIA driver's libcuda on an AMD machine
+        fixes = [Fix("A CUDA build of the engine's kernels is installed on this ROCm machine: install the ROCm build (the engine's "
+                     "ROCm image or wheels from its ROCm index) instead of the CUDA wheel",
+                     "python -c 'import torch; print(torch.__version__, torch.version.hip)'")]
+    elif so:
         # an extension's binary built against another torch (a c10/torch C++ symbol) or CUDA than the ones installed
         pkg = _package(so.group("so"))
         fixes = [Fix(f"{so.group('so').rsplit('/', 1)[-1]} was built against another torch/CUDA than the one installed: reinstall "

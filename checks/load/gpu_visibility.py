@@ -19,7 +19,7 @@ ASCEND = re.compile(r"torch_npu|NPU function error|\baclInit\b|ASCEND_RT_VISIBLE
 @check("load.gpu_visibility", "load", codes=["load.gpu_not_visible"], events=["gpu_not_visible", "device_ordinal", "cuda_mismatch"])
 def gpu_visibility(facts: Facts, log: LogView) -> Outcome:
     """The engine sees the GPUs it was meant to use."""
-    found = log.events("gpu_not_visible", "device_ordinal")
+    found = [e for e in log.events("gpu_not_visible", "device_ordinal") if not le.cuda_build_on_rocm(e, log.setup.rocm)]
     if not found:
         return Outcome(detail="no missing-GPU error in the log")
     if log.logs.setup.gpu_found and all(e.kind == "gpu_not_visible" and not e.fatal for e in found):

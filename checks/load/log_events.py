@@ -57,6 +57,17 @@ def gpu_below_floor(found: list[LogEvent]) -> bool:
     return any(GPU_BELOW_FLOOR.search(line) for e in found if e.kind == "cuda_mismatch" for line in e.lines)
 
 
+# the driver's libcuda missing (events.py gpu_not_visible): on an NVIDIA machine the container or host was given no driver;
+# on an AMD (ROCm) one there is no libcuda to give, and what asked for it is a CUDA build of the engine's kernels
+NO_LIBCUDA = re.compile(r"libcuda\.so(?:\.1)?: cannot open shared object file", re.I)
+
+
+def cuda_build_on_rocm(e: LogEvent, rocm: bool | None) -> bool:
+    """Whether this missing-GPU event is a CUDA binary asking for libcuda on a ROCm machine: a build mismatch, not a GPU
+    the process was not given."""
+    return bool(rocm) and e.kind == "gpu_not_visible" and any(NO_LIBCUDA.search(line) for line in e.lines)
+
+
 # a message wrapped into at most this many lines still reads as one (vLLM's refusals pasted into an issue)
 WRAP_LINES = 2
 

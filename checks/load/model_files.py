@@ -91,6 +91,8 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
         name = e.values.get("arch") or e.values.get("model_type") or e.values.get("gguf_arch") or ""
         if "config_class" in e.values:
             name = f"{e.values['config_class']} (its config has no field {e.values.get('attribute')})"
+        if "tensor" in e.values:
+            name = f"(the file's tensor {e.values['tensor']} is not laid out as this build expects)"
         if e.kind == "weight_key_unknown":
             name = f"(the checkpoint has weights it does not know: {e.values.get('param')})"
         if name in ARCH_IS_FILE:

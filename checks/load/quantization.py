@@ -39,6 +39,10 @@ def quantization(facts: Facts, log: LogView) -> Outcome:
         # (gpt-oss) is dequantized to bf16 at load, so it takes about four times the expert weights' memory
         fixes.append(Fix("Install the MXFP4 kernels transformers looks for, so the checkpoint loads quantized",
                          "pip install -U 'triton>=3.4' kernels"))
+    if qparam := le.first_value(found, "qparam"):
+        fixes.append(Fix(f"The checkpoint holds packed quantized weights ({qparam}) but the engine built unquantized layers: start "
+                         "it with the checkpoint's method (config.json quantization_config.quant_method)", "--quantization awq"
+                         if "awq" in str(le.deployment_value(facts, "model") or "").lower() else None))
     floor = _capability_floor(found)
     if floor:
         fixes.append(Fix(floor))

@@ -45,6 +45,7 @@ class LogSetup:
     max_concurrency: float | None = None
     cuda_graphs: bool | None = None
     gpu_found: bool | None = None  # the engine's own discovery named a GPU it will use (Ollama's "inference compute ... library=cuda")
+    rocm: bool | None = None  # the log says the machine runs AMD's ROCm/HIP stack (a platform detected, a ROCm torch)
     smi_used_mib: int | None = None  # the most memory an nvidia-smi table pasted into the log shows in use
     smi_total_mib: int | None = None
     smi_processes: dict[str, int] = field(default_factory=dict)  # "gpu:pid" -> MiB, from such a table

@@ -233,6 +233,9 @@ HAND_RULES: tuple[Rule, ...] = (
         r"CUDA driver initialization failed|could not select device driver|no CUDA-capable device is detected|"
         r"Torch not compiled with CUDA enabled|Is CUDA available: False|NVIDIA-SMI has failed|"
         r"RuntimeError: No HIP GPUs are available|Device string must not be empty|libnvidia-ml\.so\.1: cannot open|"
+        # the driver's own libcuda (NVIDIA/libnvidia-container src/nvc_info.c compute_libs: "libcuda.so", the CUDA driver
+        # library, mounted into a container only with its GPUs): not the CUDA runtime a wheel brings (libcudart, cuBLAS)
+        r"libcuda\.so(?:\.1)?: cannot open shared object file|"
         # Ollama's discovery (gpu.go) before it falls back to the CPU
         r"no compatible GPUs were discovered|"
         # moby daemon/runtime_unix.go: the host's Docker has no NVIDIA runtime registered (nvidia-container-toolkit not configured)
@@ -287,7 +290,7 @@ HAND_RULES: tuple[Rule, ...] = (
         r"no kernel image is available for execution|CUDA driver version is insufficient|"
         r"The NVIDIA driver on your system is too old|"
         r"undefined symbol: \S*(?:nvJitLink|cuda|cublas|cusparse|_ZN|c10)\S*|"
-        r"(?P<lib>lib(?:cudart|cuda|cublas\w*|cudnn\w*|nccl|nvrtc|cusparse)\.so(?:\.[\d.]+)?): cannot open shared object file|"
+        r"(?P<lib>lib(?:cudart|cublas\w*|cudnn\w*|nccl|nvrtc|cusparse)\.so(?:\.[\d.]+)?): cannot open shared object file|"
         r"is not compatible with the current PyTorch installation|sm_\d+ is not compatible|"
         r"CUDA error: the provided PTX was compiled with an unsupported toolchain|"
         r"not compiled for (?:this|your) (?:GPU|architecture)|unsupported GPU architecture|"
@@ -307,6 +310,10 @@ HAND_RULES: tuple[Rule, ...] = (
     _r("illegal_memory_access", r"an illegal memory access was encountered|illegal instruction was encountered"),
     # --- model files, architectures, remote code --------------------------------------------
     # a checkpoint tensor the engine's model class has no parameter for: its implementation is older than the checkpoint
+    # a checkpoint's packed quantized tensors (AutoAWQ WQLinear_GEMM / AutoGPTQ QuantLinear register qweight, qzeros, scales,
+    # g_idx) that the engine's unquantized layers have no parameter for (vLLM v0.2 models/*.py load_weights
+    # `param = state_dict[name]`): the checkpoint's quantization was not asked for, not a model the engine does not know
+    _r("quant_unsupported", r"^KeyError: '(?P<qparam>(?:model|transformer|language_model)\.[\w.]+\.(?:qweight|qzeros|g_idx))'"),
     _r("weight_key_unknown", r"^KeyError: '(?P<param>(?:model|transformer|language_model|vision\w*|visual|lm_head)\.[\w.]+)'"),
     # Meta/Mistral-native tensor names (consolidated*.safetensors, *.pth) read by a Hugging Face-format loader:
     # the folder holds weights in the other format, not an engine too old for the model
@@ -315,6 +322,12 @@ HAND_RULES: tuple[Rule, ...] = (
         r"KeyError: '(?P<native_param>(?:layers\.\d+\.(?:attention\.w[qkvo]|feed_forward\.w[123]|attention_norm|ffn_norm)"
         r"|tok_embeddings)\.weight)'",
     ),
+    # llama.cpp's loader finding the file's tensors other than its build's architecture code lays them out (src/llama-model-
+    # loader.cpp check_tensor_dims, older llama.cpp create_tensor: "%s: tensor '%s' not found", "%s: tensor '%s' has wrong
+    # shape; expected %s, got %s"): a GGUF of a newer converter (tied output weights, a new attention layout) read by an
+    # older build (the catalogue's llamacpp.jsonl has check_tensor_dims' "not found" alone)
+    _r("arch_unsupported", r"\b(?:check_tensor_dims|create_tensor): tensor '(?P<tensor>[\w.]+)' "
+       r"(?:not found|has wrong shape)"),
     _r(
         "remote_code",
         r"requires you to execute the (?:configuration|modeling)? ?file|"

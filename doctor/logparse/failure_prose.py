@@ -429,7 +429,10 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:model|models|ollama|inference|llama\.cpp|llama-server|vLLM|SGLang|engine|everything|layers)\b[^.]{0,40}?\b(?:still |only |always |just |all |entirely |completely )?"
         r"(?:uses?|using|runs?|running|ran|loaded|loads?|loading|execut\w*) (?:on |onto |in |into )?(?:the )?CPU\b(?!\s*(?:offload|threads?|cores?|RAM|memory|usage|"
         r"utili[sz]ation|bound|time|and (?:the )?GPU))|"
-        r"\bCUDA (?:is |was )?not (?:available|detected|visible)\b|\bis_available\(\)\W{0,3}(?:returns? )?False\b", re.I)),
+        r"\bCUDA (?:is |was )?not (?:available|detected|visible)\b|\bis_available\(\)\W{0,3}(?:returns? )?False\b|"
+        # the CUDA unified-memory module (nvidia_uvm) reloaded as the cure: without it cuInit fails (ollama discover/gpu.go's
+        # "cuda driver library init failure: 999") and the engine runs on the CPU
+        r"\b(?:rmmod|modprobe|reload\w*|unload\w*)\b[^.\n]{0,30}?\bnvidia[_-]uvm\b|\bnvidia[_-]uvm\b[^.]{0,30}?\b(?:not loaded|missing|reload\w*)\b", re.I)),
     # an ECC error said to happen, not nvidia-smi -q's "ECC Errors" section header over its (zero) counts
     ("load.gpu_fault", re.compile(r"\bXid\b|\bf(?:allen|ell|alls?|alling) off (?:of )?the (?:PCIe |PCI )?bus\b|\buncorrect(?:able|ed) ECC error|"
                                   r"\bECC errors?\b[^.]{0,30}?\b(?:detected|encountered|occurr\w*|found|reported|appear\w*|happen\w*)\b|"

@@ -40,6 +40,11 @@ _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
     # one line per GPU it will use: it found one, whatever library it tried before
     ("gpu_found", re.compile(r"msg=\W?inference compute\W? id=\S+ library=(?:cuda|rocm)\b")),
     ("visible_devices", re.compile(r"CUDA_VISIBLE_DEVICES=(?P<v>[\d,]+)")),
+    # the machine is AMD's (ROCm/HIP): vLLM's platform detection (vllm/platforms/__init__.py "Automatically detected platform
+    # rocm."), the environment reports of SGLang/LMDeploy check_env ("ROCM available: True", "HIPCC: HIP version: 6.3...") and
+    # torch's collect_env ("ROCM used to build PyTorch: 6.3...", N/A on a CUDA build), a ROCm torch's version (+rocm6.3)
+    ("rocm", re.compile(r"Automatically detected platform rocm\b|\bis_rocm:? True\b|\bROCM available: True\b|"
+                        r"ROCM used to build PyTorch: \d|\bHIP version: \d|\btorch\S*\+rocm\d|PyTorch: \S+\+rocm\d")),
     ("smi_used_mib", re.compile(r"\|\s+(?P<v>\d+)MiB /\s+(?P<total>\d+)MiB \|")),
     ("smi_process", re.compile(r"^\|\s+(?P<gpu>\d+)\s+(?:N/A\s+N/A\s+)?(?P<pid>\d+)\s+[CG]\S*\s+\S.*?\s(?P<v>\d+)MiB\s*\|")),
     # the base URL a client was configured with (YAML/JSON/env/CLI/log spellings)
@@ -194,7 +199,7 @@ def extract(text: str) -> list[tuple[str, object, dict[str, object]]]:
             continue
         groups = {k: v for k, v in m.groupdict().items() if v is not None}
         raw = groups.pop("v", None) or groups.pop("v2", None) or groups.pop("v3", None)
-        if field in ("cuda_graphs", "sse_done", "sse_chunks", "stream_read", "gpu_found"):
+        if field in ("cuda_graphs", "sse_done", "sse_chunks", "stream_read", "gpu_found", "rocm"):
             out.append((field, True, {}))
             continue
         if raw is None:
