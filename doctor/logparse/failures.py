@@ -273,7 +273,7 @@ class FailureReader:
             return self._in_traceback(text, recognised)
         if recognised or CHAIN.match(text):
             return None
-        return _line_signal(text, level) if len(text) <= MEMO_CHARS else line_signal(text, level)
+        return _line_signal(text, level) if len(text) <= MEMO_CHARS else _long_signal(text, level)
 
     def cut(self) -> Signal | None:
         """The input ends inside a traceback that has frames but no exception line yet (a paste or
@@ -389,6 +389,13 @@ def _line_signal(text: str, level: str) -> Signal | None:
     """line_signal remembered by the message: a crash loop prints the same start-up messages (their
     prefixes, times and pids peeled off) at every restart, and its ~40 µs a line were most of what a
     restart cost. The one caller (FailureReader.feed, through classify) copies the values."""
+    return line_signal(text, level)
+
+
+@functools.lru_cache(maxsize=64)
+def _long_signal(text: str, level: str) -> Signal | None:
+    """_line_signal for the longer messages, fewer of them: a start-up's argument dump (several KB)
+    repeats at every restart of a crash loop (see scan.LONG_MEMO_SIZE)."""
     return line_signal(text, level)
 
 

@@ -96,6 +96,9 @@ _HEX_MASK = bytes.maketrans(b"0123456789abcdefABCDEF", b"0" * 22)
 _DIGIT_X = re.compile(r"\dx")
 MAX_ARGS_CHARS = 256 * 1024
 MEMO_SIZE, MEMO_CHARS = 4096, 2048  # messages whose parse is remembered (_match), and the longest one
+# ... and the longer ones (up to MAX_LINE), fewer of them: a start-up's argument dump (SGLang's server_args, several KB)
+# repeats at every restart of a crash loop, and its parse cost ~10 ms a time (64 x 64 KiB: memory stays bounded)
+LONG_MEMO_SIZE = 64
 MAX_LINE = 64 * 1024  # a longer line is cut here (a file without newlines cannot fill memory)
 ARGS_FOLLOW_LINES = 120  # TGI pretty-prints `Args {` over many lines
 MAX_COMMANDS = 8  # engine command lines kept (each with its `\` continuation lines)
@@ -376,7 +379,7 @@ class LogScanner:
             plain = False  # a plan is of one line's template; this event is of two lines
         self._undo = None
         before = self.tracker.milestone
-        move = _move(text) if len(text) <= MEMO_CHARS else _FEED
+        move = _move(text)
         if move is _FEED:
             self.tracker.feed(text)
             self._place(no)
@@ -798,19 +801,23 @@ def _match(text: str) -> tuple[ev.Rule, dict[str, object]] | None:
     """chains.match, remembered by the exact message: a crash loop prints the same start-up messages
     (its prefixes, with their times and pids, peeled off) at every restart, and the grammar's ~1,000
     literal tests and dozens of searches were most of the cost of each restart. Callers copy the values."""
-    return _match_memo(text) if len(text) <= MEMO_CHARS else chains.match(text)
+    return _match_memo(text) if len(text) <= MEMO_CHARS else _match_long(text)
 
 
 def _extract(text: str) -> list[tuple[str, object, dict[str, object]]]:
     """setup.extract, remembered the same way (callers only read what it found)."""
-    return _extract_memo(text) if len(text) <= MEMO_CHARS else st.extract(text)
+    return _extract_memo(text) if len(text) <= MEMO_CHARS else _extract_long(text)
 
 
 _FEED = "feed"  # _move: the tracker must read the line itself (a frame it keeps, a traceback that clears them)
 
 
-@functools.lru_cache(maxsize=MEMO_SIZE)
 def _move(text: str) -> str | None:
+    """_moved, by the exact message: short ones in the big memo, long ones in the small (as _match)."""
+    return _moved(text) if len(text) <= MEMO_CHARS else _moved_long(text)
+
+
+def _tracker_move(text: str) -> str | None:
     """What PhaseTracker.feed does with this message, remembered like _match (its phases' patterns
     are long case-insensitive alternations): the milestone it moves to, None, or _FEED. Read off a
     fresh tracker whose milestone and frames are ones feed never sets, so every change shows."""
@@ -823,8 +830,12 @@ def _move(text: str) -> str | None:
     return tracker.milestone or None
 
 
+_moved = functools.lru_cache(maxsize=MEMO_SIZE)(_tracker_move)
+_moved_long = functools.lru_cache(maxsize=LONG_MEMO_SIZE)(_tracker_move)
 _match_memo = functools.lru_cache(maxsize=MEMO_SIZE)(chains.match)
 _extract_memo = functools.lru_cache(maxsize=MEMO_SIZE)(st.extract)
+_match_long = functools.lru_cache(maxsize=LONG_MEMO_SIZE)(chains.match)
+_extract_long = functools.lru_cache(maxsize=LONG_MEMO_SIZE)(st.extract)
 
 
 def _is_frame(text: str) -> bool:
