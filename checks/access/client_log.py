@@ -82,6 +82,8 @@ EXPLAINS = {
     # (a URL the client could not parse never connected: its "Connection error." wrapper is this)
     "access.base_url_invalid": ["access.model_not_found", "access.response_invalid", "access.connect_failed", "access.dns_failed"],
     "access.protocol_mismatch": ["access.model_not_found"],
+    # (the rest of a "model `default` not found" answer, printed on lines that name no model)
+    "access.model_id_missing": ["access.model_not_found"],
     # (a gateway answers a model it has no channel for with 503: one-api's "无可用渠道", new-api's model_not_found)
     "access.model_not_found": ["access.server_error"],
     # a gateway's 5xx error page is HTML, not the API's JSON: the 5xx is the cause, the bad body its symptom
@@ -237,6 +239,14 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     # does not exempt the host: the proxy's leg failed, or the proxy cut the connection to a host it cannot reach
     if (refused := found.get("access.connect_failed")) and _proxied(refused, s.proxy_env, s.no_proxy, s.base_url):
         found.setdefault("access.proxy_failed", []).extend(found.pop("access.connect_failed"))
+    # a 502 where the log names the proxy variables, or where the server is on the client's own host and no gateway is named:
+    # the proxy the environment sends the client through answered (engines' own servers never say Bad Gateway)
+    proxied_502 = ""
+    if (bad := [e for e in found.get("access.server_error", []) if BAD_GATEWAY.search(" ".join(e.lines))]) and (
+            s.proxy_named or (s.loopback_url and not s.proxy)):
+        _move(found, bad, "access.server_error", "access.proxy_failed")
+        proxied_502 = ("the log names the proxy variables (HTTP_PROXY / HTTPS_PROXY / NO_PROXY)" if s.proxy_named else
+                       "the server is on the client's own host (a loopback URL) and no gateway is named: only a proxy answers 502 there")
     not_found = [e for e in log.events() if _is_404(e) and not _speaks_anthropic(e) and not _browser(e)]
     doubled = [e for e in not_found if _doubled(e)]
     if doubled and "access.protocol_mismatch" not in found:
@@ -291,6 +301,8 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
                 title = f"the base URL ends in the endpoint path ({suffix.group().rstrip('/')}): the client appends it again"
         if code == "access.timeout" and (setting := _timeout_setting(events)):
             fixes = [Fix(f"{fix}: {setting}")]
+        if code == "access.proxy_failed" and proxied_502:
+            evidence += [proxied_502]
         if code == "access.proxy_failed" and (hosts := _no_proxy(s.base_url, events)):
             fixes = [Fix(fix, f"export NO_PROXY={hosts}")]
         if code == "access.proxy_failed" and s.proxy_env and all(KIND_CODE.get(e.kind) == "access.connect_failed" for e in events):
@@ -441,6 +453,7 @@ def _internal(host: str) -> bool:
         return "." not in host or host.endswith((".local", ".internal", ".svc", ".cluster.local", ".lan"))
 
 
+BAD_GATEWAY = re.compile(r"\b502\b|Bad Gateway", re.I)
 FIVE_XX = re.compile(r"\b50[0234] (?:Bad Gateway|Service Unavailable|Gateway Time-?out|Internal Server Error)\b|Response \[50\d\]", re.I)
 # Claude Code and the Anthropic SDKs speak the Messages API: they append /v1/messages to their base URL themselves
 ANTHROPIC_CLIENT = re.compile(r"\banthropic\.\w*Error\b|\bAPI Error\b|Claude Code")
@@ -595,8 +608,11 @@ def _pathless_404(e: LogEvent) -> bool:
     return e.kind == "http_response" and e.values.get("status") == 404 and not _path(e)
 
 
-# a model ID that is no ID: a setting left empty, stringified by the client (JavaScript's undefined, Python's None)
-NO_MODEL = {"", "none", "null", "undefined", "nil"}
+# a model ID that is no ID: a setting left empty, stringified by the client (JavaScript's undefined, Python's None), or the
+# stand-in a client puts where no model was chosen: Continue's "AUTODETECT" (continuedev/continue `core/llm/llms/*`, config
+# `model: "AUTODETECT"`: list the server's models and pick one), and the `model or "default"` / "auto" / "unknown" fallbacks
+# agents and routers write for an unset model; a server that answers "model not found" to one was sent no model
+NO_MODEL = {"", "none", "null", "undefined", "nil", "autodetect", "default", "auto", "unknown"}
 
 
 def _corrected(url: str) -> str | None:
@@ -716,7 +732,8 @@ SERVER_SIDE = ("access.server_error", "access.response_invalid")
 def _code(e: LogEvent) -> str | None:
     code = _cause(e)
     text = " ".join(e.lines)
-    # LiteLLM's "You passed model=undefined/undefined": the model setting was empty, not a name the server lacks
+    # LiteLLM's "You passed model=undefined/undefined", a "model 'default' not found": the model setting was empty or a
+    # stand-in, not a name the server lacks
     if code == "access.model_not_found" and "model" in e.values and all(
             part.strip("'\"` .,").lower() in NO_MODEL for part in str(e.values["model"]).split("/")):
         return "access.model_id_missing"

@@ -19,8 +19,11 @@ import re
 KEY_ECHO = re.compile(r"(?P<lead>Incorrect API key provided|Invalid API key provided|Your api key|Virtual Key expected\. Received|"
                       r"`?Bearer ?`? prefix\. Passed in)"
                       r"\s*[:=]\s*(?P<echo>[^\s,]*)", re.I)
-# what a client sends when the setting it reads the key from is unset: JavaScript's undefined, Python's None
-ABSENT = {"undefined", "none", "null", "nil"}
+# what a client sends when the setting it reads the key from is unset: JavaScript's undefined, Python's None, and the
+# stand-ins clients put in for a key nobody gave, because the SDK refuses an empty one: Cline's `apiKey: "noop"` (its LM
+# Studio, AnythingLLM and OCA handlers), `apiKey: apiKey || "not-needed"` (the OpenAI-compatible providers of many web UIs
+# and agents), vLLM's documented "EMPTY", llama.cpp server's "sk-no-key-required"
+ABSENT = {"undefined", "none", "null", "nil", "noop", "not-needed", "not_needed", "empty", "sk-no-key-required", "no-key"}
 # characters no provider's key holds: an unexpanded ${VAR} / {{key}} / %VAR% / <your key> template sent as the key
 NOT_KEY_CHARS = re.compile(r"[{}$<>%\[\]()]")
 # the key shapes the providers that echo a key issue: OpenAI `sk-` (sk-proj-, sk-svcacct-, sk-admin-), xAI `xai-`

@@ -382,8 +382,9 @@ NOT_UNDERSTOOD = ("nothing in it is output the doctor reads (no engine or client
 
 def _understood_nothing(logs: LogFacts) -> bool:
     """No line of the scanned text was anything: no event, no start or serving, no setup fact (an engine
-    or a proxy named in a sentence is no line of its log)."""
-    return not (logs.events or logs.started or logs.ready or replace(logs.setup, proxy="") != LogSetup())
+    or a proxy, its variables or a loopback URL named in a sentence is no line of its log)."""
+    return not (logs.events or logs.started or logs.ready
+                or replace(logs.setup, proxy="", proxy_named=False, loopback_url=False) != LogSetup())
 
 
 def log_shaped(path: str) -> bool:

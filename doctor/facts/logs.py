@@ -56,6 +56,8 @@ class LogSetup:
     proxy: str = ""  # the first proxy or gateway the text names (nginx, an ingress, Cloudflare, Caddy ...)
     proxy_env: str = ""  # the proxy URL the environment sets (HTTPS_PROXY / ALL_PROXY / HTTP_PROXY, the first stated)
     no_proxy: str = ""  # ... and the hosts NO_PROXY exempts from it
+    proxy_named: bool = False  # the proxy variables are named (read, cleared, printed), or a request is said to go through a proxy
+    loopback_url: bool = False  # a URL on the loopback (localhost, 127.x, 0.0.0.0) is named: a client and its server on one host
     wire_api: str = ""  # "responses" where a client's code or settings call the Responses API (client.responses.create)
     n_ctx: int | None = None
     n_ctx_train: int | None = None

@@ -525,7 +525,11 @@ HAND_RULES: tuple[Rule, ...] = (
     _r("client_key_missing", r"\b[A-Z][A-Z0-9_]*_API_KEY\b(?: environment variable)? (?:is |was )?(?:not set|missing|unset|empty|not found|required)\b|"
        r"\bAPI key (?:is |was )?(?:missing|not set|not provided|not configured|empty)\b|"
        # one-api's (and its forks') refusal of a request with no token (model/token.go ValidateUserToken: 未提供令牌, "no token given")
-       r"未提供令牌"),
+       r"未提供令牌|"
+       # the DeepSeek API's 401 to an Authorization header that is not `Bearer <key>`: what a client sends with its key unset
+       # (`Bearer undefined`, `Bearer `, no header), as the projects that hit it quote it: "Authentication Fails (auth header
+       # format should be Bearer sk-...)"; a key it looked up and refused is "Your api key: ****abcd is invalid"
+       r"\bauth header format should be Bearer\b"),
     # the request named no model: OpenAI's "you must provide a model parameter", pydantic/FastAPI's missing `model` field
     # ({'type': 'missing', 'loc': ('body', 'model'), ...}); not any line with both words (llama.cpp's vocabulary warning
     # "Mask token is missing in vocab, please reconvert model!" on a healthy load)

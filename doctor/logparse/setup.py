@@ -94,6 +94,12 @@ _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("proxy_env", re.compile(r"\b(?:HTTPS|https|ALL|all|HTTP|http)_(?:PROXY|proxy)\b[\"']?\s*[:=]\s*[\"']?"
                              r"(?P<v>(?:https?|socks5h?|socks4a?)://[^\s'\"`,]+)")),
     ("no_proxy", re.compile(r"\b(?:NO_PROXY|no_proxy)\b[\"']?\s*[:=]\s*[\"']?(?P<v>[^\s'\"`]+)")),
+    # the proxy variables named at all (read, cleared, printed: `os.environ['no_proxy']`, `set http_proxy=`), or a request
+    # said to go through a forward proxy: the client is sent through one, whatever its URL
+    ("proxy_named", re.compile(r"\b(?:https?|all|no)_proxy\b|\b(?:behind|through|via) (?:a|an|the) (?:(?:HTTPS?|SOCKS5?|corporate|system) )?proxy\b",
+                               re.I)),
+    # a URL on this machine's loopback (or the listen-all address, which a client on the same host reaches the same way)
+    ("loopback_url", re.compile(r"https?://(?:localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0)[:/]", re.I)),
 )
 
 ARGS = re.compile(
@@ -199,7 +205,7 @@ def extract(text: str) -> list[tuple[str, object, dict[str, object]]]:
             continue
         groups = {k: v for k, v in m.groupdict().items() if v is not None}
         raw = groups.pop("v", None) or groups.pop("v2", None) or groups.pop("v3", None)
-        if field in ("cuda_graphs", "sse_done", "sse_chunks", "stream_read", "gpu_found", "rocm"):
+        if field in ("cuda_graphs", "sse_done", "sse_chunks", "stream_read", "gpu_found", "rocm", "proxy_named", "loopback_url"):
             out.append((field, True, {}))
             continue
         if raw is None:
