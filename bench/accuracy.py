@@ -3,11 +3,11 @@
 Runs the same path as `llm-doctor analyze CASE.log --format json` (collect -> checks -> ranked
 report), in-process so the timing is the analysis and not interpreter start-up. Two splits:
 
-- train: shared/corpus and corpus/ (ids d*, w*, x*, y*, z*, f*, g*, h*, i*, j*, k*, l*, m*, n*, o*): the cases rules may be developed against;
-- held-out: corpus/holdout/ (z*, f*, g*, h*, i*, j*, k*, l*, m*, n* and o* ids chosen by a hash of the source URL, see corpus/README.md): read
+- train: shared/corpus and corpus/ (ids d*, w*, x*, y*, z*, f*, g*, h*, i*, j*, k*, l*, m*, n*, o*, p*): the cases rules may be developed against;
+- held-out: corpus/holdout/ (z*, f*, g*, h*, i*, j*, k*, l*, m*, n*, o* and p* ids chosen by a hash of the source URL, see corpus/README.md): read
   only as a score. Its misses are never listed, only counted.
 - fresh: corpus/fresh/: the current blind set, collected from threads no other split uses while the
-  rules change, labelled before anyone ran the doctor on it (corpus/README.md, Rounds f, g, h, i, j, k, l, m, n, o and p). A score
+  rules change, labelled before anyone ran the doctor on it (corpus/README.md, Rounds f, g, h, i, j, k, l, m, n, o, p and q). A score
   only, like held-out; at the next stop it is folded into the other two by the same hash.
 
 For each split it prints rank-1 and top-3 accuracy overall, per primary code and per engine, the

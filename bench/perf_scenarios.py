@@ -9,7 +9,7 @@ warning or error may come out of it). Two numbers per split:
 - healthy quiet: the share of healthy scenarios with no perf finding at warn or error.
 
 Held out: `corpus/perf/holdout/` (sha256(source URL) % 5 < 2), read only as a score: its misses are
-counted, never listed. Fresh: `corpus/perf/fresh/`, the current blind set (round p; rounds h, i, j, k, l, m, n and o were folded in at stops 22, 23, 24, 26, 27, 29, 31 and 32) collected by someone who
+counted, never listed. Fresh: `corpus/perf/fresh/`, the current blind set (round q; rounds h, i, j, k, l, m, n, o and p were folded in at stops 22, 23, 24, 26, 27, 29, 31, 32 and 33) collected by someone who
 writes no rules, read the same way (a score only, misses never listed, no rule written from it).
 
     .venv/bin/python bench/perf_scenarios.py [--split train|held-out|fresh|all] [--show-misses]
