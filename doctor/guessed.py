@@ -5,7 +5,9 @@ doctor/logparse/worded.py scores every code's symptom nouns over a text that sta
 no check, no statement and no unrecognised failure gave one: a rule's or a sentence's finding always
 says more than a count of nouns. The finding is of the evidence tier "guess" (ranked below every
 other diagnosis, above the doctor's own state), at warn: it rests on no error line, so its evidence
-says so, names the words it rests on, and its first fix is the output that would confirm it.
+says so, names the words it rests on, and its first fix is the output that would confirm it. A perf
+code guessed is info: a perf warning rests on a measured figure or the engine's own statement, and
+words alone ("TTFT", "slow") are as often a healthy run's report or an improvement's as a complaint.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ def findings(facts: Facts, found: list[Finding]) -> list[Finding]:
     if others:
         evidence.append(f"also named, by fewer words: {', '.join(dict.fromkeys(others))}")
     title = f"{what.replace(' is said ', ' seems ').replace(' are said ', ' seem ')}, by the words of the report (a guess)"
-    return [Finding(best.code, title, evidence, fixes, severity="warn", explains=[f.code for f in placed], tier=GUESS)]
+    severity = "info" if best.code in PERF else "warn"
+    return [Finding(best.code, title, evidence, fixes, severity=severity, explains=[f.code for f in placed], tier=GUESS)]
 
 
 def _sentences_only(facts: Facts) -> bool:

@@ -165,7 +165,8 @@ def _tiny_limit(cfg) -> Finding | None:
     return Finding("perf.batching_limited", f"{name} {cfg.max_num_seqs}: at most {cfg.max_num_seqs} request(s) are batched together",
                    [f"{name.lstrip('-')}={cfg.max_num_seqs} ({cfg.sources.get('max_num_seqs')})"],
                    [Fix(f"Batch more requests (the engine default is {default})", f"{name} {default}")],
-                   severity="warn" if cfg.max_num_seqs <= TINY_SEQS else "info")
+                   # llama-server ran 1 slot by default (common.h n_parallel = 1) for most of its life: its own default is no warning
+                   severity="warn" if cfg.max_num_seqs <= TINY_SEQS and cfg.engine != "llamacpp" else "info")
 
 
 TURBOMIND_BATCH = 64  # max_batch_size in the config.ini `lmdeploy convert` writes (LMDeploy 0.0.x-0.1.x)

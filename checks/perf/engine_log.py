@@ -20,6 +20,23 @@ from llm_doctor.logview import LogView
 # vLLM's start-up advice names the flag without setting it ("To run the model in eager mode, set
 # 'enforce_eager=True' or use '--enforce-eager' in the CLI"), with or without its quotes
 ADVICE = re.compile(r"eager mode, set|or use .?--enforce-eager.? in the CLI|consider (?:using|setting) .?(?:--enforce-eager|enforce_eager)", re.I)
+# the flag spelled as a flag (--enforce-eager, --disable-cuda-graph) sets something only on a command line: a launch (an
+# engine entry point or a runner), an argument line (it opens with a flag, or gives two or more), or a config the engine
+# printed (enforce_eager=True). In a person's sentence ("try --enforce-eager", "--disable-cuda-graph is for debugging")
+# the flag is named, not set: perf.stated judges the sentence, where a question, advice or a negation states nothing
+FLAG_SPELLING = re.compile(r"--enforce[-_]eager|--disable[-_]cuda[-_]graph", re.I)
+LAUNCH = re.compile(r"\b(?:vllm\s+serve|api_server|launch_server|sglang\.launch|text-generation-launcher|docker\s+run|python\d?(?:\.\d+)?\s+-m|"
+                    r"lmdeploy\s+serve|trtllm-serve|VLLM_\w+=|CUDA_VISIBLE_DEVICES=)", re.I)
+FLAGS = re.compile(r"(?<![\w-])--[a-z][\w-]+", re.I)
+
+
+def sets_graphs_off(line: str) -> bool:
+    """The line sets CUDA graphs off: an engine's own words or printed config, or the flag on a command line; not a
+    sentence that names the flag (the `enforce_eager` event's line)."""
+    if FLAG_SPELLING.search(line) is None:
+        return True  # enforce_eager=True, "CUDA graph is turned off", "cuda graph is disabled": the engine's
+    words = line.strip().strip("`$>#*- ")
+    return bool(LAUNCH.search(line)) or words.startswith("--") or len(FLAGS.findall(line)) >= 2
 SAMPLING_SHARE = 0.1
 HEADROOM = 0.92  # the memory fraction a fix raises to at most (perf.kv_cache_metrics keeps the same bound)  # sampling above 10% of a token's time: the sampler, not the model, is the cost
 
@@ -133,7 +150,7 @@ def _threads_over_cores(log: LogView) -> Finding | None:
 
 
 def _eager(facts: Facts, log: LogView | None) -> Finding | None:
-    found = [e for e in log.events("enforce_eager") if not any(ADVICE.search(x) for x in e.lines[:1])] if log else []
+    found = [e for e in log.events("enforce_eager") if not any(ADVICE.search(x) or not sets_graphs_off(x) for x in e.lines[:1])] if log else []
     set_by_config = facts.deployment is not None and facts.deployment.enforce_eager is True and facts.deployment.is_set("enforce_eager")
     if not found and not set_by_config:
         return _eager_batches(facts)

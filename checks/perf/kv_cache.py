@@ -92,7 +92,10 @@ def kv_cache_metrics(facts: Facts) -> Outcome:
     title = (f"KV cache {usage:.0%} full" if full and usage is not None else "KV cache under pressure") + (
         f", {preempt_total:g} preemptions" if preempting and preempt_total else "") + (
         f", {swapped:g} requests swapped out" if swapped else "") + (f", {waiting:g} waiting" if waiting else "")
-    return Outcome([Finding("perf.kv_cache_pressure", title, evidence, fixes,
+    # a cache held full with nothing waiting, preempted or swapped is the pool doing its job so far: the pressure is
+    # the next long request's, not measured (a note); a queue or a preemption beside it is the warning
+    calm = held and m.origin != "prose" and "waiting" in v and not (preempting or swapped > 0 or waiting)
+    return Outcome([Finding("perf.kv_cache_pressure", title, evidence, fixes, severity="info" if calm else "",
                             explains=["perf.high_latency", "perf.batching_limited"])])
 
 

@@ -10,7 +10,9 @@ the share judged is the one the engine budgets (engine_args.memory_share), not t
 perf.memory_overcommitted or load.runtime_oom (codes.md): runtime_oom is the CUDA OOM itself, during
 serving; memory_overcommitted is the setting, a share "too high, leaving no headroom: intermittent OOM
 under peaks". So:
-- a share at or above 0.95 and no OOM: memory_overcommitted, a warning (the peaks have no room yet);
+- a share at or above 0.95 and no OOM: memory_overcommitted; a warning where the headroom it leaves is
+  computed below HEADROOM_GIB (on the GPU given, else on an 80 GB one), else info: 0.95 of an 80 GB GPU leaves 4 GiB, room for the graphs and NCCL, and a
+  setting is not a measured problem until the memory it leaves is;
 - an OOM while serving (the log places it after start-up: decode/prefill batches ran, requests were
   answered) with the share raised above the engine's default to 0.9 or more: memory_overcommitted is its
   cause and ranks first (it explains load.runtime_oom). Start-up succeeded, so the profile run, the KV
@@ -47,6 +49,10 @@ SAFE = {"vllm": 0.90, "sglang": 0.85, "tgi": 0.90}
 MAX_QUOTED = 2
 # a share at or above this, raised above the engine's default, is the cause of an OOM while serving
 RAISED = 0.90
+# what a share must leave outside the engine's pool: CUDA graphs (vLLM logs 0.3-2 GiB for "Graph capturing
+# finished"), NCCL buffers with TP, the sampler's logits, the CUDA context of anything else on the GPU
+HEADROOM_GIB = 2.0
+REFERENCE_GPU_GIB = 80.0  # where the GPU is not known: an 80 GB H100/A100, the size most serving GPUs are at or below
 
 
 @check("perf.memory_headroom", "perf", codes=["perf.memory_overcommitted"], any_of=("deployment", "stated", "logs"),
@@ -76,7 +82,15 @@ def memory_headroom(facts: Facts, log: LogView | None) -> Outcome:
         "perf.memory_overcommitted", f"{given} leaves no headroom for activation peaks, CUDA graphs and NCCL",
         evidence,
         [Fix(f"Leave headroom: {safe:g} is the engine's safe range", f"{fv.flag('mem', cfg.engine)} {safe:.2f}"),
-         Fix("If the KV cache then gets too small, shorten the context or use an fp8 KV cache rather than squeezing headroom")])])
+         Fix("If the KV cache then gets too small, shorten the context or use an fp8 KV cache rather than squeezing headroom")],
+        severity=_severity(util, total))])
+
+
+def _severity(share: float, total_mib: float | None) -> str:
+    """warn where the memory the share leaves is computed below HEADROOM_GIB (on this GPU, or on an 80 GB one where its
+    size is not known), else info: the setting is named, the shortfall is not shown."""
+    left = (1 - share) * (total_mib / 1024 if total_mib else REFERENCE_GPU_GIB)
+    return "warn" if left < HEADROOM_GIB else "info"
 
 
 def _serving_oom(cfg, log: LogView | None):
@@ -134,13 +148,14 @@ def _said_share(facts: Facts, cfg) -> Outcome:
     share = max(s.measures["memory_share"] for s in said)
     engine = (cfg.engine if cfg is not None else "") or "vllm"
     safe = SAFE.get(engine, 0.90)
+    total = _total_mib(facts)
     return Outcome([Finding(
         "perf.memory_overcommitted", f"the memory share is set to {share:g}: no headroom for activation peaks, CUDA graphs and NCCL",
         [f"{s.where}: {s.text}" for s in said[:MAX_QUOTED]]
         + ["the share as the text sets it: the engine's own arguments are not in the input"],
         [Fix(f"Leave headroom: {safe:g} is the engine's safe range", f"{fv.flag('mem', engine)} {safe:.2f}"),
          Fix("If the KV cache then gets too small, shorten the context or use an fp8 KV cache rather than squeezing headroom")],
-        tier=STATEMENT)])
+        severity=_severity(share, total), tier=STATEMENT)])
 
 
 def cures(facts: Facts) -> list[PerfStatement]:

@@ -3,7 +3,9 @@
 Chat turns, agents and RAG resend the same system prompt and history: with prefix caching the
 engine reuses their KV blocks instead of recomputing every prompt, which cuts time to first token
 and prefill load. vLLM V0 has it off by default (V1 on), SGLang's radix cache is on unless
-`--disable-radix-cache`. Off by default is reported as info, turned off on purpose as a warning.
+`--disable-radix-cache`. Off is reported as info, by default or on purpose (a benchmark turns it off to
+measure prefill: vLLM's own PRs serve with --no-enable-prefix-caching); a warning where the counters show
+a prefill-heavy load it would serve.
 """
 
 from __future__ import annotations
@@ -50,12 +52,9 @@ def prefix_cache(facts: Facts) -> Outcome:
         evidence.append(f"prompt/generated tokens so far: {ratio:.1f} ({m.raw.get('prompt_tokens_total')}, {m.raw.get('generation_tokens_total')})")
     fix = (Fix("Drop --disable-radix-cache so repeated prefixes are reused") if cfg.engine == "sglang"
            else Fix("Reuse the KV blocks of repeated prompt prefixes", "--enable-prefix-caching"))
-    # a printed config (log, /metrics) lists defaults too: off there is a choice only where the default is on
-    # (SGLang's radix cache, vLLM V1); off in vLLM V0's printed arguments is its default
-    default_on = cfg.engine == "sglang" or cfg.engine_generation == "V1"
-    on_purpose = source in ("cmdline", "code", "process") or (source in ("log", "metrics") and default_on)
+    # off, a choice or a default, is the setting; the warning is the load it costs, measured
     return Outcome([Finding("perf.prefix_caching_off", "prefix caching is off: every prompt is prefilled from scratch",
-                            evidence, [fix], severity="warn" if (on_purpose or heavy) else "info")])
+                            evidence, [fix], severity="warn" if heavy else "info")])
 
 
 def _hit_rate(cfg, m, rate: float) -> Outcome:

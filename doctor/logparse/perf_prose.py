@@ -791,16 +791,41 @@ def _latency(s: _Sentence) -> PerfStatement | None:
         tokens = int(t.group("n") or t.group("n2") or 1)
         if tokens > 1 or t.group("s3"):
             measures["itl_s"] = max(measures.get("itl_s", 0.0), round(secs / tokens, 6))
+    terms = sorted(m.start() for rx in (TTFT, ITL) for m in rx.finditer(s.text))
     for name, rx in (("ttft_s", TTFT), ("itl_s", ITL)):
         term = rx.search(s.text)
         if term is None:
             continue
-        durations = _near(DURATION, s.text, term)
+        durations = _latency_readings(s.text, term, terms)
         if durations:
             measures[name] = max(_seconds(d) for d in durations)
         else:
             stated = stated or bool(LATENCY_HIGH.search(s.text))
     return _statement("perf.high_latency", s, measures) if measures or stated else None
+
+
+# a reading that another follows as its new value ("from 2.1 s to 180 ms", "2450 ms -> 310 ms"): the first is the past
+THEN_NOW = re.compile(r"\s?\)?\s?(?:to|->|→|=>|⇒)\s?\*{0,2}~?\d", re.I)
+# a sentence told as before and after ("Before this change TTFT was 3.2 s; after it is 0.4 s", "previously 3 s, now 0.4 s"):
+# what runs now is the part after the turn
+TURN = re.compile(r"\b(?:before|previously|used to|originally|formerly|without (?:the|this) (?:fix|change|patch|PR))\b.*?"
+                  r"(?P<now>\b(?:after|now|with (?:the|this) (?:fix|change|patch|PR))\b)", re.I)
+
+
+def _latency_readings(text: str, term: re.Match[str], terms: list[int]) -> list[re.Match[str]]:
+    """The durations that measure the latency term now: those after it up to the next latency term ("TTFT 120 ms and
+    ITL 9 ms": 9 ms is the ITL's, 120 ms the TTFT's), the one just before it only where none follows ("a 20 s TTFT"),
+    and, of a figure and the new value it changed to, the new one."""
+    stop = next((t for t in terms if t > term.start()), len(text))
+    found = [m for m in _near(DURATION, text, term) if m.start() < stop or m.start() < term.start()]
+    after = [m for m in found if m.start() >= term.end()]
+    found = after or found
+    now = [m for m in found if not THEN_NOW.match(text, m.end())]
+    turn = TURN.search(text)
+    if turn is not None and any(m.start() < turn.start("now") for m in now):
+        later = [m for m in DURATION.finditer(text, turn.end("now"))]
+        now = later[:1] or now
+    return now
 
 
 # two decode speeds set against each other ("5 t/s vs 36 t/s"), in a sentence that says one is the slow one
