@@ -692,7 +692,8 @@ def _base_url_evidence(base_url: str) -> list[str]:
 
 # the variable a client reads its key from, as its own message names it ("... setting the OPENAI_API_KEY
 # environment variable"); else the SDK's documented one, known from the template's source repository
-KEY_VARIABLE = re.compile(r"\b[A-Z][A-Z0-9]*_(?:API_KEY|AUTH_TOKEN)\b")
+# (a name of several words too: AZURE_OPENAI_API_KEY, whose last words alone are another SDK's variable)
+KEY_VARIABLE = re.compile(r"\b[A-Z][A-Z0-9_]*_(?:API_KEY|AUTH_TOKEN)\b")
 SDK_KEY_VARIABLE = {"anthropic-sdk": "ANTHROPIC_API_KEY", "openai-": "OPENAI_API_KEY", "llama_index": "OPENAI_API_KEY"}
 
 

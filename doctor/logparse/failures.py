@@ -115,6 +115,8 @@ _ANSWER = (
     r"^TAGS(?:< )?HTTP/\d(?:\.\d)? [45]\d\d\b|\b[45]\d\d status code \(no body\)|\b(?:Error code|(?i:api error)|status code):? [\[(]?[45]\d\d\b|"
     r"\b[45]\d\d (?:Client|Server) Error\b|\b(?:Client|Server) error '[45]\d\d\b|\bdoes not indicate success: [45]\d\d\b|['\"]type['\"]\s*:\s*['\"]\w*_error['\"]|"
     r"^TAGS\{\s*\"error\"\s*:|^TAGScurl: \(\d+\)|"
+    # botocore's ClientError (botocore/exceptions.py MSG_TEMPLATE): the AWS API's error code and message, as the SDK got them
+    r"\bAn error occurred \(\w+\) when calling the \w+ operation\b|"
     # Go's *url.Error (net/url, net/http client.go: `%s %q: %s` of the method, or "parse", the URL and the cause)
     r"^TAGS(?:Get|Post|Put|Patch|Delete|Head|parse) \"[^\"\s]*\": \S|"
     # a status and its reason phrase (RFC 9110 section 15) opening the line or after "HTTP": a client printing the answer it got

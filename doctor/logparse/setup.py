@@ -176,6 +176,9 @@ ENGINE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"node:internal/|\bNode\.js v\d|webpack-internal:|\bat JSON\.parse\b|"
             + CLIENT_FRAME.pattern + "|"
             r"Received HTTP/0\.9 when not allowed|"
+            # botocore's ClientError (boto/botocore 1.20.0 `botocore/exceptions.py` MSG_TEMPLATE: "An error occurred
+            # ({error_code}) when calling the {operation_name} operation: {error_message}"): an AWS API (Bedrock) answered
+            r"\bAn error occurred \(\w+\) when calling the \w+ operation\b|"
             # the error object of an API's answer, as the client received it: OpenAI's and Anthropic's `"type": "..._error"`,
             # vLLM's and SGLang's `"object": "error"` (ErrorResponse), Google's canonical status names (google.rpc.Code)
             r"[\"']type[\"']\s*:\s*[\"']\w+_error[\"']|[\"']object[\"']\s*:\s*[\"']error[\"']|"

@@ -1,0 +1,79 @@
+"""Refusals the server answered, worded as the SDK or the API words them (catalogue entries in clients_python,
+providers and litellm.jsonl name each source@ref), judged end to end: the code at rank 1, the quoted line, and the
+first fix's exact command. Also the AWS SDK's ClientError shape, which marks a log as a client's: a Bedrock refusal
+is the channel's failure, never an engine's load failure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llm_doctor.findings import Finding
+from tests import analysis
+
+OPENAI_KEY_FIX = "read -rs OPENAI_API_KEY && export OPENAI_API_KEY"
+
+
+def findings_of(tmp_path: Path, text: str) -> list[Finding]:
+    return analysis.findings_of(analysis.written(tmp_path, text))
+
+
+# (case, log text, rank-1 code, a substring of its evidence, its first fix's exact command or None)
+CASES = [
+    # openai-python v1.50.0 src/openai/_client.py, pasted cut after its first words (the sentence goes on "either by passing ...")
+    ("openai-no-key-cut", "OpenAIError: The api_key client option must be set\n", "access.key_missing",
+     "api_key client option must be set", OPENAI_KEY_FIX),
+    # openai-python 20f81f8c src/openai/_client.py: the wording since admin-key auth
+    ("openai-no-key-2026", "openai.OpenAIError: Missing credentials. Please pass an `api_key`, `workload_identity`, `admin_api_key`, "
+     "or set the `OPENAI_API_KEY` or `OPENAI_ADMIN_KEY` environment variable.\n", "access.key_missing",
+     "Missing credentials", OPENAI_KEY_FIX),
+    # openai-python v1.50.0 src/openai/lib/azure.py: AzureOpenAI() with neither a key nor a token
+    ("azure-no-key", "openai.OpenAIError: Missing credentials. Please pass one of `api_key`, `azure_ad_token`, "
+     "`azure_ad_token_provider`, or the `AZURE_OPENAI_API_KEY` or `AZURE_OPENAI_AD_TOKEN` environment variables.\n",
+     "access.key_missing", "azure_ad_token", "read -rs AZURE_OPENAI_API_KEY && export AZURE_OPENAI_API_KEY"),
+    # Amazon Bedrock through botocore's ClientError (botocore/exceptions.py MSG_TEMPLATE)
+    ("bedrock-inference-profile", "botocore.errorfactory.ValidationException: An error occurred (ValidationException) when calling "
+     "the Converse operation: Invocation of model ID amazon.nova-lite-v1:0 with on-demand throughput isn\u2019t supported. Retry your "
+     "request with the ID or ARN of an inference profile that contains this model.\n", "access.model_not_found",
+     "on-demand throughput", None),
+    ("bedrock-model-access", "AccessDeniedException: Model access is denied due to IAM user or service role is not authorized to "
+     "perform the required AWS Marketplace actions (aws-marketplace:ViewSubscriptions, aws-marketplace:Subscribe) to enable "
+     "access to this model.\n", "access.model_not_found", "Model access is denied", None),
+    # Google's front end refusing a field its schema lacks: the request is another API's shape
+    ("gemini-unknown-field", "{\"error\": {\"code\": 400, \"message\": \"Invalid JSON payload received. Unknown name \\\"store\\\": "
+     "Cannot find field.\", \"status\": \"INVALID_ARGUMENT\"}}\n", "access.protocol_mismatch", "Unknown name", None),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "code", "evidence", "command"), CASES, ids=[c[0] for c in CASES])
+def test_rank_one(tmp_path: Path, name: str, text: str, code: str, evidence: str, command: str | None) -> None:
+    found = findings_of(tmp_path, text)
+    assert found and found[0].code == code, [f.code for f in found]
+    assert any(evidence in line for line in found[0].evidence), found[0].evidence
+    assert found[0].fixes[0].command == command
+
+
+@pytest.mark.parametrize("text", [
+    # Bedrock's 400 for a prompt above the model's context (aws-solutions-library-samples/accelerated-intelligent-document-
+    # processing-on-aws docs/troubleshooting.md)
+    "botocore.errorfactory.ValidationException: An error occurred (ValidationException) when calling the Converse operation: "
+    "Input is too long for requested model.\n",
+    # LiteLLM's ContextWindowExceededError (litellm/exceptions.py), whatever provider message follows it
+    "litellm.exceptions.ContextWindowExceededError: litellm.ContextWindowExceededError: ContextWindowExceededError: "
+    "Hosted_vllmException - Error code: 400\n",
+])
+def test_a_prompt_above_the_context_is_the_refused_request_not_a_load_failure(tmp_path: Path, text: str) -> None:
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.unrecognized_failure", [f.code for f in found]
+    assert found[0].title.startswith("the server refused the request")
+    assert not any(f.code.startswith("load.") for f in found)
+
+
+def test_a_bedrock_refusal_with_no_known_words_stays_on_the_client_side(tmp_path: Path) -> None:
+    # botocore's ClientError names the AWS API's error: what failed is the client's call, not an engine's load
+    text = ("botocore.exceptions.ClientError: An error occurred (ServiceQuotaExceededException) when calling the "
+            "CreateModelInvocationJob operation: The request was denied.\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.unrecognized_failure", [f.code for f in found]
+    assert any("ServiceQuotaExceededException" in line for line in found[0].evidence)
