@@ -52,3 +52,18 @@ def test_checkpoint_larger_than_ram_with_an_error_of_its_own_is_that_error(tmp_p
             "capacity of 23.56 GiB of which 1.18 GiB is free.\n")
     found = findings_of(tmp_path, text)
     assert "load.host_oom" not in [f.code for f in found]
+
+
+def test_architecture_refused_after_its_extension_failed_to_import_is_the_import(tmp_path: Path) -> None:
+    # vllm/model_executor/models/registry.py (v0.6.3): logger.exception on the model module's import, then
+    # ValueError(f"Model architectures {architectures} are not supported for now. ..."); the title of the report
+    # (vllm-project/vllm issue, [Bug]: ...) names the refusal first
+    text = ("[Bug]: Model architectures ['LlavaForConditionalGeneration'] are not supported for now.\n\n"
+            "ERROR 10-16 05:20:48 registry.py:264] ImportError: /usr/local/lib/python3.10/dist-packages/"
+            "flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: "
+            "_ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE\n"
+            "ValueError: Model architectures ['LlavaForConditionalGeneration'] are not supported for now.\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "load.cuda_mismatch"
+    assert found[0].fixes[0].command == "pip install --force-reinstall --no-cache-dir flash-attn"
+    assert "load.engine_outdated" in [f.code for f in found[1:]]
