@@ -67,3 +67,17 @@ def test_architecture_refused_after_its_extension_failed_to_import_is_the_import
     assert found[0].code == "load.cuda_mismatch"
     assert found[0].fixes[0].command == "pip install --force-reinstall --no-cache-dir flash-attn"
     assert "load.engine_outdated" in [f.code for f in found[1:]]
+
+
+def test_a_cause_logged_as_a_warning_ranks_after_the_error_the_engine_stopped_on(tmp_path: Path) -> None:
+    # vllm/_custom_ops.py (v0.6.3): logger.warning("Failed to import from vllm._C with %r", e): the engine goes on;
+    # vllm/worker/worker.py raise_if_cache_size_invalid (v0.6.3): the error it then stops on
+    text = ("INFO 01-30 20:57:10 llm_engine.py:237] Initializing an LLM engine (v0.6.3) with config: model='m', max_seq_len=32768\n"
+            "WARNING 01-30 20:57:18 _custom_ops.py:14] Failed to import from vllm._C with ImportError('/usr/lib/python3.10/"
+            "site-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi')\n"
+            "ERROR 01-30 20:58:00 engine.py:160] ValueError: The model's max seq len (32768) is larger than the maximum number "
+            "of tokens that can be stored in KV cache (20000). Try increasing `gpu_memory_utilization` or decreasing "
+            "`max_model_len` when initializing the engine.\n")
+    codes = [f.code for f in findings_of(tmp_path, text)]
+    assert codes[0] == "load.kv_cache_insufficient"
+    assert "load.cuda_mismatch" in codes[1:]

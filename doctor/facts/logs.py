@@ -24,6 +24,7 @@ class LogEvent:
     count: int = 1  # how many times the same message (same template, other numbers) was seen
     last_line: str = ""  # the last of those repeats, when it differs from the first (values are the last one's)
     last_line_no: int = 0
+    level: str = ""  # the log level the line was written at (WARNING, ERROR ...), where its prefix says
 
 
 @dataclass

@@ -650,6 +650,7 @@ class LogScanner:
             process=line.process,
             phase=chains.phase(self.tracker.phase(), values) if kind in _PHASED else "",
             fatal=fatal,
+            level=line.level,
         )
         if kind in _PHASED:
             self._unplaced = event if event.phase == "startup" else None
