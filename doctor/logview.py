@@ -62,6 +62,14 @@ class LogView:
         return {e.kind for e in self.logs.events if e.run == run and e.fatal and e.kind not in self.declared
                 and (e.kind not in GENERIC_KINDS or _another_failure(e))}
 
+    def died_unexplained(self) -> bool:
+        """The judged run failed and only wrappers say so: every fatal event is a cascade ("EngineCore failed to
+        start", a worker's or engine core's death, doctor.logparse.chains.WRAPPERS) whose own error is not in the log
+        (a process killed from outside raises none)."""
+        run = self.run
+        fatal = [e for e in self.logs.events if e.run == run and e.fatal]
+        return bool(fatal) and all(e.values.get("cascade") for e in fatal)
+
     def earlier_runs(self) -> list[str]:
         """One evidence line about failed earlier starts in the same log, if any."""
         run = self.run

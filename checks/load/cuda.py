@@ -148,7 +148,12 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
     return Outcome([Finding("load.cuda_mismatch", "the CUDA driver/runtime/kernels do not match this GPU or each other", evidence, fixes,
                             severity="warn" if went_on else "",
                             explains=[*([] if no_gpu else ["load.gpu_not_visible"]), "load.nccl_failed",  # NCCL's CUDA calls fail with it
-                                      *(["load.dtype_unsupported"] if floor else []), *le.CLIENT_SYMPTOMS])])
+                                      *(["load.dtype_unsupported"] if floor else []),
+                                      # a model module that imports the extension fails with it, and the engine's registry then
+                                      # finds no class for the architecture: vLLM registry.py (v0.6.x) logs the ImportError
+                                      # ("Error in loading model architecture") and raises "Model architectures [...] are not
+                                      # supported for now"; SGLang models/registry.py logs "Ignore import error when loading"
+                                      *(["load.engine_outdated"] if so else []), *le.CLIENT_SYMPTOMS])])
 
 
 def _package(path: str) -> str:

@@ -26,6 +26,9 @@ def host_memory(facts: Facts, log: LogView) -> Outcome:
     killed = log.events("killed")
     others = log.other_failures() | (log.fatal_kinds() - {"host_oom", "killed", "load_failed"})
     if not strong and not (killed and not others):
+        staged = _staging_shortfall(log)
+        if staged:
+            return Outcome([staged])
         return Outcome(detail="no host out-of-memory kill in the log")
     found = strong or killed
     refused = [e for e in strong if "required" in e.values and "available" in e.values]
@@ -82,3 +85,30 @@ def _refused(log: LogView, refused: list) -> list[Finding]:
                    explains=["load.weights_oom"] + le.CLIENT_SYMPTOMS)
     weights = Finding("load.weights_oom", f"the model is {short:.1f} GiB too large for this machine's memory", le.evidence([e], 1), [smaller])
     return [host, weights]
+
+
+# vLLM's loader turns its prefetch off when the checkpoint exceeds 90% of the available RAM (weight_utils.py: "... and the
+# checkpoint size (X GiB) exceeds 90% of available RAM (Y GiB)"): past that share the shards stream through a page cache
+# that cannot hold them
+RAM_SHARE = 0.9
+
+
+def _staging_shortfall(log: LogView) -> Finding | None:
+    """vLLM sized a checkpoint larger than its share of the available host RAM, then died before the weights were in,
+    and nothing but its wrappers says so (an engine core killed while it reads the shards raises no exception): the
+    host ran out of RAM staging the weights. A load that got past the weights ("Loading weights took") or failed with
+    an error of its own is judged by that error."""
+    s = log.setup
+    ckpt, ram = s.checkpoint_gib, s.available_ram_gib
+    if not ckpt or not ram or ckpt <= RAM_SHARE * ram or s.weights_gib is not None or not log.died_unexplained():
+        return None
+    evidence = [f"vLLM's loader logged a {ckpt:g} GiB checkpoint and {ram:g} GiB of available host RAM: "
+                f"more than the {RAM_SHARE:.0%} of it the loader streams through the page cache",
+                "the engine then died loading the weights with no error of its own (only the wrappers' lines)"]
+    limit = max(1, int(ram / 4)) * 1024**3  # a staging buffer well inside the RAM left
+    fixes = [Fix("Stream the weights through a bounded buffer instead of the page cache (vLLM's Run:ai model streamer)",
+                 f"--load-format runai_streamer --model-loader-extra-config '{{\"memory_limit\": {limit}}}'"),
+             Fix(f"Or give the host/container more RAM than the {ckpt:g} GiB checkpoint, or stop other memory users"),
+             Fix("Or a smaller (quantized) checkpoint")]
+    return Finding("load.host_oom", "the host ran out of RAM loading the checkpoint", evidence, fixes,
+                   explains=["load.unrecognized_failure", *le.CLIENT_SYMPTOMS])

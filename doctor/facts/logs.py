@@ -24,6 +24,7 @@ class LogEvent:
     count: int = 1  # how many times the same message (same template, other numbers) was seen
     last_line: str = ""  # the last of those repeats, when it differs from the first (values are the last one's)
     last_line_no: int = 0
+    level: str = ""  # the log level the line was written at (WARNING, ERROR ...), where its prefix says
 
 
 @dataclass
@@ -42,6 +43,9 @@ class LogSetup:
     available_kv_gib: float | None = None
     memory_share: float | None = None  # the share of GPU memory the engine printed it budgets (vLLM's profile lines)
     weights_gib: float | None = None
+    # vLLM's safetensors loader (weight_utils.py, v0.11+) sizes the checkpoint against the host's available RAM
+    checkpoint_gib: float | None = None
+    available_ram_gib: float | None = None
     max_concurrency: float | None = None
     cuda_graphs: bool | None = None
     gpu_found: bool | None = None  # the engine's own discovery named a GPU it will use (Ollama's "inference compute ... library=cuda")

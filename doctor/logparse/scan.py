@@ -595,6 +595,8 @@ class LogScanner:
                 continue
             if name == "free_at_start_gib" and s.gpu_total_gib is None:
                 s.gpu_total_gib = extra.get("total")  # type: ignore[assignment]
+            if name == "checkpoint_gib" and s.available_ram_gib is None:
+                s.available_ram_gib = extra.get("available_ram_gib")  # type: ignore[assignment]
             if name == "gpu_blocks" and "cpu_blocks" in extra:
                 s.cpu_blocks = extra["cpu_blocks"]  # type: ignore[assignment]
             if hasattr(s, name) and (name in _LAST_WINS or getattr(s, name) in (None, "")):
@@ -648,6 +650,7 @@ class LogScanner:
             process=line.process,
             phase=chains.phase(self.tracker.phase(), values) if kind in _PHASED else "",
             fatal=fatal,
+            level=line.level,
         )
         if kind in _PHASED:
             self._unplaced = event if event.phase == "startup" else None

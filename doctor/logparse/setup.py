@@ -26,6 +26,9 @@ _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("weights_gib", re.compile(r"(?:Loading model weights|Model loading) took (?P<v>[\d.]+) ?Gi?B")),
     ("weights_gib", re.compile(r"Load weight end\..*?mem usage=(?P<v>[\d.]+) GB")),
     ("weights_gib", re.compile(r"model weights took (?P<v>[\d.]+)\s*GiB")),
+    # vllm/model_executor/model_loader/weight_utils.py (v0.11+, before it picks a safetensors load strategy):
+    # "Filesystem type for checkpoints: %s. Checkpoint size: %.2f GiB. Available RAM: %.2f GiB."
+    ("checkpoint_gib", re.compile(r"Checkpoint size: (?P<v>[\d.]+) GiB\.? Available RAM: (?P<available_ram_gib>[\d.]+) GiB")),
     ("max_concurrency", re.compile(r"Maximum concurrency for (?P<len>[\d,]+) tokens per request: (?P<v>[\d.]+)x")),
     ("gpu_total_gib", re.compile(r"total capac\w* of (?P<v>[\d.]+) GiB")),
     ("gpu_total_gib", re.compile(r"total_gpu_memory \((?P<v>[\d.]+)\s*GiB\)|total_gpu_memory=(?P<v2>[\d.]+)\s*GiB")),

@@ -159,7 +159,9 @@ def causal_order(findings: list[Finding], facts: Facts) -> dict[int, tuple[int, 
     for e in sorted(logs.events, key=lambda e: not e.fatal):  # a fatal event's line is where it is, cascade or root
         if e.run == run:
             source = logs.sources.index(e.source) if e.source in logs.sources else 0
-            at.setdefault(where(e), (int(bool(e.values.get("cascade"))), source, e.line_no))
+            # a cause the engine logged as a warning and went on from comes after an error it stopped on
+            later = bool(e.values.get("cascade")) or e.level in WARNED
+            at.setdefault(where(e), (int(later), source, e.line_no))
     out = {}
     for f in findings:
         places = [m.group(1) for line in f.evidence if (m := QUOTED.match(line))]
@@ -176,6 +178,7 @@ def _line_at(place: str, sources: list[str]) -> tuple[int, int, int] | None:
     return (1, sources.index(source), int(line)) if source in sources and line.isdigit() else None
 
 
+WARNED = ("WARNING", "WARN")
 QUOTED = re.compile(r"^(.+?:\d+|line \d+)(?: \(x\d+\))?: ")
 NOWHERE = (2, 0, 0)  # a finding that quotes no log line: after those that do, among equals
 

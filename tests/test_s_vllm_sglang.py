@@ -1,0 +1,83 @@
+"""vLLM and SGLang failures read in causal order (s-vllm-sglang): the first error before the cascade its wrappers
+print, and a death no exception explains read from what the engine logged about itself before it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from llm_doctor.collect.files import load_paths
+from llm_doctor.engine import Deadline, load_checks, run_checks, select
+from llm_doctor.findings import Finding
+from llm_doctor.report import build_report
+
+
+def findings_of(tmp_path: Path, text: str) -> list[Finding]:
+    path = tmp_path / "engine.log"
+    path.write_text(text)
+    facts = load_paths([str(path)], Deadline(30))
+    return build_report(run_checks(facts, select(load_checks()), Deadline(30)), facts).findings
+
+
+# vllm/model_executor/model_loader/weight_utils.py (v0.11+): logger.info("Filesystem type for checkpoints: %s. Checkpoint
+# size: %.2f GiB. Available RAM: %.2f GiB.", ...), then "Auto-prefetch is disabled because the filesystem (%s) is not a
+# recognized network FS (NFS/Lustre) and the checkpoint size (%.2f GiB) exceeds 90%% of available RAM (%.2f GiB)."
+# Lines from the syv-ai/qwen38-27b-rtx3090#39 log (16 GB host, RTX 3090), cut where the engine core died.
+CHECKPOINT = ("(EngineCore pid=5555) INFO 08-24 16:26:46 [weight_utils.py:867] Filesystem type for checkpoints: EXT4. "
+              "Checkpoint size: {ckpt} GiB. Available RAM: {ram} GiB.\n")
+SHARDS = ("  Loading safetensors checkpoint shards: 0% Completed | 0/8 [00:00<?, ?it/s]\n"
+          "  Loading safetensors checkpoint shards: 62% Completed | 5/8 [00:39<00:18, 6.04s/it]\n")
+CORE_FAILED = "(EngineCore pid=5555) ERROR 08-24 16:27:35 [core.py:1349] EngineCore failed to start.\n"
+
+
+def test_checkpoint_larger_than_ram_then_silent_death_is_host_oom(tmp_path: Path) -> None:
+    found = findings_of(tmp_path, CHECKPOINT.format(ckpt="15.87", ram="10.07") + SHARDS + CORE_FAILED)
+    assert found[0].code == "load.host_oom"
+    assert found[0].evidence[0] == ("vLLM's loader logged a 15.87 GiB checkpoint and 10.07 GiB of available host RAM: "
+                                    "more than the 90% of it the loader streams through the page cache")
+    # a staging buffer of a quarter of the RAM left (the maintainer's 2 GiB for 10 GiB)
+    assert found[0].fixes[0].command == "--load-format runai_streamer --model-loader-extra-config '{\"memory_limit\": 2147483648}'"
+
+
+def test_checkpoint_that_fits_ram_is_not_host_oom(tmp_path: Path) -> None:
+    found = findings_of(tmp_path, CHECKPOINT.format(ckpt="8.68", ram="843.15") + SHARDS + CORE_FAILED)
+    assert "load.host_oom" not in [f.code for f in found]
+
+
+def test_checkpoint_larger_than_ram_with_an_error_of_its_own_is_that_error(tmp_path: Path) -> None:
+    # the loader's own exception names the cause: the RAM line is no reading of it
+    text = (CHECKPOINT.format(ckpt="15.87", ram="10.07") + SHARDS +
+            "(EngineCore pid=5555) ERROR 08-24 16:27:35 [core.py:1349] EngineCore failed to start.\n"
+            "(EngineCore pid=5555) Traceback (most recent call last):\n"
+            "(EngineCore pid=5555) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.25 GiB. GPU 0 has a total "
+            "capacity of 23.56 GiB of which 1.18 GiB is free.\n")
+    found = findings_of(tmp_path, text)
+    assert "load.host_oom" not in [f.code for f in found]
+
+
+def test_architecture_refused_after_its_extension_failed_to_import_is_the_import(tmp_path: Path) -> None:
+    # vllm/model_executor/models/registry.py (v0.6.3): logger.exception on the model module's import, then
+    # ValueError(f"Model architectures {architectures} are not supported for now. ..."); the title of the report
+    # (vllm-project/vllm issue, [Bug]: ...) names the refusal first
+    text = ("[Bug]: Model architectures ['LlavaForConditionalGeneration'] are not supported for now.\n\n"
+            "ERROR 10-16 05:20:48 registry.py:264] ImportError: /usr/local/lib/python3.10/dist-packages/"
+            "flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: "
+            "_ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE\n"
+            "ValueError: Model architectures ['LlavaForConditionalGeneration'] are not supported for now.\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "load.cuda_mismatch"
+    assert found[0].fixes[0].command == "pip install --force-reinstall --no-cache-dir flash-attn"
+    assert "load.engine_outdated" in [f.code for f in found[1:]]
+
+
+def test_a_cause_logged_as_a_warning_ranks_after_the_error_the_engine_stopped_on(tmp_path: Path) -> None:
+    # vllm/_custom_ops.py (v0.6.3): logger.warning("Failed to import from vllm._C with %r", e): the engine goes on;
+    # vllm/worker/worker.py raise_if_cache_size_invalid (v0.6.3): the error it then stops on
+    text = ("INFO 01-30 20:57:10 llm_engine.py:237] Initializing an LLM engine (v0.6.3) with config: model='m', max_seq_len=32768\n"
+            "WARNING 01-30 20:57:18 _custom_ops.py:14] Failed to import from vllm._C with ImportError('/usr/lib/python3.10/"
+            "site-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi')\n"
+            "ERROR 01-30 20:58:00 engine.py:160] ValueError: The model's max seq len (32768) is larger than the maximum number "
+            "of tokens that can be stored in KV cache (20000). Try increasing `gpu_memory_utilization` or decreasing "
+            "`max_model_len` when initializing the engine.\n")
+    codes = [f.code for f in findings_of(tmp_path, text)]
+    assert codes[0] == "load.kv_cache_insufficient"
+    assert "load.cuda_mismatch" in codes[1:]
