@@ -19,9 +19,11 @@ NO_LIBCUDA = re.compile(r"cannot find -l:?(?:lib)?cuda\b|libcuda\.so cannot foun
 # TensorRT(-LLM)'s words for an engine built by another version or for another GPU (trtllm.jsonl)
 # "ImportError: /usr/local/lib/python3.10/dist-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c10..."
 SO_UNDEFINED = re.compile(r"(?P<so>/\S+?\.so)(?:\.[\d.]+)?: undefined symbol")
+# TensorRT's builder refusing the GPU (trtllm.jsonl): a GPU this TensorRT release does not build for, older or newer than it
+TRT_SM = re.compile(r"Target GPU SM (?P<sm>\d+) is not supported by this TensorRT release", re.I)
 TRT_ENGINE_BUILT_ELSEWHERE = ("engine plan file", "deserialize", "different TensorRT-LLM version", "Tensor names in engine",
                               "not found; expected shape", "SERIALIZATION_VERSION", "Serialized Engine Version",
-                              "modelInstanceState: [json.exception")
+                              "modelInstanceState: [json.exception", "real length", "d == a + length")
 
 
 @check("load.cuda", "load", codes=["load.cuda_mismatch"], events=["cuda_mismatch", "gpu_not_visible"])
@@ -82,6 +84,12 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
         fixes = [Fix("The flash-attention kernels do not run on this GPU (flash-attn 2 needs compute capability 8.0+, TGI's "
                      "7.5+): use another attention implementation (vLLM: VLLM_ATTENTION_BACKEND=XFORMERS or TRITON_ATTN; "
                      "transformers: attn_implementation=\"sdpa\"; TGI: a single unsharded shard, or a newer GPU)")]
+    elif trt_sm := TRT_SM.search(text):
+        # TensorRT builds for the GPUs of its release only: 10.x dropped SM 6.x/7.0, and a release older than the GPU does not know it
+        sm = trt_sm.group("sm")
+        fixes = [Fix(f"This TensorRT release does not build for SM {sm}: use a TensorRT-LLM release (and its container) whose TensorRT "
+                     f"supports SM {sm}: an older one for a GPU it dropped (Pascal, Volta), a newer one for a GPU newer than it"),
+                 Fix("Check which TensorRT is installed", "python -c 'import tensorrt; print(tensorrt.__version__)'")]
     elif floor:
         need = le.first_value(found, "need")
         fixes = [Fix(f"This GPU{f' (compute capability {cc})' if cc else ''} is older than every kernel this build ships"

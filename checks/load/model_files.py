@@ -47,7 +47,13 @@ UPGRADES = {
     "trtllm": [Fix("Upgrade TensorRT-LLM to a release whose PyTorch backend registers this architecture", "pip install -U tensorrt_llm")],
     "tgi": [Fix("Pull a newer TGI image: architectures arrive with its releases",
                 "docker pull ghcr.io/huggingface/text-generation-inference:latest")],
+    # mlx-lm defines one model class per model_type and loads weights strictly (mlx nn.Module.load_weights): a variant newer
+    # than the release is refused (ml-explore/mlx#1024: "you are using an outdated MLX LM")
+    "mlx": [Fix("Upgrade mlx-lm and mlx (mlx-vlm for a vision model, whichever loaded it): model classes arrive with their releases",
+                "pip install -U mlx-lm mlx")],
 }
+# the engine a template's source names when the log names none of the engines above ("other" servers)
+SOURCE_ENGINES = {"ml-explore/mlx": "mlx", "ml-explore/mlx-lm": "mlx"}
 
 
 # transformers' auto-class registry (models/auto/configuration_auto.py, auto_factory.py) refusing a name the engine registers
@@ -59,6 +65,12 @@ REGISTERED_TWICE = "is already used by a Transformers"
 # through HTTPS_PROXY). The client's words (urllib3 "ProxyError: ('Unable to connect to proxy', SSLError(...))") name no host.
 HUB_CALLS = ("client_tls", "client_proxy")
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def _source_engine(e: LogEvent) -> str:
+    """The engine of the repository the event's template comes from (SOURCE_ENGINES), or ""."""
+    source = str(e.values.get("template_source") or "")
+    return SOURCE_ENGINES.get(source.split("@")[0], "")
 
 
 def _hub_download(facts: Facts, log: LogView, model: str) -> list[LogEvent]:
@@ -94,7 +106,8 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
         if "tensor" in e.values:
             name = f"(the file's tensor {e.values['tensor']} is not laid out as this build expects)"
         if e.kind == "weight_key_unknown":
-            name = f"(the checkpoint has weights it does not know: {e.values.get('param')})"
+            param = e.values.get("param")
+            name = f"(the checkpoint has weights it does not know{f': {param}' if param else ''})"
         if name in ARCH_IS_FILE:
             findings.append(Finding("load.model_files", f"the file given is a '{name}' model, not a language model",
                                     le.evidence(arch + missing[:1]),
@@ -121,7 +134,7 @@ def model_files(facts: Facts, log: LogView) -> Outcome:
             # runs slower; it is the first cause only when that path then failed with nothing known to say why
             others = log.other_failures()
             first_cause = bool(fatal) or bool(others) and others <= set(GENERIC_KINDS)
-            fixes = UPGRADES.get(le.engine(facts) or le.template_engine(e), UPGRADES["vllm"])
+            fixes = UPGRADES.get(le.engine(facts) or le.template_engine(e)) or UPGRADES.get(_source_engine(e), UPGRADES["vllm"])
             title = f"this engine build does not know the architecture {name or ''}".rstrip()
             if any(REGISTERED_TWICE in line for x in arch for line in x.lines):
                 fixes = [*fixes[:1], Fix("Or put back the transformers release this engine version pins: a newer transformers now "

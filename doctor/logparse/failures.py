@@ -42,6 +42,8 @@ LITERALS = (
     "out of memory", "outofdevicememory", "failed", "unable to", "cannot ", "can't ", "terminated", "crash",
     "failure", "supported", "permission denied", "no such file", "timed out", "not found", "incompatible", "mismatch",
     "refused", "unreachable", "signal arrived",
+    # a native backtrace's frames (BACKTRACE): a user-space library address, gdb's zero-padded one
+    "0x7f", "0x0000",
     # the shapes of CRASH / ERROR_IN_LINE / ERROR_LEVEL below that hold none of the words above
     "killed", "status code", "http/1.0 4", "http/1.0 5", "http/1.1 4", "http/1.1 5", "http/2 4", "http/2 5", "severe:",
     "cant ", "couldnt ",
@@ -230,6 +232,11 @@ QUIET_LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "TRACE", "NOTICE")
 GLOG_LEVEL = re.compile(r"^\[?(?P<glog>[IWEF])(?:\d{3,4} \d\d:\d\d:\d\d\.\d+(?:\s+\d+)?\s+| ?)[\w./\\-]+:\d+\]|"
                         r"^(?:\S+:\d+:\d+ \[\d+\] )?NCCL (?P<nccl>INFO|TRACE)\b")
 GLOG_LEVELS = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
+# a native backtrace's frame: TensorRT-LLM's TllmException stack (`17      0x7fd11211ce00 tensorrt_llm::batch_manager::GptManager::
+# GptManager(...) + 336`, common/tllmException.cpp "%-3d %*p %s"), gdb's (`#3  0x00007f5c1e2c in ggml_abort () from libggml.so`, what
+# ggml_print_backtrace runs) and glibc's backtrace_symbols (`libggml-base.so(ggml_abort+0x11a) [0x7f..]`, `... (+0x16d8b) [0x..]`)
+BACKTRACE = re.compile(r"^(?:#?\d{1,3}\s+0x[0-9a-fA-F]{6,}\s+(?:in\s+)?[\w/.:~<>-]|[\w./+-]+\((?:\w+)?\+0x[0-9a-f]+\)\s*\[0x)")
+FRAME_ADDRESS = re.compile(r"^#?\d{1,3}\s+0x[0-9a-fA-F]+\s+(?:in\s+)?")  # a frame's number and address: the rest is where it crashed
 MAX_TRACEBACK_LINES = 400  # a traceback longer than this is not one (or the rest does not matter)
 
 
@@ -249,6 +256,9 @@ class FailureReader:
 
     def __init__(self) -> None:
         self.reset()
+        # a native backtrace is a crash only where nothing before it stated a failure: after a `what():`, a TllmException or a
+        # GGML_ASSERT (read as themselves) its frames only say where
+        self._failed = False
 
     def reset(self) -> None:
         self.open = False
@@ -260,8 +270,20 @@ class FailureReader:
     def feed(self, text: str, level: str, recognised: bool) -> Signal | None:
         """One normalised message. `recognised`: a rule already read it (then the traceback it ends
         is explained, and nothing generic is said)."""
+        if not self.open and BACKTRACE.match(text):
+            return self._native_frame(text, recognised)
         signal = self._read(text, level, recognised)
+        self._failed = self._failed or recognised or signal is not None
         return None if signal is None else classify(signal, text)
+
+    def _native_frame(self, text: str, recognised: bool) -> Signal | None:
+        """A frame of a native (C++) backtrace: the first one of a log where nothing stated a failure before is the crash
+        itself (a paste that kept only the stack), never silence; its frames name where (`tensorrt_llm::runtime::...`)."""
+        if self._failed or recognised:
+            self._failed = True
+            return None
+        self._failed = True
+        return Signal("crash_signal", {"summary": FRAME_ADDRESS.sub("", text.strip(), count=1)[:200]})
 
     def _read(self, text: str, level: str, recognised: bool) -> Signal | None:
         if TRACEBACK.search(text):
