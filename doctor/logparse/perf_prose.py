@@ -112,7 +112,7 @@ REASONS = (
     ("sw_thermal_slowdown", re.compile(r"\bSW[ _]Thermal[ _]Slowdown\b", re.I)),
     ("hw_power_brake_slowdown", re.compile(r"\bHW[ _]Power[ _]Brake(?:[ _]Slowdown)?\b", re.I)),
     ("hw_slowdown", re.compile(r"\bHW[ _]Slowdown\b", re.I)),
-    ("sw_power_cap", re.compile(r"\bSW[ _]Power[ _]Cap\b|\bpower[- ]capp?(?:ed|ing)?\b|\bpower[- ]throttl\w*|\bpower[- ]limit(?:ed|ing)\b", re.I)),
+    ("sw_power_cap", re.compile(r"\bSW[ _]Power[ _]Cap\b|\bpower[- ]capp(?:ed|ing)\b|\bpower[- ]cap\b(?!\s?(?:is\s|of\s|at\s|set\sto\s|=|:)?\s?~?\d)|\bpower[- ]throttl\w*|\bpower[- ]limit(?:ed|ing)\b", re.I)),
     ("applications_clocks_setting", re.compile(r"\bApplications?[ _]Clocks?[ _]Setting\b", re.I)),
     ("thermal", re.compile(r"\bthermal(?:ly)?[ -](?:throttl\w*|slowdown)|\bthrottl\w* (?:due to|from|by|because of) (?:heat|temperature)|\boverheat\w*", re.I)),
 )
@@ -644,7 +644,9 @@ def _repeated_cache_misses(source: str, text: str) -> list[PerfStatement]:
 # a table whose rows differ in the load or the batch cap: a sweep (doctor/logparse/bench_runs.py reads concurrency
 # sweeps); its latencies grow with the load by design, so a spread between its rows is no regression
 SWEEP_COLUMN = re.compile(r"^(?:max[-_ ]?)?concurren(?:t|cy)\b|^(?:num[-_ ]?)?(?:clients|users|concurrent requests)\b|^c$|^parallel(?: requests)?$|"
-                          r"^(?:request[-_ ]?)?rate\b|^qps\b", re.I)
+                          r"^(?:request[-_ ]?)?rate\b|^qps\b|"
+                          # the prompt's length (a context-depth sweep): a longer prompt takes longer to prefill
+                          r"^(?:depth|context(?:[-_ ]?(?:length|len|depth))?|(?:prompt|input)[-_ ]?(?:tok(?:en)?s?|len(?:gth)?)|isl)\b", re.I)
 # the batch cap swept by its name: vLLM max_num_seqs, SGLang max_running_requests, TGI/TRT-LLM/LMDeploy max_batch_size,
 # llama-server --parallel (its slots), or a bare "Cap" / "Batch cap"
 CAP_COLUMN = re.compile(r"^(?:batch(?:ing)?[-_ ])?cap$|^-{0,2}max[-_ ]?num[-_ ]?seqs$|^-{0,2}max[-_ ]running[-_ ]requests$|^-{0,2}max[-_ ]batch[-_ ]size$|"
@@ -798,7 +800,10 @@ def _latency(s: _Sentence) -> PerfStatement | None:
             continue
         durations = _latency_readings(s.text, term, terms)
         if durations:
-            measures[name] = max(_seconds(d) for d in durations)
+            value = max(_seconds(d) for d in durations)
+            if name == "ttft_s" and _prefill_of_prompt(s.text, value):
+                continue  # the prompt's own prefill at the rate the run measured: no time lost elsewhere to judge
+            measures[name.replace("_s", "_tail_s") if _tail(s.text, term) else name] = value
         else:
             stated = stated or bool(LATENCY_HIGH.search(s.text))
     return _statement("perf.high_latency", s, measures) if measures or stated else None
@@ -839,6 +844,37 @@ def _slower_than(text: str, m: re.Match[str]) -> bool:
     versus = VERSUS.match(text, m.end())
     other = SPEED.match(text, versus.end()) if versus else None
     return bool(other and SLOWER.search(text) and _number(other.group("tps")) >= SPREAD * _number(m.group("tps")))
+
+
+# a percentile in the tail or the worst of a run ("p95 TTFT", "TTFT P99", "max ITL"): what the slowest requests saw, where
+# the mean or median (p50) is what a request sees
+TAIL = re.compile(r"\b(?:p9\d(?:\.\d+)?|p99\.\d+|max(?:imum)?|worst|tail)\b", re.I)
+TAIL_AFTER = re.compile(r"[\s(\[_:-]{0,3}" + TAIL.pattern, re.I)
+
+
+def _tail(text: str, term: re.Match[str]) -> bool:
+    """The latency term is qualified by a tail percentile, just before it or just after it."""
+    before = text[max(0, term.start() - 12):term.start()].split(";")[-1]
+    return bool(TAIL.search(before) or TAIL_AFTER.match(text, term.end()))
+
+
+# a prefill (prompt processing) rate: "prefill tok/s (mean) 834.3" (a table's column read with its cell), "9,779 prompt tok
+# @ 1167.2 tok/s", "prompt eval rate: 1147 tokens/s"
+PREFILL_RATE = re.compile(r"\b(?:prefill|prompt(?:[ _]eval(?:uation)?|[ -]processing)?|pp\d*)\b[^;\d]{0,24}?(?:tok(?:en)?s?/s(?:ec)?|t/s)\b[^;\d]{0,14}?"
+                          r"(?P<a>\d[\d,]*(?:\.\d+)?)|\b(?:prefill|prompt|pp\d*)\b[^;]{0,40}?(?P<b>\d[\d,]*(?:\.\d+)?)\s?(?:tok(?:en)?s?/s(?:ec)?|t/s)\b", re.I)
+COUNT = re.compile(r"(?<![\w.])~?(\d{1,3}(?:,\d{3})+|\d{3,})(?![\d.,]*\s?(?:ms|s\b|%|MiB|GiB|GB|W\b|tok(?:en)?s?/s|t/s))")
+PROMPT_MATCH = 0.25  # stated prompt tokens within this share of rate x TTFT: the TTFT is that prompt's prefill
+
+
+def _prefill_of_prompt(text: str, ttft: float) -> bool:
+    """The sentence states the prefill rate and a prompt length that rate x TTFT gives ("prompt tok 87,850; prefill tok/s
+    834.3; TTFT 105,322 ms"): the TTFT is the time that prompt takes to prefill, set by its length and the compute, which a
+    fixed TTFT threshold cannot judge (a floor needs the model's FLOPs per token)."""
+    rate = PREFILL_RATE.search(text)
+    if rate is None:
+        return False
+    tokens = _number(rate.group("a") or rate.group("b")) * ttft
+    return tokens > 0 and any(abs(_number(c.group(1)) - tokens) <= PROMPT_MATCH * tokens for c in COUNT.finditer(text))
 
 
 def _seconds(m: re.Match[str]) -> float:
@@ -1113,6 +1149,7 @@ def _metrics(found: list[PerfStatement], engine: str) -> MetricsFacts | None:
     # the worst of several statements is the complaint ("direct: TTFT 0.5 s; through the gateway: 17 s"):
     # the fullest KV cache first, the longest latency wins below
     found = sorted(found, key=lambda st: (st.code != "perf.kv_cache_pressure", -st.measures.get("kv_cache_usage", -1.0)))
+    tails: dict[str, tuple[float, str]] = {}
     for st in found:
         said = f"{st.where}: {st.text}"
         x = st.measures
@@ -1137,6 +1174,9 @@ def _metrics(found: list[PerfStatement], engine: str) -> MetricsFacts | None:
                 if name in x and x[name] > v.get(f"{key}_mean_s", -1.0):
                     v[f"{key}_mean_s"] = x[name]
                     raw[key] = said
+                tail = name.replace("_s", "_tail_s")
+                if tail in x and x[tail] > tails.get(key, (-1.0, ""))[0]:
+                    tails[key] = (x[tail], said)
         elif st.code == "perf.low_gpu_util" and "offload_layers_model" in x and "offload_layers_model" not in v:
             v.update(offload_layers_gpu=x["offload_layers_gpu"], offload_layers_model=x["offload_layers_model"])
             raw["offload"] = said
@@ -1144,6 +1184,10 @@ def _metrics(found: list[PerfStatement], engine: str) -> MetricsFacts | None:
             # the lowest of several stated rates is the complaint ("off: 95 %, high: 0 %")
             v["prefix_cache_hit_rate"] = x["prefix_cache_hit_rate"]
             raw["prefix_cache_hit_rate"] = said
+    for key, (value, said) in tails.items():  # a tail percentile stands only where no mean or median is given
+        if f"{key}_mean_s" not in v:
+            v[f"{key}_mean_s"] = value
+            raw[key] = said
     if not v:
         return None
     return MetricsFacts(source="prose", engine=engine, available=True, values=v, raw=raw, origin="prose")
