@@ -259,7 +259,7 @@ class FailureReader:
         """One normalised message. `recognised`: a rule already read it (then the traceback it ends
         is explained, and nothing generic is said)."""
         signal = self._read(text, level, recognised)
-        return None if signal is None else classify(signal, text)
+        return None if signal is None else _classified(signal, text)
 
     def _read(self, text: str, level: str, recognised: bool) -> Signal | None:
         if TRACEBACK.search(text):
@@ -382,6 +382,23 @@ def classify(signal: Signal, text: str) -> Signal:
 
 
 MEMO_CHARS = 2048  # the longest message whose line_signal is remembered
+
+
+def _classified(signal: Signal, text: str) -> Signal:
+    """classify, remembered by the signal and the message: every rank of a crash loop ends each start's
+    traceback with the same exception line under the same frames, and the families' and wrappers'
+    searches were most of what reading it cost. The caller (the scanner) copies the values."""
+    key = (signal.kind, tuple(signal.values.items()), tuple(signal.extra), signal.shaped, text)
+    try:
+        hash(key)
+    except TypeError:
+        return classify(signal, text)
+    return _classify_memo(*key) if len(text) <= MEMO_CHARS else classify(signal, text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _classify_memo(kind: str, values: tuple[tuple[str, object], ...], extra: tuple[str, ...], shaped: bool, text: str) -> Signal:
+    return classify(Signal(kind, dict(values), list(extra), shaped), text)
 
 
 @functools.lru_cache(maxsize=4096)
