@@ -537,3 +537,27 @@ def test_a_line_s_number_is_its_count_of_newlines_from_any_numbered_line() -> No
         numbers = LineNumbers(block, first, table)
         for i in [199, 0, 150, 151, 6, 5, 120, 22, 199, 3, 44, 43]:
             assert numbers.at(starts[i]) == first + i
+
+
+def test_the_memos_change_no_fact(generated, monkeypatch) -> None:
+    """The scanner's exact memos (the peeled line, the patterns asked before the rules, the rules, setup facts, the
+    phase tracker's move, the failure reader's line signal and classify) give what computing each again gives:
+    the same facts on every fixture log and the generated crash loops, whose restarts repeat their lines byte for byte."""
+    paths = sorted((ROOT / "fixtures" / "logs").glob("*.log")) + generated
+    for memo in (scan._peeled, scan._shape, scan.fl._classify_memo):
+        memo.cache_clear()
+    remembered = [_scan(path, templates=True)[0] for path in paths]
+    # the crash loops' restarts were served from the memos: each traceback line peeled once, each rank's exception classified once
+    assert scan._peeled.cache_info().hits > 2 * scan._peeled.cache_info().misses
+    assert scan.fl._classify_memo.cache_info().hits > scan.fl._classify_memo.cache_info().misses
+    peel = scan._peeled.__wrapped__
+    for name, plain in (("_peeled", peel), ("_shape", scan._shape_of), ("_shape_long", scan._shape_of),
+                        ("_match_memo", scan.chains.match), ("_match_long", scan.chains.match),
+                        ("_extract_memo", scan.st.extract), ("_extract_long", scan.st.extract),
+                        ("_moved", scan._tracker_move), ("_moved_long", scan._tracker_move)):
+        monkeypatch.setattr(scan, name, plain)
+    monkeypatch.setattr(scan.fl, "_line_signal", scan.fl.line_signal)
+    monkeypatch.setattr(scan.fl, "_long_signal", scan.fl.line_signal)
+    monkeypatch.setattr(scan.fl, "_classified", scan.fl.classify)
+    for path, facts in zip(paths, remembered, strict=True):
+        assert _scan(path, templates=True)[0] == facts, path.name

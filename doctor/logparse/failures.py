@@ -274,7 +274,7 @@ class FailureReader:
             return self._native_frame(text, recognised)
         signal = self._read(text, level, recognised)
         self._failed = self._failed or recognised or signal is not None
-        return None if signal is None else classify(signal, text)
+        return None if signal is None else _classified(signal, text)
 
     def _native_frame(self, text: str, recognised: bool) -> Signal | None:
         """A frame of a native (C++) backtrace: the first one of a log where nothing stated a failure before is the crash
@@ -406,6 +406,23 @@ def classify(signal: Signal, text: str) -> Signal:
 
 
 MEMO_CHARS = 2048  # the longest message whose line_signal is remembered
+
+
+def _classified(signal: Signal, text: str) -> Signal:
+    """classify, remembered by the signal and the message: every rank of a crash loop ends each start's
+    traceback with the same exception line under the same frames, and the families' and wrappers'
+    searches were most of what reading it cost. The caller (the scanner) copies the values."""
+    key = (signal.kind, tuple(signal.values.items()), tuple(signal.extra), signal.shaped, text)
+    try:
+        hash(key)
+    except TypeError:
+        return classify(signal, text)
+    return _classify_memo(*key) if len(text) <= MEMO_CHARS else classify(signal, text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _classify_memo(kind: str, values: tuple[tuple[str, object], ...], extra: tuple[str, ...], shaped: bool, text: str) -> Signal:
+    return classify(Signal(kind, dict(values), list(extra), shaped), text)
 
 
 @functools.lru_cache(maxsize=4096)

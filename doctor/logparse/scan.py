@@ -343,7 +343,7 @@ class LogScanner:
             self._recalled(*recalled)
             return
         plain = unopened
-        line = normalise(no, raw)
+        line = _normalised(no, raw)
         text = line.text
         if not text:
             if unopened:
@@ -351,9 +351,10 @@ class LogScanner:
             self._prev = None
             self._cmd_open = False
             return
-        launch = self._command(text)
+        shape = _shape(text) if len(text) <= MEMO_CHARS else _shape_long(text)
+        launch = self._command(text, shape.command)
         plain = not launch and plain
-        marked = st.STARTS.search(text) is not None
+        marked = shape.marked
         self._marked = self._marked or marked
         if marked:
             plain = False
@@ -363,12 +364,12 @@ class LogScanner:
         elif self._launch_went_on(line, launch):  # (no new run: a paste's command is often quoted after the crash it led to)
             plain = False
             self.facts.started = True
-        if st.ARGS.search(text) and self._args_follow == 0:
+        if shape.args and self._args_follow == 0:
             plain = False
             self._keep_args(raw)
             self._args_follow = ARGS_FOLLOW_LINES
         states = self._setup(text)  # setup facts: a plan of such a line reads them again from each line (Plan.setup)
-        frame = _is_frame(text)
+        frame = shape.frame
         found = None if frame else _match(text)
         # a line cut by a terminal: the message may go on in this one (an echo names no cause: its rest may)
         open_ended = found is None or found[0].echo
@@ -473,13 +474,13 @@ class LogScanner:
                 self.facts.ready = True  # all _note_serving would do: WENT_ON is asked only while a failure waits
         self._prev = carried(self._prev, line) if (not found or echo) and not self.failures.open else None
 
-    def _command(self, text: str) -> bool:
-        """Keep an engine command line quoted in the log; True if this line is (part of) one."""
+    def _command(self, text: str, cmd: str | None) -> bool:
+        """Keep an engine command line quoted in the log (`cmd`: the one this line quotes, st.command);
+        True if this line is (part of) one."""
         if self._cmd_open:
             self.commands[-1] = (self.commands[-1] + " " + text.rstrip("\\ "))[:MAX_COMMAND_CHARS]
             self._cmd_open = text.endswith("\\")
             return True
-        cmd = st.command(text)
         if cmd is not None and len(self.commands) < MAX_COMMANDS:
             self.commands.append(cmd.rstrip("\\ ")[:MAX_COMMAND_CHARS])
             self._cmd_open = text.endswith("\\")
@@ -840,6 +841,40 @@ _match_memo = functools.lru_cache(maxsize=MEMO_SIZE)(chains.match)
 _extract_memo = functools.lru_cache(maxsize=MEMO_SIZE)(st.extract)
 _match_long = functools.lru_cache(maxsize=LONG_MEMO_SIZE)(chains.match)
 _extract_long = functools.lru_cache(maxsize=LONG_MEMO_SIZE)(st.extract)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What a message is by the patterns _line asks of it before the rules: pure functions of its
+    text, remembered like _match (a traceback's frames and source lines repeat byte for byte at every
+    restart of a crash loop, and inside a traceback no plan serves them)."""
+
+    command: str | None  # the engine command line it quotes (st.command)
+    marked: bool  # an engine start marker (st.STARTS)
+    args: bool  # the engine's printed arguments (st.ARGS)
+    frame: bool  # a traceback frame (_is_frame)
+
+
+def _shape_of(text: str) -> _Shape:
+    return _Shape(st.command(text), st.STARTS.search(text) is not None, st.ARGS.search(text) is not None, _is_frame(text))
+
+
+_shape = functools.lru_cache(maxsize=MEMO_SIZE)(_shape_of)
+_shape_long = functools.lru_cache(maxsize=LONG_MEMO_SIZE)(_shape_of)
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _peeled(raw: bytes) -> tuple[str, str, str, str]:
+    line = normalise(0, raw)
+    return line.text, line.raw, line.process, line.level
+
+
+def _normalised(no: int, raw: bytes) -> Line:
+    """lines.normalise, remembered by the raw bytes for lines up to MEMO_CHARS (a pure function of them but
+    the number): the lines of a traceback repeat byte for byte at every restart of a crash loop."""
+    if len(raw) > MEMO_CHARS:
+        return normalise(no, raw)
+    return Line(no, *_peeled(raw))
 
 
 def _is_frame(text: str) -> bool:
