@@ -81,3 +81,33 @@ def test_a_cause_logged_as_a_warning_ranks_after_the_error_the_engine_stopped_on
     codes = [f.code for f in findings_of(tmp_path, text)]
     assert codes[0] == "load.kv_cache_insufficient"
     assert "load.cuda_mismatch" in codes[1:]
+
+
+def test_triton_fp8e4nv_on_ampere_is_dtype_unsupported(tmp_path: Path) -> None:
+    # triton python/triton/language/semantic.py cast(): assert builder.options.allow_fp8e4nv, "fp8e4nv data type is not
+    # supported on CUDA arch < 89"; the line as SGLang's DeepSeek-R1 FP8 run on A100 logged it (SkyPilot example)
+    text = ("[2025-02-15 12:25:06 TP5] Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16\n"
+            "(head, rank=0, pid=8292) [rank5]:W0215 12:25:06.525000 14707 site-packages/torch/_higher_order_ops/"
+            "triton_kernel_wrap.py:504] [12/0_1] AssertionError: fp8e4nv data type is not supported on CUDA arch < 89\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "load.dtype_unsupported"
+    assert found[0].title == "FP8 is not supported on this GPU"
+    assert "fp8e4nv data type is not supported on CUDA arch < 89" in found[0].evidence[0]
+
+
+def test_jit_build_without_ninja_is_the_toolchain_not_a_model_file(tmp_path: Path) -> None:
+    # flashinfer/jit/cpp_ext.py run_ninja: subprocess.run(["ninja", ...]) -> FileNotFoundError naming the program
+    text = ("[2026-02-01 10:00:00] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', attention_backend='flashinfer')\n"
+            "Traceback (most recent call last):\n"
+            '  File "/opt/venv/lib/python3.12/site-packages/flashinfer/jit/cpp_ext.py", line 280, in run_ninja\n'
+            "FileNotFoundError: [Errno 2] No such file or directory: 'ninja'\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "load.cuda_mismatch"
+    assert found[0].fixes[0].command == "pip install ninja"
+    assert "load.model_files" not in [f.code for f in found]
+
+
+def test_a_missing_model_path_stays_model_files(tmp_path: Path) -> None:
+    text = ("Traceback (most recent call last):\n"
+            "FileNotFoundError: [Errno 2] No such file or directory: '/models/cc/config.json'\n")
+    assert findings_of(tmp_path, text)[0].code == "load.model_files"
