@@ -111,3 +111,23 @@ def test_a_missing_model_path_stays_model_files(tmp_path: Path) -> None:
     text = ("Traceback (most recent call last):\n"
             "FileNotFoundError: [Errno 2] No such file or directory: '/models/cc/config.json'\n")
     assert findings_of(tmp_path, text)[0].code == "load.model_files"
+
+
+def test_sglang_scheduler_dead_with_exit_code_minus_9_is_a_kill(tmp_path: Path) -> None:
+    # sglang/srt/entrypoints/engine.py _launch_subprocesses (v0.4-v0.5): on EOFError from the scheduler's pipe,
+    # logger.error(f"Rank {i} scheduler is dead. Please check if there are relevant logs."), then
+    # logger.error(f"Exit code: {scheduler_procs[i].exitcode}"), then RuntimeError("Initialization failed. ...")
+    text = ("[2025-05-01 10:00:00] server_args=ServerArgs(model_path='meta-llama/Llama-3.1-8B-Instruct', tp_size=2)\n"
+            "[2025-05-01 10:00:20 TP1] Load weight begin. avail mem=23.00 GB\n"
+            "[2025-05-01 10:00:50] Rank 0 scheduler is dead. Please check if there are relevant logs.\n"
+            "[2025-05-01 10:00:50] Exit code: -9\n"
+            "RuntimeError: Initialization failed. Please see the error messages above.\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "load.host_oom"
+    assert found[0].evidence[0].endswith("Exit code: -9")
+
+
+def test_sglang_scheduler_dead_with_exit_code_1_is_not_a_kill(tmp_path: Path) -> None:
+    text = ("[2025-05-01 10:00:50] Rank 0 scheduler is dead. Please check if there are relevant logs.\n"
+            "[2025-05-01 10:00:50] Exit code: 1\n")
+    assert "load.host_oom" not in [f.code for f in findings_of(tmp_path, text)]

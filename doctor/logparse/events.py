@@ -149,7 +149,11 @@ HAND_RULES: tuple[Rule, ...] = (
     _r("ggml_weights_failed", r"unable to allocate backend buffer"),
     # --- host memory --------------------------------------------------------------------------
     _r("host_oom", r"OOMKilled|Out of memory: Kill(?:ed)? process|oom-kill|invoked oom-killer"),
-    _r("host_oom", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*137\b|signal 9 \(SIGKILL\)|SIGKILL"),
+    # Python's negative exitcode is the signal: SGLang's launcher after "Rank 0 scheduler is dead. Please check if there are
+    # relevant logs." logs f"Exit code: {proc.exitcode}" (entrypoints/engine.py _launch_subprocesses, v0.4-v0.5), -9 for a
+    # scheduler killed with SIGKILL (the OOM killer, a cgroup limit), which raises nothing of its own
+    _r("host_oom", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*137\b|signal 9 \(SIGKILL\)|SIGKILL|"
+       r"^Exit code:?\s*-9$"),
     # signal 7 is SIGBUS on Linux (exit status 135 = 128 + 7; torch elastic's exitcode -7, SGLang's "scheduler died during
     # initialization (exit code: -7)": Python's negative exitcode is the signal; TGI launcher/src/main.rs "Shard
     # process was signaled to shutdown with signal 7"): a write past the end of a full /dev/shm
