@@ -131,3 +131,20 @@ def test_sglang_scheduler_dead_with_exit_code_1_is_not_a_kill(tmp_path: Path) ->
     text = ("[2025-05-01 10:00:50] Rank 0 scheduler is dead. Please check if there are relevant logs.\n"
             "[2025-05-01 10:00:50] Exit code: 1\n")
     assert "load.host_oom" not in [f.code for f in findings_of(tmp_path, text)]
+
+
+def test_pre_2_1_torch_oom_allocated_counts_as_what_the_process_held(tmp_path: Path) -> None:
+    # c10/cuda/CUDACachingAllocator.cpp before PyTorch 2.1: "Tried to allocate X (GPU n; Y total capacity; M already
+    # allocated; F free; R reserved in total by PyTorch)": PyTorch's own M is a floor of what the process held, so
+    # 20.10 GiB held by a process whose Llama-2-7B fp16 shard is 12.6 GiB says the weights were in, whatever frame failed
+    text = ("INFO 03-01 10:00:00 llm_engine.py:70] Initializing an LLM engine with config: model='meta-llama/Llama-2-7b-hf', "
+            "tokenizer='meta-llama/Llama-2-7b-hf', dtype=torch.float16, max_seq_len=4096, tensor_parallel_size=1\n"
+            "Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/model_executor/model_loader.py", line 92, in get_model\n'
+            "    model.load_weights(model_config.model, model_config.download_dir,\n"
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity; "
+            "20.10 GiB already allocated; 1.02 GiB free; 20.20 GiB reserved in total by PyTorch)\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "load.runtime_oom"
+    assert ("the process held 20.1 GiB, more than its 12.6 GiB weight shard (meta-llama/Llama-2-7b-hf, TP 1) could take: "
+            "the weights had loaded") in found[0].evidence
