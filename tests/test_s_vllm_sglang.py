@@ -148,3 +148,35 @@ def test_pre_2_1_torch_oom_allocated_counts_as_what_the_process_held(tmp_path: P
     assert found[0].code == "load.runtime_oom"
     assert ("the process held 20.1 GiB, more than its 12.6 GiB weight shard (meta-llama/Llama-2-7b-hf, TP 1) could take: "
             "the weights had loaded") in found[0].evidence
+
+
+def test_nccl_watchdog_after_a_ranks_own_error_is_its_cascade(tmp_path: Path) -> None:
+    # torch ProcessGroupNCCL.cpp: "Watchdog caught collective operation timeout: WorkNCCL(...)" on the rank waiting for the
+    # one whose kernel faulted first; vllm/v1/engine/exceptions.py EngineDeadError after both
+    text = ("INFO 06-01 10:00:00 [api_server.py:1043] vLLM API server version 0.10.0\n"
+            "(VllmWorker TP1 pid=403) ERROR 06-01 11:00:00 [multiproc_executor.py:600] RuntimeError: CUDA error: an illegal "
+            "memory access was encountered\n"
+            "[rank0]:[E601 11:10:00.000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=5000, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.\n"
+            "(APIServer pid=1) vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace "
+            "(above) for the root cause.\n")
+    found = findings_of(tmp_path, text)
+    assert [f.code for f in found] == ["load.unrecognized_failure"]
+    assert "an illegal memory access" in found[0].title
+
+
+def test_nccl_peer_gone_after_an_oom_adds_no_second_finding(tmp_path: Path) -> None:
+    # rank 1 runs out of memory; rank 0's NCCL call fails with ncclRemoteError (src/init.cc ncclGetErrorString)
+    text = ("(VllmWorker rank=1 pid=402) ERROR 05-10 10:00:30 [multiproc_executor.py:527] torch.OutOfMemoryError: CUDA out "
+            "of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.19 GiB of which 1.02 GiB is free.\n"
+            "(VllmWorker rank=0 pid=401) ERROR 05-10 10:00:31 [multiproc_executor.py:527] RuntimeError: NCCL error: remote "
+            "process exited or there was a network error\n")
+    codes = [f.code for f in findings_of(tmp_path, text)]
+    assert codes[0] in ("load.runtime_oom", "load.weights_oom")
+    assert "load.nccl_failed" not in codes and "load.unrecognized_failure" not in codes
+
+
+def test_nccl_watchdog_alone_is_still_nccl_failed(tmp_path: Path) -> None:
+    text = ("[rank0]:[E601 11:10:00.000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.\n")
+    assert findings_of(tmp_path, text)[0].code == "load.nccl_failed"
