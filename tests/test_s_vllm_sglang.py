@@ -180,3 +180,13 @@ def test_nccl_watchdog_alone_is_still_nccl_failed(tmp_path: Path) -> None:
     text = ("[rank0]:[E601 11:10:00.000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
             "WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.\n")
     assert findings_of(tmp_path, text)[0].code == "load.nccl_failed"
+
+
+def test_vllm_v0_worker_died_with_sigkill_is_a_kill(tmp_path: Path) -> None:
+    # vllm/executor/multiproc_worker_utils.py WorkerMonitor.run: logger.error("Worker %s pid %s died, exit code: %s", ...)
+    text = ("INFO 06-01 10:00:10 llm_engine.py:237] Initializing an LLM engine (v0.6.3) with config: model='m', tensor_parallel_size=2\n"
+            "ERROR 06-01 10:00:14 multiproc_worker_utils.py:116] Worker VllmWorkerProcess pid 5512 died, exit code: -9\n"
+            "INFO 06-01 10:00:14 multiproc_worker_utils.py:120] Killing local vLLM worker processes\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "load.host_oom"
+    assert found[0].evidence[0].endswith("died, exit code: -9")
