@@ -190,3 +190,14 @@ def test_vllm_v0_worker_died_with_sigkill_is_a_kill(tmp_path: Path) -> None:
     found = findings_of(tmp_path, text)
     assert found[0].code == "load.host_oom"
     assert found[0].evidence[0].endswith("died, exit code: -9")
+
+
+def test_checkpoint_larger_than_ram_then_engine_core_death_is_host_oom(tmp_path: Path) -> None:
+    # vllm/v1/engine/core_client.py MPClient monitor: "Engine core proc {name} died unexpectedly, shutting down client."
+    text = (CHECKPOINT.format(ckpt="155.43", ram="35.60") + SHARDS +
+            "(APIServer pid=1) ERROR 07-05 08:55:01 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, "
+            "shutting down client.\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "load.host_oom"
+    assert found[0].fixes[0].command == ("--load-format runai_streamer --model-loader-extra-config "
+                                         "'{\"memory_limit\": 8589934592}'")
