@@ -201,3 +201,21 @@ def test_checkpoint_larger_than_ram_then_engine_core_death_is_host_oom(tmp_path:
     assert found[0].code == "load.host_oom"
     assert found[0].fixes[0].command == ("--load-format runai_streamer --model-loader-extra-config "
                                          "'{\"memory_limit\": 8589934592}'")
+
+
+def test_sglang_capture_advice_is_not_the_eager_setting(tmp_path: Path) -> None:
+    # sglang/srt/model_executor/cuda_graph_runner.py: raise Exception(f"Capture cuda graph failed: {e}\n" + "Possible
+    # solutions:\n" ... "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)\n")
+    text = ("[2025-03-01 10:00:00] server_args=ServerArgs(model_path='Qwen/Qwen2.5-72B-Instruct', tp_size=4)\n"
+            "[2025-03-01 10:01:05 TP0] KV Cache is allocated. #tokens: 500000, K size: 19.07 GB, V size: 19.07 GB\n"
+            "[2025-03-01 10:01:06 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=4.20 GB\n"
+            "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity "
+            "of 79.11 GiB of which 812.00 MiB is free.\n"
+            "Possible solutions:\n"
+            "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
+            "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "load.runtime_oom"
+    assert found[0].title == "out of GPU memory while capturing CUDA graphs"
+    assert found[0].fixes[0].command == "--disable-cuda-graph"
+    assert "perf.eager_mode" not in [f.code for f in found]

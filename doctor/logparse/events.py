@@ -650,9 +650,11 @@ HAND_RULES: tuple[Rule, ...] = (
                   r"(?: / |, n_threads_batch = -?\d+, total_threads = | n_threads_batch=-?\d+ total_threads=)(?P<hw_threads>\d+)", False),
     _r("offload_layers", r"offloaded (?P<offloaded>\d+)/(?P<layers>\d+) layers to GPU", False),
     # quoted, it is vLLM's start-up advice ("set 'enforce_eager=True' or use '--enforce-eager'"), not the setting
-    # SGLang's spelling: --disable-cuda-graph (not --disable-cuda-graph-padding), disable_cuda_graph=True in its ServerArgs
+    # SGLang's spelling: --disable-cuda-graph (not --disable-cuda-graph-padding), disable_cuda_graph=True in its ServerArgs;
+    # "disable cuda graph by --disable-cuda-graph" is the advice list under "Capture cuda graph failed: ..." (every
+    # model_executor/cuda_graph_runner.py since v0.1), not the setting: graphs were on, their capture failed
     _r("enforce_eager", r"(?<!')(?:enforce_eager=True|--enforce-eager)|CUDA graph is turned off|cuda graph is disabled|"
-                        r"--disable-cuda-graph(?![-\w])|disable_cuda_graph=True", False),
+                        r"(?<!graph by )--disable-cuda-graph(?![-\w])|disable_cuda_graph=True", False),
     _r("custom_allreduce_off", r"Custom allreduce is disabled", False),
     # SGLang sizing its batch cap to the KV pool (mem_cache/kv_cache_configurator.py, model_runner.py before it):
     # "max_running_requests was reduced from the requested 128 to 50 (per dp worker) due to the available KV
