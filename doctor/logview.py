@@ -70,6 +70,14 @@ class LogView:
         fatal = [e for e in self.logs.events if e.run == run and e.fatal]
         return bool(fatal) and all(e.values.get("cascade") for e in fatal)
 
+    def failed_before(self, found: list[LogEvent]) -> bool:
+        """Whether the judged run raised an error of its own (an exception, or a failure another check judges; not a bare
+        ERROR line, not a wrapper) before every one of `found`, in the same file: what `found` says came after it."""
+        run, first = self.run, min(((e.source, e.line_no) for e in found), default=None)
+        return first is not None and any(
+            e.run == run and e.fatal and e.kind not in self.declared and e.kind != "error_line" and not e.values.get("cascade")
+            and e.source == first[0] and e.line_no < first[1] for e in self.logs.events)
+
     def earlier_runs(self) -> list[str]:
         """One evidence line about failed earlier starts in the same log, if any."""
         run = self.run

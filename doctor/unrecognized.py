@@ -73,7 +73,9 @@ def findings(
     by_id = {r.id: r for r in results}
     log_checks = [s for s in specs if s.events and s.id in by_id]
     recognised = any(f.severity == "error" for s in log_checks for f in by_id[s.id].findings)
-    unjudged = [e for e in here if e.fatal and e.kind not in GENERIC and _unjudged(e, registry, by_id)]
+    # a wrapper's event no check took up (NCCL's watchdog after a rank's OOM) is the cascade of the cause a check recognised
+    unjudged = [e for e in here if e.fatal and e.kind not in GENERIC and _unjudged(e, registry, by_id)
+                and not (recognised and e.values.get("cascade"))]
     stated = _stated_access(facts)
     generic = [] if recognised else [e for e in here if (e.kind in GENERIC and not _recovered(e) and not _said_as(e, stated))
                                      or _answered(e, registry, by_id)]

@@ -81,3 +81,141 @@ def test_a_cause_logged_as_a_warning_ranks_after_the_error_the_engine_stopped_on
     codes = [f.code for f in findings_of(tmp_path, text)]
     assert codes[0] == "load.kv_cache_insufficient"
     assert "load.cuda_mismatch" in codes[1:]
+
+
+def test_triton_fp8e4nv_on_ampere_is_dtype_unsupported(tmp_path: Path) -> None:
+    # triton python/triton/language/semantic.py cast(): assert builder.options.allow_fp8e4nv, "fp8e4nv data type is not
+    # supported on CUDA arch < 89"; the line as SGLang's DeepSeek-R1 FP8 run on A100 logged it (SkyPilot example)
+    text = ("[2025-02-15 12:25:06 TP5] Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16\n"
+            "(head, rank=0, pid=8292) [rank5]:W0215 12:25:06.525000 14707 site-packages/torch/_higher_order_ops/"
+            "triton_kernel_wrap.py:504] [12/0_1] AssertionError: fp8e4nv data type is not supported on CUDA arch < 89\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "load.dtype_unsupported"
+    assert found[0].title == "FP8 is not supported on this GPU"
+    assert "fp8e4nv data type is not supported on CUDA arch < 89" in found[0].evidence[0]
+
+
+def test_jit_build_without_ninja_is_the_toolchain_not_a_model_file(tmp_path: Path) -> None:
+    # flashinfer/jit/cpp_ext.py run_ninja: subprocess.run(["ninja", ...]) -> FileNotFoundError naming the program
+    text = ("[2026-02-01 10:00:00] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', attention_backend='flashinfer')\n"
+            "Traceback (most recent call last):\n"
+            '  File "/opt/venv/lib/python3.12/site-packages/flashinfer/jit/cpp_ext.py", line 280, in run_ninja\n'
+            "FileNotFoundError: [Errno 2] No such file or directory: 'ninja'\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "load.cuda_mismatch"
+    assert found[0].fixes[0].command == "pip install ninja"
+    assert "load.model_files" not in [f.code for f in found]
+
+
+def test_a_missing_model_path_stays_model_files(tmp_path: Path) -> None:
+    text = ("Traceback (most recent call last):\n"
+            "FileNotFoundError: [Errno 2] No such file or directory: '/models/cc/config.json'\n")
+    assert findings_of(tmp_path, text)[0].code == "load.model_files"
+
+
+def test_sglang_scheduler_dead_with_exit_code_minus_9_is_a_kill(tmp_path: Path) -> None:
+    # sglang/srt/entrypoints/engine.py _launch_subprocesses (v0.4-v0.5): on EOFError from the scheduler's pipe,
+    # logger.error(f"Rank {i} scheduler is dead. Please check if there are relevant logs."), then
+    # logger.error(f"Exit code: {scheduler_procs[i].exitcode}"), then RuntimeError("Initialization failed. ...")
+    text = ("[2025-05-01 10:00:00] server_args=ServerArgs(model_path='meta-llama/Llama-3.1-8B-Instruct', tp_size=2)\n"
+            "[2025-05-01 10:00:20 TP1] Load weight begin. avail mem=23.00 GB\n"
+            "[2025-05-01 10:00:50] Rank 0 scheduler is dead. Please check if there are relevant logs.\n"
+            "[2025-05-01 10:00:50] Exit code: -9\n"
+            "RuntimeError: Initialization failed. Please see the error messages above.\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "load.host_oom"
+    assert found[0].evidence[0].endswith("Exit code: -9")
+
+
+def test_sglang_scheduler_dead_with_exit_code_1_is_not_a_kill(tmp_path: Path) -> None:
+    text = ("[2025-05-01 10:00:50] Rank 0 scheduler is dead. Please check if there are relevant logs.\n"
+            "[2025-05-01 10:00:50] Exit code: 1\n")
+    assert "load.host_oom" not in [f.code for f in findings_of(tmp_path, text)]
+
+
+def test_pre_2_1_torch_oom_allocated_counts_as_what_the_process_held(tmp_path: Path) -> None:
+    # c10/cuda/CUDACachingAllocator.cpp before PyTorch 2.1: "Tried to allocate X (GPU n; Y total capacity; M already
+    # allocated; F free; R reserved in total by PyTorch)": PyTorch's own M is a floor of what the process held, so
+    # 20.10 GiB held by a process whose Llama-2-7B fp16 shard is 12.6 GiB says the weights were in, whatever frame failed
+    text = ("INFO 03-01 10:00:00 llm_engine.py:70] Initializing an LLM engine with config: model='meta-llama/Llama-2-7b-hf', "
+            "tokenizer='meta-llama/Llama-2-7b-hf', dtype=torch.float16, max_seq_len=4096, tensor_parallel_size=1\n"
+            "Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/model_executor/model_loader.py", line 92, in get_model\n'
+            "    model.load_weights(model_config.model, model_config.download_dir,\n"
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity; "
+            "20.10 GiB already allocated; 1.02 GiB free; 20.20 GiB reserved in total by PyTorch)\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "load.runtime_oom"
+    assert ("the process held 20.1 GiB, more than its 12.6 GiB weight shard (meta-llama/Llama-2-7b-hf, TP 1) could take: "
+            "the weights had loaded") in found[0].evidence
+
+
+def test_nccl_watchdog_after_a_ranks_own_error_is_its_cascade(tmp_path: Path) -> None:
+    # torch ProcessGroupNCCL.cpp: "Watchdog caught collective operation timeout: WorkNCCL(...)" on the rank waiting for the
+    # one whose kernel faulted first; vllm/v1/engine/exceptions.py EngineDeadError after both
+    text = ("INFO 06-01 10:00:00 [api_server.py:1043] vLLM API server version 0.10.0\n"
+            "(VllmWorker TP1 pid=403) ERROR 06-01 11:00:00 [multiproc_executor.py:600] RuntimeError: CUDA error: an illegal "
+            "memory access was encountered\n"
+            "[rank0]:[E601 11:10:00.000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=5000, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.\n"
+            "(APIServer pid=1) vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace "
+            "(above) for the root cause.\n")
+    found = findings_of(tmp_path, text)
+    assert [f.code for f in found] == ["load.unrecognized_failure"]
+    assert "an illegal memory access" in found[0].title
+
+
+def test_nccl_peer_gone_after_an_oom_adds_no_second_finding(tmp_path: Path) -> None:
+    # rank 1 runs out of memory; rank 0's NCCL call fails with ncclRemoteError (src/init.cc ncclGetErrorString)
+    text = ("(VllmWorker rank=1 pid=402) ERROR 05-10 10:00:30 [multiproc_executor.py:527] torch.OutOfMemoryError: CUDA out "
+            "of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.19 GiB of which 1.02 GiB is free.\n"
+            "(VllmWorker rank=0 pid=401) ERROR 05-10 10:00:31 [multiproc_executor.py:527] RuntimeError: NCCL error: remote "
+            "process exited or there was a network error\n")
+    codes = [f.code for f in findings_of(tmp_path, text)]
+    assert codes[0] in ("load.runtime_oom", "load.weights_oom")
+    assert "load.nccl_failed" not in codes and "load.unrecognized_failure" not in codes
+
+
+def test_nccl_watchdog_alone_is_still_nccl_failed(tmp_path: Path) -> None:
+    text = ("[rank0]:[E601 11:10:00.000000 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.\n")
+    assert findings_of(tmp_path, text)[0].code == "load.nccl_failed"
+
+
+def test_vllm_v0_worker_died_with_sigkill_is_a_kill(tmp_path: Path) -> None:
+    # vllm/executor/multiproc_worker_utils.py WorkerMonitor.run: logger.error("Worker %s pid %s died, exit code: %s", ...)
+    text = ("INFO 06-01 10:00:10 llm_engine.py:237] Initializing an LLM engine (v0.6.3) with config: model='m', tensor_parallel_size=2\n"
+            "ERROR 06-01 10:00:14 multiproc_worker_utils.py:116] Worker VllmWorkerProcess pid 5512 died, exit code: -9\n"
+            "INFO 06-01 10:00:14 multiproc_worker_utils.py:120] Killing local vLLM worker processes\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "load.host_oom"
+    assert found[0].evidence[0].endswith("died, exit code: -9")
+
+
+def test_checkpoint_larger_than_ram_then_engine_core_death_is_host_oom(tmp_path: Path) -> None:
+    # vllm/v1/engine/core_client.py MPClient monitor: "Engine core proc {name} died unexpectedly, shutting down client."
+    text = (CHECKPOINT.format(ckpt="155.43", ram="35.60") + SHARDS +
+            "(APIServer pid=1) ERROR 07-05 08:55:01 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, "
+            "shutting down client.\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "load.host_oom"
+    assert found[0].fixes[0].command == ("--load-format runai_streamer --model-loader-extra-config "
+                                         "'{\"memory_limit\": 8589934592}'")
+
+
+def test_sglang_capture_advice_is_not_the_eager_setting(tmp_path: Path) -> None:
+    # sglang/srt/model_executor/cuda_graph_runner.py: raise Exception(f"Capture cuda graph failed: {e}\n" + "Possible
+    # solutions:\n" ... "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)\n")
+    text = ("[2025-03-01 10:00:00] server_args=ServerArgs(model_path='Qwen/Qwen2.5-72B-Instruct', tp_size=4)\n"
+            "[2025-03-01 10:01:05 TP0] KV Cache is allocated. #tokens: 500000, K size: 19.07 GB, V size: 19.07 GB\n"
+            "[2025-03-01 10:01:06 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=4.20 GB\n"
+            "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity "
+            "of 79.11 GiB of which 812.00 MiB is free.\n"
+            "Possible solutions:\n"
+            "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
+            "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)\n")
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "load.runtime_oom"
+    assert found[0].title == "out of GPU memory while capturing CUDA graphs"
+    assert found[0].fixes[0].command == "--disable-cuda-graph"
+    assert "perf.eager_mode" not in [f.code for f in found]

@@ -21,6 +21,8 @@ NO_LIBCUDA = re.compile(r"cannot find -l:?(?:lib)?cuda\b|libcuda\.so cannot foun
 SO_UNDEFINED = re.compile(r"(?P<so>/\S+?\.so)(?:\.[\d.]+)?: undefined symbol")
 # TensorRT's builder refusing the GPU (trtllm.jsonl): a GPU this TensorRT release does not build for, older or newer than it
 TRT_SM = re.compile(r"Target GPU SM (?P<sm>\d+) is not supported by this TensorRT release", re.I)
+# subprocess's FileNotFoundError for the build program itself (chains.OWNERS reads it as cuda_mismatch)
+BUILD_TOOL = re.compile(r"No such file or directory: [\'\"`‘]?(?P<tool>ninja|nvcc|gcc|g\+\+|cc|c\+\+|clang\+?\+?|hipcc)(?=[\'\"`’\s]|$)", re.I)
 TRT_ENGINE_BUILT_ELSEWHERE = ("engine plan file", "deserialize", "different TensorRT-LLM version", "Tensor names in engine",
                               "not found; expected shape", "SERIALIZATION_VERSION", "Serialized Engine Version",
                               "modelInstanceState: [json.exception", "real length", "d == a + length")
@@ -59,6 +61,14 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
         # flash-attn's setup.py: the nvcc it compiles with (CUDA_HOME) is older than it builds with, whatever the GPU
         fixes = [Fix("flash-attn is being compiled with an nvcc older than it supports: point CUDA_HOME at a CUDA toolkit of "
                      "torch's CUDA version, or install a prebuilt flash-attn wheel for this torch/CUDA", "nvcc -V")]
+    elif tool := BUILD_TOOL.search(text):
+        # a kernel library's JIT build (FlashInfer's jit/cpp_ext.py, torch cpp_extension) runs ninja and nvcc as programs
+        name = tool.group("tool")
+        fixes = [Fix("Install ninja into the serving environment: the kernels are compiled on first use", "pip install ninja")
+                 if name.lower() == "ninja" else
+                 Fix(f"The kernels are compiled on first use and {name} is not on PATH: install the CUDA toolkit (nvcc) or the "
+                     "compiler, or set CUDA_HOME to it", "nvcc --version"),
+                 Fix("Or use prebuilt kernels (the engine's official image, an AOT FlashInfer wheel) or another attention backend")]
     elif "Unknown CUDA arch" in text:
         # torch/utils/cpp_extension.py building an extension for an arch this torch has no name for: torch is older than the GPU
         fixes = [Fix("This torch does not know the GPU's architecture: install a torch release built for it, or set "

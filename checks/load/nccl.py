@@ -22,6 +22,10 @@ def nccl(facts: Facts, log: LogView) -> Outcome:
     found = log.events("nccl_error", "dist_timeout")
     if not found:
         return Outcome(detail="no NCCL / distributed error in the log")
+    if all(e.values.get("cascade") for e in found) and log.failed_before(found):
+        # NCCL's watchdog or a rank losing its peer (doctor.logparse.chains WRAPPERS) after the run's own first error: the
+        # collectives could not finish because that rank stopped; its error is the cause, judged where it is read
+        return Outcome(detail="only NCCL's cascade (a watchdog timeout, a peer gone) after an earlier error of the run")
     timeout = log.events("dist_timeout")
     evidence = le.evidence(found) + log.earlier_runs()
     fixes = [Fix("Rerun with NCCL's own diagnosis to see which call failed", "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET")]

@@ -221,7 +221,9 @@ def _weights_loaded(facts: Facts, e, placed: bool = False) -> str:
     what the process held can overrule it."""
     from llm_doctor import memory
 
-    held, tried = e.values.get("this_process"), e.values.get("tried")
+    # PyTorch before 2.1 states what its allocator holds ("M GiB already allocated", CUDACachingAllocator.cpp), not the
+    # process's total: the process held at least that
+    held, tried = e.values.get("this_process", e.values.get("allocated")), e.values.get("tried")
     if tried is None and "alloc_mib" in e.values:
         tried = float(e.values["alloc_mib"]) / 1024
     total = e.values.get("total") or le.gpu_total_gib(facts)

@@ -246,6 +246,10 @@ OWNERS: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("config_invalid", re.compile(r"^(?=.*No valid attention backend)(?=.*\bdtype not supported)"
                                   r"(?!.*(?:compute capability|head_size|kv_cache_dtype|block_size|MLA|sink|sparse|attention type|causal) not supported)",
                                   re.I), "dtype_unsupported"),
+    # a JIT build that cannot start its tools: subprocess's FileNotFoundError names the program, not a model file (FlashInfer's
+    # jit/cpp_ext.py run_ninja: subprocess.run(["ninja", ...]); torch/utils/cpp_extension.py runs ninja and nvcc the same way)
+    ("model_missing", re.compile(r"No such file or directory: [\'\"`‘]?(?:ninja|nvcc|gcc|g\+\+|cc|c\+\+|clang\+?\+?|hipcc)(?=[\'\"`’\s]|$)", re.I),
+     "cuda_mismatch"),
     ("nccl_error", re.compile(r"driver version is insufficient|no kernel image is available|forward compatibility was attempted|"
                               r"unsupported display driver", re.I), "cuda_mismatch"),
 )

@@ -149,7 +149,13 @@ HAND_RULES: tuple[Rule, ...] = (
     _r("ggml_weights_failed", r"unable to allocate backend buffer"),
     # --- host memory --------------------------------------------------------------------------
     _r("host_oom", r"OOMKilled|Out of memory: Kill(?:ed)? process|oom-kill|invoked oom-killer"),
-    _r("host_oom", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*137\b|signal 9 \(SIGKILL\)|SIGKILL"),
+    # Python's negative exitcode is the signal: SGLang's launcher after "Rank 0 scheduler is dead. Please check if there are
+    # relevant logs." logs f"Exit code: {proc.exitcode}" (entrypoints/engine.py _launch_subprocesses, v0.4-v0.5), -9 for a
+    # scheduler killed with SIGKILL (the OOM killer, a cgroup limit), which raises nothing of its own
+    _r("host_oom", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*137\b|signal 9 \(SIGKILL\)|SIGKILL|"
+       r"^Exit code:?\s*-9$|"
+       # vllm/executor/multiproc_worker_utils.py (V0, v0.5-v0.10) WorkerMonitor: "Worker %s pid %s died, exit code: %s"
+       r"\bdied, exit code:? -9\b"),
     # signal 7 is SIGBUS on Linux (exit status 135 = 128 + 7; torch elastic's exitcode -7, SGLang's "scheduler died during
     # initialization (exit code: -7)": Python's negative exitcode is the signal; TGI launcher/src/main.rs "Shard
     # process was signaled to shutdown with signal 7"): a write past the end of a full /dev/shm
@@ -644,9 +650,11 @@ HAND_RULES: tuple[Rule, ...] = (
                   r"(?: / |, n_threads_batch = -?\d+, total_threads = | n_threads_batch=-?\d+ total_threads=)(?P<hw_threads>\d+)", False),
     _r("offload_layers", r"offloaded (?P<offloaded>\d+)/(?P<layers>\d+) layers to GPU", False),
     # quoted, it is vLLM's start-up advice ("set 'enforce_eager=True' or use '--enforce-eager'"), not the setting
-    # SGLang's spelling: --disable-cuda-graph (not --disable-cuda-graph-padding), disable_cuda_graph=True in its ServerArgs
+    # SGLang's spelling: --disable-cuda-graph (not --disable-cuda-graph-padding), disable_cuda_graph=True in its ServerArgs;
+    # "disable cuda graph by --disable-cuda-graph" is the advice list under "Capture cuda graph failed: ..." (every
+    # model_executor/cuda_graph_runner.py since v0.1), not the setting: graphs were on, their capture failed
     _r("enforce_eager", r"(?<!')(?:enforce_eager=True|--enforce-eager)|CUDA graph is turned off|cuda graph is disabled|"
-                        r"--disable-cuda-graph(?![-\w])|disable_cuda_graph=True", False),
+                        r"(?<!graph by )--disable-cuda-graph(?![-\w])|disable_cuda_graph=True", False),
     _r("custom_allreduce_off", r"Custom allreduce is disabled", False),
     # SGLang sizing its batch cap to the KV pool (mem_cache/kv_cache_configurator.py, model_runner.py before it):
     # "max_running_requests was reduced from the requested 128 to 50 (per dp worker) due to the available KV
