@@ -88,6 +88,9 @@ WRAPPED = [
     # Open WebUI routers/openai.py `log.exception(f"Connection error: {e}")` with an empty str(e): the traceback says what
     ("open-webui-connection-error", "ERROR [open_webui.routers.openai] Connection error: \n" + ASYNCIO_TIMEOUT, "access.timeout",
      "TimeoutError"),
+    # the wrapper's words, then the timeout in the tool's own sentence
+    ("connection-error-request-timed-out", "Error: Connection error. The request to the model timed out after 120 seconds.\n",
+     "access.timeout", "timed out after 120 seconds"),
     # the wrapper alone stays the refused connection it says
     ("openai-connection-error-alone", "openai.APIConnectionError: Connection error.\n", "access.connect_failed", "Connection error."),
     # a connect timeout inside the wrapper is a connection that never opened

@@ -186,7 +186,7 @@ CONNECT_WRAPPER = re.compile(r"\bTypeError: fetch failed\W*$|\bConnection error[
 # a connection-error wrapper around a timeout, on one line (LiteLLM's `APIConnectionError: OpenAIException - Request timed
 # out.`, an APIConnectionError whose cause is httpx's ReadTimeout): the request was sent and its answer did not come in time
 WRAPPED_TIMEOUT = re.compile(r"\bRequest timed out\b|\bRead ?Timeout\b|\bRead timed out\b|\bAPITimeoutError\b|"
-                             r"\btimeout awaiting response headers\b|\bHeaders ?Timeout", re.I)
+                             r"\btimeout awaiting response headers\b|\bHeaders ?Timeout|\brequest\b[^.]{0,40}?\btimed out\b|\btimed out after \d", re.I)
 CONNECT_WORDS = re.compile(r"refused|ECONNREFUSED|reset|unreachable|No route|Connect ?Timeout|Connect(?:ion)? timed out|connect ETIMEDOUT|"
                            r"Cannot connect|Failed to establish|Name or service|getaddrinfo|ENOTFOUND", re.I)
 # a 404 that names no path: the web framework's own (client_route_not_found) or a bare status (client_not_found)
