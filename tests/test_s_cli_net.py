@@ -127,3 +127,14 @@ def test_tls_through_an_http_proxy_url_stays_the_servers(tmp_path: Path) -> None
             "httpx.ConnectError: [SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1006)\n")
     found = analysis.findings_of(analysis.written(tmp_path, text))
     assert found and found[0].code == "access.tls_failed", [f.code for f in found]
+
+
+def test_a_request_its_client_aborted_is_the_clients_timeout(tmp_path: Path) -> None:
+    """node lib/internal/errors.js AbortError('The operation was aborted'): the client's own timer cancelled the request, and
+    the gateway's 502 around it is that abort relayed."""
+    text = ("The operation was aborted (custom, chat, 120s)\n502 - {\n  \"error\": {\n    \"message\": \"All 1 routed attempt(s) failed "
+            "with upstream provider errors. Last error: The operation was aborted (custom, chat, 120s)\",\n"
+            "    \"code\": \"upstream_failed\"\n  }\n}\n")
+    found = analysis.findings_of(analysis.written(tmp_path, text))
+    assert found and found[0].code == "access.timeout", [f.code for f in found]
+    assert any("The operation was aborted" in line for line in found[0].evidence), found[0].evidence
