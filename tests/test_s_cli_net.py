@@ -138,3 +138,15 @@ def test_a_request_its_client_aborted_is_the_clients_timeout(tmp_path: Path) -> 
     found = analysis.findings_of(analysis.written(tmp_path, text))
     assert found and found[0].code == "access.timeout", [f.code for f in found]
     assert any("The operation was aborted" in line for line in found[0].evidence), found[0].evidence
+
+
+def test_a_failure_tied_to_the_proxy_being_on_is_the_proxys(tmp_path: Path) -> None:
+    text = "When the VPN/proxy is on, LM Studio can't be reached at localhost:1234.\n"
+    found = analysis.findings_of(analysis.written(tmp_path, text))
+    assert found and found[0].code == "access.proxy_failed", [f.code for f in found]
+    assert any("proxy is on" in line for line in found[0].evidence), found[0].evidence
+
+
+def test_a_proxy_that_is_on_and_works_states_nothing(tmp_path: Path) -> None:
+    found = analysis.findings_of(analysis.written(tmp_path, "The proxy is on and everything works fine.\n"))
+    assert "access.proxy_failed" not in [f.code for f in found]

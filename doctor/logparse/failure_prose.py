@@ -146,7 +146,9 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(?:connect\w*|reach\w*|through|via|with|behind|over) (?:the |a |my |our |an |their )?(?:HTTPS? |SOCKS5? |system )?proxy\b", re.I)),
     ("access.proxy_failed", re.compile(
         r"\b(?:corporate|company|forward|outbound|egress|squid|socks5?|https?)[ -]proxy\b|\b(?:no|https?|all)_proxy\b|\bproxy (?:env|settings?|variables?)\b|"
-        r"\b407\b|\bproxy authentication required\b|\bproxy\b[^.]{0,40}?\b(?:unreachable|refus\w*|intercept\w*|blocks?|blocked)\b", re.I)),
+        r"\b407\b|\bproxy authentication required\b|\bproxy\b[^.]{0,40}?\b(?:unreachable|refus\w*|intercept\w*|blocks?|blocked)\b|"
+        # the failure tied to the proxy being switched on ("when the VPN/proxy is on, LM Studio can't be reached")
+        r"\bproxy\b[^.;]{0,20}?\b(?:is|was|gets|got) (?:switched |turned )?(?:on|enabled|active)\b", re.I)),
     # "Could not resolve host", "getaddrinfo ENOTFOUND", "Name or service not known", "nodename nor servname"
     # the lookup said to fail ("Host lookup fails", "it still fails the lookup")
     ("access.dns_failed", re.compile(
