@@ -150,3 +150,18 @@ def test_a_failure_tied_to_the_proxy_being_on_is_the_proxys(tmp_path: Path) -> N
 def test_a_proxy_that_is_on_and_works_states_nothing(tmp_path: Path) -> None:
     found = analysis.findings_of(analysis.written(tmp_path, "The proxy is on and everything works fine.\n"))
     assert "access.proxy_failed" not in [f.code for f in found]
+
+
+def test_a_502_told_in_words_beside_the_proxy_variables_is_the_proxys(tmp_path: Path) -> None:
+    """A 502 stated in a sentence where the log clears the proxy variables: the proxy answered, as for a 502 log line."""
+    text = ("Streaming requests from the Python client to the local Ollama fail with a 502 Bad Gateway error.\n"
+            "set http_proxy= set https_proxy=\n")
+    found = analysis.findings_of(analysis.written(tmp_path, text))
+    assert found and found[0].code == "access.proxy_failed", [f.code for f in found]
+    assert any("502 Bad Gateway" in line for line in found[0].evidence), found[0].evidence
+
+
+def test_a_502_told_in_words_without_a_proxy_stays_the_servers(tmp_path: Path) -> None:
+    text = "Streaming requests from the Python client to the local Ollama fail with a 502 Bad Gateway error.\n"
+    found = analysis.findings_of(analysis.written(tmp_path, text))
+    assert found and found[0].code == "access.server_error", [f.code for f in found]
