@@ -165,3 +165,18 @@ def test_a_502_told_in_words_without_a_proxy_stays_the_servers(tmp_path: Path) -
     text = "Streaming requests from the Python client to the local Ollama fail with a 502 Bad Gateway error.\n"
     found = analysis.findings_of(analysis.written(tmp_path, text))
     assert found and found[0].code == "access.server_error", [f.code for f in found]
+
+
+@pytest.mark.parametrize("text", [
+    "While all functions are operating effectively, the generated text is not displayed in real-time and instead only "
+    "appears at the end of the answer.\n",
+    "Responses are not shown in real time anymore since we put the app behind Traefik.\n",
+])
+def test_a_stream_told_by_what_the_reader_no_longer_sees_is_the_stream(tmp_path: Path, text: str) -> None:
+    found = analysis.findings_of(analysis.written(tmp_path, text))
+    assert found and found[0].code == "access.streaming_broken", [f.code for f in found]
+
+
+def test_real_time_words_about_no_output_state_no_stream_failure(tmp_path: Path) -> None:
+    found = analysis.findings_of(analysis.written(tmp_path, "The dashboard shows GPU usage in real time.\n"))
+    assert "access.streaming_broken" not in [f.code for f in found]
