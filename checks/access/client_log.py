@@ -136,9 +136,11 @@ STREAM_INVALID = ("the stream: true answer is not a valid event stream (no body,
 # stream, one event handed to the parser before all of it arrived
 CUT_JSON = re.compile(r"Unterminated string in JSON|Expected ',' or [}\]] after|Unexpected end of JSON input|unterminated string literal|"
                       r"end of data (?:while|when|after)|unexpected end of data|EOF while parsing|Unterminated string starting at|Expecting ',' delimiter", re.I)
-# the HTTP clients' words for a body that ended before its length or last chunk (httpx/h11, aiohttp): while a stream is
-# read, the stream was cut mid-answer
-CUT_BODY = re.compile(r"peer closed connection without sending complete message body|Response payload is not completed", re.I)
+# the HTTP clients' words for a body that ended before its length or last chunk (httpx/h11, aiohttp, urllib3's and
+# http.client's IncompleteRead, curl's 92 for an HTTP/2 stream, reqwest's body decode): while a stream is read, the
+# stream was cut mid-answer
+CUT_BODY = re.compile(r"peer closed connection without sending complete message body|Response payload is not completed|"
+                      r"\bIncompleteRead\(|HTTP/2 stream \d+ was not closed cleanly|error decoding response body", re.I)
 CUT_READ = re.compile(f"{CUT_JSON.pattern}|{CUT_BODY.pattern}", re.I)
 STREAM_SPLIT = ("a streamed event's JSON was parsed before all of it arrived: the client parses each network read as whole events, "
                 "and an event split across two reads is cut JSON",
@@ -176,8 +178,17 @@ DONE_AS_JSON = ("the client parses the stream's terminator `data: [DONE]` as JSO
 STREAM_BUFFERED = "the stream is held back on its way: a proxy or gateway in between buffers the events and releases them late, in bursts"
 
 
-# undici's fetch() rejection printed without its cause (lib/web/fetch/index.js `new TypeError('fetch failed', { cause })`)
-FETCH_FAILED = re.compile(r"\bTypeError: fetch failed\W*$")
+# the wrappers that name no cause, printed without it: undici's fetch() rejection (lib/web/fetch/index.js `new
+# TypeError('fetch failed', { cause })`), the Stainless SDKs' APIConnectionError (openai-python/openai-node/anthropic
+# `message="Connection error."`, its cause on later lines or in `cause:`), as Claude Code (`API Error (Connection error.)`)
+# and Open WebUI's routers (`log.exception(f"Connection error: {e}")` with an empty str(e)) print them
+CONNECT_WRAPPER = re.compile(r"\bTypeError: fetch failed\W*$|\bConnection error[.:]?\W*$|\(Connection error\.\)")
+# a connection-error wrapper around a timeout, on one line (LiteLLM's `APIConnectionError: OpenAIException - Request timed
+# out.`, an APIConnectionError whose cause is httpx's ReadTimeout): the request was sent and its answer did not come in time
+WRAPPED_TIMEOUT = re.compile(r"\bRequest timed out\b|\bRead ?Timeout\b|\bRead timed out\b|\bAPITimeoutError\b|"
+                             r"\btimeout awaiting response headers\b|\bHeaders ?Timeout|\brequest\b[^.]{0,40}?\btimed out\b|\btimed out after \d", re.I)
+CONNECT_WORDS = re.compile(r"refused|ECONNREFUSED|reset|unreachable|No route|Connect ?Timeout|Connect(?:ion)? timed out|connect ETIMEDOUT|"
+                           r"Cannot connect|Failed to establish|Name or service|getaddrinfo|ENOTFOUND", re.I)
 # a 404 that names no path: the web framework's own (client_route_not_found) or a bare status (client_not_found)
 BARE_404 = ("client_route_not_found", "client_not_found")
 # client_failed: a tool's catch-all ("Please check the LM Studio developer logs"): read, but it names no
@@ -220,7 +231,8 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         if e.kind == "client_route_not_found" or not found:
             found.setdefault(routed or unrouted, []).append(e)
     # JSON cut mid-value while a stream is being read: an event parsed before the rest of it arrived (split across reads)
-    if split := [e for e in found.get("access.response_invalid", []) if s.stream_read and CUT_READ.search(" ".join(e.lines))]:
+    if split := [e for e in found.get("access.response_invalid", []) if CUT_READ.search(t := " ".join(e.lines))
+                 and (s.stream_read or CUT_BODY.search(t) and STREAM_WORDS.search(t))]:
         _move(found, split, "access.response_invalid", "access.streaming_broken")
     # a body its Content-Encoding misdescribes, while a stream is read (a reader's frame, or the line says so): the stream broke
     if decoded := [e for e in found.get("access.response_invalid", []) if DECODE_FAILED.search(t := " ".join(e.lines))
@@ -228,9 +240,10 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         _move(found, decoded, "access.response_invalid", "access.streaming_broken")
     if s.sse_chunks >= 2 and not s.sse_done:  # a stream was quoted and its terminator is missing
         found.setdefault("access.streaming_broken", [])
-    # undici's bare "TypeError: fetch failed" (catalogue echo) names no cause: where the log prints one (its `[cause]:`), that is it
+    # a bare wrapper ("TypeError: fetch failed", "Connection error.") names no cause: where the log prints one (its `[cause]:`,
+    # the exception it was raised from), that is it
     if (refused := found.get("access.connect_failed")) and len(found) > 1:
-        named = [e for e in refused if not FETCH_FAILED.search(e.lines[0] if e.lines else "")]
+        named = [e for e in refused if not CONNECT_WRAPPER.search(e.lines[0] if e.lines else "")]
         if named:
             found["access.connect_failed"] = named
         else:
@@ -239,6 +252,12 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     # does not exempt the host: the proxy's leg failed, or the proxy cut the connection to a host it cannot reach
     if (refused := found.get("access.connect_failed")) and _proxied(refused, s.proxy_env, s.no_proxy, s.base_url):
         found.setdefault("access.proxy_failed", []).extend(found.pop("access.connect_failed"))
+    # a TLS handshake that met plain HTTP (wrong version number, EOF, no TLS record) through a proxy the environment gives as
+    # https://: the local proxies (Clash, v2ray, squid, privoxy) speak plain HTTP on their port, and since urllib3 1.26 /
+    # httpx / undici an https:// proxy URL means TLS to the proxy itself, so the handshake with the proxy is what failed
+    if (tls := found.get("access.tls_failed")) and s.proxy_env.lower().startswith("https://") and all(
+            PLAIN_HTTP_TLS.search(" ".join(e.lines)) for e in tls) and _proxied(tls, s.proxy_env, s.no_proxy, s.base_url):
+        found.setdefault("access.proxy_failed", []).extend(found.pop("access.tls_failed"))
     # a 502 where the log names the proxy variables, or where the server is on the client's own host and no gateway is named:
     # the proxy the environment sends the client through answered (engines' own servers never say Bad Gateway)
     proxied_502 = ""
@@ -308,6 +327,10 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
         if code == "access.proxy_failed" and s.proxy_env and all(KIND_CODE.get(e.kind) == "access.connect_failed" for e in events):
             title, evidence = PROXY_ENV, evidence + [f"proxy from the environment: {s.proxy_env}"] + (
                 [f"NO_PROXY={s.no_proxy}"] if s.no_proxy else [])
+        if code == "access.proxy_failed" and s.proxy_env.lower().startswith("https://") and any(KIND_CODE.get(e.kind) == "access.tls_failed"
+                                                                                             for e in events):
+            title, evidence = PROXY_TLS, evidence + [f"proxy from the environment: {s.proxy_env}"]
+            fixes = [Fix(PROXY_TLS_FIX, f"export HTTPS_PROXY=http://{s.proxy_env.split('://', 1)[1]}")]
         if code == "access.proxy_failed" and any(e.values.get("status") == 407 or "Proxy Authentication Required" in " ".join(e.lines)
                                                  for e in events):
             title, fixes = PROXY_AUTH, [Fix(PROXY_AUTH_FIX), *fixes]
@@ -426,6 +449,13 @@ def _move(found: dict[str, list[LogEvent]], events: list[LogEvent], source: str,
 
 
 # the connection failures of a client the environment sends through a proxy
+# the TLS libraries' words for a handshake answered by plain HTTP: OpenSSL's WRONG_VERSION_NUMBER / packet length too long,
+# Python's SSLEOFError, Go's crypto/tls "first record does not look like a TLS handshake", Java's "Unrecognized SSL message"
+PLAIN_HTTP_TLS = re.compile(r"wrong[ _]version[ _]number|UNEXPECTED_EOF_WHILE_READING|EOF occurred in violation of protocol|"
+                            r"first record does not look like a TLS handshake|packet length too long|Unrecognized SSL message", re.I)
+PROXY_TLS = ("the proxy the environment sets is given as https://, and the TLS handshake with it met plain HTTP: the proxy "
+             "speaks HTTP on that port, the client (urllib3 1.26+, httpx, undici, curl) opened TLS to the proxy itself")
+PROXY_TLS_FIX = "Give the proxy's URL with http:// (HTTPS requests still go through it as a CONNECT tunnel)"
 PROXY_ENV = ("the client reaches the server through the proxy the environment sets (HTTPS_PROXY/ALL_PROXY), and the connection "
              "through it failed (refused, reset or closed): the proxy cannot reach this server, or refuses it")
 
@@ -759,6 +789,8 @@ def _code(e: LogEvent) -> str | None:
         return "access.timeout"
     if code in PROXY_LEG and PROXY_WRAP.search(text):
         return "access.proxy_failed"
+    if code == "access.connect_failed" and WRAPPED_TIMEOUT.search(text) and not CONNECT_WORDS.search(text):
+        return "access.timeout"
     return code
 
 

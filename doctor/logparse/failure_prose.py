@@ -140,13 +140,22 @@ VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?:generation|response|answer|output|completion|request) (?:is )?(?:finish\w*|complet\w*|done))|"
         r"\b(?:cut off|truncated|interrupted|dropped|stops?|stopped|ends?|ended|breaks?|broke)\b[^.]{0,20}?\bmid-?(?:stream|response|answer|generation)\b|"
         + STREAM + r"[^.]{0,40}?\b(?:ends?|ended|finish\w*|clos\w*|stops?|stopped)\b[^.]{0,20}?\bwithout (?:a |the )?(?:final )?(?:data: )?\[DONE\]", re.I)),
+    # a stream told by what the reader no longer sees: the text not shown in real time or word by word, but at the end
+    # ("the generated text is not displayed in real-time and instead only appears at the end of the answer")
+    ("access.streaming_broken", re.compile(
+        r"\b(?:text|answers?|responses?|repl(?:y|ies)|output|tokens?|words?|content|messages?)\b[^.]{0,40}?\b(?:not|no longer|never)\b"
+        r"[^.]{0,30}?\b(?:in real[- ]?time|word[- ]by[- ]word|token[- ]by[- ]token|incrementally|progressively)\b|"
+        r"\b(?:text|answers?|responses?|repl(?:y|ies)|output)\b[^.]{0,40}?\b(?:only )?(?:appears?|shows? up|pops? up|is shown|is displayed)"
+        r" (?:only )?at the (?:very )?end\b", re.I)),
     # the request said to go through a proxy ("connect with proxy", "HTTPS requests through HTTP proxy do not work"), the
     # sentence saying what went wrong (CONTEXT_ONLY)
     ("access.proxy_failed", re.compile(
         r"\b(?:connect\w*|reach\w*|through|via|with|behind|over) (?:the |a |my |our |an |their )?(?:HTTPS? |SOCKS5? |system )?proxy\b", re.I)),
     ("access.proxy_failed", re.compile(
         r"\b(?:corporate|company|forward|outbound|egress|squid|socks5?|https?)[ -]proxy\b|\b(?:no|https?|all)_proxy\b|\bproxy (?:env|settings?|variables?)\b|"
-        r"\b407\b|\bproxy authentication required\b|\bproxy\b[^.]{0,40}?\b(?:unreachable|refus\w*|intercept\w*|blocks?|blocked)\b", re.I)),
+        r"\b407\b|\bproxy authentication required\b|\bproxy\b[^.]{0,40}?\b(?:unreachable|refus\w*|intercept\w*|blocks?|blocked)\b|"
+        # the failure tied to the proxy being switched on ("when the VPN/proxy is on, LM Studio can't be reached")
+        r"\bproxy\b[^.;]{0,20}?\b(?:is|was|gets|got) (?:switched |turned )?(?:on|enabled|active)\b", re.I)),
     # "Could not resolve host", "getaddrinfo ENOTFOUND", "Name or service not known", "nodename nor servname"
     # the lookup said to fail ("Host lookup fails", "it still fails the lookup")
     ("access.dns_failed", re.compile(

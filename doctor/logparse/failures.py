@@ -358,6 +358,10 @@ def _exception_values(m: re.Match[str], frames: list[str], code: str = "") -> di
         values["source_line"] = code
     if code and message:  # what the statement read, for the families when the words name no cause (`response.choices[0]`)
         values["statement"] = code
+    # the library whose frame is last among those kept: a stdlib frame last (asyncio/timeouts.py raising for
+    # asyncio.timeout) was entered from it
+    if package := next((m["pkg"] for f in reversed(frames) if (m := PACKAGE_FILE.search(f))), ""):
+        values["package"] = package
     if frames:
         last = FRAME.match(frames[-1])
         if last:
@@ -381,7 +385,7 @@ def classify(signal: Signal, text: str) -> Signal:
     found = chains.family(text, inner, wrapper, whole=signal.shaped) if not wrapper or inner else None
     frame = str(signal.values.get("frame") or "")
     if found is None and frame and not wrapper and signal.shaped:  # the words name no cause: where it was raised may (a KeyError in the config registry)
-        package = next((m["pkg"] for x in signal.extra if (m := PACKAGE_FILE.search(x))), "")
+        package = next((m["pkg"] for x in signal.extra if (m := PACKAGE_FILE.search(x))), "") or str(signal.values.get("package") or "")
         # a traceback cut before its exception line was not raised in its last frame, only cut there (or below it)
         verb = "cut in" if signal.values.get("cut") else "raised in"
         text = f"{text} ({verb} {frame}, {package})" if package else f"{text} ({verb} {frame})"

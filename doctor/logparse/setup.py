@@ -71,9 +71,12 @@ _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("sse_done", re.compile(r"^data: \[DONE\]")),
     ("sse_chunks", re.compile(r"^data: \{.*\"choices\"")),
     # a streamed answer being read: a chunk object quoted (OpenAI API "chat.completion.chunk"), or the frame of a stream
-    # reader (the Mistral JS client's chatStream, eventsource-parser's parseEventStreamLine, openai-python's Stream)
+    # reader (the Mistral JS client's chatStream, eventsource-parser's parseEventStreamLine, openai-python's Stream, a WHATWG
+    # stream's reader.read()), or a request that asked for one (`"stream": true` in a body, `stream=True` in Python,
+    # `stream: true` in JavaScript)
     ("stream_read", re.compile(r"[\"']object[\"']\s*:\s*[\"']chat\.completion\.chunk|\bchatStream\b|\bparseEventStreamLine\b|"
-                               r"eventsource-parser|openai/_streaming\.py|\biter_lines\b|\b_iter_events\b")),
+                               r"eventsource-parser|openai/_streaming\.py|\biter_lines\b|\b_iter_events\b|\breader\.read\(\)|"
+                               r"[\"']stream[\"']\s*:\s*true\b|\bstream\s*=\s*True\b|\bstream:\s*true\b")),
     ("cuda_graphs", re.compile(r"Graph capturing finished|Capture cuda graph end|Capturing CUDA graph shapes: 100%")),
     ("n_ctx", re.compile(r"(?:llama_new_context_with_model|llama_context): n_ctx\s*=\s*(?P<v>\d+)")),
     ("n_ctx_train", re.compile(r"n_ctx_train\s*=\s*(?P<v>\d+)")),
