@@ -230,6 +230,19 @@ def test_keyword_families_name_the_cause(line: str, family: str, kind: str) -> N
     assert found is not None and (found.name, found.kind) == (family, kind)
 
 
+def test_a_file_noun_far_from_not_found_is_no_missing_file() -> None:
+    """The "no such file" family's noun and its "not found" stand within one short clause: a model named at the start
+    of a sentence whose "not found" is another subject's is no missing model file. Triton's tensorrt_llm backend
+    (corpus/o033: a config key of another TensorRT-LLM version) and a 404 told in words (corpus/o205)."""
+    assert chains.family("Model 'tensorrt_llm' loading failed with error: key 'use_context_fmha_for_generation' not found") is None
+    assert chains.family("I am sucessfully running llama3.1 model locally in command prompt but when i try to access it via api "
+                         "it keeps giving 404 not found to me") is None
+    # the family's own cases keep it: the noun with its path or name, then the words
+    for line in ("RuntimeError: checkpoint /ckpt/step_100 does not exist", "ValueError: tokenizer.model not found in /models/llama"):
+        found = chains.family(line)
+        assert found is not None and (found.name, found.kind) == ("no such file", "model_missing")
+
+
 def test_no_family_for_a_failure_that_names_no_cause() -> None:
     assert chains.family("Error generating article: TypeError: fetch failed") is None  # ollama/ollama-js#144
     # an internal wait of the engine is no client's request timing out (the fixture of test_load_checks)
