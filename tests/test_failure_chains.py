@@ -218,10 +218,29 @@ def test_the_first_nccl_error_is_quoted_before_its_watchdog_cascade() -> None:
     ("ValueError: No supported config format found in mistralai/Mistral-7B-v0.1", "model files", "model_missing"),  # corpus/z120
     # NVIDIA/nccl#1191 (title): ENOMEM from the verbs library is InfiniBand's memlock limit
     ("misc/ibvwrap.cc:190 NCCL WARN Call to ibv_create_cq failed with error Cannot allocate memory", "NCCL", "nccl_error"),
+    # IBM/project-ai-services (corpus/m009): vLLM's CPU backend has no GPU to run out of, its OOM is the pod's RAM limit
+    ("- The vllm cpu pod for llm crashes intermittently due to OOM.", "host memory", "host_oom"),
+    # NVIDIA/TensorRT-LLM (corpus/f068, "Llama build Killed"): a process killed for the memory it consumes is the OOM killer's
+    ("loading gpt2-13b model also consumes much memory and be killed.", "host memory", "host_oom"),
+    # a GPU's OOM in a CPU-named sentence stays the GPU's: the tempered gap stops at the GPU's words
+    ("the CPU workers fail with CUDA out of memory", "out of memory", "cuda_oom"),
 ])
 def test_keyword_families_name_the_cause(line: str, family: str, kind: str) -> None:
     found = chains.family(line)
     assert found is not None and (found.name, found.kind) == (family, kind)
+
+
+def test_a_file_noun_far_from_not_found_is_no_missing_file() -> None:
+    """The "no such file" family's noun and its "not found" stand within one short clause: a model named at the start
+    of a sentence whose "not found" is another subject's is no missing model file. Triton's tensorrt_llm backend
+    (corpus/o033: a config key of another TensorRT-LLM version) and a 404 told in words (corpus/o205)."""
+    assert chains.family("Model 'tensorrt_llm' loading failed with error: key 'use_context_fmha_for_generation' not found") is None
+    assert chains.family("I am sucessfully running llama3.1 model locally in command prompt but when i try to access it via api "
+                         "it keeps giving 404 not found to me") is None
+    # the family's own cases keep it: the noun with its path or name, then the words
+    for line in ("RuntimeError: checkpoint /ckpt/step_100 does not exist", "ValueError: tokenizer.model not found in /models/llama"):
+        found = chains.family(line)
+        assert found is not None and (found.name, found.kind) == ("no such file", "model_missing")
 
 
 def test_no_family_for_a_failure_that_names_no_cause() -> None:
@@ -368,3 +387,15 @@ def test_a_gpu_fault_explains_the_gpu_no_process_sees(tmp_path: Path) -> None:
     assert top.title == "GPU hardware/driver fault (Xid 119)"
     assert any("Timeout after 6s of waiting for RPC response from GPU4 GSP" in line for line in top.evidence)
     assert "nvidia-smi -r -i 0000:9b:00.0" in [x.command for x in top.fixes]
+
+
+def test_an_oom_of_vllms_cpu_backend_is_the_pods_memory(tmp_path: Path) -> None:
+    """IBM/project-ai-services (corpus/m009): the CPU backend has no GPU memory to run out of; the pod's limit is the fix."""
+    from tests.analysis import findings_of
+
+    log = tmp_path / "report.log"
+    log.write_text("- The vllm cpu pod for llm crashes intermittently due to OOM.\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.host_oom"
+    assert top.evidence[-1] == "recognised by: family: host memory"
+    assert top.fixes[0].summary == "Give the container/pod more memory (Kubernetes: resources.limits.memory; Docker: --memory)"
