@@ -153,9 +153,7 @@ HAND_RULES: tuple[Rule, ...] = (
     # relevant logs." logs f"Exit code: {proc.exitcode}" (entrypoints/engine.py _launch_subprocesses, v0.4-v0.5), -9 for a
     # scheduler killed with SIGKILL (the OOM killer, a cgroup limit), which raises nothing of its own
     _r("host_oom", r"(?:exit(?:ed)?(?: with)?(?: code| status)?|Exit Code:?)\s*137\b|signal 9 \(SIGKILL\)|SIGKILL|"
-       r"^Exit code:?\s*-9$|"
-       # vllm/executor/multiproc_worker_utils.py (V0, v0.5-v0.10) WorkerMonitor: "Worker %s pid %s died, exit code: %s"
-       r"\bdied, exit code:? -9\b"),
+       r"^Exit code:?\s*-9$"),
     # signal 7 is SIGBUS on Linux (exit status 135 = 128 + 7; torch elastic's exitcode -7, SGLang's "scheduler died during
     # initialization (exit code: -7)": Python's negative exitcode is the signal; TGI launcher/src/main.rs "Shard
     # process was signaled to shutdown with signal 7"): a write past the end of a full /dev/shm
