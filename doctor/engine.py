@@ -333,12 +333,26 @@ def engine_failure(facts: Facts) -> str:
     load_kinds = {k for s in REGISTRY.values() if s.layer == "load" for k in s.events}
     run = judged_run(logs)
     said = {st.where for st in facts.stated}
+    # the engine's own serving-time signal (a preemption, a full-cache retry): it ran, serving requests
+    serving = any(e.run == run and e.kind in SERVING_SIGNALS for e in logs.events)
     for e in logs.events:
         if e.run != run or not e.fatal:
             continue
-        if e.kind in load_kinds or (e.kind in GENERIC_FAILURES and not e.values.get("then_served") and not _said_running(e, said)):
+        if e.kind in load_kinds or (e.kind in GENERIC_FAILURES and not e.values.get("then_served") and not _said_running(e, said)
+                                    and not _served_beside(e, serving)):
             return f"the engine log shows it failed ({e.kind} at {e.source}:{e.line_no})"
     return ""
+
+
+SERVING_SIGNALS = ("preemption", "decode_retract")
+
+
+def _served_beside(e, serving: bool) -> bool:
+    """A failure line no rule knows (an error_line: words, no exception, no signal) in a run whose engine printed its
+    serving-time signals, that says nothing of the engine going down: the perf checks judge what it did while it served."""
+    from llm_doctor.logparse.failures import ENGINE_DOWN
+
+    return serving and e.kind == "error_line" and not ENGINE_DOWN.search(str(e.values.get("summary", "")))
 
 
 def _said_running(e, said: set[str]) -> bool:

@@ -89,3 +89,38 @@ def test_a_gpu_said_power_capped_still_throttles():
     (st,) = [st for st in perf_prose.statements("n.md", "Under load the GPU is power capped, the SM clock sits at 1410 MHz.\n")
              if st.code == "perf.gpu_throttled"]
     assert st.gpu is not None and st.gpu.throttle_reasons == ["sw_power_cap"] and st.gpu.sm_clock_mhz == 1410.0
+
+
+# llama-server's update_slots when llama_decode finds no free KV cells (ggml-org/llama.cpp examples/server/server.cpp:
+# SRV_WRN("failed to find free space in the KV cache, retrying with smaller batch size - try increasing it via the context
+# size or enable defragmentation, i = %d, n_batch = %d, ret = %d\n", ...); LOG_TEE("%s : failed to find free space in the KV
+# cache, retrying with smaller n_batch = %d\n", ...) in 2024 builds)
+FULL_CACHE = [
+    "srv  update_slots: failed to find free space in the KV cache, retrying with smaller batch size - try increasing it via the "
+    "context size or enable defragmentation, i = 0, n_batch = 1024, ret = 1\n",
+    "update_slots : failed to find free space in the KV cache, retrying with smaller n_batch = 256\n",
+]
+
+
+def test_llama_servers_full_cache_retry_is_kv_pressure_with_its_context_doubled(tmp_path):
+    for text in FULL_CACHE:
+        log = "llama_new_context_with_model: n_ctx      = 4096\n" + text
+        f = only(scenario(tmp_path, server_log=log), "perf.kv_cache_pressure")
+        assert f.severity == "warn" and f.title == "the KV cache runs full: a batch found no free KV cells 1 times"
+        assert any("failed to find free space in the KV cache" in e for e in f.evidence)
+        assert f.fixes[0].command == "-c 8192" and f.fixes[1].command == "-ctk q8_0 -ctv q8_0"
+
+
+def test_the_full_cache_message_quoted_in_a_report_with_a_reply_beside_it(tmp_path):
+    # https://github.com/ggml-org/llama.cpp/issues/6603: the message quoted in a sentence, the maintainer's reply under it
+    # ("please upgrade" is a failure word no rule places): the engine served, so the perf checks still judge it
+    notes = ('When using llama.cpp via LocalAI, "failed to find free space in the KV cache" will be displayed after using it '
+             "for a while, and the string that can respond will gradually become shorter.\n\n"
+             "phymbert (comment):\nPlease upgrade the KV cache size yes using `--ctx-size`\n")
+    f = only(scenario(tmp_path, notes_txt=notes), "perf.kv_cache_pressure")
+    assert f.severity == "warn" and f.fixes[0].command is None and f.fixes[0].summary.startswith("Give the slots more KV cache")
+
+
+def test_a_crash_after_the_full_cache_retry_still_blocks_perf(tmp_path):
+    found = scenario(tmp_path, server_log=FULL_CACHE[0] + "The server crashed after this and would not start again.\n")
+    assert "perf.kv_cache_pressure" not in [f.code for f in found]

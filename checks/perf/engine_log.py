@@ -58,10 +58,17 @@ def _kv_pressure(facts: Facts, log: LogView) -> Finding | None:
     if not found:
         return None
     total = sum(e.count for e in found)
-    # "Decode out of memory happened ... #retracted_reqs" is SGLang's own line, whatever else the paste holds
-    engine = le.engine(facts) or ("sglang" if any(e.kind == "decode_retract" for e in found) else "vllm")
+    # "Decode out of memory happened ... #retracted_reqs" is SGLang's own line, whatever else the paste holds; a
+    # catalogue template is its engine's own wording
+    engine = le.engine(facts) or next((t for e in found if (t := le.template_engine(e))), "") or (
+        "sglang" if any(e.kind == "decode_retract" for e in found) else "vllm")
     cfg = fv.maybe_deployment(facts)
     fixes = []
+    if engine == "llamacpp":
+        # llama-server's slots (--parallel) share one --ctx-size of KV cells: more cells, or fewer slots sharing them
+        n_ctx = (cfg.max_model_len if cfg is not None else None) or (facts.logs.setup.n_ctx if facts.logs else None)
+        fixes.append(Fix("Give the slots more KV cache: raise the context size (every --parallel slot shares it), or run fewer slots",
+                         f"-c {2 * n_ctx}" if n_ctx else None))
     # the engine's own cap (given or its default), halved: the running sequences then fit the cache they overran
     if cfg is not None and cfg.max_num_seqs and cfg.max_num_seqs > 1:
         fixes.append(Fix(f"Admit fewer sequences at once (now {cfg.max_num_seqs}), so the running ones fit the KV cache",
@@ -75,8 +82,9 @@ def _kv_pressure(facts: Facts, log: LogView) -> Finding | None:
         fixes.append(Fix(f"{'Or h' if fixes else 'H'}alve the KV cache per token with an 8-bit cache", halve))
     if not fixes:
         fixes.append(Fix("More KV cache per request: fewer concurrent sequences, more GPU memory for the cache, or more GPUs (TP)"))
-    return Finding("perf.kv_cache_pressure", f"the KV cache runs full: requests were retracted/preempted {total} times",
-                   le.evidence(found) + [f"{total} retractions/preemptions in the log"], fixes)
+    what = "a batch found no free KV cells" if engine == "llamacpp" else "requests were retracted/preempted"
+    return Finding("perf.kv_cache_pressure", f"the KV cache runs full: {what} {total} times",
+                   le.evidence(found) + [f"{total} {'full-cache retries' if engine == 'llamacpp' else 'retractions/preemptions'} in the log"], fixes)
 
 
 def _weights_offloaded(facts: Facts) -> Finding | None:
