@@ -77,3 +77,26 @@ def test_a_bedrock_refusal_with_no_known_words_stays_on_the_client_side(tmp_path
     found = findings_of(tmp_path, text)
     assert found[0].code == "access.unrecognized_failure", [f.code for f in found]
     assert any("ServiceQuotaExceededException" in line for line in found[0].evidence)
+
+
+@pytest.mark.parametrize("text", [
+    # a relay (new-api's rix_api_error) answering 429 with the Anthropic API's 400 quoted as its message (a real log: xiaozhi)
+    "Error code: 429 - {'error': {'message': '{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"`temperature` "
+    "and `top_p` cannot both be specified for this model. Please use only one.\"},\"request_id\":\"req_011\"}', 'type': "
+    "'rix_api_error', 'param': '', 'code': None}}\n",
+    # the same chain with the inner body's JSON escaped inside the outer string, behind a 500
+    "Error: 500 {\"error\":{\"message\":\"{\\\"type\\\":\\\"error\\\",\\\"error\\\":{\\\"type\\\":\\\"invalid_request_error\\\",\\\"message\\\":"
+    "\\\"messages.1.content: text content blocks must be non-empty\\\"}}\",\"type\":\"new_api_error\"}}\n",
+])
+def test_a_relays_status_around_the_upstreams_refusal_is_not_the_cause(tmp_path: Path, text: str) -> None:
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.unrecognized_failure", [f.code for f in found]
+    assert any("invalid_request_error" in line for line in found[0].evidence)
+    assert not {"access.rate_limited", "access.server_error"} & {f.code for f in found}
+
+
+def test_a_relayed_rate_limit_error_is_still_the_rate_limit(tmp_path: Path) -> None:
+    # the upstream's own type is rate_limit_error: the relay's 429 and the upstream agree
+    text = ("openai.RateLimitError: Error code: 429 - {'error': {'message': '{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\","
+            "\"message\":\"Number of request tokens has exceeded your per-minute rate limit\"}}', 'type': 'upstream_error'}}\n")
+    assert findings_of(tmp_path, text)[0].code == "access.rate_limited"

@@ -3,6 +3,9 @@ nginx"): reported like the load layer's (checks/load/stated.py), below what a pr
 
 from __future__ import annotations
 
+import dataclasses
+
+from llm_doctor.checks.access.client_log import RELAY_STATUS, RELAYED_REFUSAL
 from llm_doctor.checks.load.stated import ABOUT, judge
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
@@ -11,5 +14,8 @@ from llm_doctor.findings import Outcome
 
 @check("access.stated", "access", codes=[c for c in ABOUT if c.startswith("access.")], needs=("said",))
 def stated(facts: Facts) -> Outcome:
-    """Every access failure a person states in words is reported, ranked below what a probe shows."""
-    return judge(facts, "access")
+    """Every access failure a person states in words is reported, ranked below what a probe shows. A status read from a
+    relay's error line that quotes the upstream's refusal of the request (client_log.RELAYED_REFUSAL) is no statement of
+    a rate limit, a 5xx or a timeout: the relay's status is not the upstream's."""
+    said = [s for s in facts.said if not (s.code in RELAY_STATUS and RELAYED_REFUSAL.search(s.text))]
+    return judge(dataclasses.replace(facts, said=said), "access")
