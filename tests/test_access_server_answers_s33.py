@@ -100,3 +100,19 @@ def test_a_relayed_rate_limit_error_is_still_the_rate_limit(tmp_path: Path) -> N
     text = ("openai.RateLimitError: Error code: 429 - {'error': {'message': '{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\","
             "\"message\":\"Number of request tokens has exceeded your per-minute rate limit\"}}', 'type': 'upstream_error'}}\n")
     assert findings_of(tmp_path, text)[0].code == "access.rate_limited"
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    # google-api-core's GoogleAPICallError, "{Class}: {code} {message}" (googleapis/python-api-core google/api_core/exceptions.py)
+    ("google.api_core.exceptions.PermissionDenied: 403 Your API key was reported as leaked. Please use another API key.\n",
+     "access.key_rejected"),
+    ("google.api_core.exceptions.Unauthenticated: 401 Request had invalid authentication credentials. Expected OAuth 2 access "
+     "token, login cookie or other valid authentication credential.\n", "access.key_rejected"),
+    ("google.api_core.exceptions.NotFound: 404 models/gemini-pro is not found for API version v1beta, or is not supported for "
+     "generateContent.\n", "access.model_not_found"),
+])
+def test_google_api_core_errors_are_the_channels(tmp_path: Path, text: str, code: str) -> None:
+    found = findings_of(tmp_path, text)
+    assert found[0].code == code, [f.code for f in found]
+    assert any("google.api_core.exceptions" in line for line in found[0].evidence)
+    assert not any(f.code.startswith("load.") for f in found)
