@@ -77,3 +77,42 @@ def test_a_bedrock_refusal_with_no_known_words_stays_on_the_client_side(tmp_path
     found = findings_of(tmp_path, text)
     assert found[0].code == "access.unrecognized_failure", [f.code for f in found]
     assert any("ServiceQuotaExceededException" in line for line in found[0].evidence)
+
+
+@pytest.mark.parametrize("text", [
+    # a relay (new-api's rix_api_error) answering 429 with the Anthropic API's 400 quoted as its message (a real log: xiaozhi)
+    "Error code: 429 - {'error': {'message': '{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"`temperature` "
+    "and `top_p` cannot both be specified for this model. Please use only one.\"},\"request_id\":\"req_011\"}', 'type': "
+    "'rix_api_error', 'param': '', 'code': None}}\n",
+    # the same chain with the inner body's JSON escaped inside the outer string, behind a 500
+    "Error: 500 {\"error\":{\"message\":\"{\\\"type\\\":\\\"error\\\",\\\"error\\\":{\\\"type\\\":\\\"invalid_request_error\\\",\\\"message\\\":"
+    "\\\"messages.1.content: text content blocks must be non-empty\\\"}}\",\"type\":\"new_api_error\"}}\n",
+])
+def test_a_relays_status_around_the_upstreams_refusal_is_not_the_cause(tmp_path: Path, text: str) -> None:
+    found = findings_of(tmp_path, text)
+    assert found[0].code == "access.unrecognized_failure", [f.code for f in found]
+    assert any("invalid_request_error" in line for line in found[0].evidence)
+    assert not {"access.rate_limited", "access.server_error"} & {f.code for f in found}
+
+
+def test_a_relayed_rate_limit_error_is_still_the_rate_limit(tmp_path: Path) -> None:
+    # the upstream's own type is rate_limit_error: the relay's 429 and the upstream agree
+    text = ("openai.RateLimitError: Error code: 429 - {'error': {'message': '{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\","
+            "\"message\":\"Number of request tokens has exceeded your per-minute rate limit\"}}', 'type': 'upstream_error'}}\n")
+    assert findings_of(tmp_path, text)[0].code == "access.rate_limited"
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    # google-api-core's GoogleAPICallError, "{Class}: {code} {message}" (googleapis/python-api-core google/api_core/exceptions.py)
+    ("google.api_core.exceptions.PermissionDenied: 403 Your API key was reported as leaked. Please use another API key.\n",
+     "access.key_rejected"),
+    ("google.api_core.exceptions.Unauthenticated: 401 Request had invalid authentication credentials. Expected OAuth 2 access "
+     "token, login cookie or other valid authentication credential.\n", "access.key_rejected"),
+    ("google.api_core.exceptions.NotFound: 404 models/gemini-pro is not found for API version v1beta, or is not supported for "
+     "generateContent.\n", "access.model_not_found"),
+])
+def test_google_api_core_errors_are_the_channels(tmp_path: Path, text: str, code: str) -> None:
+    found = findings_of(tmp_path, text)
+    assert found[0].code == code, [f.code for f in found]
+    assert any("google.api_core.exceptions" in line for line in found[0].evidence)
+    assert not any(f.code.startswith("load.") for f in found)

@@ -758,6 +758,12 @@ KEY_REFUSED = re.compile(r"Please pass a valid API key|API_KEY_INVALID", re.I)
 GATEWAY_TIMEOUT = re.compile(r"\b(?:Error code|status(?: code)?|HTTP(?:/[\d.]+)?|code)\W{0,3}(?:504|524)\b|\b(?:504|524) status code\b|\b(?:504|524)\b\W{0,3}(?:Gateway|A timeout|Timeout)|"
                              r"Gateway Time-?out|Gateway timed out|\bA timeout occurred\b|didn't respond in time|\btimed out\b", re.I)
 SERVER_SIDE = ("access.server_error", "access.response_invalid")
+# an error body quoted as the message of a relay's own error object (the JSON escaped or not inside the string): the upstream
+# API's answer, whose type is its verdict. Its invalid_request_error (the Anthropic and OpenAI APIs' 400: a parameter, a
+# value or a shape the API refuses) is the request refused, whatever status the relay answered with (a 429, a 500)
+RELAYED_REFUSAL = re.compile(r"""['"]message['"]\s*:\s*['"]\s*\{[^{}]{0,60}?(?:\{[^{}]{0,400}?)?\\?["']type\\?["']\s*:\s*\\?["']"""
+                             r"""invalid_request_error\\?["']""")
+RELAY_STATUS = ("access.rate_limited", "access.server_error", "access.timeout")
 
 
 def _code(e: LogEvent) -> str | None:
@@ -785,6 +791,8 @@ def _code(e: LogEvent) -> str | None:
     # a 429 (or a wrapper's RateLimitError) whose body speaks of the balance or quota: the account, not the rate
     if code == "access.rate_limited" and QUOTA.search(text):
         return "access.quota_exceeded"
+    if code in RELAY_STATUS and RELAYED_REFUSAL.search(text):
+        return None  # the upstream refused the request itself; the relay's status says nothing of rate, server or time
     if code in SERVER_SIDE and (e.values.get("status") in (504, 524) or GATEWAY_TIMEOUT.search(text)):
         return "access.timeout"
     if code in PROXY_LEG and PROXY_WRAP.search(text):

@@ -512,6 +512,9 @@ HAND_RULES: tuple[Rule, ...] = (
         # one-api's refusal of a token it does not know or that has expired (model/token.go ValidateUserToken)
         r"无效的令牌|该令牌已过期|" + _status(401),
     ),
+    # google-api-core's GoogleAPICallError for a 401/403, its class before the status (googleapis/python-api-core v2.19.0
+    # google/api_core/exceptions.py: __str__ "{code} {message}"): the Google API refused the credentials
+    _r("client_auth", r"\bapi_core\.exceptions\.(?:PermissionDenied|Unauthenticated|Unauthorized|Forbidden): 40[13]\b"),
     # a base URL the HTTP client cannot parse, in the words of the runtimes' URL parsers: CPython urllib.request
     # (`unknown url type: 'localhost:8000/v1'`), java.net.URI.toURL ("URI is not absolute"), .NET System.Uri and HttpClient
     # ("Invalid URI: The format of the URI could not be determined.", "An invalid request URI was provided. Either the

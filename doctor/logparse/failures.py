@@ -119,6 +119,8 @@ _ANSWER = (
     r"^TAGS\{\s*\"error\"\s*:|^TAGScurl: \(\d+\)|"
     # botocore's ClientError (botocore/exceptions.py MSG_TEMPLATE): the AWS API's error code and message, as the SDK got them
     r"\bAn error occurred \(\w+\) when calling the \w+ operation\b|"
+    # google-api-core's GoogleAPICallError ("{code} {message}" after its class): a Google API's answer
+    r"\bgoogle\.api_core\.exceptions\.\w+: [45]\d\d\b|"
     # Go's *url.Error (net/url, net/http client.go: `%s %q: %s` of the method, or "parse", the URL and the cause)
     r"^TAGS(?:Get|Post|Put|Patch|Delete|Head|parse) \"[^\"\s]*\": \S|"
     # a status and its reason phrase (RFC 9110 section 15) opening the line or after "HTTP": a client printing the answer it got

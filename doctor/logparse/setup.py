@@ -185,6 +185,9 @@ ENGINE_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
             # botocore's ClientError (boto/botocore 1.20.0 `botocore/exceptions.py` MSG_TEMPLATE: "An error occurred
             # ({error_code}) when calling the {operation_name} operation: {error_message}"): an AWS API (Bedrock) answered
             r"\bAn error occurred \(\w+\) when calling the \w+ operation\b|"
+            # google-api-core's GoogleAPICallError (googleapis/python-api-core v2.19.0 `google/api_core/exceptions.py`, __str__
+            # "{code} {message}"): a Google API (Gemini, Vertex AI) answered with that status
+            r"\bgoogle\.api_core\.exceptions\.\w+: [45]\d\d\b|"
             # the error object of an API's answer, as the client received it: OpenAI's and Anthropic's `"type": "..._error"`,
             # vLLM's and SGLang's `"object": "error"` (ErrorResponse), Google's canonical status names (google.rpc.Code)
             r"[\"']type[\"']\s*:\s*[\"']\w+_error[\"']|[\"']object[\"']\s*:\s*[\"']error[\"']|"
