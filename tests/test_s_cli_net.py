@@ -180,3 +180,15 @@ def test_a_stream_told_by_what_the_reader_no_longer_sees_is_the_stream(tmp_path:
 def test_real_time_words_about_no_output_state_no_stream_failure(tmp_path: Path) -> None:
     found = analysis.findings_of(analysis.written(tmp_path, "The dashboard shows GPU usage in real time.\n"))
     assert "access.streaming_broken" not in [f.code for f in found]
+
+
+@pytest.mark.parametrize(("text", "evidence"), [
+    # a client's own words for an SSE event it could not parse (WhoDB's chat page, corpus m275's family)
+    ('Error: Failed to parse SSE data: {"choices":[{"delta":{"content":"hi\n', "Failed to parse SSE data"),
+    # a JSONDecodeError in a line that says it was the stream's
+    ("Error parsing stream chunk: json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n", "Error parsing stream chunk"),
+])
+def test_a_stream_event_the_client_could_not_parse_is_the_stream(tmp_path: Path, text: str, evidence: str) -> None:
+    found = analysis.findings_of(analysis.written(tmp_path, text))
+    assert found and found[0].code == "access.streaming_broken", [f.code for f in found]
+    assert any(evidence in line for line in found[0].evidence), found[0].evidence

@@ -153,6 +153,9 @@ STREAM_SPLIT = ("a streamed event's JSON was parsed before all of it arrived: th
 # and forwarded the upstream `Content-Encoding: gzip` with the plain body
 DECODE_FAILED = re.compile(r"but failed to decode it|Error -3 while decompressing data|Can not decode content-encoding: (?:gzip|deflate)|"
                            r"Decompression error: ZlibError", re.I)
+STREAM_PARSE = re.compile(r"\b(?:stream(?:ing|ed)?|SSE|event[- ]?stream)\b[^.\n]{0,30}?\b(?:decod\w*|pars\w*|deserializ\w*)\b[^.\n]{0,20}?\b(?:error|fail\w*)\b|"
+                          r"\b(?:fail\w*|error|unable|could ?n[o']t|cannot) (?:to |while |when )?(?:decod\w*|pars\w*|deserializ\w*) (?:the )?"
+                          r"(?:SSE|stream(?:ing|ed)?|event[- ]?stream|chunk)\b", re.I)
 STREAM_WORDS = re.compile(r"\bstream(?:ing|ed|s)?\b|\bSSE\b|text/event-stream", re.I)
 DECODE_FINDING = ("the answer's Content-Encoding says it is compressed and its body is not: a proxy or relay in between decoded "
                   "the upstream answer and forwarded the upstream's Content-Encoding header with the plain body",
@@ -234,6 +237,10 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     if split := [e for e in found.get("access.response_invalid", []) if CUT_READ.search(t := " ".join(e.lines))
                  and (s.stream_read or CUT_BODY.search(t) and STREAM_WORDS.search(t))]:
         _move(found, split, "access.response_invalid", "access.streaming_broken")
+    # an answer the client could not parse, in a line that says it was a stream's ("Stream decode error", "Failed to parse SSE
+    # data", "error parsing stream chunk"): the stream's events were malformed, not the answer's body
+    if streamed := [e for e in found.get("access.response_invalid", []) if STREAM_PARSE.search(" ".join(e.lines))]:
+        _move(found, streamed, "access.response_invalid", "access.streaming_broken")
     # a body its Content-Encoding misdescribes, while a stream is read (a reader's frame, or the line says so): the stream broke
     if decoded := [e for e in found.get("access.response_invalid", []) if DECODE_FAILED.search(t := " ".join(e.lines))
                    and (s.stream_read or STREAM_WORDS.search(t))]:
