@@ -180,3 +180,40 @@ def test_a_stream_told_by_what_the_reader_no_longer_sees_is_the_stream(tmp_path:
 def test_real_time_words_about_no_output_state_no_stream_failure(tmp_path: Path) -> None:
     found = analysis.findings_of(analysis.written(tmp_path, "The dashboard shows GPU usage in real time.\n"))
     assert "access.streaming_broken" not in [f.code for f in found]
+
+
+@pytest.mark.parametrize(("text", "evidence"), [
+    # a client's own words for an SSE event it could not parse (WhoDB's chat page, corpus m275's family)
+    ('Error: Failed to parse SSE data: {"choices":[{"delta":{"content":"hi\n', "Failed to parse SSE data"),
+    # a JSONDecodeError in a line that says it was the stream's
+    ("Error parsing stream chunk: json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n", "Error parsing stream chunk"),
+])
+def test_a_stream_event_the_client_could_not_parse_is_the_stream(tmp_path: Path, text: str, evidence: str) -> None:
+    found = analysis.findings_of(analysis.written(tmp_path, text))
+    assert found and found[0].code == "access.streaming_broken", [f.code for f in found]
+    assert any(evidence in line for line in found[0].evidence), found[0].evidence
+
+
+DOCKER_HOST_FIX = "docker run --add-host=host.docker.internal:host-gateway ... (compose: extra_hosts: [\"host.docker.internal:host-gateway\"])"
+
+
+def test_a_connect_failure_to_an_unmapped_host_docker_internal_is_the_lookup(tmp_path: Path) -> None:
+    """Docker Engine on Linux resolves host.docker.internal only with --add-host ...:host-gateway; words that name no step
+    past the lookup are its failure to resolve."""
+    text = "docker run --rm -p 7878:7878 -e OLLAMA_HOST=http://host.docker.internal:11434 ghcr.io/wandb/openui\n" \
+           "Error: cant connect to OLLAMA http://host.docker.internal:11434\n"
+    found = analysis.findings_of(analysis.written(tmp_path, text))
+    assert found and found[0].code == "access.dns_failed", [f.code for f in found]
+    assert found[0].fixes[0].command == DOCKER_HOST_FIX
+
+
+@pytest.mark.parametrize("text", [
+    # the name mapped for the container: the lookup worked
+    "docker run --add-host=host.docker.internal:host-gateway ghcr.io/open-webui/open-webui:main\n"
+    "Error: cant connect to OLLAMA http://host.docker.internal:11434\n",
+    # curl's "Failed to connect to <host> port": it resolved, then the connect failed
+    "curl: (7) Failed to connect to host.docker.internal port 11434 after 0 ms: Couldn't connect to server\n",
+])
+def test_a_host_docker_internal_that_resolved_stays_the_connection(tmp_path: Path, text: str) -> None:
+    found = analysis.findings_of(analysis.written(tmp_path, text))
+    assert found and found[0].code == "access.connect_failed", [f.code for f in found]

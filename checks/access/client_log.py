@@ -153,6 +153,9 @@ STREAM_SPLIT = ("a streamed event's JSON was parsed before all of it arrived: th
 # and forwarded the upstream `Content-Encoding: gzip` with the plain body
 DECODE_FAILED = re.compile(r"but failed to decode it|Error -3 while decompressing data|Can not decode content-encoding: (?:gzip|deflate)|"
                            r"Decompression error: ZlibError", re.I)
+STREAM_PARSE = re.compile(r"\b(?:stream(?:ing|ed)?|SSE|event[- ]?stream)\b[^.\n]{0,30}?\b(?:decod\w*|pars\w*|deserializ\w*)\b[^.\n]{0,20}?\b(?:error|fail\w*)\b|"
+                          r"\b(?:fail\w*|error|unable|could ?n[o']t|cannot) (?:to |while |when )?(?:decod\w*|pars\w*|deserializ\w*) (?:the )?"
+                          r"(?:SSE|stream(?:ing|ed)?|event[- ]?stream|chunk)\b", re.I)
 STREAM_WORDS = re.compile(r"\bstream(?:ing|ed|s)?\b|\bSSE\b|text/event-stream", re.I)
 DECODE_FINDING = ("the answer's Content-Encoding says it is compressed and its body is not: a proxy or relay in between decoded "
                   "the upstream answer and forwarded the upstream's Content-Encoding header with the plain body",
@@ -187,8 +190,11 @@ CONNECT_WRAPPER = re.compile(r"\bTypeError: fetch failed\W*$|\bConnection error[
 # out.`, an APIConnectionError whose cause is httpx's ReadTimeout): the request was sent and its answer did not come in time
 WRAPPED_TIMEOUT = re.compile(r"\bRequest timed out\b|\bRead ?Timeout\b|\bRead timed out\b|\bAPITimeoutError\b|"
                              r"\btimeout awaiting response headers\b|\bHeaders ?Timeout|\brequest\b[^.]{0,40}?\btimed out\b|\btimed out after \d", re.I)
+DOCKER_HOST = re.compile(r"\bhost\.docker\.internal\b", re.I)
+DOCKER_HOST_FIX = "docker run --add-host=host.docker.internal:host-gateway ... (compose: extra_hosts: [\"host.docker.internal:host-gateway\"])"
 CONNECT_WORDS = re.compile(r"refused|ECONNREFUSED|reset|unreachable|No route|Connect ?Timeout|Connect(?:ion)? timed out|connect ETIMEDOUT|"
                            r"Cannot connect|Failed to establish|Name or service|getaddrinfo|ENOTFOUND", re.I)
+RESOLVED = re.compile(CONNECT_WORDS.pattern + r"|Failed to connect to \S+ port|Connect call failed|timed? ?out", re.I)
 # a 404 that names no path: the web framework's own (client_route_not_found) or a bare status (client_not_found)
 BARE_404 = ("client_route_not_found", "client_not_found")
 # client_failed: a tool's catch-all ("Please check the LM Studio developer logs"): read, but it names no
@@ -234,6 +240,10 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
     if split := [e for e in found.get("access.response_invalid", []) if CUT_READ.search(t := " ".join(e.lines))
                  and (s.stream_read or CUT_BODY.search(t) and STREAM_WORDS.search(t))]:
         _move(found, split, "access.response_invalid", "access.streaming_broken")
+    # an answer the client could not parse, in a line that says it was a stream's ("Stream decode error", "Failed to parse SSE
+    # data", "error parsing stream chunk"): the stream's events were malformed, not the answer's body
+    if streamed := [e for e in found.get("access.response_invalid", []) if STREAM_PARSE.search(" ".join(e.lines))]:
+        _move(found, streamed, "access.response_invalid", "access.streaming_broken")
     # a body its Content-Encoding misdescribes, while a stream is read (a reader's frame, or the line says so): the stream broke
     if decoded := [e for e in found.get("access.response_invalid", []) if DECODE_FAILED.search(t := " ".join(e.lines))
                    and (s.stream_read or STREAM_WORDS.search(t))]:
@@ -248,6 +258,12 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
             found["access.connect_failed"] = named
         else:
             del found["access.connect_failed"]
+    # a connection to host.docker.internal that failed in words naming no step past the lookup (no refusal, reset or timeout,
+    # not curl's "Failed to connect to <host> port", which resolved), where nothing maps the name for the container: Docker
+    # Engine on Linux resolves host.docker.internal only with --add-host=host.docker.internal:host-gateway
+    if (refused := found.get("access.connect_failed")) and not s.docker_host_mapped and (
+            unresolved := [e for e in refused if DOCKER_HOST.search(t := " ".join(e.lines)) and not RESOLVED.search(t)]):
+        _move(found, unresolved, "access.connect_failed", "access.dns_failed")
     # a connection that failed (refused, reset, hung up) while the environment sends the client through a proxy and NO_PROXY
     # does not exempt the host: the proxy's leg failed, or the proxy cut the connection to a host it cannot reach
     if (refused := found.get("access.connect_failed")) and _proxied(refused, s.proxy_env, s.no_proxy, s.base_url):
@@ -320,6 +336,9 @@ def client_log(facts: Facts, log: LogView) -> Outcome:
                 title = f"the base URL ends in the endpoint path ({suffix.group().rstrip('/')}): the client appends it again"
         if code == "access.timeout" and (setting := _timeout_setting(events)):
             fixes = [Fix(f"{fix}: {setting}")]
+        if code == "access.dns_failed" and any(DOCKER_HOST.search(" ".join(e.lines)) for e in events) and not s.docker_host_mapped:
+            fixes = [Fix("Map host.docker.internal to the host for the container (Docker Engine on Linux does not resolve it)",
+                         DOCKER_HOST_FIX), *fixes]
         if code == "access.proxy_failed" and proxied_502:
             evidence += [proxied_502]
         if code == "access.proxy_failed" and (hosts := _no_proxy(s.base_url, events)):

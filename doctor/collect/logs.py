@@ -384,7 +384,7 @@ def _understood_nothing(logs: LogFacts) -> bool:
     """No line of the scanned text was anything: no event, no start or serving, no setup fact (an engine
     or a proxy, its variables or a loopback URL named in a sentence is no line of its log)."""
     return not (logs.events or logs.started or logs.ready
-                or replace(logs.setup, proxy="", proxy_named=False, loopback_url=False) != LogSetup())
+                or replace(logs.setup, proxy="", proxy_named=False, loopback_url=False, docker_host_mapped=False) != LogSetup())
 
 
 def log_shaped(path: str) -> bool:

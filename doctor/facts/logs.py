@@ -62,6 +62,7 @@ class LogSetup:
     no_proxy: str = ""  # ... and the hosts NO_PROXY exempts from it
     proxy_named: bool = False  # the proxy variables are named (read, cleared, printed), or a request is said to go through a proxy
     loopback_url: bool = False  # a URL on the loopback (localhost, 127.x, 0.0.0.0) is named: a client and its server on one host
+    docker_host_mapped: bool = False  # host.docker.internal is mapped for the container (--add-host / extra_hosts host-gateway)
     wire_api: str = ""  # "responses" where a client's code or settings call the Responses API (client.responses.create)
     n_ctx: int | None = None
     n_ctx_train: int | None = None

@@ -617,6 +617,11 @@ HAND_RULES: tuple[Rule, ...] = (
         # the answer without its choices, as JavaScript and the openai-python models (pydantic) find it
         r"Cannot read propert(?:y|ies) of (?:undefined|null) \(reading '(?:choices|message|delta)'\)|validation errors? for ChatCompletion\w*",
     ),
+    # a client's own words for a stream event it could not parse ("Failed to parse SSE data", "Stream decode error",
+    # "Error parsing stream chunk"): the stream's events were malformed or cut, whatever the library under it
+    _r("client_stream_invalid", r"\b(?:fail\w*|error|unable|could ?n[o']t|cannot) (?:to |while |when )?(?:decod\w*|pars\w*|deserializ\w*) (?:the )?"
+       r"(?:SSE|stream(?:ing|ed)?|event[- ]?stream) (?:data|events?|chunks?|messages?|responses?|lines?)\b|"
+       r"\b(?:SSE|stream(?:ing)?) (?:decod|pars|deserializ)\w* (?:error|failed|failure)\b"),
     # a stream held back on its way (a buffering proxy or gateway), told in prose: no client raises an error for it.
     # What nginx's proxy_buffering, a compressing CDN or a Go proxy without FlushInterval do to an event stream:
     # nothing, then the answer all at once, or bursts of many chunks (one rule per group of wordings: each needs

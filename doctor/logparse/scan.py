@@ -113,7 +113,7 @@ EXPIRY_LINES = 256  # parsed lines between two looks at the deadline
 DETECT_BYTES = 4 * 1024 * 1024  # ... or after this much of a source: the markers are in its start-up header
 
 _LAST_WINS = {"gpu_blocks", "kv_cache_tokens", "available_kv_gib", "max_concurrency", "cpu_blocks", "base_url", "stream_read", "sse_done",
-              "proxy_named", "loopback_url"}
+              "proxy_named", "loopback_url", "docker_host_mapped"}
 
 
 class LogScanner:

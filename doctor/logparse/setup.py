@@ -105,6 +105,9 @@ _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("proxy_named", re.compile(r"\b(?:https?|all|no)_proxy\b|\b(?:behind|through|via) (?:a|an|the) (?:(?:HTTPS?|SOCKS5?|corporate|system) )?proxy\b",
                                re.I)),
     # a URL on this machine's loopback (or the listen-all address, which a client on the same host reaches the same way)
+    # host.docker.internal given to a container by hand (`--add-host=host.docker.internal:host-gateway`, compose extra_hosts):
+    # Docker Engine on Linux resolves the name only then (Docker Desktop does on its own)
+    ("docker_host_mapped", re.compile(r"host\.docker\.internal\W{0,3}[:=]\W{0,3}(?:host-gateway|\d+\.\d+\.\d+\.\d+)|\bextra_hosts\b", re.I)),
     ("loopback_url", re.compile(r"https?://(?:localhost|127\.\d+\.\d+\.\d+|\[::1\]|0\.0\.0\.0)[:/]", re.I)),
 )
 
@@ -217,7 +220,7 @@ def extract(text: str) -> list[tuple[str, object, dict[str, object]]]:
             continue
         groups = {k: v for k, v in m.groupdict().items() if v is not None}
         raw = groups.pop("v", None) or groups.pop("v2", None) or groups.pop("v3", None)
-        if field in ("cuda_graphs", "sse_done", "sse_chunks", "stream_read", "gpu_found", "rocm", "proxy_named", "loopback_url"):
+        if field in ("cuda_graphs", "sse_done", "sse_chunks", "stream_read", "gpu_found", "rocm", "proxy_named", "loopback_url", "docker_host_mapped"):
             out.append((field, True, {}))
             continue
         if raw is None:
