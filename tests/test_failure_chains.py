@@ -399,3 +399,21 @@ def test_an_oom_of_vllms_cpu_backend_is_the_pods_memory(tmp_path: Path) -> None:
     assert top.code == "load.host_oom"
     assert top.evidence[-1] == "recognised by: family: host memory"
     assert top.fixes[0].summary == "Give the container/pod more memory (Kubernetes: resources.limits.memory; Docker: --memory)"
+
+
+def test_a_missing_kernel_build_tool_is_the_cuda_stack_not_a_model_file(tmp_path: Path) -> None:
+    """SGLang's FlashInfer backend JIT-builds its kernels with ninja (corpus/p050): CPython's subprocess raises
+    FileNotFoundError naming the program it could not run, "[Errno 2] No such file or directory: 'ninja'"."""
+    from tests.analysis import findings_of
+
+    line = "FileNotFoundError: [Errno 2] No such file or directory: 'ninja'"
+    found = chains.family(line)
+    assert found is not None and (found.name, found.kind) == ("kernel toolchain", "cuda_mismatch")
+    log = tmp_path / "sglang.log"
+    log.write_text(line + "\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.cuda_mismatch" and top.evidence[-1] == "recognised by: family: kernel toolchain"
+    assert top.fixes[0].command == "pip install ninja"
+    # a file's path is still the model's files
+    log.write_text("FileNotFoundError: [Errno 2] No such file or directory: './workspace/config.json'\n")
+    assert findings_of(log)[0].code == "load.model_files"
