@@ -399,3 +399,41 @@ def test_an_oom_of_vllms_cpu_backend_is_the_pods_memory(tmp_path: Path) -> None:
     assert top.code == "load.host_oom"
     assert top.evidence[-1] == "recognised by: family: host memory"
     assert top.fixes[0].summary == "Give the container/pod more memory (Kubernetes: resources.limits.memory; Docker: --memory)"
+
+
+def test_a_missing_kernel_build_tool_is_the_cuda_stack_not_a_model_file(tmp_path: Path) -> None:
+    """SGLang's FlashInfer backend JIT-builds its kernels with ninja (corpus/p050): CPython's subprocess raises
+    FileNotFoundError naming the program it could not run, "[Errno 2] No such file or directory: 'ninja'"."""
+    from tests.analysis import findings_of
+
+    line = "FileNotFoundError: [Errno 2] No such file or directory: 'ninja'"
+    found = chains.family(line)
+    assert found is not None and (found.name, found.kind) == ("kernel toolchain", "cuda_mismatch")
+    log = tmp_path / "sglang.log"
+    log.write_text(line + "\n")
+    top = findings_of(log)[0]
+    assert top.code == "load.cuda_mismatch" and top.evidence[-1] == "recognised by: family: kernel toolchain"
+    assert top.fixes[0].command == "pip install ninja"
+    # a file's path is still the model's files
+    log.write_text("FileNotFoundError: [Errno 2] No such file or directory: './workspace/config.json'\n")
+    assert findings_of(log)[0].code == "load.model_files"
+
+
+@pytest.mark.parametrize(("line", "code", "command"), [
+    # xorbitsai/inference (corpus/p055): the container was started without --gpus, so the driver's libcuda is not mounted
+    ("Failed to import from vllm._C with ImportError('libcuda.so.1: cannot open shared object file: No such file or directory')",
+     "load.gpu_not_visible", "--gpus all"),
+    # the catalogue's own sample (vllm.jsonl, vllm/_custom_ops.py): a symbol of another torch stays the CUDA stack's
+    ("WARNING 01-30 20:57:18 _custom_ops.py:14] Failed to import from vllm._C with ImportError('/home/orin/tools/anaconda3/envs/"
+     "sglang/lib/python3.10/site-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi')",
+     "load.cuda_mismatch", "pip install --force-reinstall --no-cache-dir vllm"),
+])
+def test_an_extension_import_warning_is_read_by_the_import_error_it_quotes(tmp_path: Path, line: str, code: str, command: str) -> None:
+    """vLLM's `logger.warning("Failed to import from %s with %r", module, e)`: the ImportError names the cause."""
+    from tests.analysis import findings_of
+
+    log = tmp_path / "engine.log"
+    log.write_text(line + "\n")
+    top = findings_of(log)[0]
+    assert top.code == code and top.evidence[-1] == "recognised by: template (inside the extension import)"
+    assert top.fixes[0].command == command

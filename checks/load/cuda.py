@@ -18,6 +18,9 @@ NEWER_DRIVER = re.compile(r"API call is not supported in the installed CUDA driv
 NO_LIBCUDA = re.compile(r"cannot find -l:?(?:lib)?cuda\b|libcuda\.so cannot found", re.I)
 # TensorRT(-LLM)'s words for an engine built by another version or for another GPU (trtllm.jsonl)
 # "ImportError: /usr/local/lib/python3.10/dist-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c10..."
+# the program a kernel JIT build could not run (doctor/data/families.jsonl "kernel toolchain": subprocess's FileNotFoundError
+# names it; torch.utils.cpp_extension says "Ninja is required to load C++ extensions")
+TOOL_MISSING = re.compile(r"No such file or directory: ['\"](?:[^'\"]*/)?(?P<tool>[\w+]+)['\"]|\b(?P<ninja>Ninja) is required to load C\+\+")
 SO_UNDEFINED = re.compile(r"(?P<so>/\S+?\.so)(?:\.[\d.]+)?: undefined symbol")
 # TensorRT's builder refusing the GPU (trtllm.jsonl): a GPU this TensorRT release does not build for, older or newer than it
 TRT_SM = re.compile(r"Target GPU SM (?P<sm>\d+) is not supported by this TensorRT release", re.I)
@@ -51,6 +54,14 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
                      f"{pkg or 'the package it belongs to'} for this torch (or install the torch version its wheel names)",
                      f"pip install --force-reinstall --no-cache-dir {pkg}" if pkg else None),
                  Fix("Or use the engine's official container image, whose torch, CUDA and extensions were built together")]
+    elif (tool := TOOL_MISSING.search(text)) and any(e.values.get("tier") == "family: kernel toolchain" for e in found):
+        name = (tool.group("tool") or tool.group("ninja")).lower()
+        # the engine compiles its kernels (FlashInfer, torch C++ extensions, Triton) at first use: the tool must be in its environment
+        fixes = [Fix(f"The engine JIT-compiles its kernels with {name}, which is not installed where it runs: install it in the "
+                     "serving environment (or use the engine's official image, which ships its build tools)",
+                     "pip install ninja" if name == "ninja" else f"which {name}"),
+                 Fix("Or point CUDA_HOME at a CUDA toolkit whose bin/ holds nvcc" if name == "nvcc" else
+                     "Or install the prebuilt kernels (the engine's JIT cache or AOT wheel) so nothing is compiled at start-up")]
     elif "bitsandbytes" in text or "CUDA Setup failed despite" in text:
         # bitsandbytes/cextension.py: no native library for the CUDA version torch links (or a CPU-only build loaded)
         fixes = [Fix("bitsandbytes has no native binary for this CUDA runtime: install a release that ships one for it",

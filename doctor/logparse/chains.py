@@ -95,6 +95,10 @@ INNER = Table(
     _p("Ray task", r"RayTaskError\((?P<inner>\w+)\)"),
     # TGI launcher (router/src/lib.rs, launcher/src/main.rs): Error: Warmup(Generation("Not enough memory ..."))
     _p("error enum", r"^Error: \w+\((?:\w+\()*\"(?P<inner>[^\"]+)\""),
+    # vLLM's _custom_ops.py / platforms (and SGLang's copy for custom_ar): logger.warning("Failed to import from %s with %r",
+    # module, e): the ImportError's text says why the compiled extension did not load (the driver's libcuda missing from a
+    # container given no GPU, a symbol of another torch), the wrapper only that it did not
+    _p("extension import", r"Failed to import from [\w.]+ with ImportError\((?P<q>['\"])(?P<inner>.+?)(?P=q)\)"),
 )
 
 # the wrappers in which an engine says its model did not load: a client that prints one (Ollama's CLI quoting the
@@ -103,7 +107,7 @@ ENGINE_LOAD_WRAPPERS = ("llama.cpp loader", "Ollama runner", "Ollama model load"
 # the wrappers that are a server's answer to a request: what they quote happened while serving
 ANSWERED = ("HTTP error body",)
 # the wrappers whose own words are a symptom (a wait that timed out): a cause they quote wins over them
-SYMPTOM_WRAPPERS = ("Ollama runner start",)
+SYMPTOM_WRAPPERS = ("Ollama runner start", "extension import")
 # the wrappers that report a process's death, not an exception it raised: a kill (the OOM killer's SIGKILL, Ray's
 # "Worker unexpectedly exits with a connection error code 2") is what they report, not another failure beside it
 # (TGI's launcher reports its shard's end the same way: "Shard process was signaled to shutdown with signal 9", then

@@ -59,6 +59,12 @@ def _r(kind: str, pattern: str, fatal: bool = True, flags: int = re.I, echo: boo
     return Rule(kind, compiled, fatal, tuple(prefilter.literals([compiled])), echo)  # type: ignore[arg-type]
 
 
+# the compilers and build tools that engines' kernels are JIT-built with (torch.utils.cpp_extension, FlashInfer, Triton,
+# DeepGEMM call them through subprocess): CPython's _execute_child raises FileNotFoundError(errno, msg, <the program>), so
+# "[Errno 2] No such file or directory: 'ninja'" is a missing tool in the environment, not a missing model file
+TOOLCHAIN = r"(?:ninja|nvcc|hipcc|gcc|g\+\+|cc|c\+\+|clang|clang\+\+|cmake|make|ld)"
+
+
 # a sentence about a stream (not advice, not a fix), for the rules of a stream held back in between
 _STREAM_SAID = (
     r"^(?!.*\b(?:to (?:avoid|prevent)|avoids?|prevents?|fix(?:es|ed|ing)?|disabl\w+|turn\w* off|should|make sure|ensure|"
@@ -363,7 +369,7 @@ HAND_RULES: tuple[Rule, ...] = (
         r"(?:[\w-]+\.)*(?:huggingface\.co|hf\.co|hf-mirror\.com|modelscope\.cn)\b))|"
         r"RepositoryNotFoundError|Repository Not Found|Repo id must be|HFValidationError|"
         r"does not appear to have a file named (?P<file>[\w.-]+)|is not a local folder and is not a valid model identifier|"
-        r"Can't load (?:the )?(?:config|tokenizer|model) for|No such file or directory: '(?P<path>[^']+)'|"
+        r"Can't load (?:the )?(?:config|tokenizer|model) for|No such file or directory: '(?!" + TOOLCHAIN + r"')(?P<path>[^']+)'|"
         r"Invalid repository ID or local directory|We couldn't connect to 'https://huggingface\.co'|"
         r"LocalEntryNotFoundError|bad magic|invalid model file|not a valid gguf|safetensors_rust\.SafetensorError|"
         r"gguf_init_from_file: failed to (?:open|read)|failed to open GGUF file|(?<!Input )tensor '[\w.]+' (?:not found|has wrong shape)|"
