@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import io
 import os
 import pty
 import select
@@ -312,7 +313,7 @@ def _stat_facts(path: Path | bytes, monkeypatch, batched: bool) -> tuple[dict, i
         scanner = LogScanner()
         scanner.start_source("x")
         data = path if isinstance(path, bytes) else path.read_bytes()
-        for block in logs.read_blocks(__import__("io").BytesIO(data)):
+        for block in logs.read_blocks(io.BytesIO(data)):
             scanner.feed_block(block)
         scanner.finish()
         found = scanner.stats.metrics()
@@ -561,3 +562,29 @@ def test_the_memos_change_no_fact(generated, monkeypatch) -> None:
     monkeypatch.setattr(scan.fl, "_classified", scan.fl.classify)
     for path, facts in zip(paths, remembered, strict=True):
         assert _scan(path, templates=True)[0] == facts, path.name
+
+
+class _Expired:
+    """A deadline already past: the reading stops after the first block."""
+
+    def expired(self) -> bool:
+        return True
+
+    def remaining(self) -> float:
+        return 0.0
+
+
+def test_a_traceback_the_deadline_cuts_is_no_failure_of_the_log() -> None:
+    """The first block ends inside a traceback. Cut there by the deadline, the traceback is not read as an
+    exception (its exception line is in the part not read); a log that ends there does report one."""
+    tb = b'Traceback (most recent call last):\n  File "/app/serve.py", line 12, in main\n    load()\n'
+    head = b"INFO ok\n" * ((logs.BLOCK - len(tb) - 64) // 8) + tb
+    data = head + b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n" * 2
+    collector = logs.LogCollector(Facts(), _Expired(), tool=None)  # type: ignore[arg-type]
+    assert not collector.add_stream("cut.log", io.BytesIO(data))
+    cut = collector.finish()
+    assert cut.bytes_read == len(head) and cut.cut_run == 0
+    assert [e for e in cut.events if e.values.get("cut")] == []
+    ended = logs.LogCollector(Facts(), Deadline(60), tool=None)
+    assert ended.add_stream("ended.log", io.BytesIO(head))
+    assert [e.values["frame"] for e in ended.finish().events if e.values.get("cut")] == ["serve.py:12 in main"]

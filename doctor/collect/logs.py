@@ -223,6 +223,7 @@ class LogCollector:
         except TimeoutError:  # before OSError: TimeoutError is one
             read = scanner.facts.bytes_read - before
             scanner.facts.cut_run = scanner.facts.runs - 1
+            scanner.stopped()
             self.gap(name, cut(read) if cut else "cut by the deadline; the rest was not read", read, total, start)
             return False
         except (EOFError, gzip.BadGzipFile, OSError) as exc:

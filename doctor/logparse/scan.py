@@ -726,6 +726,14 @@ class LogScanner:
         self._args += tail._args
         self.stats.absorb(tail.stats, offset)
 
+    def stopped(self) -> None:
+        """The deadline stopped the reading, not the input: a traceback left open there was cut by the
+        doctor, and the rest of it is in the part not read (or in the tail, read first), so it is no
+        failure of its own (FailureReader.cut is for input that ends inside one). Reported, it was an
+        unrecognised exception in the last start, ranked above the crash the tail had found."""
+        self.failures.reset()
+        self._traceback_line = None
+
     def _end_of_source(self) -> None:
         """A source that ends inside a traceback still reports it (FailureReader.cut)."""
         signal = self.failures.cut()
