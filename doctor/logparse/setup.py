@@ -76,7 +76,7 @@ _SETUP: tuple[tuple[str, re.Pattern[str]], ...] = (
     # `stream: true` in JavaScript)
     ("stream_read", re.compile(r"[\"']object[\"']\s*:\s*[\"']chat\.completion\.chunk|\bchatStream\b|\bparseEventStreamLine\b|"
                                r"eventsource-parser|openai/_streaming\.py|\biter_lines\b|\b_iter_events\b|\breader\.read\(\)|"
-                               r"[\"']stream[\"']\s*:\s*true\b|\bstream\s*=\s*True\b|\bstream:\s*true\b")),
+                               r"\"stream\": ?true\b|'stream': ?true\b|\bstream ?= ?True\b|\bstream: true\b")),
     ("cuda_graphs", re.compile(r"Graph capturing finished|Capture cuda graph end|Capturing CUDA graph shapes: 100%")),
     ("n_ctx", re.compile(r"(?:llama_new_context_with_model|llama_context): n_ctx\s*=\s*(?P<v>\d+)")),
     ("n_ctx_train", re.compile(r"n_ctx_train\s*=\s*(?P<v>\d+)")),
