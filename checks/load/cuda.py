@@ -10,22 +10,22 @@ from llm_doctor.checks.load import log_events as le
 from llm_doctor.engine import check
 from llm_doctor.facts import Facts
 from llm_doctor.findings import Finding, Fix, Outcome
+from llm_doctor.logparse.events import TOOLCHAIN
 from llm_doctor.logview import LogView
 
 # cudaErrorCallRequiresNewerDriver (36): the runtime called an API this driver does not have (families.jsonl)
 NEWER_DRIVER = re.compile(r"API call is not supported in the installed CUDA driver|CallRequiresNewerDriver|CALL_REQUIRES_NEWER_DRIVER", re.I)
 # the linker (under Triton or torch inductor) finds no libcuda (families.jsonl)
 NO_LIBCUDA = re.compile(r"cannot find -l:?(?:lib)?cuda\b|libcuda\.so cannot found", re.I)
-# TensorRT(-LLM)'s words for an engine built by another version or for another GPU (trtllm.jsonl)
-# "ImportError: /usr/local/lib/python3.10/dist-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c10..."
 # the program a kernel JIT build could not run (doctor/data/families.jsonl "kernel toolchain": subprocess's FileNotFoundError
 # names it; torch.utils.cpp_extension says "Ninja is required to load C++ extensions")
-TOOL_MISSING = re.compile(r"No such file or directory: ['\"](?:[^'\"]*/)?(?P<tool>[\w+]+)['\"]|\b(?P<ninja>Ninja) is required to load C\+\+")
+TOOL_MISSING = re.compile(rf"No such file or directory: [\'\"`‘]?(?:[^\'\"`’\s]*/)?(?P<tool>{TOOLCHAIN})(?=[\'\"`’\s]|$)|"
+                          r"\b(?P<ninja>Ninja) is required to load C\+\+", re.I)
+# TensorRT(-LLM)'s words for an engine built by another version or for another GPU (trtllm.jsonl)
+# "ImportError: /usr/local/lib/python3.10/dist-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c10..."
 SO_UNDEFINED = re.compile(r"(?P<so>/\S+?\.so)(?:\.[\d.]+)?: undefined symbol")
 # TensorRT's builder refusing the GPU (trtllm.jsonl): a GPU this TensorRT release does not build for, older or newer than it
 TRT_SM = re.compile(r"Target GPU SM (?P<sm>\d+) is not supported by this TensorRT release", re.I)
-# subprocess's FileNotFoundError for the build program itself (chains.OWNERS reads it as cuda_mismatch)
-BUILD_TOOL = re.compile(r"No such file or directory: [\'\"`‘]?(?P<tool>ninja|nvcc|gcc|g\+\+|cc|c\+\+|clang\+?\+?|hipcc)(?=[\'\"`’\s]|$)", re.I)
 TRT_ENGINE_BUILT_ELSEWHERE = ("engine plan file", "deserialize", "different TensorRT-LLM version", "Tensor names in engine",
                               "not found; expected shape", "SERIALIZATION_VERSION", "Serialized Engine Version",
                               "modelInstanceState: [json.exception", "real length", "d == a + length")
@@ -54,7 +54,7 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
                      f"{pkg or 'the package it belongs to'} for this torch (or install the torch version its wheel names)",
                      f"pip install --force-reinstall --no-cache-dir {pkg}" if pkg else None),
                  Fix("Or use the engine's official container image, whose torch, CUDA and extensions were built together")]
-    elif (tool := TOOL_MISSING.search(text)) and any(e.values.get("tier") == "family: kernel toolchain" for e in found):
+    elif tool := TOOL_MISSING.search(text):
         name = (tool.group("tool") or tool.group("ninja")).lower()
         # the engine compiles its kernels (FlashInfer, torch C++ extensions, Triton) at first use: the tool must be in its environment
         fixes = [Fix(f"The engine JIT-compiles its kernels with {name}, which is not installed where it runs: install it in the "
@@ -72,14 +72,6 @@ def cuda(facts: Facts, log: LogView) -> Outcome:
         # flash-attn's setup.py: the nvcc it compiles with (CUDA_HOME) is older than it builds with, whatever the GPU
         fixes = [Fix("flash-attn is being compiled with an nvcc older than it supports: point CUDA_HOME at a CUDA toolkit of "
                      "torch's CUDA version, or install a prebuilt flash-attn wheel for this torch/CUDA", "nvcc -V")]
-    elif tool := BUILD_TOOL.search(text):
-        # a kernel library's JIT build (FlashInfer's jit/cpp_ext.py, torch cpp_extension) runs ninja and nvcc as programs
-        name = tool.group("tool")
-        fixes = [Fix("Install ninja into the serving environment: the kernels are compiled on first use", "pip install ninja")
-                 if name.lower() == "ninja" else
-                 Fix(f"The kernels are compiled on first use and {name} is not on PATH: install the CUDA toolkit (nvcc) or the "
-                     "compiler, or set CUDA_HOME to it", "nvcc --version"),
-                 Fix("Or use prebuilt kernels (the engine's official image, an AOT FlashInfer wheel) or another attention backend")]
     elif "Unknown CUDA arch" in text:
         # torch/utils/cpp_extension.py building an extension for an arch this torch has no name for: torch is older than the GPU
         fixes = [Fix("This torch does not know the GPU's architecture: install a torch release built for it, or set "
